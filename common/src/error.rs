@@ -1,0 +1,112 @@
+//! Error types that cross process boundaries or belong to this crate's own machinery.
+
+/// Why a task produced no value. This is the structured wire error a worker or raylet
+/// sends back to the owner, and what `ares::get` surfaces; each variant tells the owner
+/// what happened and, where one exists, what to do about it.
+#[derive(
+    Clone, Debug, PartialEq, thiserror::Error, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub enum TaskError {
+    /// The task's function panicked; the panic message is carried verbatim.
+    #[error("task `{function}` panicked: {message}")]
+    Application {
+        /// Registered name of the function.
+        function: String,
+        /// The panic payload, rendered as text.
+        message: String,
+    },
+    /// The worker process running the task died, and the retry budget is spent.
+    #[error(
+        "the worker running `{function}` died {attempts} time(s) and max_retries is exhausted; \
+         raise max_retries with .options(..) if the task is safe to re-run"
+    )]
+    WorkerDied {
+        /// Registered name of the function.
+        function: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// No function of that name is registered in the worker's executable.
+    #[error(
+        "function `{name}` is not registered in the worker; mark it with #[ares::remote] \
+         (workers run the driver's own executable, so it must be compiled into it)"
+    )]
+    FunctionNotFound {
+        /// The name that was looked up.
+        name: String,
+    },
+    /// No node in the cluster could ever satisfy the task's resource request.
+    #[error(
+        "infeasible resource request {requested}: the cluster's largest node has {available}; \
+         missing {missing}"
+    )]
+    Infeasible {
+        /// The requested shape, rendered.
+        requested: String,
+        /// The best node's total resources, rendered.
+        available: String,
+        /// The part of the request no node has, rendered.
+        missing: String,
+    },
+    /// The node's shared-memory store could not hold the task's result or argument.
+    #[error(
+        "object store full: needed {requested} bytes, pool capacity {capacity} bytes, \
+         {used} bytes in use; free objects or raise object_store_memory"
+    )]
+    ObjectStoreFull {
+        /// Bytes requested.
+        requested: u64,
+        /// Pool capacity in bytes.
+        capacity: u64,
+        /// Bytes in use when the request failed.
+        used: u64,
+    },
+    /// An argument or return value could not be decoded as the declared type.
+    #[error("task `{function}`: could not decode {what}: {reason}")]
+    Decode {
+        /// Registered name of the function.
+        function: String,
+        /// Which value failed (for example "argument 2").
+        what: String,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A task's argument failed, so the task never ran.
+    #[error("an argument of `{function}` failed: {cause}")]
+    DependencyFailed {
+        /// Registered name of the function that was not run.
+        function: String,
+        /// The argument's own error, rendered.
+        cause: String,
+    },
+    /// The runtime shut down before the task finished.
+    #[error("the runtime shut down before the task finished")]
+    RuntimeShutdown,
+}
+
+/// Errors of the framing layer. Any of these closes the connection it happened on.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The peer announced a frame larger than the configured bound.
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        /// Announced length.
+        len: u64,
+        /// Configured limit.
+        max: u64,
+    },
+    /// The frame's bytes are not a valid message of the expected type.
+    #[error("malformed frame ({len} bytes): {reason}")]
+    Malformed {
+        /// Frame length.
+        len: usize,
+        /// Validator's message.
+        reason: String,
+    },
+    /// The peer closed the connection cleanly between frames.
+    #[error("connection closed by peer")]
+    Closed,
+    /// Socket IO failed.
+    #[error("io error: {0}")]
+    Io(#[from] std::io::Error),
+}

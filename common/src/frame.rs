@@ -1,0 +1,156 @@
+//! Length-delimited frames: a little-endian `u32` length, then an rkyv payload.
+//!
+//! The reader bounds the length before allocating, reads the payload into an aligned
+//! buffer and validates it with bytecheck. Any violation is a [`FrameError`], after which
+//! the caller closes the connection; nothing here panics on peer input.
+
+use std::io::{self, BufReader, Read, Write};
+
+use crate::codec::{Bytes, Value};
+use crate::error::FrameError;
+
+/// Default bound on one frame. Large values travel through shared memory, never inline,
+/// so control frames stay far below this.
+pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
+
+/// Encodes `msg` into a new aligned buffer (payload only, no length prefix).
+pub fn encode<T: Value>(msg: &T) -> Bytes {
+    msg.encode().expect("wire messages always serialize")
+}
+
+/// Writes one frame holding `payload`. The caller flushes.
+pub fn write_frame<W: Write>(w: &mut W, payload: &[u8]) -> io::Result<()> {
+    let len =
+        u32::try_from(payload.len()).map_err(|_| io::Error::other("frame longer than u32::MAX"))?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(payload)
+}
+
+/// Encodes `msg` and writes it as one frame. The caller flushes.
+pub fn write_msg<W: Write, T: Value>(w: &mut W, msg: &T) -> io::Result<()> {
+    write_frame(w, &encode(msg))
+}
+
+/// Reads frames from a byte stream into an aligned buffer, bounding their size.
+pub struct FrameReader<R: Read> {
+    inner: BufReader<R>,
+    buf: Bytes,
+    max: usize,
+}
+
+impl<R: Read> FrameReader<R> {
+    /// A reader that rejects frames over `max` bytes.
+    pub fn new(inner: R, max: usize) -> Self {
+        FrameReader {
+            inner: BufReader::with_capacity(256 << 10, inner),
+            buf: Bytes::new(),
+            max,
+        }
+    }
+
+    /// Whether bytes of a further frame are already buffered (so the caller can delay
+    /// flushing its replies until the batch is done).
+    pub fn has_buffered(&self) -> bool {
+        !self.inner.buffer().is_empty()
+    }
+
+    /// Reads the next frame's raw payload, bounded and aligned but not yet validated.
+    pub fn read_payload(&mut self) -> Result<&[u8], FrameError> {
+        let mut len = [0u8; 4];
+        match self.inner.read_exact(&mut len[..1]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+            Err(e) => return Err(e.into()),
+        }
+        self.inner.read_exact(&mut len[1..])?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len > self.max {
+            return Err(FrameError::TooLarge {
+                len: len as u64,
+                max: self.max as u64,
+            });
+        }
+        self.buf.clear();
+        self.buf.resize(len, 0);
+        self.inner.read_exact(&mut self.buf[..])?;
+        Ok(&self.buf[..])
+    }
+
+    /// Reads, validates and decodes the next frame as a `T`.
+    pub fn read<T: Value>(&mut self) -> Result<T, FrameError> {
+        let payload = self.read_payload()?;
+        T::decode_aligned(payload).map_err(|e| FrameError::Malformed {
+            len: payload.len(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The underlying stream.
+    pub fn get_ref(&self) -> &R {
+        self.inner.get_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::ToRaylet;
+
+    fn read_all(bytes: Vec<u8>, max: usize) -> Vec<Result<ToRaylet, String>> {
+        let mut r = FrameReader::new(io::Cursor::new(bytes), max);
+        let mut out = Vec::new();
+        loop {
+            match r.read::<ToRaylet>() {
+                Err(FrameError::Closed) => return out,
+                Err(e) => {
+                    out.push(Err(e.to_string()));
+                    return out;
+                }
+                Ok(m) => out.push(Ok(m)),
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut bytes = Vec::new();
+        write_msg(&mut bytes, &ToRaylet::GetStats { request_id: 9 }).unwrap();
+        write_msg(
+            &mut bytes,
+            &ToRaylet::ReturnLease {
+                lease_id: crate::LeaseId(3),
+                worker_broken: false,
+            },
+        )
+        .unwrap();
+        let got = read_all(bytes, 1024);
+        assert_eq!(got.len(), 2);
+        assert!(matches!(got[0], Ok(ToRaylet::GetStats { request_id: 9 })));
+    }
+
+    #[test]
+    fn malformed_and_oversized_frames_are_typed_errors() {
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &[0xAB; 40]).unwrap();
+        let got = read_all(bytes, 1024);
+        assert!(
+            matches!(&got[0], Err(e) if e.contains("malformed")),
+            "{got:?}"
+        );
+
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        let got = read_all(bytes, 1024);
+        assert!(
+            matches!(&got[0], Err(e) if e.contains("exceeds the limit")),
+            "{got:?}"
+        );
+
+        // A truncated frame is an IO error, not a hang or a panic.
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&100u32.to_le_bytes());
+        bytes.extend_from_slice(&[1, 2, 3]);
+        let got = read_all(bytes, 1024);
+        assert!(got[0].is_err());
+    }
+}

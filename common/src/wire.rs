@@ -1,0 +1,214 @@
+//! Wire messages. Every message is an rkyv archive inside one frame (see [`crate::frame`]).
+//!
+//! Two conversations exist inside a node:
+//! - a client (driver or worker) and its raylet: registration, leases, object creation;
+//! - an owner and a worker it leased: task pushes and their replies.
+
+use crate::error::TaskError;
+use crate::ids::{LeaseId, NodeId, ObjectId, TaskId, WorkerId};
+use crate::resources::ResourceSet;
+
+/// A client's request to its raylet.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ToRaylet {
+    /// First message of a driver connection.
+    RegisterDriver {
+        /// The driver's process ID.
+        pid: u32,
+    },
+    /// First message of a worker connection, sent once its task socket is listening.
+    RegisterWorker {
+        /// The worker's ID, given to it by the raylet at spawn.
+        worker_id: WorkerId,
+        /// The worker's process ID.
+        pid: u32,
+        /// Where owners connect to push tasks.
+        listen_addr: String,
+    },
+    /// Asks for a worker lease for one resource shape.
+    RequestLease {
+        /// Correlates the answer.
+        request_id: u64,
+        /// Resources the leased worker holds while leased.
+        shape: ResourceSet,
+    },
+    /// Withdraws lease requests that are no longer needed.
+    CancelLeaseRequests {
+        /// The requests to withdraw; unknown or already granted ones are ignored.
+        request_ids: Vec<u64>,
+    },
+    /// Gives a lease back.
+    ReturnLease {
+        /// The lease.
+        lease_id: LeaseId,
+        /// The owner lost its connection to the worker.
+        worker_broken: bool,
+    },
+    /// Allocates space for an object in the node's shared-memory pool.
+    CreateObject {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The object.
+        object_id: ObjectId,
+        /// Exact size in bytes.
+        size: u64,
+    },
+    /// Marks an object's bytes as complete and immutable.
+    SealObject {
+        /// The object.
+        object_id: ObjectId,
+    },
+    /// Frees objects whose owner no longer references them.
+    DeleteObjects {
+        /// The objects.
+        object_ids: Vec<ObjectId>,
+    },
+    /// Asks for the node's statistics.
+    GetStats {
+        /// Correlates the answer.
+        request_id: u64,
+    },
+}
+
+/// A raylet's message to a client.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum FromRaylet {
+    /// Answer to registration.
+    Registered {
+        /// The node.
+        node_id: NodeId,
+        /// Path that opens the node's shared-memory pool.
+        pool_path: String,
+        /// Pool size in bytes.
+        pool_size: u64,
+    },
+    /// A lease was granted.
+    LeaseGranted {
+        /// The request answered.
+        request_id: u64,
+        /// The lease.
+        lease_id: LeaseId,
+        /// The leased worker.
+        worker_id: WorkerId,
+        /// Where to push tasks to it.
+        worker_addr: String,
+    },
+    /// A lease request can never be granted.
+    LeaseInfeasible {
+        /// The request answered.
+        request_id: u64,
+        /// Always [`TaskError::Infeasible`].
+        error: TaskError,
+    },
+    /// Space was allocated.
+    ObjectCreated {
+        /// The request answered.
+        request_id: u64,
+        /// Offset of the object in the pool.
+        offset: u64,
+    },
+    /// Space could not be allocated.
+    CreateFailed {
+        /// The request answered.
+        request_id: u64,
+        /// Why (for example [`TaskError::ObjectStoreFull`]).
+        error: TaskError,
+    },
+    /// Node statistics.
+    Stats {
+        /// The request answered.
+        request_id: u64,
+        /// The figures.
+        stats: NodeStats,
+    },
+}
+
+/// A snapshot of one node.
+#[derive(Clone, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct NodeStats {
+    /// Pool capacity in bytes.
+    pub store_capacity: u64,
+    /// Bytes allocated to objects.
+    pub store_used: u64,
+    /// Objects in the pool.
+    pub store_objects: u64,
+    /// Live worker processes.
+    pub workers: Vec<WorkerInfo>,
+    /// Total resources of the node.
+    pub total: ResourceSet,
+    /// Resources not held by a lease.
+    pub available: ResourceSet,
+}
+
+/// One worker process.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct WorkerInfo {
+    /// Its ID.
+    pub worker_id: WorkerId,
+    /// Its process ID.
+    pub pid: u32,
+    /// Whether an owner holds a lease on it.
+    pub leased: bool,
+}
+
+/// An owner's message to a leased worker.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ToWorker {
+    /// Run a task.
+    Push(TaskSpec),
+}
+
+/// What a worker needs to run one task.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct TaskSpec {
+    /// The task; its return object is `ObjectId::for_return(task_id, 0)`.
+    pub task_id: TaskId,
+    /// Registered name of the function.
+    pub function: String,
+    /// Resolved arguments, in order.
+    pub args: Vec<WireArg>,
+    /// Attempt number, from 0.
+    pub attempt: u32,
+}
+
+/// A resolved argument.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum WireArg {
+    /// The encoded value itself.
+    Inline(Vec<u8>),
+    /// The encoded value lives in the node's pool.
+    Shared {
+        /// Offset in the pool.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+}
+
+/// A worker's message to the owner that pushed it tasks.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum FromWorker {
+    /// A task finished.
+    Done {
+        /// The task.
+        task_id: TaskId,
+        /// Its result.
+        outcome: Outcome,
+    },
+}
+
+/// The result of one task.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Outcome {
+    /// Small result, encoded inline.
+    Inline(Vec<u8>),
+    /// Large result, sealed in the node's pool.
+    Shared {
+        /// Offset in the pool.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// The task failed.
+    Failed(TaskError),
+}

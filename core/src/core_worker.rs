@@ -1,0 +1,940 @@
+//! The core worker: what every Ares process (driver or worker) runs to own objects and
+//! submit tasks. It carries out the ownership table's decisions and drives the lease
+//! protocol: per resource shape it asks the raylet for worker leases, pushes tasks
+//! straight to leased workers (pipelined up to an adaptive depth), keeps a lease while
+//! tasks of its shape are queued, and returns it once idle.
+//!
+//! Locks: `tasks` before `table`, never the other way round. IO to workers happens under
+//! `tasks` (whole frames, so concurrent writers never interleave); IO to the raylet never
+//! happens under `table`.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use ares_common::codec::{Bytes, Value};
+use ares_common::error::FrameError;
+use ares_common::frame::{self, FrameReader};
+use ares_common::transport::{Transport, UnixTransport};
+use ares_common::wire::{
+    FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg,
+};
+use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId};
+use ares_object_store::Pool;
+use ares_ownership::{Free, Location, SharedTable, Status};
+use hashbrown::HashMap;
+
+use crate::error::{Error, Result, TaskError};
+use crate::raylet_client::RayletClient;
+
+/// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
+const MAX_PENDING_LEASE_REQUESTS: usize = 10;
+/// Target time of queued work per worker: pipelining deeper than this only unbalances.
+const PIPELINE_TARGET: Duration = Duration::from_micros(500);
+/// Idle leases are returned after this long (checked by the housekeeping thread).
+const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Where `store_value` put a value.
+pub(crate) enum Stored {
+    Inline(Arc<Bytes>),
+    Shared { offset: u64, len: u64 },
+}
+
+/// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
+pub(crate) type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
+
+/// How one argument of a call is given (crate-internal; public only as a private type).
+pub(crate) enum ArgSpec {
+    /// An encoded value.
+    Value(Bytes),
+    /// A future; its ID and the handle that keeps it alive until submission counted it.
+    Ref(ObjectId),
+    /// A list of futures passed as one `Vec<T>` argument.
+    Gather {
+        ids: Vec<ObjectId>,
+        combine: Combine,
+    },
+}
+
+enum Slot {
+    Inline(Arc<Bytes>),
+    Ref(ObjectId),
+    Gather {
+        ids: Vec<ObjectId>,
+        combine: Combine,
+    },
+}
+
+struct Task {
+    function: Arc<str>,
+    args: Vec<Slot>,
+    arg_ids: Vec<ObjectId>,
+    shape: ResourceSet,
+    retries_left: u32,
+    attempts: u32,
+    unresolved: usize,
+}
+
+#[derive(Default)]
+struct ShapeState {
+    queue: VecDeque<TaskId>,
+    leases: Vec<LeaseId>,
+    requests: Vec<u64>,
+}
+
+struct Lease {
+    shape: ResourceSet,
+    stream: UnixStream,
+    in_flight: VecDeque<(TaskId, Instant)>,
+    last_reply: Instant,
+    idle_since: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    tasks: HashMap<TaskId, Task>,
+    waiting: HashMap<ObjectId, Vec<TaskId>>,
+    shapes: HashMap<ResourceSet, ShapeState>,
+    leases: HashMap<LeaseId, Lease>,
+    requests: HashMap<u64, ResourceSet>,
+    /// Moving average of the time a worker spends per task, in seconds.
+    avg_task_secs: Option<f64>,
+}
+
+/// Options of one submission, already in wire terms.
+pub(crate) struct Submit {
+    pub(crate) function: &'static str,
+    pub(crate) shape: ResourceSet,
+    pub(crate) max_retries: u32,
+}
+
+pub(crate) struct CoreWorker {
+    pub(crate) table: SharedTable,
+    tasks: Mutex<Tasks>,
+    raylet: Arc<RayletClient>,
+    pub(crate) pool: Pool,
+    pub(crate) max_inline: usize,
+    max_frame: usize,
+    max_in_flight: u32,
+    root: TaskId,
+    task_counter: AtomicU64,
+    put_counter: AtomicU32,
+    stopped: AtomicBool,
+    me: Weak<CoreWorker>,
+}
+
+/// Settings a core worker needs.
+pub(crate) struct CoreConfig {
+    pub(crate) raylet_socket: String,
+    pub(crate) max_inline: usize,
+    pub(crate) max_frame: usize,
+    pub(crate) max_in_flight: u32,
+}
+
+impl CoreWorker {
+    /// Connects to the raylet with `hello` and starts the background threads.
+    /// `on_raylet_lost` runs if the raylet connection ends.
+    pub(crate) fn start(
+        cfg: CoreConfig,
+        hello: ToRaylet,
+        on_raylet_lost: impl FnOnce() + Send + 'static,
+    ) -> Result<Arc<Self>> {
+        let (raylet, registered, reader) =
+            RayletClient::connect(&cfg.raylet_socket, cfg.max_frame, hello)?;
+        let FromRaylet::Registered {
+            pool_path,
+            pool_size,
+            ..
+        } = registered
+        else {
+            return Err(Error::RayletUnavailable(format!(
+                "unexpected answer to registration: {registered:?}"
+            )));
+        };
+        let pool = Pool::open(&pool_path, pool_size).map_err(Error::Startup)?;
+        let cw = Arc::new_cyclic(|me| CoreWorker {
+            table: SharedTable::new(),
+            tasks: Mutex::new(Tasks::default()),
+            raylet: raylet.clone(),
+            pool,
+            max_inline: cfg.max_inline,
+            max_frame: cfg.max_frame,
+            max_in_flight: cfg.max_in_flight.max(1),
+            root: TaskId::root(uuid::Uuid::new_v4()),
+            task_counter: AtomicU64::new(0),
+            put_counter: AtomicU32::new(0),
+            stopped: AtomicBool::new(false),
+            me: me.clone(),
+        });
+        let weak = Arc::downgrade(&cw);
+        raylet
+            .start_reader(
+                reader,
+                move |msg| {
+                    if let Some(cw) = weak.upgrade() {
+                        cw.on_raylet_event(msg);
+                    }
+                },
+                on_raylet_lost,
+            )
+            .map_err(Error::Startup)?;
+        let weak = Arc::downgrade(&cw);
+        std::thread::Builder::new()
+            .name("ares-housekeeping".into())
+            .spawn(move || housekeeping(weak))
+            .map_err(Error::Startup)?;
+        Ok(cw)
+    }
+
+    fn lock_tasks(&self) -> MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    // ---------------------------------------------------------------- values
+
+    /// Encodes `value` inline if small, else straight into a new object in the pool.
+    pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T) -> Result<Stored> {
+        let len = value
+            .encoded_len()
+            .map_err(|e| Error::Encode(e.to_string()))?;
+        if len <= self.max_inline {
+            return Ok(Stored::Inline(Arc::new(
+                value.encode().map_err(|e| Error::Encode(e.to_string()))?,
+            )));
+        }
+        let offset = self.create_shared(id, len as u64)?;
+        // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
+        let dst = unsafe { self.pool.slice_mut(offset, len as u64) }
+            .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        value
+            .encode_into_slice(dst)
+            .map_err(|e| Error::Encode(e.to_string()))?;
+        self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
+        Ok(Stored::Shared {
+            offset,
+            len: len as u64,
+        })
+    }
+
+    fn create_shared(&self, id: ObjectId, size: u64) -> Result<u64> {
+        match self.raylet.call(|request_id| ToRaylet::CreateObject {
+            request_id,
+            object_id: id,
+            size,
+        })? {
+            FromRaylet::ObjectCreated { offset, .. } => Ok(offset),
+            FromRaylet::CreateFailed { error, .. } => Err(Error::Task(error)),
+            other => Err(Error::RayletUnavailable(format!(
+                "unexpected answer to create: {other:?}"
+            ))),
+        }
+    }
+
+    /// Stores `value` as a new object owned by this process.
+    pub(crate) fn put<T: Value>(&self, value: &T) -> Result<ObjectId> {
+        let id = ObjectId::for_put(self.root, self.put_counter.fetch_add(1, Ordering::Relaxed));
+        self.put_stored(id, self.store_value(id, value)?);
+        Ok(id)
+    }
+
+    fn put_stored(&self, id: ObjectId, stored: Stored) {
+        let loc = match stored {
+            Stored::Inline(b) => Location::Inline(b),
+            Stored::Shared { offset, len } => Location::Shared { offset, len },
+        };
+        self.table.lock().add_owned(id, Status::Ready(loc));
+    }
+
+    /// Blocks until `id` is ready or failed; returns where its value is.
+    pub(crate) fn wait_location(&self, id: ObjectId) -> Result<Location> {
+        let g = self.table.lock();
+        let g = self
+            .table
+            .wait_while(g, |t| matches!(t.status(id), Some(Status::Pending)));
+        match g.status(id) {
+            Some(Status::Ready(loc)) => Ok(loc.clone()),
+            Some(Status::Failed(e)) => Err(Error::Task(e.clone())),
+            Some(Status::Pending) => unreachable!("waited until not pending"),
+            None => Err(Error::Decode {
+                object: id.to_string(),
+                reason: "the object is not owned by this process".into(),
+            }),
+        }
+    }
+
+    /// The bytes at `loc`. Shared bytes stay valid while the object is referenced.
+    pub(crate) fn bytes<'a>(&'a self, loc: &'a Location) -> Result<&'a [u8]> {
+        match loc {
+            Location::Inline(b) => Ok(&b[..]),
+            // SAFETY: sealed, and alive while the caller holds a reference to the object.
+            Location::Shared { offset, len } => {
+                unsafe { self.pool.slice(*offset, *len) }.map_err(|e| Error::Decode {
+                    object: String::new(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Waits until `num_returns` of `ids` are ready or failed, or `timeout` passes.
+    /// Returns the readiness of each ID.
+    pub(crate) fn wait_many(
+        &self,
+        ids: &[ObjectId],
+        num_returns: usize,
+        timeout: Option<Duration>,
+    ) -> Vec<bool> {
+        let done = |t: &ares_ownership::OwnershipTable, id: &ObjectId| {
+            !matches!(t.status(*id), Some(Status::Pending))
+        };
+        let enough = |t: &ares_ownership::OwnershipTable| {
+            ids.iter().filter(|id| done(t, id)).count() >= num_returns
+        };
+        let g = self.table.lock();
+        let g = match timeout {
+            None => self.table.wait_while(g, |t| !enough(t)),
+            Some(d) => self.table.wait_while_timeout(g, d, |t| !enough(t)).0,
+        };
+        ids.iter().map(|id| done(&g, id)).collect()
+    }
+
+    /// One local handle on `id` fewer.
+    pub(crate) fn remove_local_ref(&self, id: ObjectId) {
+        let free = self.table.lock().remove_local_ref(id);
+        self.free(free.into_iter().collect());
+    }
+
+    fn free(&self, frees: Vec<Free>) {
+        let shared: Vec<ObjectId> = frees
+            .into_iter()
+            .filter(|f| matches!(f.location, Some(Location::Shared { .. })))
+            .map(|f| f.id)
+            .collect();
+        if !shared.is_empty() {
+            // If the raylet is gone, so is the pool: nothing left to free.
+            let _ = self
+                .raylet
+                .send(&ToRaylet::DeleteObjects { object_ids: shared });
+        }
+    }
+
+    /// The node's statistics.
+    pub(crate) fn node_stats(&self) -> Result<NodeStats> {
+        match self
+            .raylet
+            .call(|request_id| ToRaylet::GetStats { request_id })?
+        {
+            FromRaylet::Stats { stats, .. } => Ok(stats),
+            other => Err(Error::RayletUnavailable(format!(
+                "unexpected answer to stats: {other:?}"
+            ))),
+        }
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    /// Submits a task; returns the ID of its return object (owned, one local handle).
+    pub(crate) fn submit(&self, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
+        let task_id = self
+            .root
+            .child(self.task_counter.fetch_add(1, Ordering::Relaxed));
+        let return_id = ObjectId::for_return(task_id, 0);
+        self.table.lock().add_owned(return_id, Status::Pending);
+        let mut slots = Vec::with_capacity(args.len());
+        let mut arg_ids = Vec::new();
+        let mut early_error = None;
+        // Large by-value arguments become objects of their own, as in Ray.
+        let mut temps = Vec::new();
+        for (i, a) in args.into_iter().enumerate() {
+            match a {
+                ArgSpec::Value(b) if b.len() <= self.max_inline => {
+                    slots.push(Slot::Inline(Arc::new(b)))
+                }
+                ArgSpec::Value(b) => {
+                    let id = ObjectId::for_put(task_id, i as u32);
+                    match self.store_bytes(id, &b) {
+                        Ok(stored) => {
+                            self.put_stored(id, stored);
+                            temps.push(id);
+                            arg_ids.push(id);
+                            slots.push(Slot::Ref(id));
+                        }
+                        Err(Error::Task(e)) => early_error = Some(e),
+                        Err(e) => {
+                            early_error = Some(TaskError::Decode {
+                                function: s.function.to_string(),
+                                what: format!("argument {i}"),
+                                reason: e.to_string(),
+                            })
+                        }
+                    }
+                }
+                ArgSpec::Ref(id) => {
+                    arg_ids.push(id);
+                    slots.push(Slot::Ref(id));
+                }
+                ArgSpec::Gather { ids, combine } => {
+                    arg_ids.extend_from_slice(&ids);
+                    slots.push(Slot::Gather { ids, combine });
+                }
+            }
+        }
+        let mut tasks = self.lock_tasks();
+        let mut frees = Vec::new();
+        let mut failed: Option<TaskError> = early_error;
+        let mut unresolved = 0;
+        {
+            let mut table = self.table.lock();
+            table.add_submitted(&arg_ids);
+            for id in &temps {
+                // The task now holds its temporary argument; the handle is not needed.
+                frees.extend(table.remove_local_ref(*id));
+            }
+            for id in &arg_ids {
+                match table.status(*id) {
+                    Some(Status::Pending) => {
+                        unresolved += 1;
+                        tasks.waiting.entry(*id).or_default().push(task_id);
+                    }
+                    Some(Status::Failed(e)) if failed.is_none() => failed = Some(e.clone()),
+                    _ => {}
+                }
+            }
+        }
+        let task = Task {
+            function: Arc::from(s.function),
+            args: slots,
+            arg_ids,
+            shape: s.shape.clone(),
+            retries_left: s.max_retries,
+            attempts: 0,
+            unresolved,
+        };
+        tasks.tasks.insert(task_id, task);
+        if let Some(e) = failed {
+            self.fail_task(&mut tasks, task_id, e, &mut frees);
+        } else if unresolved == 0 {
+            tasks
+                .shapes
+                .entry(s.shape.clone())
+                .or_default()
+                .queue
+                .push_back(task_id);
+            self.dispatch(&mut tasks, &s.shape);
+        }
+        drop(tasks);
+        self.free(frees);
+        return_id
+    }
+
+    /// Records a call that failed before submission (its arguments could not be encoded).
+    pub(crate) fn submit_failed(&self, error: TaskError) -> ObjectId {
+        let task_id = self
+            .root
+            .child(self.task_counter.fetch_add(1, Ordering::Relaxed));
+        let return_id = ObjectId::for_return(task_id, 0);
+        self.table
+            .lock()
+            .add_owned(return_id, Status::Failed(error));
+        return_id
+    }
+
+    fn store_bytes(&self, id: ObjectId, bytes: &Bytes) -> Result<Stored> {
+        let offset = self.create_shared(id, bytes.len() as u64)?;
+        // SAFETY: a fresh allocation of ours, unsealed.
+        let dst = unsafe { self.pool.slice_mut(offset, bytes.len() as u64) }
+            .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        dst.copy_from_slice(bytes);
+        self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
+        Ok(Stored::Shared {
+            offset,
+            len: bytes.len() as u64,
+        })
+    }
+
+    /// Fails `task_id` for good with `error`, and with it every task waiting on it.
+    fn fail_task(
+        &self,
+        tasks: &mut Tasks,
+        task_id: TaskId,
+        error: TaskError,
+        frees: &mut Vec<Free>,
+    ) {
+        let mut stack = vec![task_id];
+        while let Some(tid) = stack.pop() {
+            let Some(task) = tasks.tasks.remove(&tid) else {
+                continue;
+            };
+            let rid = ObjectId::for_return(tid, 0);
+            {
+                let mut table = self.table.lock();
+                frees.extend(table.set_failed(rid, error.clone()));
+                frees.extend(table.remove_submitted(&task.arg_ids));
+            }
+            if let Some(waiters) = tasks.waiting.remove(&rid) {
+                stack.extend(waiters);
+            }
+        }
+        self.table.notify();
+    }
+
+    fn depth(&self, tasks: &Tasks) -> usize {
+        match tasks.avg_task_secs {
+            None => 1,
+            Some(avg) => ((PIPELINE_TARGET.as_secs_f64() / avg.max(1e-7)) as usize)
+                .clamp(1, self.max_in_flight as usize),
+        }
+    }
+
+    /// Pushes queued tasks of `shape` to its leased workers and asks for more leases if
+    /// tasks remain queued.
+    fn dispatch(&self, tasks: &mut Tasks, shape: &ResourceSet) {
+        let depth = self.depth(tasks);
+        let mut failures = Vec::new();
+        {
+            let Tasks {
+                tasks: all,
+                shapes,
+                leases,
+                requests,
+                ..
+            } = &mut *tasks;
+            let Some(st) = shapes.get_mut(shape) else {
+                return;
+            };
+            let mut out: HashMap<LeaseId, Vec<u8>> = HashMap::new();
+            let now = Instant::now();
+            while !st.queue.is_empty() {
+                let Some(&lease_id) = st
+                    .leases
+                    .iter()
+                    .filter(|l| leases[*l].in_flight.len() < depth)
+                    .min_by_key(|l| leases[*l].in_flight.len())
+                else {
+                    break;
+                };
+                let tid = st.queue.pop_front().expect("non-empty");
+                let Some(task) = all.get_mut(&tid) else {
+                    continue;
+                };
+                let spec = match self.resolve(tid, task) {
+                    Ok(spec) => spec,
+                    Err(e) => {
+                        failures.push((tid, e));
+                        continue;
+                    }
+                };
+                let lease = leases.get_mut(&lease_id).expect("listed lease exists");
+                let buf = out.entry(lease_id).or_default();
+                frame::write_msg(buf, &ToWorker::Push(spec)).expect("writing to a Vec cannot fail");
+                lease.in_flight.push_back((tid, now));
+                lease.idle_since = None;
+            }
+            for (lease_id, buf) in out {
+                let lease = &leases[&lease_id];
+                if let Err(e) = (&lease.stream).write_all(&buf) {
+                    // The lease's reader sees the broken connection and retries its tasks.
+                    tracing::debug!("push to worker failed: {e}");
+                    UnixTransport.close(&lease.stream);
+                }
+            }
+            let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
+            while st.requests.len() < want {
+                let request_id = self.raylet.next_request_id();
+                if self
+                    .raylet
+                    .send(&ToRaylet::RequestLease {
+                        request_id,
+                        shape: shape.clone(),
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+                st.requests.push(request_id);
+                requests.insert(request_id, shape.clone());
+            }
+        }
+        if !failures.is_empty() {
+            let mut frees = Vec::new();
+            for (tid, e) in failures {
+                self.fail_task(tasks, tid, e, &mut frees);
+            }
+            self.free(frees);
+        }
+    }
+
+    /// Builds the wire spec of a ready task from the current values of its arguments.
+    fn resolve(&self, tid: TaskId, task: &mut Task) -> std::result::Result<TaskSpec, TaskError> {
+        let table = self.table.lock();
+        let wire = |id: &ObjectId| match table.status(*id) {
+            Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
+            Some(Status::Ready(Location::Shared { offset, len })) => WireArg::Shared {
+                offset: *offset,
+                len: *len,
+            },
+            // Submission counted the argument, so it is here and ready.
+            other => unreachable!("argument {id} of a ready task is {other:?}"),
+        };
+        let mut args = Vec::with_capacity(task.args.len());
+        for (i, slot) in task.args.iter().enumerate() {
+            args.push(match slot {
+                Slot::Inline(b) => WireArg::Inline(b.to_vec()),
+                Slot::Ref(id) => wire(id),
+                Slot::Gather { ids, combine } => {
+                    let locs: Vec<Location> = ids
+                        .iter()
+                        .map(|id| match table.status(*id) {
+                            Some(Status::Ready(l)) => l.clone(),
+                            other => unreachable!("argument {id} of a ready task is {other:?}"),
+                        })
+                        .collect();
+                    let parts: std::result::Result<Vec<&[u8]>, Error> =
+                        locs.iter().map(|l| self.bytes(l)).collect();
+                    let merged = parts.map_err(|e| e.to_string()).and_then(|p| combine(&p));
+                    match merged {
+                        Ok(b) if b.len() + 1024 <= self.max_frame => WireArg::Inline(b.to_vec()),
+                        Ok(b) => {
+                            return Err(TaskError::Decode {
+                                function: task.function.to_string(),
+                                what: format!("argument {i}"),
+                                reason: format!(
+                                    "a gathered list of {} bytes exceeds the frame limit",
+                                    b.len()
+                                ),
+                            });
+                        }
+                        Err(reason) => {
+                            return Err(TaskError::Decode {
+                                function: task.function.to_string(),
+                                what: format!("argument {i}"),
+                                reason,
+                            });
+                        }
+                    }
+                }
+            });
+        }
+        Ok(TaskSpec {
+            task_id: tid,
+            function: task.function.to_string(),
+            args,
+            attempt: task.attempts,
+        })
+    }
+
+    // ---------------------------------------------------------------- events
+
+    fn on_raylet_event(&self, msg: FromRaylet) {
+        match msg {
+            FromRaylet::LeaseGranted {
+                request_id,
+                lease_id,
+                worker_addr,
+                ..
+            } => self.on_lease_granted(request_id, lease_id, &worker_addr),
+            FromRaylet::LeaseInfeasible { request_id, error } => {
+                let mut tasks = self.lock_tasks();
+                let Some(shape) = tasks.requests.remove(&request_id) else {
+                    return;
+                };
+                let queued: Vec<TaskId> = match tasks.shapes.get_mut(&shape) {
+                    Some(st) => {
+                        st.requests.retain(|r| *r != request_id);
+                        st.queue.drain(..).collect()
+                    }
+                    None => Vec::new(),
+                };
+                let mut frees = Vec::new();
+                for tid in queued {
+                    self.fail_task(&mut tasks, tid, error.clone(), &mut frees);
+                }
+                drop(tasks);
+                self.free(frees);
+            }
+            other => tracing::debug!("ignoring unsolicited raylet message {other:?}"),
+        }
+    }
+
+    fn on_lease_granted(&self, request_id: u64, lease_id: LeaseId, worker_addr: &str) {
+        let mut tasks = self.lock_tasks();
+        let shape = tasks.requests.remove(&request_id);
+        let st = shape.as_ref().and_then(|s| tasks.shapes.get_mut(s));
+        let Some(st) = st else {
+            drop(tasks);
+            let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                lease_id,
+                worker_broken: false,
+            });
+            return;
+        };
+        st.requests.retain(|r| *r != request_id);
+        if st.queue.is_empty() || self.stopped.load(Ordering::SeqCst) {
+            drop(tasks);
+            let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                lease_id,
+                worker_broken: false,
+            });
+            return;
+        }
+        let shape = shape.expect("checked");
+        let connected = UnixTransport
+            .connect(worker_addr)
+            .and_then(|s| Ok((UnixTransport.try_clone(&s)?, s)));
+        let (reader, stream) = match connected {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!("could not connect to leased worker at {worker_addr}: {e}");
+                let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                    lease_id,
+                    worker_broken: true,
+                });
+                self.dispatch(&mut tasks, &shape);
+                return;
+            }
+        };
+        let weak = self.me.clone();
+        let max_frame = self.max_frame;
+        let spawned = std::thread::Builder::new()
+            .name("ares-lease-reader".into())
+            .spawn(move || lease_reader(weak, lease_id, FrameReader::new(reader, max_frame)));
+        if spawned.is_err() {
+            let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                lease_id,
+                worker_broken: false,
+            });
+            return;
+        }
+        let now = Instant::now();
+        tasks.leases.insert(
+            lease_id,
+            Lease {
+                shape: shape.clone(),
+                stream,
+                in_flight: VecDeque::new(),
+                last_reply: now,
+                idle_since: None,
+            },
+        );
+        tasks
+            .shapes
+            .get_mut(&shape)
+            .expect("present")
+            .leases
+            .push(lease_id);
+        self.dispatch(&mut tasks, &shape);
+    }
+
+    fn on_replies(&self, lease_id: LeaseId, replies: Vec<FromWorker>) {
+        let mut tasks = self.lock_tasks();
+        let mut frees = Vec::new();
+        let mut touched: Vec<ResourceSet> = Vec::new();
+        let now = Instant::now();
+        for FromWorker::Done { task_id, outcome } in replies {
+            if let Some(lease) = tasks.leases.get_mut(&lease_id) {
+                if let Some(pos) = lease.in_flight.iter().position(|(t, _)| *t == task_id) {
+                    let (_, pushed) = lease.in_flight.remove(pos).expect("in range");
+                    let secs = now
+                        .duration_since(pushed.max(lease.last_reply))
+                        .as_secs_f64();
+                    lease.last_reply = now;
+                    tasks.avg_task_secs = Some(match tasks.avg_task_secs {
+                        None => secs,
+                        Some(avg) => avg * 0.9 + secs * 0.1,
+                    });
+                }
+            }
+            let Some(task) = tasks.tasks.remove(&task_id) else {
+                continue;
+            };
+            let rid = ObjectId::for_return(task_id, 0);
+            let location = match outcome {
+                Outcome::Inline(v) => {
+                    let mut b = Bytes::with_capacity(v.len());
+                    b.extend_from_slice(&v);
+                    Location::Inline(Arc::new(b))
+                }
+                Outcome::Shared { offset, len } => Location::Shared { offset, len },
+                Outcome::Failed(e) => {
+                    // Put the task back so fail_task handles it and its dependents alike.
+                    tasks.tasks.insert(task_id, task);
+                    self.fail_task(&mut tasks, task_id, e, &mut frees);
+                    continue;
+                }
+            };
+            {
+                let mut table = self.table.lock();
+                frees.extend(table.set_ready(rid, location));
+                frees.extend(table.remove_submitted(&task.arg_ids));
+            }
+            for tid in tasks.waiting.remove(&rid).unwrap_or_default() {
+                let Some(t) = tasks.tasks.get_mut(&tid) else {
+                    continue;
+                };
+                t.unresolved -= 1;
+                if t.unresolved == 0 {
+                    let shape = t.shape.clone();
+                    tasks
+                        .shapes
+                        .entry(shape.clone())
+                        .or_default()
+                        .queue
+                        .push_back(tid);
+                    if !touched.contains(&shape) {
+                        touched.push(shape);
+                    }
+                }
+            }
+        }
+        self.table.notify();
+        if let Some(shape) = tasks.leases.get(&lease_id).map(|l| l.shape.clone()) {
+            if !touched.contains(&shape) {
+                touched.push(shape);
+            }
+        }
+        for shape in &touched {
+            self.dispatch(&mut tasks, shape);
+        }
+        if let Some(lease) = tasks.leases.get_mut(&lease_id) {
+            if lease.in_flight.is_empty() && lease.idle_since.is_none() {
+                lease.idle_since = Some(now);
+            }
+        }
+        drop(tasks);
+        self.free(frees);
+    }
+
+    fn on_lease_lost(&self, lease_id: LeaseId, reason: String) {
+        let mut tasks = self.lock_tasks();
+        let Some(lease) = tasks.leases.remove(&lease_id) else {
+            return;
+        };
+        tracing::debug!("lost leased worker: {reason}");
+        let _ = self.raylet.send(&ToRaylet::ReturnLease {
+            lease_id,
+            worker_broken: true,
+        });
+        if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
+            st.leases.retain(|l| *l != lease_id);
+        }
+        let mut frees = Vec::new();
+        let mut retry = Vec::new();
+        for (tid, _) in lease.in_flight {
+            let Some(task) = tasks.tasks.get_mut(&tid) else {
+                continue;
+            };
+            task.attempts += 1;
+            if task.retries_left > 0 && !self.stopped.load(Ordering::SeqCst) {
+                task.retries_left -= 1;
+                retry.push(tid);
+            } else {
+                let error = TaskError::WorkerDied {
+                    function: task.function.to_string(),
+                    attempts: task.attempts,
+                };
+                self.fail_task(&mut tasks, tid, error, &mut frees);
+            }
+        }
+        if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
+            for tid in retry.into_iter().rev() {
+                st.queue.push_front(tid);
+            }
+        }
+        self.dispatch(&mut tasks, &lease.shape);
+        drop(tasks);
+        self.free(frees);
+    }
+
+    /// Returns leases that stayed idle for [`IDLE_LEASE_TIMEOUT`].
+    fn return_idle_leases(&self) {
+        let mut tasks = self.lock_tasks();
+        let now = Instant::now();
+        let idle: Vec<LeaseId> = tasks
+            .leases
+            .iter()
+            .filter(|(_, l)| {
+                l.in_flight.is_empty()
+                    && l.idle_since
+                        .is_some_and(|t| now.duration_since(t) >= IDLE_LEASE_TIMEOUT)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in idle {
+            let lease = tasks.leases.remove(&id).expect("listed");
+            if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
+                st.leases.retain(|l| *l != id);
+            }
+            UnixTransport.close(&lease.stream);
+            let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                lease_id: id,
+                worker_broken: false,
+            });
+        }
+    }
+
+    /// Fails everything pending, returns every lease and closes the raylet connection.
+    pub(crate) fn stop(&self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut tasks = self.lock_tasks();
+        let ids: Vec<TaskId> = tasks.tasks.keys().copied().collect();
+        let mut frees = Vec::new();
+        for tid in ids {
+            self.fail_task(&mut tasks, tid, TaskError::RuntimeShutdown, &mut frees);
+        }
+        for (id, lease) in tasks.leases.drain() {
+            UnixTransport.close(&lease.stream);
+            let _ = self.raylet.send(&ToRaylet::ReturnLease {
+                lease_id: id,
+                worker_broken: false,
+            });
+        }
+        drop(tasks);
+        self.free(frees);
+        self.raylet.close();
+    }
+}
+
+fn lease_reader(cw: Weak<CoreWorker>, lease_id: LeaseId, mut reader: FrameReader<UnixStream>) {
+    let reason = loop {
+        let first = match reader.read::<FromWorker>() {
+            Ok(m) => m,
+            Err(FrameError::Closed) => break "connection closed".to_string(),
+            Err(e) => break e.to_string(),
+        };
+        let mut batch = vec![first];
+        let mut failure = None;
+        while reader.has_buffered() && batch.len() < 1024 {
+            match reader.read::<FromWorker>() {
+                Ok(m) => batch.push(m),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let Some(cw) = cw.upgrade() else { return };
+        cw.on_replies(lease_id, batch);
+        if let Some(f) = failure {
+            break f;
+        }
+    };
+    if let Some(cw) = cw.upgrade() {
+        cw.on_lease_lost(lease_id, reason);
+    }
+}
+
+fn housekeeping(cw: Weak<CoreWorker>) {
+    loop {
+        std::thread::sleep(IDLE_LEASE_TIMEOUT / 2);
+        let Some(cw) = cw.upgrade() else { return };
+        if cw.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        cw.return_idle_leases();
+    }
+}

@@ -1,0 +1,184 @@
+//! Ares: distributed futures for Rust on Ray's ownership design.
+//!
+//! ```no_run
+//! #[ares::remote]
+//! fn add(a: i64, b: i64) -> i64 { a + b }
+//!
+//! fn main() -> anyhow::Result<()> {
+//!     ares::init()?; // embedded one-node cluster; in a worker process this never returns
+//!     let x = ares::remote(add).call(1, 2);
+//!     let y = ares::remote(add).call(x.clone(), 10);
+//!     assert_eq!(ares::get(&y)?, 13);
+//!     ares::shutdown();
+//!     Ok(())
+//! }
+//! ```
+//!
+//! This crate owns the public API and the core worker (ownership bookkeeping, task
+//! submission over worker leases, the in-process store). Workers are the driver's own
+//! executable re-executed with `ARES_WORKER=1`; an `.init_array` entry enters worker mode
+//! before `main` or a test harness runs. See `docs/architecture.md` for the whole picture.
+#![warn(missing_docs)]
+
+mod core_worker;
+mod error;
+mod object_ref;
+mod raylet_client;
+mod registry;
+mod remote;
+mod worker;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+pub use ares_common::Config;
+pub use ares_common::codec::Value;
+pub use ares_common::wire::{NodeStats, WorkerInfo};
+pub use ares_macros::remote;
+pub use error::{Error, Result, TaskError};
+pub use object_ref::{ObjectRef, View};
+pub use remote::{IntoArg, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
+
+use core_worker::{CoreConfig, CoreWorker};
+
+/// What `#[ares::remote]` expands to. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::registry::{Invoker, REMOTE_FUNCTIONS, RemoteFunction, TaskContext};
+    pub use ares_common::wire::Outcome;
+    pub use linkme;
+}
+
+struct Runtime {
+    cw: Arc<CoreWorker>,
+    raylet: Option<ares_raylet::Raylet>,
+}
+
+static RUNTIME: RwLock<Option<Runtime>> = RwLock::new(None);
+
+pub(crate) fn current() -> Result<Arc<CoreWorker>> {
+    let g = RUNTIME.read().unwrap_or_else(|p| p.into_inner());
+    g.as_ref()
+        .map(|r| r.cw.clone())
+        .ok_or(Error::NotInitialized)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Starts an embedded one-node cluster with default settings: a raylet on threads of
+/// this process and one worker process per CPU. In a worker process, returns at once.
+pub fn init() -> Result<()> {
+    init_with(Config::default())
+}
+
+/// Starts an embedded one-node cluster with `config`.
+pub fn init_with(config: Config) -> Result<()> {
+    if worker::is_worker() {
+        return Ok(());
+    }
+    worker::ensure_linked();
+    let mut g = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
+    if g.is_some() {
+        return Err(Error::AlreadyInitialized);
+    }
+    init_logging();
+    let raylet_cfg = ares_raylet::RayletConfig::embedded(config.clone()).map_err(Error::Startup)?;
+    let raylet = ares_raylet::Raylet::start(raylet_cfg).map_err(Error::Startup)?;
+    let cfg = CoreConfig {
+        raylet_socket: raylet.socket_path().to_string(),
+        max_inline: config.max_inline_bytes,
+        max_frame: config.max_frame_bytes,
+        max_in_flight: config.max_tasks_in_flight_per_worker,
+    };
+    let hello = ares_common::wire::ToRaylet::RegisterDriver {
+        pid: std::process::id(),
+    };
+    let cw = CoreWorker::start(cfg, hello, || {})?;
+    *g = Some(Runtime {
+        cw,
+        raylet: Some(raylet),
+    });
+    Ok(())
+}
+
+/// Stops the runtime: pending tasks fail with `RuntimeShutdown`, workers are killed and
+/// reaped, and the session directory is removed. Safe to call twice.
+pub fn shutdown() {
+    let rt = RUNTIME.write().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(mut rt) = rt {
+        rt.cw.stop();
+        if let Some(r) = rt.raylet.as_mut() {
+            r.shutdown();
+        }
+    }
+}
+
+/// Stores `value` as an object owned by this process. Values over `max_inline_bytes`
+/// go to the node's shared-memory store (written once, in place).
+pub fn put<T: Value>(value: T) -> Result<ObjectRef<T>> {
+    let cw = current()?;
+    let id = cw.put(&value)?;
+    Ok(ObjectRef::new(id, cw))
+}
+
+/// Waits for the object and returns a copy of its value.
+pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
+    let cw = &r.inner.cw;
+    let loc = cw.wait_location(r.id())?;
+    let bytes = cw.bytes(&loc)?;
+    T::decode(bytes).map_err(|e| Error::Decode {
+        object: r.id().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Waits for every object and returns their values in order; the first failure wins.
+pub fn get_all<T: Value>(refs: &[ObjectRef<T>]) -> Result<Vec<T>> {
+    refs.iter().map(get).collect()
+}
+
+/// Waits for the object and returns a zero-copy view of its archived value: for a value
+/// in the shared-memory store, the pool is read in place.
+pub fn get_view<T: Value>(r: &ObjectRef<T>) -> Result<View<T>> {
+    let loc = r.inner.cw.wait_location(r.id())?;
+    View::new(r.clone(), loc)
+}
+
+/// Waits until `num_returns` of `refs` are ready (or failed) or `timeout` passes, and
+/// splits them into `(ready, pending)`, each in the original order.
+pub fn wait<T>(
+    refs: &[ObjectRef<T>],
+    num_returns: usize,
+    timeout: Option<Duration>,
+) -> (Vec<ObjectRef<T>>, Vec<ObjectRef<T>>) {
+    let Some(first) = refs.first() else {
+        return (Vec::new(), Vec::new());
+    };
+    let ids: Vec<_> = refs.iter().map(|r| r.id()).collect();
+    let done = first
+        .inner
+        .cw
+        .wait_many(&ids, num_returns.min(refs.len()), timeout);
+    let mut ready = Vec::new();
+    let mut pending = Vec::new();
+    for (r, d) in refs.iter().zip(done) {
+        if d {
+            ready.push(r.clone())
+        } else {
+            pending.push(r.clone())
+        }
+    }
+    (ready, pending)
+}
+
+/// Statistics of this process's node: store usage, workers and resources.
+pub fn node_stats() -> Result<NodeStats> {
+    current()?.node_stats()
+}

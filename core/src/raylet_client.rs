@@ -1,0 +1,133 @@
+//! A process's connection to its raylet: synchronous calls (create an object, read
+//! stats) correlated by request ID, fire-and-forget messages, and a reader thread that
+//! hands unsolicited answers (lease grants) to the submitter.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use ares_common::error::FrameError;
+use ares_common::frame::{self, FrameReader};
+use ares_common::transport::{Transport, UnixTransport};
+use ares_common::wire::{FromRaylet, ToRaylet};
+use hashbrown::HashMap;
+
+use crate::error::{Error, Result};
+
+pub(crate) struct RayletClient {
+    writer: Mutex<UnixStream>,
+    pending: Mutex<HashMap<u64, mpsc::SyncSender<FromRaylet>>>,
+    next_id: AtomicU64,
+}
+
+fn request_id(msg: &FromRaylet) -> Option<u64> {
+    match msg {
+        FromRaylet::Registered { .. } => None,
+        FromRaylet::LeaseGranted { request_id, .. }
+        | FromRaylet::LeaseInfeasible { request_id, .. }
+        | FromRaylet::ObjectCreated { request_id, .. }
+        | FromRaylet::CreateFailed { request_id, .. }
+        | FromRaylet::Stats { request_id, .. } => Some(*request_id),
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Error {
+    Error::RayletUnavailable(e.to_string())
+}
+
+impl RayletClient {
+    /// Connects, registers with `hello` and returns the client, the registration answer
+    /// and the reader half (to be handed to [`RayletClient::start_reader`]).
+    pub(crate) fn connect(
+        addr: &str,
+        max_frame: usize,
+        hello: ToRaylet,
+    ) -> Result<(Arc<Self>, FromRaylet, FrameReader<UnixStream>)> {
+        let stream = UnixTransport.connect(addr).map_err(unavailable)?;
+        let mut reader = FrameReader::new(
+            UnixTransport.try_clone(&stream).map_err(unavailable)?,
+            max_frame,
+        );
+        let mut w = &stream;
+        frame::write_msg(&mut w, &hello).map_err(unavailable)?;
+        let registered = reader.read::<FromRaylet>().map_err(unavailable)?;
+        let client = Arc::new(RayletClient {
+            writer: Mutex::new(stream),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        });
+        Ok((client, registered, reader))
+    }
+
+    /// Runs the reader on its own thread. Answers to [`RayletClient::call`] go to their
+    /// callers; everything else to `on_event`; `on_close` runs when the connection ends.
+    pub(crate) fn start_reader(
+        self: &Arc<Self>,
+        mut reader: FrameReader<UnixStream>,
+        on_event: impl Fn(FromRaylet) + Send + 'static,
+        on_close: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<()> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("ares-raylet-client".into())
+            .spawn(move || {
+                loop {
+                    match reader.read::<FromRaylet>() {
+                        Ok(msg) => {
+                            let waiter = request_id(&msg)
+                                .and_then(|id| me.pending.lock().unwrap().remove(&id));
+                            match waiter {
+                                Some(tx) => {
+                                    let _ = tx.send(msg);
+                                }
+                                None => on_event(msg),
+                            }
+                        }
+                        Err(FrameError::Closed) => break,
+                        Err(e) => {
+                            tracing::warn!("raylet connection failed: {e}");
+                            break;
+                        }
+                    }
+                }
+                // Fail every waiting call.
+                me.pending.lock().unwrap().clear();
+                on_close();
+            })?;
+        Ok(())
+    }
+
+    /// A fresh request ID (for messages whose answer goes to `on_event`).
+    pub(crate) fn next_request_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends one message.
+    pub(crate) fn send(&self, msg: &ToRaylet) -> Result<()> {
+        let payload = frame::encode(msg);
+        let mut buf = Vec::with_capacity(payload.len() + 4);
+        frame::write_frame(&mut buf, &payload).map_err(unavailable)?;
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        (&*w).write_all(&buf).map_err(unavailable)
+    }
+
+    /// Sends the request built by `make` and waits for its answer.
+    pub(crate) fn call(&self, make: impl FnOnce(u64) -> ToRaylet) -> Result<FromRaylet> {
+        let id = self.next_request_id();
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.pending.lock().unwrap().insert(id, tx);
+        if let Err(e) = self.send(&make(id)) {
+            self.pending.lock().unwrap().remove(&id);
+            return Err(e);
+        }
+        rx.recv()
+            .map_err(|_| unavailable("the raylet closed the connection"))
+    }
+
+    /// Closes the connection (wakes the reader thread).
+    pub(crate) fn close(&self) {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        UnixTransport.close(&w);
+    }
+}

@@ -1,0 +1,225 @@
+//! `ares::remote(f).call(..)`: typed task submission for functions of 0 to 6 arguments,
+//! each given as a value, an `ObjectRef`, or (for a `Vec<T>` parameter) a list of refs.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use ares_common::ResourceSet;
+use ares_common::codec::{Bytes, Value};
+
+use crate::core_worker::{ArgSpec, Submit};
+use crate::object_ref::{ObjectRef, RefInner};
+
+/// Per-call options: resources held while the task runs and its retry budget.
+#[derive(Clone, Debug)]
+pub struct TaskOptions {
+    num_cpus: f64,
+    resources: Vec<(String, f64)>,
+    max_retries: u32,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        TaskOptions {
+            num_cpus: 1.0,
+            resources: Vec::new(),
+            max_retries: 3,
+        }
+    }
+}
+
+impl TaskOptions {
+    /// Options with Ray's defaults: 1 CPU, 3 retries on worker death.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// CPUs held while the task runs (fractions allowed; default 1).
+    pub fn num_cpus(mut self, n: f64) -> Self {
+        self.num_cpus = n;
+        self
+    }
+    /// A custom resource held while the task runs, such as `("GPU", 1.0)`.
+    pub fn resource(mut self, name: &str, amount: f64) -> Self {
+        self.resources.push((name.to_string(), amount));
+        self
+    }
+    /// How often the task is re-run if its worker dies (default 3).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    fn shape(&self) -> ResourceSet {
+        let mut s = ResourceSet::new().with("CPU", self.num_cpus);
+        for (n, a) in &self.resources {
+            s.set(n, *a);
+        }
+        s
+    }
+}
+
+/// A function usable with [`remote`]: implemented for every `Fn` of up to 6 arguments.
+pub trait RemoteFunc<Args>: Copy + 'static {
+    /// The return type.
+    type Output: Value;
+}
+
+/// An argument made ready for submission. Opaque.
+pub struct PreparedArg {
+    spec: Result<ArgSpec, String>,
+    holds: Vec<Arc<RefInner>>,
+}
+
+/// Something that can be passed where a task expects an `A`: an `A` itself, an
+/// `ObjectRef<A>` (or a reference to one), or for `A = Vec<T>` a `Vec<ObjectRef<T>>`.
+pub trait IntoArg<A> {
+    /// Encodes the value, or records the futures to resolve before the task runs.
+    fn into_arg(self) -> PreparedArg;
+}
+
+impl<A: Value> IntoArg<A> for A {
+    fn into_arg(self) -> PreparedArg {
+        PreparedArg {
+            spec: self.encode().map(ArgSpec::Value).map_err(|e| e.to_string()),
+            holds: Vec::new(),
+        }
+    }
+}
+
+impl<A> IntoArg<A> for ObjectRef<A> {
+    fn into_arg(self) -> PreparedArg {
+        PreparedArg {
+            spec: Ok(ArgSpec::Ref(self.inner.id)),
+            holds: vec![self.inner],
+        }
+    }
+}
+
+impl<A> IntoArg<A> for &ObjectRef<A> {
+    fn into_arg(self) -> PreparedArg {
+        PreparedArg {
+            spec: Ok(ArgSpec::Ref(self.inner.id)),
+            holds: vec![self.inner.clone()],
+        }
+    }
+}
+
+fn gather<T: Value>(parts: &[&[u8]]) -> Result<Bytes, String>
+where
+    Vec<T>: Value,
+{
+    let values: Result<Vec<T>, _> = parts.iter().map(|p| T::decode(p)).collect();
+    values
+        .map_err(|e| e.to_string())?
+        .encode()
+        .map_err(|e| e.to_string())
+}
+
+impl<T: Value> IntoArg<Vec<T>> for Vec<ObjectRef<T>>
+where
+    Vec<T>: Value,
+{
+    fn into_arg(self) -> PreparedArg {
+        let ids = self.iter().map(|r| r.inner.id).collect();
+        PreparedArg {
+            spec: Ok(ArgSpec::Gather {
+                ids,
+                combine: gather::<T>,
+            }),
+            holds: self.into_iter().map(|r| r.inner).collect(),
+        }
+    }
+}
+
+/// A remote function with its options; see [`remote`].
+pub struct RemoteFn<F, Args> {
+    opts: TaskOptions,
+    _f: PhantomData<(F, fn(Args))>,
+}
+
+/// Prepares `f` (a function marked `#[ares::remote]`) for remote calls:
+/// `ares::remote(add).call(1, 2)` returns an `ObjectRef` owned by this process.
+pub fn remote<F, Args>(_f: F) -> RemoteFn<F, Args>
+where
+    F: RemoteFunc<Args>,
+{
+    RemoteFn {
+        opts: TaskOptions::default(),
+        _f: PhantomData,
+    }
+}
+
+impl<F, Args> RemoteFn<F, Args>
+where
+    F: RemoteFunc<Args>,
+{
+    /// Sets the options of calls made through this handle.
+    pub fn options(mut self, opts: TaskOptions) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    fn submit(&self, args: Vec<PreparedArg>) -> ObjectRef<F::Output> {
+        let cw = crate::current().unwrap_or_else(|e| panic!("ares::remote(..).call(..): {e}"));
+        let function = std::any::type_name::<F>();
+        let mut specs = Vec::with_capacity(args.len());
+        let mut encode_error = None;
+        let mut holds = Vec::new();
+        for (i, a) in args.into_iter().enumerate() {
+            holds.extend(a.holds);
+            match a.spec {
+                Ok(s) => specs.push(s),
+                Err(reason) => {
+                    encode_error.get_or_insert((i, reason));
+                }
+            }
+        }
+        let submit = Submit {
+            function,
+            shape: self.opts.shape(),
+            max_retries: self.opts.max_retries,
+        };
+        let id = match encode_error {
+            None => cw.submit(submit, specs),
+            Some((i, reason)) => cw.submit_failed(crate::TaskError::Decode {
+                function: function.to_string(),
+                what: format!("argument {i}"),
+                reason,
+            }),
+        };
+        drop(holds);
+        ObjectRef::new(id, cw)
+    }
+}
+
+macro_rules! arity {
+    ($($a:ident $v:ident),*) => {
+        impl<F, R, $($a,)*> RemoteFunc<($($a,)*)> for F
+        where
+            F: Fn($($a),*) -> R + Copy + 'static,
+            R: Value,
+        {
+            type Output = R;
+        }
+
+        impl<F, $($a,)*> RemoteFn<F, ($($a,)*)>
+        where
+            F: RemoteFunc<($($a,)*)>,
+        {
+            /// Submits the task; arguments may be values or `ObjectRef`s (resolved
+            /// before the task runs).
+            #[allow(clippy::too_many_arguments)]
+            pub fn call(&self, $($v: impl IntoArg<$a>),*) -> ObjectRef<F::Output> {
+                self.submit(vec![$($v.into_arg()),*])
+            }
+        }
+    };
+}
+
+arity!();
+arity!(A0 a0);
+arity!(A0 a0, A1 a1);
+arity!(A0 a0, A1 a1, A2 a2);
+arity!(A0 a0, A1 a1, A2 a2, A3 a3);
+arity!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4);
+arity!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5);

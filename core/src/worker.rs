@@ -1,0 +1,193 @@
+//! Worker mode. The raylet starts workers by re-executing the driver's executable with
+//! `ARES_WORKER=1`; an `.init_array` entry below sees that before `main` (or a test
+//! harness) runs, and turns the process into a worker that never returns to `main`.
+//!
+//! A worker registers with its raylet, listens on a socket in the session directory for
+//! owners that lease it, runs their tasks one at a time in arrival order, and exits when
+//! its raylet connection closes (and, through `PR_SET_PDEATHSIG`, when its raylet dies).
+
+use std::io::{BufWriter, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ares_common::codec::Bytes;
+use ares_common::error::FrameError;
+use ares_common::frame::{self, FrameReader};
+use ares_common::transport::{Transport, UnixTransport};
+use ares_common::wire::{FromWorker, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::{ObjectId, WorkerId};
+
+use crate::core_worker::{CoreConfig, CoreWorker};
+use crate::error::TaskError;
+use crate::registry::{self, TaskContext};
+
+static IS_WORKER: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a worker.
+pub(crate) fn is_worker() -> bool {
+    IS_WORKER.load(Ordering::Relaxed)
+}
+
+extern "C" fn worker_entry() {
+    if std::env::var_os("ARES_WORKER").is_some() {
+        main();
+    }
+}
+
+/// Runs before `main`. Referenced from [`ensure_linked`] so the linker always keeps it.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static WORKER_ENTRY: extern "C" fn() = worker_entry;
+
+/// Keeps the object file holding [`WORKER_ENTRY`] in every executable that calls `init`.
+pub(crate) fn ensure_linked() {
+    std::hint::black_box(&WORKER_ENTRY);
+}
+
+fn main() -> ! {
+    IS_WORKER.store(true, Ordering::Relaxed);
+    // Before `main` Rust has not yet ignored SIGPIPE; a dead owner must be an EPIPE.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    super::init_logging();
+    let code = match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ares worker {}: {e}", std::process::id());
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| format!("{name} is not set"))
+}
+
+fn run() -> Result<(), String> {
+    let raylet_socket = env("ARES_RAYLET_SOCKET")?;
+    let session_dir = env("ARES_SESSION_DIR")?;
+    let id_hex = env("ARES_WORKER_ID")?;
+    let max_frame: usize = env("ARES_MAX_FRAME_BYTES")?
+        .parse()
+        .map_err(|e| format!("ARES_MAX_FRAME_BYTES: {e}"))?;
+    let max_inline: usize = env("ARES_MAX_INLINE_BYTES")?
+        .parse()
+        .map_err(|e| format!("ARES_MAX_INLINE_BYTES: {e}"))?;
+    let mut id = [0u8; 16];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = id_hex
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .ok_or("bad ARES_WORKER_ID")?;
+    }
+    let worker_id = WorkerId(id);
+    let listen_addr = format!("{session_dir}/worker-{}.sock", &id_hex[..12]);
+    let listener = UnixTransport
+        .bind(&listen_addr)
+        .map_err(|e| format!("bind {listen_addr}: {e}"))?;
+    let cfg = CoreConfig {
+        raylet_socket,
+        max_inline,
+        max_frame,
+        max_in_flight: 64,
+    };
+    let hello = ToRaylet::RegisterWorker {
+        worker_id,
+        pid: std::process::id(),
+        listen_addr,
+    };
+    // The raylet is gone: so is our reason to exist.
+    let cw = CoreWorker::start(cfg, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
+    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) = Some(super::Runtime {
+        cw: cw.clone(),
+        raylet: None,
+    });
+    loop {
+        let stream = match UnixTransport.accept(&listener) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("worker accept failed: {e}");
+                continue;
+            }
+        };
+        let cw = cw.clone();
+        let _ = std::thread::Builder::new()
+            .name("ares-worker-exec".into())
+            .spawn(move || serve_owner(cw, stream, max_frame));
+    }
+}
+
+/// Runs the tasks one owner pushes, replying in order; replies are flushed when no
+/// further task is already buffered, so a pipelined batch costs one write.
+fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
+    let Ok(w) = UnixTransport.try_clone(&stream) else {
+        return;
+    };
+    let mut writer = BufWriter::with_capacity(256 << 10, w);
+    let mut reader = FrameReader::new(stream, max_frame);
+    loop {
+        let spec = match reader.read::<ToWorker>() {
+            Ok(ToWorker::Push(spec)) => spec,
+            Err(FrameError::Closed) => break,
+            Err(e) => {
+                tracing::warn!("closing owner connection: {e}");
+                break;
+            }
+        };
+        let task_id = spec.task_id;
+        let outcome = execute(&cw, spec);
+        if frame::write_msg(&mut writer, &FromWorker::Done { task_id, outcome }).is_err() {
+            break;
+        }
+        if !reader.has_buffered() && writer.flush().is_err() {
+            break;
+        }
+    }
+    let _ = writer.flush();
+}
+
+fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
+    let Some(invoke) = registry::lookup(&spec.function) else {
+        return Outcome::Failed(TaskError::FunctionNotFound {
+            name: spec.function,
+        });
+    };
+    // Inline arguments are copied into aligned buffers; shared ones are read in place.
+    let mut owned: Vec<Bytes> = Vec::new();
+    for a in &spec.args {
+        if let WireArg::Inline(v) = a {
+            let mut b = Bytes::with_capacity(v.len());
+            b.extend_from_slice(v);
+            owned.push(b);
+        }
+    }
+    let mut owned_iter = owned.iter();
+    let mut slices: Vec<&[u8]> = Vec::with_capacity(spec.args.len());
+    for (i, a) in spec.args.iter().enumerate() {
+        match a {
+            WireArg::Inline(_) => slices.push(&owned_iter.next().expect("one per inline arg")[..]),
+            // SAFETY: the owner keeps the object alive until this task reports.
+            WireArg::Shared { offset, len } => match unsafe { cw.pool.slice(*offset, *len) } {
+                Ok(s) => slices.push(s),
+                Err(e) => {
+                    return Outcome::Failed(TaskError::Decode {
+                        function: spec.function.clone(),
+                        what: format!("argument {i}"),
+                        reason: e.to_string(),
+                    });
+                }
+            },
+        }
+    }
+    let ctx = TaskContext {
+        cw,
+        task_id: spec.task_id,
+        function: &spec.function,
+    };
+    let _ = ObjectId::for_return(spec.task_id, 0);
+    invoke(&ctx, &slices)
+}

@@ -1,0 +1,126 @@
+//! The shared-memory pool: a file created in /dev/shm, unlinked at once (so that no file
+//! survives any kind of exit, SIGKILL included), and reopened by other processes of the
+//! node through `/proc/<pid>/fd/<fd>` of the process that made it.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use memmap2::{MmapOptions, MmapRaw};
+use rustix::fs::{Mode, OFlags};
+
+/// A mapping of a node's pool. Offsets in messages are relative to its start.
+pub struct Pool {
+    map: MmapRaw,
+    /// Keeps the (unlinked) file alive while the pool is mapped and lets others reopen it.
+    file: File,
+    size: u64,
+}
+
+impl Pool {
+    /// Creates a pool of `size` bytes in `dir` (normally /dev/shm). The file is unlinked
+    /// before this returns; [`Pool::reopen_path`] is how other processes reach it.
+    pub fn create(dir: &Path, tag: &str, size: u64) -> io::Result<Pool> {
+        let path = dir.join(format!("ares-{}-{tag}-pool", std::process::id()));
+        let fd = rustix::fs::open(
+            &path,
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        // Unlink first: from here on no exit path can leave the file behind.
+        let unlinked = rustix::fs::unlink(&path);
+        let file = File::from(fd);
+        unlinked?;
+        file.set_len(size)?;
+        let map = MmapOptions::new().len(size as usize).map_raw(&file)?;
+        Ok(Pool { map, file, size })
+    }
+
+    /// Opens a pool made by another process of this node.
+    pub fn open(path: &str, size: u64) -> io::Result<Pool> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        let actual = file.metadata()?.len();
+        if actual != size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("pool {path} has {actual} bytes, expected {size}"),
+            ));
+        }
+        let map = MmapOptions::new().len(size as usize).map_raw(&file)?;
+        Ok(Pool { map, file, size })
+    }
+
+    /// The path through which another process of this node opens the pool.
+    pub fn reopen_path(&self) -> String {
+        format!("/proc/{}/fd/{}", std::process::id(), self.file.as_raw_fd())
+    }
+
+    /// Pool size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn check(&self, offset: u64, len: u64) -> io::Result<usize> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(offset as usize),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "range {offset}+{len} is outside the pool of {} bytes",
+                    self.size
+                ),
+            )),
+        }
+    }
+
+    /// The bytes of a sealed object.
+    ///
+    /// # Safety
+    /// The range must belong to a sealed object that stays allocated while the slice is
+    /// used (its owner holds it), so no process writes to it meanwhile.
+    pub unsafe fn slice(&self, offset: u64, len: u64) -> io::Result<&[u8]> {
+        let start = self.check(offset, len)?;
+        // SAFETY: in bounds (checked); immutability is the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len as usize) })
+    }
+
+    /// The bytes of an object being created.
+    ///
+    /// # Safety
+    /// The range must be an allocation this process created and has not sealed, so no
+    /// other slice of it exists anywhere.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice_mut(&self, offset: u64, len: u64) -> io::Result<&mut [u8]> {
+        let start = self.check(offset, len)?;
+        // SAFETY: in bounds (checked); exclusivity is the caller's contract.
+        Ok(unsafe {
+            std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len as usize)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_leaves_no_file_and_reopen_shares_bytes() {
+        let tag = format!("unit{}", std::process::id());
+        let pool = Pool::create(Path::new("/dev/shm"), &tag, 1 << 20).unwrap();
+        let leftover = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(&tag));
+        assert!(!leftover, "pool file must be unlinked at once");
+        unsafe { pool.slice_mut(4096, 4).unwrap() }.copy_from_slice(b"ares");
+        let other = Pool::open(&pool.reopen_path(), 1 << 20).unwrap();
+        assert_eq!(unsafe { other.slice(4096, 4).unwrap() }, b"ares");
+        assert!(unsafe { other.slice(1 << 20, 1) }.is_err());
+        assert!(unsafe { other.slice(u64::MAX, 2) }.is_err());
+        assert!(Pool::open(&pool.reopen_path(), 2 << 20).is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! The node daemon (raylet): it grants worker leases, runs the worker pool and serves the
+//! node's shared-memory object store.
+//!
+//! The scheduling decisions live in the pure [`policy`] module; [`server`] is the thin IO
+//! driver around it and the [`ares_object_store::StoreIndex`]. In the embedded default the
+//! raylet runs on threads inside the driver process; it speaks to every client, the driver
+//! included, over the same Unix socket protocol, so running it as a separate process later
+//! changes nothing for clients.
+//!
+//! **Must not:** put policy inside IO code, or know what tasks compute.
+#![warn(missing_docs)]
+
+pub mod policy;
+pub mod server;
+mod spawner;
+
+pub use server::{Raylet, RayletConfig};

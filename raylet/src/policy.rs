@@ -1,0 +1,334 @@
+//! The lease policy: resource accounting, the lease queue and the worker pool's size.
+//! A pure state machine: events in, [`Action`]s out, no IO and no clock.
+//!
+//! ```text
+//!  request ──infeasible──▶ Action::Infeasible
+//!     │
+//!     ▼
+//!  queued ──(fits available, idle worker)──▶ leased ──return──▶ worker idle, resources back
+//!     │          (fits, no idle worker) ──▶ Action::StartWorker (up to max_workers)
+//!     └──cancel / client gone──▶ dropped
+//! ```
+//!
+//! A request is *infeasible* when the node's total resources could never hold it; it is
+//! answered at once instead of waiting forever. Requests are granted in arrival order
+//! among those that fit, so a large request does not block smaller ones behind it.
+
+use std::collections::VecDeque;
+
+use ares_common::error::TaskError;
+use ares_common::{LeaseId, ResourceSet, WorkerId};
+use hashbrown::HashMap;
+
+use ares_object_store::ClientId;
+
+/// What the driver of the policy must do.
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    /// Tell `client` its request was granted.
+    Grant {
+        /// Who asked.
+        client: ClientId,
+        /// Their request.
+        request_id: u64,
+        /// The new lease.
+        lease_id: LeaseId,
+        /// The leased worker.
+        worker: WorkerId,
+    },
+    /// Tell `client` its request can never be granted.
+    Infeasible {
+        /// Who asked.
+        client: ClientId,
+        /// Their request.
+        request_id: u64,
+        /// The typed error to deliver.
+        error: TaskError,
+    },
+    /// Start one more worker process.
+    StartWorker,
+}
+
+#[derive(Debug)]
+struct Request {
+    client: ClientId,
+    request_id: u64,
+    shape: ResourceSet,
+}
+
+#[derive(Debug)]
+struct Lease {
+    client: ClientId,
+    worker: WorkerId,
+    shape: ResourceSet,
+}
+
+/// The lease policy of one node.
+#[derive(Debug)]
+pub struct LeasePolicy {
+    total: ResourceSet,
+    available: ResourceSet,
+    queue: VecDeque<Request>,
+    leases: HashMap<LeaseId, Lease>,
+    idle: VecDeque<WorkerId>,
+    live: usize,
+    starting: usize,
+    max_workers: usize,
+    next_lease: u64,
+}
+
+impl LeasePolicy {
+    /// A node with `total` resources and at most `max_workers` worker processes.
+    pub fn new(total: ResourceSet, max_workers: usize) -> Self {
+        LeasePolicy {
+            available: total.clone(),
+            total,
+            queue: VecDeque::new(),
+            leases: HashMap::new(),
+            idle: VecDeque::new(),
+            live: 0,
+            starting: 0,
+            max_workers: max_workers.max(1),
+            next_lease: 1,
+        }
+    }
+
+    /// The node's total resources.
+    pub fn total(&self) -> &ResourceSet {
+        &self.total
+    }
+
+    /// Resources not held by leases.
+    pub fn available(&self) -> &ResourceSet {
+        &self.available
+    }
+
+    /// Whether `worker` is currently leased.
+    pub fn is_leased(&self, worker: WorkerId) -> bool {
+        self.leases.values().any(|l| l.worker == worker)
+    }
+
+    /// A client asks for a lease of `shape`.
+    pub fn request(
+        &mut self,
+        client: ClientId,
+        request_id: u64,
+        shape: ResourceSet,
+    ) -> Vec<Action> {
+        if !shape.is_subset_of(&self.total) {
+            let error = TaskError::Infeasible {
+                requested: shape.to_string(),
+                available: self.total.to_string(),
+                missing: shape.shortfall(&self.total).to_string(),
+            };
+            return vec![Action::Infeasible {
+                client,
+                request_id,
+                error,
+            }];
+        }
+        self.queue.push_back(Request {
+            client,
+            request_id,
+            shape,
+        });
+        self.schedule()
+    }
+
+    /// A client withdraws requests it no longer needs.
+    pub fn cancel(&mut self, client: ClientId, request_ids: &[u64]) {
+        self.queue
+            .retain(|r| !(r.client == client && request_ids.contains(&r.request_id)));
+    }
+
+    /// A lease comes back; its worker is idle again unless `worker_broken`.
+    pub fn return_lease(
+        &mut self,
+        lease_id: LeaseId,
+        worker_broken: bool,
+    ) -> (Vec<Action>, Option<WorkerId>) {
+        let Some(lease) = self.leases.remove(&lease_id) else {
+            return (Vec::new(), None);
+        };
+        self.available.add(&lease.shape);
+        if worker_broken {
+            return (self.schedule(), Some(lease.worker));
+        }
+        self.idle.push_back(lease.worker);
+        (self.schedule(), None)
+    }
+
+    /// A worker process we started is ready for leases.
+    pub fn worker_registered(&mut self, worker: WorkerId) -> Vec<Action> {
+        self.starting = self.starting.saturating_sub(1);
+        self.live += 1;
+        self.idle.push_back(worker);
+        self.schedule()
+    }
+
+    /// A worker process failed to start.
+    pub fn worker_start_failed(&mut self) -> Vec<Action> {
+        self.starting = self.starting.saturating_sub(1);
+        Vec::new()
+    }
+
+    /// A worker process died; its lease (if any) is released.
+    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<Action> {
+        self.live = self.live.saturating_sub(1);
+        self.idle.retain(|w| *w != worker);
+        let held: Vec<LeaseId> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.worker == worker)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            let lease = self.leases.remove(&id).expect("present");
+            self.available.add(&lease.shape);
+        }
+        self.schedule()
+    }
+
+    /// A client disconnected: its requests are dropped and its leases returned.
+    pub fn client_gone(&mut self, client: ClientId) -> Vec<Action> {
+        self.queue.retain(|r| r.client != client);
+        let held: Vec<LeaseId> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.client == client)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            let lease = self.leases.remove(&id).expect("present");
+            self.available.add(&lease.shape);
+            self.idle.push_back(lease.worker);
+        }
+        self.schedule()
+    }
+
+    fn schedule(&mut self) -> Vec<Action> {
+        let mut out = Vec::new();
+        let mut wanting_worker = 0;
+        let mut i = 0;
+        while i < self.queue.len() {
+            if !self.queue[i].shape.is_subset_of(&self.available) {
+                i += 1;
+                continue;
+            }
+            let Some(worker) = self.idle.pop_front() else {
+                wanting_worker += 1;
+                i += 1;
+                continue;
+            };
+            let req = self.queue.remove(i).expect("in range");
+            self.available.sub(&req.shape);
+            let lease_id = LeaseId(self.next_lease);
+            self.next_lease += 1;
+            self.leases.insert(
+                lease_id,
+                Lease {
+                    client: req.client,
+                    worker,
+                    shape: req.shape,
+                },
+            );
+            out.push(Action::Grant {
+                client: req.client,
+                request_id: req.request_id,
+                lease_id,
+                worker,
+            });
+        }
+        while wanting_worker > self.starting && self.live + self.starting < self.max_workers {
+            self.starting += 1;
+            out.push(Action::StartWorker);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(n: u8) -> WorkerId {
+        WorkerId([n; 16])
+    }
+    fn cpu(n: f64) -> ResourceSet {
+        ResourceSet::new().with("CPU", n)
+    }
+    const C: ClientId = ClientId(1);
+
+    #[test]
+    fn grants_up_to_resources_and_starts_workers_lazily() {
+        let mut p = LeasePolicy::new(cpu(2.0), 2);
+        assert_eq!(p.request(C, 1, cpu(1.0)), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, 2, cpu(1.0)), vec![Action::StartWorker]);
+        assert!(
+            p.request(C, 3, cpu(1.0)).is_empty(),
+            "no third worker beyond max_workers"
+        );
+        let a = p.worker_registered(w(1));
+        assert!(matches!(a[..], [Action::Grant { request_id: 1, worker, .. }] if worker == w(1)));
+        let a = p.worker_registered(w(2));
+        let Action::Grant { lease_id, .. } = a[0] else {
+            panic!()
+        };
+        assert!(p.available().get_units("CPU") == 0);
+        let (a, _) = p.return_lease(lease_id, false);
+        assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
+    }
+
+    #[test]
+    fn infeasible_is_answered_at_once_and_names_what_is_missing() {
+        let mut p = LeasePolicy::new(cpu(2.0), 2);
+        let a = p.request(C, 7, cpu(1.0).with("GPU", 1.0));
+        let [
+            Action::Infeasible {
+                request_id: 7,
+                error,
+                ..
+            },
+        ] = &a[..]
+        else {
+            panic!("{a:?}")
+        };
+        let msg = error.to_string();
+        assert!(msg.contains("GPU: 1") && msg.contains("CPU: 2"), "{msg}");
+        assert!(matches!(
+            p.request(C, 8, cpu(3.0))[..],
+            [Action::Infeasible { .. }]
+        ));
+    }
+
+    #[test]
+    fn dead_workers_and_gone_clients_release_everything() {
+        let mut p = LeasePolicy::new(cpu(2.0), 2);
+        p.worker_registered(w(1));
+        p.worker_registered(w(2));
+        p.request(C, 1, cpu(1.0));
+        p.request(ClientId(2), 2, cpu(1.0));
+        assert!(p.is_leased(w(1)));
+        let a = p.worker_died(w(1));
+        assert!(a.is_empty());
+        assert_eq!(p.available().get_units("CPU"), 10_000);
+        // A new request needs a replacement worker.
+        assert_eq!(p.request(C, 3, cpu(1.0)), vec![Action::StartWorker]);
+        p.client_gone(ClientId(2));
+        p.client_gone(C);
+        assert_eq!(p.available(), &cpu(2.0));
+    }
+
+    #[test]
+    fn big_request_does_not_block_small_ones() {
+        let mut p = LeasePolicy::new(cpu(2.0), 2);
+        p.worker_registered(w(1));
+        p.worker_registered(w(2));
+        let a = p.request(C, 1, cpu(1.0));
+        assert_eq!(a.len(), 1);
+        assert!(p.request(C, 2, cpu(2.0)).is_empty());
+        assert_eq!(p.request(C, 3, cpu(1.0)).len(), 1);
+        p.cancel(C, &[2]);
+        assert!(p.queue.is_empty());
+    }
+}

@@ -1,0 +1,487 @@
+//! The raylet's IO driver: accepts client connections, decodes their frames, feeds the
+//! [`LeasePolicy`] and the [`StoreIndex`], and carries out their decisions.
+//!
+//! One thread accepts, one thread per connection reads, and one thread spawns and reaps
+//! workers. All state sits behind one mutex; replies are whole frames written while it is
+//! held, so frames from different threads never interleave. A connection that sends a
+//! malformed or oversized frame is closed with a logged reason; everyone else is unaffected.
+
+use std::io::{self, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use ares_common::codec::Value;
+use ares_common::error::{FrameError, TaskError};
+use ares_common::frame::{self, FrameReader};
+use ares_common::transport::{self, Transport, UnixTransport};
+use ares_common::wire::{FromRaylet, NodeStats, ToRaylet, WorkerInfo};
+use ares_common::{Config, NodeId, ResourceSet, WorkerId};
+use ares_object_store::{ClientId, Pool, StoreError, StoreIndex};
+use hashbrown::HashMap;
+
+use crate::policy::{Action, LeasePolicy};
+use crate::spawner::{self, SpawnCmd, SpawnEvents, SpawnSpec};
+
+/// How to start a raylet.
+#[derive(Clone, Debug)]
+pub struct RayletConfig {
+    /// Node settings (resources, pool size, limits).
+    pub node: Config,
+    /// The executable started for workers, with `ARES_WORKER=1` in its environment.
+    pub worker_program: PathBuf,
+    /// Extra environment for workers.
+    pub worker_env: Vec<(String, String)>,
+    /// Where the pool file is made (and unlinked at once).
+    pub shm_dir: PathBuf,
+}
+
+impl RayletConfig {
+    /// Workers re-execute the current executable.
+    pub fn embedded(node: Config) -> io::Result<Self> {
+        Ok(RayletConfig {
+            node,
+            worker_program: std::env::current_exe()?,
+            worker_env: Vec::new(),
+            shm_dir: PathBuf::from("/dev/shm"),
+        })
+    }
+}
+
+/// A running raylet. Dropping it shuts it down.
+pub struct Raylet {
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+    spawner: Option<JoinHandle<()>>,
+}
+
+enum Kind {
+    Unregistered,
+    Driver,
+    Worker(WorkerId),
+}
+
+struct Client {
+    stream: UnixStream,
+    kind: Kind,
+}
+
+struct WorkerRec {
+    pid: u32,
+    addr: String,
+}
+
+struct State {
+    policy: LeasePolicy,
+    store: StoreIndex,
+    clients: HashMap<ClientId, Client>,
+    workers: HashMap<WorkerId, WorkerRec>,
+    next_client: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    node_id: NodeId,
+    pool: Pool,
+    max_frame: usize,
+    spawn: Mutex<Sender<SpawnCmd>>,
+    stopping: AtomicBool,
+    socket_path: String,
+    session_dir: PathBuf,
+    listener: UnixListener,
+}
+
+impl Raylet {
+    /// Creates the session directory and the pool, and starts serving.
+    pub fn start(cfg: RayletConfig) -> io::Result<Raylet> {
+        transport::remove_stale_session_dirs(&cfg.node.session_root);
+        let tag = spawner::hex(&uuid::Uuid::new_v4().as_bytes()[..6]);
+        let session_dir = transport::create_session_dir(&cfg.node.session_root, &tag)?;
+        let socket_path = session_dir
+            .join("raylet.sock")
+            .to_string_lossy()
+            .into_owned();
+        let listener = UnixTransport.bind(&socket_path)?;
+        let pool_size = cfg.node.effective_object_store_memory();
+        let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
+        let num_cpus = cfg.node.effective_num_cpus();
+        let mut total = ResourceSet::new().with("CPU", num_cpus as f64);
+        for (name, amount) in &cfg.node.resources {
+            total.set(name, *amount);
+        }
+        let max_workers = cfg.node.max_workers.unwrap_or(num_cpus).max(1) as usize;
+        let (spawn_tx, spawn_rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                policy: LeasePolicy::new(total, max_workers),
+                store: StoreIndex::new(pool_size),
+                clients: HashMap::new(),
+                workers: HashMap::new(),
+                next_client: 1,
+            }),
+            node_id: NodeId::from_uuid(uuid::Uuid::new_v4()),
+            pool,
+            max_frame: cfg.node.max_frame_bytes,
+            spawn: Mutex::new(spawn_tx),
+            stopping: AtomicBool::new(false),
+            socket_path: socket_path.clone(),
+            session_dir,
+            listener,
+        });
+        let mut env = cfg.worker_env.clone();
+        env.push(("ARES_WORKER".into(), "1".into()));
+        env.push(("ARES_RAYLET_SOCKET".into(), socket_path));
+        env.push((
+            "ARES_SESSION_DIR".into(),
+            shared.session_dir.to_string_lossy().into_owned(),
+        ));
+        env.push((
+            "ARES_MAX_FRAME_BYTES".into(),
+            cfg.node.max_frame_bytes.to_string(),
+        ));
+        env.push((
+            "ARES_MAX_INLINE_BYTES".into(),
+            cfg.node.max_inline_bytes.to_string(),
+        ));
+        let spec = SpawnSpec {
+            program: cfg.worker_program.clone(),
+            env,
+        };
+        let events = Events(Arc::downgrade(&shared));
+        let spawner = std::thread::Builder::new()
+            .name("ares-raylet-spawner".into())
+            .spawn(move || spawner::run(spec, spawn_rx, events))?;
+        let s = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("ares-raylet-accept".into())
+            .spawn(move || accept_loop(s))?;
+        tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
+        Ok(Raylet {
+            shared,
+            accept: Some(accept),
+            spawner: Some(spawner),
+        })
+    }
+
+    /// The Unix socket clients connect to.
+    pub fn socket_path(&self) -> &str {
+        &self.shared.socket_path
+    }
+
+    /// The session directory (mode 0700) holding this node's sockets.
+    pub fn session_dir(&self) -> &Path {
+        &self.shared.session_dir
+    }
+
+    /// Stops accepting, kills and reaps every worker, closes every connection and removes
+    /// the session directory. The pool file was unlinked at start.
+    pub fn shutdown(&mut self) {
+        if self.shared.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = rustix::net::shutdown(&self.shared.listener, rustix::net::Shutdown::Both);
+        let _ = self.shared.spawn.lock().map(|s| s.send(SpawnCmd::Shutdown));
+        if let Some(h) = self.spawner.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        {
+            let st = self.shared.lock();
+            for c in st.clients.values() {
+                UnixTransport.close(&c.stream);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.shared.session_dir);
+    }
+}
+
+impl Drop for Raylet {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Events(std::sync::Weak<Shared>);
+
+impl SpawnEvents for Events {
+    fn exited(&self, worker: WorkerId, status: String) {
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let mut st = shared.lock();
+        if st.workers.contains_key(&worker) {
+            // Registered: its connection's end handles the death.
+            return;
+        }
+        tracing::warn!(%worker, %status, "worker exited before registering");
+        let actions = st.policy.worker_start_failed();
+        shared.apply(&mut st, actions);
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn send(&self, st: &mut State, client: ClientId, msg: &FromRaylet) {
+        let Some(c) = st.clients.get_mut(&client) else {
+            return;
+        };
+        let payload = frame::encode(msg);
+        let mut buf = Vec::with_capacity(payload.len() + 4);
+        if frame::write_frame(&mut buf, &payload).is_ok() && (&c.stream).write_all(&buf).is_err() {
+            // The reader thread of that connection sees the failure and cleans up.
+            UnixTransport.close(&c.stream);
+        }
+    }
+
+    fn apply(&self, st: &mut State, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Grant {
+                    client,
+                    request_id,
+                    lease_id,
+                    worker,
+                } => {
+                    let worker_addr = st
+                        .workers
+                        .get(&worker)
+                        .map(|w| w.addr.clone())
+                        .unwrap_or_default();
+                    self.send(
+                        st,
+                        client,
+                        &FromRaylet::LeaseGranted {
+                            request_id,
+                            lease_id,
+                            worker_id: worker,
+                            worker_addr,
+                        },
+                    );
+                }
+                Action::Infeasible {
+                    client,
+                    request_id,
+                    error,
+                } => {
+                    self.send(
+                        st,
+                        client,
+                        &FromRaylet::LeaseInfeasible { request_id, error },
+                    );
+                }
+                Action::StartWorker => {
+                    let id = WorkerId::from_uuid(uuid::Uuid::new_v4());
+                    let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Start(id)));
+                }
+            }
+        }
+    }
+
+    fn registered(&self) -> FromRaylet {
+        FromRaylet::Registered {
+            node_id: self.node_id,
+            pool_path: self.pool.reopen_path(),
+            pool_size: self.pool.size(),
+        }
+    }
+
+    fn handle(&self, client: ClientId, msg: ToRaylet) {
+        let mut st = self.lock();
+        let st = &mut *st;
+        match msg {
+            ToRaylet::RegisterDriver { pid } => {
+                tracing::debug!(pid, "driver registered");
+                if let Some(c) = st.clients.get_mut(&client) {
+                    c.kind = Kind::Driver;
+                }
+                self.send(st, client, &self.registered());
+            }
+            ToRaylet::RegisterWorker {
+                worker_id,
+                pid,
+                listen_addr,
+            } => {
+                if let Some(c) = st.clients.get_mut(&client) {
+                    c.kind = Kind::Worker(worker_id);
+                }
+                st.workers.insert(
+                    worker_id,
+                    WorkerRec {
+                        pid,
+                        addr: listen_addr,
+                    },
+                );
+                self.send(st, client, &self.registered());
+                let actions = st.policy.worker_registered(worker_id);
+                self.apply(st, actions);
+            }
+            ToRaylet::RequestLease { request_id, shape } => {
+                let actions = st.policy.request(client, request_id, shape);
+                self.apply(st, actions);
+            }
+            ToRaylet::CancelLeaseRequests { request_ids } => st.policy.cancel(client, &request_ids),
+            ToRaylet::ReturnLease {
+                lease_id,
+                worker_broken,
+            } => {
+                let (actions, broken) = st.policy.return_lease(lease_id, worker_broken);
+                if let Some(w) = broken {
+                    // The owner lost the worker: make sure it is really gone.
+                    let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
+                }
+                self.apply(st, actions);
+            }
+            ToRaylet::CreateObject {
+                request_id,
+                object_id,
+                size,
+            } => {
+                let reply = match st.store.create(object_id, size, client) {
+                    Ok(offset) => FromRaylet::ObjectCreated { request_id, offset },
+                    Err(StoreError::Full {
+                        requested,
+                        capacity,
+                        used,
+                    }) => FromRaylet::CreateFailed {
+                        request_id,
+                        error: TaskError::ObjectStoreFull {
+                            requested,
+                            capacity,
+                            used,
+                        },
+                    },
+                    Err(e) => unreachable!("create only fails with Full: {e}"),
+                };
+                self.send(st, client, &reply);
+            }
+            ToRaylet::SealObject { object_id } => {
+                if let Err(e) = st.store.seal(object_id, client) {
+                    tracing::warn!(%object_id, "seal rejected: {e}");
+                }
+            }
+            ToRaylet::DeleteObjects { object_ids } => {
+                for id in object_ids {
+                    st.store.delete(id);
+                }
+            }
+            ToRaylet::GetStats { request_id } => {
+                let s = st.store.stats();
+                let mut workers: Vec<WorkerInfo> = st
+                    .workers
+                    .iter()
+                    .map(|(id, w)| WorkerInfo {
+                        worker_id: *id,
+                        pid: w.pid,
+                        leased: st.policy.is_leased(*id),
+                    })
+                    .collect();
+                workers.sort_by_key(|w| w.pid);
+                let stats = NodeStats {
+                    store_capacity: s.capacity,
+                    store_used: s.used,
+                    store_objects: s.objects,
+                    workers,
+                    total: st.policy.total().clone(),
+                    available: st.policy.available().clone(),
+                };
+                self.send(st, client, &FromRaylet::Stats { request_id, stats });
+            }
+        }
+    }
+
+    fn disconnected(&self, client: ClientId) {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let Some(c) = st.clients.remove(&client) else {
+            return;
+        };
+        let reclaimed = st.store.client_gone(client);
+        if reclaimed > 0 {
+            tracing::debug!(
+                reclaimed,
+                "reclaimed unsealed objects of a closed connection"
+            );
+        }
+        let mut actions = st.policy.client_gone(client);
+        if let Kind::Worker(w) = c.kind {
+            st.workers.remove(&w);
+            actions.extend(st.policy.worker_died(w));
+            let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
+        }
+        if !self.stopping.load(Ordering::SeqCst) {
+            self.apply(st, actions);
+        }
+    }
+}
+
+fn accept_loop(shared: Arc<Shared>) {
+    loop {
+        let stream = match UnixTransport.accept(&shared.listener) {
+            Ok(s) => s,
+            Err(e) => {
+                if shared.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                tracing::warn!("accept failed: {e}");
+                continue;
+            }
+        };
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(writer) = stream.try_clone() else {
+            continue;
+        };
+        let id = {
+            let mut st = shared.lock();
+            let id = ClientId(st.next_client);
+            st.next_client += 1;
+            st.clients.insert(
+                id,
+                Client {
+                    stream: writer,
+                    kind: Kind::Unregistered,
+                },
+            );
+            id
+        };
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ares-raylet-conn".into())
+            .spawn(move || serve(s, id, stream));
+        if spawned.is_err() {
+            shared.disconnected(id);
+        }
+    }
+}
+
+fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
+    let mut reader = FrameReader::new(stream, shared.max_frame);
+    loop {
+        match reader.read::<ToRaylet>() {
+            Ok(msg) => shared.handle(client, msg),
+            Err(FrameError::Closed) => break,
+            Err(e) => {
+                if !shared.stopping.load(Ordering::SeqCst) {
+                    tracing::warn!(client = client.0, "closing raylet connection: {e}");
+                }
+                break;
+            }
+        }
+    }
+    UnixTransport.close(reader.get_ref());
+    shared.disconnected(client);
+}
+
+/// Decodes a raylet message from raw bytes; exposed for fuzzing and tests.
+pub fn decode_request(bytes: &[u8]) -> Result<ToRaylet, ares_common::codec::CodecError> {
+    ToRaylet::decode(bytes)
+}

@@ -1,0 +1,104 @@
+//! The thread that starts, watches and reaps worker processes.
+//!
+//! Workers are started with `PR_SET_PDEATHSIG = SIGKILL`, which fires when the *thread*
+//! that forked them exits. So all forks happen on this one long-lived thread, which lives
+//! exactly as long as the raylet; if the whole process dies, the workers die with it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use ares_common::WorkerId;
+
+/// Requests to the spawner thread.
+pub(crate) enum SpawnCmd {
+    /// Start a worker with this ID.
+    Start(WorkerId),
+    /// The worker is gone or unwanted: kill it if alive and reap it.
+    Reap(WorkerId),
+    /// Kill and reap every worker, then exit.
+    Shutdown,
+}
+
+/// How workers are started.
+pub(crate) struct SpawnSpec {
+    pub(crate) program: PathBuf,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+/// Notifications back to the raylet.
+pub(crate) trait SpawnEvents: Send + 'static {
+    /// A worker we started exited (or could not be started) before registering, or after.
+    fn exited(&self, worker: WorkerId, status: String);
+}
+
+pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEvents) {
+    let mut children: HashMap<WorkerId, Child> = HashMap::new();
+    let parent = rustix::process::getpid();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(SpawnCmd::Start(id)) => {
+                let mut cmd = Command::new(&spec.program);
+                cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
+                    .env("ARES_WORKER_ID", hex(&id.0))
+                    .stdin(std::process::Stdio::null());
+                // SAFETY: only async-signal-safe syscalls run between fork and exec.
+                unsafe {
+                    use std::os::unix::process::CommandExt;
+                    cmd.pre_exec(move || {
+                        rustix::process::set_parent_process_death_signal(Some(
+                            rustix::process::Signal::KILL,
+                        ))?;
+                        // The parent may have died before the line above took effect.
+                        if rustix::process::getppid() != Some(parent) {
+                            return Err(std::io::Error::other("parent exited"));
+                        }
+                        Ok(())
+                    });
+                }
+                match cmd.spawn() {
+                    Ok(child) => {
+                        children.insert(id, child);
+                    }
+                    Err(e) => events.exited(
+                        id,
+                        format!("could not start {}: {e}", spec.program.display()),
+                    ),
+                }
+            }
+            Ok(SpawnCmd::Reap(id)) => {
+                if let Some(mut c) = children.remove(&id) {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+            Ok(SpawnCmd::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
+                for (_, mut c) in children.drain() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        // Reap workers that exited on their own, and tell the raylet.
+        let exited: Vec<(WorkerId, String)> = children
+            .iter_mut()
+            .filter_map(|(id, c)| match c.try_wait() {
+                Ok(Some(status)) => Some((*id, status.to_string())),
+                _ => None,
+            })
+            .collect();
+        for (id, status) in exited {
+            children.remove(&id);
+            events.exited(id, status);
+        }
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
