@@ -1,1 +1,211 @@
-fn main() {}
+//! Ares benchmark programs. Each prints JSON lines `{"bench","value","unit",...}` named
+//! like the peer scripts in ../shared/peers, so results can be compared side by side.
+//!
+//! `ares-bench micro` mirrors `ray_micro.py`: every figure is the median of `--repeats`
+//! runs inside one `ares::init()` session.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(about = "Ares benchmarks (JSON lines on stdout)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Task, object and transfer micro benchmarks (names as in ray_micro.py).
+    Micro {
+        /// Runs per benchmark; the median is reported.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Worker CPUs (Ray's script uses 2).
+        #[arg(long, default_value_t = 2)]
+        num_cpus: u32,
+        #[arg(long, default_value_t = 2000)]
+        n_sync: usize,
+        #[arg(long, default_value_t = 10_000)]
+        n_async: usize,
+        #[arg(long, default_value_t = 1000)]
+        n_chain: usize,
+        #[arg(long, default_value_t = 10_000)]
+        n_fanin: usize,
+        #[arg(long, default_value_t = 10_000)]
+        n_put: usize,
+    },
+}
+
+#[ares::remote]
+fn noop() -> i64 {
+    0
+}
+
+#[ares::remote]
+fn inc(x: i64) -> i64 {
+    x + 1
+}
+
+#[ares::remote]
+fn count_args(xs: Vec<i64>) -> i64 {
+    xs.len() as i64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn emit(bench: &str, unit: &str, runs: Vec<f64>) {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<f64> = loadavg.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+    let line = json!({"bench": bench, "value": median(runs.clone()), "unit": unit, "runs": runs,
+                      "engine": "ares", "loadavg": load});
+    println!("{line}");
+}
+
+fn repeat(n: usize, mut f: impl FnMut() -> Result<f64>) -> Result<Vec<f64>> {
+    (0..n).map(|_| f()).collect()
+}
+
+fn memcpy_gbps(bytes: usize, repeats: usize) -> Vec<f64> {
+    let src = vec![1u8; bytes];
+    let mut dst = vec![0u8; bytes];
+    dst.copy_from_slice(&src); // fault the destination in, as a reused store pool is
+    (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            bytes as f64 / 1e9 / t.elapsed().as_secs_f64()
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn micro(
+    repeats: usize,
+    num_cpus: u32,
+    n_sync: usize,
+    n_async: usize,
+    n_chain: usize,
+    n_fanin: usize,
+    n_put: usize,
+) -> Result<()> {
+    let t = Instant::now();
+    ares::init_with(ares::Config::default().num_cpus(num_cpus))?;
+    let startup = t.elapsed().as_secs_f64();
+    println!(
+        "{}",
+        json!({"bench": "meta", "engine": "ares", "startup_s": startup, "num_cpus": num_cpus,
+                          "repeats": repeats})
+    );
+    // Warm up as the peer scripts do: workers started, leases taken.
+    let warm: Vec<_> = (0..200).map(|_| ares::remote(noop).call()).collect();
+    ares::get_all(&warm)?;
+
+    emit(
+        "a_sync_tasks",
+        "tasks/s",
+        repeat(repeats, || {
+            let t = Instant::now();
+            for _ in 0..n_sync {
+                ares::get(&ares::remote(noop).call())?;
+            }
+            Ok(n_sync as f64 / t.elapsed().as_secs_f64())
+        })?,
+    );
+
+    emit(
+        "b_async_tasks",
+        "tasks/s",
+        repeat(repeats, || {
+            let t = Instant::now();
+            let refs: Vec<_> = (0..n_async).map(|_| ares::remote(noop).call()).collect();
+            ares::get_all(&refs)?;
+            Ok(n_async as f64 / t.elapsed().as_secs_f64())
+        })?,
+    );
+
+    let mut puts = Vec::new();
+    let mut gets = Vec::new();
+    for _ in 0..repeats {
+        let t = Instant::now();
+        let refs: Vec<_> = (0..n_put).map(|_| ares::put(0i64)).collect::<ares::Result<_>>()?;
+        puts.push(n_put as f64 / t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        for r in &refs {
+            std::hint::black_box(ares::get(r)?);
+        }
+        gets.push(n_put as f64 / t.elapsed().as_secs_f64());
+    }
+    emit("d_put_small", "calls/s", puts);
+    emit("d_get_small", "calls/s", gets);
+
+    for (name, bytes) in [("1MB", 1_000_000usize), ("100MB", 100_000_000), ("1GB", 1_000_000_000)] {
+        let value: Vec<f64> = vec![1.0; bytes / 8];
+        let mut put_runs = Vec::new();
+        let mut get_runs = Vec::new();
+        for _ in 0..repeats {
+            // Like ray.put(arr): the caller keeps its array, so its free is not timed.
+            let t = Instant::now();
+            let r = ares::put_ref(std::hint::black_box(&value))?;
+            put_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            let view = ares::get_view(&r)?;
+            let n = std::hint::black_box(view.len());
+            get_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+            anyhow::ensure!(n == bytes / 8, "view has {n} elements");
+        }
+        if name == "100MB" {
+            emit("e_put_100MB", "GB/s", put_runs);
+        } else {
+            emit(&format!("e_put_{name}"), "GB/s", put_runs);
+        }
+        emit(&format!("e_get_{name}"), "GB/s", get_runs);
+        emit(&format!("memcpy_{name}"), "GB/s", memcpy_gbps(bytes, repeats));
+    }
+
+    emit(
+        "f_chain_tasks",
+        "tasks/s",
+        repeat(repeats, || {
+            let t = Instant::now();
+            let mut r = ares::remote(inc).call(0);
+            for _ in 1..n_chain {
+                r = ares::remote(inc).call(r);
+            }
+            let v = ares::get(&r)?;
+            anyhow::ensure!(v == n_chain as i64, "chain gave {v}");
+            Ok(n_chain as f64 / t.elapsed().as_secs_f64())
+        })?,
+    );
+
+    emit(
+        "g_fanin_tasks",
+        "tasks/s",
+        repeat(repeats, || {
+            let t = Instant::now();
+            let refs: Vec<_> = (0..n_fanin).map(|_| ares::remote(noop).call()).collect();
+            let v = ares::get(&ares::remote(count_args).call(refs))?;
+            anyhow::ensure!(v == n_fanin as i64, "fan-in counted {v}");
+            Ok((n_fanin + 1) as f64 / t.elapsed().as_secs_f64())
+        })?,
+    );
+
+    ares::shutdown();
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put } => {
+            micro(repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put)
+        }
+    }
+}

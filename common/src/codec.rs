@@ -55,10 +55,7 @@ impl Writer<CodecError> for Sink<'_> {
             Sink::Slice { buf, pos } => {
                 let end = *pos + bytes.len();
                 let Some(dst) = buf.get_mut(*pos..end) else {
-                    return Err(rancor::Source::new(SliceOverflow {
-                        need: end,
-                        have: buf.len(),
-                    }));
+                    return Err(rancor::Source::new(SliceOverflow { need: end, have: buf.len() }));
                 };
                 dst.copy_from_slice(bytes);
                 *pos = end;
@@ -122,11 +119,8 @@ pub trait Value: Archive + Sized + 'static {
 
 impl<T> Value for T
 where
-    T: Archive
-        + 'static
-        + for<'a, 'b> Serialize<HighSerializer<Sink<'b>, ArenaHandle<'a>, CodecError>>,
-    T::Archived: for<'a> CheckBytes<HighValidator<'a, CodecError>>
-        + Deserialize<T, Strategy<Pool, CodecError>>,
+    T: Archive + 'static + for<'a, 'b> Serialize<HighSerializer<Sink<'b>, ArenaHandle<'a>, CodecError>>,
+    T::Archived: for<'a> CheckBytes<HighValidator<'a, CodecError>> + Deserialize<T, Strategy<Pool, CodecError>>,
 {
     fn serialize_into<'b>(&self, sink: Sink<'b>) -> Result<Sink<'b>, CodecError> {
         rkyv::api::high::to_bytes_in::<_, CodecError>(self, sink)

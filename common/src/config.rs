@@ -64,11 +64,7 @@ impl Config {
 
     /// The node's CPU count after defaults.
     pub fn effective_num_cpus(&self) -> u32 {
-        self.num_cpus.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1)
-        })
+        self.num_cpus.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1))
     }
 
     /// The pool size after defaults: 30% of RAM, capped by what /dev/shm can hold.
@@ -78,9 +74,7 @@ impl Config {
         }
         let ram = rustix::system::sysinfo().totalram as u64;
         let want = ram / 10 * 3;
-        let shm_free = rustix::fs::statvfs("/dev/shm")
-            .map(|s| s.f_bavail * s.f_frsize)
-            .unwrap_or(want);
+        let shm_free = rustix::fs::statvfs("/dev/shm").map(|s| s.f_bavail * s.f_frsize).unwrap_or(want);
         want.min(shm_free / 10 * 9)
     }
 }

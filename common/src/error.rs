@@ -3,9 +3,7 @@
 /// Why a task produced no value. This is the structured wire error a worker or raylet
 /// sends back to the owner, and what `ares::get` surfaces; each variant tells the owner
 /// what happened and, where one exists, what to do about it.
-#[derive(
-    Clone, Debug, PartialEq, thiserror::Error, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum TaskError {
     /// The task's function panicked; the panic message is carried verbatim.
     #[error("task `{function}` panicked: {message}")]

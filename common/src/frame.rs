@@ -20,8 +20,7 @@ pub fn encode<T: Value>(msg: &T) -> Bytes {
 
 /// Writes one frame holding `payload`. The caller flushes.
 pub fn write_frame<W: Write>(w: &mut W, payload: &[u8]) -> io::Result<()> {
-    let len =
-        u32::try_from(payload.len()).map_err(|_| io::Error::other("frame longer than u32::MAX"))?;
+    let len = u32::try_from(payload.len()).map_err(|_| io::Error::other("frame longer than u32::MAX"))?;
     w.write_all(&len.to_le_bytes())?;
     w.write_all(payload)
 }
@@ -41,11 +40,7 @@ pub struct FrameReader<R: Read> {
 impl<R: Read> FrameReader<R> {
     /// A reader that rejects frames over `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
-        FrameReader {
-            inner: BufReader::with_capacity(256 << 10, inner),
-            buf: Bytes::new(),
-            max,
-        }
+        FrameReader { inner: BufReader::with_capacity(256 << 10, inner), buf: Bytes::new(), max }
     }
 
     /// Whether bytes of a further frame are already buffered (so the caller can delay
@@ -65,10 +60,7 @@ impl<R: Read> FrameReader<R> {
         self.inner.read_exact(&mut len[1..])?;
         let len = u32::from_le_bytes(len) as usize;
         if len > self.max {
-            return Err(FrameError::TooLarge {
-                len: len as u64,
-                max: self.max as u64,
-            });
+            return Err(FrameError::TooLarge { len: len as u64, max: self.max as u64 });
         }
         self.buf.clear();
         self.buf.resize(len, 0);
@@ -79,10 +71,7 @@ impl<R: Read> FrameReader<R> {
     /// Reads, validates and decodes the next frame as a `T`.
     pub fn read<T: Value>(&mut self) -> Result<T, FrameError> {
         let payload = self.read_payload()?;
-        T::decode_aligned(payload).map_err(|e| FrameError::Malformed {
-            len: payload.len(),
-            reason: e.to_string(),
-        })
+        T::decode_aligned(payload).map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })
     }
 
     /// The underlying stream.
@@ -115,14 +104,7 @@ mod tests {
     fn round_trip() {
         let mut bytes = Vec::new();
         write_msg(&mut bytes, &ToRaylet::GetStats { request_id: 9 }).unwrap();
-        write_msg(
-            &mut bytes,
-            &ToRaylet::ReturnLease {
-                lease_id: crate::LeaseId(3),
-                worker_broken: false,
-            },
-        )
-        .unwrap();
+        write_msg(&mut bytes, &ToRaylet::ReturnLease { lease_id: crate::LeaseId(3), worker_broken: false }).unwrap();
         let got = read_all(bytes, 1024);
         assert_eq!(got.len(), 2);
         assert!(matches!(got[0], Ok(ToRaylet::GetStats { request_id: 9 })));
@@ -133,18 +115,12 @@ mod tests {
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &[0xAB; 40]).unwrap();
         let got = read_all(bytes, 1024);
-        assert!(
-            matches!(&got[0], Err(e) if e.contains("malformed")),
-            "{got:?}"
-        );
+        assert!(matches!(&got[0], Err(e) if e.contains("malformed")), "{got:?}");
 
         let mut bytes = Vec::new();
         bytes.extend_from_slice(&(1u32 << 30).to_le_bytes());
         let got = read_all(bytes, 1024);
-        assert!(
-            matches!(&got[0], Err(e) if e.contains("exceeds the limit")),
-            "{got:?}"
-        );
+        assert!(matches!(&got[0], Err(e) if e.contains("exceeds the limit")), "{got:?}");
 
         // A truncated frame is an IO error, not a hang or a panic.
         let mut bytes = Vec::new();

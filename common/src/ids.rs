@@ -95,18 +95,7 @@ pub const PUT_INDEX_BASE: u32 = 1 << 31;
 
 /// Identifies an object: the task that creates it plus a return index. Objects made by
 /// `put` use indices from [`PUT_INDEX_BASE`] up, so they never collide with returns.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Hash, PartialEq, Eq, Debug))]
 pub struct ObjectId {
     /// The task that creates the object (for puts: the task that called `put`).
@@ -123,10 +112,7 @@ impl ObjectId {
 
     /// The `n`-th object put by `task`.
     pub fn for_put(task: TaskId, n: u32) -> Self {
-        ObjectId {
-            task,
-            index: PUT_INDEX_BASE + n,
-        }
+        ObjectId { task, index: PUT_INDEX_BASE + n }
     }
 
     /// Whether this object was created by `put`.
@@ -153,17 +139,7 @@ impl fmt::Display for ObjectId {
 
 /// Identifies one lease of a worker granted by a raylet to an owner.
 #[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Debug,
-    PartialOrd,
-    Ord,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
+    Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 #[rkyv(derive(Hash, PartialEq, Eq, Debug))]
 pub struct LeaseId(pub u64);

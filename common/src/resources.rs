@@ -8,18 +8,7 @@ pub const UNITS: u64 = 10_000;
 
 /// A set of named resource amounts, kept sorted by name so that equal shapes compare and
 /// hash equal. Zero amounts are not stored.
-#[derive(
-    Clone,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
-)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
 pub struct ResourceSet {
     entries: Vec<(String, u64)>,
@@ -39,11 +28,7 @@ impl ResourceSet {
 
     /// Sets `name` to `amount` (whole units, fractional allowed).
     pub fn set(&mut self, name: &str, amount: f64) {
-        let units = if amount.is_finite() && amount > 0.0 {
-            (amount * UNITS as f64).round() as u64
-        } else {
-            0
-        };
+        let units = if amount.is_finite() && amount > 0.0 { (amount * UNITS as f64).round() as u64 } else { 0 };
         self.set_units(name, units);
     }
 
@@ -61,10 +46,7 @@ impl ResourceSet {
 
     /// The fixed-point amount of `name` (0 when absent).
     pub fn get_units(&self, name: &str) -> u64 {
-        self.entries
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .map(|i| self.entries[i].1)
-            .unwrap_or(0)
+        self.entries.binary_search_by(|(n, _)| n.as_str().cmp(name)).map(|i| self.entries[i].1).unwrap_or(0)
     }
 
     /// Iterates over `(name, units)` pairs in name order.
@@ -137,10 +119,7 @@ mod tests {
     #[test]
     fn shapes_are_canonical() {
         let a = ResourceSet::new().with("CPU", 1.0).with("GPU", 0.5);
-        let b = ResourceSet::new()
-            .with("GPU", 0.5)
-            .with("CPU", 1.0)
-            .with("X", 0.0);
+        let b = ResourceSet::new().with("GPU", 0.5).with("CPU", 1.0).with("X", 0.0);
         assert_eq!(a, b);
         assert_eq!(a.to_string(), "{CPU: 1, GPU: 0.5}");
     }

@@ -72,10 +72,7 @@ impl Transport for UnixTransport {
 
 /// Creates a fresh session directory `<root>/session_<pid>_<tag>` with mode 0700.
 pub fn create_session_dir(root: &Path, tag: &str) -> io::Result<PathBuf> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(root)?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(root)?;
     let dir = root.join(format!("session_{}_{tag}", std::process::id()));
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     // The mode above is filtered by the umask; make it exact.

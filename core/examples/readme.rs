@@ -13,11 +13,7 @@ fn main() -> anyhow::Result<()> {
     let big = ares::put(vec![7u8; 64 << 20])?; // large value: lives in the node's shared-memory store
     let view = ares::get_view(&big)?; // read in place, no copy of the 64 MiB
     assert_eq!(view.len(), 64 << 20);
-    println!(
-        "add(add(1, 2), 10) = {}; viewed {} MiB in place",
-        ares::get(&y)?,
-        view.len() >> 20
-    );
+    println!("add(add(1, 2), 10) = {}; viewed {} MiB in place", ares::get(&y)?, view.len() >> 20);
     drop(view);
     ares::shutdown();
     Ok(())

@@ -19,9 +19,7 @@ use ares_common::codec::{Bytes, Value};
 use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{Transport, UnixTransport};
-use ares_common::wire::{
-    FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg,
-};
+use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId};
 use ares_object_store::Pool;
 use ares_ownership::{Free, Location, SharedTable, Status};
@@ -53,19 +51,13 @@ pub(crate) enum ArgSpec {
     /// A future; its ID and the handle that keeps it alive until submission counted it.
     Ref(ObjectId),
     /// A list of futures passed as one `Vec<T>` argument.
-    Gather {
-        ids: Vec<ObjectId>,
-        combine: Combine,
-    },
+    Gather { ids: Vec<ObjectId>, combine: Combine },
 }
 
 enum Slot {
     Inline(Arc<Bytes>),
     Ref(ObjectId),
-    Gather {
-        ids: Vec<ObjectId>,
-        combine: Combine,
-    },
+    Gather { ids: Vec<ObjectId>, combine: Combine },
 }
 
 struct Task {
@@ -142,17 +134,9 @@ impl CoreWorker {
         hello: ToRaylet,
         on_raylet_lost: impl FnOnce() + Send + 'static,
     ) -> Result<Arc<Self>> {
-        let (raylet, registered, reader) =
-            RayletClient::connect(&cfg.raylet_socket, cfg.max_frame, hello)?;
-        let FromRaylet::Registered {
-            pool_path,
-            pool_size,
-            ..
-        } = registered
-        else {
-            return Err(Error::RayletUnavailable(format!(
-                "unexpected answer to registration: {registered:?}"
-            )));
+        let (raylet, registered, reader) = RayletClient::connect(&cfg.raylet_socket, cfg.max_frame, hello)?;
+        let FromRaylet::Registered { pool_path, pool_size, .. } = registered else {
+            return Err(Error::RayletUnavailable(format!("unexpected answer to registration: {registered:?}")));
         };
         let pool = Pool::open(&pool_path, pool_size).map_err(Error::Startup)?;
         let cw = Arc::new_cyclic(|me| CoreWorker {
@@ -197,39 +181,24 @@ impl CoreWorker {
 
     /// Encodes `value` inline if small, else straight into a new object in the pool.
     pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T) -> Result<Stored> {
-        let len = value
-            .encoded_len()
-            .map_err(|e| Error::Encode(e.to_string()))?;
+        let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
         if len <= self.max_inline {
-            return Ok(Stored::Inline(Arc::new(
-                value.encode().map_err(|e| Error::Encode(e.to_string()))?,
-            )));
+            return Ok(Stored::Inline(Arc::new(value.encode().map_err(|e| Error::Encode(e.to_string()))?)));
         }
         let offset = self.create_shared(id, len as u64)?;
         // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
-        let dst = unsafe { self.pool.slice_mut(offset, len as u64) }
-            .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
-        value
-            .encode_into_slice(dst)
-            .map_err(|e| Error::Encode(e.to_string()))?;
+        let dst =
+            unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        value.encode_into_slice(dst).map_err(|e| Error::Encode(e.to_string()))?;
         self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
-        Ok(Stored::Shared {
-            offset,
-            len: len as u64,
-        })
+        Ok(Stored::Shared { offset, len: len as u64 })
     }
 
     fn create_shared(&self, id: ObjectId, size: u64) -> Result<u64> {
-        match self.raylet.call(|request_id| ToRaylet::CreateObject {
-            request_id,
-            object_id: id,
-            size,
-        })? {
+        match self.raylet.call(|request_id| ToRaylet::CreateObject { request_id, object_id: id, size })? {
             FromRaylet::ObjectCreated { offset, .. } => Ok(offset),
             FromRaylet::CreateFailed { error, .. } => Err(Error::Task(error)),
-            other => Err(Error::RayletUnavailable(format!(
-                "unexpected answer to create: {other:?}"
-            ))),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to create: {other:?}"))),
         }
     }
 
@@ -251,17 +220,14 @@ impl CoreWorker {
     /// Blocks until `id` is ready or failed; returns where its value is.
     pub(crate) fn wait_location(&self, id: ObjectId) -> Result<Location> {
         let g = self.table.lock();
-        let g = self
-            .table
-            .wait_while(g, |t| matches!(t.status(id), Some(Status::Pending)));
+        let g = self.table.wait_while(g, |t| matches!(t.status(id), Some(Status::Pending)));
         match g.status(id) {
             Some(Status::Ready(loc)) => Ok(loc.clone()),
             Some(Status::Failed(e)) => Err(Error::Task(e.clone())),
             Some(Status::Pending) => unreachable!("waited until not pending"),
-            None => Err(Error::Decode {
-                object: id.to_string(),
-                reason: "the object is not owned by this process".into(),
-            }),
+            None => {
+                Err(Error::Decode { object: id.to_string(), reason: "the object is not owned by this process".into() })
+            }
         }
     }
 
@@ -270,29 +236,16 @@ impl CoreWorker {
         match loc {
             Location::Inline(b) => Ok(&b[..]),
             // SAFETY: sealed, and alive while the caller holds a reference to the object.
-            Location::Shared { offset, len } => {
-                unsafe { self.pool.slice(*offset, *len) }.map_err(|e| Error::Decode {
-                    object: String::new(),
-                    reason: e.to_string(),
-                })
-            }
+            Location::Shared { offset, len } => unsafe { self.pool.slice(*offset, *len) }
+                .map_err(|e| Error::Decode { object: String::new(), reason: e.to_string() }),
         }
     }
 
     /// Waits until `num_returns` of `ids` are ready or failed, or `timeout` passes.
     /// Returns the readiness of each ID.
-    pub(crate) fn wait_many(
-        &self,
-        ids: &[ObjectId],
-        num_returns: usize,
-        timeout: Option<Duration>,
-    ) -> Vec<bool> {
-        let done = |t: &ares_ownership::OwnershipTable, id: &ObjectId| {
-            !matches!(t.status(*id), Some(Status::Pending))
-        };
-        let enough = |t: &ares_ownership::OwnershipTable| {
-            ids.iter().filter(|id| done(t, id)).count() >= num_returns
-        };
+    pub(crate) fn wait_many(&self, ids: &[ObjectId], num_returns: usize, timeout: Option<Duration>) -> Vec<bool> {
+        let done = |t: &ares_ownership::OwnershipTable, id: &ObjectId| !matches!(t.status(*id), Some(Status::Pending));
+        let enough = |t: &ares_ownership::OwnershipTable| ids.iter().filter(|id| done(t, id)).count() >= num_returns;
         let g = self.table.lock();
         let g = match timeout {
             None => self.table.wait_while(g, |t| !enough(t)),
@@ -308,29 +261,19 @@ impl CoreWorker {
     }
 
     fn free(&self, frees: Vec<Free>) {
-        let shared: Vec<ObjectId> = frees
-            .into_iter()
-            .filter(|f| matches!(f.location, Some(Location::Shared { .. })))
-            .map(|f| f.id)
-            .collect();
+        let shared: Vec<ObjectId> =
+            frees.into_iter().filter(|f| matches!(f.location, Some(Location::Shared { .. }))).map(|f| f.id).collect();
         if !shared.is_empty() {
             // If the raylet is gone, so is the pool: nothing left to free.
-            let _ = self
-                .raylet
-                .send(&ToRaylet::DeleteObjects { object_ids: shared });
+            let _ = self.raylet.send(&ToRaylet::DeleteObjects { object_ids: shared });
         }
     }
 
     /// The node's statistics.
     pub(crate) fn node_stats(&self) -> Result<NodeStats> {
-        match self
-            .raylet
-            .call(|request_id| ToRaylet::GetStats { request_id })?
-        {
+        match self.raylet.call(|request_id| ToRaylet::GetStats { request_id })? {
             FromRaylet::Stats { stats, .. } => Ok(stats),
-            other => Err(Error::RayletUnavailable(format!(
-                "unexpected answer to stats: {other:?}"
-            ))),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to stats: {other:?}"))),
         }
     }
 
@@ -338,9 +281,7 @@ impl CoreWorker {
 
     /// Submits a task; returns the ID of its return object (owned, one local handle).
     pub(crate) fn submit(&self, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
-        let task_id = self
-            .root
-            .child(self.task_counter.fetch_add(1, Ordering::Relaxed));
+        let task_id = self.root.child(self.task_counter.fetch_add(1, Ordering::Relaxed));
         let return_id = ObjectId::for_return(task_id, 0);
         self.table.lock().add_owned(return_id, Status::Pending);
         let mut slots = Vec::with_capacity(args.len());
@@ -350,9 +291,7 @@ impl CoreWorker {
         let mut temps = Vec::new();
         for (i, a) in args.into_iter().enumerate() {
             match a {
-                ArgSpec::Value(b) if b.len() <= self.max_inline => {
-                    slots.push(Slot::Inline(Arc::new(b)))
-                }
+                ArgSpec::Value(b) if b.len() <= self.max_inline => slots.push(Slot::Inline(Arc::new(b))),
                 ArgSpec::Value(b) => {
                     let id = ObjectId::for_put(task_id, i as u32);
                     match self.store_bytes(id, &b) {
@@ -417,12 +356,7 @@ impl CoreWorker {
         if let Some(e) = failed {
             self.fail_task(&mut tasks, task_id, e, &mut frees);
         } else if unresolved == 0 {
-            tasks
-                .shapes
-                .entry(s.shape.clone())
-                .or_default()
-                .queue
-                .push_back(task_id);
+            tasks.shapes.entry(s.shape.clone()).or_default().queue.push_back(task_id);
             self.dispatch(&mut tasks, &s.shape);
         }
         drop(tasks);
@@ -432,13 +366,9 @@ impl CoreWorker {
 
     /// Records a call that failed before submission (its arguments could not be encoded).
     pub(crate) fn submit_failed(&self, error: TaskError) -> ObjectId {
-        let task_id = self
-            .root
-            .child(self.task_counter.fetch_add(1, Ordering::Relaxed));
+        let task_id = self.root.child(self.task_counter.fetch_add(1, Ordering::Relaxed));
         let return_id = ObjectId::for_return(task_id, 0);
-        self.table
-            .lock()
-            .add_owned(return_id, Status::Failed(error));
+        self.table.lock().add_owned(return_id, Status::Failed(error));
         return_id
     }
 
@@ -449,20 +379,11 @@ impl CoreWorker {
             .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
         dst.copy_from_slice(bytes);
         self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
-        Ok(Stored::Shared {
-            offset,
-            len: bytes.len() as u64,
-        })
+        Ok(Stored::Shared { offset, len: bytes.len() as u64 })
     }
 
     /// Fails `task_id` for good with `error`, and with it every task waiting on it.
-    fn fail_task(
-        &self,
-        tasks: &mut Tasks,
-        task_id: TaskId,
-        error: TaskError,
-        frees: &mut Vec<Free>,
-    ) {
+    fn fail_task(&self, tasks: &mut Tasks, task_id: TaskId, error: TaskError, frees: &mut Vec<Free>) {
         let mut stack = vec![task_id];
         while let Some(tid) = stack.pop() {
             let Some(task) = tasks.tasks.remove(&tid) else {
@@ -484,8 +405,9 @@ impl CoreWorker {
     fn depth(&self, tasks: &Tasks) -> usize {
         match tasks.avg_task_secs {
             None => 1,
-            Some(avg) => ((PIPELINE_TARGET.as_secs_f64() / avg.max(1e-7)) as usize)
-                .clamp(1, self.max_in_flight as usize),
+            Some(avg) => {
+                ((PIPELINE_TARGET.as_secs_f64() / avg.max(1e-7)) as usize).clamp(1, self.max_in_flight as usize)
+            }
         }
     }
 
@@ -495,13 +417,7 @@ impl CoreWorker {
         let depth = self.depth(tasks);
         let mut failures = Vec::new();
         {
-            let Tasks {
-                tasks: all,
-                shapes,
-                leases,
-                requests,
-                ..
-            } = &mut *tasks;
+            let Tasks { tasks: all, shapes, leases, requests, .. } = &mut *tasks;
             let Some(st) = shapes.get_mut(shape) else {
                 return;
             };
@@ -544,14 +460,7 @@ impl CoreWorker {
             let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
             while st.requests.len() < want {
                 let request_id = self.raylet.next_request_id();
-                if self
-                    .raylet
-                    .send(&ToRaylet::RequestLease {
-                        request_id,
-                        shape: shape.clone(),
-                    })
-                    .is_err()
-                {
+                if self.raylet.send(&ToRaylet::RequestLease { request_id, shape: shape.clone() }).is_err() {
                     break;
                 }
                 st.requests.push(request_id);
@@ -572,10 +481,7 @@ impl CoreWorker {
         let table = self.table.lock();
         let wire = |id: &ObjectId| match table.status(*id) {
             Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-            Some(Status::Ready(Location::Shared { offset, len })) => WireArg::Shared {
-                offset: *offset,
-                len: *len,
-            },
+            Some(Status::Ready(Location::Shared { offset, len })) => WireArg::Shared { offset: *offset, len: *len },
             // Submission counted the argument, so it is here and ready.
             other => unreachable!("argument {id} of a ready task is {other:?}"),
         };
@@ -592,8 +498,7 @@ impl CoreWorker {
                             other => unreachable!("argument {id} of a ready task is {other:?}"),
                         })
                         .collect();
-                    let parts: std::result::Result<Vec<&[u8]>, Error> =
-                        locs.iter().map(|l| self.bytes(l)).collect();
+                    let parts: std::result::Result<Vec<&[u8]>, Error> = locs.iter().map(|l| self.bytes(l)).collect();
                     let merged = parts.map_err(|e| e.to_string()).and_then(|p| combine(&p));
                     match merged {
                         Ok(b) if b.len() + 1024 <= self.max_frame => WireArg::Inline(b.to_vec()),
@@ -601,10 +506,7 @@ impl CoreWorker {
                             return Err(TaskError::Decode {
                                 function: task.function.to_string(),
                                 what: format!("argument {i}"),
-                                reason: format!(
-                                    "a gathered list of {} bytes exceeds the frame limit",
-                                    b.len()
-                                ),
+                                reason: format!("a gathered list of {} bytes exceeds the frame limit", b.len()),
                             });
                         }
                         Err(reason) => {
@@ -618,24 +520,16 @@ impl CoreWorker {
                 }
             });
         }
-        Ok(TaskSpec {
-            task_id: tid,
-            function: task.function.to_string(),
-            args,
-            attempt: task.attempts,
-        })
+        Ok(TaskSpec { task_id: tid, function: task.function.to_string(), args, attempt: task.attempts })
     }
 
     // ---------------------------------------------------------------- events
 
     fn on_raylet_event(&self, msg: FromRaylet) {
         match msg {
-            FromRaylet::LeaseGranted {
-                request_id,
-                lease_id,
-                worker_addr,
-                ..
-            } => self.on_lease_granted(request_id, lease_id, &worker_addr),
+            FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, .. } => {
+                self.on_lease_granted(request_id, lease_id, &worker_addr)
+            }
             FromRaylet::LeaseInfeasible { request_id, error } => {
                 let mut tasks = self.lock_tasks();
                 let Some(shape) = tasks.requests.remove(&request_id) else {
@@ -665,33 +559,22 @@ impl CoreWorker {
         let st = shape.as_ref().and_then(|s| tasks.shapes.get_mut(s));
         let Some(st) = st else {
             drop(tasks);
-            let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                lease_id,
-                worker_broken: false,
-            });
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         };
         st.requests.retain(|r| *r != request_id);
         if st.queue.is_empty() || self.stopped.load(Ordering::SeqCst) {
             drop(tasks);
-            let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                lease_id,
-                worker_broken: false,
-            });
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         }
         let shape = shape.expect("checked");
-        let connected = UnixTransport
-            .connect(worker_addr)
-            .and_then(|s| Ok((UnixTransport.try_clone(&s)?, s)));
+        let connected = UnixTransport.connect(worker_addr).and_then(|s| Ok((UnixTransport.try_clone(&s)?, s)));
         let (reader, stream) = match connected {
             Ok(pair) => pair,
             Err(e) => {
                 tracing::warn!("could not connect to leased worker at {worker_addr}: {e}");
-                let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                    lease_id,
-                    worker_broken: true,
-                });
+                let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: true });
                 self.dispatch(&mut tasks, &shape);
                 return;
             }
@@ -702,29 +585,15 @@ impl CoreWorker {
             .name("ares-lease-reader".into())
             .spawn(move || lease_reader(weak, lease_id, FrameReader::new(reader, max_frame)));
         if spawned.is_err() {
-            let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                lease_id,
-                worker_broken: false,
-            });
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         }
         let now = Instant::now();
         tasks.leases.insert(
             lease_id,
-            Lease {
-                shape: shape.clone(),
-                stream,
-                in_flight: VecDeque::new(),
-                last_reply: now,
-                idle_since: None,
-            },
+            Lease { shape: shape.clone(), stream, in_flight: VecDeque::new(), last_reply: now, idle_since: None },
         );
-        tasks
-            .shapes
-            .get_mut(&shape)
-            .expect("present")
-            .leases
-            .push(lease_id);
+        tasks.shapes.get_mut(&shape).expect("present").leases.push(lease_id);
         self.dispatch(&mut tasks, &shape);
     }
 
@@ -737,9 +606,7 @@ impl CoreWorker {
             if let Some(lease) = tasks.leases.get_mut(&lease_id) {
                 if let Some(pos) = lease.in_flight.iter().position(|(t, _)| *t == task_id) {
                     let (_, pushed) = lease.in_flight.remove(pos).expect("in range");
-                    let secs = now
-                        .duration_since(pushed.max(lease.last_reply))
-                        .as_secs_f64();
+                    let secs = now.duration_since(pushed.max(lease.last_reply)).as_secs_f64();
                     lease.last_reply = now;
                     tasks.avg_task_secs = Some(match tasks.avg_task_secs {
                         None => secs,
@@ -777,12 +644,7 @@ impl CoreWorker {
                 t.unresolved -= 1;
                 if t.unresolved == 0 {
                     let shape = t.shape.clone();
-                    tasks
-                        .shapes
-                        .entry(shape.clone())
-                        .or_default()
-                        .queue
-                        .push_back(tid);
+                    tasks.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
                     if !touched.contains(&shape) {
                         touched.push(shape);
                     }
@@ -813,10 +675,7 @@ impl CoreWorker {
             return;
         };
         tracing::debug!("lost leased worker: {reason}");
-        let _ = self.raylet.send(&ToRaylet::ReturnLease {
-            lease_id,
-            worker_broken: true,
-        });
+        let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: true });
         if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
             st.leases.retain(|l| *l != lease_id);
         }
@@ -831,10 +690,7 @@ impl CoreWorker {
                 task.retries_left -= 1;
                 retry.push(tid);
             } else {
-                let error = TaskError::WorkerDied {
-                    function: task.function.to_string(),
-                    attempts: task.attempts,
-                };
+                let error = TaskError::WorkerDied { function: task.function.to_string(), attempts: task.attempts };
                 self.fail_task(&mut tasks, tid, error, &mut frees);
             }
         }
@@ -856,9 +712,7 @@ impl CoreWorker {
             .leases
             .iter()
             .filter(|(_, l)| {
-                l.in_flight.is_empty()
-                    && l.idle_since
-                        .is_some_and(|t| now.duration_since(t) >= IDLE_LEASE_TIMEOUT)
+                l.in_flight.is_empty() && l.idle_since.is_some_and(|t| now.duration_since(t) >= IDLE_LEASE_TIMEOUT)
             })
             .map(|(id, _)| *id)
             .collect();
@@ -868,10 +722,7 @@ impl CoreWorker {
                 st.leases.retain(|l| *l != id);
             }
             UnixTransport.close(&lease.stream);
-            let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                lease_id: id,
-                worker_broken: false,
-            });
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id: id, worker_broken: false });
         }
     }
 
@@ -888,10 +739,7 @@ impl CoreWorker {
         }
         for (id, lease) in tasks.leases.drain() {
             UnixTransport.close(&lease.stream);
-            let _ = self.raylet.send(&ToRaylet::ReturnLease {
-                lease_id: id,
-                worker_broken: false,
-            });
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id: id, worker_broken: false });
         }
         drop(tasks);
         self.free(frees);

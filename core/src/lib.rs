@@ -58,18 +58,13 @@ static RUNTIME: RwLock<Option<Runtime>> = RwLock::new(None);
 
 pub(crate) fn current() -> Result<Arc<CoreWorker>> {
     let g = RUNTIME.read().unwrap_or_else(|p| p.into_inner());
-    g.as_ref()
-        .map(|r| r.cw.clone())
-        .ok_or(Error::NotInitialized)
+    g.as_ref().map(|r| r.cw.clone()).ok_or(Error::NotInitialized)
 }
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 /// Starts an embedded one-node cluster with default settings: a raylet on threads of
@@ -97,14 +92,9 @@ pub fn init_with(config: Config) -> Result<()> {
         max_frame: config.max_frame_bytes,
         max_in_flight: config.max_tasks_in_flight_per_worker,
     };
-    let hello = ares_common::wire::ToRaylet::RegisterDriver {
-        pid: std::process::id(),
-    };
+    let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: std::process::id() };
     let cw = CoreWorker::start(cfg, hello, || {})?;
-    *g = Some(Runtime {
-        cw,
-        raylet: Some(raylet),
-    });
+    *g = Some(Runtime { cw, raylet: Some(raylet) });
     Ok(())
 }
 
@@ -123,8 +113,14 @@ pub fn shutdown() {
 /// Stores `value` as an object owned by this process. Values over `max_inline_bytes`
 /// go to the node's shared-memory store (written once, in place).
 pub fn put<T: Value>(value: T) -> Result<ObjectRef<T>> {
+    put_ref(&value)
+}
+
+/// Like [`put`], but leaves `value` with the caller (it is copied into the store), so a
+/// large value the caller keeps is not freed inside the call.
+pub fn put_ref<T: Value>(value: &T) -> Result<ObjectRef<T>> {
     let cw = current()?;
-    let id = cw.put(&value)?;
+    let id = cw.put(value)?;
     Ok(ObjectRef::new(id, cw))
 }
 
@@ -133,10 +129,7 @@ pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
     let cw = &r.inner.cw;
     let loc = cw.wait_location(r.id())?;
     let bytes = cw.bytes(&loc)?;
-    T::decode(bytes).map_err(|e| Error::Decode {
-        object: r.id().to_string(),
-        reason: e.to_string(),
-    })
+    T::decode(bytes).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
 }
 
 /// Waits for every object and returns their values in order; the first failure wins.
@@ -162,18 +155,11 @@ pub fn wait<T>(
         return (Vec::new(), Vec::new());
     };
     let ids: Vec<_> = refs.iter().map(|r| r.id()).collect();
-    let done = first
-        .inner
-        .cw
-        .wait_many(&ids, num_returns.min(refs.len()), timeout);
+    let done = first.inner.cw.wait_many(&ids, num_returns.min(refs.len()), timeout);
     let mut ready = Vec::new();
     let mut pending = Vec::new();
     for (r, d) in refs.iter().zip(done) {
-        if d {
-            ready.push(r.clone())
-        } else {
-            pending.push(r.clone())
-        }
+        if d { ready.push(r.clone()) } else { pending.push(r.clone()) }
     }
     (ready, pending)
 }

@@ -33,10 +33,7 @@ pub struct ObjectRef<T> {
 
 impl<T> ObjectRef<T> {
     pub(crate) fn new(id: ObjectId, cw: Arc<CoreWorker>) -> Self {
-        ObjectRef {
-            inner: Arc::new(RefInner { id, cw }),
-            _t: PhantomData,
-        }
+        ObjectRef { inner: Arc::new(RefInner { id, cw }), _t: PhantomData }
     }
 
     /// The object's ID.
@@ -47,21 +44,13 @@ impl<T> ObjectRef<T> {
 
 impl<T> Clone for ObjectRef<T> {
     fn clone(&self) -> Self {
-        ObjectRef {
-            inner: self.inner.clone(),
-            _t: PhantomData,
-        }
+        ObjectRef { inner: self.inner.clone(), _t: PhantomData }
     }
 }
 
 impl<T> fmt::Debug for ObjectRef<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "ObjectRef<{}>({})",
-            std::any::type_name::<T>(),
-            self.inner.id
-        )
+        write!(f, "ObjectRef<{}>({})", std::any::type_name::<T>(), self.inner.id)
     }
 }
 
@@ -84,15 +73,10 @@ impl<T: Value> View<T> {
     pub(crate) fn new(hold: ObjectRef<T>, loc: Location) -> crate::Result<Self> {
         let cw = &hold.inner.cw;
         let bytes = cw.bytes(&loc)?;
-        let archived = T::access(bytes).map_err(|e| crate::Error::Decode {
-            object: hold.id().to_string(),
-            reason: e.to_string(),
-        })? as *const T::Archived;
-        Ok(View {
-            archived,
-            _loc: loc,
-            _hold: hold,
-        })
+        let archived = T::access(bytes)
+            .map_err(|e| crate::Error::Decode { object: hold.id().to_string(), reason: e.to_string() })?
+            as *const T::Archived;
+        Ok(View { archived, _loc: loc, _hold: hold })
     }
 }
 

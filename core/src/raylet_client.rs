@@ -45,10 +45,7 @@ impl RayletClient {
         hello: ToRaylet,
     ) -> Result<(Arc<Self>, FromRaylet, FrameReader<UnixStream>)> {
         let stream = UnixTransport.connect(addr).map_err(unavailable)?;
-        let mut reader = FrameReader::new(
-            UnixTransport.try_clone(&stream).map_err(unavailable)?,
-            max_frame,
-        );
+        let mut reader = FrameReader::new(UnixTransport.try_clone(&stream).map_err(unavailable)?, max_frame);
         let mut w = &stream;
         frame::write_msg(&mut w, &hello).map_err(unavailable)?;
         let registered = reader.read::<FromRaylet>().map_err(unavailable)?;
@@ -69,32 +66,29 @@ impl RayletClient {
         on_close: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<()> {
         let me = self.clone();
-        std::thread::Builder::new()
-            .name("ares-raylet-client".into())
-            .spawn(move || {
-                loop {
-                    match reader.read::<FromRaylet>() {
-                        Ok(msg) => {
-                            let waiter = request_id(&msg)
-                                .and_then(|id| me.pending.lock().unwrap().remove(&id));
-                            match waiter {
-                                Some(tx) => {
-                                    let _ = tx.send(msg);
-                                }
-                                None => on_event(msg),
+        std::thread::Builder::new().name("ares-raylet-client".into()).spawn(move || {
+            loop {
+                match reader.read::<FromRaylet>() {
+                    Ok(msg) => {
+                        let waiter = request_id(&msg).and_then(|id| me.pending.lock().unwrap().remove(&id));
+                        match waiter {
+                            Some(tx) => {
+                                let _ = tx.send(msg);
                             }
-                        }
-                        Err(FrameError::Closed) => break,
-                        Err(e) => {
-                            tracing::warn!("raylet connection failed: {e}");
-                            break;
+                            None => on_event(msg),
                         }
                     }
+                    Err(FrameError::Closed) => break,
+                    Err(e) => {
+                        tracing::warn!("raylet connection failed: {e}");
+                        break;
+                    }
                 }
-                // Fail every waiting call.
-                me.pending.lock().unwrap().clear();
-                on_close();
-            })?;
+            }
+            // Fail every waiting call.
+            me.pending.lock().unwrap().clear();
+            on_close();
+        })?;
         Ok(())
     }
 
@@ -121,8 +115,7 @@ impl RayletClient {
             self.pending.lock().unwrap().remove(&id);
             return Err(e);
         }
-        rx.recv()
-            .map_err(|_| unavailable("the raylet closed the connection"))
+        rx.recv().map_err(|_| unavailable("the raylet closed the connection"))
     }
 
     /// Closes the connection (wakes the reader thread).

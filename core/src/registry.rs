@@ -28,12 +28,7 @@ pub static REMOTE_FUNCTIONS: [RemoteFunction];
 
 fn table() -> &'static HashMap<&'static str, Invoker> {
     static TABLE: OnceLock<HashMap<&'static str, Invoker>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        REMOTE_FUNCTIONS
-            .iter()
-            .map(|f| ((f.name)(), f.invoke))
-            .collect()
-    })
+    TABLE.get_or_init(|| REMOTE_FUNCTIONS.iter().map(|f| ((f.name)(), f.invoke)).collect())
 }
 
 /// The invoker registered under `name`.
@@ -58,9 +53,7 @@ impl TaskContext<'_> {
                 reason,
             })
         };
-        let bytes = args
-            .get(i)
-            .ok_or_else(|| decode_error(format!("only {} arguments were sent", args.len())))?;
+        let bytes = args.get(i).ok_or_else(|| decode_error(format!("only {} arguments were sent", args.len())))?;
         T::decode(bytes).map_err(|e| decode_error(e.to_string()))
     }
 
@@ -72,14 +65,9 @@ impl TaskContext<'_> {
                 function: self.function.to_string(),
                 message: panic_message(&panic),
             }),
-            Ok(value) => match self
-                .cw
-                .store_value(ObjectId::for_return(self.task_id, 0), &value)
-            {
+            Ok(value) => match self.cw.store_value(ObjectId::for_return(self.task_id, 0), &value) {
                 Ok(crate::core_worker::Stored::Inline(bytes)) => Outcome::Inline(bytes.to_vec()),
-                Ok(crate::core_worker::Stored::Shared { offset, len }) => {
-                    Outcome::Shared { offset, len }
-                }
+                Ok(crate::core_worker::Stored::Shared { offset, len }) => Outcome::Shared { offset, len },
                 Err(crate::Error::Task(e)) => Outcome::Failed(e),
                 Err(e) => Outcome::Failed(TaskError::Decode {
                     function: self.function.to_string(),

@@ -20,11 +20,7 @@ pub struct TaskOptions {
 
 impl Default for TaskOptions {
     fn default() -> Self {
-        TaskOptions {
-            num_cpus: 1.0,
-            resources: Vec::new(),
-            max_retries: 3,
-        }
+        TaskOptions { num_cpus: 1.0, resources: Vec::new(), max_retries: 3 }
     }
 }
 
@@ -79,28 +75,19 @@ pub trait IntoArg<A> {
 
 impl<A: Value> IntoArg<A> for A {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg {
-            spec: self.encode().map(ArgSpec::Value).map_err(|e| e.to_string()),
-            holds: Vec::new(),
-        }
+        PreparedArg { spec: self.encode().map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new() }
     }
 }
 
 impl<A> IntoArg<A> for ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg {
-            spec: Ok(ArgSpec::Ref(self.inner.id)),
-            holds: vec![self.inner],
-        }
+        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner] }
     }
 }
 
 impl<A> IntoArg<A> for &ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg {
-            spec: Ok(ArgSpec::Ref(self.inner.id)),
-            holds: vec![self.inner.clone()],
-        }
+        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner.clone()] }
     }
 }
 
@@ -109,10 +96,7 @@ where
     Vec<T>: Value,
 {
     let values: Result<Vec<T>, _> = parts.iter().map(|p| T::decode(p)).collect();
-    values
-        .map_err(|e| e.to_string())?
-        .encode()
-        .map_err(|e| e.to_string())
+    values.map_err(|e| e.to_string())?.encode().map_err(|e| e.to_string())
 }
 
 impl<T: Value> IntoArg<Vec<T>> for Vec<ObjectRef<T>>
@@ -122,10 +106,7 @@ where
     fn into_arg(self) -> PreparedArg {
         let ids = self.iter().map(|r| r.inner.id).collect();
         PreparedArg {
-            spec: Ok(ArgSpec::Gather {
-                ids,
-                combine: gather::<T>,
-            }),
+            spec: Ok(ArgSpec::Gather { ids, combine: gather::<T> }),
             holds: self.into_iter().map(|r| r.inner).collect(),
         }
     }
@@ -143,10 +124,7 @@ pub fn remote<F, Args>(_f: F) -> RemoteFn<F, Args>
 where
     F: RemoteFunc<Args>,
 {
-    RemoteFn {
-        opts: TaskOptions::default(),
-        _f: PhantomData,
-    }
+    RemoteFn { opts: TaskOptions::default(), _f: PhantomData }
 }
 
 impl<F, Args> RemoteFn<F, Args>
@@ -174,11 +152,7 @@ where
                 }
             }
         }
-        let submit = Submit {
-            function,
-            shape: self.opts.shape(),
-            max_retries: self.opts.max_retries,
-        };
+        let submit = Submit { function, shape: self.opts.shape(), max_retries: self.opts.max_retries };
         let id = match encode_error {
             None => cw.submit(submit, specs),
             Some((i, reason)) => cw.submit_failed(crate::TaskError::Decode {

@@ -71,41 +71,20 @@ fn run() -> Result<(), String> {
     let raylet_socket = env("ARES_RAYLET_SOCKET")?;
     let session_dir = env("ARES_SESSION_DIR")?;
     let id_hex = env("ARES_WORKER_ID")?;
-    let max_frame: usize = env("ARES_MAX_FRAME_BYTES")?
-        .parse()
-        .map_err(|e| format!("ARES_MAX_FRAME_BYTES: {e}"))?;
-    let max_inline: usize = env("ARES_MAX_INLINE_BYTES")?
-        .parse()
-        .map_err(|e| format!("ARES_MAX_INLINE_BYTES: {e}"))?;
+    let max_frame: usize = env("ARES_MAX_FRAME_BYTES")?.parse().map_err(|e| format!("ARES_MAX_FRAME_BYTES: {e}"))?;
+    let max_inline: usize = env("ARES_MAX_INLINE_BYTES")?.parse().map_err(|e| format!("ARES_MAX_INLINE_BYTES: {e}"))?;
     let mut id = [0u8; 16];
     for (i, b) in id.iter_mut().enumerate() {
-        *b = id_hex
-            .get(2 * i..2 * i + 2)
-            .and_then(|h| u8::from_str_radix(h, 16).ok())
-            .ok_or("bad ARES_WORKER_ID")?;
+        *b = id_hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or("bad ARES_WORKER_ID")?;
     }
     let worker_id = WorkerId(id);
     let listen_addr = format!("{session_dir}/worker-{}.sock", &id_hex[..12]);
-    let listener = UnixTransport
-        .bind(&listen_addr)
-        .map_err(|e| format!("bind {listen_addr}: {e}"))?;
-    let cfg = CoreConfig {
-        raylet_socket,
-        max_inline,
-        max_frame,
-        max_in_flight: 64,
-    };
-    let hello = ToRaylet::RegisterWorker {
-        worker_id,
-        pid: std::process::id(),
-        listen_addr,
-    };
+    let listener = UnixTransport.bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
+    let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
+    let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr };
     // The raylet is gone: so is our reason to exist.
     let cw = CoreWorker::start(cfg, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
-    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) = Some(super::Runtime {
-        cw: cw.clone(),
-        raylet: None,
-    });
+    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) = Some(super::Runtime { cw: cw.clone(), raylet: None });
     loop {
         let stream = match UnixTransport.accept(&listener) {
             Ok(s) => s,
@@ -152,9 +131,7 @@ fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     let Some(invoke) = registry::lookup(&spec.function) else {
-        return Outcome::Failed(TaskError::FunctionNotFound {
-            name: spec.function,
-        });
+        return Outcome::Failed(TaskError::FunctionNotFound { name: spec.function });
     };
     // Inline arguments are copied into aligned buffers; shared ones are read in place.
     let mut owned: Vec<Bytes> = Vec::new();
@@ -183,11 +160,7 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
             },
         }
     }
-    let ctx = TaskContext {
-        cw,
-        task_id: spec.task_id,
-        function: &spec.function,
-    };
+    let ctx = TaskContext { cw, task_id: spec.task_id, function: &spec.function };
     let _ = ObjectId::for_return(spec.task_id, 0);
     invoke(&ctx, &slices)
 }

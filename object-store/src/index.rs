@@ -30,9 +30,7 @@ pub struct ClientId(pub u64);
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     /// Not enough contiguous free space.
-    #[error(
-        "object store full: needed {requested} bytes, pool capacity {capacity} bytes, {used} bytes in use"
-    )]
+    #[error("object store full: needed {requested} bytes, pool capacity {capacity} bytes, {used} bytes in use")]
     Full {
         /// Bytes requested.
         requested: u64,
@@ -102,11 +100,7 @@ impl StoreIndex {
         if let Some(old) = self.objects.remove(&id) {
             self.release(old);
         }
-        let full = |s: &Self| StoreError::Full {
-            requested: size,
-            capacity: s.capacity,
-            used: s.used,
-        };
+        let full = |s: &Self| StoreError::Full { requested: size, capacity: s.capacity, used: s.used };
         let n = blocks(size);
         if n > u32::MAX as u64 || self.objects.len() >= (1 << 20) - 2 {
             return Err(full(self));
@@ -116,18 +110,8 @@ impl StoreIndex {
         };
         let offset = alloc.offset as u64 * BLOCK;
         self.used += n * BLOCK;
-        self.objects.insert(
-            id,
-            Entry {
-                alloc,
-                offset,
-                size,
-                state: State::Created {
-                    creator: client,
-                    doomed: false,
-                },
-            },
-        );
+        self.objects
+            .insert(id, Entry { alloc, offset, size, state: State::Created { creator: client, doomed: false } });
         Ok(offset)
     }
 
@@ -182,19 +166,12 @@ impl StoreIndex {
 
     /// Offset and size of a sealed object.
     pub fn lookup(&self, id: ObjectId) -> Option<(u64, u64)> {
-        self.objects
-            .get(&id)
-            .filter(|e| e.state == State::Sealed)
-            .map(|e| (e.offset, e.size))
+        self.objects.get(&id).filter(|e| e.state == State::Sealed).map(|e| (e.offset, e.size))
     }
 
     /// Usage figures.
     pub fn stats(&self) -> StoreStats {
-        StoreStats {
-            capacity: self.capacity,
-            used: self.used,
-            objects: self.objects.len() as u64,
-        }
+        StoreStats { capacity: self.capacity, used: self.used, objects: self.objects.len() as u64 }
     }
 
     fn release(&mut self, e: Entry) {
@@ -238,14 +215,7 @@ mod tests {
     fn full_pool_is_a_typed_error_with_sizes() {
         let mut s = StoreIndex::new(1 << 20);
         let err = s.create(oid(1), 2 << 20, ClientId(1)).unwrap_err();
-        assert_eq!(
-            err,
-            StoreError::Full {
-                requested: 2 << 20,
-                capacity: 1 << 20,
-                used: 0
-            }
-        );
+        assert_eq!(err, StoreError::Full { requested: 2 << 20, capacity: 1 << 20, used: 0 });
         assert!(err.to_string().contains("2097152"));
     }
 
@@ -254,10 +224,7 @@ mod tests {
         let mut s = StoreIndex::new(1 << 20);
         s.create(oid(1), 100, ClientId(1)).unwrap();
         s.delete(oid(1));
-        assert_eq!(
-            s.seal(oid(1), ClientId(2)),
-            Err(StoreError::NotCreator(oid(1)))
-        );
+        assert_eq!(s.seal(oid(1), ClientId(2)), Err(StoreError::NotCreator(oid(1))));
         assert!(s.seal(oid(1), ClientId(1)).unwrap());
         s.create(oid(2), 100, ClientId(3)).unwrap();
         s.create(oid(3), 100, ClientId(3)).unwrap();

@@ -39,10 +39,7 @@ impl Pool {
 
     /// Opens a pool made by another process of this node.
     pub fn open(path: &str, size: u64) -> io::Result<Pool> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)?;
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
         let actual = file.metadata()?.len();
         if actual != size {
             return Err(io::Error::new(
@@ -69,10 +66,7 @@ impl Pool {
             Some(end) if end <= self.size => Ok(offset as usize),
             _ => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "range {offset}+{len} is outside the pool of {} bytes",
-                    self.size
-                ),
+                format!("range {offset}+{len} is outside the pool of {} bytes", self.size),
             )),
         }
     }
@@ -97,9 +91,7 @@ impl Pool {
     pub unsafe fn slice_mut(&self, offset: u64, len: u64) -> io::Result<&mut [u8]> {
         let start = self.check(offset, len)?;
         // SAFETY: in bounds (checked); exclusivity is the caller's contract.
-        Ok(unsafe {
-            std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len as usize)
-        })
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), len as usize) })
     }
 }
 
@@ -111,10 +103,8 @@ mod tests {
     fn create_leaves_no_file_and_reopen_shares_bytes() {
         let tag = format!("unit{}", std::process::id());
         let pool = Pool::create(Path::new("/dev/shm"), &tag, 1 << 20).unwrap();
-        let leftover = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().contains(&tag));
+        let leftover =
+            std::fs::read_dir("/dev/shm").unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains(&tag));
         assert!(!leftover, "pool file must be unlinked at once");
         unsafe { pool.slice_mut(4096, 4).unwrap() }.copy_from_slice(b"ares");
         let other = Pool::open(&pool.reopen_path(), 1 << 20).unwrap();

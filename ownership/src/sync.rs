@@ -26,10 +26,7 @@ pub struct SharedTable {
 impl SharedTable {
     /// An empty shared table.
     pub fn new() -> Self {
-        SharedTable {
-            table: Mutex::new(OwnershipTable::new()),
-            changed: Condvar::new(),
-        }
+        SharedTable { table: Mutex::new(OwnershipTable::new()), changed: Condvar::new() }
     }
 
     /// Locks the table. A poisoned lock is recovered: the table has no invariant a
@@ -70,10 +67,8 @@ impl SharedTable {
     where
         F: FnMut(&OwnershipTable) -> bool,
     {
-        let (g, res) = self
-            .changed
-            .wait_timeout_while(guard, timeout, |t| pending(t))
-            .unwrap_or_else(|p| p.into_inner());
+        let (g, res) =
+            self.changed.wait_timeout_while(guard, timeout, |t| pending(t)).unwrap_or_else(|p| p.into_inner());
         guard = g;
         (guard, res.timed_out())
     }
@@ -115,14 +110,8 @@ mod tests {
             table.lock().add_owned(oid(), Status::Pending);
             // A second handle family for the same object (as a clone sent to another thread).
             table.lock().add_local_ref(oid());
-            let h1 = Handle {
-                table: table.clone(),
-                frees: frees.clone(),
-            };
-            let h2 = Handle {
-                table: table.clone(),
-                frees: frees.clone(),
-            };
+            let h1 = Handle { table: table.clone(), frees: frees.clone() };
+            let h2 = Handle { table: table.clone(), frees: frees.clone() };
             // A pending task also holds it as an argument.
             table.lock().add_submitted(&[oid()]);
 
@@ -131,9 +120,7 @@ mod tests {
             let (tbl, fr) = (table.clone(), frees.clone());
             let t3 = loom::thread::spawn(move || {
                 let mut g = tbl.lock();
-                let mut n = g
-                    .set_ready(oid(), Location::Shared { offset: 0, len: 1 })
-                    .is_some() as usize;
+                let mut n = g.set_ready(oid(), Location::Shared { offset: 0, len: 1 }).is_some() as usize;
                 n += g.remove_submitted(&[oid()]).len();
                 drop(g);
                 tbl.notify();
@@ -160,10 +147,7 @@ mod tests {
             });
             {
                 let mut g = table.lock();
-                assert!(
-                    g.set_ready(oid(), Location::Shared { offset: 0, len: 1 })
-                        .is_none()
-                );
+                assert!(g.set_ready(oid(), Location::Shared { offset: 0, len: 1 }).is_none());
             }
             table.notify();
             waiter.join().unwrap();

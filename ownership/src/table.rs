@@ -75,14 +75,7 @@ impl OwnershipTable {
 
     /// Records a new object with one local reference (the handle returned to the user).
     pub fn add_owned(&mut self, id: ObjectId, status: Status) {
-        self.objects.insert(
-            id,
-            Entry {
-                local: 1,
-                submitted: 0,
-                status,
-            },
-        );
+        self.objects.insert(id, Entry { local: 1, submitted: 0, status });
     }
 
     /// One more local handle.
@@ -128,10 +121,7 @@ impl OwnershipTable {
                 self.maybe_free(id)
             }
             // Unknown: already freed (or never ours); the value must not leak.
-            None => Some(Free {
-                id,
-                location: Some(location),
-            }),
+            None => Some(Free { id, location: Some(location) }),
         }
     }
 
@@ -161,14 +151,7 @@ impl OwnershipTable {
     pub fn drain(&mut self) -> Vec<Free> {
         self.objects
             .drain()
-            .map(|(id, e)| Free {
-                id,
-                location: if let Status::Ready(l) = e.status {
-                    Some(l)
-                } else {
-                    None
-                },
-            })
+            .map(|(id, e)| Free { id, location: if let Status::Ready(l) = e.status { Some(l) } else { None } })
             .collect()
     }
 
@@ -182,14 +165,7 @@ impl OwnershipTable {
             Status::Pending => None,
             Status::Ready(_) | Status::Failed(_) => {
                 let e = self.objects.remove(&id).expect("present");
-                Some(Free {
-                    id,
-                    location: if let Status::Ready(l) = e.status {
-                        Some(l)
-                    } else {
-                        None
-                    },
-                })
+                Some(Free { id, location: if let Status::Ready(l) = e.status { Some(l) } else { None } })
             }
         }
     }
@@ -204,10 +180,7 @@ mod tests {
         ObjectId::for_return(TaskId::root(Default::default()).child(n), 0)
     }
     fn shared() -> Location {
-        Location::Shared {
-            offset: 64,
-            len: 10,
-        }
+        Location::Shared { offset: 64, len: 10 }
     }
 
     #[test]
@@ -217,15 +190,9 @@ mod tests {
         t.add_local_ref(oid(1));
         assert!(t.remove_local_ref(oid(1)).is_none());
         let f = t.remove_local_ref(oid(1)).expect("freed");
-        assert!(matches!(
-            f.location,
-            Some(Location::Shared { offset: 64, .. })
-        ));
+        assert!(matches!(f.location, Some(Location::Shared { offset: 64, .. })));
         assert!(t.is_empty());
-        assert!(
-            t.remove_local_ref(oid(1)).is_none(),
-            "double drop is harmless"
-        );
+        assert!(t.remove_local_ref(oid(1)).is_none(), "double drop is harmless");
     }
 
     #[test]

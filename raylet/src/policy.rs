@@ -109,44 +109,26 @@ impl LeasePolicy {
     }
 
     /// A client asks for a lease of `shape`.
-    pub fn request(
-        &mut self,
-        client: ClientId,
-        request_id: u64,
-        shape: ResourceSet,
-    ) -> Vec<Action> {
+    pub fn request(&mut self, client: ClientId, request_id: u64, shape: ResourceSet) -> Vec<Action> {
         if !shape.is_subset_of(&self.total) {
             let error = TaskError::Infeasible {
                 requested: shape.to_string(),
                 available: self.total.to_string(),
                 missing: shape.shortfall(&self.total).to_string(),
             };
-            return vec![Action::Infeasible {
-                client,
-                request_id,
-                error,
-            }];
+            return vec![Action::Infeasible { client, request_id, error }];
         }
-        self.queue.push_back(Request {
-            client,
-            request_id,
-            shape,
-        });
+        self.queue.push_back(Request { client, request_id, shape });
         self.schedule()
     }
 
     /// A client withdraws requests it no longer needs.
     pub fn cancel(&mut self, client: ClientId, request_ids: &[u64]) {
-        self.queue
-            .retain(|r| !(r.client == client && request_ids.contains(&r.request_id)));
+        self.queue.retain(|r| !(r.client == client && request_ids.contains(&r.request_id)));
     }
 
     /// A lease comes back; its worker is idle again unless `worker_broken`.
-    pub fn return_lease(
-        &mut self,
-        lease_id: LeaseId,
-        worker_broken: bool,
-    ) -> (Vec<Action>, Option<WorkerId>) {
+    pub fn return_lease(&mut self, lease_id: LeaseId, worker_broken: bool) -> (Vec<Action>, Option<WorkerId>) {
         let Some(lease) = self.leases.remove(&lease_id) else {
             return (Vec::new(), None);
         };
@@ -176,12 +158,7 @@ impl LeasePolicy {
     pub fn worker_died(&mut self, worker: WorkerId) -> Vec<Action> {
         self.live = self.live.saturating_sub(1);
         self.idle.retain(|w| *w != worker);
-        let held: Vec<LeaseId> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.worker == worker)
-            .map(|(id, _)| *id)
-            .collect();
+        let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.worker == worker).map(|(id, _)| *id).collect();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
             self.available.add(&lease.shape);
@@ -192,12 +169,7 @@ impl LeasePolicy {
     /// A client disconnected: its requests are dropped and its leases returned.
     pub fn client_gone(&mut self, client: ClientId) -> Vec<Action> {
         self.queue.retain(|r| r.client != client);
-        let held: Vec<LeaseId> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.client == client)
-            .map(|(id, _)| *id)
-            .collect();
+        let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.client == client).map(|(id, _)| *id).collect();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
             self.available.add(&lease.shape);
@@ -224,20 +196,8 @@ impl LeasePolicy {
             self.available.sub(&req.shape);
             let lease_id = LeaseId(self.next_lease);
             self.next_lease += 1;
-            self.leases.insert(
-                lease_id,
-                Lease {
-                    client: req.client,
-                    worker,
-                    shape: req.shape,
-                },
-            );
-            out.push(Action::Grant {
-                client: req.client,
-                request_id: req.request_id,
-                lease_id,
-                worker,
-            });
+            self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape });
+            out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
         }
         while wanting_worker > self.starting && self.live + self.starting < self.max_workers {
             self.starting += 1;
@@ -264,16 +224,11 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         assert_eq!(p.request(C, 1, cpu(1.0)), vec![Action::StartWorker]);
         assert_eq!(p.request(C, 2, cpu(1.0)), vec![Action::StartWorker]);
-        assert!(
-            p.request(C, 3, cpu(1.0)).is_empty(),
-            "no third worker beyond max_workers"
-        );
+        assert!(p.request(C, 3, cpu(1.0)).is_empty(), "no third worker beyond max_workers");
         let a = p.worker_registered(w(1));
         assert!(matches!(a[..], [Action::Grant { request_id: 1, worker, .. }] if worker == w(1)));
         let a = p.worker_registered(w(2));
-        let Action::Grant { lease_id, .. } = a[0] else {
-            panic!()
-        };
+        let Action::Grant { lease_id, .. } = a[0] else { panic!() };
         assert!(p.available().get_units("CPU") == 0);
         let (a, _) = p.return_lease(lease_id, false);
         assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
@@ -283,22 +238,10 @@ mod tests {
     fn infeasible_is_answered_at_once_and_names_what_is_missing() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         let a = p.request(C, 7, cpu(1.0).with("GPU", 1.0));
-        let [
-            Action::Infeasible {
-                request_id: 7,
-                error,
-                ..
-            },
-        ] = &a[..]
-        else {
-            panic!("{a:?}")
-        };
+        let [Action::Infeasible { request_id: 7, error, .. }] = &a[..] else { panic!("{a:?}") };
         let msg = error.to_string();
         assert!(msg.contains("GPU: 1") && msg.contains("CPU: 2"), "{msg}");
-        assert!(matches!(
-            p.request(C, 8, cpu(3.0))[..],
-            [Action::Infeasible { .. }]
-        ));
+        assert!(matches!(p.request(C, 8, cpu(3.0))[..], [Action::Infeasible { .. }]));
     }
 
     #[test]

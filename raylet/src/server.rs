@@ -100,10 +100,7 @@ impl Raylet {
         transport::remove_stale_session_dirs(&cfg.node.session_root);
         let tag = spawner::hex(&uuid::Uuid::new_v4().as_bytes()[..6]);
         let session_dir = transport::create_session_dir(&cfg.node.session_root, &tag)?;
-        let socket_path = session_dir
-            .join("raylet.sock")
-            .to_string_lossy()
-            .into_owned();
+        let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
         let listener = UnixTransport.bind(&socket_path)?;
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
@@ -134,36 +131,18 @@ impl Raylet {
         let mut env = cfg.worker_env.clone();
         env.push(("ARES_WORKER".into(), "1".into()));
         env.push(("ARES_RAYLET_SOCKET".into(), socket_path));
-        env.push((
-            "ARES_SESSION_DIR".into(),
-            shared.session_dir.to_string_lossy().into_owned(),
-        ));
-        env.push((
-            "ARES_MAX_FRAME_BYTES".into(),
-            cfg.node.max_frame_bytes.to_string(),
-        ));
-        env.push((
-            "ARES_MAX_INLINE_BYTES".into(),
-            cfg.node.max_inline_bytes.to_string(),
-        ));
-        let spec = SpawnSpec {
-            program: cfg.worker_program.clone(),
-            env,
-        };
+        env.push(("ARES_SESSION_DIR".into(), shared.session_dir.to_string_lossy().into_owned()));
+        env.push(("ARES_MAX_FRAME_BYTES".into(), cfg.node.max_frame_bytes.to_string()));
+        env.push(("ARES_MAX_INLINE_BYTES".into(), cfg.node.max_inline_bytes.to_string()));
+        let spec = SpawnSpec { program: cfg.worker_program.clone(), env };
         let events = Events(Arc::downgrade(&shared));
         let spawner = std::thread::Builder::new()
             .name("ares-raylet-spawner".into())
             .spawn(move || spawner::run(spec, spawn_rx, events))?;
         let s = shared.clone();
-        let accept = std::thread::Builder::new()
-            .name("ares-raylet-accept".into())
-            .spawn(move || accept_loop(s))?;
+        let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
-        Ok(Raylet {
-            shared,
-            accept: Some(accept),
-            spawner: Some(spawner),
-        })
+        Ok(Raylet { shared, accept: Some(accept), spawner: Some(spawner) })
     }
 
     /// The Unix socket clients connect to.
@@ -244,38 +223,16 @@ impl Shared {
     fn apply(&self, st: &mut State, actions: Vec<Action>) {
         for a in actions {
             match a {
-                Action::Grant {
-                    client,
-                    request_id,
-                    lease_id,
-                    worker,
-                } => {
-                    let worker_addr = st
-                        .workers
-                        .get(&worker)
-                        .map(|w| w.addr.clone())
-                        .unwrap_or_default();
+                Action::Grant { client, request_id, lease_id, worker } => {
+                    let worker_addr = st.workers.get(&worker).map(|w| w.addr.clone()).unwrap_or_default();
                     self.send(
                         st,
                         client,
-                        &FromRaylet::LeaseGranted {
-                            request_id,
-                            lease_id,
-                            worker_id: worker,
-                            worker_addr,
-                        },
+                        &FromRaylet::LeaseGranted { request_id, lease_id, worker_id: worker, worker_addr },
                     );
                 }
-                Action::Infeasible {
-                    client,
-                    request_id,
-                    error,
-                } => {
-                    self.send(
-                        st,
-                        client,
-                        &FromRaylet::LeaseInfeasible { request_id, error },
-                    );
+                Action::Infeasible { client, request_id, error } => {
+                    self.send(st, client, &FromRaylet::LeaseInfeasible { request_id, error });
                 }
                 Action::StartWorker => {
                     let id = WorkerId::from_uuid(uuid::Uuid::new_v4());
@@ -304,21 +261,11 @@ impl Shared {
                 }
                 self.send(st, client, &self.registered());
             }
-            ToRaylet::RegisterWorker {
-                worker_id,
-                pid,
-                listen_addr,
-            } => {
+            ToRaylet::RegisterWorker { worker_id, pid, listen_addr } => {
                 if let Some(c) = st.clients.get_mut(&client) {
                     c.kind = Kind::Worker(worker_id);
                 }
-                st.workers.insert(
-                    worker_id,
-                    WorkerRec {
-                        pid,
-                        addr: listen_addr,
-                    },
-                );
+                st.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr });
                 self.send(st, client, &self.registered());
                 let actions = st.policy.worker_registered(worker_id);
                 self.apply(st, actions);
@@ -328,10 +275,7 @@ impl Shared {
                 self.apply(st, actions);
             }
             ToRaylet::CancelLeaseRequests { request_ids } => st.policy.cancel(client, &request_ids),
-            ToRaylet::ReturnLease {
-                lease_id,
-                worker_broken,
-            } => {
+            ToRaylet::ReturnLease { lease_id, worker_broken } => {
                 let (actions, broken) = st.policy.return_lease(lease_id, worker_broken);
                 if let Some(w) = broken {
                     // The owner lost the worker: make sure it is really gone.
@@ -339,24 +283,12 @@ impl Shared {
                 }
                 self.apply(st, actions);
             }
-            ToRaylet::CreateObject {
-                request_id,
-                object_id,
-                size,
-            } => {
+            ToRaylet::CreateObject { request_id, object_id, size } => {
                 let reply = match st.store.create(object_id, size, client) {
                     Ok(offset) => FromRaylet::ObjectCreated { request_id, offset },
-                    Err(StoreError::Full {
-                        requested,
-                        capacity,
-                        used,
-                    }) => FromRaylet::CreateFailed {
+                    Err(StoreError::Full { requested, capacity, used }) => FromRaylet::CreateFailed {
                         request_id,
-                        error: TaskError::ObjectStoreFull {
-                            requested,
-                            capacity,
-                            used,
-                        },
+                        error: TaskError::ObjectStoreFull { requested, capacity, used },
                     },
                     Err(e) => unreachable!("create only fails with Full: {e}"),
                 };
@@ -377,11 +309,7 @@ impl Shared {
                 let mut workers: Vec<WorkerInfo> = st
                     .workers
                     .iter()
-                    .map(|(id, w)| WorkerInfo {
-                        worker_id: *id,
-                        pid: w.pid,
-                        leased: st.policy.is_leased(*id),
-                    })
+                    .map(|(id, w)| WorkerInfo { worker_id: *id, pid: w.pid, leased: st.policy.is_leased(*id) })
                     .collect();
                 workers.sort_by_key(|w| w.pid);
                 let stats = NodeStats {
@@ -405,10 +333,7 @@ impl Shared {
         };
         let reclaimed = st.store.client_gone(client);
         if reclaimed > 0 {
-            tracing::debug!(
-                reclaimed,
-                "reclaimed unsealed objects of a closed connection"
-            );
+            tracing::debug!(reclaimed, "reclaimed unsealed objects of a closed connection");
         }
         let mut actions = st.policy.client_gone(client);
         if let Kind::Worker(w) = c.kind {
@@ -444,19 +369,11 @@ fn accept_loop(shared: Arc<Shared>) {
             let mut st = shared.lock();
             let id = ClientId(st.next_client);
             st.next_client += 1;
-            st.clients.insert(
-                id,
-                Client {
-                    stream: writer,
-                    kind: Kind::Unregistered,
-                },
-            );
+            st.clients.insert(id, Client { stream: writer, kind: Kind::Unregistered });
             id
         };
         let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ares-raylet-conn".into())
-            .spawn(move || serve(s, id, stream));
+        let spawned = std::thread::Builder::new().name("ares-raylet-conn".into()).spawn(move || serve(s, id, stream));
         if spawned.is_err() {
             shared.disconnected(id);
         }

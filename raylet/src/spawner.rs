@@ -48,9 +48,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                 unsafe {
                     use std::os::unix::process::CommandExt;
                     cmd.pre_exec(move || {
-                        rustix::process::set_parent_process_death_signal(Some(
-                            rustix::process::Signal::KILL,
-                        ))?;
+                        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
                         // The parent may have died before the line above took effect.
                         if rustix::process::getppid() != Some(parent) {
                             return Err(std::io::Error::other("parent exited"));
@@ -62,10 +60,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                     Ok(child) => {
                         children.insert(id, child);
                     }
-                    Err(e) => events.exited(
-                        id,
-                        format!("could not start {}: {e}", spec.program.display()),
-                    ),
+                    Err(e) => events.exited(id, format!("could not start {}: {e}", spec.program.display())),
                 }
             }
             Ok(SpawnCmd::Reap(id)) => {

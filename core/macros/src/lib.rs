@@ -17,10 +17,7 @@ use syn::{FnArg, ItemFn, parse_macro_input, spanned::Spanned};
 #[proc_macro_attribute]
 pub fn remote(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        let err = syn::Error::new(
-            proc_macro2::Span::call_site(),
-            "#[ares::remote] takes no arguments",
-        );
+        let err = syn::Error::new(proc_macro2::Span::call_site(), "#[ares::remote] takes no arguments");
         return err.to_compile_error().into();
     }
     let func = parse_macro_input!(item as ItemFn);
@@ -33,32 +30,20 @@ pub fn remote(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn expand(func: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let sig = &func.sig;
     if !sig.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
-            "#[ares::remote] functions cannot be generic",
-        ));
+        return Err(syn::Error::new(sig.generics.span(), "#[ares::remote] functions cannot be generic"));
     }
     if let Some(a) = &sig.asyncness {
-        return Err(syn::Error::new(
-            a.span(),
-            "#[ares::remote] functions cannot be async yet",
-        ));
+        return Err(syn::Error::new(a.span(), "#[ares::remote] functions cannot be async yet"));
     }
     if sig.inputs.len() > 6 {
-        return Err(syn::Error::new(
-            sig.inputs.span(),
-            "#[ares::remote] supports at most 6 arguments",
-        ));
+        return Err(syn::Error::new(sig.inputs.span(), "#[ares::remote] supports at most 6 arguments"));
     }
     let name = &sig.ident;
     let mut decls = Vec::new();
     let mut names = Vec::new();
     for (i, arg) in sig.inputs.iter().enumerate() {
         let FnArg::Typed(pt) = arg else {
-            return Err(syn::Error::new(
-                arg.span(),
-                "#[ares::remote] functions cannot take self",
-            ));
+            return Err(syn::Error::new(arg.span(), "#[ares::remote] functions cannot take self"));
         };
         let ty = &pt.ty;
         let var = format_ident!("__ares_arg{}", i);
