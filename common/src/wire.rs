@@ -53,8 +53,11 @@ pub enum ToRaylet {
         /// Exact size in bytes.
         size: u64,
     },
-    /// Marks an object's bytes as complete and immutable.
+    /// Marks an object's bytes as complete and immutable. Answered with `Sealed`, so
+    /// the creator reports the object to its owner only once the store knows it.
     SealObject {
+        /// Correlates the answer.
+        request_id: u64,
         /// The object.
         object_id: ObjectId,
     },
@@ -113,6 +116,11 @@ pub enum FromRaylet {
         request_id: u64,
         /// Why (for example [`TaskError::ObjectStoreFull`]).
         error: TaskError,
+    },
+    /// The object is sealed.
+    Sealed {
+        /// The request answered.
+        request_id: u64,
     },
     /// Node statistics.
     Stats {

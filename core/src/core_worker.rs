@@ -190,8 +190,15 @@ impl CoreWorker {
         let dst =
             unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
         value.encode_into_slice(dst).map_err(|e| Error::Encode(e.to_string()))?;
-        self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
+        self.seal(id)?;
         Ok(Stored::Shared { offset, len: len as u64 })
+    }
+
+    fn seal(&self, id: ObjectId) -> Result<()> {
+        match self.raylet.call(|request_id| ToRaylet::SealObject { request_id, object_id: id })? {
+            FromRaylet::Sealed { .. } => Ok(()),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to seal: {other:?}"))),
+        }
     }
 
     fn create_shared(&self, id: ObjectId, size: u64) -> Result<u64> {
@@ -378,7 +385,7 @@ impl CoreWorker {
         let dst = unsafe { self.pool.slice_mut(offset, bytes.len() as u64) }
             .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
         dst.copy_from_slice(bytes);
-        self.raylet.send(&ToRaylet::SealObject { object_id: id })?;
+        self.seal(id)?;
         Ok(Stored::Shared { offset, len: bytes.len() as u64 })
     }
 

@@ -164,6 +164,16 @@ pub fn wait<T>(
     (ready, pending)
 }
 
+/// The Unix socket of this process's raylet (inside the session directory).
+pub fn raylet_address() -> Result<String> {
+    let g = RUNTIME.read().unwrap_or_else(|p| p.into_inner());
+    match g.as_ref() {
+        Some(Runtime { raylet: Some(r), .. }) => Ok(r.socket_path().to_string()),
+        Some(_) => std::env::var("ARES_RAYLET_SOCKET").map_err(|_| Error::NotInitialized),
+        None => Err(Error::NotInitialized),
+    }
+}
+
 /// Statistics of this process's node: store usage, workers and resources.
 pub fn node_stats() -> Result<NodeStats> {
     current()?.node_stats()

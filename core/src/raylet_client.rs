@@ -28,6 +28,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::LeaseInfeasible { request_id, .. }
         | FromRaylet::ObjectCreated { request_id, .. }
         | FromRaylet::CreateFailed { request_id, .. }
+        | FromRaylet::Sealed { request_id }
         | FromRaylet::Stats { request_id, .. } => Some(*request_id),
     }
 }

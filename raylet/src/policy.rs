@@ -108,6 +108,14 @@ impl LeasePolicy {
         self.leases.values().any(|l| l.worker == worker)
     }
 
+    /// Starts the worker pool at its full size, so the first tasks do not wait for
+    /// process start-up (Ray prestarts one worker per CPU too).
+    pub fn prestart(&mut self) -> Vec<Action> {
+        let n = self.max_workers.saturating_sub(self.live + self.starting);
+        self.starting += n;
+        (0..n).map(|_| Action::StartWorker).collect()
+    }
+
     /// A client asks for a lease of `shape`.
     pub fn request(&mut self, client: ClientId, request_id: u64, shape: ResourceSet) -> Vec<Action> {
         if !shape.is_subset_of(&self.total) {
@@ -232,6 +240,15 @@ mod tests {
         assert!(p.available().get_units("CPU") == 0);
         let (a, _) = p.return_lease(lease_id, false);
         assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
+    }
+
+    #[test]
+    fn prestart_fills_the_pool_once() {
+        let mut p = LeasePolicy::new(cpu(2.0), 2);
+        assert_eq!(p.prestart(), vec![Action::StartWorker, Action::StartWorker]);
+        assert!(p.prestart().is_empty());
+        assert!(p.request(C, 1, cpu(1.0)).is_empty(), "a starting worker will serve it");
+        assert_eq!(p.worker_registered(w(1)).len(), 1);
     }
 
     #[test]

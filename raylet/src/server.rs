@@ -139,6 +139,11 @@ impl Raylet {
         let spawner = std::thread::Builder::new()
             .name("ares-raylet-spawner".into())
             .spawn(move || spawner::run(spec, spawn_rx, events))?;
+        {
+            let mut st = shared.lock();
+            let actions = st.policy.prestart();
+            shared.apply(&mut st, actions);
+        }
         let s = shared.clone();
         let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
@@ -294,10 +299,11 @@ impl Shared {
                 };
                 self.send(st, client, &reply);
             }
-            ToRaylet::SealObject { object_id } => {
+            ToRaylet::SealObject { request_id, object_id } => {
                 if let Err(e) = st.store.seal(object_id, client) {
                     tracing::warn!(%object_id, "seal rejected: {e}");
                 }
+                self.send(st, client, &FromRaylet::Sealed { request_id });
             }
             ToRaylet::DeleteObjects { object_ids } => {
                 for id in object_ids {

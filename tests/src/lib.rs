@@ -1,0 +1,68 @@
+//! Helpers for the workspace integration tests. Every test starts a real embedded
+//! cluster: a raylet, worker processes, Unix sockets and a shared-memory pool.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A running runtime for one test; shuts down on drop. Tests in one binary are
+/// serialized (the runtime is per process) so that plain `cargo test` works too.
+pub struct Cluster {
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// Starts a runtime with `config`.
+    pub fn start(config: ares::Config) -> Self {
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        ares::init_with(config).expect("ares::init_with");
+        Cluster { _serial: serial }
+    }
+
+    /// Starts a runtime with 2 CPUs and defaults otherwise.
+    pub fn default_2cpu() -> Self {
+        Self::start(ares::Config::default().num_cpus(2))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        ares::shutdown();
+    }
+}
+
+/// Polls `cond` until it holds; panics with `what` after `limit`. Used only to wait for
+/// an event that must happen (a process exiting, a file appearing), never to assert
+/// how fast it happens.
+pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process with `pid` exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Names in /dev/shm that look like an Ares pool of process `pid`.
+pub fn shm_files_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("ares-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,58 @@
+//! Malformed and oversized frames close only the offending connection; the raylet keeps
+//! serving everyone else.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use ares_tests::Cluster;
+
+#[ares::remote]
+fn inc(x: i64) -> i64 {
+    x + 1
+}
+
+fn assert_closed(mut s: UnixStream) {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).expect("the raylet closes the connection (EOF), it does not hang");
+    assert_eq!(n, 0, "expected EOF, got {n} bytes");
+}
+
+#[test]
+fn malformed_frame_closes_the_connection_and_the_raylet_keeps_serving() {
+    let _c = Cluster::default_2cpu();
+    let addr = ares::raylet_address().unwrap();
+    let mut s = UnixStream::connect(&addr).unwrap();
+    let junk = [0xA5u8; 48];
+    s.write_all(&(junk.len() as u32).to_le_bytes()).unwrap();
+    s.write_all(&junk).unwrap();
+    assert_closed(s);
+    assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+}
+
+#[test]
+fn oversized_frame_closes_the_connection_and_the_raylet_keeps_serving() {
+    let _c = Cluster::default_2cpu();
+    let addr = ares::raylet_address().unwrap();
+    let mut s = UnixStream::connect(&addr).unwrap();
+    s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    assert_closed(s);
+    // A truncated frame followed by a hang-up is also survived.
+    let mut s = UnixStream::connect(&addr).unwrap();
+    s.write_all(&100u32.to_le_bytes()).unwrap();
+    s.write_all(&[1, 2, 3]).unwrap();
+    drop(s);
+    let refs: Vec<_> = (0..100).map(|i| ares::remote(inc).call(i)).collect();
+    assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), (1..=100).sum::<i64>());
+}
+
+#[test]
+fn session_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let _c = Cluster::default_2cpu();
+    let addr = ares::raylet_address().unwrap();
+    let dir = std::path::Path::new(&addr).parent().unwrap();
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
