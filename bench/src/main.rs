@@ -37,6 +37,9 @@ enum Cmd {
         n_fanin: usize,
         #[arg(long, default_value_t = 10_000)]
         n_put: usize,
+        /// Comma-separated letters of the benchmarks to run (a,b,d,e,f,g); all by default.
+        #[arg(long, default_value = "a,b,d,e,f,g")]
+        only: String,
     },
 }
 
@@ -87,8 +90,7 @@ fn memcpy_gbps(bytes: usize, repeats: usize) -> Vec<f64> {
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn micro(
+struct Micro {
     repeats: usize,
     num_cpus: u32,
     n_sync: usize,
@@ -96,7 +98,12 @@ fn micro(
     n_chain: usize,
     n_fanin: usize,
     n_put: usize,
-) -> Result<()> {
+    only: String,
+}
+
+fn micro(m: Micro) -> Result<()> {
+    let Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only } = m;
+    let on = |letter: &str| only.split(',').any(|x| x.trim() == letter);
     let t = Instant::now();
     ares::init_with(ares::Config::default().num_cpus(num_cpus))?;
     let startup = t.elapsed().as_secs_f64();
@@ -109,103 +116,109 @@ fn micro(
     let warm: Vec<_> = (0..200).map(|_| ares::remote(noop).call()).collect();
     ares::get_all(&warm)?;
 
-    emit(
-        "a_sync_tasks",
-        "tasks/s",
-        repeat(repeats, || {
-            let t = Instant::now();
-            for _ in 0..n_sync {
-                ares::get(&ares::remote(noop).call())?;
-            }
-            Ok(n_sync as f64 / t.elapsed().as_secs_f64())
-        })?,
-    );
-
-    emit(
-        "b_async_tasks",
-        "tasks/s",
-        repeat(repeats, || {
-            let t = Instant::now();
-            let refs: Vec<_> = (0..n_async).map(|_| ares::remote(noop).call()).collect();
-            ares::get_all(&refs)?;
-            Ok(n_async as f64 / t.elapsed().as_secs_f64())
-        })?,
-    );
-
-    let mut puts = Vec::new();
-    let mut gets = Vec::new();
-    for _ in 0..repeats {
-        let t = Instant::now();
-        let refs: Vec<_> = (0..n_put).map(|_| ares::put(0i64)).collect::<ares::Result<_>>()?;
-        puts.push(n_put as f64 / t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        for r in &refs {
-            std::hint::black_box(ares::get(r)?);
-        }
-        gets.push(n_put as f64 / t.elapsed().as_secs_f64());
+    if on("a") {
+        emit(
+            "a_sync_tasks",
+            "tasks/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                for _ in 0..n_sync {
+                    ares::get(&ares::remote(noop).call())?;
+                }
+                Ok(n_sync as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
     }
-    emit("d_put_small", "calls/s", puts);
-    emit("d_get_small", "calls/s", gets);
-
-    for (name, bytes) in [("1MB", 1_000_000usize), ("100MB", 100_000_000), ("1GB", 1_000_000_000)] {
-        let value: Vec<f64> = vec![1.0; bytes / 8];
-        let mut put_runs = Vec::new();
-        let mut get_runs = Vec::new();
+    if on("b") {
+        emit(
+            "b_async_tasks",
+            "tasks/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                let refs: Vec<_> = (0..n_async).map(|_| ares::remote(noop).call()).collect();
+                ares::get_all(&refs)?;
+                Ok(n_async as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
+    }
+    if on("d") {
+        let mut puts = Vec::new();
+        let mut gets = Vec::new();
         for _ in 0..repeats {
-            // Like ray.put(arr): the caller keeps its array, so its free is not timed.
             let t = Instant::now();
-            let r = ares::put_ref(std::hint::black_box(&value))?;
-            put_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+            let refs: Vec<_> = (0..n_put).map(|_| ares::put(0i64)).collect::<ares::Result<_>>()?;
+            puts.push(n_put as f64 / t.elapsed().as_secs_f64());
             let t = Instant::now();
-            let view = ares::get_view(&r)?;
-            let n = std::hint::black_box(view.len());
-            get_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
-            anyhow::ensure!(n == bytes / 8, "view has {n} elements");
-        }
-        if name == "100MB" {
-            emit("e_put_100MB", "GB/s", put_runs);
-        } else {
-            emit(&format!("e_put_{name}"), "GB/s", put_runs);
-        }
-        emit(&format!("e_get_{name}"), "GB/s", get_runs);
-        emit(&format!("memcpy_{name}"), "GB/s", memcpy_gbps(bytes, repeats));
-    }
-
-    emit(
-        "f_chain_tasks",
-        "tasks/s",
-        repeat(repeats, || {
-            let t = Instant::now();
-            let mut r = ares::remote(inc).call(0);
-            for _ in 1..n_chain {
-                r = ares::remote(inc).call(r);
+            for r in &refs {
+                std::hint::black_box(ares::get(r)?);
             }
-            let v = ares::get(&r)?;
-            anyhow::ensure!(v == n_chain as i64, "chain gave {v}");
-            Ok(n_chain as f64 / t.elapsed().as_secs_f64())
-        })?,
-    );
-
-    emit(
-        "g_fanin_tasks",
-        "tasks/s",
-        repeat(repeats, || {
-            let t = Instant::now();
-            let refs: Vec<_> = (0..n_fanin).map(|_| ares::remote(noop).call()).collect();
-            let v = ares::get(&ares::remote(count_args).call(refs))?;
-            anyhow::ensure!(v == n_fanin as i64, "fan-in counted {v}");
-            Ok((n_fanin + 1) as f64 / t.elapsed().as_secs_f64())
-        })?,
-    );
-
+            gets.push(n_put as f64 / t.elapsed().as_secs_f64());
+        }
+        emit("d_put_small", "calls/s", puts);
+        emit("d_get_small", "calls/s", gets);
+    }
+    if on("e") {
+        for (name, bytes) in [("1MB", 1_000_000usize), ("100MB", 100_000_000), ("1GB", 1_000_000_000)] {
+            let value: Vec<f64> = vec![1.0; bytes / 8];
+            let mut put_runs = Vec::new();
+            let mut get_runs = Vec::new();
+            for _ in 0..repeats {
+                // Like ray.put(arr): the caller keeps its array, so its free is not timed.
+                let t = Instant::now();
+                let r = ares::put_ref(std::hint::black_box(&value))?;
+                put_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+                let t = Instant::now();
+                let view = ares::get_view(&r)?;
+                let n = std::hint::black_box(view.len());
+                get_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+                anyhow::ensure!(n == bytes / 8, "view has {n} elements");
+            }
+            if name == "100MB" {
+                emit("e_put_100MB", "GB/s", put_runs);
+            } else {
+                emit(&format!("e_put_{name}"), "GB/s", put_runs);
+            }
+            emit(&format!("e_get_{name}"), "GB/s", get_runs);
+            emit(&format!("memcpy_{name}"), "GB/s", memcpy_gbps(bytes, repeats));
+        }
+    }
+    if on("f") {
+        emit(
+            "f_chain_tasks",
+            "tasks/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                let mut r = ares::remote(inc).call(0);
+                for _ in 1..n_chain {
+                    r = ares::remote(inc).call(r);
+                }
+                let v = ares::get(&r)?;
+                anyhow::ensure!(v == n_chain as i64, "chain gave {v}");
+                Ok(n_chain as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
+    }
+    if on("g") {
+        emit(
+            "g_fanin_tasks",
+            "tasks/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                let refs: Vec<_> = (0..n_fanin).map(|_| ares::remote(noop).call()).collect();
+                let v = ares::get(&ares::remote(count_args).call(refs))?;
+                anyhow::ensure!(v == n_fanin as i64, "fan-in counted {v}");
+                Ok((n_fanin + 1) as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
+    }
     ares::shutdown();
     Ok(())
 }
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put } => {
-            micro(repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put)
+        Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only } => {
+            micro(Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only })
         }
     }
 }

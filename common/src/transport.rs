@@ -99,3 +99,25 @@ pub fn remove_stale_session_dirs(root: &Path) {
         }
     }
 }
+
+/// Spins (yielding the CPU between checks) until `stream` has bytes to read or `budget`
+/// passes. Waking a blocked thread costs tens of microseconds on virtual machines, more
+/// than a whole task round trip, so a reader that expects an answer soon polls briefly
+/// before it blocks. Returns whether bytes are ready.
+pub fn spin_until_readable(stream: &UnixStream, budget: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    let mut probe = [0u8; 1];
+    loop {
+        let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+        match rustix::net::recv(stream, &mut probe[..], flags) {
+            // Data, or EOF (0 bytes): either way a read will not block.
+            Ok(_) => return true,
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return true,
+        }
+        if start.elapsed() >= budget {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}

@@ -42,7 +42,11 @@ fn main() -> anyhow::Result<()> {
     let wall = start.elapsed().as_secs_f64();
     let pi = 4.0 * inside as f64 / (tasks * points) as f64;
     println!("pi ≈ {pi:.6} from {} points in {tasks} tasks", tasks * points);
-    println!("wall time {wall:.3} s, {:.0} tasks/s, {:.1} M points/s", tasks as f64 / wall, (tasks * points) as f64 / wall / 1e6);
+    println!(
+        "wall time {wall:.3} s, {:.0} tasks/s, {:.1} M points/s",
+        tasks as f64 / wall,
+        (tasks * points) as f64 / wall / 1e6
+    );
     ares::shutdown();
     Ok(())
 }

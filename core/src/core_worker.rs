@@ -32,6 +32,8 @@ use crate::raylet_client::RayletClient;
 const MAX_PENDING_LEASE_REQUESTS: usize = 10;
 /// Target time of queued work per worker: pipelining deeper than this only unbalances.
 const PIPELINE_TARGET: Duration = Duration::from_micros(500);
+/// How long `get` watches for a result before blocking.
+const GET_SPIN: Duration = Duration::from_micros(50);
 /// Idle leases are returned after this long (checked by the housekeeping thread).
 const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -226,8 +228,27 @@ impl CoreWorker {
 
     /// Blocks until `id` is ready or failed; returns where its value is.
     pub(crate) fn wait_location(&self, id: ObjectId) -> Result<Location> {
-        let g = self.table.lock();
-        let g = self.table.wait_while(g, |t| matches!(t.status(id), Some(Status::Pending)));
+        let pending = |t: &ares_ownership::OwnershipTable| matches!(t.status(id), Some(Status::Pending));
+        // A short task answers in microseconds, sooner than a blocked thread wakes up:
+        // watch the table's version for a moment before blocking.
+        let mut g = self.table.lock();
+        if pending(&g) {
+            let start = Instant::now();
+            let mut seen = self.table.version();
+            drop(g);
+            while start.elapsed() < GET_SPIN {
+                std::thread::yield_now();
+                let v = self.table.version();
+                if v != seen {
+                    seen = v;
+                    if !pending(&self.table.lock()) {
+                        break;
+                    }
+                }
+            }
+            g = self.table.lock();
+        }
+        let g = self.table.wait_while(g, pending);
         match g.status(id) {
             Some(Status::Ready(loc)) => Ok(loc.clone()),
             Some(Status::Failed(e)) => Err(Error::Task(e.clone())),
@@ -756,6 +777,7 @@ impl CoreWorker {
 
 fn lease_reader(cw: Weak<CoreWorker>, lease_id: LeaseId, mut reader: FrameReader<UnixStream>) {
     let reason = loop {
+        reader.spin_until_readable(crate::worker::SPIN_BEFORE_BLOCKING);
         let first = match reader.read::<FromWorker>() {
             Ok(m) => m,
             Err(FrameError::Closed) => break "connection closed".to_string(),

@@ -10,23 +10,36 @@
 //! - a waiter blocked in [`SharedTable::wait_while`] wakes once the object is ready.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicU64, Ordering},
+};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicU64, Ordering},
+};
 
 use crate::table::OwnershipTable;
 
 /// An [`OwnershipTable`] shared between threads, with a change signal.
-#[derive(Default)]
 pub struct SharedTable {
     table: Mutex<OwnershipTable>,
     changed: Condvar,
+    /// Bumped by every `notify`, so a waiter can spin on it without taking the lock.
+    version: AtomicU64,
+}
+
+impl Default for SharedTable {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SharedTable {
     /// An empty shared table.
     pub fn new() -> Self {
-        SharedTable { table: Mutex::new(OwnershipTable::new()), changed: Condvar::new() }
+        SharedTable { table: Mutex::new(OwnershipTable::new()), changed: Condvar::new(), version: AtomicU64::new(0) }
     }
 
     /// Locks the table. A poisoned lock is recovered: the table has no invariant a
@@ -37,7 +50,14 @@ impl SharedTable {
 
     /// Wakes every waiter after a status change.
     pub fn notify(&self) {
+        self.version.fetch_add(1, Ordering::Release);
         self.changed.notify_all();
+    }
+
+    /// A counter that changes whenever [`SharedTable::notify`] runs: a waiter that expects
+    /// a change soon may spin on it before blocking.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     /// Blocks while `pending(&table)` holds, re-checking after every change.

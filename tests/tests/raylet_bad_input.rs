@@ -48,6 +48,35 @@ fn oversized_frame_closes_the_connection_and_the_raylet_keeps_serving() {
 }
 
 #[test]
+fn malformed_frame_to_a_worker_closes_only_that_connection() {
+    let _c = Cluster::default_2cpu();
+    assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+    let addr = ares::raylet_address().unwrap();
+    let dir = std::path::Path::new(&addr).parent().unwrap();
+    let workers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("worker-"))
+        .collect();
+    assert!(!workers.is_empty());
+    for w in &workers {
+        let mut s = UnixStream::connect(w).unwrap();
+        s.write_all(&16u32.to_le_bytes()).unwrap();
+        s.write_all(&[0xFF; 16]).unwrap();
+        assert_closed(s);
+        let mut s = UnixStream::connect(w).unwrap();
+        s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+        assert_closed(s);
+    }
+    // Every worker is still alive and serving.
+    let before = ares::node_stats().unwrap().workers.len();
+    let refs: Vec<_> = (0..200).map(|i| ares::remote(inc).call(i)).collect();
+    assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), (1..=200).sum::<i64>());
+    assert_eq!(ares::node_stats().unwrap().workers.len(), before);
+}
+
+#[test]
 fn session_directory_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let _c = Cluster::default_2cpu();
