@@ -77,6 +77,19 @@ pub enum TaskError {
         /// The argument's own error, rendered.
         cause: String,
     },
+    /// The object's owner is gone (for example an `ObjectRef` kept across
+    /// `shutdown` and a new `init`), so its value can no longer be found.
+    #[error("the owner of object {object} is gone; objects do not outlive the runtime that created them")]
+    OwnerDied {
+        /// The object, rendered.
+        object: String,
+    },
+    /// The node could not start worker processes for the task.
+    #[error("could not start a worker process: {message}")]
+    WorkerStartFailed {
+        /// What the last failed start reported.
+        message: String,
+    },
     /// The runtime shut down before the task finished.
     #[error("the runtime shut down before the task finished")]
     RuntimeShutdown,

@@ -117,10 +117,12 @@ pub enum FromRaylet {
         /// Why (for example [`TaskError::ObjectStoreFull`]).
         error: TaskError,
     },
-    /// The object is sealed.
+    /// The seal was processed.
     Sealed {
         /// The request answered.
         request_id: u64,
+        /// Why the seal was rejected, if it was.
+        error: Option<String>,
     },
     /// Node statistics.
     Stats {

@@ -9,7 +9,6 @@
 //! happens under `table`.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -18,7 +17,7 @@ use std::time::{Duration, Instant};
 use ares_common::codec::{Bytes, Value};
 use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{Transport, UnixTransport};
+use ares_common::transport::{Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId};
 use ares_object_store::Pool;
@@ -32,6 +31,8 @@ use crate::raylet_client::RayletClient;
 const MAX_PENDING_LEASE_REQUESTS: usize = 10;
 /// Target time of queued work per worker: pipelining deeper than this only unbalances.
 const PIPELINE_TARGET: Duration = Duration::from_micros(500);
+/// Bytes queued for one worker before it is considered stuck.
+const OUTBOX_LIMIT: usize = 1 << 30;
 /// How long `get` watches for a result before blocking.
 const GET_SPIN: Duration = Duration::from_micros(50);
 /// Idle leases are returned after this long (checked by the housekeeping thread).
@@ -81,7 +82,7 @@ struct ShapeState {
 
 struct Lease {
     shape: ResourceSet,
-    stream: UnixStream,
+    out: Arc<Outbox>,
     in_flight: VecDeque<(TaskId, Instant)>,
     last_reply: Instant,
     idle_since: Option<Instant>,
@@ -198,7 +199,10 @@ impl CoreWorker {
 
     fn seal(&self, id: ObjectId) -> Result<()> {
         match self.raylet.call(|request_id| ToRaylet::SealObject { request_id, object_id: id })? {
-            FromRaylet::Sealed { .. } => Ok(()),
+            FromRaylet::Sealed { error: None, .. } => Ok(()),
+            FromRaylet::Sealed { error: Some(e), .. } => {
+                Err(Error::RayletUnavailable(format!("seal of {id} rejected: {e}")))
+            }
             other => Err(Error::RayletUnavailable(format!("unexpected answer to seal: {other:?}"))),
         }
     }
@@ -352,6 +356,9 @@ impl CoreWorker {
         let mut tasks = self.lock_tasks();
         let mut frees = Vec::new();
         let mut failed: Option<TaskError> = early_error;
+        if self.stopped.load(Ordering::SeqCst) {
+            failed = Some(TaskError::RuntimeShutdown);
+        }
         let mut unresolved = 0;
         {
             let mut table = self.table.lock();
@@ -367,6 +374,7 @@ impl CoreWorker {
                         tasks.waiting.entry(*id).or_default().push(task_id);
                     }
                     Some(Status::Failed(e)) if failed.is_none() => failed = Some(e.clone()),
+                    None if failed.is_none() => failed = Some(TaskError::OwnerDied { object: id.to_string() }),
                     _ => {}
                 }
             }
@@ -471,18 +479,36 @@ impl CoreWorker {
                         continue;
                     }
                 };
+                let function = spec.function.clone();
+                let payload = frame::encode(&ToWorker::Push(spec));
+                if payload.len() > self.max_frame {
+                    let reason = format!(
+                        "the task's arguments encode to {} bytes, over the frame limit of {} bytes; \
+                         pass large values as ObjectRefs",
+                        payload.len(),
+                        self.max_frame
+                    );
+                    failures.push((tid, TaskError::Decode { function, what: "arguments".into(), reason }));
+                    continue;
+                }
                 let lease = leases.get_mut(&lease_id).expect("listed lease exists");
                 let buf = out.entry(lease_id).or_default();
-                frame::write_msg(buf, &ToWorker::Push(spec)).expect("writing to a Vec cannot fail");
+                frame::write_frame(buf, &payload).expect("writing to a Vec cannot fail");
                 lease.in_flight.push_back((tid, now));
                 lease.idle_since = None;
             }
             for (lease_id, buf) in out {
                 let lease = &leases[&lease_id];
-                if let Err(e) = (&lease.stream).write_all(&buf) {
+                // Never blocks: a reader thread may be the one dispatching here.
+                if let Err(e) = lease.out.send(&buf) {
                     // The lease's reader sees the broken connection and retries its tasks.
                     tracing::debug!("push to worker failed: {e}");
-                    UnixTransport.close(&lease.stream);
+                }
+            }
+            for l in &st.leases {
+                let lease = leases.get_mut(l).expect("listed lease exists");
+                if lease.in_flight.is_empty() && lease.idle_since.is_none() {
+                    lease.idle_since = Some(now);
                 }
             }
             let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
@@ -614,12 +640,19 @@ impl CoreWorker {
             .spawn(move || lease_reader(weak, lease_id, FrameReader::new(reader, max_frame)));
         if spawned.is_err() {
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            self.dispatch(&mut tasks, &shape);
             return;
         }
         let now = Instant::now();
         tasks.leases.insert(
             lease_id,
-            Lease { shape: shape.clone(), stream, in_flight: VecDeque::new(), last_reply: now, idle_since: None },
+            Lease {
+                shape: shape.clone(),
+                out: Outbox::new(stream, OUTBOX_LIMIT),
+                in_flight: VecDeque::new(),
+                last_reply: now,
+                idle_since: Some(now),
+            },
         );
         tasks.shapes.get_mut(&shape).expect("present").leases.push(lease_id);
         self.dispatch(&mut tasks, &shape);
@@ -629,6 +662,7 @@ impl CoreWorker {
         let mut tasks = self.lock_tasks();
         let mut frees = Vec::new();
         let mut touched: Vec<ResourceSet> = Vec::new();
+        let mut stale = Vec::new();
         let now = Instant::now();
         for FromWorker::Done { task_id, outcome } in replies {
             if let Some(lease) = tasks.leases.get_mut(&lease_id) {
@@ -642,10 +676,18 @@ impl CoreWorker {
                     });
                 }
             }
+            let rid = ObjectId::for_return(task_id, 0);
             let Some(task) = tasks.tasks.remove(&task_id) else {
+                // Nobody waits for it any more (the runtime stopped): free what it made.
+                if matches!(outcome, Outcome::Shared { .. }) {
+                    stale.push(rid);
+                }
                 continue;
             };
-            let rid = ObjectId::for_return(task_id, 0);
+            if task.attempts > 0 && !matches!(outcome, Outcome::Shared { .. }) {
+                // An earlier attempt may have sealed a copy before its worker died.
+                stale.push(rid);
+            }
             let location = match outcome {
                 Outcome::Inline(v) => {
                     let mut b = Bytes::with_capacity(v.len());
@@ -695,6 +737,14 @@ impl CoreWorker {
         }
         drop(tasks);
         self.free(frees);
+        self.delete_stale(stale);
+    }
+
+    /// Deletes pool copies no owner record points at; deleting an unknown ID is a no-op.
+    fn delete_stale(&self, ids: Vec<ObjectId>) {
+        if !ids.is_empty() {
+            let _ = self.raylet.send(&ToRaylet::DeleteObjects { object_ids: ids });
+        }
     }
 
     fn on_lease_lost(&self, lease_id: LeaseId, reason: String) {
@@ -708,6 +758,7 @@ impl CoreWorker {
             st.leases.retain(|l| *l != lease_id);
         }
         let mut frees = Vec::new();
+        let mut stale = Vec::new();
         let mut retry = Vec::new();
         for (tid, _) in lease.in_flight {
             let Some(task) = tasks.tasks.get_mut(&tid) else {
@@ -720,6 +771,8 @@ impl CoreWorker {
             } else {
                 let error = TaskError::WorkerDied { function: task.function.to_string(), attempts: task.attempts };
                 self.fail_task(&mut tasks, tid, error, &mut frees);
+                // The dead worker may have sealed a result before dying.
+                stale.push(ObjectId::for_return(tid, 0));
             }
         }
         if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
@@ -730,6 +783,7 @@ impl CoreWorker {
         self.dispatch(&mut tasks, &lease.shape);
         drop(tasks);
         self.free(frees);
+        self.delete_stale(stale);
     }
 
     /// Returns leases that stayed idle for [`IDLE_LEASE_TIMEOUT`].
@@ -749,7 +803,7 @@ impl CoreWorker {
             if let Some(st) = tasks.shapes.get_mut(&lease.shape) {
                 st.leases.retain(|l| *l != id);
             }
-            UnixTransport.close(&lease.stream);
+            lease.out.close();
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id: id, worker_broken: false });
         }
     }
@@ -765,8 +819,12 @@ impl CoreWorker {
         for tid in ids {
             self.fail_task(&mut tasks, tid, TaskError::RuntimeShutdown, &mut frees);
         }
+        for st in tasks.shapes.values_mut() {
+            st.leases.clear();
+            st.queue.clear();
+        }
         for (id, lease) in tasks.leases.drain() {
-            UnixTransport.close(&lease.stream);
+            lease.out.close();
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id: id, worker_broken: false });
         }
         drop(tasks);

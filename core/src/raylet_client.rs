@@ -2,24 +2,28 @@
 //! stats) correlated by request ID, fire-and-forget messages, and a reader thread that
 //! hands unsolicited answers (lease grants) to the submitter.
 
-use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{Transport, UnixTransport};
+use ares_common::transport::{Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, ToRaylet};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 
 pub(crate) struct RayletClient {
-    writer: Mutex<UnixStream>,
+    out: Arc<Outbox>,
     pending: Mutex<HashMap<u64, mpsc::SyncSender<FromRaylet>>>,
     next_id: AtomicU64,
+    /// Set (before `pending` is emptied) once the reader has stopped: no answer will come.
+    closed: AtomicBool,
 }
+
+/// Bytes queued for the raylet before the connection is considered stuck.
+const OUTBOX_LIMIT: usize = 256 << 20;
 
 fn request_id(msg: &FromRaylet) -> Option<u64> {
     match msg {
@@ -28,7 +32,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::LeaseInfeasible { request_id, .. }
         | FromRaylet::ObjectCreated { request_id, .. }
         | FromRaylet::CreateFailed { request_id, .. }
-        | FromRaylet::Sealed { request_id }
+        | FromRaylet::Sealed { request_id, .. }
         | FromRaylet::Stats { request_id, .. } => Some(*request_id),
     }
 }
@@ -51,9 +55,10 @@ impl RayletClient {
         frame::write_msg(&mut w, &hello).map_err(unavailable)?;
         let registered = reader.read::<FromRaylet>().map_err(unavailable)?;
         let client = Arc::new(RayletClient {
-            writer: Mutex::new(stream),
+            out: Outbox::new(stream, OUTBOX_LIMIT),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
         });
         Ok((client, registered, reader))
     }
@@ -86,7 +91,9 @@ impl RayletClient {
                     }
                 }
             }
-            // Fail every waiting call.
+            // Fail every waiting call, and every later one.
+            me.closed.store(true, Ordering::SeqCst);
+            me.out.close();
             me.pending.lock().unwrap().clear();
             on_close();
         })?;
@@ -103,8 +110,7 @@ impl RayletClient {
         let payload = frame::encode(msg);
         let mut buf = Vec::with_capacity(payload.len() + 4);
         frame::write_frame(&mut buf, &payload).map_err(unavailable)?;
-        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        (&*w).write_all(&buf).map_err(unavailable)
+        self.out.send(&buf).map_err(unavailable)
     }
 
     /// Sends the request built by `make` and waits for its answer.
@@ -112,6 +118,10 @@ impl RayletClient {
         let id = self.next_request_id();
         let (tx, rx) = mpsc::sync_channel(1);
         self.pending.lock().unwrap().insert(id, tx);
+        if self.closed.load(Ordering::SeqCst) {
+            self.pending.lock().unwrap().remove(&id);
+            return Err(unavailable("the raylet connection is closed"));
+        }
         if let Err(e) = self.send(&make(id)) {
             self.pending.lock().unwrap().remove(&id);
             return Err(e);
@@ -121,7 +131,6 @@ impl RayletClient {
 
     /// Closes the connection (wakes the reader thread).
     pub(crate) fn close(&self) {
-        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        UnixTransport.close(&w);
+        self.out.close();
     }
 }

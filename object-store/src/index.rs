@@ -45,6 +45,9 @@ pub enum StoreError {
     /// Only the creating client may seal an object.
     #[error("object {0} was not created by this client")]
     NotCreator(ObjectId),
+    /// Another client is still writing an object of that ID.
+    #[error("object {0} is being created by another client")]
+    InProgress(ObjectId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,8 +100,13 @@ impl StoreIndex {
 
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
     pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId) -> Result<u64, StoreError> {
-        if let Some(old) = self.objects.remove(&id) {
-            self.release(old);
+        match self.objects.get(&id).map(|e| e.state) {
+            Some(State::Created { creator, .. }) if creator != client => return Err(StoreError::InProgress(id)),
+            Some(_) => {
+                let old = self.objects.remove(&id).expect("present");
+                self.release(old);
+            }
+            None => {}
         }
         let full = |s: &Self| StoreError::Full { requested: size, capacity: s.capacity, used: s.used };
         let n = blocks(size);
@@ -188,6 +196,7 @@ mod tests {
     fn oid(n: u32) -> ObjectId {
         ObjectId::for_return(TaskId::root(uuid_like(n)), 0)
     }
+
     fn uuid_like(n: u32) -> uuid::Uuid {
         uuid::Uuid::from_u128(n as u128 + 1)
     }
@@ -234,9 +243,11 @@ mod tests {
     }
 
     #[test]
-    fn recreate_replaces() {
+    fn recreate_replaces_sealed_but_not_in_progress_objects() {
         let mut s = StoreIndex::new(1 << 20);
         s.create(oid(1), 100, ClientId(1)).unwrap();
+        assert_eq!(s.create(oid(1), 100, ClientId(2)), Err(StoreError::InProgress(oid(1))));
+        s.seal(oid(1), ClientId(1)).unwrap();
         s.create(oid(1), 200, ClientId(2)).unwrap();
         assert_eq!(s.stats().objects, 1);
         assert_eq!(s.stats().used, 256);

@@ -47,8 +47,12 @@ pub enum Action {
     },
     /// Start one more worker process.
     StartWorker,
+    /// Kill and reap this worker: it may still run work of a client that is gone.
+    ReapWorker(WorkerId),
 }
 
+/// Consecutive failed worker starts after which queued requests are failed.
+pub const MAX_START_FAILURES: u32 = 5;
 #[derive(Debug)]
 struct Request {
     client: ClientId,
@@ -75,6 +79,7 @@ pub struct LeasePolicy {
     starting: usize,
     max_workers: usize,
     next_lease: u64,
+    start_failures: u32,
 }
 
 impl LeasePolicy {
@@ -90,6 +95,7 @@ impl LeasePolicy {
             starting: 0,
             max_workers: max_workers.max(1),
             next_lease: 1,
+            start_failures: 0,
         }
     }
 
@@ -135,31 +141,48 @@ impl LeasePolicy {
         self.queue.retain(|r| !(r.client == client && request_ids.contains(&r.request_id)));
     }
 
-    /// A lease comes back; its worker is idle again unless `worker_broken`.
-    pub fn return_lease(&mut self, lease_id: LeaseId, worker_broken: bool) -> (Vec<Action>, Option<WorkerId>) {
-        let Some(lease) = self.leases.remove(&lease_id) else {
-            return (Vec::new(), None);
-        };
-        self.available.add(&lease.shape);
-        if worker_broken {
-            return (self.schedule(), Some(lease.worker));
+    /// `client` gives a lease back; its worker is idle again unless `worker_broken`, in
+    /// which case it is reaped. Leases the client does not hold are ignored.
+    pub fn return_lease(&mut self, client: ClientId, lease_id: LeaseId, worker_broken: bool) -> Vec<Action> {
+        if self.leases.get(&lease_id).is_none_or(|l| l.client != client) {
+            return Vec::new();
         }
-        self.idle.push_back(lease.worker);
-        (self.schedule(), None)
+        let lease = self.leases.remove(&lease_id).expect("checked");
+        self.available.add(&lease.shape);
+        let mut out = Vec::new();
+        if worker_broken {
+            out.push(Action::ReapWorker(lease.worker));
+        } else {
+            self.idle.push_back(lease.worker);
+        }
+        out.extend(self.schedule());
+        out
     }
 
     /// A worker process we started is ready for leases.
     pub fn worker_registered(&mut self, worker: WorkerId) -> Vec<Action> {
         self.starting = self.starting.saturating_sub(1);
+        self.start_failures = 0;
         self.live += 1;
         self.idle.push_back(worker);
         self.schedule()
     }
 
-    /// A worker process failed to start.
-    pub fn worker_start_failed(&mut self) -> Vec<Action> {
+    /// A worker process failed to start (or died before registering). It is started
+    /// again while requests wait, up to [`MAX_START_FAILURES`] failures in a row; then
+    /// every queued request fails with `message`.
+    pub fn worker_start_failed(&mut self, message: &str) -> Vec<Action> {
         self.starting = self.starting.saturating_sub(1);
-        Vec::new()
+        self.start_failures += 1;
+        if self.start_failures < MAX_START_FAILURES {
+            return self.schedule();
+        }
+        self.start_failures = 0;
+        let error = TaskError::WorkerStartFailed { message: message.to_string() };
+        self.queue
+            .drain(..)
+            .map(|r| Action::Infeasible { client: r.client, request_id: r.request_id, error: error.clone() })
+            .collect()
     }
 
     /// A worker process died; its lease (if any) is released.
@@ -174,16 +197,19 @@ impl LeasePolicy {
         self.schedule()
     }
 
-    /// A client disconnected: its requests are dropped and its leases returned.
+    /// A client disconnected: its requests are dropped and its leases returned. Its
+    /// leased workers may still be running its tasks, so they are reaped, not reused.
     pub fn client_gone(&mut self, client: ClientId) -> Vec<Action> {
         self.queue.retain(|r| r.client != client);
         let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.client == client).map(|(id, _)| *id).collect();
+        let mut out = Vec::new();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
             self.available.add(&lease.shape);
-            self.idle.push_back(lease.worker);
+            out.push(Action::ReapWorker(lease.worker));
         }
-        self.schedule()
+        out.extend(self.schedule());
+        out
     }
 
     fn schedule(&mut self) -> Vec<Action> {
@@ -222,9 +248,11 @@ mod tests {
     fn w(n: u8) -> WorkerId {
         WorkerId([n; 16])
     }
+
     fn cpu(n: f64) -> ResourceSet {
         ResourceSet::new().with("CPU", n)
     }
+
     const C: ClientId = ClientId(1);
 
     #[test]
@@ -238,7 +266,8 @@ mod tests {
         let a = p.worker_registered(w(2));
         let Action::Grant { lease_id, .. } = a[0] else { panic!() };
         assert!(p.available().get_units("CPU") == 0);
-        let (a, _) = p.return_lease(lease_id, false);
+        assert!(p.return_lease(ClientId(9), lease_id, false).is_empty(), "only the holder returns a lease");
+        let a = p.return_lease(C, lease_id, false);
         assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
     }
 
@@ -274,9 +303,21 @@ mod tests {
         assert_eq!(p.available().get_units("CPU"), 10_000);
         // A new request needs a replacement worker.
         assert_eq!(p.request(C, 3, cpu(1.0)), vec![Action::StartWorker]);
-        p.client_gone(ClientId(2));
+        assert_eq!(p.client_gone(ClientId(2)), vec![Action::ReapWorker(w(2))]);
         p.client_gone(C);
         assert_eq!(p.available(), &cpu(2.0));
+    }
+
+    #[test]
+    fn failed_starts_are_retried_then_fail_the_queue() {
+        let mut p = LeasePolicy::new(cpu(2.0), 1);
+        assert_eq!(p.request(C, 1, cpu(1.0)), vec![Action::StartWorker]);
+        for _ in 1..MAX_START_FAILURES {
+            assert_eq!(p.worker_start_failed("exec failed"), vec![Action::StartWorker]);
+        }
+        let a = p.worker_start_failed("exec failed");
+        let [Action::Infeasible { request_id: 1, error, .. }] = &a[..] else { panic!("{a:?}") };
+        assert!(error.to_string().contains("exec failed"));
     }
 
     #[test]

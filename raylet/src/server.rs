@@ -6,7 +6,7 @@
 //! held, so frames from different threads never interleave. A connection that sends a
 //! malformed or oversized frame is closed with a logged reason; everyone else is unaffected.
 
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use ares_common::codec::Value;
 use ares_common::error::{FrameError, TaskError};
 use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{self, Transport, UnixTransport};
+use ares_common::transport::{self, Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, NodeStats, ToRaylet, WorkerInfo};
 use ares_common::{Config, NodeId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, Pool, StoreError, StoreIndex};
@@ -65,10 +65,12 @@ enum Kind {
 }
 
 struct Client {
-    stream: UnixStream,
+    out: Arc<Outbox>,
     kind: Kind,
 }
 
+/// Bytes queued for one client before it is considered stuck and disconnected.
+const OUTBOX_LIMIT: usize = 256 << 20;
 struct WorkerRec {
     pid: u32,
     addr: String,
@@ -79,6 +81,9 @@ struct State {
     store: StoreIndex,
     clients: HashMap<ClientId, Client>,
     workers: HashMap<WorkerId, WorkerRec>,
+    /// Workers that registered at some point; the spawner's exit report for them is
+    /// not a start failure.
+    registered_ever: hashbrown::HashSet<WorkerId>,
     next_client: u64,
 }
 
@@ -117,6 +122,7 @@ impl Raylet {
                 store: StoreIndex::new(pool_size),
                 clients: HashMap::new(),
                 workers: HashMap::new(),
+                registered_ever: Default::default(),
                 next_client: 1,
             }),
             node_id: NodeId::from_uuid(uuid::Uuid::new_v4()),
@@ -177,7 +183,7 @@ impl Raylet {
         {
             let st = self.shared.lock();
             for c in st.clients.values() {
-                UnixTransport.close(&c.stream);
+                c.out.close();
             }
         }
         let _ = std::fs::remove_dir_all(&self.shared.session_dir);
@@ -198,12 +204,12 @@ impl SpawnEvents for Events {
             return;
         };
         let mut st = shared.lock();
-        if st.workers.contains_key(&worker) {
+        if st.registered_ever.remove(&worker) {
             // Registered: its connection's end handles the death.
             return;
         }
         tracing::warn!(%worker, %status, "worker exited before registering");
-        let actions = st.policy.worker_start_failed();
+        let actions = st.policy.worker_start_failed(&format!("worker exited before registering: {status}"));
         shared.apply(&mut st, actions);
     }
 }
@@ -214,14 +220,13 @@ impl Shared {
     }
 
     fn send(&self, st: &mut State, client: ClientId, msg: &FromRaylet) {
-        let Some(c) = st.clients.get_mut(&client) else {
-            return;
-        };
+        let Some(c) = st.clients.get_mut(&client) else { return };
         let payload = frame::encode(msg);
         let mut buf = Vec::with_capacity(payload.len() + 4);
-        if frame::write_frame(&mut buf, &payload).is_ok() && (&c.stream).write_all(&buf).is_err() {
-            // The reader thread of that connection sees the failure and cleans up.
-            UnixTransport.close(&c.stream);
+        // Never blocks (a client that stops reading cannot stall the raylet); on failure
+        // the connection is closed and its reader thread cleans up.
+        if frame::write_frame(&mut buf, &payload).is_ok() {
+            let _ = c.out.send(&buf);
         }
     }
 
@@ -242,6 +247,9 @@ impl Shared {
                 Action::StartWorker => {
                     let id = WorkerId::from_uuid(uuid::Uuid::new_v4());
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Start(id)));
+                }
+                Action::ReapWorker(w) => {
+                    let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
                 }
             }
         }
@@ -267,9 +275,18 @@ impl Shared {
                 self.send(st, client, &self.registered());
             }
             ToRaylet::RegisterWorker { worker_id, pid, listen_addr } => {
+                let fresh = st.clients.get(&client).is_some_and(|c| matches!(c.kind, Kind::Unregistered));
+                if !fresh || st.workers.contains_key(&worker_id) {
+                    tracing::warn!(%worker_id, "rejecting a repeated worker registration; closing the connection");
+                    if let Some(c) = st.clients.get(&client) {
+                        c.out.close();
+                    }
+                    return;
+                }
                 if let Some(c) = st.clients.get_mut(&client) {
                     c.kind = Kind::Worker(worker_id);
                 }
+                st.registered_ever.insert(worker_id);
                 st.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr });
                 self.send(st, client, &self.registered());
                 let actions = st.policy.worker_registered(worker_id);
@@ -281,11 +298,8 @@ impl Shared {
             }
             ToRaylet::CancelLeaseRequests { request_ids } => st.policy.cancel(client, &request_ids),
             ToRaylet::ReturnLease { lease_id, worker_broken } => {
-                let (actions, broken) = st.policy.return_lease(lease_id, worker_broken);
-                if let Some(w) = broken {
-                    // The owner lost the worker: make sure it is really gone.
-                    let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
-                }
+                // A broken lease's worker is reaped: the owner lost it, make sure it is gone.
+                let actions = st.policy.return_lease(client, lease_id, worker_broken);
                 self.apply(st, actions);
             }
             ToRaylet::CreateObject { request_id, object_id, size } => {
@@ -295,15 +309,23 @@ impl Shared {
                         request_id,
                         error: TaskError::ObjectStoreFull { requested, capacity, used },
                     },
-                    Err(e) => unreachable!("create only fails with Full: {e}"),
+                    Err(e) => FromRaylet::CreateFailed {
+                        request_id,
+                        error: TaskError::Decode {
+                            function: String::new(),
+                            what: format!("object {object_id}"),
+                            reason: e.to_string(),
+                        },
+                    },
                 };
                 self.send(st, client, &reply);
             }
             ToRaylet::SealObject { request_id, object_id } => {
-                if let Err(e) = st.store.seal(object_id, client) {
+                let error = st.store.seal(object_id, client).err().map(|e| e.to_string());
+                if let Some(e) = &error {
                     tracing::warn!(%object_id, "seal rejected: {e}");
                 }
-                self.send(st, client, &FromRaylet::Sealed { request_id });
+                self.send(st, client, &FromRaylet::Sealed { request_id, error });
             }
             ToRaylet::DeleteObjects { object_ids } => {
                 for id in object_ids {
@@ -345,7 +367,7 @@ impl Shared {
         if let Kind::Worker(w) = c.kind {
             st.workers.remove(&w);
             actions.extend(st.policy.worker_died(w));
-            let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
+            actions.push(Action::ReapWorker(w));
         }
         if !self.stopping.load(Ordering::SeqCst) {
             self.apply(st, actions);
@@ -368,14 +390,12 @@ fn accept_loop(shared: Arc<Shared>) {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(writer) = stream.try_clone() else {
-            continue;
-        };
+        let Ok(writer) = stream.try_clone() else { continue };
         let id = {
             let mut st = shared.lock();
             let id = ClientId(st.next_client);
             st.next_client += 1;
-            st.clients.insert(id, Client { stream: writer, kind: Kind::Unregistered });
+            st.clients.insert(id, Client { out: Outbox::new(writer, OUTBOX_LIMIT), kind: Kind::Unregistered });
             id
         };
         let s = shared.clone();

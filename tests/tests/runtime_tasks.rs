@@ -51,6 +51,47 @@ fn wait_for_file(path: String) -> i64 {
     0
 }
 
+#[ares::remote]
+fn echo(v: Vec<u8>) -> Vec<u8> {
+    v
+}
+
+#[ares::remote]
+fn total_len(a: Vec<Vec<u8>>, b: Vec<Vec<u8>>) -> u64 {
+    a.iter().chain(b.iter()).map(|v| v.len() as u64).sum()
+}
+
+#[test]
+fn pipelined_values_near_the_inline_limit_do_not_stall() -> anyhow::Result<()> {
+    // Hundreds of KiB in flight each way per worker, more than a socket buffer holds:
+    // neither side may block writing while the other waits to write back.
+    let _c = Cluster::default_2cpu();
+    let refs: Vec<_> = (0..2000u32).map(|i| ares::remote(echo).call(vec![(i % 251) as u8; 90 << 10])).collect();
+    for (i, v) in ares::get_all(&refs)?.into_iter().enumerate() {
+        assert_eq!(v.len(), 90 << 10);
+        assert_eq!(v[0], (i % 251) as u8);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_push_over_the_frame_limit_is_a_typed_error_not_a_dead_worker() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    let a = ares::put(vec![1u8; 40 << 20])?;
+    let b = ares::put(vec![2u8; 40 << 20])?;
+    let r = ares::remote(total_len).call(vec![a.clone()], vec![b.clone()]);
+    match ares::get(&r) {
+        Err(ares::Error::Task(ares::TaskError::Decode { reason, .. })) => {
+            assert!(reason.contains("frame limit"), "{reason}")
+        }
+        other => panic!("expected a Decode error, got {other:?}"),
+    }
+    // The same lists one at a time fit, and the workers are all still there.
+    let r = ares::remote(total_len).call(vec![a], Vec::<ares::ObjectRef<Vec<u8>>>::new());
+    assert_eq!(ares::get(&r)?, 40 << 20);
+    Ok(())
+}
+
 #[test]
 fn readme_example() -> anyhow::Result<()> {
     let _c = Cluster::default_2cpu();
