@@ -2,20 +2,74 @@
 
 use std::path::PathBuf;
 
+/// Default pool size as a fraction of RAM (Ray's default).
+pub const DEFAULT_STORE_FRACTION: f64 = 0.3;
+
+/// Cap on the default pool size (an explicit size is not capped).
+pub const MAX_DEFAULT_STORE_BYTES: u64 = 64 << 30;
+
+/// A configuration value that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("bad value {value:?} for {key}: {reason}")]
+pub struct ConfigError {
+    /// The variable or flag.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// Why it was rejected.
+    pub reason: String,
+}
+
+/// Parses a byte size: a plain number, or with a suffix K, M, G (powers of 1024) or a
+/// percent sign is rejected (use the fraction options for that).
+pub fn parse_bytes(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    let (digits, mult) = match v.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        None => (v, 1u64),
+        Some((i, _)) => {
+            let unit = v[i..].trim().to_ascii_uppercase();
+            let mult = match unit.trim_end_matches("IB").trim_end_matches('B') {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                "T" => 1 << 40,
+                _ => return Err(format!("unknown size unit {unit:?} (use K, M, G or T)")),
+            };
+            (&v[..i], mult)
+        }
+    };
+    let n: u64 = digits.parse().map_err(|e| format!("not a size: {e}"))?;
+    n.checked_mul(mult).ok_or_else(|| "size overflows".to_string())
+}
+
 /// Results at most this large return inline to the owner (Ray's default: 100 KiB).
 pub const DEFAULT_MAX_INLINE_BYTES: usize = 100 << 10;
 
 /// Settings for `ares::init_with` and the raylet. `Default` gives the embedded one-node
 /// cluster a laptop user expects.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// CPUs the node offers; `None` means the machine's available parallelism.
     pub num_cpus: Option<u32>,
     /// Custom resources the node offers, such as `("GPU", 1.0)`.
     pub resources: Vec<(String, f64)>,
-    /// Size of the shared-memory pool in bytes; `None` means 30% of RAM, capped by the
-    /// free space of /dev/shm.
+    /// Size of the shared-memory pool in bytes; wins over the fraction.
     pub object_store_memory: Option<u64>,
+    /// Size of the pool as a fraction of RAM (default 0.3), capped at
+    /// [`MAX_DEFAULT_STORE_BYTES`] and by the free space of /dev/shm.
+    pub object_store_memory_fraction: Option<f64>,
+    /// Directories for spilled objects, used round-robin (default: `<tmp>/ares`).
+    pub spill_dirs: Vec<PathBuf>,
+    /// Spill cold objects once pinned primary copies fill this fraction of the pool.
+    pub spill_threshold: f64,
+    /// Objects spilled together are fused into files of at least this many bytes.
+    pub min_spill_size: u64,
+    /// At most this many objects per spill file.
+    pub max_spill_file_objects: usize,
+    /// How long a `put` or task result waits for spilling to make room before failing.
+    pub object_create_timeout: std::time::Duration,
     /// Largest value kept inline (in the owner's memory) rather than in shared memory.
     pub max_inline_bytes: usize,
     /// Largest frame accepted on any socket.
@@ -34,6 +88,12 @@ impl Default for Config {
             num_cpus: None,
             resources: Vec::new(),
             object_store_memory: None,
+            object_store_memory_fraction: None,
+            spill_dirs: Vec::new(),
+            spill_threshold: 0.8,
+            min_spill_size: 100 << 20,
+            max_spill_file_objects: 1000,
+            object_create_timeout: std::time::Duration::from_secs(10),
             max_inline_bytes: DEFAULT_MAX_INLINE_BYTES,
             max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME,
             session_root: std::env::temp_dir().join("ares"),
@@ -67,14 +127,115 @@ impl Config {
         self.num_cpus.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1))
     }
 
-    /// The pool size after defaults: 30% of RAM, capped by what /dev/shm can hold.
+    /// Adds a spill directory.
+    pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spill_dirs.push(dir.into());
+        self
+    }
+
+    /// The pool size after defaults: a fraction of RAM (30%), capped at
+    /// [`MAX_DEFAULT_STORE_BYTES`] and by what /dev/shm can hold.
     pub fn effective_object_store_memory(&self) -> u64 {
         if let Some(b) = self.object_store_memory {
             return b;
         }
-        let ram = rustix::system::sysinfo().totalram as u64;
-        let want = ram / 10 * 3;
+        let si = rustix::system::sysinfo();
+        let ram = si.totalram as u64 * si.mem_unit.max(1) as u64;
+        let fraction = self.object_store_memory_fraction.unwrap_or(DEFAULT_STORE_FRACTION).clamp(0.0, 1.0);
+        let want = ((ram as f64 * fraction) as u64).min(MAX_DEFAULT_STORE_BYTES);
         let shm_free = rustix::fs::statvfs("/dev/shm").map(|s| s.f_bavail * s.f_frsize).unwrap_or(want);
         want.min(shm_free / 10 * 9)
+    }
+
+    /// The spill directories after defaults.
+    pub fn effective_spill_dirs(&self) -> Vec<PathBuf> {
+        if self.spill_dirs.is_empty() { vec![self.session_root.clone()] } else { self.spill_dirs.clone() }
+    }
+
+    /// Defaults overridden by `ARES_*` environment variables (see the table in
+    /// `docs/configuration.md`). Malformed values are an error naming the variable.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        for (key, value) in std::env::vars() {
+            if let Some(name) = key.strip_prefix("ARES_") {
+                c.set(&name.to_ascii_lowercase(), &value).map_err(|reason| ConfigError {
+                    key: key.clone(),
+                    value: value.clone(),
+                    reason,
+                })?;
+            }
+        }
+        Ok(c)
+    }
+
+    /// Sets one option by its name (the lower-case name of the field, as used by the
+    /// `ARES_*` environment variables and the daemon's `--name value` flags). Names that
+    /// are not options are ignored, so unrelated `ARES_*` variables do no harm.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        fn num<T: std::str::FromStr>(v: &str) -> Result<T, String>
+        where
+            T::Err: std::fmt::Display,
+        {
+            v.trim().parse::<T>().map_err(|e| e.to_string())
+        }
+        match name {
+            "num_cpus" => self.num_cpus = Some(num(value)?),
+            "object_store_memory" => self.object_store_memory = Some(parse_bytes(value)?),
+            "object_store_memory_fraction" => {
+                let f: f64 = num(value)?;
+                if !(0.0..=1.0).contains(&f) {
+                    return Err("must be between 0 and 1".into());
+                }
+                self.object_store_memory_fraction = Some(f)
+            }
+            "spill_dirs" => self.spill_dirs = value.split(':').filter(|d| !d.is_empty()).map(PathBuf::from).collect(),
+            "spill_threshold" => {
+                let f: f64 = num(value)?;
+                if !(0.0..=1.0).contains(&f) {
+                    return Err("must be between 0 and 1".into());
+                }
+                self.spill_threshold = f
+            }
+            "min_spill_size" => self.min_spill_size = parse_bytes(value)?,
+            "max_spill_file_objects" => self.max_spill_file_objects = num::<usize>(value)?.max(1),
+            "object_create_timeout_ms" => self.object_create_timeout = std::time::Duration::from_millis(num(value)?),
+            "max_inline_bytes" => self.max_inline_bytes = parse_bytes(value)? as usize,
+            "session_root" => self.session_root = PathBuf::from(value),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_options_parse_with_clear_errors() {
+        assert_eq!(parse_bytes("256M").unwrap(), 256 << 20);
+        assert_eq!(parse_bytes("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("12Q").unwrap_err().contains("unknown size unit"));
+        let mut c = Config::default();
+        c.set("object_store_memory", "64M").unwrap();
+        c.set("spill_dirs", "/a:/b").unwrap();
+        c.set("spill_threshold", "0.5").unwrap();
+        assert_eq!(c.effective_object_store_memory(), 64 << 20);
+        assert_eq!(c.spill_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert!(c.set("spill_threshold", "1.5").is_err());
+        assert!(c.set("object_store_memory_fraction", "x").is_err());
+        c.set("not_an_option", "x").unwrap();
+    }
+
+    #[test]
+    fn default_pool_is_a_capped_fraction_of_ram() {
+        let c = Config::default();
+        let si = rustix::system::sysinfo();
+        let ram = si.totalram as u64 * si.mem_unit.max(1) as u64;
+        let n = c.effective_object_store_memory();
+        assert!(n > 0 && n <= ram * 3 / 10 + 1 && n <= MAX_DEFAULT_STORE_BYTES);
+        let half = Config { object_store_memory_fraction: Some(0.05), ..Config::default() };
+        assert!(half.effective_object_store_memory() <= ram / 20 + 1);
     }
 }

@@ -59,6 +59,37 @@ pub enum TaskError {
         /// Bytes in use when the request failed.
         used: u64,
     },
+    /// The value is larger than the node's whole pool, so it could never be stored.
+    #[error(
+        "object of {size} bytes is larger than the whole object store ({capacity} bytes); raise object_store_memory"
+    )]
+    ObjectTooLarge {
+        /// Bytes requested.
+        size: u64,
+        /// Pool capacity.
+        capacity: u64,
+    },
+    /// The pool is full and spilling to make room failed.
+    #[error(
+        "object store full: needed {requested} bytes, pool capacity {capacity} bytes, {used} bytes in use, \
+         and spilling failed: {error}; check the spill directories (spill_dirs)"
+    )]
+    SpillFailed {
+        /// Bytes requested.
+        requested: u64,
+        /// Pool capacity.
+        capacity: u64,
+        /// Bytes in use.
+        used: u64,
+        /// The spill error.
+        error: String,
+    },
+    /// The object is not in the node's store any more (it was freed).
+    #[error("object {object} is not in the object store")]
+    ObjectLost {
+        /// The object, rendered.
+        object: String,
+    },
     /// An argument or return value could not be decoded as the declared type.
     #[error("task `{function}`: could not decode {what}: {reason}")]
     Decode {

@@ -18,7 +18,7 @@ pub mod transport;
 #[allow(missing_docs)]
 pub mod wire;
 
-pub use config::Config;
+pub use config::{Config, ConfigError};
 pub use error::{FrameError, TaskError};
 pub use ids::{LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;

@@ -15,6 +15,8 @@ pub enum ToRaylet {
     RegisterDriver {
         /// The driver's process ID.
         pid: u32,
+        /// The driver's core-worker ID (objects it owns name it as their owner).
+        worker_id: WorkerId,
     },
     /// First message of a worker connection, sent once its task socket is listening.
     RegisterWorker {
@@ -52,6 +54,20 @@ pub enum ToRaylet {
         object_id: ObjectId,
         /// Exact size in bytes.
         size: u64,
+        /// The core worker that owns the object (told if it is spilled).
+        owner: WorkerId,
+    },
+    /// Pins an object for reading, restoring it from disk first if it was spilled.
+    PinObject {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The object.
+        object_id: ObjectId,
+    },
+    /// Releases pins taken with `PinObject` (one per listed ID).
+    ReleaseObjects {
+        /// The objects.
+        object_ids: Vec<ObjectId>,
     },
     /// Marks an object's bytes as complete and immutable. Answered with `Sealed`, so
     /// the creator reports the object to its owner only once the store knows it.
@@ -117,6 +133,27 @@ pub enum FromRaylet {
         /// Why (for example [`TaskError::ObjectStoreFull`]).
         error: TaskError,
     },
+    /// The object is pinned for the requester and in memory.
+    Pinned {
+        /// The request answered.
+        request_id: u64,
+        /// Its offset in the pool.
+        offset: u64,
+        /// Its size.
+        size: u64,
+    },
+    /// The object could not be pinned.
+    PinFailed {
+        /// The request answered.
+        request_id: u64,
+        /// Why.
+        error: TaskError,
+    },
+    /// Objects this client owns were spilled to disk.
+    ObjectsSpilled {
+        /// Where each went.
+        objects: Vec<SpilledObject>,
+    },
     /// The seal was processed.
     Sealed {
         /// The request answered.
@@ -133,15 +170,42 @@ pub enum FromRaylet {
     },
 }
 
+/// Where a spilled object went.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct SpilledObject {
+    /// The object.
+    pub object_id: ObjectId,
+    /// `file://<path>?offset=<n>&size=<n>`.
+    pub url: String,
+}
+
 /// A snapshot of one node.
 #[derive(Clone, Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct NodeStats {
     /// Pool capacity in bytes.
     pub store_capacity: u64,
-    /// Bytes allocated to objects.
+    /// Bytes of pool memory allocated to objects.
     pub store_used: u64,
-    /// Objects in the pool.
+    /// Objects known to the store (in memory or spilled).
     pub store_objects: u64,
+    /// Bytes of objects pinned by readers right now.
+    pub store_pinned_bytes: u64,
+    /// Objects pinned by readers right now.
+    pub store_pinned_objects: u64,
+    /// Bytes of objects that are on disk only.
+    pub store_spilled_bytes: u64,
+    /// Objects that are on disk only.
+    pub store_spilled_objects: u64,
+    /// Bytes written to spill files since start.
+    pub store_spilled_bytes_total: u64,
+    /// Bytes restored from spill files since start.
+    pub store_restored_bytes_total: u64,
+    /// Objects restored since start.
+    pub store_restored_objects_total: u64,
+    /// Spill files on disk.
+    pub store_spill_files: u64,
+    /// The last spill failure, if the most recent spill failed.
+    pub store_spill_error: Option<String>,
     /// Live worker processes.
     pub workers: Vec<WorkerInfo>,
     /// Total resources of the node.
@@ -175,6 +239,8 @@ pub struct TaskSpec {
     pub task_id: TaskId,
     /// Registered name of the function.
     pub function: String,
+    /// The core worker that owns the task's return object.
+    pub owner: WorkerId,
     /// Resolved arguments, in order.
     pub args: Vec<WireArg>,
     /// Attempt number, from 0.
@@ -186,10 +252,10 @@ pub struct TaskSpec {
 pub enum WireArg {
     /// The encoded value itself.
     Inline(Vec<u8>),
-    /// The encoded value lives in the node's pool.
+    /// The encoded value lives in the node's store; pin it by ID to read it.
     Shared {
-        /// Offset in the pool.
-        offset: u64,
+        /// The object.
+        object_id: ObjectId,
         /// Length in bytes.
         len: u64,
     },

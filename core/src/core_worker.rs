@@ -19,7 +19,7 @@ use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
-use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId};
+use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId, WorkerId};
 use ares_object_store::Pool;
 use ares_ownership::{Free, Location, SharedTable, Status};
 use hashbrown::HashMap;
@@ -37,6 +37,38 @@ const OUTBOX_LIMIT: usize = 1 << 30;
 const GET_SPIN: Duration = Duration::from_micros(50);
 /// Idle leases are returned after this long (checked by the housekeeping thread).
 const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Bytes held for reading: shared inline bytes, or a pin in the node's store that is
+/// released on drop.
+pub(crate) struct Held {
+    cw: Arc<CoreWorker>,
+    id: ObjectId,
+    what: HeldBytes,
+}
+
+enum HeldBytes {
+    Inline(Arc<Bytes>),
+    Pinned { offset: u64, len: u64 },
+}
+
+impl Held {
+    /// The held bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match &self.what {
+            HeldBytes::Inline(b) => &b[..],
+            // SAFETY: pinned: sealed and in memory until the pin is released (on drop).
+            HeldBytes::Pinned { offset, len } => unsafe { self.cw.pool.slice(*offset, *len) }.unwrap_or(&[]),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if matches!(self.what, HeldBytes::Pinned { .. }) {
+            self.cw.release(vec![self.id]);
+        }
+    }
+}
 
 /// Where `store_value` put a value.
 pub(crate) enum Stored {
@@ -115,6 +147,8 @@ pub(crate) struct CoreWorker {
     max_frame: usize,
     max_in_flight: u32,
     root: TaskId,
+    /// This core worker's ID: objects it owns name it as their owner.
+    pub(crate) worker_id: WorkerId,
     task_counter: AtomicU64,
     put_counter: AtomicU32,
     stopped: AtomicBool,
@@ -134,6 +168,7 @@ impl CoreWorker {
     /// `on_raylet_lost` runs if the raylet connection ends.
     pub(crate) fn start(
         cfg: CoreConfig,
+        worker_id: WorkerId,
         hello: ToRaylet,
         on_raylet_lost: impl FnOnce() + Send + 'static,
     ) -> Result<Arc<Self>> {
@@ -151,6 +186,7 @@ impl CoreWorker {
             max_frame: cfg.max_frame,
             max_in_flight: cfg.max_in_flight.max(1),
             root: TaskId::root(uuid::Uuid::new_v4()),
+            worker_id,
             task_counter: AtomicU64::new(0),
             put_counter: AtomicU32::new(0),
             stopped: AtomicBool::new(false),
@@ -183,12 +219,12 @@ impl CoreWorker {
     // ---------------------------------------------------------------- values
 
     /// Encodes `value` inline if small, else straight into a new object in the pool.
-    pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T) -> Result<Stored> {
+    pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T, owner: WorkerId) -> Result<Stored> {
         let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
         if len <= self.max_inline {
             return Ok(Stored::Inline(Arc::new(value.encode().map_err(|e| Error::Encode(e.to_string()))?)));
         }
-        let offset = self.create_shared(id, len as u64)?;
+        let offset = self.create_shared(id, len as u64, owner)?;
         // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
         let dst =
             unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
@@ -207,8 +243,8 @@ impl CoreWorker {
         }
     }
 
-    fn create_shared(&self, id: ObjectId, size: u64) -> Result<u64> {
-        match self.raylet.call(|request_id| ToRaylet::CreateObject { request_id, object_id: id, size })? {
+    fn create_shared(&self, id: ObjectId, size: u64, owner: WorkerId) -> Result<u64> {
+        match self.raylet.call(|request_id| ToRaylet::CreateObject { request_id, object_id: id, size, owner })? {
             FromRaylet::ObjectCreated { offset, .. } => Ok(offset),
             FromRaylet::CreateFailed { error, .. } => Err(Error::Task(error)),
             other => Err(Error::RayletUnavailable(format!("unexpected answer to create: {other:?}"))),
@@ -218,7 +254,7 @@ impl CoreWorker {
     /// Stores `value` as a new object owned by this process.
     pub(crate) fn put<T: Value>(&self, value: &T) -> Result<ObjectId> {
         let id = ObjectId::for_put(self.root, self.put_counter.fetch_add(1, Ordering::Relaxed));
-        self.put_stored(id, self.store_value(id, value)?);
+        self.put_stored(id, self.store_value(id, value, self.worker_id)?);
         Ok(id)
     }
 
@@ -263,16 +299,35 @@ impl CoreWorker {
         }
     }
 
-    /// The bytes at `loc`. Shared bytes stay valid while the object is referenced.
-    pub(crate) fn bytes<'a>(&'a self, loc: &'a Location) -> Result<&'a [u8]> {
+    /// Holds the value at `loc` for reading: inline bytes are shared, a value in the
+    /// node's store is pinned there (and restored first if it was spilled) until the
+    /// returned [`Held`] is dropped.
+    pub(crate) fn hold(&self, id: ObjectId, loc: &Location) -> Result<Held> {
+        let cw = self.me.upgrade().ok_or(Error::NotInitialized)?;
         match loc {
-            Location::Inline(b) => Ok(&b[..]),
-            // SAFETY: sealed, and alive while the caller holds a reference to the object.
-            Location::Shared { offset, len } => unsafe { self.pool.slice(*offset, *len) }
-                .map_err(|e| Error::Decode { object: String::new(), reason: e.to_string() }),
+            Location::Inline(b) => Ok(Held { cw, id, what: HeldBytes::Inline(b.clone()) }),
+            Location::Shared { .. } | Location::Spilled { .. } => {
+                let (offset, len) = self.pin(id)?;
+                Ok(Held { cw, id, what: HeldBytes::Pinned { offset, len } })
+            }
         }
     }
 
+    /// Pins `id` in the node's store; returns its current offset and size.
+    pub(crate) fn pin(&self, id: ObjectId) -> Result<(u64, u64)> {
+        match self.raylet.call(|request_id| ToRaylet::PinObject { request_id, object_id: id })? {
+            FromRaylet::Pinned { offset, size, .. } => Ok((offset, size)),
+            FromRaylet::PinFailed { error, .. } => Err(Error::Task(error)),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to pin: {other:?}"))),
+        }
+    }
+
+    /// Releases pins taken with [`CoreWorker::pin`].
+    pub(crate) fn release(&self, ids: Vec<ObjectId>) {
+        if !ids.is_empty() {
+            let _ = self.raylet.send(&ToRaylet::ReleaseObjects { object_ids: ids });
+        }
+    }
     /// Waits until `num_returns` of `ids` are ready or failed, or `timeout` passes.
     /// Returns the readiness of each ID.
     pub(crate) fn wait_many(&self, ids: &[ObjectId], num_returns: usize, timeout: Option<Duration>) -> Vec<bool> {
@@ -294,7 +349,7 @@ impl CoreWorker {
 
     fn free(&self, frees: Vec<Free>) {
         let shared: Vec<ObjectId> =
-            frees.into_iter().filter(|f| matches!(f.location, Some(Location::Shared { .. }))).map(|f| f.id).collect();
+            frees.into_iter().filter(|f| f.location.as_ref().is_some_and(|l| l.in_store())).map(|f| f.id).collect();
         if !shared.is_empty() {
             // If the raylet is gone, so is the pool: nothing left to free.
             let _ = self.raylet.send(&ToRaylet::DeleteObjects { object_ids: shared });
@@ -409,8 +464,7 @@ impl CoreWorker {
     }
 
     fn store_bytes(&self, id: ObjectId, bytes: &Bytes) -> Result<Stored> {
-        let offset = self.create_shared(id, bytes.len() as u64)?;
-        // SAFETY: a fresh allocation of ours, unsealed.
+        let offset = self.create_shared(id, bytes.len() as u64, self.worker_id)?; // SAFETY: a fresh allocation of ours, unsealed.
         let dst = unsafe { self.pool.slice_mut(offset, bytes.len() as u64) }
             .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
         dst.copy_from_slice(bytes);
@@ -535,8 +589,9 @@ impl CoreWorker {
         let table = self.table.lock();
         let wire = |id: &ObjectId| match table.status(*id) {
             Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-            Some(Status::Ready(Location::Shared { offset, len })) => WireArg::Shared { offset: *offset, len: *len },
-            // Submission counted the argument, so it is here and ready.
+            Some(Status::Ready(Location::Shared { len, .. } | Location::Spilled { len, .. })) => {
+                WireArg::Shared { object_id: *id, len: *len }
+            } // Submission counted the argument, so it is here and ready.
             other => unreachable!("argument {id} of a ready task is {other:?}"),
         };
         let mut args = Vec::with_capacity(task.args.len());
@@ -552,8 +607,13 @@ impl CoreWorker {
                             other => unreachable!("argument {id} of a ready task is {other:?}"),
                         })
                         .collect();
-                    let parts: std::result::Result<Vec<&[u8]>, Error> = locs.iter().map(|l| self.bytes(l)).collect();
-                    let merged = parts.map_err(|e| e.to_string()).and_then(|p| combine(&p));
+                    // Pins are RPCs to the raylet; its reader thread never takes our locks.
+                    let held: std::result::Result<Vec<Held>, Error> =
+                        ids.iter().zip(&locs).map(|(id, l)| self.hold(*id, l)).collect();
+                    let merged = held.map_err(|e| e.to_string()).and_then(|h| {
+                        let parts: Vec<&[u8]> = h.iter().map(|h| h.bytes()).collect();
+                        combine(&parts)
+                    });
                     match merged {
                         Ok(b) if b.len() + 1024 <= self.max_frame => WireArg::Inline(b.to_vec()),
                         Ok(b) => {
@@ -574,7 +634,13 @@ impl CoreWorker {
                 }
             });
         }
-        Ok(TaskSpec { task_id: tid, function: task.function.to_string(), args, attempt: task.attempts })
+        Ok(TaskSpec {
+            task_id: tid,
+            function: task.function.to_string(),
+            owner: self.worker_id,
+            args,
+            attempt: task.attempts,
+        })
     }
 
     // ---------------------------------------------------------------- events
@@ -602,6 +668,16 @@ impl CoreWorker {
                 }
                 drop(tasks);
                 self.free(frees);
+            }
+            FromRaylet::ObjectsSpilled { objects } => {
+                let mut table = self.table.lock();
+                for o in objects {
+                    let len = match table.status(o.object_id) {
+                        Some(Status::Ready(Location::Shared { len, .. } | Location::Spilled { len, .. })) => *len,
+                        _ => continue,
+                    };
+                    table.set_location(o.object_id, Location::Spilled { url: o.url, len });
+                }
             }
             other => tracing::debug!("ignoring unsolicited raylet message {other:?}"),
         }

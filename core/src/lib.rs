@@ -92,8 +92,9 @@ pub fn init_with(config: Config) -> Result<()> {
         max_frame: config.max_frame_bytes,
         max_in_flight: config.max_tasks_in_flight_per_worker,
     };
-    let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: std::process::id() };
-    let cw = CoreWorker::start(cfg, hello, || {})?;
+    let worker_id = ares_common::WorkerId::from_uuid(uuid::Uuid::new_v4());
+    let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: std::process::id(), worker_id };
+    let cw = CoreWorker::start(cfg, worker_id, hello, || {})?;
     *g = Some(Runtime { cw, raylet: Some(raylet) });
     Ok(())
 }
@@ -128,8 +129,8 @@ pub fn put_ref<T: Value>(value: &T) -> Result<ObjectRef<T>> {
 pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
     let cw = &r.inner.cw;
     let loc = cw.wait_location(r.id())?;
-    let bytes = cw.bytes(&loc)?;
-    T::decode(bytes).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
+    let held = cw.hold(r.id(), &loc)?;
+    T::decode(held.bytes()).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
 }
 
 /// Waits for every object and returns their values in order; the first failure wins.
@@ -141,7 +142,8 @@ pub fn get_all<T: Value>(refs: &[ObjectRef<T>]) -> Result<Vec<T>> {
 /// in the shared-memory store, the pool is read in place.
 pub fn get_view<T: Value>(r: &ObjectRef<T>) -> Result<View<T>> {
     let loc = r.inner.cw.wait_location(r.id())?;
-    View::new(r.clone(), loc)
+    let held = r.inner.cw.hold(r.id(), &loc)?;
+    View::new(r.clone(), held)
 }
 
 /// Waits until `num_returns` of `refs` are ready (or failed) or `timeout` passes, and

@@ -5,11 +5,10 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::core_worker::CoreWorker;
+use crate::core_worker::Held;
 use ares_common::ObjectId;
 use ares_common::codec::Value;
-use ares_ownership::Location;
-
-use crate::core_worker::CoreWorker;
 
 /// One family of handles on an object: cloning an `ObjectRef` shares it; the last drop
 /// removes one local reference in the owner's table.
@@ -59,24 +58,20 @@ impl<T> fmt::Debug for ObjectRef<T> {
 /// view exists.
 pub struct View<T: Value> {
     archived: *const T::Archived,
-    _loc: Location,
+    _held: Held,
     _hold: ObjectRef<T>,
-}
-
-// SAFETY: the view only hands out shared references to immutable, sealed bytes that stay
+} // SAFETY: the view only hands out shared references to immutable, sealed bytes that stay
 // mapped and allocated while `_hold` keeps the object (and its core worker) alive.
 unsafe impl<T: Value> Send for View<T> where T::Archived: Sync {}
 // SAFETY: as above.
 unsafe impl<T: Value> Sync for View<T> where T::Archived: Sync {}
 
 impl<T: Value> View<T> {
-    pub(crate) fn new(hold: ObjectRef<T>, loc: Location) -> crate::Result<Self> {
-        let cw = &hold.inner.cw;
-        let bytes = cw.bytes(&loc)?;
-        let archived = T::access(bytes)
+    pub(crate) fn new(hold: ObjectRef<T>, held: Held) -> crate::Result<Self> {
+        let archived = T::access(held.bytes())
             .map_err(|e| crate::Error::Decode { object: hold.id().to_string(), reason: e.to_string() })?
             as *const T::Archived;
-        Ok(View { archived, _loc: loc, _hold: hold })
+        Ok(View { archived, _held: held, _hold: hold })
     }
 }
 

@@ -27,12 +27,14 @@ const OUTBOX_LIMIT: usize = 256 << 20;
 
 fn request_id(msg: &FromRaylet) -> Option<u64> {
     match msg {
-        FromRaylet::Registered { .. } => None,
+        FromRaylet::Registered { .. } | FromRaylet::ObjectsSpilled { .. } => None,
         FromRaylet::LeaseGranted { request_id, .. }
         | FromRaylet::LeaseInfeasible { request_id, .. }
         | FromRaylet::ObjectCreated { request_id, .. }
         | FromRaylet::CreateFailed { request_id, .. }
         | FromRaylet::Sealed { request_id, .. }
+        | FromRaylet::Pinned { request_id, .. }
+        | FromRaylet::PinFailed { request_id, .. }
         | FromRaylet::Stats { request_id, .. } => Some(*request_id),
     }
 }
@@ -72,6 +74,14 @@ impl RayletClient {
         on_close: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<()> {
         let me = self.clone();
+        // Unsolicited messages are handled on their own thread, so this reader never
+        // waits for a lock a caller of `call` may hold while it waits for us.
+        let (events_tx, events_rx) = mpsc::channel::<FromRaylet>();
+        std::thread::Builder::new().name("ares-raylet-events".into()).spawn(move || {
+            while let Ok(msg) = events_rx.recv() {
+                on_event(msg);
+            }
+        })?;
         std::thread::Builder::new().name("ares-raylet-client".into()).spawn(move || {
             loop {
                 match reader.read::<FromRaylet>() {
@@ -81,7 +91,9 @@ impl RayletClient {
                             Some(tx) => {
                                 let _ = tx.send(msg);
                             }
-                            None => on_event(msg),
+                            None => {
+                                let _ = events_tx.send(msg);
+                            }
                         }
                     }
                     Err(FrameError::Closed) => break,

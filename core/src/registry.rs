@@ -41,8 +41,8 @@ pub struct TaskContext<'a> {
     pub(crate) cw: &'a CoreWorker,
     pub(crate) task_id: TaskId,
     pub(crate) function: &'a str,
+    pub(crate) owner: ares_common::WorkerId,
 }
-
 impl TaskContext<'_> {
     /// Decodes argument `i` as a `T`.
     pub fn decode_arg<T: Value>(&self, args: &[&[u8]], i: usize) -> Result<T, Outcome> {
@@ -65,7 +65,7 @@ impl TaskContext<'_> {
                 function: self.function.to_string(),
                 message: panic_message(&panic),
             }),
-            Ok(value) => match self.cw.store_value(ObjectId::for_return(self.task_id, 0), &value) {
+            Ok(value) => match self.cw.store_value(ObjectId::for_return(self.task_id, 0), &value, self.owner) {
                 Ok(crate::core_worker::Stored::Inline(bytes)) => Outcome::Inline(bytes.to_vec()),
                 Ok(crate::core_worker::Stored::Shared { offset, len }) => Outcome::Shared { offset, len },
                 Err(crate::Error::Task(e)) => Outcome::Failed(e),

@@ -86,7 +86,7 @@ fn run() -> Result<(), String> {
     let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
     let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr };
     // The raylet is gone: so is our reason to exist.
-    let cw = CoreWorker::start(cfg, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
+    let cw = CoreWorker::start(cfg, worker_id, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
     *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) = Some(super::Runtime { cw: cw.clone(), raylet: None });
     loop {
         let stream = match UnixTransport.accept(&listener) {
@@ -139,34 +139,71 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     let Some(invoke) = registry::lookup(&spec.function) else {
         return Outcome::Failed(TaskError::FunctionNotFound { name: spec.function });
     };
-    // Inline arguments are copied into aligned buffers; shared ones are read in place.
-    let mut owned: Vec<Bytes> = Vec::new();
-    for a in &spec.args {
-        if let WireArg::Inline(v) = a {
-            let mut b = Bytes::with_capacity(v.len());
-            b.extend_from_slice(v);
-            owned.push(b);
+    // Shared arguments are pinned for the task's duration (restored first if spilled).
+    let mut pins: Vec<ObjectId> = Vec::new();
+    let mut located: Vec<(u64, u64)> = Vec::new();
+    for (i, a) in spec.args.iter().enumerate() {
+        if let WireArg::Shared { object_id, .. } = a {
+            match cw.pin(*object_id) {
+                Ok(at) => {
+                    pins.push(*object_id);
+                    located.push(at);
+                }
+                Err(e) => {
+                    cw.release(pins);
+                    return Outcome::Failed(match e {
+                        crate::Error::Task(t) => t,
+                        other => TaskError::Decode {
+                            function: spec.function.clone(),
+                            what: format!("argument {i}"),
+                            reason: other.to_string(),
+                        },
+                    });
+                }
+            }
         }
     }
-    let mut owned_iter = owned.iter();
+    let outcome = invoke_with_args(cw, &spec, invoke, &located);
+    cw.release(pins);
+    outcome
+}
+
+/// Decodes nothing itself: hands the invoker aligned copies of inline arguments and
+/// in-place slices of pinned shared ones.
+fn invoke_with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: registry::Invoker, located: &[(u64, u64)]) -> Outcome {
+    let owned: Vec<Bytes> = spec
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            WireArg::Inline(v) => {
+                let mut b = Bytes::with_capacity(v.len());
+                b.extend_from_slice(v);
+                Some(b)
+            }
+            WireArg::Shared { .. } => None,
+        })
+        .collect();
+    let (mut inline, mut shared) = (owned.iter(), located.iter());
     let mut slices: Vec<&[u8]> = Vec::with_capacity(spec.args.len());
     for (i, a) in spec.args.iter().enumerate() {
         match a {
-            WireArg::Inline(_) => slices.push(&owned_iter.next().expect("one per inline arg")[..]),
-            // SAFETY: the owner keeps the object alive until this task reports.
-            WireArg::Shared { offset, len } => match unsafe { cw.pool.slice(*offset, *len) } {
-                Ok(s) => slices.push(s),
-                Err(e) => {
-                    return Outcome::Failed(TaskError::Decode {
-                        function: spec.function.clone(),
-                        what: format!("argument {i}"),
-                        reason: e.to_string(),
-                    });
+            WireArg::Inline(_) => slices.push(&inline.next().expect("one per inline arg")[..]),
+            WireArg::Shared { .. } => {
+                let (offset, len) = *shared.next().expect("one pin per shared arg");
+                // SAFETY: pinned by `execute` until this task is done.
+                match unsafe { cw.pool.slice(offset, len) } {
+                    Ok(s) => slices.push(s),
+                    Err(e) => {
+                        return Outcome::Failed(TaskError::Decode {
+                            function: spec.function.clone(),
+                            what: format!("argument {i}"),
+                            reason: e.to_string(),
+                        });
+                    }
                 }
-            },
+            }
         }
     }
-    let ctx = TaskContext { cw, task_id: spec.task_id, function: &spec.function };
-    let _ = ObjectId::for_return(spec.task_id, 0);
+    let ctx = TaskContext { cw, task_id: spec.task_id, function: &spec.function, owner: spec.owner };
     invoke(&ctx, &slices)
 }

@@ -1,23 +1,22 @@
-//! The store index: which object occupies which part of the pool, and in which state.
-//! A plain state machine (no IO, no clock), driven by the raylet.
+//! The store index: which objects the node holds, where (pool memory, a spill file, or
+//! both while a spill is in flight), who pins them, and which to spill or evict next.
+//! Plain data driven by the raylet under its lock, plus one [`Slot`] per object that the
+//! spill thread shares without the lock. No IO here: spilling is *planned* here
+//! ([`StoreIndex::plan_spill`]) and *performed* by [`crate::spill`].
 //!
-//! ```text
-//!   create ──▶ Created ──seal──▶ Sealed ──delete──▶ (freed)
-//!                 │                 ▲
-//!                 │ delete          │
-//!                 ▼                 │
-//!           Created+doomed ──seal───┘ (freed at once)
-//!
-//!   creator gone while Created ─▶ (freed)
-//! ```
-//!
-//! A `create` for an ID that already exists replaces the old object: that only happens
-//! when a task is retried after its worker died before reporting, so nobody knows the
-//! old copy.
+//! Object life: create → seal → (pin ↔ release)* → delete. Primary copies (created for
+//! their owner) are never evicted, but are spilled to disk, coldest first, once pinned
+//! primary bytes pass `spill_threshold` of the pool; a pin of a spilled object needs a
+//! restore first. Secondary copies are evicted, least recently used first, when space is
+//! needed. Deleting a pinned or spilling object defers the free to the last holder.
+
+use std::sync::Arc;
 
 use ares_common::ObjectId;
 use hashbrown::HashMap;
 use offset_allocator::{Allocation, Allocator};
+
+use crate::slot::{Slot, SlotState};
 
 /// Granularity and alignment of allocations in the pool.
 pub const BLOCK: u64 = 64;
@@ -26,10 +25,14 @@ pub const BLOCK: u64 = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClientId(pub u64);
 
+/// Identifies one spill file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId(pub u64);
+
 /// Store failures.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
-    /// Not enough contiguous free space.
+    /// Not enough free space, even after eviction.
     #[error("object store full: needed {requested} bytes, pool capacity {capacity} bytes, {used} bytes in use")]
     Full {
         /// Bytes requested.
@@ -38,6 +41,14 @@ pub enum StoreError {
         capacity: u64,
         /// Bytes in use.
         used: u64,
+    },
+    /// The object could never fit: it is larger than the whole pool.
+    #[error("object of {size} bytes is larger than the whole pool ({capacity} bytes); raise object_store_memory")]
+    TooLarge {
+        /// Bytes requested.
+        size: u64,
+        /// Pool capacity.
+        capacity: u64,
     },
     /// The object is not in the store.
     #[error("object {0} is not in the store")]
@@ -50,17 +61,104 @@ pub enum StoreError {
     InProgress(ObjectId),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum State {
-    Created { creator: ClientId, doomed: bool },
-    Sealed,
+/// Tuning of spilling.
+#[derive(Clone, Debug)]
+pub struct SpillPolicy {
+    /// Spill when pinned primary bytes in memory exceed this fraction of the pool.
+    pub threshold: f64,
+    /// Fuse small objects into files of at least this many bytes (unless fewer remain).
+    pub min_spill_size: u64,
+    /// At most this many objects per spill file.
+    pub max_file_objects: usize,
+}
+
+impl Default for SpillPolicy {
+    fn default() -> Self {
+        SpillPolicy { threshold: 0.8, min_spill_size: 100 << 20, max_file_objects: 1000 }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SpillLoc {
+    file: FileId,
+    offset: u64,
 }
 
 struct Entry {
-    alloc: Allocation,
-    offset: u64,
+    slot: Arc<Slot>,
     size: u64,
-    state: State,
+    mem: Option<(Allocation, u64)>,
+    disk: Option<SpillLoc>,
+    primary: bool,
+    creator: ClientId,
+    last_access: u64,
+    /// A spill job holds its bytes: its memory is not released until the job ends.
+    in_job: bool,
+}
+
+struct FileRec {
+    live: u32,
+}
+
+/// What a pin found.
+#[derive(Debug, PartialEq)]
+pub enum Pin {
+    /// Pinned; the bytes are at `offset` in the pool.
+    InMemory {
+        /// Offset in the pool.
+        offset: u64,
+        /// Size in bytes.
+        size: u64,
+    },
+    /// Spilled: restore it first ([`StoreIndex::begin_restore`]).
+    Spilled,
+    /// A restore of it is in flight: wait and retry.
+    Busy,
+}
+
+/// One object to copy to disk.
+#[derive(Debug, Clone)]
+pub struct SpillItem {
+    /// The object.
+    pub id: ObjectId,
+    /// Its state word (the spill thread checks it has not been pinned meanwhile).
+    pub slot: Arc<Slot>,
+    /// Its offset in the pool.
+    pub offset: u64,
+    /// Its size.
+    pub size: u64,
+}
+
+/// A batch of objects to write into one new spill file.
+#[derive(Debug, Clone)]
+pub struct SpillJob {
+    /// The file to create.
+    pub file: FileId,
+    /// The objects, in file order.
+    pub items: Vec<SpillItem>,
+}
+
+/// A restore to perform: read `size` bytes at `file_offset` of `file` into the pool at
+/// `pool_offset`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestoreJob {
+    /// The spill file.
+    pub file: FileId,
+    /// Where the object starts in it.
+    pub file_offset: u64,
+    /// Where to put it in the pool.
+    pub pool_offset: u64,
+    /// Its size.
+    pub size: u64,
+}
+
+/// What the raylet must do after a spill completed.
+#[derive(Debug, Default, PartialEq)]
+pub struct SpillOutcome {
+    /// Objects now on disk, with their file and offset (for their owners).
+    pub spilled: Vec<(ObjectId, FileId, u64)>,
+    /// Files whose every object is gone: delete them.
+    pub dead_files: Vec<FileId>,
 }
 
 /// Usage figures.
@@ -68,10 +166,26 @@ struct Entry {
 pub struct StoreStats {
     /// Capacity in bytes.
     pub capacity: u64,
-    /// Bytes held by objects (rounded up to blocks).
+    /// Bytes of pool memory held by objects (rounded up to blocks).
     pub used: u64,
-    /// Number of objects.
+    /// Objects known (in memory or on disk).
     pub objects: u64,
+    /// Bytes of objects pinned by a reader right now.
+    pub pinned_bytes: u64,
+    /// Objects pinned by a reader right now.
+    pub pinned_objects: u64,
+    /// Bytes of objects on disk only.
+    pub spilled_bytes: u64,
+    /// Objects on disk only.
+    pub spilled_objects: u64,
+    /// Bytes written to spill files since start.
+    pub spilled_bytes_total: u64,
+    /// Bytes restored from spill files since start.
+    pub restored_bytes_total: u64,
+    /// Objects restored since start.
+    pub restored_objects_total: u64,
+    /// Live spill files.
+    pub spill_files: u64,
 }
 
 /// The index of one node's pool.
@@ -79,7 +193,15 @@ pub struct StoreIndex {
     alloc: Allocator,
     capacity: u64,
     used: u64,
+    primary_in_memory: u64,
     objects: HashMap<ObjectId, Entry>,
+    pins: HashMap<ClientId, HashMap<ObjectId, u32>>,
+    files: HashMap<FileId, FileRec>,
+    next_file: u64,
+    tick: u64,
+    policy: SpillPolicy,
+    spilling_bytes: u64,
+    stats: StoreStats,
 }
 
 fn blocks(size: u64) -> u64 {
@@ -87,104 +209,446 @@ fn blocks(size: u64) -> u64 {
 }
 
 impl StoreIndex {
-    /// An empty index for a pool of `capacity` bytes.
+    /// An empty index for a pool of `capacity` bytes with the default spill policy.
     pub fn new(capacity: u64) -> Self {
+        Self::with_policy(capacity, SpillPolicy::default())
+    }
+
+    /// An empty index for a pool of `capacity` bytes.
+    pub fn with_policy(capacity: u64, policy: SpillPolicy) -> Self {
         let units = (capacity / BLOCK).min(u32::MAX as u64) as u32;
         StoreIndex {
             alloc: Allocator::with_max_allocs(units, 1 << 20),
             capacity: units as u64 * BLOCK,
             used: 0,
+            primary_in_memory: 0,
             objects: HashMap::new(),
+            pins: HashMap::new(),
+            files: HashMap::new(),
+            next_file: 1,
+            tick: 0,
+            policy,
+            spilling_bytes: 0,
+            stats: StoreStats::default(),
+        }
+    }
+
+    fn touch(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    fn full(&self, requested: u64) -> StoreError {
+        StoreError::Full { requested, capacity: self.capacity, used: self.used }
+    }
+
+    /// Allocates `size` bytes, evicting unpinned secondary copies (LRU) if needed.
+    fn allocate(&mut self, size: u64) -> Result<(Allocation, u64), StoreError> {
+        let n = blocks(size);
+        if n * BLOCK > self.capacity {
+            return Err(StoreError::TooLarge { size, capacity: self.capacity });
+        }
+        if self.objects.len() >= (1 << 20) - 2 {
+            return Err(self.full(size));
+        }
+        loop {
+            if let Some(a) = self.alloc.allocate(n as u32) {
+                self.used += n * BLOCK;
+                return Ok((a, a.offset as u64 * BLOCK));
+            }
+            // Evict the least recently used unpinned secondary copy, then retry.
+            let victim = self
+                .objects
+                .iter()
+                .filter(|(_, e)| !e.primary && !e.in_job && e.mem.is_some())
+                .filter(|(_, e)| e.slot.state() == SlotState::Sealed && e.slot.pins() == 0)
+                .min_by_key(|(_, e)| e.last_access)
+                .map(|(id, _)| *id);
+            let Some(id) = victim else { return Err(self.full(size)) };
+            let e = self.objects.get(&id).expect("listed");
+            if e.slot.evict() {
+                let e = self.objects.remove(&id).expect("listed");
+                self.release_memory(&e);
+            }
+        }
+    }
+
+    fn release_memory(&mut self, e: &Entry) {
+        if let Some((a, _)) = e.mem {
+            self.used -= blocks(e.size) * BLOCK;
+            if e.primary {
+                self.primary_in_memory -= e.size;
+            }
+            self.alloc.free(a);
         }
     }
 
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
-    pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId) -> Result<u64, StoreError> {
-        match self.objects.get(&id).map(|e| e.state) {
-            Some(State::Created { creator, .. }) if creator != client => return Err(StoreError::InProgress(id)),
-            Some(_) => {
-                let old = self.objects.remove(&id).expect("present");
-                self.release(old);
-            }
+    /// `primary` copies are kept for their owner; secondary ones may be evicted.
+    pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId, primary: bool) -> Result<u64, StoreError> {
+        match self.objects.get(&id).map(|e| (e.slot.state(), e.creator)) {
+            Some((SlotState::Created, creator)) if creator != client => return Err(StoreError::InProgress(id)),
+            // A retried task re-creates its return object; the old copy is unreachable.
+            Some(_) => self.delete(id).into_iter().for_each(drop),
             None => {}
         }
-        let full = |s: &Self| StoreError::Full { requested: size, capacity: s.capacity, used: s.used };
-        let n = blocks(size);
-        if n > u32::MAX as u64 || self.objects.len() >= (1 << 20) - 2 {
-            return Err(full(self));
+        let (a, offset) = self.allocate(size)?;
+        if primary {
+            self.primary_in_memory += size;
         }
-        let Some(alloc) = self.alloc.allocate(n as u32) else {
-            return Err(full(self));
-        };
-        let offset = alloc.offset as u64 * BLOCK;
-        self.used += n * BLOCK;
-        self.objects
-            .insert(id, Entry { alloc, offset, size, state: State::Created { creator: client, doomed: false } });
+        let last_access = self.touch();
+        self.objects.insert(
+            id,
+            Entry {
+                slot: Arc::new(Slot::new()),
+                size,
+                mem: Some((a, offset)),
+                disk: None,
+                primary,
+                creator: client,
+                last_access,
+                in_job: false,
+            },
+        );
         Ok(offset)
     }
 
-    /// Marks `id` complete. Returns true if the object was freed at once because its
-    /// owner had already deleted it.
+    /// Marks `id` complete. Returns true if it was freed at once because its owner had
+    /// already deleted it.
     pub fn seal(&mut self, id: ObjectId, client: ClientId) -> Result<bool, StoreError> {
+        let e = self.objects.get(&id).ok_or(StoreError::NotFound(id))?;
+        if e.creator != client && e.slot.state() == SlotState::Created {
+            return Err(StoreError::NotCreator(id));
+        }
+        if e.slot.doomed() {
+            let e = self.objects.remove(&id).expect("present");
+            e.slot.free();
+            self.release_memory(&e);
+            return Ok(true);
+        }
+        e.slot.seal();
+        Ok(false)
+    }
+
+    /// Pins `id` for `client` if it is in memory.
+    pub fn pin(&mut self, id: ObjectId, client: ClientId) -> Result<Pin, StoreError> {
+        let tick = self.touch();
         let e = self.objects.get_mut(&id).ok_or(StoreError::NotFound(id))?;
-        match e.state {
-            State::Created { creator, .. } if creator != client => Err(StoreError::NotCreator(id)),
-            State::Created { doomed: true, .. } => {
-                let e = self.objects.remove(&id).expect("present");
-                self.release(e);
-                Ok(true)
+        match e.slot.try_pin() {
+            Ok(()) => {
+                e.last_access = tick;
+                let (offset, size) = (e.mem.expect("a pinnable object is in memory").1, e.size);
+                *self.pins.entry(client).or_default().entry(id).or_default() += 1;
+                Ok(Pin::InMemory { offset, size })
             }
-            State::Created { doomed: false, .. } => {
-                e.state = State::Sealed;
-                Ok(false)
-            }
-            State::Sealed => Ok(false),
+            Err(SlotState::Spilled) => Ok(Pin::Spilled),
+            Err(SlotState::Restoring) => Ok(Pin::Busy),
+            Err(_) => Err(StoreError::NotFound(id)),
         }
     }
 
-    /// Frees `id` (at once if sealed, at seal time if still being written).
-    /// Unknown IDs are ignored: deletes are idempotent.
-    pub fn delete(&mut self, id: ObjectId) {
-        let Some(e) = self.objects.get_mut(&id) else {
-            return;
-        };
-        match &mut e.state {
-            State::Sealed => {
-                let e = self.objects.remove(&id).expect("present");
-                self.release(e);
-            }
-            State::Created { doomed, .. } => *doomed = true,
+    /// Releases one pin of `client` on `id`. Unknown pins are ignored.
+    pub fn release(&mut self, id: ObjectId, client: ClientId) {
+        let Some(mine) = self.pins.get_mut(&client) else { return };
+        let Some(n) = mine.get_mut(&id) else { return };
+        *n -= 1;
+        if *n == 0 {
+            mine.remove(&id);
+        }
+        let last_of_doomed = self.objects.get(&id).is_some_and(|e| e.slot.unpin());
+        if last_of_doomed {
+            let e = self.objects.remove(&id).expect("present");
+            e.slot.free();
+            self.release_memory(&e);
         }
     }
 
-    /// Reclaims every object `client` created but never sealed. Returns how many.
-    pub fn client_gone(&mut self, client: ClientId) -> usize {
-        let dead: Vec<ObjectId> = self
+    /// The owner deleted `id`: frees it now, or when its last pin or its spill ends.
+    /// Returns spill files that became empty (to delete). Unknown IDs are ignored.
+    pub fn delete(&mut self, id: ObjectId) -> Vec<FileId> {
+        let Some(e) = self.objects.get(&id) else { return Vec::new() };
+        if e.in_job {
+            // The spill thread may be copying its bytes: finish_spill frees it.
+            e.slot.doom();
+            return Vec::new();
+        }
+        if !e.slot.delete() {
+            return Vec::new(); // doomed: a pin holder frees it
+        }
+        let e = self.objects.remove(&id).expect("present");
+        self.release_memory(&e);
+        self.drop_disk_copy(&e)
+    }
+
+    fn drop_disk_copy(&mut self, e: &Entry) -> Vec<FileId> {
+        let Some(loc) = e.disk else { return Vec::new() };
+        if e.mem.is_none() {
+            self.stats.spilled_bytes -= e.size;
+            self.stats.spilled_objects -= 1;
+        }
+        let f = self.files.get_mut(&loc.file).expect("file of a spilled object");
+        f.live -= 1;
+        if f.live == 0 {
+            self.files.remove(&loc.file);
+            return vec![loc.file];
+        }
+        Vec::new()
+    }
+
+    /// A client disconnected: its pins are released and its unsealed creations
+    /// reclaimed. Returns spill files that became empty.
+    pub fn client_gone(&mut self, client: ClientId) -> Vec<FileId> {
+        if let Some(mine) = self.pins.remove(&client) {
+            for (id, n) in mine {
+                for _ in 0..n {
+                    let last_of_doomed = self.objects.get(&id).is_some_and(|e| e.slot.unpin());
+                    if last_of_doomed {
+                        let e = self.objects.remove(&id).expect("present");
+                        e.slot.free();
+                        self.release_memory(&e);
+                    }
+                }
+            }
+        }
+        let unsealed: Vec<ObjectId> = self
             .objects
             .iter()
-            .filter(|(_, e)| matches!(e.state, State::Created { creator, .. } if creator == client))
+            .filter(|(_, e)| e.creator == client && e.slot.state() == SlotState::Created)
             .map(|(id, _)| *id)
             .collect();
-        for id in &dead {
-            let e = self.objects.remove(id).expect("present");
-            self.release(e);
+        let mut dead = Vec::new();
+        for id in unsealed {
+            dead.extend(self.delete(id));
+            // A doomed unsealed object is freed here too: its creator will never seal it.
+            if let Some(e) = self.objects.remove(&id) {
+                e.slot.free();
+                self.release_memory(&e);
+            }
         }
-        dead.len()
+        dead
     }
 
-    /// Offset and size of a sealed object.
+    /// Whether primary bytes in memory (not counting spills in flight) exceed the
+    /// threshold, or an allocation of `need > 0` bytes just failed.
+    pub fn wants_spill(&self, need: u64) -> bool {
+        let resident = self.primary_in_memory.saturating_sub(self.spilling_bytes);
+        need > 0 || resident as f64 > self.policy.threshold * self.capacity as f64
+    }
+
+    /// Picks cold, unpinned, sealed primary objects to spill until resident primary
+    /// bytes fall to the threshold (and, after a failed allocation of `need` bytes, at
+    /// least `need` more bytes are on their way out), fused into files of at least
+    /// `min_spill_size` bytes or `max_file_objects` objects.
+    pub fn plan_spill(&mut self, need: u64) -> Vec<SpillJob> {
+        if !self.wants_spill(need) {
+            return Vec::new();
+        }
+        let resident = self.primary_in_memory.saturating_sub(self.spilling_bytes);
+        let target = (self.policy.threshold * self.capacity as f64) as u64;
+        let over_threshold = resident.saturating_sub(target);
+        // A failed allocation of `need` bytes frees at least that much (free space may be
+        // fragmented, so the arithmetic shortfall alone can be zero).
+        let over_capacity = if need == 0 { 0 } else { blocks(need) * BLOCK };
+        // Two shortfalls: primary bytes over the threshold, and pool blocks for `need`.
+        let (mut over_threshold, mut over_capacity) = (over_threshold, over_capacity);
+        let mut candidates: Vec<(u64, ObjectId)> = self
+            .objects
+            .iter()
+            .filter(|(_, e)| e.primary && e.mem.is_some() && !e.in_job)
+            .filter(|(_, e)| e.slot.state() == SlotState::Sealed && e.slot.pins() == 0 && !e.slot.doomed())
+            .map(|(id, e)| (e.last_access, *id))
+            .collect();
+        candidates.sort_unstable();
+        let mut jobs = Vec::new();
+        let mut current: Vec<SpillItem> = Vec::new();
+        let mut current_bytes = 0;
+        for (_, id) in candidates {
+            if over_threshold == 0 && over_capacity == 0 {
+                break;
+            }
+            let e = self.objects.get_mut(&id).expect("listed");
+            if !e.slot.begin_spill() {
+                continue;
+            }
+            if e.disk.is_some() {
+                // Restored earlier and still on disk: dropping the memory copy is enough.
+                e.slot.finish_spill();
+                let (a, _) = e.mem.take().expect("in memory");
+                let size = e.size;
+                self.used -= blocks(size) * BLOCK;
+                self.primary_in_memory -= size;
+                self.alloc.free(a);
+                self.stats.spilled_bytes += size;
+                self.stats.spilled_objects += 1;
+                over_threshold = over_threshold.saturating_sub(size);
+                over_capacity = over_capacity.saturating_sub(blocks(size) * BLOCK);
+                continue;
+            }
+            e.in_job = true;
+            let item = SpillItem { id, slot: e.slot.clone(), offset: e.mem.expect("in memory").1, size: e.size };
+            over_threshold = over_threshold.saturating_sub(e.size);
+            over_capacity = over_capacity.saturating_sub(blocks(e.size) * BLOCK);
+            self.spilling_bytes += e.size;
+            current_bytes += e.size;
+            current.push(item);
+            if current_bytes >= self.policy.min_spill_size || current.len() >= self.policy.max_file_objects {
+                jobs.push(self.new_job(std::mem::take(&mut current)));
+                current_bytes = 0;
+            }
+        }
+        if !current.is_empty() {
+            jobs.push(self.new_job(current));
+        }
+        jobs
+    }
+
+    fn new_job(&mut self, items: Vec<SpillItem>) -> SpillJob {
+        let file = FileId(self.next_file);
+        self.next_file += 1;
+        self.files.insert(file, FileRec { live: 0 });
+        SpillJob { file, items }
+    }
+
+    /// Records the end of a spill job. `offsets[i]` is where item `i` landed in the file,
+    /// or the whole job failed with `Err`. Objects pinned or deleted meanwhile keep (or
+    /// lose) their memory as their slot says.
+    pub fn finish_spill(&mut self, job: &SpillJob, offsets: Result<&[u64], String>) -> SpillOutcome {
+        let mut out = SpillOutcome::default();
+        for (i, item) in job.items.iter().enumerate() {
+            self.spilling_bytes -= item.size;
+            if let Some(e) = self.objects.get_mut(&item.id) {
+                e.in_job = false;
+            }
+            let written = offsets.as_ref().ok().map(|o| o[i]);
+            let Some(file_offset) = written else {
+                item.slot.abort_spill();
+                // A delete during a failed spill still has to be honoured.
+                if item.slot.end_doomed_spill() {
+                    if let Some(e) = self.objects.remove(&item.id) {
+                        self.release_memory(&e);
+                    }
+                }
+                continue;
+            };
+            if item.slot.finish_spill() {
+                let e = self.objects.get_mut(&item.id).expect("a spilling object stays indexed");
+                let mem = e.mem.take();
+                e.disk = Some(SpillLoc { file: job.file, offset: file_offset });
+                let size = e.size;
+                let primary = e.primary;
+                if let Some((a, _)) = mem {
+                    self.used -= blocks(size) * BLOCK;
+                    if primary {
+                        self.primary_in_memory -= size;
+                    }
+                    self.alloc.free(a);
+                }
+                self.files.get_mut(&job.file).expect("job file").live += 1;
+                self.stats.spilled_bytes += size;
+                self.stats.spilled_objects += 1;
+                self.stats.spilled_bytes_total += size;
+                out.spilled.push((item.id, job.file, file_offset));
+            } else if item.slot.end_doomed_spill() {
+                if let Some(e) = self.objects.remove(&item.id) {
+                    self.release_memory(&e);
+                }
+            }
+            // Otherwise a reader pinned it: it stays in memory, its file copy is unused.
+            // Deleted while the job held it (and nobody pins it now): free it.
+            let doomed_idle = self.objects.get(&item.id).is_some_and(|e| e.slot.doomed() && e.slot.pins() == 0);
+            if doomed_idle {
+                let e = self.objects.remove(&item.id).expect("present");
+                e.slot.free();
+                self.release_memory(&e);
+                out.dead_files.extend(self.drop_disk_copy(&e));
+            }
+        }
+        if self.files.get(&job.file).is_some_and(|f| f.live == 0) {
+            self.files.remove(&job.file);
+            out.dead_files.push(job.file);
+        }
+        out
+    }
+
+    /// Starts restoring spilled `id`: allocates its memory. The caller reads the bytes
+    /// and then calls [`StoreIndex::finish_restore`].
+    pub fn begin_restore(&mut self, id: ObjectId) -> Result<RestoreJob, StoreError> {
+        let (size, loc) = match self.objects.get(&id) {
+            Some(e) if e.slot.state() == SlotState::Spilled => (e.size, e.disk.expect("spilled objects are on disk")),
+            Some(_) => return Err(StoreError::InProgress(id)),
+            None => return Err(StoreError::NotFound(id)),
+        };
+        let (a, pool_offset) = self.allocate(size)?;
+        let e = self.objects.get_mut(&id).expect("present");
+        if !e.slot.begin_restore() {
+            self.alloc.free(a);
+            self.used -= blocks(size) * BLOCK;
+            return Err(StoreError::InProgress(id));
+        }
+        e.mem = Some((a, pool_offset));
+        if e.primary {
+            self.primary_in_memory += size;
+        }
+        Ok(RestoreJob { file: loc.file, file_offset: loc.offset, pool_offset, size })
+    }
+
+    /// Ends a restore. On success the object is in memory (its disk copy is kept until
+    /// it is deleted, so a later spill is free) and pinned for `client`.
+    pub fn finish_restore(&mut self, id: ObjectId, client: ClientId, ok: bool) -> Result<Pin, StoreError> {
+        let e = self.objects.get_mut(&id).ok_or(StoreError::NotFound(id))?;
+        if !ok {
+            let mem = e.mem.take();
+            let (size, primary) = (e.size, e.primary);
+            // Back to Spilled: Restoring → Sealed → Spilling → Spilled keeps the slot legal.
+            e.slot.finish_restore();
+            e.slot.begin_spill();
+            e.slot.finish_spill();
+            if let Some((a, _)) = mem {
+                self.used -= blocks(size) * BLOCK;
+                if primary {
+                    self.primary_in_memory -= size;
+                }
+                self.alloc.free(a);
+            }
+            return Err(StoreError::NotFound(id));
+        }
+        e.slot.finish_restore();
+        self.stats.spilled_bytes -= e.size;
+        self.stats.spilled_objects -= 1;
+        self.stats.restored_bytes_total += e.size;
+        self.stats.restored_objects_total += 1;
+        self.pin(id, client)
+    }
+
+    /// Offset and size of a sealed object in memory.
     pub fn lookup(&self, id: ObjectId) -> Option<(u64, u64)> {
-        self.objects.get(&id).filter(|e| e.state == State::Sealed).map(|e| (e.offset, e.size))
+        self.objects.get(&id).filter(|e| e.slot.state() == SlotState::Sealed).and_then(|e| e.mem.map(|m| (m.1, e.size)))
+    }
+
+    /// The size of a known object.
+    pub fn size_of(&self, id: ObjectId) -> Option<u64> {
+        self.objects.get(&id).map(|e| e.size)
+    }
+
+    /// Whether spills are in flight.
+    pub fn spilling(&self) -> bool {
+        self.spilling_bytes > 0
     }
 
     /// Usage figures.
     pub fn stats(&self) -> StoreStats {
-        StoreStats { capacity: self.capacity, used: self.used, objects: self.objects.len() as u64 }
-    }
-
-    fn release(&mut self, e: Entry) {
-        self.used -= blocks(e.size) * BLOCK;
-        self.alloc.free(e.alloc);
+        let mut s = self.stats;
+        s.capacity = self.capacity;
+        s.used = self.used;
+        s.objects = self.objects.len() as u64;
+        s.spill_files = self.files.len() as u64;
+        for e in self.objects.values() {
+            if e.slot.pins() > 0 {
+                s.pinned_objects += 1;
+                s.pinned_bytes += e.size;
+            }
+        }
+        s
     }
 }
 
@@ -194,62 +658,149 @@ mod tests {
     use ares_common::TaskId;
 
     fn oid(n: u32) -> ObjectId {
-        ObjectId::for_return(TaskId::root(uuid_like(n)), 0)
+        ObjectId::for_return(TaskId::root(uuid::Uuid::from_u128(n as u128 + 1)), 0)
     }
+    const C: ClientId = ClientId(1);
 
-    fn uuid_like(n: u32) -> uuid::Uuid {
-        uuid::Uuid::from_u128(n as u128 + 1)
+    fn small_policy() -> SpillPolicy {
+        SpillPolicy { threshold: 0.5, min_spill_size: 1000, max_file_objects: 2 }
     }
 
     #[test]
-    fn create_seal_delete_returns_to_empty() {
+    fn create_seal_pin_release_delete_returns_to_empty() {
         let mut s = StoreIndex::new(1 << 20);
-        let c = ClientId(1);
-        let a = s.create(oid(1), 1000, c).unwrap();
-        let b = s.create(oid(2), 1000, c).unwrap();
+        let a = s.create(oid(1), 1000, C, true).unwrap();
+        let b = s.create(oid(2), 1000, C, true).unwrap();
         assert_ne!(a, b);
         assert_eq!(a % BLOCK, 0);
-        assert!(s.lookup(oid(1)).is_none(), "unsealed objects are invisible");
-        assert!(!s.seal(oid(1), c).unwrap());
-        assert_eq!(s.lookup(oid(1)), Some((a, 1000)));
-        s.delete(oid(1));
-        s.delete(oid(1));
-        s.seal(oid(2), c).unwrap();
+        assert!(s.pin(oid(1), C).is_err(), "unsealed objects cannot be pinned");
+        assert!(!s.seal(oid(1), C).unwrap());
+        assert_eq!(s.pin(oid(1), ClientId(2)).unwrap(), Pin::InMemory { offset: a, size: 1000 });
+        assert_eq!(s.stats().pinned_objects, 1);
+        assert!(s.delete(oid(1)).is_empty());
+        assert_eq!(s.stats().objects, 2, "a pinned object outlives its delete");
+        s.release(oid(1), ClientId(2));
+        s.seal(oid(2), C).unwrap();
         s.delete(oid(2));
         assert_eq!(s.stats().used, 0);
         assert_eq!(s.stats().objects, 0);
     }
 
     #[test]
-    fn full_pool_is_a_typed_error_with_sizes() {
+    fn full_and_too_large_are_typed_errors_with_sizes() {
         let mut s = StoreIndex::new(1 << 20);
-        let err = s.create(oid(1), 2 << 20, ClientId(1)).unwrap_err();
-        assert_eq!(err, StoreError::Full { requested: 2 << 20, capacity: 1 << 20, used: 0 });
-        assert!(err.to_string().contains("2097152"));
+        assert_eq!(s.create(oid(1), 2 << 20, C, true), Err(StoreError::TooLarge { size: 2 << 20, capacity: 1 << 20 }));
+        s.create(oid(2), 600 << 10, C, true).unwrap();
+        let err = s.create(oid(3), 600 << 10, C, true).unwrap_err();
+        assert!(matches!(err, StoreError::Full { requested, .. } if requested == 600 << 10));
     }
 
     #[test]
-    fn delete_before_seal_frees_at_seal_and_dead_creators_are_reclaimed() {
+    fn dead_clients_lose_pins_and_unsealed_objects() {
         let mut s = StoreIndex::new(1 << 20);
-        s.create(oid(1), 100, ClientId(1)).unwrap();
+        s.create(oid(1), 100, C, true).unwrap();
+        s.seal(oid(1), C).unwrap();
+        s.pin(oid(1), ClientId(7)).unwrap();
+        s.pin(oid(1), ClientId(7)).unwrap();
+        s.create(oid(2), 100, ClientId(7), true).unwrap();
+        s.client_gone(ClientId(7));
+        let st = s.stats();
+        assert_eq!((st.pinned_objects, st.objects), (0, 1));
         s.delete(oid(1));
-        assert_eq!(s.seal(oid(1), ClientId(2)), Err(StoreError::NotCreator(oid(1))));
-        assert!(s.seal(oid(1), ClientId(1)).unwrap());
-        s.create(oid(2), 100, ClientId(3)).unwrap();
-        s.create(oid(3), 100, ClientId(3)).unwrap();
-        s.seal(oid(3), ClientId(3)).unwrap();
-        assert_eq!(s.client_gone(ClientId(3)), 1);
-        assert_eq!(s.stats().objects, 1);
+        assert_eq!(s.stats().used, 0);
     }
 
     #[test]
-    fn recreate_replaces_sealed_but_not_in_progress_objects() {
-        let mut s = StoreIndex::new(1 << 20);
-        s.create(oid(1), 100, ClientId(1)).unwrap();
-        assert_eq!(s.create(oid(1), 100, ClientId(2)), Err(StoreError::InProgress(oid(1))));
-        s.seal(oid(1), ClientId(1)).unwrap();
-        s.create(oid(1), 200, ClientId(2)).unwrap();
-        assert_eq!(s.stats().objects, 1);
-        assert_eq!(s.stats().used, 256);
+    fn secondaries_are_evicted_lru_primaries_never() {
+        let mut s = StoreIndex::new(4096);
+        for i in 0..4 {
+            s.create(oid(i), 1024, C, i == 0).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        s.pin(oid(2), C).unwrap(); // touched: now the most recent
+        s.release(oid(2), C);
+        s.create(oid(9), 1024, C, true).unwrap();
+        assert!(s.lookup(oid(0)).is_some(), "primary kept");
+        assert!(s.lookup(oid(1)).is_none(), "least recently used secondary evicted");
+        assert!(s.lookup(oid(2)).is_some() && s.lookup(oid(3)).is_some());
+    }
+
+    #[test]
+    fn spill_fuses_cold_objects_and_restore_brings_them_back() {
+        let mut s = StoreIndex::with_policy(10_000, small_policy());
+        for i in 0..6 {
+            s.create(oid(i), 1000, C, true).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        s.pin(oid(0), C).unwrap(); // hot and pinned: not a candidate
+        let jobs = s.plan_spill(0);
+        let ids: Vec<_> = jobs.iter().flat_map(|j| j.items.iter().map(|i| i.id)).collect();
+        assert!(!ids.contains(&oid(0)));
+        assert!(jobs.iter().all(|j| j.items.len() <= 2), "at most max_file_objects per file");
+        assert!(s.plan_spill(0).is_empty(), "objects being spilled are not planned twice");
+        let mut spilled = Vec::new();
+        for j in &jobs {
+            let offs: Vec<u64> = j
+                .items
+                .iter()
+                .scan(0, |acc, it| {
+                    let o = *acc;
+                    *acc += it.size;
+                    Some(o)
+                })
+                .collect();
+            spilled.extend(s.finish_spill(j, Ok(&offs)).spilled);
+        }
+        assert_eq!(spilled.len(), ids.len());
+        assert!(s.stats().spilled_objects as usize == ids.len());
+        let victim = ids[0];
+        assert_eq!(s.pin(victim, C).unwrap(), Pin::Spilled);
+        let job = s.begin_restore(victim).unwrap();
+        assert_eq!(s.pin(victim, C).unwrap(), Pin::Busy);
+        assert!(
+            matches!(s.finish_restore(victim, C, true).unwrap(), Pin::InMemory { offset, .. } if offset == job.pool_offset)
+        );
+        assert_eq!(s.stats().restored_objects_total, 1);
+        // Deleting everything frees memory and every spill file.
+        s.release(victim, C);
+        s.release(oid(0), C);
+        let mut dead = Vec::new();
+        for i in 0..6 {
+            dead.extend(s.delete(oid(i)));
+        }
+        assert_eq!(dead.len(), jobs.len());
+        let st = s.stats();
+        assert_eq!((st.used, st.objects, st.spill_files, st.spilled_bytes), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn pin_or_delete_during_spill_and_failed_spills_keep_data_safe() {
+        let mut s = StoreIndex::with_policy(
+            10_000,
+            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 10 },
+        );
+        for i in 0..3 {
+            s.create(oid(i), 1000, C, true).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        let jobs = s.plan_spill(0);
+        assert_eq!(jobs.len(), 1);
+        // A reader pins object 0 and the owner deletes object 1 while the file is written.
+        let pinned = jobs[0].items[0].id;
+        let deleted = jobs[0].items[1].id;
+        assert!(matches!(s.pin(pinned, C).unwrap(), Pin::InMemory { .. }));
+        assert!(s.delete(deleted).is_empty());
+        let out = s.finish_spill(&jobs[0], Ok(&[0, 1000, 2000]));
+        assert_eq!(out.spilled.len(), 1);
+        assert!(s.lookup(pinned).is_some(), "the pinned object stayed in memory");
+        assert!(s.pin(deleted, C).is_err(), "the deleted object is gone");
+        // A failed spill leaves everything in memory.
+        s.release(pinned, C);
+        let jobs = s.plan_spill(0);
+        let ids: Vec<_> = jobs[0].items.iter().map(|i| i.id).collect();
+        s.finish_spill(&jobs[0], Err("disk full".into()));
+        for id in ids {
+            assert!(s.lookup(id).is_some());
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The per-node shared-memory object store: one pool file per node, mapped once by every
-//! process on the node, with space handed out by `offset-allocator` and objects tracked
-//! through create → seal → delete by a sans-IO index.
+//! process on the node, with space handed out by `offset-allocator`; objects tracked
+//! through create → seal → pin/release → delete by the index; cold objects spilled to
+//! files and restored on demand.
 //!
 //! This crate owns *where bytes live on a node*. It must not know about tasks, owners or
 //! reference counts: it is told what to create, seal and delete. The server half (the
@@ -10,6 +11,9 @@
 
 pub mod index;
 pub mod pool;
+pub mod slot;
+pub mod spill;
 
-pub use index::{ClientId, StoreError, StoreIndex, StoreStats};
+pub use index::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex, StoreStats};
 pub use pool::Pool;
+pub use spill::SpillDirs;

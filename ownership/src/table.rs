@@ -18,15 +18,28 @@ use hashbrown::HashMap;
 pub enum Location {
     /// In this process's memory (small values).
     Inline(Arc<Bytes>),
-    /// In the node's shared-memory pool.
+    /// In the node's shared-memory pool (readers pin it by ID; the offset is a hint).
     Shared {
-        /// Offset in the pool.
+        /// Offset in the pool when it was stored.
         offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// Spilled by the node's store to disk; a pin restores it.
+    Spilled {
+        /// Where it went (`file://…`).
+        url: String,
         /// Length in bytes.
         len: u64,
     },
 }
 
+impl Location {
+    /// Whether the value is held by the node's store (in memory or on disk).
+    pub fn in_store(&self) -> bool {
+        !matches!(self, Location::Inline(_))
+    }
+}
 /// The state of an owned object.
 #[derive(Clone, Debug)]
 pub enum Status {
@@ -122,6 +135,13 @@ impl OwnershipTable {
             }
             // Unknown: already freed (or never ours); the value must not leak.
             None => Some(Free { id, location: Some(location) }),
+        }
+    }
+
+    /// The node's store moved a ready object (spilled or restored it).
+    pub fn set_location(&mut self, id: ObjectId, location: Location) {
+        if let Some(Entry { status: Status::Ready(l), .. }) = self.objects.get_mut(&id) {
+            *l = location;
         }
     }
 

@@ -11,16 +11,16 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use ares_common::codec::Value;
 use ares_common::error::{FrameError, TaskError};
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{self, Outbox, Transport, UnixTransport};
-use ares_common::wire::{FromRaylet, NodeStats, ToRaylet, WorkerInfo};
-use ares_common::{Config, NodeId, ResourceSet, WorkerId};
-use ares_object_store::{ClientId, Pool, StoreError, StoreIndex};
+use ares_common::wire::{FromRaylet, NodeStats, SpilledObject, ToRaylet, WorkerInfo};
+use ares_common::{Config, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError, StoreIndex};
 use hashbrown::HashMap;
 
 use crate::policy::{Action, LeasePolicy};
@@ -56,8 +56,8 @@ pub struct Raylet {
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
     spawner: Option<JoinHandle<()>>,
+    spiller: Option<JoinHandle<()>>,
 }
-
 enum Kind {
     Unregistered,
     Driver,
@@ -79,6 +79,12 @@ struct WorkerRec {
 struct State {
     policy: LeasePolicy,
     store: StoreIndex,
+    /// The owner (core worker) of every object in the store, told when it is spilled.
+    owners: HashMap<ObjectId, WorkerId>,
+    /// The connection of every registered core worker (drivers and workers).
+    core_workers: HashMap<WorkerId, ClientId>,
+    /// The last spill failure, until a spill succeeds.
+    spill_error: Option<String>,
     clients: HashMap<ClientId, Client>,
     workers: HashMap<WorkerId, WorkerRec>,
     /// Workers that registered at some point; the spawner's exit report for them is
@@ -89,6 +95,11 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Signalled when pool space is freed or a restore ends.
+    space: Condvar,
+    spill_dirs: SpillDirs,
+    spill_tx: Mutex<Sender<SpillJob>>,
+    create_timeout: std::time::Duration,
     node_id: NodeId,
     pool: Pool,
     max_frame: usize,
@@ -116,16 +127,30 @@ impl Raylet {
         }
         let max_workers = cfg.node.max_workers.unwrap_or(num_cpus).max(1) as usize;
         let (spawn_tx, spawn_rx) = mpsc::channel();
+        let (spill_tx, spill_rx) = mpsc::channel();
+        let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
+        let spill_policy = SpillPolicy {
+            threshold: cfg.node.spill_threshold,
+            min_spill_size: cfg.node.min_spill_size,
+            max_file_objects: cfg.node.max_spill_file_objects,
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 policy: LeasePolicy::new(total, max_workers),
-                store: StoreIndex::new(pool_size),
+                store: StoreIndex::with_policy(pool_size, spill_policy),
+                owners: HashMap::new(),
+                core_workers: HashMap::new(),
+                spill_error: None,
                 clients: HashMap::new(),
                 workers: HashMap::new(),
                 registered_ever: Default::default(),
                 next_client: 1,
             }),
             node_id: NodeId::from_uuid(uuid::Uuid::new_v4()),
+            space: Condvar::new(),
+            spill_dirs,
+            spill_tx: Mutex::new(spill_tx),
+            create_timeout: cfg.node.object_create_timeout,
             pool,
             max_frame: cfg.node.max_frame_bytes,
             spawn: Mutex::new(spawn_tx),
@@ -150,10 +175,13 @@ impl Raylet {
             let actions = st.policy.prestart();
             shared.apply(&mut st, actions);
         }
+        let weak = Arc::downgrade(&shared);
+        let spiller =
+            std::thread::Builder::new().name("ares-raylet-spill".into()).spawn(move || spill_loop(weak, spill_rx))?;
         let s = shared.clone();
         let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
-        Ok(Raylet { shared, accept: Some(accept), spawner: Some(spawner) })
+        Ok(Raylet { shared, accept: Some(accept), spawner: Some(spawner), spiller: Some(spiller) })
     }
 
     /// The Unix socket clients connect to.
@@ -186,6 +214,15 @@ impl Raylet {
                 c.out.close();
             }
         }
+        // Closing the job channel ends the spill thread after its current job.
+        let (dead_tx, _) = mpsc::channel();
+        if let Ok(mut tx) = self.shared.spill_tx.lock() {
+            *tx = dead_tx;
+        }
+        if let Some(h) = self.spiller.take() {
+            let _ = h.join();
+        }
+        self.shared.spill_dirs.remove_all();
         let _ = std::fs::remove_dir_all(&self.shared.session_dir);
     }
 }
@@ -263,15 +300,147 @@ impl Shared {
         }
     }
 
+    /// Sends spill jobs if pinned primaries pass the threshold or `need` bytes do not fit.
+    fn maybe_spill(&self, st: &mut State, need: u64) {
+        let jobs = st.store.plan_spill(need);
+        if jobs.is_empty() {
+            return;
+        }
+        let tx = self.spill_tx.lock().unwrap_or_else(|p| p.into_inner());
+        for job in jobs {
+            if let Err(mpsc::SendError(job)) = tx.send(job) {
+                // Shutting down: put the objects back.
+                st.store.finish_spill(&job, Err("the raylet is shutting down".into()));
+            }
+        }
+    }
+
+    /// The error for a create or restore of `size` bytes that cannot get space.
+    fn no_space(st: &State, e: StoreError) -> TaskError {
+        match (e, &st.spill_error) {
+            (StoreError::TooLarge { size, capacity }, _) => TaskError::ObjectTooLarge { size, capacity },
+            (StoreError::Full { requested, capacity, used }, Some(err)) => {
+                TaskError::SpillFailed { requested, capacity, used, error: err.clone() }
+            }
+            (StoreError::Full { requested, capacity, used }, None) => {
+                TaskError::ObjectStoreFull { requested, capacity, used }
+            }
+            (other, _) => TaskError::ObjectLost { object: other.to_string() },
+        }
+    }
+
+    /// Runs `attempt` until it succeeds or fails for good; while it only lacks space,
+    /// asks for spilling and waits (bounded by `create_timeout`) for room.
+    fn with_space<'a, T>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        size: u64,
+        mut attempt: impl FnMut(&mut State) -> Result<T, StoreError>,
+    ) -> (MutexGuard<'a, State>, Result<T, StoreError>) {
+        let deadline = std::time::Instant::now() + self.create_timeout;
+        loop {
+            match attempt(&mut st) {
+                Err(StoreError::Full { .. }) => {
+                    self.maybe_spill(&mut st, size);
+                    let now = std::time::Instant::now();
+                    // Only wait while something can still free space.
+                    let hope = st.store.spilling() || st.store.stats().pinned_objects > 0;
+                    if !hope || now >= deadline || self.stopping.load(Ordering::SeqCst) {
+                        let last = attempt(&mut st);
+                        return (st, last);
+                    }
+                    let step = (deadline - now).min(std::time::Duration::from_millis(100));
+                    st = self.space.wait_timeout(st, step).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                other => return (st, other),
+            }
+        }
+    }
+
+    fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
+        let st = self.lock();
+        let (mut st, res) = self.with_space(st, size, |st| st.store.create(object_id, size, client, true));
+        let reply = match res {
+            Ok(offset) => {
+                st.owners.insert(object_id, owner);
+                FromRaylet::ObjectCreated { request_id, offset }
+            }
+            Err(e) => FromRaylet::CreateFailed { request_id, error: Self::no_space(&st, e) },
+        };
+        self.send(&mut st, client, &reply);
+    }
+
+    /// Pins for `client`, restoring from disk first if needed. Restore IO runs on this
+    /// connection's thread with the lock released, so nobody else waits for it.
+    fn pin(&self, client: ClientId, request_id: u64, id: ObjectId) {
+        let mut st = self.lock();
+        let reply = loop {
+            match st.store.pin(id, client) {
+                Ok(Pin::InMemory { offset, size }) => break FromRaylet::Pinned { request_id, offset, size },
+                Ok(Pin::Busy) => {
+                    st = self
+                        .space
+                        .wait_timeout(st, std::time::Duration::from_millis(100))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                Ok(Pin::Spilled) => {
+                    let size = st.store.size_of(id).unwrap_or(0);
+                    let (g, job) = self.with_space(st, size, |st| st.store.begin_restore(id));
+                    st = g;
+                    let job = match job {
+                        Ok(job) => job,
+                        Err(StoreError::InProgress(_)) => continue,
+                        Err(e) => break FromRaylet::PinFailed { request_id, error: Self::no_space(&st, e) },
+                    };
+                    drop(st);
+                    let read = self.spill_dirs.read(&self.pool, &job);
+                    st = self.lock();
+                    if let Err(e) = &read {
+                        tracing::error!(object = %id, "restore failed: {e}");
+                    }
+                    let pinned = st.store.finish_restore(id, client, read.is_ok());
+                    self.space.notify_all();
+                    break match (pinned, read) {
+                        (Ok(Pin::InMemory { offset, size }), _) => FromRaylet::Pinned { request_id, offset, size },
+                        (_, Err(e)) => FromRaylet::PinFailed {
+                            request_id,
+                            error: TaskError::ObjectLost { object: format!("{id} (restore failed: {e})") },
+                        },
+                        (_, Ok(())) => FromRaylet::PinFailed {
+                            request_id,
+                            error: TaskError::ObjectLost { object: id.to_string() },
+                        },
+                    };
+                }
+                Err(_) => {
+                    break FromRaylet::PinFailed {
+                        request_id,
+                        error: TaskError::ObjectLost { object: id.to_string() },
+                    };
+                }
+            }
+        };
+        self.send(&mut st, client, &reply);
+    }
+
     fn handle(&self, client: ClientId, msg: ToRaylet) {
+        match msg {
+            ToRaylet::CreateObject { request_id, object_id, size, owner } => {
+                return self.create(client, request_id, object_id, size, owner);
+            }
+            ToRaylet::PinObject { request_id, object_id } => return self.pin(client, request_id, object_id),
+            _ => {}
+        }
         let mut st = self.lock();
         let st = &mut *st;
         match msg {
-            ToRaylet::RegisterDriver { pid } => {
+            ToRaylet::RegisterDriver { pid, worker_id } => {
                 tracing::debug!(pid, "driver registered");
                 if let Some(c) = st.clients.get_mut(&client) {
                     c.kind = Kind::Driver;
                 }
+                st.core_workers.insert(worker_id, client);
                 self.send(st, client, &self.registered());
             }
             ToRaylet::RegisterWorker { worker_id, pid, listen_addr } => {
@@ -287,6 +456,7 @@ impl Shared {
                     c.kind = Kind::Worker(worker_id);
                 }
                 st.registered_ever.insert(worker_id);
+                st.core_workers.insert(worker_id, client);
                 st.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr });
                 self.send(st, client, &self.registered());
                 let actions = st.policy.worker_registered(worker_id);
@@ -302,23 +472,14 @@ impl Shared {
                 let actions = st.policy.return_lease(client, lease_id, worker_broken);
                 self.apply(st, actions);
             }
-            ToRaylet::CreateObject { request_id, object_id, size } => {
-                let reply = match st.store.create(object_id, size, client) {
-                    Ok(offset) => FromRaylet::ObjectCreated { request_id, offset },
-                    Err(StoreError::Full { requested, capacity, used }) => FromRaylet::CreateFailed {
-                        request_id,
-                        error: TaskError::ObjectStoreFull { requested, capacity, used },
-                    },
-                    Err(e) => FromRaylet::CreateFailed {
-                        request_id,
-                        error: TaskError::Decode {
-                            function: String::new(),
-                            what: format!("object {object_id}"),
-                            reason: e.to_string(),
-                        },
-                    },
-                };
-                self.send(st, client, &reply);
+            ToRaylet::CreateObject { .. } | ToRaylet::PinObject { .. } => {
+                unreachable!("handled by handle_blocking")
+            }
+            ToRaylet::ReleaseObjects { object_ids } => {
+                for id in object_ids {
+                    st.store.release(id, client);
+                }
+                self.space.notify_all();
             }
             ToRaylet::SealObject { request_id, object_id } => {
                 let error = st.store.seal(object_id, client).err().map(|e| e.to_string());
@@ -326,11 +487,18 @@ impl Shared {
                     tracing::warn!(%object_id, "seal rejected: {e}");
                 }
                 self.send(st, client, &FromRaylet::Sealed { request_id, error });
+                self.maybe_spill(st, 0);
             }
             ToRaylet::DeleteObjects { object_ids } => {
+                let mut dead = Vec::new();
                 for id in object_ids {
-                    st.store.delete(id);
+                    st.owners.remove(&id);
+                    dead.extend(st.store.delete(id));
                 }
+                for f in dead {
+                    self.spill_dirs.remove(f);
+                }
+                self.space.notify_all();
             }
             ToRaylet::GetStats { request_id } => {
                 let s = st.store.stats();
@@ -344,6 +512,15 @@ impl Shared {
                     store_capacity: s.capacity,
                     store_used: s.used,
                     store_objects: s.objects,
+                    store_pinned_bytes: s.pinned_bytes,
+                    store_pinned_objects: s.pinned_objects,
+                    store_spilled_bytes: s.spilled_bytes,
+                    store_spilled_objects: s.spilled_objects,
+                    store_spilled_bytes_total: s.spilled_bytes_total,
+                    store_restored_bytes_total: s.restored_bytes_total,
+                    store_restored_objects_total: s.restored_objects_total,
+                    store_spill_files: s.spill_files,
+                    store_spill_error: st.spill_error.clone(),
                     workers,
                     total: st.policy.total().clone(),
                     available: st.policy.available().clone(),
@@ -356,13 +533,12 @@ impl Shared {
     fn disconnected(&self, client: ClientId) {
         let mut st = self.lock();
         let st = &mut *st;
-        let Some(c) = st.clients.remove(&client) else {
-            return;
-        };
-        let reclaimed = st.store.client_gone(client);
-        if reclaimed > 0 {
-            tracing::debug!(reclaimed, "reclaimed unsealed objects of a closed connection");
+        let Some(c) = st.clients.remove(&client) else { return };
+        for f in st.store.client_gone(client) {
+            self.spill_dirs.remove(f);
         }
+        st.core_workers.retain(|_, c| *c != client);
+        self.space.notify_all();
         let mut actions = st.policy.client_gone(client);
         if let Kind::Worker(w) = c.kind {
             st.workers.remove(&w);
@@ -422,6 +598,45 @@ fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
     }
     UnixTransport.close(reader.get_ref());
     shared.disconnected(client);
+}
+
+/// The spill thread: writes each job's objects to a new file (no lock held), then
+/// records the outcome, tells owners where their objects went and wakes waiters.
+fn spill_loop(shared: std::sync::Weak<Shared>, jobs: mpsc::Receiver<SpillJob>) {
+    while let Ok(job) = jobs.recv() {
+        let Some(sh) = shared.upgrade() else { return };
+        let written = sh.spill_dirs.write(&sh.pool, &job);
+        let mut st = sh.lock();
+        let outcome = st.store.finish_spill(&job, written.as_deref().map_err(|e| e.clone()));
+        match &written {
+            Ok(_) => st.spill_error = None,
+            Err(e) => {
+                tracing::error!("{e}");
+                st.spill_error = Some(e.clone());
+            }
+        }
+        let mut by_owner: HashMap<ClientId, Vec<SpilledObject>> = HashMap::new();
+        for (id, file, offset) in outcome.spilled {
+            let size = st.store.size_of(id).unwrap_or(0);
+            let url = format!("file://{}?offset={offset}&size={size}", sh.spill_dirs.path(file).display());
+            let owner = st.owners.get(&id).and_then(|w| st.core_workers.get(w)).copied();
+            if let Some(c) = owner {
+                by_owner.entry(c).or_default().push(SpilledObject { object_id: id, url });
+            }
+        }
+        for (c, objects) in by_owner {
+            sh.send(&mut st, c, &FromRaylet::ObjectsSpilled { objects });
+        }
+        for f in outcome.dead_files {
+            sh.spill_dirs.remove(f);
+        }
+        // Still over the threshold (objects kept arriving)? Plan the next round.
+        if written.is_ok() {
+            sh.maybe_spill(&mut st, 0);
+        }
+        drop(st);
+        sh.space.notify_all();
+    }
 }
 
 /// Decodes a raylet message from raw bytes; exposed for fuzzing and tests.

@@ -30,9 +30,13 @@ fn dropped_values_are_freed_from_the_store() -> anyhow::Result<()> {
 }
 
 #[test]
-fn full_pool_is_a_typed_error_and_keeps_existing_objects_intact() -> anyhow::Result<()> {
-    let _c = Cluster::start(ares::Config::default().num_cpus(2).object_store_memory(64 << 20));
+fn full_pool_with_nothing_spillable_fails_within_the_bound_and_corrupts_nothing() -> anyhow::Result<()> {
+    let mut cfg = ares::Config::default().num_cpus(2).object_store_memory(64 << 20);
+    cfg.object_create_timeout = std::time::Duration::from_secs(2);
+    let _c = Cluster::start(cfg);
     let held: Vec<_> = (0..3u8).map(|i| ares::put(vec![i + 1; 20 << 20])).collect::<Result<_, _>>()?;
+    // Readers pin all three, so none can be spilled to make room.
+    let views: Vec<_> = held.iter().map(ares::get_view).collect::<Result<_, _>>()?;
     match ares::put(vec![9u8; 20 << 20]) {
         Err(Error::Task(TaskError::ObjectStoreFull { requested, capacity, used })) => {
             assert!(requested >= 20 << 20);
@@ -43,14 +47,16 @@ fn full_pool_is_a_typed_error_and_keeps_existing_objects_intact() -> anyhow::Res
     }
     let too_big = ares::remote(make_bytes).call(100 << 20, 1);
     let msg = ares::get(&too_big).unwrap_err().to_string();
-    assert!(msg.contains("object store full") && msg.contains("object_store_memory"), "{msg}");
-    for (i, r) in held.iter().enumerate() {
-        let v = ares::get_view(r)?;
+    assert!(msg.contains("larger than the whole object store") && msg.contains("object_store_memory"), "{msg}");
+    for (i, v) in views.iter().enumerate() {
         assert!(v.iter().all(|b| *b == i as u8 + 1), "object {i} was corrupted");
     }
-    drop(held);
-    // Space is back once the holders are gone.
-    let r = ares::put(vec![5u8; 40 << 20])?;
+    drop(views);
+    // Unpinned, they can be spilled: the same put now succeeds, and all data survives.
+    let r = ares::put(vec![5u8; 20 << 20])?;
     assert_eq!(ares::get_view(&r)?[123], 5);
+    for (i, h) in held.iter().enumerate() {
+        assert!(ares::get_view(h)?.iter().all(|b| *b == i as u8 + 1), "object {i} was corrupted");
+    }
     Ok(())
 }
