@@ -201,6 +201,8 @@ pub struct StoreIndex {
     tick: u64,
     policy: SpillPolicy,
     spilling_bytes: u64,
+    /// Bytes freed without IO by the last `plan_spill` (restored objects still on disk).
+    dropped_copies: u64,
     stats: StoreStats,
 }
 
@@ -229,6 +231,7 @@ impl StoreIndex {
             tick: 0,
             policy,
             spilling_bytes: 0,
+            dropped_copies: 0,
             stats: StoreStats::default(),
         }
     }
@@ -440,6 +443,7 @@ impl StoreIndex {
     /// least `need` more bytes are on their way out), fused into files of at least
     /// `min_spill_size` bytes or `max_file_objects` objects.
     pub fn plan_spill(&mut self, need: u64) -> Vec<SpillJob> {
+        self.dropped_copies = 0;
         if !self.wants_spill(need) {
             return Vec::new();
         }
@@ -480,6 +484,7 @@ impl StoreIndex {
                 self.alloc.free(a);
                 self.stats.spilled_bytes += size;
                 self.stats.spilled_objects += 1;
+                self.dropped_copies += size;
                 over_threshold = over_threshold.saturating_sub(size);
                 over_capacity = over_capacity.saturating_sub(blocks(size) * BLOCK);
                 continue;
@@ -623,6 +628,12 @@ impl StoreIndex {
     /// Offset and size of a sealed object in memory.
     pub fn lookup(&self, id: ObjectId) -> Option<(u64, u64)> {
         self.objects.get(&id).filter(|e| e.slot.state() == SlotState::Sealed).and_then(|e| e.mem.map(|m| (m.1, e.size)))
+    }
+
+    /// Bytes the last [`StoreIndex::plan_spill`] freed at once, without a job: restored
+    /// objects whose disk copy was still there.
+    pub fn freed_by_last_plan(&self) -> u64 {
+        self.dropped_copies
     }
 
     /// The size of a known object.

@@ -3,13 +3,19 @@
 //! never under the raylet's lock.
 //!
 //! Files are spread round-robin over the spill directories, each in a per-session
-//! subdirectory (mode 0700) that is removed at shutdown. Small objects are fused into one
-//! file per [`SpillJob`]; a file is deleted when its last object is.
+//! subdirectory `ares-spill-<pid>-<tag>` (mode 0700) that is removed at shutdown, and by
+//! the next node on the machine if its process died. Small objects are fused into one
+//! file per [`SpillJob`]. Each file is unlinked as soon as it is written and kept open:
+//! its space is returned when its last object is deleted (the descriptor is closed), and
+//! no exit, SIGKILL included, can leave spill data behind.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use hashbrown::HashMap;
 
 use crate::index::{FileId, RestoreJob, SpillJob};
 use crate::pool::Pool;
@@ -19,6 +25,7 @@ use crate::slot::SlotState;
 #[derive(Debug)]
 pub struct SpillDirs {
     dirs: Vec<PathBuf>,
+    open: Mutex<HashMap<FileId, Arc<File>>>,
 }
 
 impl SpillDirs {
@@ -29,7 +36,8 @@ impl SpillDirs {
         }
         let mut dirs = Vec::new();
         for r in roots {
-            let d = r.join(format!("ares-spill-{tag}"));
+            remove_stale(r);
+            let d = r.join(format!("ares-spill-{}-{tag}", std::process::id()));
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
@@ -37,7 +45,7 @@ impl SpillDirs {
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot create spill directory {}: {e}", d.display())))?;
             dirs.push(d);
         }
-        Ok(SpillDirs { dirs })
+        Ok(SpillDirs { dirs, open: Mutex::new(HashMap::new()) })
     }
 
     /// The per-session directories.
@@ -56,7 +64,7 @@ impl SpillDirs {
     pub fn write(&self, pool: &Pool, job: &SpillJob) -> Result<Vec<u64>, String> {
         let path = self.path(job.file);
         let fail = |e: io::Error| format!("spilling to {} failed: {e}", path.display());
-        let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(fail)?;
+        let mut f = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path).map_err(fail)?;
         let mut offsets = Vec::with_capacity(job.items.len());
         let mut pos = 0u64;
         let result = (|| {
@@ -73,18 +81,18 @@ impl SpillDirs {
             }
             f.sync_all()
         })();
-        if let Err(e) = result {
-            drop(f);
-            let _ = std::fs::remove_file(&path);
-            return Err(fail(e));
-        }
+        // Unlinked at once either way: the open descriptor is the file from now on.
+        let _ = std::fs::remove_file(&path);
+        result.map_err(fail)?;
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(job.file, Arc::new(f));
         Ok(offsets)
     }
 
     /// Reads a spilled object back into its new place in the pool.
     pub fn read(&self, pool: &Pool, job: &RestoreJob) -> io::Result<()> {
-        let path = self.path(job.file);
-        let f = File::open(&path)?;
+        let f = self.open.lock().unwrap_or_else(|p| p.into_inner()).get(&job.file).cloned().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("spill file {} is not open", self.path(job.file).display()))
+        })?;
         // SAFETY: `begin_restore` allocated this range for the object; nobody else can
         // pin or write it until `finish_restore`.
         let dst = unsafe { pool.slice_mut(job.pool_offset, job.size) }?;
@@ -93,16 +101,32 @@ impl SpillDirs {
 
     /// Deletes a spill file whose objects are all gone.
     pub fn remove(&self, file: FileId) {
-        let path = self.path(file);
-        if let Err(e) = std::fs::remove_file(&path) {
-            tracing::warn!("could not delete spill file {}: {e}", path.display());
-        }
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&file);
+    }
+
+    /// Spill files open (written and not yet released).
+    pub fn open_files(&self) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Removes the per-session directories and whatever is left in them.
     pub fn remove_all(&self) {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).clear();
         for d in &self.dirs {
             let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Removes `ares-spill-<pid>-*` directories under `root` whose process is gone.
+fn remove_stale(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ares-spill-")) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }

@@ -300,11 +300,13 @@ impl Shared {
         }
     }
 
-    /// Sends spill jobs if pinned primaries pass the threshold or `need` bytes do not fit.
-    fn maybe_spill(&self, st: &mut State, need: u64) {
+    /// Sends spill jobs if primaries pass the threshold or `need` bytes did not fit.
+    /// Returns whether anything was done (jobs sent, or memory freed at once).
+    fn maybe_spill(&self, st: &mut State, need: u64) -> bool {
         let jobs = st.store.plan_spill(need);
+        let dropped = st.store.freed_by_last_plan() > 0;
         if jobs.is_empty() {
-            return;
+            return dropped;
         }
         let tx = self.spill_tx.lock().unwrap_or_else(|p| p.into_inner());
         for job in jobs {
@@ -313,6 +315,7 @@ impl Shared {
                 st.store.finish_spill(&job, Err("the raylet is shutting down".into()));
             }
         }
+        true
     }
 
     /// The error for a create or restore of `size` bytes that cannot get space.
@@ -341,11 +344,14 @@ impl Shared {
         loop {
             match attempt(&mut st) {
                 Err(StoreError::Full { .. }) => {
-                    self.maybe_spill(&mut st, size);
+                    if self.maybe_spill(&mut st, size) && !st.store.spilling() {
+                        continue; // memory was freed at once: try again now
+                    }
                     let now = std::time::Instant::now();
                     // Only wait while something can still free space.
                     let hope = st.store.spilling() || st.store.stats().pinned_objects > 0;
                     if !hope || now >= deadline || self.stopping.load(Ordering::SeqCst) {
+                        tracing::debug!(size, hope, stats = ?st.store.stats(), "giving up waiting for space");
                         let last = attempt(&mut st);
                         return (st, last);
                     }
@@ -487,7 +493,7 @@ impl Shared {
                     tracing::warn!(%object_id, "seal rejected: {e}");
                 }
                 self.send(st, client, &FromRaylet::Sealed { request_id, error });
-                self.maybe_spill(st, 0);
+                let _ = self.maybe_spill(st, 0);
             }
             ToRaylet::DeleteObjects { object_ids } => {
                 let mut dead = Vec::new();
@@ -632,7 +638,7 @@ fn spill_loop(shared: std::sync::Weak<Shared>, jobs: mpsc::Receiver<SpillJob>) {
         }
         // Still over the threshold (objects kept arriving)? Plan the next round.
         if written.is_ok() {
-            sh.maybe_spill(&mut st, 0);
+            let _ = sh.maybe_spill(&mut st, 0);
         }
         drop(st);
         sh.space.notify_all();

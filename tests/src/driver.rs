@@ -11,8 +11,31 @@ fn square(x: i64) -> i64 {
     x * x
 }
 
+/// `raw-create <raylet socket>`: registers as a client, creates a 10 MiB object, says
+/// so, and then waits to be killed before sealing it.
+fn raw_create(socket: &str) -> anyhow::Result<()> {
+    use ares_common::frame::{FrameReader, write_msg};
+    use ares_common::wire::{FromRaylet, ToRaylet};
+    let s = std::os::unix::net::UnixStream::connect(socket)?;
+    let mut r = FrameReader::new(s.try_clone()?, 1 << 20);
+    let worker_id = ares_common::WorkerId([7; 16]);
+    write_msg(&mut &s, &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id })?;
+    anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::Registered { .. }));
+    let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
+    write_msg(&mut &s, &ToRaylet::CreateObject { request_id: 1, object_id, size: 10 << 20, owner: worker_id })?;
+    anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::ObjectCreated { .. }));
+    println!("created");
+    std::io::stdout().flush()?;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "exit".into());
+    if mode == "raw-create" {
+        return raw_create(&std::env::args().nth(2).unwrap_or_default());
+    }
     ares::init_with(ares::Config::default().num_cpus(2))?;
     let refs: Vec<_> = (0..100).map(|i| ares::remote(square).call(i)).collect();
     anyhow::ensure!(ares::get_all(&refs)?.iter().sum::<i64>() == (0..100).map(|i| i * i).sum::<i64>());
