@@ -204,6 +204,10 @@ pub struct NodeStats {
     pub store_restored_objects_total: u64,
     /// Spill files on disk.
     pub store_spill_files: u64,
+    /// Seconds the spill thread spent writing spill files since start.
+    pub store_spill_seconds: f64,
+    /// Seconds spent reading objects back from spill files since start.
+    pub store_restore_seconds: f64,
     /// The last spill failure, if the most recent spill failed.
     pub store_spill_error: Option<String>,
     /// Live worker processes.

@@ -138,6 +138,16 @@ impl RayletClient {
             self.pending.lock().unwrap().remove(&id);
             return Err(e);
         }
+        // Most answers come within microseconds: poll before blocking (see
+        // `transport::spin_until_readable` for why).
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_micros(50) {
+            match rx.try_recv() {
+                Ok(msg) => return Ok(msg),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(unavailable("the raylet closed the connection")),
+                Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
         rx.recv().map_err(|_| unavailable("the raylet closed the connection"))
     }
 

@@ -85,6 +85,9 @@ struct State {
     core_workers: HashMap<WorkerId, ClientId>,
     /// The last spill failure, until a spill succeeds.
     spill_error: Option<String>,
+    /// Time spent in spill writes and restore reads.
+    spill_time: std::time::Duration,
+    restore_time: std::time::Duration,
     clients: HashMap<ClientId, Client>,
     workers: HashMap<WorkerId, WorkerRec>,
     /// Workers that registered at some point; the spawner's exit report for them is
@@ -141,6 +144,8 @@ impl Raylet {
                 owners: HashMap::new(),
                 core_workers: HashMap::new(),
                 spill_error: None,
+                spill_time: Default::default(),
+                restore_time: Default::default(),
                 clients: HashMap::new(),
                 workers: HashMap::new(),
                 registered_ever: Default::default(),
@@ -400,8 +405,11 @@ impl Shared {
                         Err(e) => break FromRaylet::PinFailed { request_id, error: Self::no_space(&st, e) },
                     };
                     drop(st);
+                    let started = std::time::Instant::now();
                     let read = self.spill_dirs.read(&self.pool, &job);
+                    let took = started.elapsed();
                     st = self.lock();
+                    st.restore_time += took;
                     if let Err(e) = &read {
                         tracing::error!(object = %id, "restore failed: {e}");
                     }
@@ -526,6 +534,8 @@ impl Shared {
                     store_restored_bytes_total: s.restored_bytes_total,
                     store_restored_objects_total: s.restored_objects_total,
                     store_spill_files: s.spill_files,
+                    store_spill_seconds: st.spill_time.as_secs_f64(),
+                    store_restore_seconds: st.restore_time.as_secs_f64(),
                     store_spill_error: st.spill_error.clone(),
                     workers,
                     total: st.policy.total().clone(),
@@ -591,6 +601,9 @@ fn accept_loop(shared: Arc<Shared>) {
 fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
     let mut reader = FrameReader::new(stream, shared.max_frame);
     loop {
+        // Clients often send their next request at once (pin after create, release after
+        // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM.
+        reader.spin_until_readable(std::time::Duration::from_micros(100));
         match reader.read::<ToRaylet>() {
             Ok(msg) => shared.handle(client, msg),
             Err(FrameError::Closed) => break,
@@ -611,8 +624,11 @@ fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
 fn spill_loop(shared: std::sync::Weak<Shared>, jobs: mpsc::Receiver<SpillJob>) {
     while let Ok(job) = jobs.recv() {
         let Some(sh) = shared.upgrade() else { return };
+        let started = std::time::Instant::now();
         let written = sh.spill_dirs.write(&sh.pool, &job);
+        let took = started.elapsed();
         let mut st = sh.lock();
+        st.spill_time += took;
         let outcome = st.store.finish_spill(&job, written.as_deref().map_err(|e| e.clone()));
         match &written {
             Ok(_) => st.spill_error = None,
