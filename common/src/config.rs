@@ -51,6 +51,9 @@ pub const DEFAULT_MAX_INLINE_BYTES: usize = 100 << 10;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Config {
+    /// A running node daemon (`ares start`) to connect to, by its socket path; `None`
+    /// starts an embedded one-node cluster inside the driver.
+    pub address: Option<String>,
     /// CPUs the node offers; `None` means the machine's available parallelism.
     pub num_cpus: Option<u32>,
     /// Custom resources the node offers, such as `("GPU", 1.0)`.
@@ -85,6 +88,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            address: None,
             num_cpus: None,
             resources: Vec::new(),
             object_store_memory: None,
@@ -179,7 +183,15 @@ impl Config {
             v.trim().parse::<T>().map_err(|e| e.to_string())
         }
         match name {
+            "address" => self.address = Some(value.to_string()).filter(|a| !a.is_empty()),
             "num_cpus" => self.num_cpus = Some(num(value)?),
+            "resources" => {
+                self.resources.clear();
+                for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
+                    let (name, amount) = pair.split_once('=').ok_or("expected NAME=AMOUNT[,NAME=AMOUNT]")?;
+                    self.resources.push((name.trim().to_string(), num(amount)?));
+                }
+            }
             "object_store_memory" => self.object_store_memory = Some(parse_bytes(value)?),
             "object_store_memory_fraction" => {
                 let f: f64 = num(value)?;

@@ -51,7 +51,10 @@ pub mod __private {
 
 struct Runtime {
     cw: Arc<CoreWorker>,
+    /// The embedded raylet, if this process runs one.
     raylet: Option<ares_raylet::Raylet>,
+    /// The raylet's socket.
+    address: String,
 }
 
 static RUNTIME: RwLock<Option<Runtime>> = RwLock::new(None);
@@ -67,10 +70,15 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-/// Starts an embedded one-node cluster with default settings: a raylet on threads of
-/// this process and one worker process per CPU. In a worker process, returns at once.
+/// Starts the runtime with the defaults, overridden by `ARES_*` environment variables
+/// (`docs/configuration.md`): an embedded one-node cluster (a raylet on threads of this
+/// process and one worker process per CPU), or, with `ARES_ADDRESS` set, a connection to
+/// a running `ares start` daemon. In a worker process, returns at once.
 pub fn init() -> Result<()> {
-    init_with(Config::default())
+    if worker::is_worker() {
+        return Ok(());
+    }
+    init_with(Config::from_env().map_err(|e| Error::Startup(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?)
 }
 
 /// Starts an embedded one-node cluster with `config`.
@@ -84,10 +92,20 @@ pub fn init_with(config: Config) -> Result<()> {
         return Err(Error::AlreadyInitialized);
     }
     init_logging();
-    let raylet_cfg = ares_raylet::RayletConfig::embedded(config.clone()).map_err(Error::Startup)?;
-    let raylet = ares_raylet::Raylet::start(raylet_cfg).map_err(Error::Startup)?;
+    let raylet = match &config.address {
+        Some(_) => None,
+        None => {
+            let raylet_cfg = ares_raylet::RayletConfig::embedded(config.clone()).map_err(Error::Startup)?;
+            Some(ares_raylet::Raylet::start(raylet_cfg).map_err(Error::Startup)?)
+        }
+    };
+    let socket = match (&raylet, &config.address) {
+        (Some(r), _) => r.socket_path().to_string(),
+        (None, Some(a)) => a.clone(),
+        (None, None) => unreachable!("one of the two is set"),
+    };
     let cfg = CoreConfig {
-        raylet_socket: raylet.socket_path().to_string(),
+        raylet_socket: socket.clone(),
         max_inline: config.max_inline_bytes,
         max_frame: config.max_frame_bytes,
         max_in_flight: config.max_tasks_in_flight_per_worker,
@@ -95,7 +113,7 @@ pub fn init_with(config: Config) -> Result<()> {
     let worker_id = ares_common::WorkerId::from_uuid(uuid::Uuid::new_v4());
     let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: std::process::id(), worker_id };
     let cw = CoreWorker::start(cfg, worker_id, hello, || {})?;
-    *g = Some(Runtime { cw, raylet: Some(raylet) });
+    *g = Some(Runtime { cw, raylet, address: socket });
     Ok(())
 }
 
@@ -169,11 +187,7 @@ pub fn wait<T>(
 /// The Unix socket of this process's raylet (inside the session directory).
 pub fn raylet_address() -> Result<String> {
     let g = RUNTIME.read().unwrap_or_else(|p| p.into_inner());
-    match g.as_ref() {
-        Some(Runtime { raylet: Some(r), .. }) => Ok(r.socket_path().to_string()),
-        Some(_) => std::env::var("ARES_RAYLET_SOCKET").map_err(|_| Error::NotInitialized),
-        None => Err(Error::NotInitialized),
-    }
+    g.as_ref().map(|r| r.address.clone()).ok_or(Error::NotInitialized)
 }
 
 /// Statistics of this process's node: store usage, workers and resources.

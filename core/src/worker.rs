@@ -87,7 +87,9 @@ fn run() -> Result<(), String> {
     let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr };
     // The raylet is gone: so is our reason to exist.
     let cw = CoreWorker::start(cfg, worker_id, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
-    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) = Some(super::Runtime { cw: cw.clone(), raylet: None });
+    let address = std::env::var("ARES_RAYLET_SOCKET").unwrap_or_default();
+    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
+        Some(super::Runtime { cw: cw.clone(), raylet: None, address });
     loop {
         let stream = match UnixTransport.accept(&listener) {
             Ok(s) => s,

@@ -6,6 +6,11 @@ use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Serializes tests that start a runtime in this process (it is per process).
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A running runtime for one test; shuts down on drop. Tests in one binary are
 /// serialized (the runtime is per process) so that plain `cargo test` works too.
 pub struct Cluster {
@@ -15,7 +20,7 @@ pub struct Cluster {
 impl Cluster {
     /// Starts a runtime with `config`.
     pub fn start(config: ares::Config) -> Self {
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let serial = serial();
         ares::init_with(config).expect("ares::init_with");
         Cluster { _serial: serial }
     }

@@ -1,0 +1,139 @@
+//! `ares start`: a node daemon in its own process, configured by flags and environment
+//! variables, serving a driver that connects with an address.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ares_tests::{process_alive, wait_for};
+
+#[ares::remote]
+fn double(x: i64) -> i64 {
+    2 * x
+}
+
+fn ares_bin() -> PathBuf {
+    // target/<profile>/deps/<this test> → target/<profile>/ares
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("ares")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ares-daemon-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Daemon {
+    child: Child,
+    socket: String,
+}
+
+impl Daemon {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let mut child = Command::new(ares_bin())
+            .arg("start")
+            .arg("--head")
+            .arg("--worker-program")
+            .arg(std::env::current_exe().unwrap())
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the ares binary is built with the workspace");
+        let mut socket = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut socket).unwrap();
+        Daemon { child, socket: socket.trim().to_string() }
+    }
+
+    fn stop(mut self) {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the daemon exits cleanly on SIGTERM: {status}");
+        assert!(!Path::new(&self.socket).parent().unwrap().exists(), "session directory removed");
+    }
+}
+
+fn connect(socket: &str) {
+    let mut cfg = ares::Config::default();
+    cfg.address = Some(socket.to_string());
+    ares::init_with(cfg).unwrap();
+}
+
+#[test]
+fn flags_configure_the_daemon_and_a_driver_connects_by_address() {
+    let _serial = ares_tests::serial();
+    let spill = scratch("flags");
+    let sessions = scratch("sessions");
+    let d = Daemon::start(
+        &[
+            "--num-cpus",
+            "2",
+            "--object-store-memory",
+            "96M",
+            "--spill-dir",
+            spill.to_str().unwrap(),
+            "--session-root",
+            sessions.to_str().unwrap(),
+            "--min-spill-size",
+            "1M",
+        ],
+        &[("ARES_OBJECT_STORE_MEMORY", "80M")], // the flag wins over the environment
+    );
+    assert!(d.socket.starts_with(sessions.to_str().unwrap()), "{}", d.socket);
+    connect(&d.socket);
+    assert_eq!(ares::raylet_address().unwrap(), d.socket);
+    let refs: Vec<_> = (0..100).map(|i| ares::remote(double).call(i)).collect();
+    assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), 2 * (0..100).sum::<i64>());
+    let stats = ares::node_stats().unwrap();
+    assert_eq!(stats.store_capacity, 96 << 20);
+    assert_eq!(stats.total.get_units("CPU"), 2 * 10_000);
+    // More than the pool: spilled into the flag's directory, read back intact.
+    let held: Vec<_> = (0..4u8).map(|i| ares::put(vec![i; 30 << 20]).unwrap()).collect();
+    assert!(ares::node_stats().unwrap().store_spilled_bytes_total > 0);
+    let dirs: Vec<_> = std::fs::read_dir(&spill).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1, "one per-session spill directory under --spill-dir");
+    for (i, h) in held.iter().enumerate() {
+        assert!(ares::get_view(h).unwrap().iter().all(|b| *b == i as u8));
+    }
+    let workers = ares::node_stats().unwrap().workers;
+    drop(held);
+    ares::shutdown();
+    d.stop();
+    for w in workers {
+        wait_for("the daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
+    }
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "spill directory removed at shutdown");
+    let _ = std::fs::remove_dir_all(&spill);
+    let _ = std::fs::remove_dir_all(&sessions);
+}
+
+#[test]
+fn environment_variables_configure_the_daemon() {
+    let _serial = ares_tests::serial();
+    let sessions = scratch("env");
+    let d = Daemon::start(
+        &["--num-cpus", "1"],
+        &[("ARES_OBJECT_STORE_MEMORY", "80M"), ("ARES_SESSION_ROOT", sessions.to_str().unwrap())],
+    );
+    connect(&d.socket);
+    assert_eq!(ares::node_stats().unwrap().store_capacity, 80 << 20);
+    assert_eq!(ares::get(&ares::remote(double).call(21)).unwrap(), 42);
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&sessions);
+}
+
+#[test]
+fn a_bad_flag_is_named_in_the_error() {
+    let out = Command::new(ares_bin())
+        .args(["start", "--head", "--worker-program", "/bin/true", "--object-store-memory", "12Q"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--object-store-memory") && err.contains("unknown size unit"), "{err}");
+}
