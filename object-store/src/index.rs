@@ -663,7 +663,7 @@ impl StoreIndex {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use ares_common::TaskId;
