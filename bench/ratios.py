@@ -1,35 +1,54 @@
 #!/usr/bin/env python3
-"""Prints a markdown table of Ares vs Ray from two JSON-lines files of the same run,
-with the bars of the foundation issue. Usage: ratios.py ray_micro.jsonl ares_micro.jsonl"""
-import json, sys
+"""Markdown tables of one comparison run (a directory made by bench/compare_ray.sh):
+Ares against Ray with the foundation issue's bars, and the store figures with the
+object-store issue's bars. Usage: ratios.py bench/results/<run>"""
+import json, os, sys
 
 def load(path):
     out = {}
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("{"):
-            d = json.loads(line)
-            if d.get("bench") != "meta":
-                out[d["bench"]] = d
+    if os.path.exists(path):
+        for line in open(path):
+            line = line.strip()
+            if line.startswith("{"):
+                d = json.loads(line)
+                if d.get("bench") != "meta":
+                    out[d["bench"]] = d
     return out
 
-ray, ares = load(sys.argv[1]), load(sys.argv[2])
+run = sys.argv[1]
+ray, ares = load(f"{run}/ray_micro.jsonl"), load(f"{run}/ares_micro.jsonl")
+ray_1mb, ray_1gb = load(f"{run}/ray_e_1MB.jsonl"), load(f"{run}/ray_e_1GB.jsonl")
 bars = {"a_sync_tasks": 30, "b_async_tasks": 50, "d_put_small": 100, "d_get_small": 20,
-        "f_chain_tasks": 30, "g_fanin_tasks": 50, "e_put_100MB": 2, "e_get_100MB": 2}
-print("| bench | unit | Ray 2.60 | Ares | Ares / Ray | bar | memcpy (same run) | Ares / memcpy |")
+        "f_chain_tasks": 30, "g_fanin_tasks": 50, "e_put_100MB": 2,
+        "e_get_1MB": 2, "e_get_100MB": 2, "e_get_1GB": 2}
+peer = {"e_get_1MB": ray_1mb.get("e_get_100MB"), "e_get_1GB": ray_1gb.get("e_get_100MB")}
+print("| bench | unit | Ray 2.60 | Ares | Ares / Ray | bar | memcpy (same run) | Ares / memcpy (bar ≥ 80%) |")
 print("|---|---|---|---|---|---|---|---|")
 for b in ["a_sync_tasks", "b_async_tasks", "d_put_small", "d_get_small", "e_put_100MB", "e_get_1MB",
           "e_get_100MB", "e_get_1GB", "f_chain_tasks", "g_fanin_tasks"]:
     a = ares.get(b)
     if not a:
         continue
-    r = ray.get(b) or (ray.get("e_get_100MB") if b.startswith("e_get") else None)
+    r = peer.get(b) or ray.get(b)
     size = b.split("_")[-1] if b.startswith("e_") else None
     mc = ares.get("memcpy_" + size) if size else None
     ratio = a["value"] / r["value"] if r else float("nan")
-    bar = bars.get(b, 2 if b.startswith("e_get") else None)
-    ok = "" if bar is None else ("≥ %d× ✓" % bar if ratio >= bar else "≥ %d× ✗" % bar)
+    bar = bars.get(b)
+    ok = "" if bar is None else ("≥ %d× %s" % (bar, "✓" if ratio >= bar else "✗"))
     mcs = "%.1f GB/s" % mc["value"] if mc else ""
-    frac = "%.0f%%" % (100 * a["value"] / mc["value"]) if mc else ""
-    rv = "%.4g" % r["value"] + ("" if ray.get(b) else " (100 MB)") if r else "-"
+    frac = ("%.0f%% %s" % (100 * a["value"] / mc["value"], "✓" if a["value"] >= 0.8 * mc["value"] else "✗")) if mc else ""
+    rv = "%.4g" % r["value"] if r else "-"
     print(f"| `{b}` | {a['unit']} | {rv} | {a['value']:.4g} | {ratio:.1f}× | {ok} | {mcs} | {frac} |")
+
+store = load(f"{run}/ares_store.jsonl")
+if store:
+    disk = store["disk_write_GBps"]["value"]
+    print()
+    print("| store figure | value | bar |")
+    print("|---|---|---|")
+    print(f"| `disk_write_GBps` (1 GiB write + fsync, same dir) | {disk:.3g} GB/s | |")
+    for b in ["spill_GBps", "restore_GBps"]:
+        v = store[b]["value"]
+        print(f"| `{b}` | {v:.3g} GB/s ({100 * v / disk:.0f}% of disk) | ≥ 50% {'✓' if v >= 0.5 * disk else '✗'} |")
+    w, lo = store["hold_3x_pool_s"]["value"], store["hold_3x_pool_disk_bound_s"]["value"]
+    print(f"| `hold_3x_pool_s` vs disk bound {lo:.3g} s | {w:.3g} s ({w / lo:.2f}×) | ≤ 2× {'✓' if w <= 2 * lo else '✗'} |")

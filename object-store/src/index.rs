@@ -467,7 +467,10 @@ impl StoreIndex {
         let mut current: Vec<SpillItem> = Vec::new();
         let mut current_bytes = 0;
         for (_, id) in candidates {
-            if over_threshold == 0 && over_capacity == 0 {
+            // Once the shortfall is covered, only fill the file being built up to the
+            // minimum spill size: fewer, larger writes (as Ray's min_spilling_size).
+            let covered = over_threshold == 0 && over_capacity == 0;
+            if covered && (current.is_empty() || current_bytes >= self.policy.min_spill_size) {
                 break;
             }
             let e = self.objects.get_mut(&id).expect("listed");

@@ -58,7 +58,7 @@ impl SpillDirs {
         self.dirs[(file.0 as usize) % self.dirs.len()].join(format!("spill-{:08}.bin", file.0))
     }
 
-    /// Writes the job's objects into a new file and syncs it. Returns each item's offset
+    /// Writes the job's objects into a new file. Returns each item's offset
     /// in the file. Items whose spill was cancelled (a reader pinned them) are skipped;
     /// their offsets are never used.
     pub fn write(&self, pool: &Pool, job: &SpillJob) -> Result<Vec<u64>, String> {
@@ -79,7 +79,9 @@ impl SpillDirs {
                 f.write_all(bytes)?;
                 pos += item.size;
             }
-            f.sync_all()
+            // No fsync: the file is unlinked below and dies with the node anyway (Ray does
+            // not sync spill files either); restores read it back through the page cache.
+            Ok(())
         })();
         // Unlinked at once either way: the open descriptor is the file from now on.
         let _ = std::fs::remove_file(&path);
