@@ -190,6 +190,16 @@ pub fn raylet_address() -> Result<String> {
     g.as_ref().map(|r| r.address.clone()).ok_or(Error::NotInitialized)
 }
 
+/// Where the node's store spilled the object, as its owner was told
+/// (`file://<path>?offset=<n>&size=<n>`), or `None` if it is in memory or inline.
+/// Reading a spilled object restores it transparently; this is for inspection.
+pub fn spill_location<T>(r: &ObjectRef<T>) -> Option<String> {
+    match r.inner.cw.table.lock().status(r.id()) {
+        Some(ares_ownership::Status::Ready(ares_ownership::Location::Spilled { url, .. })) => Some(url.clone()),
+        _ => None,
+    }
+}
+
 /// Statistics of this process's node: store usage, workers and resources.
 pub fn node_stats() -> Result<NodeStats> {
     current()?.node_stats()

@@ -132,3 +132,25 @@ fn remove_stale(root: &Path) {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_go_round_robin_over_the_dirs_and_stale_dirs_are_collected() {
+        let root = std::env::temp_dir().join(format!("ares-spill-unit-{}", std::process::id()));
+        let (a, b) = (root.join("a"), root.join("b"));
+        // A leftover of a process that cannot exist (above any pid_max).
+        std::fs::create_dir_all(a.join("ares-spill-999999999-dead")).unwrap();
+        let dirs = SpillDirs::new(&[a.clone(), b.clone()], "t").unwrap();
+        assert!(!a.join("ares-spill-999999999-dead").exists(), "stale spill dir collected");
+        let p1 = dirs.path(FileId(1));
+        let p2 = dirs.path(FileId(2));
+        assert_ne!(p1.parent(), p2.parent());
+        assert!(p1.starts_with(&root) && p2.starts_with(&root));
+        dirs.remove_all();
+        assert!(std::fs::read_dir(&a).unwrap().next().is_none());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -92,6 +92,11 @@ fn three_times_the_pool_reads_back_identical_and_frees_everything() -> anyhow::R
     }
     let s = ares::node_stats()?;
     assert!(s.store_spilled_objects > 0 && s.store_spill_files > 0, "{s:?}");
+    // The owner was told where its spilled objects went: files under the spill dir.
+    let urls: Vec<String> = refs.iter().filter_map(ares::spill_location).collect();
+    assert!(!urls.is_empty());
+    let prefix = format!("file://{}/ares-spill-", spill.display());
+    assert!(urls.iter().all(|u| u.starts_with(&prefix) && u.contains("offset=")), "{:?}", &urls[..1]);
     assert!(s.store_used <= s.store_capacity);
     for (r, sum) in refs.iter().zip(&sums) {
         let v = ares::get_view(r)?;
