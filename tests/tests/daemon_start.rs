@@ -16,7 +16,13 @@ fn double(x: i64) -> i64 {
 fn ares_bin() -> PathBuf {
     // target/<profile>/deps/<this test> → target/<profile>/ares
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("ares")
+    let bin = exe.parent().unwrap().parent().unwrap().join("ares");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace binaries first (cargo build --workspace --bins)",
+        bin.display()
+    );
+    bin
 }
 
 fn scratch(name: &str) -> PathBuf {
