@@ -228,7 +228,12 @@ impl CoreWorker {
         // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
         let dst =
             unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
-        value.encode_into_slice(dst).map_err(|e| Error::Encode(e.to_string()))?;
+        if let Err(e) = value.encode_into_slice(dst) {
+            // Seal and delete the half-written object so its space comes back at once.
+            let _ = self.seal(id);
+            let _ = self.raylet.send(&ToRaylet::DeleteObjects { object_ids: vec![id] });
+            return Err(Error::Encode(e.to_string()));
+        }
         self.seal(id)?;
         Ok(Stored::Shared { offset, len: len as u64 })
     }
@@ -586,13 +591,30 @@ impl CoreWorker {
 
     /// Builds the wire spec of a ready task from the current values of its arguments.
     fn resolve(&self, tid: TaskId, task: &mut Task) -> std::result::Result<TaskSpec, TaskError> {
-        let table = self.table.lock();
-        let wire = |id: &ObjectId| match table.status(*id) {
-            Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-            Some(Status::Ready(Location::Shared { len, .. } | Location::Spilled { len, .. })) => {
+        // Snapshot where every argument is, then let go of the table: pins below are RPCs.
+        let locations: HashMap<ObjectId, Location> = {
+            let table = self.table.lock();
+            let mut m = HashMap::new();
+            for id in task.args.iter().flat_map(|slot| match slot {
+                Slot::Inline(_) => &[][..],
+                Slot::Ref(id) => std::slice::from_ref(id),
+                Slot::Gather { ids, .. } => &ids[..],
+            }) {
+                match table.status(*id) {
+                    Some(Status::Ready(l)) => {
+                        m.insert(*id, l.clone());
+                    }
+                    // Submission counted the argument, so it is here and ready.
+                    other => unreachable!("argument {id} of a ready task is {other:?}"),
+                }
+            }
+            m
+        };
+        let wire = |id: &ObjectId| match &locations[id] {
+            Location::Inline(b) => WireArg::Inline(b.to_vec()),
+            Location::Shared { len, .. } | Location::Spilled { len, .. } => {
                 WireArg::Shared { object_id: *id, len: *len }
-            } // Submission counted the argument, so it is here and ready.
-            other => unreachable!("argument {id} of a ready task is {other:?}"),
+            }
         };
         let mut args = Vec::with_capacity(task.args.len());
         for (i, slot) in task.args.iter().enumerate() {
@@ -600,16 +622,9 @@ impl CoreWorker {
                 Slot::Inline(b) => WireArg::Inline(b.to_vec()),
                 Slot::Ref(id) => wire(id),
                 Slot::Gather { ids, combine } => {
-                    let locs: Vec<Location> = ids
-                        .iter()
-                        .map(|id| match table.status(*id) {
-                            Some(Status::Ready(l)) => l.clone(),
-                            other => unreachable!("argument {id} of a ready task is {other:?}"),
-                        })
-                        .collect();
                     // Pins are RPCs to the raylet; its reader thread never takes our locks.
                     let held: std::result::Result<Vec<Held>, Error> =
-                        ids.iter().zip(&locs).map(|(id, l)| self.hold(*id, l)).collect();
+                        ids.iter().map(|id| self.hold(*id, &locations[id])).collect();
                     let merged = held.map_err(|e| e.to_string()).and_then(|h| {
                         let parts: Vec<&[u8]> = h.iter().map(|h| h.bytes()).collect();
                         combine(&parts)

@@ -203,6 +203,8 @@ pub struct StoreIndex {
     spilling_bytes: u64,
     /// Bytes freed without IO by the last `plan_spill` (restored objects still on disk).
     dropped_copies: u64,
+    /// Spill files whose last object is gone, for the raylet to close.
+    dead_files: Vec<FileId>,
     stats: StoreStats,
 }
 
@@ -232,6 +234,7 @@ impl StoreIndex {
             policy,
             spilling_bytes: 0,
             dropped_copies: 0,
+            dead_files: Vec::new(),
             stats: StoreStats::default(),
         }
     }
@@ -289,11 +292,14 @@ impl StoreIndex {
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
     /// `primary` copies are kept for their owner; secondary ones may be evicted.
     pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId, primary: bool) -> Result<u64, StoreError> {
-        match self.objects.get(&id).map(|e| (e.slot.state(), e.creator)) {
-            Some((SlotState::Created, creator)) if creator != client => return Err(StoreError::InProgress(id)),
-            // A retried task re-creates its return object; the old copy is unreachable.
-            Some(_) => self.delete(id).into_iter().for_each(drop),
-            None => {}
+        if self.objects.contains_key(&id) {
+            // A retried task re-creates its return object; the old copy is unreachable
+            // and is freed, unless someone still holds it (pinned, being written, spilled
+            // or restored right now): then the create is refused rather than overwrite it.
+            self.delete(id);
+            if self.objects.contains_key(&id) {
+                return Err(StoreError::InProgress(id));
+            }
         }
         let (a, offset) = self.allocate(size)?;
         if primary {
@@ -320,13 +326,14 @@ impl StoreIndex {
     /// already deleted it.
     pub fn seal(&mut self, id: ObjectId, client: ClientId) -> Result<bool, StoreError> {
         let e = self.objects.get(&id).ok_or(StoreError::NotFound(id))?;
-        if e.creator != client && e.slot.state() == SlotState::Created {
+        if e.creator != client {
             return Err(StoreError::NotCreator(id));
         }
+        if e.slot.state() != SlotState::Created {
+            return Ok(false); // already sealed: sealing is idempotent
+        }
         if e.slot.doomed() {
-            let e = self.objects.remove(&id).expect("present");
-            e.slot.free();
-            self.release_memory(&e);
+            self.free_entry(id);
             return Ok(true);
         }
         e.slot.seal();
@@ -358,58 +365,70 @@ impl StoreIndex {
         if *n == 0 {
             mine.remove(&id);
         }
-        let last_of_doomed = self.objects.get(&id).is_some_and(|e| e.slot.unpin());
+        self.unpin(id);
+    }
+
+    /// Drops one pin; frees the object if it was the last pin of a deleted one (unless a
+    /// spill job still holds its bytes: then the job's end frees it).
+    fn unpin(&mut self, id: ObjectId) {
+        let last_of_doomed = self.objects.get(&id).is_some_and(|e| e.slot.unpin() && !e.in_job);
         if last_of_doomed {
-            let e = self.objects.remove(&id).expect("present");
-            e.slot.free();
-            self.release_memory(&e);
+            self.free_entry(id);
         }
     }
 
-    /// The owner deleted `id`: frees it now, or when its last pin or its spill ends.
-    /// Returns spill files that became empty (to delete). Unknown IDs are ignored.
-    pub fn delete(&mut self, id: ObjectId) -> Vec<FileId> {
-        let Some(e) = self.objects.get(&id) else { return Vec::new() };
+    /// Removes `id` for good: its slot is marked freed, its memory released and its disk
+    /// copy dropped (closing the spill file when it was the file's last object).
+    fn free_entry(&mut self, id: ObjectId) {
+        let Some(e) = self.objects.remove(&id) else { return };
+        // On disk only, or being read back: counted in the spilled figures until now.
+        let counted_spilled = e.mem.is_none() || e.slot.state() == SlotState::Restoring;
+        e.slot.free();
+        self.release_memory(&e);
+        self.drop_disk_copy(&e, counted_spilled);
+    }
+
+    /// Spill files whose every object is gone since the last call: close them.
+    pub fn take_dead_files(&mut self) -> Vec<FileId> {
+        std::mem::take(&mut self.dead_files)
+    }
+
+    /// The owner deleted `id`: frees it now, or when its last pin, its spill, its restore
+    /// or its creation ends. Unknown IDs are ignored.
+    pub fn delete(&mut self, id: ObjectId) {
+        let Some(e) = self.objects.get(&id) else { return };
         if e.in_job {
             // The spill thread may be copying its bytes: finish_spill frees it.
             e.slot.doom();
-            return Vec::new();
+            return;
         }
-        if !e.slot.delete() {
-            return Vec::new(); // doomed: a pin holder frees it
+        if e.slot.delete() {
+            self.free_entry(id);
         }
-        let e = self.objects.remove(&id).expect("present");
-        self.release_memory(&e);
-        self.drop_disk_copy(&e)
+        // Otherwise doomed: the pin holder, restorer or creator frees it.
     }
 
-    fn drop_disk_copy(&mut self, e: &Entry) -> Vec<FileId> {
-        let Some(loc) = e.disk else { return Vec::new() };
-        if e.mem.is_none() {
-            self.stats.spilled_bytes -= e.size;
-            self.stats.spilled_objects -= 1;
+    fn drop_disk_copy(&mut self, e: &Entry, counted_spilled: bool) {
+        let Some(loc) = e.disk else { return };
+        if counted_spilled {
+            self.stats.spilled_bytes = self.stats.spilled_bytes.saturating_sub(e.size);
+            self.stats.spilled_objects = self.stats.spilled_objects.saturating_sub(1);
         }
-        let f = self.files.get_mut(&loc.file).expect("file of a spilled object");
-        f.live -= 1;
+        let Some(f) = self.files.get_mut(&loc.file) else { return };
+        f.live = f.live.saturating_sub(1);
         if f.live == 0 {
             self.files.remove(&loc.file);
-            return vec![loc.file];
+            self.dead_files.push(loc.file);
         }
-        Vec::new()
     }
 
     /// A client disconnected: its pins are released and its unsealed creations
-    /// reclaimed. Returns spill files that became empty.
-    pub fn client_gone(&mut self, client: ClientId) -> Vec<FileId> {
+    /// reclaimed (its creator will never seal them).
+    pub fn client_gone(&mut self, client: ClientId) {
         if let Some(mine) = self.pins.remove(&client) {
             for (id, n) in mine {
                 for _ in 0..n {
-                    let last_of_doomed = self.objects.get(&id).is_some_and(|e| e.slot.unpin());
-                    if last_of_doomed {
-                        let e = self.objects.remove(&id).expect("present");
-                        e.slot.free();
-                        self.release_memory(&e);
-                    }
+                    self.unpin(id);
                 }
             }
         }
@@ -419,16 +438,14 @@ impl StoreIndex {
             .filter(|(_, e)| e.creator == client && e.slot.state() == SlotState::Created)
             .map(|(id, _)| *id)
             .collect();
-        let mut dead = Vec::new();
         for id in unsealed {
-            dead.extend(self.delete(id));
-            // A doomed unsealed object is freed here too: its creator will never seal it.
-            if let Some(e) = self.objects.remove(&id) {
-                e.slot.free();
-                self.release_memory(&e);
-            }
+            self.free_entry(id);
         }
-        dead
+    }
+
+    /// Whether the store knows `id`.
+    pub fn contains(&self, id: ObjectId) -> bool {
+        self.objects.contains_key(&id)
     }
 
     /// Whether primary bytes in memory (not counting spills in flight) exceed the
@@ -524,57 +541,48 @@ impl StoreIndex {
         let mut out = SpillOutcome::default();
         for (i, item) in job.items.iter().enumerate() {
             self.spilling_bytes -= item.size;
+            // The job held the entry (create refuses to replace held entries), so this is
+            // still the object the job was planned for.
             if let Some(e) = self.objects.get_mut(&item.id) {
                 e.in_job = false;
             }
             let written = offsets.as_ref().ok().map(|o| o[i]);
-            let Some(file_offset) = written else {
-                item.slot.abort_spill();
-                // A delete during a failed spill still has to be honoured.
-                if item.slot.end_doomed_spill() {
-                    if let Some(e) = self.objects.remove(&item.id) {
-                        self.release_memory(&e);
-                    }
-                }
-                continue;
-            };
-            if item.slot.finish_spill() {
+            if let Some(file_offset) = written.filter(|_| item.slot.finish_spill()) {
                 let e = self.objects.get_mut(&item.id).expect("a spilling object stays indexed");
-                let mem = e.mem.take();
+                let (a, _) = e.mem.take().expect("a spilling object is in memory");
                 e.disk = Some(SpillLoc { file: job.file, offset: file_offset });
-                let size = e.size;
-                let primary = e.primary;
-                if let Some((a, _)) = mem {
-                    self.used -= blocks(size) * BLOCK;
-                    if primary {
-                        self.primary_in_memory -= size;
-                    }
-                    self.alloc.free(a);
+                let (size, primary) = (e.size, e.primary);
+                self.used -= blocks(size) * BLOCK;
+                if primary {
+                    self.primary_in_memory -= size;
                 }
+                self.alloc.free(a);
                 self.files.get_mut(&job.file).expect("job file").live += 1;
                 self.stats.spilled_bytes += size;
                 self.stats.spilled_objects += 1;
                 self.stats.spilled_bytes_total += size;
                 out.spilled.push((item.id, job.file, file_offset));
-            } else if item.slot.end_doomed_spill() {
-                if let Some(e) = self.objects.remove(&item.id) {
-                    self.release_memory(&e);
-                }
+                continue;
             }
-            // Otherwise a reader pinned it: it stays in memory, its file copy is unused.
-            // Deleted while the job held it (and nobody pins it now): free it.
-            let doomed_idle = self.objects.get(&item.id).is_some_and(|e| e.slot.doomed() && e.slot.pins() == 0);
-            if doomed_idle {
-                let e = self.objects.remove(&item.id).expect("present");
-                e.slot.free();
-                self.release_memory(&e);
-                out.dead_files.extend(self.drop_disk_copy(&e));
+            // Not spilled: the write failed, a reader pinned it meanwhile, or its owner
+            // deleted it. A deleted object nobody pins is freed now; otherwise it is back in
+            // memory (Sealed), and a later unpin frees it if it was deleted.
+            if !item.slot.end_doomed_spill() {
+                item.slot.abort_spill();
+            }
+            let free_now = self
+                .objects
+                .get(&item.id)
+                .is_some_and(|e| (e.slot.state() == SlotState::Freed || e.slot.doomed()) && e.slot.pins() == 0);
+            if free_now {
+                self.free_entry(item.id);
             }
         }
         if self.files.get(&job.file).is_some_and(|f| f.live == 0) {
             self.files.remove(&job.file);
-            out.dead_files.push(job.file);
+            self.dead_files.push(job.file);
         }
+        out.dead_files = self.take_dead_files();
         out
     }
 
@@ -604,6 +612,14 @@ impl StoreIndex {
     /// it is deleted, so a later spill is free) and pinned for `client`.
     pub fn finish_restore(&mut self, id: ObjectId, client: ClientId, ok: bool) -> Result<Pin, StoreError> {
         let e = self.objects.get_mut(&id).ok_or(StoreError::NotFound(id))?;
+        if e.slot.state() != SlotState::Restoring {
+            return Err(StoreError::InProgress(id));
+        }
+        if e.slot.doomed() {
+            // Deleted while it was being read back: nobody wants it any more.
+            self.free_entry(id);
+            return Err(StoreError::NotFound(id));
+        }
         if !ok {
             let mem = e.mem.take();
             let (size, primary) = (e.size, e.primary);
@@ -621,9 +637,10 @@ impl StoreIndex {
             return Err(StoreError::NotFound(id));
         }
         e.slot.finish_restore();
-        self.stats.spilled_bytes -= e.size;
-        self.stats.spilled_objects -= 1;
-        self.stats.restored_bytes_total += e.size;
+        let size = e.size;
+        self.stats.spilled_bytes = self.stats.spilled_bytes.saturating_sub(size);
+        self.stats.spilled_objects = self.stats.spilled_objects.saturating_sub(1);
+        self.stats.restored_bytes_total += size;
         self.stats.restored_objects_total += 1;
         self.pin(id, client)
     }
@@ -691,7 +708,7 @@ mod tests {
         assert!(!s.seal(oid(1), C).unwrap());
         assert_eq!(s.pin(oid(1), ClientId(2)).unwrap(), Pin::InMemory { offset: a, size: 1000 });
         assert_eq!(s.stats().pinned_objects, 1);
-        assert!(s.delete(oid(1)).is_empty());
+        s.delete(oid(1));
         assert_eq!(s.stats().objects, 2, "a pinned object outlives its delete");
         s.release(oid(1), ClientId(2));
         s.seal(oid(2), C).unwrap();
@@ -778,11 +795,10 @@ mod tests {
         // Deleting everything frees memory and every spill file.
         s.release(victim, C);
         s.release(oid(0), C);
-        let mut dead = Vec::new();
         for i in 0..6 {
-            dead.extend(s.delete(oid(i)));
+            s.delete(oid(i));
         }
-        assert_eq!(dead.len(), jobs.len());
+        assert_eq!(s.take_dead_files().len(), jobs.len());
         let st = s.stats();
         assert_eq!((st.used, st.objects, st.spill_files, st.spilled_bytes), (0, 0, 0, 0));
     }
@@ -803,7 +819,7 @@ mod tests {
         let pinned = jobs[0].items[0].id;
         let deleted = jobs[0].items[1].id;
         assert!(matches!(s.pin(pinned, C).unwrap(), Pin::InMemory { .. }));
-        assert!(s.delete(deleted).is_empty());
+        s.delete(deleted);
         let out = s.finish_spill(&jobs[0], Ok(&[0, 1000, 2000]));
         assert_eq!(out.spilled.len(), 1);
         assert!(s.lookup(pinned).is_some(), "the pinned object stayed in memory");
@@ -816,5 +832,64 @@ mod tests {
         for id in ids {
             assert!(s.lookup(id).is_some());
         }
+    }
+
+    #[test]
+    fn review_regressions_stray_seal_failed_spill_busy_recreate_restore_delete() {
+        // A seal from another client never frees someone else's object.
+        let mut s = StoreIndex::new(1 << 20);
+        s.create(oid(1), 100, C, true).unwrap();
+        s.seal(oid(1), C).unwrap();
+        s.pin(oid(1), ClientId(2)).unwrap();
+        s.delete(oid(1));
+        assert_eq!(s.seal(oid(1), ClientId(3)), Err(StoreError::NotCreator(oid(1))));
+        assert!(!s.seal(oid(1), C).unwrap(), "a second seal is a no-op");
+        assert_eq!(s.stats().objects, 1, "still pinned by client 2");
+        // Re-creating an object someone holds is refused, not overwritten.
+        assert_eq!(s.create(oid(1), 100, C, true), Err(StoreError::InProgress(oid(1))));
+        s.release(oid(1), ClientId(2));
+        assert_eq!(s.stats().objects, 0);
+
+        // A failed spill job frees objects deleted during it.
+        let mut s = StoreIndex::with_policy(
+            10_000,
+            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 9 },
+        );
+        for i in 0..2 {
+            s.create(oid(i), 1000, C, true).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        let jobs = s.plan_spill(0);
+        s.delete(oid(0));
+        s.finish_spill(&jobs[0], Err("disk full".into()));
+        assert_eq!(s.stats().objects, 1);
+        assert!(s.lookup(oid(1)).is_some());
+        s.delete(oid(1));
+        assert_eq!((s.stats().used, s.stats().objects), (0, 0));
+        assert!(s.take_dead_files().len() <= 1);
+
+        // A restored object deleted while pinned drops its disk copy at the last release,
+        // and one deleted during its restore is freed when the restore ends.
+        let mut s = StoreIndex::with_policy(
+            10_000,
+            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 9 },
+        );
+        for i in 0..2 {
+            s.create(oid(i), 1000, C, true).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        let jobs = s.plan_spill(0);
+        s.finish_spill(&jobs[0], Ok(&[0, 1000]));
+        assert_eq!(s.stats().spilled_objects, 2);
+        s.begin_restore(oid(0)).unwrap();
+        s.finish_restore(oid(0), C, true).unwrap();
+        s.delete(oid(0));
+        s.release(oid(0), C);
+        s.begin_restore(oid(1)).unwrap();
+        s.delete(oid(1));
+        assert!(s.finish_restore(oid(1), C, true).is_err());
+        let st = s.stats();
+        assert_eq!((st.used, st.objects, st.spill_files, st.spilled_objects), (0, 0, 0, 0), "{st:?}");
+        assert_eq!(s.take_dead_files().len(), 1);
     }
 }

@@ -314,13 +314,25 @@ impl Shared {
             return dropped;
         }
         let tx = self.spill_tx.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sent = false;
         for job in jobs {
-            if let Err(mpsc::SendError(job)) = tx.send(job) {
+            match tx.send(job) {
+                Ok(()) => sent = true,
                 // Shutting down: put the objects back.
-                st.store.finish_spill(&job, Err("the raylet is shutting down".into()));
+                Err(mpsc::SendError(job)) => {
+                    st.store.finish_spill(&job, Err("the raylet is shutting down".into()));
+                }
             }
         }
-        true
+        self.close_dead_files(st);
+        sent || dropped
+    }
+
+    /// Closes spill files whose last object is gone.
+    fn close_dead_files(&self, st: &mut State) {
+        for f in st.store.take_dead_files() {
+            self.spill_dirs.remove(f);
+        }
     }
 
     /// The error for a create or restore of `size` bytes that cannot get space.
@@ -349,7 +361,8 @@ impl Shared {
         loop {
             match attempt(&mut st) {
                 Err(StoreError::Full { .. }) => {
-                    if self.maybe_spill(&mut st, size) && !st.store.spilling() {
+                    let stopping = self.stopping.load(Ordering::SeqCst);
+                    if !stopping && self.maybe_spill(&mut st, size) && !st.store.spilling() {
                         continue; // memory was freed at once: try again now
                     }
                     let now = std::time::Instant::now();
@@ -493,6 +506,7 @@ impl Shared {
                 for id in object_ids {
                     st.store.release(id, client);
                 }
+                self.close_dead_files(st);
                 self.space.notify_all();
             }
             ToRaylet::SealObject { request_id, object_id } => {
@@ -504,14 +518,11 @@ impl Shared {
                 let _ = self.maybe_spill(st, 0);
             }
             ToRaylet::DeleteObjects { object_ids } => {
-                let mut dead = Vec::new();
                 for id in object_ids {
                     st.owners.remove(&id);
-                    dead.extend(st.store.delete(id));
+                    st.store.delete(id);
                 }
-                for f in dead {
-                    self.spill_dirs.remove(f);
-                }
+                self.close_dead_files(st);
                 self.space.notify_all();
             }
             ToRaylet::GetStats { request_id } => {
@@ -550,10 +561,22 @@ impl Shared {
         let mut st = self.lock();
         let st = &mut *st;
         let Some(c) = st.clients.remove(&client) else { return };
-        for f in st.store.client_gone(client) {
-            self.spill_dirs.remove(f);
-        }
+        st.store.client_gone(client);
+        // Objects owned by a core worker that is gone can never be read again (their
+        // owner's records died with it): free them, as Ray does on owner death.
+        let gone: Vec<WorkerId> = st.core_workers.iter().filter(|(_, c)| **c == client).map(|(w, _)| *w).collect();
         st.core_workers.retain(|_, c| *c != client);
+        if !gone.is_empty() {
+            let orphans: Vec<ObjectId> =
+                st.owners.iter().filter(|(_, o)| gone.contains(o)).map(|(id, _)| *id).collect();
+            for id in orphans {
+                st.owners.remove(&id);
+                st.store.delete(id);
+            }
+        }
+        let store = &st.store;
+        st.owners.retain(|id, _| store.contains(*id));
+        self.close_dead_files(st);
         self.space.notify_all();
         let mut actions = st.policy.client_gone(client);
         if let Kind::Worker(w) = c.kind {
@@ -652,6 +675,7 @@ fn spill_loop(shared: std::sync::Weak<Shared>, jobs: mpsc::Receiver<SpillJob>) {
         for f in outcome.dead_files {
             sh.spill_dirs.remove(f);
         }
+        sh.close_dead_files(&mut st);
         // Still over the threshold (objects kept arriving)? Plan the next round.
         if written.is_ok() {
             let _ = sh.maybe_spill(&mut st, 0);

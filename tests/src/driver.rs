@@ -36,6 +36,18 @@ fn main() -> anyhow::Result<()> {
     if mode == "raw-create" {
         return raw_create(&std::env::args().nth(2).unwrap_or_default());
     }
+    if mode == "daemon-put" {
+        // Connects to a running daemon, puts a large value, says so, and waits to be killed.
+        let mut cfg = ares::Config::default();
+        cfg.address = std::env::args().nth(2);
+        ares::init_with(cfg)?;
+        let _kept = ares::put(vec![1u8; 20 << 20])?;
+        println!("put");
+        std::io::stdout().flush()?;
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
     ares::init_with(ares::Config::default().num_cpus(2))?;
     let refs: Vec<_> = (0..100).map(|i| ares::remote(square).call(i)).collect();
     anyhow::ensure!(ares::get_all(&refs)?.iter().sum::<i64>() == (0..100).map(|i| i * i).sum::<i64>());

@@ -134,6 +134,34 @@ fn environment_variables_configure_the_daemon() {
 }
 
 #[test]
+fn objects_of_a_driver_that_dies_are_freed() {
+    let _serial = ares_tests::serial();
+    let sessions = scratch("owner-death");
+    let d = Daemon::start(&["--num-cpus", "1", "--session-root", sessions.to_str().unwrap()], &[]);
+    connect(&d.socket);
+    let base = ares::node_stats().unwrap();
+    let mut other = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .args(["daemon-put", &d.socket])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(other.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "put");
+    assert_eq!(ares::node_stats().unwrap().store_objects, base.store_objects + 1);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    // Its owner is gone, so nobody can ever read it: the node frees it.
+    wait_for("the dead driver's object to be freed", Duration::from_secs(30), || {
+        let s = ares::node_stats().unwrap();
+        s.store_objects == base.store_objects && s.store_used == base.store_used
+    });
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&sessions);
+}
+
+#[test]
 fn a_bad_flag_is_named_in_the_error() {
     let out = Command::new(ares_bin())
         .args(["start", "--head", "--worker-program", "/bin/true", "--object-store-memory", "12Q"])
