@@ -19,6 +19,8 @@ PY="$PEERS_VENVS/main/bin/python"
 timeout 600 "$PY" "$PEERS/ray_micro.py" --repeats 5 --out "$OUT/ray_micro.jsonl"
 timeout 600 "$PY" "$PEERS/ray_micro.py" --repeats 5 --only e --big-mb 1 --out "$OUT/ray_e_1MB.jsonl"
 timeout 600 "$PY" "$PEERS/ray_micro.py" --repeats 5 --only e --big-mb 1000 --out "$OUT/ray_e_1GB.jsonl"
+# Let Ray's daemons finish exiting (up to 60 s) so they do not load our half of the run.
+for _ in $(seq 60); do pgrep -f 'raylet|gcs_server|ray::' >/dev/null || break; sleep 1; done
 timeout 600 target/release/ares-bench micro --repeats 5 | tee "$OUT/ares_micro.jsonl"
 timeout 600 target/release/ares-bench store | tee "$OUT/ares_store.jsonl"
 echo "results in $OUT"
