@@ -26,6 +26,10 @@ use crate::slot::SlotState;
 pub struct SpillDirs {
     dirs: Vec<PathBuf>,
     open: Mutex<HashMap<FileId, Arc<File>>>,
+    /// Closing the last descriptor of a large unlinked file frees its pages, which can
+    /// take milliseconds: a closer thread does it, never the caller (who holds the
+    /// raylet's lock).
+    closer: Mutex<std::sync::mpsc::Sender<Arc<File>>>,
 }
 
 impl SpillDirs {
@@ -45,7 +49,14 @@ impl SpillDirs {
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot create spill directory {}: {e}", d.display())))?;
             dirs.push(d);
         }
-        Ok(SpillDirs { dirs, open: Mutex::new(HashMap::new()) })
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<File>>();
+        std::thread::Builder::new().name("ares-spill-closer".into()).spawn(move || {
+            // Each received file is dropped (closed) here; ends when the sender is dropped.
+            for file in rx {
+                drop(file);
+            }
+        })?;
+        Ok(SpillDirs { dirs, open: Mutex::new(HashMap::new()), closer: Mutex::new(tx) })
     }
 
     /// The per-session directories.
@@ -103,7 +114,10 @@ impl SpillDirs {
 
     /// Deletes a spill file whose objects are all gone.
     pub fn remove(&self, file: FileId) {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&file);
+        let f = self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&file);
+        if let Some(f) = f {
+            let _ = self.closer.lock().unwrap_or_else(|p| p.into_inner()).send(f);
+        }
     }
 
     /// Spill files open (written and not yet released).
