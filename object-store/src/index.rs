@@ -892,4 +892,88 @@ mod tests {
         assert_eq!((st.used, st.objects, st.spill_files, st.spilled_objects), (0, 0, 0, 0), "{st:?}");
         assert_eq!(s.take_dead_files().len(), 1);
     }
+
+    /// Random operation sequences (a deterministic xorshift drives them) against the
+    /// index, as a client, the spill thread and owners would issue them in any order.
+    /// After every step the accounting must add up; at the end, once every pin is
+    /// released, every job finished and every object deleted, nothing may remain.
+    #[test]
+    fn random_operation_sequences_keep_the_accounting_exact() {
+        for seed in 1..=300u64 {
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut rnd = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let policy = SpillPolicy { threshold: 0.5, min_spill_size: 3000, max_file_objects: 3 };
+            let mut s = StoreIndex::with_policy(64 * 1024, policy);
+            let mut jobs: Vec<SpillJob> = Vec::new();
+            let mut restoring: Vec<(ObjectId, ClientId)> = Vec::new();
+            let clients = [ClientId(1), ClientId(2), ClientId(3)];
+            for _ in 0..200 {
+                let id = oid(rnd(12) as u32);
+                let c = clients[rnd(3) as usize];
+                match rnd(11) {
+                    0 | 1 => {
+                        let _ = s.create(id, 1 + rnd(9000), c, rnd(4) != 0);
+                    }
+                    2 => {
+                        let _ = s.seal(id, c);
+                    }
+                    3 => {
+                        if let Ok(Pin::Spilled) = s.pin(id, c) {
+                            if s.begin_restore(id).is_ok() {
+                                restoring.push((id, c));
+                            }
+                        }
+                    }
+                    4 => s.release(id, c),
+                    5 => s.delete(id),
+                    6 => jobs.extend(s.plan_spill(if rnd(2) == 0 { 0 } else { 1 + rnd(9000) })),
+                    7 if !jobs.is_empty() => {
+                        let j = jobs.remove(rnd(jobs.len() as u64) as usize);
+                        if rnd(4) == 0 {
+                            s.finish_spill(&j, Err("disk full".into()));
+                        } else {
+                            let offs: Vec<u64> = (0..j.items.len() as u64).map(|i| i * 10_000).collect();
+                            s.finish_spill(&j, Ok(&offs));
+                        }
+                    }
+                    8 if !restoring.is_empty() => {
+                        let (rid, rc) = restoring.remove(rnd(restoring.len() as u64) as usize);
+                        let _ = s.finish_restore(rid, rc, rnd(5) != 0);
+                    }
+                    9 => s.client_gone(c),
+                    _ => {}
+                }
+                let st = s.stats();
+                assert!(st.used <= st.capacity, "seed {seed}: {st:?}");
+                assert!(s.primary_in_memory <= st.used, "seed {seed}");
+                let in_memory: u64 = s.objects.values().filter_map(|e| e.mem.map(|_| blocks(e.size) * BLOCK)).sum();
+                assert_eq!(in_memory, st.used, "seed {seed}: memory accounting");
+                let live: u32 = s.files.values().map(|f| f.live).sum();
+                let on_disk = s.objects.values().filter(|e| e.disk.is_some()).count() as u32;
+                assert_eq!(live, on_disk, "seed {seed}: spill file accounting");
+            }
+            // Wind down: finish everything, release every pin, delete every object.
+            for (rid, rc) in restoring.drain(..) {
+                let _ = s.finish_restore(rid, rc, true);
+            }
+            for j in jobs.drain(..) {
+                s.finish_spill(&j, Ok(&vec![0; j.items.len()]));
+            }
+            for c in clients {
+                s.client_gone(c);
+            }
+            for i in 0..12 {
+                s.delete(oid(i));
+            }
+            s.take_dead_files();
+            let st = s.stats();
+            assert_eq!((st.used, st.objects, st.spill_files, st.spilled_bytes), (0, 0, 0, 0), "seed {seed}: {st:?}");
+            assert_eq!(s.primary_in_memory, 0, "seed {seed}");
+        }
+    }
 }
