@@ -281,12 +281,18 @@ impl StoreIndex {
 
     fn release_memory(&mut self, e: &Entry) {
         if let Some((a, _)) = e.mem {
-            self.used -= blocks(e.size) * BLOCK;
-            if e.primary {
-                self.primary_in_memory -= e.size;
-            }
-            self.alloc.free(a);
+            self.free_allocation(a, e.size, e.primary);
         }
+    }
+
+    /// Gives an allocation back: its pool space and its share of the usage figures
+    /// (`counted_primary`: whether it was counted in `primary_in_memory`).
+    fn free_allocation(&mut self, a: Allocation, size: u64, counted_primary: bool) {
+        self.used -= blocks(size) * BLOCK;
+        if counted_primary {
+            self.primary_in_memory -= size;
+        }
+        self.alloc.free(a);
     }
 
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
@@ -499,9 +505,7 @@ impl StoreIndex {
                 e.slot.finish_spill();
                 let (a, _) = e.mem.take().expect("in memory");
                 let size = e.size;
-                self.used -= blocks(size) * BLOCK;
-                self.primary_in_memory -= size;
-                self.alloc.free(a);
+                self.free_allocation(a, size, true);
                 self.stats.spilled_bytes += size;
                 self.stats.spilled_objects += 1;
                 self.dropped_copies += size;
@@ -552,11 +556,7 @@ impl StoreIndex {
                 let (a, _) = e.mem.take().expect("a spilling object is in memory");
                 e.disk = Some(SpillLoc { file: job.file, offset: file_offset });
                 let (size, primary) = (e.size, e.primary);
-                self.used -= blocks(size) * BLOCK;
-                if primary {
-                    self.primary_in_memory -= size;
-                }
-                self.alloc.free(a);
+                self.free_allocation(a, size, primary);
                 self.files.get_mut(&job.file).expect("job file").live += 1;
                 self.stats.spilled_bytes += size;
                 self.stats.spilled_objects += 1;
@@ -597,8 +597,7 @@ impl StoreIndex {
         let (a, pool_offset) = self.allocate(size)?;
         let e = self.objects.get_mut(&id).expect("present");
         if !e.slot.begin_restore() {
-            self.alloc.free(a);
-            self.used -= blocks(size) * BLOCK;
+            self.free_allocation(a, size, false);
             return Err(StoreError::InProgress(id));
         }
         e.mem = Some((a, pool_offset));
@@ -628,11 +627,7 @@ impl StoreIndex {
             e.slot.begin_spill();
             e.slot.finish_spill();
             if let Some((a, _)) = mem {
-                self.used -= blocks(size) * BLOCK;
-                if primary {
-                    self.primary_in_memory -= size;
-                }
-                self.alloc.free(a);
+                self.free_allocation(a, size, primary);
             }
             return Err(StoreError::NotFound(id));
         }
