@@ -688,6 +688,21 @@ mod tests {
     }
     const C: ClientId = ClientId(1);
 
+    /// A store of `capacity` bytes holding `n` sealed primary objects of 1000 bytes each.
+    fn sealed_store(capacity: u64, policy: SpillPolicy, n: u32) -> StoreIndex {
+        let mut s = StoreIndex::with_policy(capacity, policy);
+        for i in 0..n {
+            s.create(oid(i), 1000, C, true).unwrap();
+            s.seal(oid(i), C).unwrap();
+        }
+        s
+    }
+
+    /// Spills everything at once into one file per job.
+    fn spill_all() -> SpillPolicy {
+        SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 10 }
+    }
+
     fn small_policy() -> SpillPolicy {
         SpillPolicy { threshold: 0.5, min_spill_size: 1000, max_file_objects: 2 }
     }
@@ -753,11 +768,7 @@ mod tests {
 
     #[test]
     fn spill_fuses_cold_objects_and_restore_brings_them_back() {
-        let mut s = StoreIndex::with_policy(10_000, small_policy());
-        for i in 0..6 {
-            s.create(oid(i), 1000, C, true).unwrap();
-            s.seal(oid(i), C).unwrap();
-        }
+        let mut s = sealed_store(10_000, small_policy(), 6);
         s.pin(oid(0), C).unwrap(); // hot and pinned: not a candidate
         let jobs = s.plan_spill(0);
         let ids: Vec<_> = jobs.iter().flat_map(|j| j.items.iter().map(|i| i.id)).collect();
@@ -800,14 +811,7 @@ mod tests {
 
     #[test]
     fn pin_or_delete_during_spill_and_failed_spills_keep_data_safe() {
-        let mut s = StoreIndex::with_policy(
-            10_000,
-            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 10 },
-        );
-        for i in 0..3 {
-            s.create(oid(i), 1000, C, true).unwrap();
-            s.seal(oid(i), C).unwrap();
-        }
+        let mut s = sealed_store(10_000, spill_all(), 3);
         let jobs = s.plan_spill(0);
         assert_eq!(jobs.len(), 1);
         // A reader pins object 0 and the owner deletes object 1 while the file is written.
@@ -846,14 +850,7 @@ mod tests {
         assert_eq!(s.stats().objects, 0);
 
         // A failed spill job frees objects deleted during it.
-        let mut s = StoreIndex::with_policy(
-            10_000,
-            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 9 },
-        );
-        for i in 0..2 {
-            s.create(oid(i), 1000, C, true).unwrap();
-            s.seal(oid(i), C).unwrap();
-        }
+        let mut s = sealed_store(10_000, spill_all(), 2);
         let jobs = s.plan_spill(0);
         s.delete(oid(0));
         s.finish_spill(&jobs[0], Err("disk full".into()));
@@ -865,14 +862,7 @@ mod tests {
 
         // A restored object deleted while pinned drops its disk copy at the last release,
         // and one deleted during its restore is freed when the restore ends.
-        let mut s = StoreIndex::with_policy(
-            10_000,
-            SpillPolicy { threshold: 0.0, min_spill_size: 1 << 30, max_file_objects: 9 },
-        );
-        for i in 0..2 {
-            s.create(oid(i), 1000, C, true).unwrap();
-            s.seal(oid(i), C).unwrap();
-        }
+        let mut s = sealed_store(10_000, spill_all(), 2);
         let jobs = s.plan_spill(0);
         s.finish_spill(&jobs[0], Ok(&[0, 1000]));
         assert_eq!(s.stats().spilled_objects, 2);

@@ -59,11 +59,6 @@ impl SpillDirs {
         Ok(SpillDirs { dirs, open: Mutex::new(HashMap::new()), closer: Mutex::new(tx) })
     }
 
-    /// The per-session directories.
-    pub fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
-    }
-
     /// The path of spill file `file` (round-robin over the directories).
     pub fn path(&self, file: FileId) -> PathBuf {
         self.dirs[(file.0 as usize) % self.dirs.len()].join(format!("spill-{:08}.bin", file.0))
@@ -118,11 +113,6 @@ impl SpillDirs {
         if let Some(f) = f {
             let _ = self.closer.lock().unwrap_or_else(|p| p.into_inner()).send(f);
         }
-    }
-
-    /// Spill files open (written and not yet released).
-    pub fn open_files(&self) -> usize {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Removes the per-session directories and whatever is left in them.

@@ -14,7 +14,6 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use ares_common::codec::Value;
 use ares_common::error::{FrameError, TaskError};
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{self, Outbox, Transport, UnixTransport};
@@ -683,9 +682,4 @@ fn spill_loop(shared: std::sync::Weak<Shared>, jobs: mpsc::Receiver<SpillJob>) {
         drop(st);
         sh.space.notify_all();
     }
-}
-
-/// Decodes a raylet message from raw bytes; exposed for fuzzing and tests.
-pub fn decode_request(bytes: &[u8]) -> Result<ToRaylet, ares_common::codec::CodecError> {
-    ToRaylet::decode(bytes)
 }
