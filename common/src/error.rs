@@ -121,6 +121,39 @@ pub enum TaskError {
         /// What the last failed start reported.
         message: String,
     },
+    /// The actor is dead: killed, out of scope, its owner died, its constructor failed,
+    /// or its process died with no restarts left. `reason` says which.
+    #[error("actor {actor} ({class}) is dead: {reason}")]
+    ActorDied {
+        /// The actor, rendered.
+        actor: String,
+        /// The actor's type.
+        class: String,
+        /// Why it died.
+        reason: String,
+    },
+    /// Another live actor already has this name on the node.
+    #[error("an actor named `{name}` already exists; pick another name or get it with ares::get_actor")]
+    ActorNameTaken {
+        /// The name.
+        name: String,
+    },
+    /// No live actor has this name.
+    #[error("no live actor is named `{name}`; it was never created, or it died")]
+    ActorNotFound {
+        /// The name.
+        name: String,
+    },
+    /// The named actor exists but is of another type than the one asked for.
+    #[error("actor `{name}` is a `{actual}`, not a `{requested}`")]
+    ActorTypeMismatch {
+        /// The name.
+        name: String,
+        /// Its real type.
+        actual: String,
+        /// The type the caller asked for.
+        requested: String,
+    },
     /// The runtime shut down before the task finished.
     #[error("the runtime shut down before the task finished")]
     RuntimeShutdown,

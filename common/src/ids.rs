@@ -58,6 +58,10 @@ id_type!(
     /// Identifies a node (one raylet).
     NodeId, 16
 );
+id_type!(
+    /// Identifies an actor for its whole life, across restarts.
+    ActorId, 16
+);
 
 impl TaskId {
     /// The root task of a driver or worker process, from caller-supplied randomness.
@@ -80,6 +84,13 @@ impl WorkerId {
     /// A worker ID from caller-supplied randomness.
     pub fn from_uuid(u: uuid::Uuid) -> Self {
         WorkerId(*u.as_bytes())
+    }
+}
+
+impl ActorId {
+    /// An actor ID from caller-supplied randomness.
+    pub fn from_uuid(u: uuid::Uuid) -> Self {
+        ActorId(*u.as_bytes())
     }
 }
 

@@ -20,5 +20,5 @@ pub mod wire;
 
 pub use config::{Config, ConfigError};
 pub use error::{FrameError, TaskError};
-pub use ids::{LeaseId, NodeId, ObjectId, TaskId, WorkerId};
+pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;

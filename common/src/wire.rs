@@ -5,7 +5,7 @@
 //! - an owner and a worker it leased: task pushes and their replies.
 
 use crate::error::TaskError;
-use crate::ids::{LeaseId, NodeId, ObjectId, TaskId, WorkerId};
+use crate::ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 use crate::resources::ResourceSet;
 
 /// A client's request to its raylet.
@@ -33,6 +33,9 @@ pub enum ToRaylet {
         request_id: u64,
         /// Resources the leased worker holds while leased.
         shape: ResourceSet,
+        /// The worker will host an actor: it leaves the task pool for good, so the pool
+        /// may start a replacement beyond `max_workers`.
+        dedicated: bool,
     },
     /// Withdraws lease requests that are no longer needed.
     CancelLeaseRequests {
@@ -87,6 +90,95 @@ pub enum ToRaylet {
         /// Correlates the answer.
         request_id: u64,
     },
+    /// Enters a new actor, owned by the sender, in the node's directory (answered with
+    /// `ActorReply`). The sender holds it until `ReleaseActorHold`.
+    RegisterActor {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The actor.
+        actor_id: ActorId,
+        /// Its Rust type.
+        class: String,
+        /// A name other drivers can find it by.
+        name: Option<String>,
+        /// Whether it outlives its owner and its handles.
+        detached: bool,
+        /// How often it may be restarted after its process dies (`u32::MAX`: always).
+        max_restarts: u32,
+    },
+    /// The owner created the actor on a leased worker; callers may connect to it.
+    ActorStarted {
+        /// The actor.
+        actor_id: ActorId,
+        /// The dedicated lease it runs under.
+        lease_id: LeaseId,
+        /// The worker hosting it.
+        worker_id: WorkerId,
+        /// Where callers push its method calls.
+        addr: String,
+    },
+    /// The actor's constructor failed; the actor is dead.
+    ActorCreateFailed {
+        /// The actor.
+        actor_id: ActorId,
+        /// The constructor's error.
+        error: TaskError,
+    },
+    /// The owner lost the actor's process and asks whether to restart it (answered with
+    /// `ActorReply`: no error means restart).
+    ActorWorkerLost {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The actor.
+        actor_id: ActorId,
+    },
+    /// The sender now holds handles to the actor (answered with `ActorReply`).
+    AddActorHold {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The actor.
+        actor_id: ActorId,
+    },
+    /// The sender dropped its last handle to the actor.
+    ReleaseActorHold {
+        /// The actor.
+        actor_id: ActorId,
+    },
+    /// Kills the actor for good (answered with `ActorReply`).
+    KillActor {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The actor.
+        actor_id: ActorId,
+    },
+    /// Finds a live actor by ID or name; answered with `ActorFound` once it is running,
+    /// or `ActorReply` with the error if it is dead or unknown.
+    LookupActor {
+        /// Correlates the answer.
+        request_id: u64,
+        /// Which actor.
+        by: ActorKey,
+    },
+}
+
+/// How an actor is looked up.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ActorKey {
+    /// By ID.
+    Id(ActorId),
+    /// By the name it was registered under.
+    Name(String),
+}
+
+/// A running actor, as the directory knows it.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ActorInfo {
+    /// The actor.
+    pub actor_id: ActorId,
+    /// Its Rust type.
+    pub class: String,
+    /// Where to push its method calls.
+    pub addr: String,
 }
 
 /// A raylet's message to a client.
@@ -161,6 +253,20 @@ pub enum FromRaylet {
         /// Why the seal was rejected, if it was.
         error: Option<String>,
     },
+    /// Answer to an actor request: `None` is success.
+    ActorReply {
+        /// The request answered.
+        request_id: u64,
+        /// Why it failed.
+        error: Option<TaskError>,
+    },
+    /// Answer to `LookupActor`.
+    ActorFound {
+        /// The request answered.
+        request_id: u64,
+        /// The actor.
+        info: ActorInfo,
+    },
     /// Node statistics.
     Stats {
         /// The request answered.
@@ -227,6 +333,8 @@ pub struct WorkerInfo {
     pub pid: u32,
     /// Whether an owner holds a lease on it.
     pub leased: bool,
+    /// The actor it hosts, if any.
+    pub actor: Option<ActorId>,
 }
 
 /// An owner's message to a leased worker.
@@ -249,6 +357,27 @@ pub struct TaskSpec {
     pub args: Vec<WireArg>,
     /// Attempt number, from 0.
     pub attempt: u32,
+    /// A plain task, an actor's construction, or a method call on it.
+    pub kind: TaskKind,
+}
+
+/// What a task spec asks the worker to do.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum TaskKind {
+    /// Run a remote function.
+    Normal,
+    /// Construct the actor this worker is dedicated to; `function` is the constructor.
+    ActorCreate {
+        /// The actor.
+        actor_id: ActorId,
+        /// How many of its calls may run at once.
+        max_concurrency: u32,
+    },
+    /// Call a method of the hosted actor; `function` is the method.
+    ActorCall {
+        /// The actor.
+        actor_id: ActorId,
+    },
 }
 
 /// A resolved argument.

@@ -20,6 +20,7 @@
 //! before `main` or a test harness runs. See `docs/architecture.md` for the whole picture.
 #![warn(missing_docs)]
 
+mod actor;
 mod core_worker;
 mod error;
 mod object_ref;
@@ -31,10 +32,12 @@ mod worker;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+pub use actor::{ActorBuilder, ActorCtor, ActorHandle, ActorMethod, ByMut, ByRef, IntoArgs, actor, get_actor, kill};
+pub use ares_common::ActorId;
 pub use ares_common::Config;
 pub use ares_common::codec::Value;
 pub use ares_common::wire::{NodeStats, WorkerInfo};
-pub use ares_macros::remote;
+pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError};
 pub use object_ref::{ObjectRef, View};
 pub use remote::{IntoArg, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
@@ -44,7 +47,10 @@ use core_worker::{CoreConfig, CoreWorker};
 /// What `#[ares::remote]` expands to. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::registry::{Invoker, REMOTE_FUNCTIONS, RemoteFunction, TaskContext};
+    pub use crate::registry::{
+        ACTOR_CONSTRUCTORS, ACTOR_METHODS, ActorConstructor, ActorInstance, ActorMethodEntry, Invoker, Probe,
+        REMOTE_FUNCTIONS, RemoteFunction, TaskContext, WrapSend, WrapSync, with_mut, with_ref,
+    };
     pub use ares_common::wire::Outcome;
     pub use linkme;
 }

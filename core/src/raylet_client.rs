@@ -35,7 +35,9 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::Sealed { request_id, .. }
         | FromRaylet::Pinned { request_id, .. }
         | FromRaylet::PinFailed { request_id, .. }
-        | FromRaylet::Stats { request_id, .. } => Some(*request_id),
+        | FromRaylet::Stats { request_id, .. }
+        | FromRaylet::ActorReply { request_id, .. }
+        | FromRaylet::ActorFound { request_id, .. } => Some(*request_id),
     }
 }
 

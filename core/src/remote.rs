@@ -7,7 +7,8 @@ use std::sync::Arc;
 use ares_common::ResourceSet;
 use ares_common::codec::{Bytes, Value};
 
-use crate::core_worker::{ArgSpec, Submit};
+use crate::actor::{HandleInner, capture_handles};
+use crate::core_worker::{ArgSpec, Submit, Target};
 use crate::object_ref::{ObjectRef, RefInner};
 
 /// Per-call options: resources held while the task runs and its retry budget.
@@ -64,6 +65,44 @@ pub trait RemoteFunc<Args>: Copy + 'static {
 pub struct PreparedArg {
     spec: Result<ArgSpec, String>,
     holds: Vec<Arc<RefInner>>,
+    handles: Vec<Arc<HandleInner>>,
+}
+
+/// What a submission keeps alive until the core worker has counted it: the futures
+/// passed as arguments and the actor handles encoded inside argument values.
+#[derive(Default)]
+pub(crate) struct Keep {
+    refs: Vec<Arc<RefInner>>,
+    handles: Vec<Arc<HandleInner>>,
+}
+
+impl Keep {
+    /// The actors whose handles the arguments carry (the task holds them until done).
+    pub(crate) fn actor_ids(&self) -> Vec<ares_common::ActorId> {
+        let mut ids: Vec<_> = self.handles.iter().map(|h| h.id).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+/// Splits prepared arguments into specs, what to keep alive, and the first encoding error
+/// (as `(argument index, reason)`).
+pub(crate) fn prepare(args: Vec<PreparedArg>) -> (Vec<ArgSpec>, Keep, Option<(usize, String)>) {
+    let mut specs = Vec::with_capacity(args.len());
+    let mut keep = Keep::default();
+    let mut error = None;
+    for (i, a) in args.into_iter().enumerate() {
+        keep.refs.extend(a.holds);
+        keep.handles.extend(a.handles);
+        match a.spec {
+            Ok(s) => specs.push(s),
+            Err(reason) => {
+                error.get_or_insert((i, reason));
+            }
+        }
+    }
+    (specs, keep, error)
 }
 
 /// Something that can be passed where a task expects an `A`: an `A` itself, an
@@ -75,19 +114,20 @@ pub trait IntoArg<A> {
 
 impl<A: Value> IntoArg<A> for A {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: self.encode().map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new() }
+        let (encoded, handles) = capture_handles(|| self.encode());
+        PreparedArg { spec: encoded.map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new(), handles }
     }
 }
 
 impl<A> IntoArg<A> for ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner] }
+        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner], handles: Vec::new() }
     }
 }
 
 impl<A> IntoArg<A> for &ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner.clone()] }
+        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner.clone()], handles: Vec::new() }
     }
 }
 
@@ -108,6 +148,7 @@ where
         PreparedArg {
             spec: Ok(ArgSpec::Gather { ids, combine: gather::<T> }),
             holds: self.into_iter().map(|r| r.inner).collect(),
+            handles: Vec::new(),
         }
     }
 }
@@ -140,19 +181,15 @@ where
     fn submit(&self, args: Vec<PreparedArg>) -> ObjectRef<F::Output> {
         let cw = crate::current().unwrap_or_else(|e| panic!("ares::remote(..).call(..): {e}"));
         let function = std::any::type_name::<F>();
-        let mut specs = Vec::with_capacity(args.len());
-        let mut encode_error = None;
-        let mut holds = Vec::new();
-        for (i, a) in args.into_iter().enumerate() {
-            holds.extend(a.holds);
-            match a.spec {
-                Ok(s) => specs.push(s),
-                Err(reason) => {
-                    encode_error.get_or_insert((i, reason));
-                }
-            }
-        }
-        let submit = Submit { function, shape: self.opts.shape(), max_retries: self.opts.max_retries };
+        let (specs, keep, encode_error) = prepare(args);
+        let submit = Submit {
+            function,
+            shape: self.opts.shape(),
+            max_retries: self.opts.max_retries,
+            target: Target::Pool,
+            kind: ares_common::wire::TaskKind::Normal,
+            keeps: keep.actor_ids(),
+        };
         let id = match encode_error {
             None => cw.submit(submit, specs),
             Some((i, reason)) => cw.submit_failed(crate::TaskError::Decode {
@@ -161,7 +198,7 @@ where
                 reason,
             }),
         };
-        drop(holds);
+        drop(keep);
         ObjectRef::new(id, cw)
     }
 }

@@ -5,22 +5,67 @@
 //! A worker registers with its raylet, listens on a socket in the session directory for
 //! owners that lease it, runs their tasks one at a time in arrival order, and exits when
 //! its raylet connection closes (and, through `PR_SET_PDEATHSIG`, when its raylet dies).
+//!
+//! A worker leased for an actor constructs it once and keeps it for the rest of its life
+//! (the process is dedicated to it). Each caller's connection is served by its own
+//! thread, in order; with `max_concurrency > 1` calls go to a pool of that many threads.
 
 use std::io::{BufWriter, Write};
 use std::os::unix::net::UnixStream;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{Transport, UnixTransport};
-use ares_common::wire::{FromWorker, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
-use ares_common::{ObjectId, WorkerId};
+use ares_common::wire::{FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::{ActorId, ObjectId, WorkerId};
 
 use crate::core_worker::{CoreConfig, CoreWorker};
 use crate::error::TaskError;
-use crate::registry::{self, TaskContext};
+use crate::registry::{self, ActorInstance, TaskContext};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The actor this worker is dedicated to, once constructed.
+struct Hosted {
+    actor_id: ActorId,
+    instance: ActorInstance,
+    /// Threads running calls when `max_concurrency > 1`.
+    pool: Option<Mutex<mpsc::Sender<Job>>>,
+}
+
+static HOSTED: OnceLock<Hosted> = OnceLock::new();
+
+/// Starts `n` threads that run jobs from one queue.
+fn start_pool(n: u32) -> Option<Mutex<mpsc::Sender<Job>>> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let rx = Arc::new(Mutex::new(rx));
+    for _ in 0..n {
+        let rx = rx.clone();
+        let spawned = std::thread::Builder::new().name("ares-actor-call".into()).spawn(move || {
+            loop {
+                let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                match job {
+                    Ok(job) => job(),
+                    Err(_) => return,
+                }
+            }
+        });
+        if spawned.is_err() {
+            return None;
+        }
+    }
+    Some(Mutex::new(tx))
+}
+
+type Writer = Arc<Mutex<BufWriter<UnixStream>>>;
+
+fn reply(writer: &Writer, task_id: ares_common::TaskId, outcome: Outcome, flush: bool) -> bool {
+    let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
+    frame::write_msg(&mut *w, &FromWorker::Done { task_id, outcome }).is_ok() && (!flush || w.flush().is_ok())
+}
 
 /// How long a reader polls for the next message before it blocks.
 pub(crate) const SPIN_BEFORE_BLOCKING: std::time::Duration = std::time::Duration::from_micros(100);
@@ -111,7 +156,7 @@ fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
     let Ok(w) = UnixTransport.try_clone(&stream) else {
         return;
     };
-    let mut writer = BufWriter::with_capacity(256 << 10, w);
+    let writer: Writer = Arc::new(Mutex::new(BufWriter::with_capacity(256 << 10, w)));
     let mut reader = FrameReader::new(stream, max_frame);
     loop {
         // An owner that waits on each result sends its next task within microseconds;
@@ -126,21 +171,72 @@ fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
             }
         };
         let task_id = spec.task_id;
-        let outcome = execute(&cw, spec);
-        if frame::write_msg(&mut writer, &FromWorker::Done { task_id, outcome }).is_err() {
-            break;
+        let pool = HOSTED.get().and_then(|h| h.pool.as_ref());
+        if let (TaskKind::ActorCall { .. }, Some(pool)) = (&spec.kind, pool) {
+            let (cw, writer) = (cw.clone(), writer.clone());
+            let job: Job = Box::new(move || {
+                let outcome = execute(&cw, spec);
+                let _ = reply(&writer, task_id, outcome, true);
+            });
+            if pool.lock().unwrap_or_else(|p| p.into_inner()).send(job).is_err() {
+                break;
+            }
+            continue;
         }
-        if !reader.has_buffered() && writer.flush().is_err() {
+        let outcome = execute(&cw, spec);
+        if !reply(&writer, task_id, outcome, !reader.has_buffered()) {
             break;
         }
     }
-    let _ = writer.flush();
+    let _ = writer.lock().unwrap_or_else(|p| p.into_inner()).flush();
 }
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
-    let Some(invoke) = registry::lookup(&spec.function) else {
-        return Outcome::Failed(TaskError::FunctionNotFound { name: spec.function });
-    };
+    let not_found = |name: &str| Outcome::Failed(TaskError::FunctionNotFound { name: name.to_string() });
+    match spec.kind {
+        TaskKind::Normal => {
+            let Some(invoke) = registry::lookup(&spec.function) else {
+                return not_found(&spec.function);
+            };
+            with_args(cw, &spec, invoke)
+        }
+        TaskKind::ActorCreate { actor_id, max_concurrency } => {
+            let Some(construct) = registry::lookup_constructor(&spec.function) else {
+                return not_found(&spec.function);
+            };
+            if HOSTED.get().is_some() {
+                return actor_died(actor_id, "its worker already hosts another actor");
+            }
+            with_args(cw, &spec, |ctx, args| match construct(ctx, args) {
+                Ok(instance) => {
+                    let pool =
+                        if max_concurrency > 1 && instance.parallel() { start_pool(max_concurrency) } else { None };
+                    if HOSTED.set(Hosted { actor_id, instance, pool }).is_err() {
+                        return actor_died(actor_id, "its worker already hosts another actor");
+                    }
+                    ctx.finish(Ok(()))
+                }
+                Err(outcome) => outcome,
+            })
+        }
+        TaskKind::ActorCall { actor_id } => {
+            let Some(hosted) = HOSTED.get().filter(|h| h.actor_id == actor_id) else {
+                return actor_died(actor_id, "the worker it was sent to does not host it");
+            };
+            let Some(invoke) = registry::lookup_method(&spec.function) else {
+                return not_found(&spec.function);
+            };
+            with_args(cw, &spec, |ctx, args| invoke(ctx, &hosted.instance, args))
+        }
+    }
+}
+
+fn actor_died(actor_id: ActorId, reason: &str) -> Outcome {
+    Outcome::Failed(TaskError::ActorDied { actor: actor_id.to_string(), class: "?".into(), reason: reason.into() })
+}
+
+/// Pins the task's shared arguments, runs `invoke` on its arguments' bytes, unpins.
+fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<'_>, &[&[u8]]) -> Outcome) -> Outcome {
     // Shared arguments are pinned for the task's duration (restored first if spilled).
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
@@ -165,14 +261,19 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
             }
         }
     }
-    let outcome = invoke_with_args(cw, &spec, invoke, &located);
+    let outcome = invoke_with_args(cw, spec, invoke, &located);
     cw.release(pins);
     outcome
 }
 
 /// Decodes nothing itself: hands the invoker aligned copies of inline arguments and
 /// in-place slices of pinned shared ones.
-fn invoke_with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: registry::Invoker, located: &[(u64, u64)]) -> Outcome {
+fn invoke_with_args(
+    cw: &CoreWorker,
+    spec: &TaskSpec,
+    invoke: impl FnOnce(&TaskContext<'_>, &[&[u8]]) -> Outcome,
+    located: &[(u64, u64)],
+) -> Outcome {
     let owned: Vec<Bytes> = spec
         .args
         .iter()

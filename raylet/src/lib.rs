@@ -1,7 +1,8 @@
 //! The node daemon (raylet): it grants worker leases, runs the worker pool and serves the
 //! node's shared-memory object store.
 //!
-//! The scheduling decisions live in the pure [`policy`] module; [`server`] is the thin IO
+//! The scheduling decisions live in the pure [`policy`] module and the actor directory's
+//! in the pure [`actors`] module; [`server`] is the thin IO
 //! driver around it and the [`ares_object_store::StoreIndex`]. In the embedded default the
 //! raylet runs on threads inside the driver process; it speaks to every client, the driver
 //! included, over the same Unix socket protocol, so running it as a separate process later
@@ -10,6 +11,7 @@
 //! **Must not:** put policy inside IO code, or know what tasks compute.
 #![warn(missing_docs)]
 
+pub mod actors;
 pub mod policy;
 pub mod server;
 mod spawner;

@@ -51,6 +51,9 @@ pub enum Action {
     ReapWorker(WorkerId),
 }
 
+/// The holder of detached actors' leases: the node itself, which never disconnects.
+pub const NODE_CLIENT: ClientId = ClientId(u64::MAX);
+
 /// Consecutive failed worker starts after which queued requests are failed.
 pub const MAX_START_FAILURES: u32 = 5;
 #[derive(Debug)]
@@ -58,6 +61,7 @@ struct Request {
     client: ClientId,
     request_id: u64,
     shape: ResourceSet,
+    dedicated: bool,
 }
 
 #[derive(Debug)]
@@ -75,6 +79,8 @@ pub struct LeasePolicy {
     queue: VecDeque<Request>,
     leases: HashMap<LeaseId, Lease>,
     idle: VecDeque<WorkerId>,
+    /// Workers that left the pool to host an actor; `live` does not count them.
+    dedicated: hashbrown::HashSet<WorkerId>,
     live: usize,
     starting: usize,
     max_workers: usize,
@@ -91,6 +97,7 @@ impl LeasePolicy {
             queue: VecDeque::new(),
             leases: HashMap::new(),
             idle: VecDeque::new(),
+            dedicated: hashbrown::HashSet::new(),
             live: 0,
             starting: 0,
             max_workers: max_workers.max(1),
@@ -122,8 +129,9 @@ impl LeasePolicy {
         (0..n).map(|_| Action::StartWorker).collect()
     }
 
-    /// A client asks for a lease of `shape`.
-    pub fn request(&mut self, client: ClientId, request_id: u64, shape: ResourceSet) -> Vec<Action> {
+    /// A client asks for a lease of `shape`; a `dedicated` lease's worker hosts an actor
+    /// and leaves the pool for good (a replacement may be started beyond `max_workers`).
+    pub fn request(&mut self, client: ClientId, request_id: u64, shape: ResourceSet, dedicated: bool) -> Vec<Action> {
         if !shape.is_subset_of(&self.total) {
             let error = TaskError::Infeasible {
                 requested: shape.to_string(),
@@ -132,7 +140,7 @@ impl LeasePolicy {
             };
             return vec![Action::Infeasible { client, request_id, error }];
         }
-        self.queue.push_back(Request { client, request_id, shape });
+        self.queue.push_back(Request { client, request_id, shape, dedicated });
         self.schedule()
     }
 
@@ -150,13 +158,21 @@ impl LeasePolicy {
         let lease = self.leases.remove(&lease_id).expect("checked");
         self.available.add(&lease.shape);
         let mut out = Vec::new();
-        if worker_broken {
+        if worker_broken || self.dedicated.contains(&lease.worker) {
             out.push(Action::ReapWorker(lease.worker));
         } else {
             self.idle.push_back(lease.worker);
         }
         out.extend(self.schedule());
         out
+    }
+
+    /// Hands a detached actor's lease from its owner to the node, so the owner's
+    /// disconnection does not reap the worker.
+    pub fn detach(&mut self, client: ClientId, lease_id: LeaseId) {
+        if let Some(l) = self.leases.get_mut(&lease_id).filter(|l| l.client == client) {
+            l.client = NODE_CLIENT;
+        }
     }
 
     /// A worker process we started is ready for leases.
@@ -187,7 +203,9 @@ impl LeasePolicy {
 
     /// A worker process died; its lease (if any) is released.
     pub fn worker_died(&mut self, worker: WorkerId) -> Vec<Action> {
-        self.live = self.live.saturating_sub(1);
+        if !self.dedicated.remove(&worker) {
+            self.live = self.live.saturating_sub(1);
+        }
         self.idle.retain(|w| *w != worker);
         let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.worker == worker).map(|(id, _)| *id).collect();
         for id in held {
@@ -214,7 +232,8 @@ impl LeasePolicy {
 
     fn schedule(&mut self) -> Vec<Action> {
         let mut out = Vec::new();
-        let mut wanting_worker = 0;
+        let mut wanting_worker: usize = 0;
+        let mut wanting_dedicated = 0;
         let mut i = 0;
         while i < self.queue.len() {
             if !self.queue[i].shape.is_subset_of(&self.available) {
@@ -223,17 +242,24 @@ impl LeasePolicy {
             }
             let Some(worker) = self.idle.pop_front() else {
                 wanting_worker += 1;
+                wanting_dedicated += usize::from(self.queue[i].dedicated);
                 i += 1;
                 continue;
             };
             let req = self.queue.remove(i).expect("in range");
+            if req.dedicated {
+                self.dedicated.insert(worker);
+                self.live = self.live.saturating_sub(1);
+            }
             self.available.sub(&req.shape);
             let lease_id = LeaseId(self.next_lease);
             self.next_lease += 1;
             self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape });
             out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
         }
-        while wanting_worker > self.starting && self.live + self.starting < self.max_workers {
+        // Actors get workers beyond the pool's size: they would otherwise starve tasks.
+        let room = self.max_workers.saturating_sub(self.live + self.starting) + wanting_dedicated;
+        for _ in 0..wanting_worker.saturating_sub(self.starting).min(room) {
             self.starting += 1;
             out.push(Action::StartWorker);
         }
@@ -258,9 +284,9 @@ mod tests {
     #[test]
     fn grants_up_to_resources_and_starts_workers_lazily() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        assert_eq!(p.request(C, 1, cpu(1.0)), vec![Action::StartWorker]);
-        assert_eq!(p.request(C, 2, cpu(1.0)), vec![Action::StartWorker]);
-        assert!(p.request(C, 3, cpu(1.0)).is_empty(), "no third worker beyond max_workers");
+        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, 2, cpu(1.0), false), vec![Action::StartWorker]);
+        assert!(p.request(C, 3, cpu(1.0), false).is_empty(), "no third worker beyond max_workers");
         let a = p.worker_registered(w(1));
         assert!(matches!(a[..], [Action::Grant { request_id: 1, worker, .. }] if worker == w(1)));
         let a = p.worker_registered(w(2));
@@ -276,18 +302,18 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         assert_eq!(p.prestart(), vec![Action::StartWorker, Action::StartWorker]);
         assert!(p.prestart().is_empty());
-        assert!(p.request(C, 1, cpu(1.0)).is_empty(), "a starting worker will serve it");
+        assert!(p.request(C, 1, cpu(1.0), false).is_empty(), "a starting worker will serve it");
         assert_eq!(p.worker_registered(w(1)).len(), 1);
     }
 
     #[test]
     fn infeasible_is_answered_at_once_and_names_what_is_missing() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        let a = p.request(C, 7, cpu(1.0).with("GPU", 1.0));
+        let a = p.request(C, 7, cpu(1.0).with("GPU", 1.0), false);
         let [Action::Infeasible { request_id: 7, error, .. }] = &a[..] else { panic!("{a:?}") };
         let msg = error.to_string();
         assert!(msg.contains("GPU: 1") && msg.contains("CPU: 2"), "{msg}");
-        assert!(matches!(p.request(C, 8, cpu(3.0))[..], [Action::Infeasible { .. }]));
+        assert!(matches!(p.request(C, 8, cpu(3.0), false)[..], [Action::Infeasible { .. }]));
     }
 
     #[test]
@@ -295,14 +321,14 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         p.worker_registered(w(1));
         p.worker_registered(w(2));
-        p.request(C, 1, cpu(1.0));
-        p.request(ClientId(2), 2, cpu(1.0));
+        p.request(C, 1, cpu(1.0), false);
+        p.request(ClientId(2), 2, cpu(1.0), false);
         assert!(p.is_leased(w(1)));
         let a = p.worker_died(w(1));
         assert!(a.is_empty());
         assert_eq!(p.available().get_units("CPU"), 10_000);
         // A new request needs a replacement worker.
-        assert_eq!(p.request(C, 3, cpu(1.0)), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, 3, cpu(1.0), false), vec![Action::StartWorker]);
         assert_eq!(p.client_gone(ClientId(2)), vec![Action::ReapWorker(w(2))]);
         p.client_gone(C);
         assert_eq!(p.available(), &cpu(2.0));
@@ -311,7 +337,7 @@ mod tests {
     #[test]
     fn failed_starts_are_retried_then_fail_the_queue() {
         let mut p = LeasePolicy::new(cpu(2.0), 1);
-        assert_eq!(p.request(C, 1, cpu(1.0)), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
         for _ in 1..MAX_START_FAILURES {
             assert_eq!(p.worker_start_failed("exec failed"), vec![Action::StartWorker]);
         }
@@ -321,14 +347,31 @@ mod tests {
     }
 
     #[test]
+    fn dedicated_workers_leave_the_pool_and_detached_leases_survive_their_client() {
+        let mut p = LeasePolicy::new(cpu(1.0), 1);
+        p.worker_registered(w(1));
+        let a = p.request(C, 1, cpu(0.0), true);
+        let [Action::Grant { lease_id, .. }] = a[..] else { panic!("{a:?}") };
+        // The pool is below its size again, so a task gets a fresh worker.
+        assert_eq!(p.request(C, 2, cpu(1.0), false), vec![Action::StartWorker]);
+        // A second actor may exceed max_workers.
+        assert_eq!(p.request(C, 3, cpu(0.0), true), vec![Action::StartWorker]);
+        p.detach(C, lease_id);
+        let gone = p.client_gone(C);
+        assert!(!gone.contains(&Action::ReapWorker(w(1))), "{gone:?}");
+        assert!(p.worker_died(w(1)).is_empty());
+        assert_eq!(p.live, 0);
+    }
+
+    #[test]
     fn big_request_does_not_block_small_ones() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         p.worker_registered(w(1));
         p.worker_registered(w(2));
-        let a = p.request(C, 1, cpu(1.0));
+        let a = p.request(C, 1, cpu(1.0), false);
         assert_eq!(a.len(), 1);
-        assert!(p.request(C, 2, cpu(2.0)).is_empty());
-        assert_eq!(p.request(C, 3, cpu(1.0)).len(), 1);
+        assert!(p.request(C, 2, cpu(2.0), false).is_empty());
+        assert_eq!(p.request(C, 3, cpu(1.0), false).len(), 1);
         p.cancel(C, &[2]);
         assert!(p.queue.is_empty());
     }

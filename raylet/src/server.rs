@@ -22,6 +22,7 @@ use ares_common::{Config, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError, StoreIndex};
 use hashbrown::HashMap;
 
+use crate::actors::{ActorAction, ActorDirectory, NewActor};
 use crate::policy::{Action, LeasePolicy};
 use crate::spawner::{self, SpawnCmd, SpawnEvents, SpawnSpec};
 
@@ -77,6 +78,7 @@ struct WorkerRec {
 
 struct State {
     policy: LeasePolicy,
+    actors: ActorDirectory,
     store: StoreIndex,
     /// The owner (core worker) of every object in the store, told when it is spilled.
     owners: HashMap<ObjectId, WorkerId>,
@@ -139,6 +141,7 @@ impl Raylet {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 policy: LeasePolicy::new(total, max_workers),
+                actors: ActorDirectory::new(),
                 store: StoreIndex::with_policy(pool_size, spill_policy),
                 owners: HashMap::new(),
                 core_workers: HashMap::new(),
@@ -292,6 +295,23 @@ impl Shared {
                 Action::ReapWorker(w) => {
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
                 }
+            }
+        }
+    }
+
+    fn apply_actors(&self, st: &mut State, actions: Vec<ActorAction>) {
+        for a in actions {
+            match a {
+                ActorAction::Reply { client, request_id, error } => {
+                    self.send(st, client, &FromRaylet::ActorReply { request_id, error });
+                }
+                ActorAction::Found { client, request_id, info } => {
+                    self.send(st, client, &FromRaylet::ActorFound { request_id, info });
+                }
+                ActorAction::KillWorker(w) => {
+                    let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
+                }
+                ActorAction::DetachLease { client, lease_id } => st.policy.detach(client, lease_id),
             }
         }
     }
@@ -488,9 +508,42 @@ impl Shared {
                 let actions = st.policy.worker_registered(worker_id);
                 self.apply(st, actions);
             }
-            ToRaylet::RequestLease { request_id, shape } => {
-                let actions = st.policy.request(client, request_id, shape);
+            ToRaylet::RequestLease { request_id, shape, dedicated } => {
+                let actions = st.policy.request(client, request_id, shape, dedicated);
                 self.apply(st, actions);
+            }
+            ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts } => {
+                let a = NewActor { actor_id, class, name, detached, max_restarts };
+                let actions = st.actors.register(client, request_id, a);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
+                let actions = st.actors.started(client, actor_id, lease_id, worker_id, addr);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::ActorCreateFailed { actor_id, error } => {
+                let actions = st.actors.create_failed(client, actor_id, &error);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::ActorWorkerLost { request_id, actor_id } => {
+                let actions = st.actors.worker_lost(client, request_id, actor_id);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::AddActorHold { request_id, actor_id } => {
+                let actions = st.actors.add_hold(client, request_id, actor_id);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::ReleaseActorHold { actor_id } => {
+                let actions = st.actors.release_hold(client, actor_id);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::KillActor { request_id, actor_id } => {
+                let actions = st.actors.kill_request(client, request_id, actor_id);
+                self.apply_actors(st, actions);
+            }
+            ToRaylet::LookupActor { request_id, by } => {
+                let actions = st.actors.lookup(client, request_id, &by);
+                self.apply_actors(st, actions);
             }
             ToRaylet::CancelLeaseRequests { request_ids } => st.policy.cancel(client, &request_ids),
             ToRaylet::ReturnLease { lease_id, worker_broken } => {
@@ -529,7 +582,12 @@ impl Shared {
                 let mut workers: Vec<WorkerInfo> = st
                     .workers
                     .iter()
-                    .map(|(id, w)| WorkerInfo { worker_id: *id, pid: w.pid, leased: st.policy.is_leased(*id) })
+                    .map(|(id, w)| WorkerInfo {
+                        worker_id: *id,
+                        pid: w.pid,
+                        leased: st.policy.is_leased(*id),
+                        actor: st.actors.hosted_by(*id),
+                    })
                     .collect();
                 workers.sort_by_key(|w| w.pid);
                 let stats = NodeStats {
@@ -578,13 +636,16 @@ impl Shared {
         self.close_dead_files(st);
         self.space.notify_all();
         let mut actions = st.policy.client_gone(client);
+        let mut actor_actions = st.actors.client_gone(client);
         if let Kind::Worker(w) = c.kind {
             st.workers.remove(&w);
+            actor_actions.extend(st.actors.worker_died(w));
             actions.extend(st.policy.worker_died(w));
             actions.push(Action::ReapWorker(w));
         }
         if !self.stopping.load(Ordering::SeqCst) {
             self.apply(st, actions);
+            self.apply_actors(st, actor_actions);
         }
     }
 }

@@ -31,6 +31,41 @@ fn raw_create(socket: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Actor modes, against the raylet at `ARES_ADDRESS`:
+/// - `actor-get <name> <by>`: finds the named counter, adds `by`, prints the new value;
+/// - `actor-owner <name|-> <detached:0|1>`: spawns a counter (named unless `-`), prints
+///   the pid of its process, then waits to be killed.
+fn actor_mode(mode: &str) -> anyhow::Result<()> {
+    use ares_tests::actors::Counter;
+    let arg = |i| std::env::args().nth(i).unwrap_or_default();
+    ares::init()?;
+    match mode {
+        "get" => {
+            let counter = ares::get_actor::<Counter>(&arg(2))?;
+            let by: i64 = arg(3).parse()?;
+            println!("{}", ares::get(&counter.call(Counter::incr, by))?);
+            ares::shutdown();
+            Ok(())
+        }
+        "owner" => {
+            let mut b = ares::actor(Counter::new);
+            if arg(2) != "-" {
+                b = b.name(&arg(2));
+            }
+            if arg(3) == "1" {
+                b = b.detached();
+            }
+            let counter = b.try_spawn(0)?;
+            println!("{}", ares::get(&counter.call(Counter::pid, ()))?);
+            std::io::stdout().flush()?;
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        other => anyhow::bail!("unknown actor mode {other}"),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "exit".into());
     if mode == "raw-create" {
@@ -47,6 +82,9 @@ fn main() -> anyhow::Result<()> {
         loop {
             std::thread::sleep(Duration::from_secs(1));
         }
+    }
+    if let Some(rest) = mode.strip_prefix("actor-") {
+        return actor_mode(rest);
     }
     ares::init_with(ares::Config::default().num_cpus(2))?;
     let refs: Vec<_> = (0..100).map(|i| ares::remote(square).call(i)).collect();

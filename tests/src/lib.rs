@@ -1,6 +1,8 @@
 //! Helpers for the workspace integration tests. Every test starts a real embedded
 //! cluster: a raylet, worker processes, Unix sockets and a shared-memory pool.
 
+pub mod actors;
+
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

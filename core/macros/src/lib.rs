@@ -1,4 +1,5 @@
-//! `#[ares::remote]`: registers a free function so that worker processes can run it.
+//! `#[ares::remote]` registers a free function so that worker processes can run it;
+//! `#[ares::actor]` registers the constructors and methods of an actor type.
 //!
 //! The function is left as written (it stays callable directly). Beside it the macro
 //! emits an invoker, which decodes the arguments, runs the function under
@@ -11,7 +12,7 @@
 
 use proc_macro::TokenStream;
 use quote::{format_ident, quote};
-use syn::{FnArg, ItemFn, parse_macro_input, spanned::Spanned};
+use syn::{FnArg, ImplItem, ItemFn, ItemImpl, ReturnType, Signature, Type, parse_macro_input, spanned::Spanned};
 
 /// Marks a free function as a remote function; see the crate docs.
 #[proc_macro_attribute]
@@ -39,22 +40,7 @@ fn expand(func: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         return Err(syn::Error::new(sig.inputs.span(), "#[ares::remote] supports at most 6 arguments"));
     }
     let name = &sig.ident;
-    let mut decls = Vec::new();
-    let mut names = Vec::new();
-    for (i, arg) in sig.inputs.iter().enumerate() {
-        let FnArg::Typed(pt) = arg else {
-            return Err(syn::Error::new(arg.span(), "#[ares::remote] functions cannot take self"));
-        };
-        let ty = &pt.ty;
-        let var = format_ident!("__ares_arg{}", i);
-        decls.push(quote! {
-            let #var: #ty = match __ctx.decode_arg::<#ty>(__args, #i) {
-                ::core::result::Result::Ok(v) => v,
-                ::core::result::Result::Err(o) => return o,
-            };
-        });
-        names.push(var);
-    }
+    let (decls, names) = decode_args(sig, "#[ares::remote] functions cannot take self", |o| quote!(#o))?;
     let invoke = format_ident!("__ares_invoke_{}", name);
     let entry = format_ident!("__ARES_ENTRY_{}", name.to_string().to_uppercase());
     let name_fn = format_ident!("__ares_name_{}", name);
@@ -83,6 +69,161 @@ fn expand(func: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         static #entry: ::ares::__private::RemoteFunction = ::ares::__private::RemoteFunction {
             name: #name_fn,
             invoke: #invoke,
+        };
+    })
+}
+
+/// Emits one `let __ares_argN: T = ..;` per typed argument of `sig`; on a decode error the
+/// invoker returns `on_error(outcome)`.
+fn decode_args(
+    sig: &Signature,
+    self_error: &str,
+    on_error: impl Fn(proc_macro2::TokenStream) -> proc_macro2::TokenStream,
+) -> syn::Result<(Vec<proc_macro2::TokenStream>, Vec<proc_macro2::Ident>)> {
+    let mut decls = Vec::new();
+    let mut names = Vec::new();
+    let typed = sig.inputs.iter().filter(|a| matches!(a, FnArg::Typed(_)));
+    if typed.clone().count() > 6 {
+        return Err(syn::Error::new(sig.inputs.span(), "at most 6 arguments are supported"));
+    }
+    for (i, arg) in sig.inputs.iter().enumerate() {
+        let FnArg::Typed(pt) = arg else {
+            if i == 0 && !self_error.is_empty() {
+                return Err(syn::Error::new(arg.span(), self_error));
+            }
+            continue;
+        };
+        let index = names.len();
+        let ty = &pt.ty;
+        let var = format_ident!("__ares_arg{}", index);
+        let err = on_error(quote!(o));
+        decls.push(quote! {
+            let #var: #ty = match __ctx.decode_arg::<#ty>(__args, #index) {
+                ::core::result::Result::Ok(v) => v,
+                ::core::result::Result::Err(o) => return #err,
+            };
+        });
+        names.push(var);
+    }
+    Ok((decls, names))
+}
+
+/// Marks the impl block of an actor type. Its associated functions returning `Self` become
+/// constructors usable with `ares::actor(..)`, and its `&self` and `&mut self` methods
+/// become callable through `ActorHandle::call`. Other items are left alone.
+#[proc_macro_attribute]
+pub fn actor(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let err = syn::Error::new(proc_macro2::Span::call_site(), "#[ares::actor] takes no arguments");
+        return err.to_compile_error().into();
+    }
+    let imp = parse_macro_input!(item as ItemImpl);
+    match expand_actor(&imp) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn returns_self(ret: &ReturnType, self_ty: &Type) -> bool {
+    let ReturnType::Type(_, ty) = ret else {
+        return false;
+    };
+    let text = quote!(#ty).to_string();
+    text == "Self" || text == quote!(#self_ty).to_string()
+}
+
+fn expand_actor(imp: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
+    if let Some((_, path, _)) = &imp.trait_ {
+        return Err(syn::Error::new(path.span(), "#[ares::actor] goes on an inherent impl block, not a trait impl"));
+    }
+    if !imp.generics.params.is_empty() {
+        return Err(syn::Error::new(imp.generics.span(), "#[ares::actor] types cannot be generic"));
+    }
+    let ty = &imp.self_ty;
+    let mut out = Vec::new();
+    for item in &imp.items {
+        let ImplItem::Fn(f) = item else { continue };
+        let sig = &f.sig;
+        if !sig.generics.params.is_empty() {
+            continue;
+        }
+        if let Some(a) = &sig.asyncness {
+            return Err(syn::Error::new(a.span(), "#[ares::actor] methods cannot be async yet"));
+        }
+        let name = &sig.ident;
+        let receiver = sig.inputs.first().and_then(|a| match a {
+            FnArg::Receiver(r) => Some(r),
+            FnArg::Typed(_) => None,
+        });
+        let name_fn = format_ident!("__ares_name_{}", name);
+        let entry = format_ident!("__ARES_ENTRY_{}", name.to_string().to_uppercase());
+        let invoke = format_ident!("__ares_invoke_{}", name);
+        match receiver {
+            None if returns_self(&sig.output, ty) => {
+                let (decls, names) = decode_args(sig, "", |o| quote!(::core::result::Result::Err(#o)))?;
+                out.push(quote! {
+                    #[allow(non_snake_case)]
+                    fn #invoke(
+                        __ctx: &::ares::__private::TaskContext<'_>,
+                        __args: &[&[u8]],
+                    ) -> ::core::result::Result<::ares::__private::ActorInstance, ::ares::__private::Outcome> {
+                        #(#decls)*
+                        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(move || <#ty>::#name(#(#names),*))) {
+                            ::core::result::Result::Ok(v) => {
+                                #[allow(unused_imports)]
+                                use ::ares::__private::{WrapSend as _, WrapSync as _};
+                                ::core::result::Result::Ok((&::ares::__private::Probe::<#ty>::new()).wrap(v))
+                            }
+                            ::core::result::Result::Err(p) => ::core::result::Result::Err(__ctx.panicked(p)),
+                        }
+                    }
+                    fn #name_fn() -> &'static str {
+                        ::std::any::type_name_of_val(&<#ty>::#name)
+                    }
+                    #[allow(non_upper_case_globals)]
+                    #[::ares::__private::linkme::distributed_slice(::ares::__private::ACTOR_CONSTRUCTORS)]
+                    #[linkme(crate = ::ares::__private::linkme)]
+                    static #entry: ::ares::__private::ActorConstructor = ::ares::__private::ActorConstructor {
+                        name: #name_fn,
+                        construct: #invoke,
+                    };
+                });
+            }
+            Some(r) if r.reference.is_some() => {
+                let (decls, names) = decode_args(sig, "", |o| quote!(#o))?;
+                let with = if r.mutability.is_some() { quote!(with_mut) } else { quote!(with_ref) };
+                out.push(quote! {
+                    #[allow(non_snake_case)]
+                    fn #invoke(
+                        __ctx: &::ares::__private::TaskContext<'_>,
+                        __inst: &::ares::__private::ActorInstance,
+                        __args: &[&[u8]],
+                    ) -> ::ares::__private::Outcome {
+                        #(#decls)*
+                        __ctx.finish(::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(move || {
+                            ::ares::__private::#with::<#ty, _>(__inst, |__this| __this.#name(#(#names),*))
+                        })))
+                    }
+                    fn #name_fn() -> &'static str {
+                        ::std::any::type_name_of_val(&<#ty>::#name)
+                    }
+                    #[allow(non_upper_case_globals)]
+                    #[::ares::__private::linkme::distributed_slice(::ares::__private::ACTOR_METHODS)]
+                    #[linkme(crate = ::ares::__private::linkme)]
+                    static #entry: ::ares::__private::ActorMethodEntry = ::ares::__private::ActorMethodEntry {
+                        name: #name_fn,
+                        invoke: #invoke,
+                    };
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(quote! {
+        #imp
+
+        const _: () = {
+            #(#out)*
         };
     })
 }

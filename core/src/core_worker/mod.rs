@@ -4,9 +4,16 @@
 //! straight to leased workers (pipelined up to an adaptive depth), keeps a lease while
 //! tasks of its shape are queued, and returns it once idle.
 //!
+//! Actor calls go through the same task records, but each actor has its own in-order
+//! queue and one direct connection to the actor's worker (see [`actors`]).
+//!
 //! Locks: `tasks` before `table`, never the other way round. IO to workers happens under
 //! `tasks` (whole frames, so concurrent writers never interleave); IO to the raylet never
 //! happens under `table`.
+
+mod actors;
+
+pub(crate) use actors::ActorSpawn;
 
 use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
@@ -18,8 +25,8 @@ use ares_common::codec::{Bytes, Value};
 use ares_common::error::FrameError;
 use ares_common::frame::{self, FrameReader};
 use ares_common::transport::{Outbox, Transport, UnixTransport};
-use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskSpec, ToRaylet, ToWorker, WireArg};
-use ares_common::{LeaseId, ObjectId, ResourceSet, TaskId, WorkerId};
+use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::{ActorId, LeaseId, ObjectId, ResourceSet, TaskId, WorkerId};
 use ares_object_store::Pool;
 use ares_ownership::{Free, Location, SharedTable, Status};
 use hashbrown::HashMap;
@@ -95,6 +102,17 @@ enum Slot {
     Gather { ids: Vec<ObjectId>, combine: Combine },
 }
 
+/// Where a task runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Target {
+    /// Any leased worker of its resource shape.
+    Pool,
+    /// A method call on an actor.
+    Actor(ActorId),
+    /// An actor's construction (kept until the actor dies, to be re-run on restarts).
+    Create(ActorId),
+}
+
 struct Task {
     function: Arc<str>,
     args: Vec<Slot>,
@@ -103,6 +121,10 @@ struct Task {
     retries_left: u32,
     attempts: u32,
     unresolved: usize,
+    target: Target,
+    kind: TaskKind,
+    /// Actors whose handles were passed in the arguments: held until the task is done.
+    keeps: Vec<ActorId>,
 }
 
 #[derive(Default)]
@@ -127,6 +149,13 @@ struct Tasks {
     shapes: HashMap<ResourceSet, ShapeState>,
     leases: HashMap<LeaseId, Lease>,
     requests: HashMap<u64, ResourceSet>,
+    /// Actors this process calls (owned or borrowed).
+    callers: HashMap<ActorId, actors::Caller>,
+    /// Direct connections to actors' workers.
+    conns: HashMap<u64, actors::ActorConn>,
+    /// Dedicated lease requests outstanding, per actor.
+    actor_requests: HashMap<u64, ActorId>,
+    next_conn: u64,
     /// Moving average of the time a worker spends per task, in seconds.
     avg_task_secs: Option<f64>,
 }
@@ -136,6 +165,24 @@ pub(crate) struct Submit {
     pub(crate) function: &'static str,
     pub(crate) shape: ResourceSet,
     pub(crate) max_retries: u32,
+    pub(crate) target: Target,
+    pub(crate) kind: TaskKind,
+    /// Actors whose handles the arguments carry.
+    pub(crate) keeps: Vec<ActorId>,
+}
+
+/// Queues that may be able to move after some tasks completed.
+#[derive(Default)]
+struct Touched {
+    shapes: Vec<ResourceSet>,
+    actors: Vec<ActorId>,
+}
+
+/// What a connection's reader thread reports to.
+#[derive(Clone, Copy, Debug)]
+enum ConnKey {
+    Lease(LeaseId),
+    Actor(u64),
 }
 
 pub(crate) struct CoreWorker {
@@ -374,6 +421,10 @@ impl CoreWorker {
     /// Submits a task; returns the ID of its return object (owned, one local handle).
     pub(crate) fn submit(&self, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
         let task_id = self.root.child(self.task_counter.fetch_add(1, Ordering::Relaxed));
+        self.submit_as(task_id, s, args)
+    }
+
+    fn submit_as(&self, task_id: TaskId, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
         let return_id = ObjectId::for_return(task_id, 0);
         self.table.lock().add_owned(return_id, Status::Pending);
         let mut slots = Vec::with_capacity(args.len());
@@ -439,6 +490,14 @@ impl CoreWorker {
                 }
             }
         }
+        let mut keeps = s.keeps;
+        keeps.retain(|a| match tasks.callers.get_mut(a) {
+            Some(c) => {
+                c.handles += 1;
+                true
+            }
+            None => false,
+        });
         let task = Task {
             function: Arc::from(s.function),
             args: slots,
@@ -447,13 +506,27 @@ impl CoreWorker {
             retries_left: s.max_retries,
             attempts: 0,
             unresolved,
+            target: s.target,
+            kind: s.kind,
+            keeps,
         };
         tasks.tasks.insert(task_id, task);
+        if let Target::Actor(a) = s.target {
+            match tasks.callers.get_mut(&a) {
+                Some(c) => c.queue.push_back(task_id),
+                None => failed = failed.or_else(|| Some(actors::unknown_actor(a))),
+            }
+        }
         if let Some(e) = failed {
             self.fail_task(&mut tasks, task_id, e, &mut frees);
         } else if unresolved == 0 {
-            tasks.shapes.entry(s.shape.clone()).or_default().queue.push_back(task_id);
-            self.dispatch(&mut tasks, &s.shape);
+            match s.target {
+                Target::Pool => {
+                    tasks.shapes.entry(s.shape.clone()).or_default().queue.push_back(task_id);
+                    self.dispatch(&mut tasks, &s.shape);
+                }
+                Target::Actor(a) | Target::Create(a) => self.dispatch_actor(&mut tasks, a, &mut frees),
+            }
         }
         drop(tasks);
         self.free(frees);
@@ -480,6 +553,7 @@ impl CoreWorker {
     /// Fails `task_id` for good with `error`, and with it every task waiting on it.
     fn fail_task(&self, tasks: &mut Tasks, task_id: TaskId, error: TaskError, frees: &mut Vec<Free>) {
         let mut stack = vec![task_id];
+        let mut failed_creates = Vec::new();
         while let Some(tid) = stack.pop() {
             let Some(task) = tasks.tasks.remove(&tid) else {
                 continue;
@@ -489,12 +563,24 @@ impl CoreWorker {
                 let mut table = self.table.lock();
                 frees.extend(table.set_failed(rid, error.clone()));
                 frees.extend(table.remove_submitted(&task.arg_ids));
+                if let Target::Create(a) = task.target {
+                    // The actor's record held the construction's result.
+                    frees.extend(table.remove_local_ref(rid));
+                    failed_creates.push(a);
+                }
             }
             if let Some(waiters) = tasks.waiting.remove(&rid) {
                 stack.extend(waiters);
             }
+            self.retire(tasks, task, frees);
         }
         self.table.notify();
+        // At shutdown the node ends owned actors itself, and detached ones must live on.
+        if !self.stopped.load(Ordering::SeqCst) {
+            for a in failed_creates {
+                self.create_failed(tasks, a, &error, frees);
+            }
+        }
     }
 
     fn depth(&self, tasks: &Tasks) -> usize {
@@ -573,7 +659,8 @@ impl CoreWorker {
             let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
             while st.requests.len() < want {
                 let request_id = self.raylet.next_request_id();
-                if self.raylet.send(&ToRaylet::RequestLease { request_id, shape: shape.clone() }).is_err() {
+                let request = ToRaylet::RequestLease { request_id, shape: shape.clone(), dedicated: false };
+                if self.raylet.send(&request).is_err() {
                     break;
                 }
                 st.requests.push(request_id);
@@ -655,6 +742,7 @@ impl CoreWorker {
             owner: self.worker_id,
             args,
             attempt: task.attempts,
+            kind: task.kind.clone(),
         })
     }
 
@@ -662,11 +750,22 @@ impl CoreWorker {
 
     fn on_raylet_event(&self, msg: FromRaylet) {
         match msg {
-            FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, .. } => {
-                self.on_lease_granted(request_id, lease_id, &worker_addr)
+            FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, worker_id } => {
+                if self.lock_tasks().actor_requests.contains_key(&request_id) {
+                    self.on_actor_lease(request_id, lease_id, worker_id, &worker_addr);
+                } else {
+                    self.on_lease_granted(request_id, lease_id, &worker_addr)
+                }
             }
             FromRaylet::LeaseInfeasible { request_id, error } => {
                 let mut tasks = self.lock_tasks();
+                if let Some(actor) = tasks.actor_requests.remove(&request_id) {
+                    let mut frees = Vec::new();
+                    self.actor_infeasible(&mut tasks, actor, error, &mut frees);
+                    drop(tasks);
+                    self.free(frees);
+                    return;
+                }
                 let Some(shape) = tasks.requests.remove(&request_id) else {
                     return;
                 };
@@ -728,7 +827,7 @@ impl CoreWorker {
         let max_frame = self.max_frame;
         let spawned = std::thread::Builder::new()
             .name("ares-lease-reader".into())
-            .spawn(move || lease_reader(weak, lease_id, FrameReader::new(reader, max_frame)));
+            .spawn(move || conn_reader(weak, ConnKey::Lease(lease_id), FrameReader::new(reader, max_frame)));
         if spawned.is_err() {
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
             self.dispatch(&mut tasks, &shape);
@@ -749,10 +848,17 @@ impl CoreWorker {
         self.dispatch(&mut tasks, &shape);
     }
 
-    fn on_replies(&self, lease_id: LeaseId, replies: Vec<FromWorker>) {
+    fn on_replies(&self, key: ConnKey, replies: Vec<FromWorker>) {
+        match key {
+            ConnKey::Lease(lease_id) => self.on_lease_replies(lease_id, replies),
+            ConnKey::Actor(conn) => self.on_actor_replies(conn, replies),
+        }
+    }
+
+    fn on_lease_replies(&self, lease_id: LeaseId, replies: Vec<FromWorker>) {
         let mut tasks = self.lock_tasks();
         let mut frees = Vec::new();
-        let mut touched: Vec<ResourceSet> = Vec::new();
+        let mut touched = Touched::default();
         let mut stale = Vec::new();
         let now = Instant::now();
         for FromWorker::Done { task_id, outcome } in replies {
@@ -767,60 +873,15 @@ impl CoreWorker {
                     });
                 }
             }
-            let rid = ObjectId::for_return(task_id, 0);
-            let Some(task) = tasks.tasks.remove(&task_id) else {
-                // Nobody waits for it any more (the runtime stopped): free what it made.
-                if matches!(outcome, Outcome::Shared { .. }) {
-                    stale.push(rid);
-                }
-                continue;
-            };
-            if task.attempts > 0 && !matches!(outcome, Outcome::Shared { .. }) {
-                // An earlier attempt may have sealed a copy before its worker died.
-                stale.push(rid);
-            }
-            let location = match outcome {
-                Outcome::Inline(v) => {
-                    let mut b = Bytes::with_capacity(v.len());
-                    b.extend_from_slice(&v);
-                    Location::Inline(Arc::new(b))
-                }
-                Outcome::Shared { offset, len } => Location::Shared { offset, len },
-                Outcome::Failed(e) => {
-                    // Put the task back so fail_task handles it and its dependents alike.
-                    tasks.tasks.insert(task_id, task);
-                    self.fail_task(&mut tasks, task_id, e, &mut frees);
-                    continue;
-                }
-            };
-            {
-                let mut table = self.table.lock();
-                frees.extend(table.set_ready(rid, location));
-                frees.extend(table.remove_submitted(&task.arg_ids));
-            }
-            for tid in tasks.waiting.remove(&rid).unwrap_or_default() {
-                let Some(t) = tasks.tasks.get_mut(&tid) else {
-                    continue;
-                };
-                t.unresolved -= 1;
-                if t.unresolved == 0 {
-                    let shape = t.shape.clone();
-                    tasks.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
-                    if !touched.contains(&shape) {
-                        touched.push(shape);
-                    }
-                }
-            }
+            self.complete(&mut tasks, task_id, outcome, &mut frees, &mut stale, &mut touched);
         }
         self.table.notify();
         if let Some(shape) = tasks.leases.get(&lease_id).map(|l| l.shape.clone()) {
-            if !touched.contains(&shape) {
-                touched.push(shape);
+            if !touched.shapes.contains(&shape) {
+                touched.shapes.push(shape);
             }
         }
-        for shape in &touched {
-            self.dispatch(&mut tasks, shape);
-        }
+        self.dispatch_touched(&mut tasks, touched, &mut frees);
         if let Some(lease) = tasks.leases.get_mut(&lease_id) {
             if lease.in_flight.is_empty() && lease.idle_since.is_none() {
                 lease.idle_since = Some(now);
@@ -829,6 +890,81 @@ impl CoreWorker {
         drop(tasks);
         self.free(frees);
         self.delete_stale(stale);
+    }
+
+    /// Records one task's outcome, and makes the tasks waiting on its result ready.
+    fn complete(
+        &self,
+        tasks: &mut Tasks,
+        task_id: TaskId,
+        outcome: Outcome,
+        frees: &mut Vec<Free>,
+        stale: &mut Vec<ObjectId>,
+        touched: &mut Touched,
+    ) {
+        let rid = ObjectId::for_return(task_id, 0);
+        let Some(task) = tasks.tasks.remove(&task_id) else {
+            // Nobody waits for it any more (the runtime stopped): free what it made.
+            if matches!(outcome, Outcome::Shared { .. }) {
+                stale.push(rid);
+            }
+            return;
+        };
+        if task.attempts > 0 && !matches!(outcome, Outcome::Shared { .. }) {
+            // An earlier attempt may have sealed a copy before its worker died.
+            stale.push(rid);
+        }
+        let location = match outcome {
+            Outcome::Inline(v) => {
+                let mut b = Bytes::with_capacity(v.len());
+                b.extend_from_slice(&v);
+                Location::Inline(Arc::new(b))
+            }
+            Outcome::Shared { offset, len } => Location::Shared { offset, len },
+            Outcome::Failed(e) => {
+                // Put the task back so fail_task handles it and its dependents alike.
+                tasks.tasks.insert(task_id, task);
+                self.fail_task(tasks, task_id, e, frees);
+                return;
+            }
+        };
+        {
+            let mut table = self.table.lock();
+            frees.extend(table.set_ready(rid, location));
+            frees.extend(table.remove_submitted(&task.arg_ids));
+        }
+        self.retire(tasks, task, frees);
+        for tid in tasks.waiting.remove(&rid).unwrap_or_default() {
+            let Some(t) = tasks.tasks.get_mut(&tid) else {
+                continue;
+            };
+            t.unresolved -= 1;
+            if t.unresolved == 0 {
+                match t.target {
+                    Target::Pool => {
+                        let shape = t.shape.clone();
+                        tasks.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
+                        if !touched.shapes.contains(&shape) {
+                            touched.shapes.push(shape);
+                        }
+                    }
+                    Target::Actor(a) | Target::Create(a) => {
+                        if !touched.actors.contains(&a) {
+                            touched.actors.push(a);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn dispatch_touched(&self, tasks: &mut Tasks, touched: Touched, frees: &mut Vec<Free>) {
+        for shape in &touched.shapes {
+            self.dispatch(tasks, shape);
+        }
+        for a in touched.actors {
+            self.dispatch_actor(tasks, a, frees);
+        }
     }
 
     /// Deletes pool copies no owner record points at; deleting an unknown ID is a no-op.
@@ -918,13 +1054,14 @@ impl CoreWorker {
             lease.out.close();
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id: id, worker_broken: false });
         }
+        self.close_actor_conns(&mut tasks);
         drop(tasks);
         self.free(frees);
         self.raylet.close();
     }
 }
 
-fn lease_reader(cw: Weak<CoreWorker>, lease_id: LeaseId, mut reader: FrameReader<UnixStream>) {
+fn conn_reader(cw: Weak<CoreWorker>, key: ConnKey, mut reader: FrameReader<UnixStream>) {
     let reason = loop {
         reader.spin_until_readable(crate::worker::SPIN_BEFORE_BLOCKING);
         let first = match reader.read::<FromWorker>() {
@@ -944,13 +1081,16 @@ fn lease_reader(cw: Weak<CoreWorker>, lease_id: LeaseId, mut reader: FrameReader
             }
         }
         let Some(cw) = cw.upgrade() else { return };
-        cw.on_replies(lease_id, batch);
+        cw.on_replies(key, batch);
         if let Some(f) = failure {
             break f;
         }
     };
     if let Some(cw) = cw.upgrade() {
-        cw.on_lease_lost(lease_id, reason);
+        match key {
+            ConnKey::Lease(lease_id) => cw.on_lease_lost(lease_id, reason),
+            ConnKey::Actor(conn) => cw.on_actor_conn_lost(conn, reason),
+        }
     }
 }
 

@@ -1,0 +1,435 @@
+//! Actors: `ares::actor(Counter::new).spawn(10)` starts a `Counter` in a worker process
+//! of its own and returns an [`ActorHandle`] owned by this process;
+//! `handle.call(Counter::incr, 5)` runs a method there and returns an `ObjectRef`.
+//!
+//! Calls made through the handles of one process run in the order they were made.
+//! Handles can be cloned, and passed to tasks and other actors (they encode as the actor's
+//! ID); a process that decodes one becomes a borrower and calls the actor directly. A
+//! non-detached actor lives while some process holds a handle to it and its owner lives.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use ares_common::codec::Value;
+use ares_common::{ActorId, ResourceSet};
+use rkyv::rancor::{Fallible, Source};
+use rkyv::with::{ArchiveWith, DeserializeWith, SerializeWith};
+use rkyv::{Archive, Place, Serialize};
+
+use crate::core_worker::{ActorSpawn, ArgSpec, CoreWorker};
+use crate::error::{Error, Result, TaskError};
+use crate::object_ref::ObjectRef;
+use crate::remote::{IntoArg, Keep, PreparedArg};
+
+/// One process's family of handles on an actor: the last drop tells the core worker.
+pub(crate) struct HandleInner {
+    pub(crate) id: ActorId,
+    pub(crate) class: Arc<str>,
+    pub(crate) cw: Arc<CoreWorker>,
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        self.cw.actor_handle_dropped(self.id);
+    }
+}
+
+thread_local! {
+    /// Handles met while encoding a task's arguments: the task keeps them alive.
+    static CAPTURED: RefCell<Option<Vec<Arc<HandleInner>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` and returns the actor handles it encoded.
+pub(crate) fn capture_handles<R>(f: impl FnOnce() -> R) -> (R, Vec<Arc<HandleInner>>) {
+    let outer = CAPTURED.with(|c| c.borrow_mut().replace(Vec::new()));
+    let r = f();
+    let got = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer)).unwrap_or_default();
+    (r, got)
+}
+
+/// A handle to an actor of type `A`. Cloning shares it; it encodes as the actor's ID, so
+/// it can be an argument of tasks and actor calls.
+#[derive(Archive, Serialize, rkyv::Deserialize)]
+pub struct ActorHandle<A> {
+    #[rkyv(with = HandleCodec)]
+    inner: Arc<HandleInner>,
+    _a: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for ActorHandle<A> {
+    fn clone(&self) -> Self {
+        ActorHandle { inner: self.inner.clone(), _a: PhantomData }
+    }
+}
+
+impl<A> fmt::Debug for ActorHandle<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ActorHandle<{}>({})", self.inner.class, self.inner.id)
+    }
+}
+
+impl<A> ActorHandle<A> {
+    /// The actor's ID.
+    pub fn id(&self) -> ActorId {
+        self.inner.id
+    }
+
+    /// Calls `method` on the actor with `args`: `()` for none, a value (or `ObjectRef`)
+    /// for one, a tuple for several. Calls through this process's handles run in order.
+    pub fn call<F, Args, M>(&self, _method: F, args: impl IntoArgs<Args>) -> ObjectRef<F::Output>
+    where
+        F: ActorMethod<A, Args, M>,
+    {
+        let cw = &self.inner.cw;
+        let function = std::any::type_name::<F>();
+        let (specs, keep, error) = prepare_args(args.into_args(), function);
+        let id = match error {
+            None => cw.submit_actor_call(self.inner.id, function, specs, keep.actor_ids()),
+            Some(e) => cw.submit_failed(e),
+        };
+        drop(keep);
+        ObjectRef::new(id, cw.clone())
+    }
+}
+
+/// Prepares arguments, turning an encoding error into the task's error.
+fn prepare_args(args: Vec<PreparedArg>, function: &str) -> (Vec<ArgSpec>, Keep, Option<TaskError>) {
+    let (specs, keep, error) = crate::remote::prepare(args);
+    let error = error.map(|(i, reason)| TaskError::Decode {
+        function: function.to_string(),
+        what: format!("argument {i}"),
+        reason,
+    });
+    (specs, keep, error)
+}
+
+/// The archived form of a handle.
+#[derive(Archive, Serialize, rkyv::Deserialize)]
+#[doc(hidden)]
+pub struct HandleWire {
+    actor_id: ActorId,
+    class: String,
+}
+
+/// Encodes a handle as its actor's ID; decoding one makes this process a borrower.
+#[doc(hidden)]
+pub struct HandleCodec;
+
+impl ArchiveWith<Arc<HandleInner>> for HandleCodec {
+    type Archived = ArchivedHandleWire;
+    type Resolver = HandleWireResolver;
+
+    fn resolve_with(field: &Arc<HandleInner>, resolver: Self::Resolver, out: Place<Self::Archived>) {
+        HandleWire { actor_id: field.id, class: field.class.to_string() }.resolve(resolver, out);
+    }
+}
+
+impl<S: Fallible + ?Sized> SerializeWith<Arc<HandleInner>, S> for HandleCodec
+where
+    HandleWire: Serialize<S>,
+{
+    fn serialize_with(field: &Arc<HandleInner>, s: &mut S) -> std::result::Result<Self::Resolver, S::Error> {
+        CAPTURED.with(|c| {
+            if let Some(v) = c.borrow_mut().as_mut() {
+                v.push(field.clone());
+            }
+        });
+        HandleWire { actor_id: field.id, class: field.class.to_string() }.serialize(s)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BorrowFailed(String);
+
+impl<D: Fallible + ?Sized> DeserializeWith<ArchivedHandleWire, Arc<HandleInner>, D> for HandleCodec
+where
+    D::Error: Source,
+{
+    fn deserialize_with(a: &ArchivedHandleWire, _: &mut D) -> std::result::Result<Arc<HandleInner>, D::Error> {
+        let id = ActorId(a.actor_id.0);
+        let cw = crate::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
+        Ok(borrow(cw, id, Arc::from(a.class.as_str())))
+    }
+}
+
+/// A new handle family in this process (registering it with the node if it is the first).
+fn borrow(cw: Arc<CoreWorker>, id: ActorId, class: Arc<str>) -> Arc<HandleInner> {
+    cw.actor_borrow(id, class.clone());
+    Arc::new(HandleInner { id, class, cw })
+}
+
+/// Arguments of an actor call: `()`, one argument, or a tuple of up to 6.
+pub trait IntoArgs<Args> {
+    /// Prepares each argument.
+    fn into_args(self) -> Vec<PreparedArg>;
+}
+
+impl IntoArgs<()> for () {
+    fn into_args(self) -> Vec<PreparedArg> {
+        Vec::new()
+    }
+}
+
+impl<A0, T: IntoArg<A0>> IntoArgs<(A0,)> for T {
+    fn into_args(self) -> Vec<PreparedArg> {
+        vec![self.into_arg()]
+    }
+}
+
+macro_rules! tuple_args {
+    ($($a:ident $t:ident $v:ident),*) => {
+        impl<$($a, $t: IntoArg<$a>,)*> IntoArgs<($($a,)*)> for ($($t,)*) {
+            fn into_args(self) -> Vec<PreparedArg> {
+                let ($($v,)*) = self;
+                vec![$($v.into_arg()),*]
+            }
+        }
+    };
+}
+tuple_args!(A0 T0 a0, A1 T1 a1);
+tuple_args!(A0 T0 a0, A1 T1 a1, A2 T2 a2);
+tuple_args!(A0 T0 a0, A1 T1 a1, A2 T2 a2, A3 T3 a3);
+tuple_args!(A0 T0 a0, A1 T1 a1, A2 T2 a2, A3 T3 a3, A4 T4 a4);
+tuple_args!(A0 T0 a0, A1 T1 a1, A2 T2 a2, A3 T3 a3, A4 T4 a4, A5 T5 a5);
+
+/// Marks a method taking `&self`.
+pub enum ByRef {}
+/// Marks a method taking `&mut self`.
+pub enum ByMut {}
+
+/// A method of actor type `A` usable with [`ActorHandle::call`]: any `fn(&A, ..)` or
+/// `fn(&mut A, ..)` of up to 6 arguments from an impl block marked `#[ares::actor]`.
+pub trait ActorMethod<A, Args, M>: Copy + 'static {
+    /// The return type.
+    type Output: Value;
+}
+
+/// A constructor usable with [`actor`]: any `fn(..) -> A` of up to 6 arguments from an
+/// impl block marked `#[ares::actor]`.
+pub trait ActorCtor<Args>: Copy + 'static {
+    /// The actor type.
+    type Actor: Send + 'static;
+}
+
+macro_rules! method_arity {
+    ($($a:ident),*) => {
+        impl<F, A, R, $($a,)*> ActorMethod<A, ($($a,)*), ByRef> for F
+        where
+            F: Fn(&A, $($a),*) -> R + Copy + 'static,
+            R: Value,
+        {
+            type Output = R;
+        }
+        impl<F, A, R, $($a,)*> ActorMethod<A, ($($a,)*), ByMut> for F
+        where
+            F: Fn(&mut A, $($a),*) -> R + Copy + 'static,
+            R: Value,
+        {
+            type Output = R;
+        }
+        impl<F, A, $($a,)*> ActorCtor<($($a,)*)> for F
+        where
+            F: Fn($($a),*) -> A + Copy + 'static,
+            A: Send + 'static,
+        {
+            type Actor = A;
+        }
+    };
+}
+method_arity!();
+method_arity!(A0);
+method_arity!(A0, A1);
+method_arity!(A0, A1, A2);
+method_arity!(A0, A1, A2, A3);
+method_arity!(A0, A1, A2, A3, A4);
+method_arity!(A0, A1, A2, A3, A4, A5);
+
+/// Options of an actor, set on its builder.
+#[derive(Clone, Debug)]
+struct ActorOptions {
+    num_cpus: f64,
+    resources: Vec<(String, f64)>,
+    name: Option<String>,
+    detached: bool,
+    max_restarts: u32,
+    max_task_retries: u32,
+    max_concurrency: u32,
+}
+
+/// Prepares an actor from its constructor (a function of a `#[ares::actor]` impl block
+/// returning `Self`); [`ActorBuilder::spawn`] starts it.
+pub fn actor<F, Args>(_ctor: F) -> ActorBuilder<F, Args>
+where
+    F: ActorCtor<Args>,
+{
+    ActorBuilder {
+        opts: ActorOptions {
+            num_cpus: 0.0,
+            resources: Vec::new(),
+            name: None,
+            detached: false,
+            max_restarts: 0,
+            max_task_retries: 0,
+            max_concurrency: 1,
+        },
+        _f: PhantomData,
+    }
+}
+
+/// An actor about to be started; see [`actor`].
+pub struct ActorBuilder<F, Args> {
+    opts: ActorOptions,
+    _f: PhantomData<(F, fn(Args))>,
+}
+
+impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
+    /// CPUs the actor holds for its whole life (default 0, as in Ray: an actor takes a
+    /// process, not a core, unless asked).
+    pub fn num_cpus(mut self, n: f64) -> Self {
+        self.opts.num_cpus = n;
+        self
+    }
+    /// A custom resource the actor holds for its whole life, such as `("GPU", 1.0)`.
+    pub fn resource(mut self, name: &str, amount: f64) -> Self {
+        self.opts.resources.push((name.to_string(), amount));
+        self
+    }
+    /// Registers the actor under `name` on the node, so [`get_actor`] finds it from any
+    /// driver. Names are unique among live actors.
+    pub fn name(mut self, name: &str) -> Self {
+        self.opts.name = Some(name.to_string());
+        self
+    }
+    /// The actor outlives its owner and its handles; only [`kill`] ends it.
+    pub fn detached(mut self) -> Self {
+        self.opts.detached = true;
+        self
+    }
+    /// How often the actor is restarted (with its constructor's arguments) when its
+    /// process dies; `u32::MAX` is unlimited. Default 0.
+    pub fn max_restarts(mut self, n: u32) -> Self {
+        self.opts.max_restarts = n;
+        self
+    }
+    /// How often a call running when the process died is re-run on the restarted actor
+    /// (default 0: it fails `ActorDied`). Only for methods that are safe to repeat.
+    pub fn max_task_retries(mut self, n: u32) -> Self {
+        self.opts.max_task_retries = n;
+        self
+    }
+    /// Lets up to `n` calls run at once on threads of the actor's process. Needs a
+    /// `Sync` actor; `&mut self` methods still run alone. Calls then finish out of order.
+    pub fn max_concurrency(mut self, n: u32) -> Self
+    where
+        F::Actor: Sync,
+    {
+        self.opts.max_concurrency = n.max(1);
+        self
+    }
+
+    fn start(&self, args: Vec<PreparedArg>) -> Result<ActorHandle<F::Actor>> {
+        let cw = crate::current()?;
+        let ctor = std::any::type_name::<F>();
+        let class: Arc<str> = Arc::from(std::any::type_name::<F::Actor>());
+        let (specs, keep, error) = prepare_args(args, ctor);
+        if let Some(e) = error {
+            return Err(Error::Task(e));
+        }
+        let mut shape = ResourceSet::new().with("CPU", self.opts.num_cpus);
+        for (n, a) in &self.opts.resources {
+            shape.set(n, *a);
+        }
+        let id = ActorId::from_uuid(uuid::Uuid::new_v4());
+        let spawn = ActorSpawn {
+            ctor,
+            class: class.clone(),
+            shape,
+            name: self.opts.name.clone(),
+            detached: self.opts.detached,
+            max_restarts: self.opts.max_restarts,
+            max_task_retries: self.opts.max_task_retries,
+            max_concurrency: self.opts.max_concurrency,
+        };
+        cw.create_actor(id, spawn, specs, keep.actor_ids())?;
+        drop(keep);
+        Ok(ActorHandle { inner: Arc::new(HandleInner { id, class, cw }), _a: PhantomData })
+    }
+
+    fn start_or_dead(&self, args: Vec<PreparedArg>) -> ActorHandle<F::Actor> {
+        match self.start(args) {
+            Ok(h) => h,
+            Err(e) => {
+                let cw = crate::current().unwrap_or_else(|e| panic!("ares::actor(..).spawn(..): {e}"));
+                let id = ActorId::from_uuid(uuid::Uuid::new_v4());
+                let class: Arc<str> = Arc::from(std::any::type_name::<F::Actor>());
+                let error = match e {
+                    Error::Task(t) => t,
+                    other => TaskError::ActorDied {
+                        actor: id.to_string(),
+                        class: class.to_string(),
+                        reason: other.to_string(),
+                    },
+                };
+                cw.dead_actor(id, class.clone(), error);
+                ActorHandle { inner: Arc::new(HandleInner { id, class, cw }), _a: PhantomData }
+            }
+        }
+    }
+}
+
+macro_rules! spawn_arity {
+    ($($a:ident $v:ident),*) => {
+        impl<F, $($a,)*> ActorBuilder<F, ($($a,)*)>
+        where
+            F: ActorCtor<($($a,)*)>,
+        {
+            /// Starts the actor; this process owns it. If it cannot be registered (its
+            /// name is taken), every call on the handle fails with that error; use
+            /// `try_spawn` to see it at once.
+            #[allow(clippy::too_many_arguments)]
+            pub fn spawn(&self, $($v: impl IntoArg<$a>),*) -> ActorHandle<F::Actor> {
+                self.start_or_dead(vec![$($v.into_arg()),*])
+            }
+
+            /// Starts the actor, or says why it cannot be (for example
+            /// [`TaskError::ActorNameTaken`]).
+            #[allow(clippy::too_many_arguments)]
+            pub fn try_spawn(&self, $($v: impl IntoArg<$a>),*) -> Result<ActorHandle<F::Actor>> {
+                self.start(vec![$($v.into_arg()),*])
+            }
+        }
+    };
+}
+spawn_arity!();
+spawn_arity!(A0 a0);
+spawn_arity!(A0 a0, A1 a1);
+spawn_arity!(A0 a0, A1 a1, A2 a2);
+spawn_arity!(A0 a0, A1 a1, A2 a2, A3 a3);
+spawn_arity!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4);
+spawn_arity!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5);
+
+/// Kills the actor now, whatever its restart budget: calls in flight and later calls fail
+/// with `ActorDied`. Works on detached actors, from any process holding a handle.
+pub fn kill<A>(handle: &ActorHandle<A>) -> Result<()> {
+    handle.inner.cw.kill_actor(handle.inner.id)
+}
+
+/// Finds the live actor registered under `name` on this node (from any driver) and
+/// returns a handle to it; this process becomes a borrower.
+pub fn get_actor<A: 'static>(name: &str) -> Result<ActorHandle<A>> {
+    let cw = crate::current()?;
+    let info = cw.lookup_actor_by_name(name)?;
+    let requested = std::any::type_name::<A>();
+    if info.class != requested {
+        return Err(Error::Task(TaskError::ActorTypeMismatch {
+            name: name.to_string(),
+            actual: info.class,
+            requested: requested.to_string(),
+        }));
+    }
+    let inner = borrow(cw, info.actor_id, Arc::from(info.class.as_str()));
+    Ok(ActorHandle { inner, _a: PhantomData })
+}

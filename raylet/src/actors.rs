@@ -1,0 +1,469 @@
+//! The actor directory: which actors exist on the node, where each runs, who holds
+//! handles to it, and whether it may be restarted. A pure state machine like
+//! [`crate::policy`]: events in, [`ActorAction`]s out, no IO.
+//!
+//! The owner does the mechanics (leasing a worker, constructing the actor, pushing
+//! calls); the directory is the single arbiter of the actor's fate, so that an owner
+//! and a `kill`, or a crash and the last handle being dropped, never disagree:
+//!
+//! ```text
+//!  register ─▶ Pending ─started─▶ Alive ─worker died─▶ Lost ─owner asks─▶ Restarting ─started─▶ Alive
+//!                 │                  │                   └─(no restarts left)─▶ Dead
+//!                 └──── kill / last hold released / owner gone / constructor failed ────▶ Dead
+//! ```
+//!
+//! Lookups of an actor that is not yet running wait until it runs or dies.
+
+use std::collections::VecDeque;
+
+use ares_common::error::TaskError;
+use ares_common::wire::{ActorInfo, ActorKey};
+use ares_common::{ActorId, LeaseId, WorkerId};
+use ares_object_store::ClientId;
+use hashbrown::HashMap;
+
+/// Dead actors remembered, so late callers learn why instead of "unknown actor".
+const DEAD_REMEMBERED: usize = 10_000;
+
+/// What the driver of the directory must do.
+#[derive(Debug, PartialEq)]
+pub enum ActorAction {
+    /// Answer a request: `None` is success.
+    Reply {
+        /// Who asked.
+        client: ClientId,
+        /// Their request.
+        request_id: u64,
+        /// Why it failed.
+        error: Option<TaskError>,
+    },
+    /// Answer a lookup.
+    Found {
+        /// Who asked.
+        client: ClientId,
+        /// Their request.
+        request_id: u64,
+        /// The actor.
+        info: ActorInfo,
+    },
+    /// Kill the actor's process (it is dead).
+    KillWorker(WorkerId),
+    /// The actor is detached: its lease no longer belongs to the owner's connection.
+    DetachLease {
+        /// The owner.
+        client: ClientId,
+        /// The lease.
+        lease_id: LeaseId,
+    },
+}
+
+#[derive(Debug)]
+enum State {
+    Pending,
+    Alive {
+        worker: WorkerId,
+        addr: String,
+    },
+    /// Its process died; the owner has not yet asked whether to restart.
+    Lost,
+    Restarting,
+}
+
+#[derive(Debug)]
+struct Entry {
+    class: String,
+    name: Option<String>,
+    /// `None` once the owner is gone (a detached actor outlives it).
+    owner: Option<ClientId>,
+    detached: bool,
+    max_restarts: u32,
+    restarts: u32,
+    state: State,
+    holds: HashMap<ClientId, u32>,
+    waiters: Vec<(ClientId, u64)>,
+}
+
+/// Registration parameters of one actor.
+#[derive(Debug, Clone)]
+pub struct NewActor {
+    /// The actor.
+    pub actor_id: ActorId,
+    /// Its Rust type.
+    pub class: String,
+    /// Its name, if any.
+    pub name: Option<String>,
+    /// Whether it outlives its owner and handles.
+    pub detached: bool,
+    /// Restart budget (`u32::MAX`: unlimited).
+    pub max_restarts: u32,
+}
+
+/// The node's actors.
+#[derive(Debug, Default)]
+pub struct ActorDirectory {
+    live: HashMap<ActorId, Entry>,
+    names: HashMap<String, ActorId>,
+    dead: HashMap<ActorId, (String, String)>,
+    dead_order: VecDeque<ActorId>,
+}
+
+impl ActorDirectory {
+    /// An empty directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The actor hosted by `worker`, if any.
+    pub fn hosted_by(&self, worker: WorkerId) -> Option<ActorId> {
+        self.live
+            .iter()
+            .find(|(_, e)| matches!(&e.state, State::Alive { worker: w, .. } if *w == worker))
+            .map(|(id, _)| *id)
+    }
+
+    /// Live (not dead) actors.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether no actor is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// `client` registers a new actor it owns, and holds it.
+    pub fn register(&mut self, client: ClientId, request_id: u64, a: NewActor) -> Vec<ActorAction> {
+        if let Some(name) = &a.name {
+            if self.names.contains_key(name) {
+                let error = TaskError::ActorNameTaken { name: name.clone() };
+                return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+            }
+            self.names.insert(name.clone(), a.actor_id);
+        }
+        let entry = Entry {
+            class: a.class,
+            name: a.name,
+            owner: Some(client),
+            detached: a.detached,
+            max_restarts: a.max_restarts,
+            restarts: 0,
+            state: State::Pending,
+            holds: HashMap::from_iter([(client, 1)]),
+            waiters: Vec::new(),
+        };
+        self.live.insert(a.actor_id, entry);
+        vec![ActorAction::Reply { client, request_id, error: None }]
+    }
+
+    /// The owner constructed the actor on `worker` under `lease_id`.
+    pub fn started(
+        &mut self,
+        client: ClientId,
+        actor_id: ActorId,
+        lease_id: LeaseId,
+        worker: WorkerId,
+        addr: String,
+    ) -> Vec<ActorAction> {
+        let Some(e) = self.live.get_mut(&actor_id) else {
+            // Killed while it was being constructed.
+            return vec![ActorAction::KillWorker(worker)];
+        };
+        if e.owner != Some(client) {
+            return Vec::new();
+        }
+        e.state = State::Alive { worker, addr: addr.clone() };
+        let info = ActorInfo { actor_id, class: e.class.clone(), addr };
+        let mut out: Vec<ActorAction> = e
+            .waiters
+            .drain(..)
+            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone() })
+            .collect();
+        if e.detached {
+            out.push(ActorAction::DetachLease { client, lease_id });
+        }
+        out
+    }
+
+    /// The actor's constructor failed.
+    pub fn create_failed(&mut self, client: ClientId, actor_id: ActorId, error: &TaskError) -> Vec<ActorAction> {
+        if self.live.get(&actor_id).is_none_or(|e| e.owner != Some(client)) {
+            return Vec::new();
+        }
+        self.kill(actor_id, format!("its constructor failed: {error}"))
+    }
+
+    /// A worker process ended. If it hosted an actor, the actor waits for its owner's
+    /// decision, or dies if it has no owner left.
+    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<ActorAction> {
+        let Some(id) = self.hosted_by(worker) else {
+            return Vec::new();
+        };
+        let e = self.live.get_mut(&id).expect("found");
+        if e.owner.is_none() {
+            return self.kill(id, "its process died and its owner, which would restart it, is gone".into());
+        }
+        e.state = State::Lost;
+        Vec::new()
+    }
+
+    /// The owner lost the actor's process: restart it (a `None` reply) while the budget
+    /// lasts, else it is dead.
+    pub fn worker_lost(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+        let reply = |error| ActorAction::Reply { client, request_id, error };
+        let Some(e) = self.live.get_mut(&actor_id) else {
+            return vec![reply(Some(self.dead_error(actor_id)))];
+        };
+        if e.owner != Some(client) {
+            return vec![reply(Some(self.dead_error(actor_id)))];
+        }
+        if e.restarts < e.max_restarts {
+            e.restarts += 1;
+            e.state = State::Restarting;
+            return vec![reply(None)];
+        }
+        let reason = match e.max_restarts {
+            0 => "its process died and max_restarts is 0".to_string(),
+            n => format!("its process died after {n} restart(s), the whole max_restarts budget"),
+        };
+        let mut out = self.kill(actor_id, reason);
+        out.push(reply(Some(self.dead_error(actor_id))));
+        out
+    }
+
+    /// `client` holds handles to the actor now.
+    pub fn add_hold(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+        let error = match self.live.get_mut(&actor_id) {
+            Some(e) => {
+                *e.holds.entry(client).or_insert(0) += 1;
+                None
+            }
+            None => Some(self.dead_error(actor_id)),
+        };
+        vec![ActorAction::Reply { client, request_id, error }]
+    }
+
+    /// `client` dropped its handles. A non-detached actor nobody holds dies.
+    pub fn release_hold(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
+        let Some(e) = self.live.get_mut(&actor_id) else {
+            return Vec::new();
+        };
+        if let Some(n) = e.holds.get_mut(&client) {
+            *n -= 1;
+            if *n == 0 {
+                e.holds.remove(&client);
+            }
+        }
+        if e.holds.is_empty() && !e.detached {
+            return self.kill(actor_id, "all handles to it were dropped".into());
+        }
+        Vec::new()
+    }
+
+    /// `ares::kill`: the actor dies now, whatever its restart budget.
+    pub fn kill_request(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+        let mut out = if self.live.contains_key(&actor_id) {
+            self.kill(actor_id, "it was killed with ares::kill".into())
+        } else {
+            Vec::new()
+        };
+        out.push(ActorAction::Reply { client, request_id, error: None });
+        out
+    }
+
+    /// Finds an actor; answers once it is running.
+    pub fn lookup(&mut self, client: ClientId, request_id: u64, by: &ActorKey) -> Vec<ActorAction> {
+        let id = match by {
+            ActorKey::Id(id) => *id,
+            ActorKey::Name(name) => match self.names.get(name) {
+                Some(id) => *id,
+                None => {
+                    let error = TaskError::ActorNotFound { name: name.clone() };
+                    return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+                }
+            },
+        };
+        let Some(e) = self.live.get_mut(&id) else {
+            return vec![ActorAction::Reply { client, request_id, error: Some(self.dead_error(id)) }];
+        };
+        match &e.state {
+            State::Alive { addr, .. } => {
+                let info = ActorInfo { actor_id: id, class: e.class.clone(), addr: addr.clone() };
+                vec![ActorAction::Found { client, request_id, info }]
+            }
+            State::Pending | State::Lost | State::Restarting => {
+                e.waiters.push((client, request_id));
+                Vec::new()
+            }
+        }
+    }
+
+    /// A client disconnected: its holds go, and the actors it owns die unless detached.
+    pub fn client_gone(&mut self, client: ClientId) -> Vec<ActorAction> {
+        let mut out = Vec::new();
+        let ids: Vec<ActorId> = self.live.keys().copied().collect();
+        for id in ids {
+            let e = self.live.get_mut(&id).expect("listed");
+            e.waiters.retain(|(c, _)| *c != client);
+            let held = e.holds.remove(&client).is_some();
+            if e.owner == Some(client) {
+                if e.detached {
+                    e.owner = None;
+                    if matches!(e.state, State::Lost | State::Restarting | State::Pending) {
+                        out.extend(self.kill(id, "its owner died before it was running".into()));
+                    }
+                } else {
+                    out.extend(self.kill(id, "its owner died".into()));
+                }
+            } else if held && e.holds.is_empty() && !e.detached {
+                out.extend(self.kill(id, "all handles to it were dropped".into()));
+            }
+        }
+        out
+    }
+
+    /// The error callers of a dead (or unknown) actor get.
+    pub fn dead_error(&self, actor_id: ActorId) -> TaskError {
+        let (class, reason) = self
+            .dead
+            .get(&actor_id)
+            .cloned()
+            .unwrap_or_else(|| ("?".into(), "no such actor is known on this node".into()));
+        TaskError::ActorDied { actor: actor_id.to_string(), class, reason }
+    }
+
+    fn kill(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorAction> {
+        let Some(e) = self.live.remove(&actor_id) else {
+            return Vec::new();
+        };
+        if let Some(name) = &e.name {
+            self.names.remove(name);
+        }
+        self.dead.insert(actor_id, (e.class.clone(), reason));
+        self.dead_order.push_back(actor_id);
+        if self.dead_order.len() > DEAD_REMEMBERED {
+            let old = self.dead_order.pop_front().expect("non-empty");
+            self.dead.remove(&old);
+        }
+        let error = self.dead_error(actor_id);
+        let mut out: Vec<ActorAction> = e
+            .waiters
+            .into_iter()
+            .map(|(client, request_id)| ActorAction::Reply { client, request_id, error: Some(error.clone()) })
+            .collect();
+        if let State::Alive { worker, .. } = e.state {
+            out.push(ActorAction::KillWorker(worker));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWNER: ClientId = ClientId(1);
+    const OTHER: ClientId = ClientId(2);
+
+    fn id(n: u8) -> ActorId {
+        ActorId([n; 16])
+    }
+    fn w(n: u8) -> WorkerId {
+        WorkerId([n; 16])
+    }
+    fn actor(n: u8, name: Option<&str>, detached: bool, max_restarts: u32) -> NewActor {
+        NewActor { actor_id: id(n), class: "C".into(), name: name.map(Into::into), detached, max_restarts }
+    }
+    fn ok(request_id: u64, client: ClientId) -> ActorAction {
+        ActorAction::Reply { client, request_id, error: None }
+    }
+    fn failed(a: &[ActorAction]) -> Vec<String> {
+        a.iter()
+            .filter_map(|a| match a {
+                ActorAction::Reply { error: Some(e), .. } => Some(e.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_are_unique_among_live_actors_and_free_again_on_death() {
+        let mut d = ActorDirectory::new();
+        assert_eq!(d.register(OWNER, 1, actor(1, Some("x"), false, 0)), vec![ok(1, OWNER)]);
+        let a = d.register(OTHER, 2, actor(2, Some("x"), false, 0));
+        assert!(matches!(&a[..], [ActorAction::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
+        d.kill_request(OTHER, 3, id(1));
+        assert_eq!(d.register(OTHER, 4, actor(2, Some("x"), false, 0)), vec![ok(4, OTHER)]);
+    }
+
+    #[test]
+    fn lookups_wait_until_the_actor_runs() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, Some("x"), false, 0));
+        assert!(d.lookup(OTHER, 7, &ActorKey::Name("x".into())).is_empty());
+        let a = d.started(OWNER, id(1), LeaseId(1), w(1), "sock".into());
+        assert!(matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info }] if info.addr == "sock"));
+        assert!(matches!(&d.lookup(OTHER, 8, &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
+        let a = d.lookup(OTHER, 9, &ActorKey::Name("y".into()));
+        assert!(failed(&a)[0].contains("no live actor is named `y`"));
+    }
+
+    #[test]
+    fn restarts_are_granted_up_to_the_budget_then_the_actor_dies() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, None, false, 1));
+        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        assert!(d.worker_died(w(1)).is_empty());
+        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
+        assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
+        let a = d.started(OWNER, id(1), LeaseId(2), w(2), "b".into());
+        assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == "b"));
+        d.worker_died(w(2));
+        let a = d.worker_lost(OWNER, 4, id(1));
+        assert!(failed(&a).iter().all(|e| e.contains("after 1 restart(s)")), "{a:?}");
+        assert_eq!(d.len(), 0);
+        assert!(failed(&d.add_hold(OTHER, 5, id(1)))[0].contains("is dead"));
+    }
+
+    #[test]
+    fn the_last_hold_ends_a_normal_actor_but_not_a_detached_one() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, None, false, 0));
+        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        d.add_hold(OTHER, 2, id(1));
+        assert!(d.release_hold(OWNER, id(1)).is_empty(), "a borrower still holds it");
+        assert_eq!(d.release_hold(OTHER, id(1)), vec![ActorAction::KillWorker(w(1))]);
+
+        d.register(OWNER, 3, actor(2, Some("d"), true, 0));
+        let a = d.started(OWNER, id(2), LeaseId(2), w(2), "b".into());
+        assert_eq!(a, vec![ActorAction::DetachLease { client: OWNER, lease_id: LeaseId(2) }]);
+        assert!(d.release_hold(OWNER, id(2)).is_empty());
+        assert!(d.client_gone(OWNER).is_empty(), "a detached actor outlives its owner");
+        assert!(matches!(&d.lookup(OTHER, 4, &ActorKey::Name("d".into()))[..], [ActorAction::Found { .. }]));
+        // With no owner left, nobody restarts it.
+        assert!(failed(&d.worker_died(w(2))).is_empty());
+        assert_eq!(d.len(), 0);
+    }
+
+    #[test]
+    fn owner_death_kills_owned_actors_and_answers_waiters() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, None, false, 5));
+        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        d.register(OWNER, 2, actor(2, None, false, 5));
+        assert!(d.lookup(OTHER, 3, &ActorKey::Id(id(2))).is_empty());
+        let a = d.client_gone(OWNER);
+        assert!(a.contains(&ActorAction::KillWorker(w(1))));
+        assert!(failed(&a).iter().any(|e| e.contains("its owner died")), "{a:?}");
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_kill_during_construction_kills_the_worker_when_it_reports() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, None, false, 0));
+        d.kill_request(OTHER, 2, id(1));
+        assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), "a".into()), vec![ActorAction::KillWorker(w(1))]);
+        let a = d.worker_lost(OWNER, 3, id(1));
+        assert!(failed(&a)[0].contains("killed with ares::kill"));
+    }
+}
