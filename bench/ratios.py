@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Markdown tables of one comparison run (a directory made by bench/compare_ray.sh):
-Ares against Ray with the foundation issue's bars, and the store figures with the
+Ares against Ray with the foundation and actor issues' bars, and the store figures with the
 object-store issue's bars. Usage: ratios.py bench/results/<run>"""
 import json, os, sys
 
@@ -18,13 +18,13 @@ def load(path):
 run = sys.argv[1]
 ray, ares = load(f"{run}/ray_micro.jsonl"), load(f"{run}/ares_micro.jsonl")
 ray_1mb, ray_1gb = load(f"{run}/ray_e_1MB.jsonl"), load(f"{run}/ray_e_1GB.jsonl")
-bars = {"a_sync_tasks": 30, "b_async_tasks": 50, "d_put_small": 100, "d_get_small": 20,
+bars = {"a_sync_tasks": 30, "b_async_tasks": 50, "c_actor_calls_sync": 30, "c_actor_calls_async": 20, "d_put_small": 100, "d_get_small": 20,
         "f_chain_tasks": 30, "g_fanin_tasks": 50, "e_put_100MB": 2,
         "e_get_1MB": 2, "e_get_100MB": 2, "e_get_1GB": 2}
 peer = {"e_get_1MB": ray_1mb.get("e_get_100MB"), "e_get_1GB": ray_1gb.get("e_get_100MB")}
 print("| bench | unit | Ray 2.60 | Ares | Ares / Ray | bar | memcpy (same run) | Ares / memcpy (bar ≥ 80%) |")
 print("|---|---|---|---|---|---|---|---|")
-for b in ["a_sync_tasks", "b_async_tasks", "d_put_small", "d_get_small", "e_put_100MB", "e_get_1MB",
+for b in ["a_sync_tasks", "b_async_tasks", "c_actor_calls_sync", "c_actor_calls_async", "d_put_small", "d_get_small", "e_put_100MB", "e_get_1MB",
           "e_get_100MB", "e_get_1GB", "f_chain_tasks", "g_fanin_tasks"]:
     a = ares.get(b)
     if not a:

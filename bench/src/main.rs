@@ -37,8 +37,8 @@ enum Cmd {
         n_fanin: usize,
         #[arg(long, default_value_t = 10_000)]
         n_put: usize,
-        /// Comma-separated letters of the benchmarks to run (a,b,d,e,f,g); all by default.
-        #[arg(long, default_value = "a,b,d,e,f,g")]
+        /// Comma-separated letters of the benchmarks to run (a,b,c,d,e,f,g); all by default.
+        #[arg(long, default_value = "a,b,c,d,e,f,g")]
         only: String,
     },
     /// Spill and restore throughput beside a plain disk write, and a workload holding
@@ -62,6 +62,20 @@ enum Cmd {
 #[ares::remote]
 fn noop() -> i64 {
     0
+}
+
+/// The actor of `ray_micro.py`: one method returning 0.
+struct Actor;
+
+#[ares::actor]
+impl Actor {
+    fn new() -> Self {
+        Actor
+    }
+
+    fn call(&self) -> i64 {
+        0
+    }
 }
 
 #[ares::remote]
@@ -156,6 +170,33 @@ fn micro(m: Micro) -> Result<()> {
                 Ok(n_async as f64 / t.elapsed().as_secs_f64())
             })?,
         );
+    }
+    if on("c") {
+        // As in ray_micro.py: one actor, created and warmed before timing.
+        let actor = ares::actor(Actor::new).spawn();
+        ares::get(&actor.call(Actor::call, ()))?;
+        emit(
+            "c_actor_calls_sync",
+            "calls/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                for _ in 0..n_sync {
+                    ares::get(&actor.call(Actor::call, ()))?;
+                }
+                Ok(n_sync as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
+        emit(
+            "c_actor_calls_async",
+            "calls/s",
+            repeat(repeats, || {
+                let t = Instant::now();
+                let refs: Vec<_> = (0..n_async).map(|_| actor.call(Actor::call, ())).collect();
+                ares::get_all(&refs)?;
+                Ok(n_async as f64 / t.elapsed().as_secs_f64())
+            })?,
+        );
+        ares::kill(&actor)?;
     }
     if on("d") {
         let mut puts = Vec::new();

@@ -93,11 +93,17 @@ pub struct Gate {
     cv: Condvar,
 }
 
+impl Default for Gate {
+    fn default() -> Self {
+        Gate { inside: Mutex::new(0), cv: Condvar::new() }
+    }
+}
+
 #[ares::actor]
 impl Gate {
     /// An empty gate.
     pub fn new() -> Self {
-        Gate { inside: Mutex::new(0), cv: Condvar::new() }
+        Self::default()
     }
 
     /// Waits until `n` callers are inside.
