@@ -105,6 +105,8 @@ pub enum ToRaylet {
         detached: bool,
         /// How often it may be restarted after its process dies (`u32::MAX`: always).
         max_restarts: u32,
+        /// How often a call interrupted by its process's death is re-run.
+        max_task_retries: u32,
     },
     /// The owner created the actor on a leased worker; callers may connect to it.
     ActorStarted {
@@ -179,6 +181,8 @@ pub struct ActorInfo {
     pub class: String,
     /// Where to push its method calls.
     pub addr: String,
+    /// How often a call interrupted by its process's death is re-run.
+    pub max_task_retries: u32,
 }
 
 /// A raylet's message to a client.

@@ -27,18 +27,35 @@ use crate::remote::{IntoArg, Keep, PreparedArg};
 pub(crate) struct HandleInner {
     pub(crate) id: ActorId,
     pub(crate) class: Arc<str>,
+    pub(crate) max_task_retries: u32,
     pub(crate) cw: Arc<CoreWorker>,
+    /// Whether the core worker counts this family (see [`without_borrowing`]).
+    counted: bool,
 }
 
 impl Drop for HandleInner {
     fn drop(&mut self) {
-        self.cw.actor_handle_dropped(self.id);
+        if self.counted {
+            self.cw.actor_handle_dropped(self.id);
+        }
     }
 }
 
 thread_local! {
     /// Handles met while encoding a task's arguments: the task keeps them alive.
     static CAPTURED: RefCell<Option<Vec<Arc<HandleInner>>>> = const { RefCell::new(None) };
+    /// Set while values are only decoded to be re-encoded (merging a list argument under
+    /// the core worker's lock): handles decoded then are not counted.
+    static PASSIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, in which decoded actor handles are uncounted copies (no borrow is registered
+/// and dropping them does nothing), so it may run under the core worker's lock.
+pub(crate) fn without_borrowing<R>(f: impl FnOnce() -> R) -> R {
+    let before = PASSIVE.with(|p| p.replace(true));
+    let r = f();
+    PASSIVE.with(|p| p.set(before));
+    r
 }
 
 /// Runs `f` and returns the actor handles it encoded.
@@ -111,6 +128,13 @@ fn prepare_args(args: Vec<PreparedArg>, function: &str) -> (Vec<ArgSpec>, Keep, 
 pub struct HandleWire {
     actor_id: ActorId,
     class: String,
+    max_task_retries: u32,
+}
+
+impl HandleWire {
+    fn of(h: &HandleInner) -> Self {
+        HandleWire { actor_id: h.id, class: h.class.to_string(), max_task_retries: h.max_task_retries }
+    }
 }
 
 /// Encodes a handle as its actor's ID; decoding one makes this process a borrower.
@@ -122,7 +146,7 @@ impl ArchiveWith<Arc<HandleInner>> for HandleCodec {
     type Resolver = HandleWireResolver;
 
     fn resolve_with(field: &Arc<HandleInner>, resolver: Self::Resolver, out: Place<Self::Archived>) {
-        HandleWire { actor_id: field.id, class: field.class.to_string() }.resolve(resolver, out);
+        HandleWire::of(field).resolve(resolver, out);
     }
 }
 
@@ -136,7 +160,7 @@ where
                 v.push(field.clone());
             }
         });
-        HandleWire { actor_id: field.id, class: field.class.to_string() }.serialize(s)
+        HandleWire::of(field).serialize(s)
     }
 }
 
@@ -151,14 +175,19 @@ where
     fn deserialize_with(a: &ArchivedHandleWire, _: &mut D) -> std::result::Result<Arc<HandleInner>, D::Error> {
         let id = ActorId(a.actor_id.0);
         let cw = crate::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
-        Ok(borrow(cw, id, Arc::from(a.class.as_str())))
+        let class: Arc<str> = Arc::from(a.class.as_str());
+        let retries = a.max_task_retries.to_native();
+        if PASSIVE.with(|p| p.get()) {
+            return Ok(Arc::new(HandleInner { id, class, max_task_retries: retries, cw, counted: false }));
+        }
+        Ok(borrow(cw, id, class, retries))
     }
 }
 
 /// A new handle family in this process (registering it with the node if it is the first).
-fn borrow(cw: Arc<CoreWorker>, id: ActorId, class: Arc<str>) -> Arc<HandleInner> {
-    cw.actor_borrow(id, class.clone());
-    Arc::new(HandleInner { id, class, cw })
+fn borrow(cw: Arc<CoreWorker>, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Arc<HandleInner> {
+    cw.actor_borrow(id, class.clone(), max_task_retries);
+    Arc::new(HandleInner { id, class, max_task_retries, cw, counted: true })
 }
 
 /// Arguments of an actor call: `()`, one argument, or a tuple of up to 6.
@@ -355,7 +384,11 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
         };
         cw.create_actor(id, spawn, specs, keep.actor_ids())?;
         drop(keep);
-        Ok(ActorHandle { inner: Arc::new(HandleInner { id, class, cw }), _a: PhantomData })
+        let max_task_retries = self.opts.max_task_retries;
+        Ok(ActorHandle {
+            inner: Arc::new(HandleInner { id, class, max_task_retries, cw, counted: true }),
+            _a: PhantomData,
+        })
     }
 
     fn start_or_dead(&self, args: Vec<PreparedArg>) -> ActorHandle<F::Actor> {
@@ -374,7 +407,8 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
                     },
                 };
                 cw.dead_actor(id, class.clone(), error);
-                ActorHandle { inner: Arc::new(HandleInner { id, class, cw }), _a: PhantomData }
+                let inner = HandleInner { id, class, max_task_retries: 0, cw, counted: true };
+                ActorHandle { inner: Arc::new(inner), _a: PhantomData }
             }
         }
     }
@@ -430,6 +464,6 @@ pub fn get_actor<A: 'static>(name: &str) -> Result<ActorHandle<A>> {
             requested: requested.to_string(),
         }));
     }
-    let inner = borrow(cw, info.actor_id, Arc::from(info.class.as_str()));
+    let inner = borrow(cw, info.actor_id, Arc::from(info.class.as_str()), info.max_task_retries);
     Ok(ActorHandle { inner, _a: PhantomData })
 }

@@ -77,6 +77,7 @@ struct Entry {
     owner: Option<ClientId>,
     detached: bool,
     max_restarts: u32,
+    max_task_retries: u32,
     restarts: u32,
     state: State,
     holds: HashMap<ClientId, u32>,
@@ -96,6 +97,8 @@ pub struct NewActor {
     pub detached: bool,
     /// Restart budget (`u32::MAX`: unlimited).
     pub max_restarts: u32,
+    /// How often a call interrupted by the process's death is re-run (every caller's).
+    pub max_task_retries: u32,
 }
 
 /// The node's actors.
@@ -133,6 +136,14 @@ impl ActorDirectory {
 
     /// `client` registers a new actor it owns, and holds it.
     pub fn register(&mut self, client: ClientId, request_id: u64, a: NewActor) -> Vec<ActorAction> {
+        if self.live.contains_key(&a.actor_id) || self.dead.contains_key(&a.actor_id) {
+            let error = TaskError::ActorDied {
+                actor: a.actor_id.to_string(),
+                class: a.class,
+                reason: "an actor with this ID was already registered".into(),
+            };
+            return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+        }
         if let Some(name) = &a.name {
             if self.names.contains_key(name) {
                 let error = TaskError::ActorNameTaken { name: name.clone() };
@@ -146,6 +157,7 @@ impl ActorDirectory {
             owner: Some(client),
             detached: a.detached,
             max_restarts: a.max_restarts,
+            max_task_retries: a.max_task_retries,
             restarts: 0,
             state: State::Pending,
             holds: HashMap::from_iter([(client, 1)]),
@@ -172,7 +184,7 @@ impl ActorDirectory {
             return Vec::new();
         }
         e.state = State::Alive { worker, addr: addr.clone() };
-        let info = ActorInfo { actor_id, class: e.class.clone(), addr };
+        let info = ActorInfo { actor_id, class: e.class.clone(), addr, max_task_retries: e.max_task_retries };
         let mut out: Vec<ActorAction> = e
             .waiters
             .drain(..)
@@ -218,8 +230,13 @@ impl ActorDirectory {
         }
         if e.restarts < e.max_restarts {
             e.restarts += 1;
-            e.state = State::Restarting;
-            return vec![reply(None)];
+            // The owner may have lost only its connection: make sure the old process is
+            // gone before a second instance starts.
+            let old = match std::mem::replace(&mut e.state, State::Restarting) {
+                State::Alive { worker, .. } => Some(worker),
+                _ => None,
+            };
+            return old.map(ActorAction::KillWorker).into_iter().chain([reply(None)]).collect();
         }
         let reason = match e.max_restarts {
             0 => "its process died and max_restarts is 0".to_string(),
@@ -287,7 +304,12 @@ impl ActorDirectory {
         };
         match &e.state {
             State::Alive { addr, .. } => {
-                let info = ActorInfo { actor_id: id, class: e.class.clone(), addr: addr.clone() };
+                let info = ActorInfo {
+                    actor_id: id,
+                    class: e.class.clone(),
+                    addr: addr.clone(),
+                    max_task_retries: e.max_task_retries,
+                };
                 vec![ActorAction::Found { client, request_id, info }]
             }
             State::Pending | State::Lost | State::Restarting => {
@@ -371,7 +393,14 @@ mod tests {
         WorkerId([n; 16])
     }
     fn actor(n: u8, name: Option<&str>, detached: bool, max_restarts: u32) -> NewActor {
-        NewActor { actor_id: id(n), class: "C".into(), name: name.map(Into::into), detached, max_restarts }
+        NewActor {
+            actor_id: id(n),
+            class: "C".into(),
+            name: name.map(Into::into),
+            detached,
+            max_restarts,
+            max_task_retries: 0,
+        }
     }
     fn ok(request_id: u64, client: ClientId) -> ActorAction {
         ActorAction::Reply { client, request_id, error: None }
@@ -393,6 +422,8 @@ mod tests {
         assert!(matches!(&a[..], [ActorAction::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
         d.kill_request(OTHER, 3, id(1));
         assert_eq!(d.register(OTHER, 4, actor(2, Some("x"), false, 0)), vec![ok(4, OTHER)]);
+        let again = d.register(OTHER, 5, actor(1, None, false, 0));
+        assert!(failed(&again)[0].contains("already registered"), "an ID is never reused");
     }
 
     #[test]
@@ -410,16 +441,19 @@ mod tests {
     #[test]
     fn restarts_are_granted_up_to_the_budget_then_the_actor_dies() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 1));
+        d.register(OWNER, 1, actor(1, None, false, 2));
         d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
-        assert!(d.worker_died(w(1)).is_empty());
+        // The owner lost only its connection: the old process is killed before a restart.
+        assert_eq!(d.worker_lost(OWNER, 9, id(1)), vec![ActorAction::KillWorker(w(1)), ok(9, OWNER)]);
+        d.started(OWNER, id(1), LeaseId(3), w(3), "c".into());
+        assert!(d.worker_died(w(3)).is_empty());
         assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
         assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), "b".into());
         assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == "b"));
         d.worker_died(w(2));
         let a = d.worker_lost(OWNER, 4, id(1));
-        assert!(failed(&a).iter().all(|e| e.contains("after 1 restart(s)")), "{a:?}");
+        assert!(failed(&a).iter().all(|e| e.contains("after 2 restart(s)")), "{a:?}");
         assert_eq!(d.len(), 0);
         assert!(failed(&d.add_hold(OTHER, 5, id(1)))[0].contains("is dead"));
     }

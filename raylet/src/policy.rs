@@ -167,6 +167,11 @@ impl LeasePolicy {
         out
     }
 
+    /// Who holds `lease_id`, on which worker.
+    pub fn lease_of(&self, lease_id: LeaseId) -> Option<(ClientId, WorkerId)> {
+        self.leases.get(&lease_id).map(|l| (l.client, l.worker))
+    }
+
     /// Hands a detached actor's lease from its owner to the node, so the owner's
     /// disconnection does not reap the worker.
     pub fn detach(&mut self, client: ClientId, lease_id: LeaseId) {
@@ -234,28 +239,32 @@ impl LeasePolicy {
         let mut out = Vec::new();
         let mut wanting_worker: usize = 0;
         let mut wanting_dedicated = 0;
-        let mut i = 0;
-        while i < self.queue.len() {
-            if !self.queue[i].shape.is_subset_of(&self.available) {
-                i += 1;
-                continue;
+        // Dedicated requests first: a worker started for an actor must not be taken by a
+        // task request, or the pool would keep growing past `max_workers`.
+        for dedicated in [true, false] {
+            let mut i = 0;
+            while i < self.queue.len() {
+                if self.queue[i].dedicated != dedicated || !self.queue[i].shape.is_subset_of(&self.available) {
+                    i += 1;
+                    continue;
+                }
+                let Some(worker) = self.idle.pop_front() else {
+                    wanting_worker += 1;
+                    wanting_dedicated += usize::from(self.queue[i].dedicated);
+                    i += 1;
+                    continue;
+                };
+                let req = self.queue.remove(i).expect("in range");
+                if req.dedicated {
+                    self.dedicated.insert(worker);
+                    self.live = self.live.saturating_sub(1);
+                }
+                self.available.sub(&req.shape);
+                let lease_id = LeaseId(self.next_lease);
+                self.next_lease += 1;
+                self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape });
+                out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
             }
-            let Some(worker) = self.idle.pop_front() else {
-                wanting_worker += 1;
-                wanting_dedicated += usize::from(self.queue[i].dedicated);
-                i += 1;
-                continue;
-            };
-            let req = self.queue.remove(i).expect("in range");
-            if req.dedicated {
-                self.dedicated.insert(worker);
-                self.live = self.live.saturating_sub(1);
-            }
-            self.available.sub(&req.shape);
-            let lease_id = LeaseId(self.next_lease);
-            self.next_lease += 1;
-            self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape });
-            out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
         }
         // Actors get workers beyond the pool's size: they would otherwise starve tasks.
         let room = self.max_workers.saturating_sub(self.live + self.starting) + wanting_dedicated;
@@ -361,6 +370,19 @@ mod tests {
         assert!(!gone.contains(&Action::ReapWorker(w(1))), "{gone:?}");
         assert!(p.worker_died(w(1)).is_empty());
         assert_eq!(p.live, 0);
+    }
+
+    #[test]
+    fn a_worker_started_for_an_actor_goes_to_the_actor() {
+        let mut p = LeasePolicy::new(cpu(4.0), 1);
+        p.worker_registered(w(1));
+        p.request(C, 1, cpu(1.0), false);
+        // A task request waits behind the pool's size; the actor gets a worker of its own.
+        assert!(p.request(C, 2, cpu(1.0), false).is_empty());
+        assert_eq!(p.request(C, 3, cpu(0.0), true), vec![Action::StartWorker]);
+        let a = p.worker_registered(w(2));
+        assert!(matches!(a[..], [Action::Grant { request_id: 3, .. }]), "{a:?}");
+        assert_eq!(p.live, 1);
     }
 
     #[test]

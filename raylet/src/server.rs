@@ -512,12 +512,16 @@ impl Shared {
                 let actions = st.policy.request(client, request_id, shape, dedicated);
                 self.apply(st, actions);
             }
-            ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts } => {
-                let a = NewActor { actor_id, class, name, detached, max_restarts };
+            ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts, max_task_retries } => {
+                let a = NewActor { actor_id, class, name, detached, max_restarts, max_task_retries };
                 let actions = st.actors.register(client, request_id, a);
                 self.apply_actors(st, actions);
             }
             ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
+                if st.policy.lease_of(lease_id) != Some((client, worker_id)) {
+                    tracing::warn!(client = client.0, %actor_id, "ignoring ActorStarted for a lease the client does not hold");
+                    return;
+                }
                 let actions = st.actors.started(client, actor_id, lease_id, worker_id, addr);
                 self.apply_actors(st, actions);
             }

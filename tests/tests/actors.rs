@@ -230,7 +230,7 @@ fn failures_are_typed() {
     let _c = Cluster::default_2cpu();
     let broken = ares::actor(Counter::broken).spawn("no parts".to_string());
     let msg = actor_died(ares::get(&broken.call(Counter::get, ())));
-    assert!(msg.contains("constructor failed") && msg.contains("no parts"), "{msg}");
+    assert!(msg.contains("construction failed") && msg.contains("no parts"), "{msg}");
 
     let counter = ares::actor(Counter::new).spawn(3);
     match ares::get(&counter.call(Counter::fail, "oops".to_string())) {
@@ -245,6 +245,38 @@ fn failures_are_typed() {
     let huge = ares::actor(Counter::new).num_cpus(64.0).spawn(0);
     let msg = actor_died(ares::get(&huge.call(Counter::get, ())));
     assert!(msg.contains("infeasible"), "{msg}");
+}
+
+#[ares::remote]
+fn fails(x: i64) -> i64 {
+    panic!("no value for {x}")
+}
+
+#[ares::remote]
+fn incr_all(counters: Vec<ActorHandle<Counter>>) -> i64 {
+    counters.iter().map(|c| ares::get(&c.call(Counter::incr, 1)).unwrap()).sum()
+}
+
+#[test]
+fn a_call_whose_argument_failed_does_not_keep_the_actor_alive() {
+    let _c = Cluster::default_2cpu();
+    let counter = ares::actor(Counter::new).spawn(0);
+    let pid = ares::get(&counter.call(Counter::pid, ())).unwrap();
+    let r = counter.call(Counter::incr, ares::remote(fails).call(1));
+    assert!(matches!(ares::get(&r), Err(Error::Task(TaskError::Application { .. }))));
+    drop(counter);
+    wait_for("the actor process to exit", LONG, || !process_alive(pid));
+}
+
+#[test]
+fn handles_inside_a_list_of_futures_reach_the_task() {
+    let _c = Cluster::default_2cpu();
+    let a = ares::actor(Counter::new).spawn(10);
+    let b = ares::actor(Counter::new).spawn(20);
+    // The owner merges the list before the push: the handles inside are decoded there.
+    let refs = vec![ares::put(a.clone()).unwrap(), ares::put(b.clone()).unwrap()];
+    assert_eq!(ares::get(&ares::remote(incr_all).call(refs)).unwrap(), 32);
+    assert_eq!(ares::get(&a.call(Counter::get, ())).unwrap(), 11);
 }
 
 #[test]

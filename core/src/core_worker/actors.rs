@@ -121,6 +121,7 @@ impl CoreWorker {
             name: spawn.name.clone(),
             detached: spawn.detached,
             max_restarts: spawn.max_restarts,
+            max_task_retries: spawn.max_task_retries,
         });
         if let Some(e) = reply_error(answer) {
             return Err(Error::Task(e));
@@ -175,37 +176,52 @@ impl CoreWorker {
     }
 
     /// A handle family on `id` was decoded in this process: count it, and tell the
-    /// directory this process holds the actor if it did not already.
-    pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>) {
-        let mut tasks = self.lock_tasks();
-        let register = match tasks.callers.get_mut(&id) {
-            Some(c) => {
-                c.handles += 1;
-                let need = !c.registered && !c.registering && c.dead.is_none();
-                c.registering |= need;
-                need
-            }
-            None => {
-                let mut c = Caller::new(class);
-                c.registering = true;
-                tasks.callers.insert(id, c);
-                true
+    /// directory this process holds the actor if it did not already. Returns once the
+    /// directory has counted the hold: the task that carried the handle may finish next
+    /// and let the sender's hold go.
+    pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32) {
+        let register = {
+            let mut tasks = self.lock_tasks();
+            match tasks.callers.get_mut(&id) {
+                Some(c) => {
+                    c.handles += 1;
+                    let need = !c.registered && !c.registering && c.dead.is_none();
+                    c.registering |= need;
+                    need
+                }
+                None => {
+                    let mut c = Caller::new(class);
+                    c.registering = true;
+                    c.max_task_retries = max_task_retries;
+                    tasks.callers.insert(id, c);
+                    true
+                }
             }
         };
         if !register {
             return;
         }
-        // Answered at once, and by the client's reader thread: safe under `tasks`. The
-        // hold must be counted before this call returns, because the task that carried
-        // the handle may finish next and let the sender's hold go.
+        // Not under `tasks`: the raylet answers a client's messages in order, and one of
+        // ours may be waiting for store space.
         let error = reply_error(self.raylet.call(|request_id| ToRaylet::AddActorHold { request_id, actor_id: id }));
+        let mut tasks = self.lock_tasks();
         let mut frees = Vec::new();
-        if let Some(c) = tasks.callers.get_mut(&id) {
-            c.registering = false;
-            match error {
-                None => c.registered = true,
-                Some(e) => self.kill_caller(&mut tasks, id, e, &mut frees),
+        match tasks.callers.get_mut(&id) {
+            Some(c) => {
+                c.registering = false;
+                match error {
+                    None if c.dead.is_none() => c.registered = true,
+                    None => {
+                        let _ = self.raylet.send(&ToRaylet::ReleaseActorHold { actor_id: id });
+                    }
+                    Some(e) => self.kill_caller(&mut tasks, id, e, &mut frees),
+                }
+                self.maybe_release(&mut tasks, id, &mut frees);
             }
+            None if error.is_none() => {
+                let _ = self.raylet.send(&ToRaylet::ReleaseActorHold { actor_id: id });
+            }
+            None => {}
         }
         drop(tasks);
         self.free(frees);
@@ -262,15 +278,21 @@ impl CoreWorker {
     /// Lets the directory know this process no longer holds `a` once nothing here uses
     /// it, and forgets it once it is also dead (an owner keeps managing a live actor
     /// that borrowers or its detachment keep alive).
-    fn maybe_release(&self, tasks: &mut Tasks, a: ActorId, frees: &mut Vec<Free>) {
-        let Some(c) = tasks.callers.get_mut(&a) else {
+    pub(super) fn maybe_release(&self, tasks: &mut Tasks, a: ActorId, frees: &mut Vec<Free>) {
+        let Tasks { tasks: all, callers, conns, .. } = &mut *tasks;
+        let Some(c) = callers.get_mut(&a) else {
             return;
         };
-        let busy = c.conn.and_then(|id| tasks.conns.get(&id)).is_some_and(|conn| {
+        // Calls that failed while queued leave their IDs behind.
+        while c.queue.front().is_some_and(|t| !all.contains_key(t)) {
+            c.queue.pop_front();
+        }
+        let queued = c.queue.iter().any(|t| all.contains_key(t));
+        let busy = c.conn.and_then(|id| conns.get(&id)).is_some_and(|conn| {
             let create = c.owned.as_ref().map(|o| o.create_tid);
             conn.in_flight.iter().any(|t| Some(*t) != create)
         });
-        if c.handles > 0 || !c.queue.is_empty() || busy || c.registering {
+        if c.handles > 0 || queued || busy || c.registering {
             return;
         }
         if c.registered && c.dead.is_none() {
@@ -313,7 +335,10 @@ impl CoreWorker {
             return;
         }
         c.dead = Some(error.clone());
-        c.registered = false;
+        if std::mem::take(&mut c.registered) {
+            // Harmless if the directory already declared it dead; needed if only we did.
+            let _ = self.raylet.send(&ToRaylet::ReleaseActorHold { actor_id: a });
+        }
         let conn = c.conn.take();
         let owned = c.owned.as_mut().map(|o| (o.create_tid, o.request.take()));
         if let Some((_, Some(request_id))) = owned {
@@ -343,7 +368,7 @@ impl CoreWorker {
     pub(super) fn create_failed(&self, tasks: &mut Tasks, a: ActorId, error: &TaskError, frees: &mut Vec<Free>) {
         let _ = self.raylet.send(&ToRaylet::ActorCreateFailed { actor_id: a, error: error.clone() });
         let class = tasks.callers.get(&a).map_or_else(|| "?".into(), |c| c.class.to_string());
-        self.kill_caller(tasks, a, died(a, &class, &format!("its constructor failed: {error}")), frees);
+        self.kill_caller(tasks, a, died(a, &class, &format!("its construction failed: {error}")), frees);
     }
 
     /// No node can ever hold the actor's resources.
@@ -384,7 +409,11 @@ impl CoreWorker {
                 None => {
                     if !c.resolving && !c.queue.is_empty() {
                         c.resolving = true;
-                        self.spawn_resolver(a);
+                        if let Err(e) = self.spawn_resolver(a) {
+                            let class = c.class.clone();
+                            let reason = format!("could not start a lookup thread: {e}");
+                            self.kill_caller(tasks, a, died(a, &class, &reason), frees);
+                        }
                     }
                 }
             }
@@ -471,6 +500,8 @@ impl CoreWorker {
     pub(super) fn on_actor_lease(&self, request_id: u64, lease_id: LeaseId, worker_id: WorkerId, addr: &str) {
         let mut tasks = self.lock_tasks();
         let Some(a) = tasks.actor_requests.remove(&request_id) else {
+            // Withdrawn (the actor was killed) after the grant was sent.
+            let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: true });
             return;
         };
         let create_tid = match tasks.callers.get_mut(&a) {
@@ -506,7 +537,7 @@ impl CoreWorker {
                 let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: true });
                 let class = tasks.callers.get(&a).map_or_else(|| "?".into(), |c| c.class.to_string());
                 let reason = format!("could not connect to its worker at {addr}: {e}");
-                self.kill_caller(&mut tasks, a, died(a, &class, &reason), &mut frees);
+                self.create_failed(&mut tasks, a, &died(a, &class, &reason), &mut frees);
             }
         }
         drop(tasks);
@@ -611,11 +642,14 @@ impl CoreWorker {
                 let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: true });
             }
             // The directory arbitrates between a restart and a kill or release that may
-            // have caused this; it answers at once, on the client's reader thread.
+            // have caused this. Asked without `tasks` held (the raylet may be busy with
+            // another request of ours); `deciding` keeps new calls from leasing meanwhile.
             if let Some(o) = tasks.callers.get_mut(&a).and_then(|c| c.owned.as_mut()) {
                 o.deciding = true;
             }
+            drop(tasks);
             let answer = self.raylet.call(|request_id| ToRaylet::ActorWorkerLost { request_id, actor_id: a });
+            tasks = self.lock_tasks();
             if let Some(o) = tasks.callers.get_mut(&a).and_then(|c| c.owned.as_mut()) {
                 o.deciding = false;
             }
@@ -629,21 +663,14 @@ impl CoreWorker {
         self.free(frees);
     }
 
-    fn spawn_resolver(&self, a: ActorId) {
+    fn spawn_resolver(&self, a: ActorId) -> std::io::Result<()> {
         let weak = self.me.clone();
-        let spawned = std::thread::Builder::new().name("ares-actor-lookup".into()).spawn(move || {
+        std::thread::Builder::new().name("ares-actor-lookup".into()).spawn(move || {
             if let Some(cw) = weak.upgrade() {
                 cw.resolve_actor(a);
             }
-        });
-        if let Err(e) = spawned {
-            let mut tasks = self.lock_tasks();
-            let mut frees = Vec::new();
-            let reason = format!("could not start a lookup thread: {e}");
-            self.kill_caller(&mut tasks, a, died(a, "?", &reason), &mut frees);
-            drop(tasks);
-            self.free(frees);
-        }
+        })?;
+        Ok(())
     }
 
     /// A borrower finds the actor's worker through the directory (waiting while it is
@@ -656,12 +683,12 @@ impl CoreWorker {
                 Ok(FromRaylet::ActorFound { info, .. }) => info,
                 other => {
                     let e = reply_error(other).unwrap_or_else(|| died(a, "?", "the lookup found nothing"));
-                    return self.resolved(a, Err(e));
+                    return self.resolve_failed(a, e);
                 }
             };
             let mut tasks = self.lock_tasks();
-            let alive = tasks.callers.get(&a).is_some_and(|c| c.dead.is_none() && c.conn.is_none());
-            if !alive {
+            let wanted = tasks.callers.get(&a).is_some_and(|c| c.dead.is_none() && c.conn.is_none());
+            if !wanted {
                 if let Some(c) = tasks.callers.get_mut(&a) {
                     c.resolving = false;
                 }
@@ -669,8 +696,17 @@ impl CoreWorker {
             }
             match self.open_actor_conn(&mut tasks, a, &info.addr) {
                 Ok(conn_id) => {
+                    // In the same locked section as the connect, so a reader that sees the
+                    // connection die at once finds it recorded and starts a new lookup.
+                    let c = tasks.callers.get_mut(&a).expect("checked");
+                    c.conn = Some(conn_id);
+                    c.resolving = false;
+                    let mut frees = Vec::new();
+                    self.dispatch_actor(&mut tasks, a, &mut frees);
+                    self.maybe_release(&mut tasks, a, &mut frees);
                     drop(tasks);
-                    return self.resolved(a, Ok(conn_id));
+                    self.free(frees);
+                    return;
                 }
                 // The directory has not yet seen the old process die: ask again soon.
                 Err(e) => last_error = format!("could not connect to {}: {e}", info.addr),
@@ -678,25 +714,16 @@ impl CoreWorker {
             drop(tasks);
             std::thread::sleep(Duration::from_millis(2 * u64::from(attempt + 1)));
         }
-        self.resolved(a, Err(died(a, "?", &last_error)));
+        self.resolve_failed(a, died(a, "?", &last_error));
     }
 
-    fn resolved(&self, a: ActorId, result: std::result::Result<u64, TaskError>) {
+    fn resolve_failed(&self, a: ActorId, error: TaskError) {
         let mut tasks = self.lock_tasks();
         let mut frees = Vec::new();
         if let Some(c) = tasks.callers.get_mut(&a) {
             c.resolving = false;
-            match result {
-                Ok(conn_id) => c.conn = Some(conn_id),
-                Err(e) => self.kill_caller(&mut tasks, a, e, &mut frees),
-            }
-        } else if let Ok(conn_id) = result {
-            if let Some(conn) = tasks.conns.remove(&conn_id) {
-                conn.out.close();
-            }
+            self.kill_caller(&mut tasks, a, error, &mut frees);
         }
-        self.dispatch_actor(&mut tasks, a, &mut frees);
-        self.maybe_release(&mut tasks, a, &mut frees);
         drop(tasks);
         self.free(frees);
     }

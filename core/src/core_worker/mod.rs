@@ -554,6 +554,7 @@ impl CoreWorker {
     fn fail_task(&self, tasks: &mut Tasks, task_id: TaskId, error: TaskError, frees: &mut Vec<Free>) {
         let mut stack = vec![task_id];
         let mut failed_creates = Vec::new();
+        let mut failed_calls = Vec::new();
         while let Some(tid) = stack.pop() {
             let Some(task) = tasks.tasks.remove(&tid) else {
                 continue;
@@ -563,10 +564,14 @@ impl CoreWorker {
                 let mut table = self.table.lock();
                 frees.extend(table.set_failed(rid, error.clone()));
                 frees.extend(table.remove_submitted(&task.arg_ids));
-                if let Target::Create(a) = task.target {
-                    // The actor's record held the construction's result.
-                    frees.extend(table.remove_local_ref(rid));
-                    failed_creates.push(a);
+                match task.target {
+                    Target::Create(a) => {
+                        // The actor's record held the construction's result.
+                        frees.extend(table.remove_local_ref(rid));
+                        failed_creates.push(a);
+                    }
+                    Target::Actor(a) if !failed_calls.contains(&a) => failed_calls.push(a),
+                    _ => {}
                 }
             }
             if let Some(waiters) = tasks.waiting.remove(&rid) {
@@ -580,6 +585,10 @@ impl CoreWorker {
             for a in failed_creates {
                 self.create_failed(tasks, a, &error, frees);
             }
+        }
+        // A failed call may have been the last thing keeping this process's hold.
+        for a in failed_calls {
+            self.maybe_release(tasks, a, frees);
         }
     }
 
@@ -714,7 +723,8 @@ impl CoreWorker {
                         ids.iter().map(|id| self.hold(*id, &locations[id])).collect();
                     let merged = held.map_err(|e| e.to_string()).and_then(|h| {
                         let parts: Vec<&[u8]> = h.iter().map(|h| h.bytes()).collect();
-                        combine(&parts)
+                        // Under `tasks`: actor handles inside are copied, not borrowed.
+                        crate::actor::without_borrowing(|| combine(&parts))
                     });
                     match merged {
                         Ok(b) if b.len() + 1024 <= self.max_frame => WireArg::Inline(b.to_vec()),
