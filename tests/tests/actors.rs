@@ -226,6 +226,18 @@ fn the_owner_dying_ends_its_actor_but_not_a_detached_one() {
 }
 
 #[test]
+fn shutdown_ends_every_actor_process_detached_ones_included() {
+    let c = Cluster::default_2cpu();
+    let kept = ares::actor(Counter::new).name("kept-at-shutdown").detached().spawn(0);
+    let plain = ares::actor(Counter::new).spawn(0);
+    let pids = [ares::get(&kept.call(Counter::pid, ())).unwrap(), ares::get(&plain.call(Counter::pid, ())).unwrap()];
+    drop(c);
+    wait_for("actor processes to exit with the embedded node", LONG, || pids.iter().all(|p| !process_alive(*p)));
+    // Handles kept past shutdown fail cleanly.
+    assert!(ares::get(&plain.call(Counter::get, ())).is_err());
+}
+
+#[test]
 fn failures_are_typed() {
     let _c = Cluster::default_2cpu();
     let broken = ares::actor(Counter::broken).spawn("no parts".to_string());
@@ -247,9 +259,13 @@ fn failures_are_typed() {
     assert!(msg.contains("infeasible"), "{msg}");
 }
 
+/// Waits for the file `go` to appear, then panics.
 #[ares::remote]
-fn fails(x: i64) -> i64 {
-    panic!("no value for {x}")
+fn fails_on(go: String) -> i64 {
+    while !std::path::Path::new(&go).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("no value")
 }
 
 #[ares::remote]
@@ -262,9 +278,12 @@ fn a_call_whose_argument_failed_does_not_keep_the_actor_alive() {
     let _c = Cluster::default_2cpu();
     let counter = ares::actor(Counter::new).spawn(0);
     let pid = ares::get(&counter.call(Counter::pid, ())).unwrap();
-    let r = counter.call(Counter::incr, ares::remote(fails).call(1));
-    assert!(matches!(ares::get(&r), Err(Error::Task(TaskError::Application { .. }))));
+    let go = marker("fail-later");
+    let r = counter.call(Counter::incr, ares::remote(fails_on).call(go.clone()));
+    // The handle goes while the call still waits for its argument, which then fails.
     drop(counter);
+    std::fs::write(&go, "").unwrap();
+    assert!(matches!(ares::get(&r), Err(Error::Task(TaskError::Application { .. }))));
     wait_for("the actor process to exit", LONG, || !process_alive(pid));
 }
 
