@@ -6,6 +6,27 @@
 //! Handles can be cloned, and passed to tasks and other actors (they encode as the actor's
 //! ID); a process that decodes one becomes a borrower and calls the actor directly. A
 //! non-detached actor lives while some process holds a handle to it and its owner lives.
+//!
+//! ```no_run
+//! struct Counter { n: i64 }
+//!
+//! #[ares::actor]
+//! impl Counter {
+//!     fn new(start: i64) -> Self { Counter { n: start } }
+//!     fn incr(&mut self, by: i64) -> i64 { self.n += by; self.n }
+//!     fn add(&mut self, a: i64, b: i64) -> i64 { self.n += a + b; self.n }
+//! }
+//!
+//! fn main() -> anyhow::Result<()> {
+//!     ares::init()?;
+//!     let counter = ares::actor(Counter::new).max_restarts(1).spawn(10);
+//!     assert_eq!(ares::get(&counter.call(Counter::incr, 5))?, 15);
+//!     assert_eq!(ares::get(&counter.call(Counter::add, (1, 2)))?, 18);
+//!     ares::kill(&counter)?;
+//!     ares::shutdown();
+//!     Ok(())
+//! }
+//! ```
 
 use std::cell::RefCell;
 use std::fmt;

@@ -14,8 +14,11 @@
 //! }
 //! ```
 //!
-//! This crate owns the public API and the core worker (ownership bookkeeping, task
-//! submission over worker leases, the in-process store). Workers are the driver's own
+//! Actors (`#[ares::actor]`, `ares::actor(T::new).spawn(..)`, `handle.call(T::m, ..)`) are
+//! in the [`ActorHandle`] docs.
+//!
+//! This crate owns the public API and the core worker (ownership bookkeeping, task and
+//! actor-call submission over worker leases, the in-process store). Workers are the driver's own
 //! executable re-executed with `ARES_WORKER=1`; an `.init_array` entry enters worker mode
 //! before `main` or a test harness runs. See `docs/architecture.md` for the whole picture.
 #![warn(missing_docs)]
