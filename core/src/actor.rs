@@ -73,16 +73,31 @@ thread_local! {
 /// Runs `f`, in which decoded actor handles are uncounted copies (no borrow is registered
 /// and dropping them does nothing), so it may run under the core worker's lock.
 pub(crate) fn without_borrowing<R>(f: impl FnOnce() -> R) -> R {
-    let before = PASSIVE.with(|p| p.replace(true));
-    let r = f();
-    PASSIVE.with(|p| p.set(before));
-    r
+    /// Restores the flag even if `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PASSIVE.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PASSIVE.with(|p| p.replace(true)));
+    f()
 }
 
 /// Runs `f` and returns the actor handles it encoded.
 pub(crate) fn capture_handles<R>(f: impl FnOnce() -> R) -> (R, Vec<Arc<HandleInner>>) {
-    let outer = CAPTURED.with(|c| c.borrow_mut().replace(Vec::new()));
+    /// Restores the outer capture even if `f` panics.
+    struct Restore(Option<Option<Vec<Arc<HandleInner>>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.take() {
+                CAPTURED.with(|c| *c.borrow_mut() = outer);
+            }
+        }
+    }
+    let mut restore = Restore(Some(CAPTURED.with(|c| c.borrow_mut().replace(Vec::new()))));
     let r = f();
+    let outer = restore.0.take().expect("set above");
     let got = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer)).unwrap_or_default();
     (r, got)
 }

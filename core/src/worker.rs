@@ -34,6 +34,9 @@ struct Hosted {
     instance: ActorInstance,
     /// Threads running calls when `max_concurrency > 1`.
     pool: Option<Mutex<mpsc::Sender<Job>>>,
+    /// Otherwise calls run one at a time across all callers' connections (each connection
+    /// has its own thread, and a `Sync` actor is kept behind an `RwLock`).
+    gate: Mutex<()>,
 }
 
 static HOSTED: OnceLock<Hosted> = OnceLock::new();
@@ -173,12 +176,16 @@ fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
         let task_id = spec.task_id;
         let pool = HOSTED.get().and_then(|h| h.pool.as_ref());
         if let (TaskKind::ActorCall { .. }, Some(pool)) = (&spec.kind, pool) {
-            let (cw, writer) = (cw.clone(), writer.clone());
+            let (cw, out) = (cw.clone(), writer.clone());
             let job: Job = Box::new(move || {
                 let outcome = execute(&cw, spec);
-                let _ = reply(&writer, task_id, outcome, true);
+                let _ = reply(&out, task_id, outcome, true);
             });
             if pool.lock().unwrap_or_else(|p| p.into_inner()).send(job).is_err() {
+                break;
+            }
+            // Earlier replies (say, the construction's) must not wait for a pool job.
+            if !reader.has_buffered() && writer.lock().unwrap_or_else(|p| p.into_inner()).flush().is_err() {
                 break;
             }
             continue;
@@ -211,7 +218,7 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
                 Ok(instance) => {
                     let pool =
                         if max_concurrency > 1 && instance.parallel() { start_pool(max_concurrency) } else { None };
-                    if HOSTED.set(Hosted { actor_id, instance, pool }).is_err() {
+                    if HOSTED.set(Hosted { actor_id, instance, pool, gate: Mutex::new(()) }).is_err() {
                         return actor_died(actor_id, "its worker already hosts another actor");
                     }
                     ctx.finish(Ok(()))
@@ -225,6 +232,10 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
             };
             let Some(invoke) = registry::lookup_method(&spec.function) else {
                 return not_found(&spec.function);
+            };
+            let _one_at_a_time = match hosted.pool {
+                None => Some(hosted.gate.lock().unwrap_or_else(|p| p.into_inner())),
+                Some(_) => None,
             };
             with_args(cw, &spec, |ctx, args| invoke(ctx, &hosted.instance, args))
         }

@@ -519,7 +519,14 @@ impl Shared {
             }
             ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
                 if st.policy.lease_of(lease_id) != Some((client, worker_id)) {
-                    tracing::warn!(client = client.0, %actor_id, "ignoring ActorStarted for a lease the client does not hold");
+                    tracing::warn!(client = client.0, %actor_id, "ActorStarted names a lease the client does not hold");
+                    let error = TaskError::ActorDied {
+                        actor: actor_id.to_string(),
+                        class: "?".into(),
+                        reason: "its owner reported it running under a lease it does not hold".into(),
+                    };
+                    let actions = st.actors.create_failed(client, actor_id, &error);
+                    self.apply_actors(st, actions);
                     return;
                 }
                 let actions = st.actors.started(client, actor_id, lease_id, worker_id, addr);

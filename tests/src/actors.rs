@@ -67,6 +67,23 @@ impl Counter {
         self.value
     }
 
+    /// The value, with the typed receiver form.
+    #[allow(clippy::needless_arbitrary_self_type)]
+    pub fn typed_get(self: &Self) -> i64 {
+        self.value
+    }
+
+    /// Borrows from the actor, so the macro leaves it local.
+    pub fn label(&self) -> &str {
+        "counter"
+    }
+
+    /// Kept out of the registry on purpose.
+    #[ares(skip)]
+    pub fn local_only(&self) -> i64 {
+        self.value
+    }
+
     /// Calls `incr(by)` on another counter through a handle this actor received.
     pub fn incr_other(&self, other: ActorHandle<Counter>, by: i64) -> i64 {
         ares::get(&other.call(Counter::incr, by)).expect("call through a borrowed handle")
@@ -80,6 +97,12 @@ impl Counter {
     }
 }
 
+/// Calls `linger` on a gate `n` times from inside a task.
+#[ares::remote]
+pub fn linger_via(gate: ActorHandle<Gate>, n: u32) -> u32 {
+    (0..n).map(|_| ares::get(&gate.call(Gate::linger, ())).unwrap()).max().unwrap_or(0)
+}
+
 /// Calls `incr(by)` on a counter from inside a task.
 #[ares::remote]
 pub fn incr_via(counter: ActorHandle<Counter>, by: i64) -> i64 {
@@ -91,11 +114,13 @@ pub fn incr_via(counter: ActorHandle<Counter>, by: i64) -> i64 {
 pub struct Gate {
     inside: Mutex<u32>,
     cv: Condvar,
+    crowd: std::sync::atomic::AtomicU32,
+    most: std::sync::atomic::AtomicU32,
 }
 
 impl Default for Gate {
     fn default() -> Self {
-        Gate { inside: Mutex::new(0), cv: Condvar::new() }
+        Gate { inside: Mutex::new(0), cv: Condvar::new(), crowd: Default::default(), most: Default::default() }
     }
 }
 
@@ -104,6 +129,16 @@ impl Gate {
     /// An empty gate.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Stays inside for a moment; returns the most callers ever seen inside at once.
+    pub fn linger(&self) -> u32 {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.crowd.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        std::thread::sleep(Duration::from_millis(5));
+        self.crowd.fetch_sub(1, SeqCst);
+        self.most.load(SeqCst)
     }
 
     /// Waits until `n` callers are inside.

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use ares::{ActorHandle, Error, TaskError};
-use ares_tests::actors::{Counter, Gate, incr_via};
+use ares_tests::actors::{Counter, Gate, incr_via, linger_via};
 use ares_tests::{Cluster, process_alive, wait_for};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -250,10 +250,16 @@ fn failures_are_typed() {
         other => panic!("expected an application error, got {other:?}"),
     }
     assert_eq!(ares::get(&counter.call(Counter::get, ())).unwrap(), 3, "a panicking method leaves the actor up");
-    match ares::get(&counter.call(Counter::unregistered, ())) {
-        Err(Error::Task(TaskError::FunctionNotFound { name })) => assert!(name.ends_with("unregistered"), "{name}"),
-        other => panic!("expected FunctionNotFound, got {other:?}"),
+    for (method, r) in [
+        ("unregistered", counter.call(Counter::unregistered, ())),
+        ("local_only", counter.call(Counter::local_only, ())),
+    ] {
+        match ares::get(&r) {
+            Err(Error::Task(TaskError::FunctionNotFound { name })) => assert!(name.ends_with(method), "{name}"),
+            other => panic!("expected FunctionNotFound, got {other:?}"),
+        }
     }
+    assert_eq!(ares::get(&counter.call(Counter::typed_get, ())).unwrap(), 3, "typed receivers are registered");
     let huge = ares::actor(Counter::new).num_cpus(64.0).spawn(0);
     let msg = actor_died(ares::get(&huge.call(Counter::get, ())));
     assert!(msg.contains("infeasible"), "{msg}");
@@ -296,6 +302,17 @@ fn handles_inside_a_list_of_futures_reach_the_task() {
     let refs = vec![ares::put(a.clone()).unwrap(), ares::put(b.clone()).unwrap()];
     assert_eq!(ares::get(&ares::remote(incr_all).call(refs)).unwrap(), 32);
     assert_eq!(ares::get(&a.call(Counter::get, ())).unwrap(), 11);
+}
+
+#[test]
+fn without_max_concurrency_calls_from_many_processes_run_one_at_a_time() {
+    let _c = Cluster::default_2cpu();
+    // `Gate` is `Sync`, so only the runtime keeps its calls apart.
+    let gate = ares::actor(Gate::new).spawn();
+    let tasks: Vec<_> = (0..2).map(|_| ares::remote(linger_via).call(gate.clone(), 20)).collect();
+    let mine: Vec<_> = (0..20).map(|_| gate.call(Gate::linger, ())).collect();
+    let most = ares::get_all(&tasks).unwrap().into_iter().chain(ares::get_all(&mine).unwrap()).max();
+    assert_eq!(most, Some(1), "two calls were inside the actor at once");
 }
 
 #[test]

@@ -110,7 +110,9 @@ fn decode_args(
 
 /// Marks the impl block of an actor type. Its associated functions returning `Self` become
 /// constructors usable with `ares::actor(..)`, and its `&self` and `&mut self` methods
-/// become callable through `ActorHandle::call`. Other items are left alone.
+/// become callable through `ActorHandle::call`. Functions whose arguments or result borrow
+/// (`&str`, `&[u8]`, ...), generic ones, and those marked `#[ares(skip)]` are left alone,
+/// as are all other items.
 #[proc_macro_attribute]
 pub fn actor(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
@@ -124,44 +126,108 @@ pub fn actor(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+fn last_ident(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether a function without receiver returns the actor type (`Self`, `T` or `path::T`).
 fn returns_self(ret: &ReturnType, self_ty: &Type) -> bool {
     let ReturnType::Type(_, ty) = ret else {
         return false;
     };
-    let text = quote!(#ty).to_string();
-    text == "Self" || text == quote!(#self_ty).to_string()
+    let Some(name) = last_ident(ty) else {
+        return false;
+    };
+    name == "Self" || Some(name) == last_ident(self_ty)
+}
+
+/// `Self` is not in scope in the generated free functions: spell out the type instead.
+fn replace_self(ts: proc_macro2::TokenStream, ty: &Type) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    ts.into_iter()
+        .flat_map(|tt| match tt {
+            TokenTree::Ident(i) if i == "Self" => quote!(#ty).into_iter().collect::<Vec<_>>(),
+            TokenTree::Group(g) => {
+                let mut ng = Group::new(g.delimiter(), replace_self(g.stream(), ty));
+                ng.set_span(g.span());
+                vec![TokenTree::Group(ng)]
+            }
+            other => vec![other],
+        })
+        .collect()
+}
+
+/// Whether a type mentions a reference (such a value cannot cross processes).
+fn borrows(ts: proc_macro2::TokenStream) -> bool {
+    ts.into_iter().any(|tt| match tt {
+        proc_macro2::TokenTree::Punct(p) => p.as_char() == '&',
+        proc_macro2::TokenTree::Group(g) => borrows(g.stream()),
+        _ => false,
+    })
+}
+
+/// `#[ares(skip)]` on a method keeps it out of the registry (and is removed).
+fn take_skip(attrs: &mut Vec<syn::Attribute>) -> bool {
+    let before = attrs.len();
+    attrs.retain(|a| !(a.path().is_ident("ares") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "skip")));
+    attrs.len() != before
 }
 
 fn expand_actor(imp: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
+    use syn::ext::IdentExt;
     if let Some((_, path, _)) = &imp.trait_ {
         return Err(syn::Error::new(path.span(), "#[ares::actor] goes on an inherent impl block, not a trait impl"));
     }
     if !imp.generics.params.is_empty() {
         return Err(syn::Error::new(imp.generics.span(), "#[ares::actor] types cannot be generic"));
     }
-    let ty = &imp.self_ty;
+    let mut imp = imp.clone();
+    let ty = imp.self_ty.clone();
     let mut out = Vec::new();
-    for item in &imp.items {
+    for item in &mut imp.items {
         let ImplItem::Fn(f) = item else { continue };
+        if take_skip(&mut f.attrs) {
+            continue;
+        }
         let sig = &f.sig;
-        if !sig.generics.params.is_empty() {
+        if sig.generics.params.iter().any(|p| !matches!(p, syn::GenericParam::Lifetime(_))) {
+            continue;
+        }
+        let typed = sig.inputs.iter().filter_map(|a| match a {
+            FnArg::Typed(t) => Some(&t.ty),
+            FnArg::Receiver(_) => None,
+        });
+        let output = match &sig.output {
+            ReturnType::Default => quote!(()),
+            ReturnType::Type(_, t) => quote!(#t),
+        };
+        if typed.clone().any(|t| borrows(quote!(#t))) || borrows(output) {
             continue;
         }
         if let Some(a) = &sig.asyncness {
-            return Err(syn::Error::new(a.span(), "#[ares::actor] methods cannot be async yet"));
+            return Err(syn::Error::new(a.span(), "#[ares::actor] methods cannot be async yet; mark it #[ares(skip)]"));
         }
+        let cfgs: Vec<_> = f.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
         let name = &sig.ident;
+        let bare = name.unraw();
+        // `&self` / `&mut self`, or the typed forms `self: &Self` / `self: &mut Self`.
         let receiver = sig.inputs.first().and_then(|a| match a {
-            FnArg::Receiver(r) => Some(r),
+            FnArg::Receiver(r) => Some(match &*r.ty {
+                Type::Reference(t) => Some(t.mutability.is_some()),
+                _ => None,
+            }),
             FnArg::Typed(_) => None,
         });
-        let name_fn = format_ident!("__ares_name_{}", name);
-        let entry = format_ident!("__ARES_ENTRY_{}", name.to_string().to_uppercase());
-        let invoke = format_ident!("__ares_invoke_{}", name);
-        match receiver {
-            None if returns_self(&sig.output, ty) => {
+        let name_fn = format_ident!("__ares_name_{}", bare);
+        let entry = format_ident!("__ARES_ENTRY_{}", bare.to_string().to_uppercase());
+        let invoke = format_ident!("__ares_invoke_{}", bare);
+        let generated = match receiver {
+            None if returns_self(&sig.output, &ty) => {
                 let (decls, names) = decode_args(sig, "", |o| quote!(::core::result::Result::Err(#o)))?;
-                out.push(quote! {
+                quote! {
                     #[allow(non_snake_case)]
                     fn #invoke(
                         __ctx: &::ares::__private::TaskContext<'_>,
@@ -187,12 +253,12 @@ fn expand_actor(imp: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                         name: #name_fn,
                         construct: #invoke,
                     };
-                });
+                }
             }
-            Some(r) if r.reference.is_some() => {
+            Some(Some(mutable)) => {
                 let (decls, names) = decode_args(sig, "", |o| quote!(#o))?;
-                let with = if r.mutability.is_some() { quote!(with_mut) } else { quote!(with_ref) };
-                out.push(quote! {
+                let with = if mutable { quote!(with_mut) } else { quote!(with_ref) };
+                quote! {
                     #[allow(non_snake_case)]
                     fn #invoke(
                         __ctx: &::ares::__private::TaskContext<'_>,
@@ -214,16 +280,21 @@ fn expand_actor(imp: &ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                         name: #name_fn,
                         invoke: #invoke,
                     };
-                });
+                }
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        let generated = replace_self(generated, &ty);
+        out.push(quote! {
+            #(#cfgs)*
+            const _: () = {
+                #generated
+            };
+        });
     }
     Ok(quote! {
         #imp
 
-        const _: () = {
-            #(#out)*
-        };
+        #(#out)*
     })
 }

@@ -182,6 +182,12 @@ impl CoreWorker {
     pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32) {
         let register = {
             let mut tasks = self.lock_tasks();
+            // Another thread is registering this process's hold: it is not counted yet, so
+            // wait for it, as this decode must not return before the hold is counted.
+            tasks = self
+                .actor_cv
+                .wait_while(tasks, |t| t.callers.get(&id).is_some_and(|c| c.registering))
+                .unwrap_or_else(|p| p.into_inner());
             match tasks.callers.get_mut(&id) {
                 Some(c) => {
                     c.handles += 1;
@@ -205,6 +211,7 @@ impl CoreWorker {
         // ours may be waiting for store space.
         let error = reply_error(self.raylet.call(|request_id| ToRaylet::AddActorHold { request_id, actor_id: id }));
         let mut tasks = self.lock_tasks();
+        self.actor_cv.notify_all();
         let mut frees = Vec::new();
         match tasks.callers.get_mut(&id) {
             Some(c) => {
@@ -550,6 +557,13 @@ impl CoreWorker {
         let mut stale = Vec::new();
         let mut touched = Touched::default();
         let Some(a) = tasks.conns.get(&conn_id).map(|c| c.actor) else {
+            // The actor was declared dead meanwhile; its calls already failed, but large
+            // results they made are in the store.
+            drop(tasks);
+            let made = replies.into_iter().filter_map(|FromWorker::Done { task_id, outcome }| {
+                matches!(outcome, Outcome::Shared { .. }).then(|| ObjectId::for_return(task_id, 0))
+            });
+            self.delete_stale(made.collect());
             return;
         };
         for FromWorker::Done { task_id, outcome } in replies {

@@ -199,6 +199,8 @@ pub(crate) struct CoreWorker {
     task_counter: AtomicU64,
     put_counter: AtomicU32,
     stopped: AtomicBool,
+    /// Signalled (with `tasks`) when an actor hold finishes registering.
+    actor_cv: std::sync::Condvar,
     me: Weak<CoreWorker>,
 }
 
@@ -237,6 +239,7 @@ impl CoreWorker {
             task_counter: AtomicU64::new(0),
             put_counter: AtomicU32::new(0),
             stopped: AtomicBool::new(false),
+            actor_cv: std::sync::Condvar::new(),
             me: me.clone(),
         });
         let weak = Arc::downgrade(&cw);
