@@ -196,6 +196,16 @@ impl ActorDirectory {
         out
     }
 
+    /// The owner reports the actor running on a worker whose death the node has already
+    /// seen (the two reports travel on different connections): it is lost, and the
+    /// owner's `worker_lost` decides what follows. Lookups keep waiting.
+    pub fn started_on_dead_worker(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
+        if let Some(e) = self.live.get_mut(&actor_id).filter(|e| e.owner == Some(client)) {
+            e.state = State::Lost;
+        }
+        Vec::new()
+    }
+
     /// The actor's constructor failed.
     pub fn create_failed(&mut self, client: ClientId, actor_id: ActorId, error: &TaskError) -> Vec<ActorAction> {
         if self.live.get(&actor_id).is_none_or(|e| e.owner != Some(client)) {
@@ -489,6 +499,18 @@ mod tests {
         assert!(a.contains(&ActorAction::KillWorker(w(1))));
         assert!(failed(&a).iter().any(|e| e.contains("its owner died")), "{a:?}");
         assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_start_reported_after_the_worker_died_waits_for_the_owner() {
+        let mut d = ActorDirectory::new();
+        d.register(OWNER, 1, actor(1, None, false, 1));
+        assert!(d.worker_died(w(1)).is_empty(), "not known to host anything yet");
+        assert!(d.started_on_dead_worker(OWNER, id(1)).is_empty());
+        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait");
+        assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
+        let a = d.started(OWNER, id(1), LeaseId(2), w(2), "b".into());
+        assert!(matches!(&a[..], [ActorAction::Found { request_id: 2, .. }]));
     }
 
     #[test]

@@ -518,6 +518,12 @@ impl Shared {
                 self.apply_actors(st, actions);
             }
             ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
+                if !st.workers.contains_key(&worker_id) && st.policy.lease_of(lease_id).is_none() {
+                    // The worker died before this report arrived (another connection).
+                    let actions = st.actors.started_on_dead_worker(client, actor_id);
+                    self.apply_actors(st, actions);
+                    return;
+                }
                 if st.policy.lease_of(lease_id) != Some((client, worker_id)) {
                     tracing::warn!(client = client.0, %actor_id, "ActorStarted names a lease the client does not hold");
                     let error = TaskError::ActorDied {
