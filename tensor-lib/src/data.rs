@@ -1,0 +1,347 @@
+//! Element types, typed buffers and chunks: the values chunk tasks exchange.
+
+use ndarray::{ArrayD, IxDyn};
+
+/// An element type (numpy's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug, PartialEq))]
+pub enum DType {
+    /// `bool`
+    Bool,
+    /// `int32`
+    I32,
+    /// `int64`
+    I64,
+    /// `float32`
+    F32,
+    /// `float64`
+    F64,
+}
+
+impl DType {
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    /// numpy's `result_type` for two arrays.
+    pub fn promote(a: DType, b: DType) -> DType {
+        use DType::*;
+        match (a.max(b), a.min(b)) {
+            (F32, I32 | I64) => F64,
+            (hi, _) => hi,
+        }
+    }
+
+    /// The type of a true division (`/`) of these operands.
+    pub fn true_div(a: DType, b: DType) -> DType {
+        match DType::promote(a, b) {
+            DType::F32 => DType::F32,
+            _ => DType::F64,
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+}
+
+/// A scalar of some dtype.
+#[derive(Clone, Copy, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Scalar {
+    /// A bool.
+    Bool(bool),
+    /// An int32.
+    I32(i32),
+    /// An int64.
+    I64(i64),
+    /// A float32.
+    F32(f32),
+    /// A float64.
+    F64(f64),
+}
+
+impl Scalar {
+    /// Its dtype.
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::I32(_) => DType::I32,
+            Scalar::I64(_) => DType::I64,
+            Scalar::F32(_) => DType::F32,
+            Scalar::F64(_) => DType::F64,
+        }
+    }
+
+    /// As a float64.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => f64::from(u8::from(b)),
+            Scalar::I32(v) => f64::from(v),
+            Scalar::I64(v) => v as f64,
+            Scalar::F32(v) => f64::from(v),
+            Scalar::F64(v) => v,
+        }
+    }
+}
+
+/// A typed, contiguous run of elements.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Buf {
+    /// bools
+    Bool(Vec<bool>),
+    /// int32s
+    I32(Vec<i32>),
+    /// int64s
+    I64(Vec<i64>),
+    /// float32s
+    F32(Vec<f32>),
+    /// float64s
+    F64(Vec<f64>),
+}
+
+/// Runs `$body` with `$v` bound to the buffer's vector, whatever its type.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_buf {
+    ($buf:expr, $v:ident => $body:expr) => {
+        match $buf {
+            $crate::data::Buf::Bool($v) => $body,
+            $crate::data::Buf::I32($v) => $body,
+            $crate::data::Buf::I64($v) => $body,
+            $crate::data::Buf::F32($v) => $body,
+            $crate::data::Buf::F64($v) => $body,
+        }
+    };
+}
+
+/// Conversion between element types, with numpy's casting semantics (`astype`).
+pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd {
+    /// Its dtype.
+    const DTYPE: DType;
+    /// From a float64.
+    fn from_f64(v: f64) -> Self;
+    /// To a float64.
+    fn to_f64(self) -> f64;
+    /// From an int64.
+    fn from_i64(v: i64) -> Self;
+    /// To an int64.
+    fn to_i64(self) -> i64;
+    /// From a bool.
+    fn from_bool(v: bool) -> Self;
+    /// To a bool (non-zero).
+    fn to_bool(self) -> bool;
+    /// The buffer holding these.
+    fn wrap(v: Vec<Self>) -> Buf;
+    /// The vector inside a buffer of this type.
+    fn unwrap(b: &Buf) -> Option<&Vec<Self>>;
+}
+
+macro_rules! num_elem {
+    ($t:ty, $d:ident) => {
+        impl Elem for $t {
+            const DTYPE: DType = DType::$d;
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            fn from_bool(v: bool) -> Self {
+                u8::from(v) as $t
+            }
+            fn to_bool(self) -> bool {
+                self != (0 as $t)
+            }
+            fn wrap(v: Vec<Self>) -> Buf {
+                Buf::$d(v)
+            }
+            fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+                match b {
+                    Buf::$d(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+num_elem!(i32, I32);
+num_elem!(i64, I64);
+num_elem!(f32, F32);
+num_elem!(f64, F64);
+
+impl Elem for bool {
+    const DTYPE: DType = DType::Bool;
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn from_bool(v: bool) -> Self {
+        v
+    }
+    fn to_bool(self) -> bool {
+        self
+    }
+    fn wrap(v: Vec<Self>) -> Buf {
+        Buf::Bool(v)
+    }
+    fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+        match b {
+            Buf::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl Buf {
+    /// Its dtype.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buf::Bool(_) => DType::Bool,
+            Buf::I32(_) => DType::I32,
+            Buf::I64(_) => DType::I64,
+            Buf::F32(_) => DType::F32,
+            Buf::F64(_) => DType::F64,
+        }
+    }
+
+    /// Its length.
+    pub fn len(&self) -> usize {
+        with_buf!(self, v => v.len())
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `n` copies of `s`.
+    pub fn filled(s: Scalar, n: usize) -> Buf {
+        match s {
+            Scalar::Bool(v) => Buf::Bool(vec![v; n]),
+            Scalar::I32(v) => Buf::I32(vec![v; n]),
+            Scalar::I64(v) => Buf::I64(vec![v; n]),
+            Scalar::F32(v) => Buf::F32(vec![v; n]),
+            Scalar::F64(v) => Buf::F64(vec![v; n]),
+        }
+    }
+
+    /// Converted to `to` (numpy `astype`); no copy if it already is.
+    pub fn cast(self, to: DType) -> Buf {
+        if self.dtype() == to {
+            return self;
+        }
+        fn conv<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
+            match T::DTYPE {
+                DType::Bool => v.iter().map(|x| T::from_bool(x.to_bool())).collect(),
+                DType::I32 | DType::I64 if !S::DTYPE.is_float() => v.iter().map(|x| T::from_i64(x.to_i64())).collect(),
+                _ => v.iter().map(|x| T::from_f64(x.to_f64())).collect(),
+            }
+        }
+        with_buf!(&self, v => match to {
+            DType::Bool => Buf::Bool(conv(v)),
+            DType::I32 => Buf::I32(conv(v)),
+            DType::I64 => Buf::I64(conv(v)),
+            DType::F32 => Buf::F32(conv(v)),
+            DType::F64 => Buf::F64(conv(v)),
+        })
+    }
+
+    /// The elements at `idx`.
+    pub fn gather(&self, idx: &[usize]) -> Buf {
+        match self {
+            Buf::Bool(v) => Buf::Bool(idx.iter().map(|&i| v[i]).collect()),
+            Buf::I32(v) => Buf::I32(idx.iter().map(|&i| v[i]).collect()),
+            Buf::I64(v) => Buf::I64(idx.iter().map(|&i| v[i]).collect()),
+            Buf::F32(v) => Buf::F32(idx.iter().map(|&i| v[i]).collect()),
+            Buf::F64(v) => Buf::F64(idx.iter().map(|&i| v[i]).collect()),
+        }
+    }
+
+    /// Elements `start..end`.
+    pub fn slice(&self, start: usize, end: usize) -> Buf {
+        match self {
+            Buf::Bool(v) => Buf::Bool(v[start..end].to_vec()),
+            Buf::I32(v) => Buf::I32(v[start..end].to_vec()),
+            Buf::I64(v) => Buf::I64(v[start..end].to_vec()),
+            Buf::F32(v) => Buf::F32(v[start..end].to_vec()),
+            Buf::F64(v) => Buf::F64(v[start..end].to_vec()),
+        }
+    }
+
+    /// Appends `other` (of the same dtype).
+    pub fn extend(&mut self, other: &Buf) {
+        match (self, other) {
+            (Buf::Bool(a), Buf::Bool(b)) => a.extend_from_slice(b),
+            (Buf::I32(a), Buf::I32(b)) => a.extend_from_slice(b),
+            (Buf::I64(a), Buf::I64(b)) => a.extend_from_slice(b),
+            (Buf::F32(a), Buf::F32(b)) => a.extend_from_slice(b),
+            (Buf::F64(a), Buf::F64(b)) => a.extend_from_slice(b),
+            (a, b) => unreachable!("extend {:?} with {:?}", a.dtype(), b.dtype()),
+        }
+    }
+
+    /// An empty buffer of `dtype` with room for `n`.
+    pub fn with_capacity(dtype: DType, n: usize) -> Buf {
+        match dtype {
+            DType::Bool => Buf::Bool(Vec::with_capacity(n)),
+            DType::I32 => Buf::I32(Vec::with_capacity(n)),
+            DType::I64 => Buf::I64(Vec::with_capacity(n)),
+            DType::F32 => Buf::F32(Vec::with_capacity(n)),
+            DType::F64 => Buf::F64(Vec::with_capacity(n)),
+        }
+    }
+}
+
+/// One chunk of a tensor: its shape and its elements in C order.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Chunk {
+    /// Extent of each dimension.
+    pub shape: Vec<u64>,
+    /// The elements, row-major.
+    pub data: Buf,
+}
+
+impl Chunk {
+    /// The chunk's dtype.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// As an ndarray of `T` (cast if needed).
+    pub fn to_array<T: Elem>(&self) -> ArrayD<T> {
+        let shape: Vec<usize> = self.shape.iter().map(|&d| d as usize).collect();
+        let data = self.data.clone().cast(T::DTYPE);
+        let v = T::unwrap(&data).expect("cast to T").clone();
+        ArrayD::from_shape_vec(IxDyn(&shape), v).expect("a chunk's data matches its shape")
+    }
+
+    /// From an ndarray.
+    pub fn from_array<T: Elem>(a: &ArrayD<T>) -> Chunk {
+        Chunk { shape: a.shape().iter().map(|&d| d as u64).collect(), data: T::wrap(a.iter().copied().collect()) }
+    }
+}
+
+/// Number of elements of `shape`.
+pub fn numel(shape: &[u64]) -> usize {
+    shape.iter().product::<u64>() as usize
+}
