@@ -3,7 +3,9 @@
 use ndarray::{ArrayD, IxDyn};
 
 /// An element type (numpy's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 #[rkyv(derive(Debug, PartialEq))]
 pub enum DType {
     /// `bool`

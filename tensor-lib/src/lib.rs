@@ -1,0 +1,38 @@
+//! `ares-tensor`: Mars-style tiled tensors on Ares.
+//!
+//! A [`Tensor`] is a lazy expression with a shape, a dtype and a chunk grid. Executing it
+//! in a [`Session`] tiles it into chunk tasks: element-wise chains, creation operations and
+//! a trailing reduction are fused into one [`kernel::Program`] per chunk, evaluated over
+//! cache-sized blocks, and reductions run as trees of partial results. Chunk tasks are
+//! ordinary `#[ares::remote]` tasks whose arguments are the `ObjectRef`s of input chunks.
+//!
+//! ```no_run
+//! use ares_tensor::{Session, random};
+//!
+//! fn main() -> anyhow::Result<()> {
+//!     ares::init()?;
+//!     let s = Session::new();
+//!     let a = random::rand(&[100_000_000], &[10_000_000], 42)?;
+//!     let total = s.scalar(&((&a + 1.0) * 2.0).sum())?; // never materializes `a`
+//!     println!("{total}");
+//!     ares::shutdown();
+//!     Ok(())
+//! }
+//! ```
+//!
+//! This crate owns the tensor expression graph, tiling, fusion, the chunk kernels and the
+//! executor. It must not reach into the runtime's internals: it uses only the public `ares`
+//! API, and only `exec.rs` submits tasks.
+#![warn(missing_docs)]
+
+#[allow(missing_docs)] // rkyv generates undocumented archived twins.
+pub mod data;
+mod exec;
+#[allow(missing_docs)]
+pub mod kernel;
+mod tensor;
+
+pub use data::{Chunk, DType, Elem, Scalar};
+pub use exec::{MAX_INPUTS, ReduceSpec, Session, scalar};
+pub use kernel::ReduceOp;
+pub use tensor::{Result, Tensor, TensorError, arange, eye, from_array, full, linspace, ones, random, where_, zeros};
