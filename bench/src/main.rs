@@ -4,6 +4,8 @@
 //! `ares-bench micro` mirrors `ray_micro.py`: every figure is the median of `--repeats`
 //! runs inside one `ares::init()` session.
 
+mod tensor;
+
 use std::time::Instant;
 
 use anyhow::Result;
@@ -40,6 +42,25 @@ enum Cmd {
         /// Comma-separated letters of the benchmarks to run (a,b,c,d,e,f,g); all by default.
         #[arg(long, default_value = "a,b,c,d,e,f,g")]
         only: String,
+    },
+    /// The tensor workloads of tensor_workloads.py (W1, W2), each in fresh child processes.
+    Tensor {
+        /// Comma-separated workloads.
+        #[arg(long, default_value = "W1,W2")]
+        workloads: String,
+        /// Runs per workload; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        #[command(flatten)]
+        sizes: tensor::Sizes,
+    },
+    /// One tensor workload in this process (used by `tensor`).
+    #[command(hide = true)]
+    TensorChild {
+        #[arg(long)]
+        workload: String,
+        #[command(flatten)]
+        sizes: tensor::Sizes,
     },
     /// Spill and restore throughput beside a plain disk write, and a workload holding
     /// three times the pool.
@@ -344,5 +365,7 @@ fn main() -> Result<()> {
         Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only } => {
             micro(Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only })
         }
+        Cmd::Tensor { workloads, repeats, sizes } => tensor::parent(&workloads, repeats, &sizes),
+        Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
     }
 }

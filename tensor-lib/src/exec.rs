@@ -160,6 +160,8 @@ fn submit_reduce(p: Program, r: ReduceSpec, inputs: &[ObjectRef<Chunk>]) -> Obje
 /// Builds the fused program of one chunk.
 struct Builder<'s> {
     session: &'s Session,
+    /// Chunks already emitted (a tensor used twice, as in `x * x`, is computed once).
+    emitted: std::collections::HashMap<(usize, Vec<usize>), u32>,
     nodes: Vec<Node>,
     shapes: Vec<Vec<u64>>,
     dtypes: Vec<DType>,
@@ -182,7 +184,14 @@ fn fusable_reduce(axes: &[usize], x: &Tensor) -> bool {
 
 impl<'s> Builder<'s> {
     fn new(session: &'s Session) -> Self {
-        Builder { session, nodes: Vec::new(), shapes: Vec::new(), dtypes: Vec::new(), inputs: Vec::new() }
+        Builder {
+            session,
+            emitted: std::collections::HashMap::new(),
+            nodes: Vec::new(),
+            shapes: Vec::new(),
+            dtypes: Vec::new(),
+            inputs: Vec::new(),
+        }
     }
 
     fn push(&mut self, node: Node, shape: Vec<u64>, dtype: DType) -> u32 {
@@ -206,8 +215,18 @@ impl<'s> Builder<'s> {
         Ok(self.push(Node::Input { arg: arg as u32 }, shape, dtype))
     }
 
-    /// Emits chunk `g` of `t`; returns its node.
+    /// Emits chunk `g` of `t` (once); returns its node.
     fn emit(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
+        let key = (Arc::as_ptr(&t.node) as usize, g.to_vec());
+        if let Some(&n) = self.emitted.get(&key) {
+            return Ok(n);
+        }
+        let n = self.emit_new(t, g)?;
+        self.emitted.insert(key, n);
+        Ok(n)
+    }
+
+    fn emit_new(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
         let shape = chunk_shape(t, g);
         let dtype = t.dtype();
         Ok(match &t.node.op {

@@ -429,6 +429,34 @@ fn binary(op: BinOp, a: Buf, b: Buf) -> Buf {
     let t = compute_dtype(op, a.dtype(), b.dtype());
     let (a, b) = (a.cast(t), b.cast(t));
     match (a, b) {
+        // The common float case reuses the left operand's buffer; a one-element right
+        // operand is a scalar (a constant), applied without a filled buffer.
+        (Buf::F64(mut x), Buf::F64(y)) if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) => {
+            let f = |a: f64, b: f64| match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                _ => a / b,
+            };
+            if y.len() == 1 && x.len() != 1 {
+                let c = y[0];
+                x.iter_mut().for_each(|v| *v = f(*v, c));
+            } else {
+                x.iter_mut().zip(&y).for_each(|(v, &w)| *v = f(*v, w));
+            }
+            Buf::F64(x)
+        }
+        (Buf::F64(x), Buf::F64(y)) if y.len() == 1 && x.len() != 1 && op.is_comparison() => {
+            let c = y[0];
+            Buf::Bool(match op {
+                BinOp::Lt => x.iter().map(|&v| v < c).collect(),
+                BinOp::Le => x.iter().map(|&v| v <= c).collect(),
+                BinOp::Gt => x.iter().map(|&v| v > c).collect(),
+                BinOp::Ge => x.iter().map(|&v| v >= c).collect(),
+                BinOp::Eq => x.iter().map(|&v| v == c).collect(),
+                _ => x.iter().map(|&v| v != c).collect(),
+            })
+        }
         (Buf::Bool(a), Buf::Bool(b)) => match op {
             BinOp::And | BinOp::Mul | BinOp::Minimum => Buf::Bool(zip(&a, &b, |x, y| x & y)),
             BinOp::Or | BinOp::Add | BinOp::Maximum => Buf::Bool(zip(&a, &b, |x, y| x | y)),
@@ -503,6 +531,10 @@ impl Partial {
     pub fn of_groups(op: ReduceOp, x: Buf, group: usize, shape: Vec<u64>) -> Partial {
         let n = x.len().checked_div(group).unwrap_or(0);
         let count = group as u64;
+        if let (ReduceOp::Sum, Buf::Bool(v)) = (op, &x) {
+            let acc = (0..n).map(|i| v[i * group..(i + 1) * group].iter().filter(|b| **b).count() as i64).collect();
+            return Partial { op, shape, count, acc: Buf::I64(acc), m2: None };
+        }
         match op {
             ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => {
                 let Buf::F64(v) = x.cast(DType::F64) else { unreachable!() };
@@ -675,10 +707,54 @@ struct Eval<'a> {
     /// Whole values of broadcast operands, evaluated once.
     whole: Vec<Option<Buf>>,
     scratch: Vec<u64>,
+    /// Nodes read by more than one operation (`x * x`): their current block is kept.
+    shared: Vec<bool>,
+    memo: Vec<Option<(usize, usize, Buf)>>,
 }
 
-impl Eval<'_> {
+impl<'a> Eval<'a> {
+    fn new(p: &'a Program, inputs: &'a [&'a Chunk]) -> Self {
+        let mut uses = vec![0u32; p.nodes.len()];
+        for node in &p.nodes {
+            let ops: &[u32] = match node {
+                Node::Unary { x, .. } | Node::Cast { x } | Node::Broadcast { x } | Node::ReduceLast { x, .. } => {
+                    std::slice::from_ref(x)
+                }
+                Node::Binary { a, b, .. } => &[*a, *b],
+                Node::Where { c, a, b } => &[*c, *a, *b],
+                _ => &[],
+            };
+            for &o in ops {
+                if let Some(u) = uses.get_mut(o as usize) {
+                    *u += 1;
+                }
+            }
+        }
+        Eval {
+            p,
+            inputs,
+            whole: vec![None; p.nodes.len()],
+            scratch: Vec::new(),
+            shared: uses.iter().map(|&u| u > 1).collect(),
+            memo: vec![None; p.nodes.len()],
+        }
+    }
+
     fn eval(&mut self, n: usize, s: usize, e: usize) -> Result<Buf, KernelError> {
+        if !self.shared[n] {
+            return self.eval_node(n, s, e);
+        }
+        if let Some((ms, me, b)) = &self.memo[n] {
+            if (*ms, *me) == (s, e) {
+                return Ok(b.clone());
+            }
+        }
+        let b = self.eval_node(n, s, e)?;
+        self.memo[n] = Some((s, e, b.clone()));
+        Ok(b)
+    }
+
+    fn eval_node(&mut self, n: usize, s: usize, e: usize) -> Result<Buf, KernelError> {
         let shape = &self.p.shapes[n];
         let dtype = self.p.dtypes[n];
         let check = |x: u32| -> Result<usize, KernelError> {
@@ -707,6 +783,17 @@ impl Eval<'_> {
                 if offset.len() != shape.len() || full.len() != shape.len() {
                     return Err(KernelError::Malformed { node: n, reason: "random region of another rank".into() });
                 }
+                let nd = shape.len();
+                if let (RandKind::Uniform { low, high }, DType::F64) = (kind, dtype) {
+                    if nd > 0 && (1..nd).all(|d| shape[d] == full[d]) {
+                        // Contiguous in the tensor: no index vector.
+                        let base = offset[0] * full[1..].iter().product::<u64>();
+                        let span = high - low;
+                        let v: Vec<f64> =
+                            (s as u64..e as u64).map(|k| low + span * unit(rand_bits(*seed, base + k))).collect();
+                        return Ok(Buf::F64(v));
+                    }
+                }
                 let mut g = std::mem::take(&mut self.scratch);
                 global_indices(shape, offset, full, s, e, &mut g);
                 let out = random(*kind, *seed, &g, dtype);
@@ -725,7 +812,11 @@ impl Eval<'_> {
             Node::Binary { op, a, b } => {
                 let (a, b) = (check(*a)?, check(*b)?);
                 let va = self.eval(a, s, e)?;
-                let vb = self.eval(b, s, e)?;
+                // A constant right operand stays one element (`binary` treats it as a scalar).
+                let vb = match &self.p.nodes[b] {
+                    Node::Const(c) if e - s > 1 => Buf::filled(*c, 1).cast(self.p.dtypes[b]),
+                    _ => self.eval(b, s, e)?,
+                };
                 binary(*op, va, vb).cast(dtype)
             }
             Node::Where { c, a, b } => {
@@ -766,6 +857,11 @@ impl Eval<'_> {
                 let x = check(*x)?;
                 let len = *self.p.shapes[x].last().unwrap_or(&1) as usize;
                 let v = self.eval(x, s * len, e * len)?;
+                if let (ReduceOp::Sum, Buf::F64(v), DType::F64) = (op, &v, dtype) {
+                    if len > 0 && len <= 16 {
+                        return Ok(Buf::F64(v.chunks_exact(len).map(|g| g.iter().sum()).collect()));
+                    }
+                }
                 let p = Partial::of_groups(*op, v, len, vec![(e - s) as u64]);
                 p.finish(self.p.dtypes[x]).data.cast(dtype)
             }
@@ -810,7 +906,7 @@ impl Program {
     pub fn run(&self, inputs: &[&Chunk]) -> Result<Chunk, KernelError> {
         let root = self.root()?;
         let n = numel(&self.shapes[root]);
-        let mut ev = Eval { p: self, inputs, whole: vec![None; self.nodes.len()], scratch: Vec::new() };
+        let mut ev = Eval::new(self, inputs);
         let mut out = Buf::with_capacity(self.dtypes[root], n);
         let mut s = 0;
         while s < n {
@@ -825,7 +921,7 @@ impl Program {
     pub fn run_reduce(&self, op: ReduceOp, inputs: &[&Chunk]) -> Result<Partial, KernelError> {
         let root = self.root()?;
         let n = numel(&self.shapes[root]);
-        let mut ev = Eval { p: self, inputs, whole: vec![None; self.nodes.len()], scratch: Vec::new() };
+        let mut ev = Eval::new(self, inputs);
         let mut acc = Partial::empty(op, self.dtypes[root], Vec::new());
         let mut s = 0;
         while s < n {

@@ -1,0 +1,158 @@
+//! `ares-bench tensor`: the workloads of `../shared/peers/tensor_workloads.py` (same sizes
+//! and chunks). The parent runs each (workload, repeat) in a fresh child process, samples
+//! the summed RSS of the child and all its descendants (the worker processes), and prints
+//! one JSON line per workload: `value` is the median wall time in seconds (start-up
+//! excluded, as in the peer script), `peak_rss_MB` the largest summed RSS seen.
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ares_tensor::{Session, random};
+use serde_json::json;
+
+/// Sizes of the workloads (the peer script's defaults).
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct Sizes {
+    /// W1 points.
+    #[arg(long, default_value_t = 200_000_000)]
+    pub(crate) w1_n: u64,
+    /// W1 rows per chunk.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) w1_chunk: u64,
+    /// W2 elements.
+    #[arg(long, default_value_t = 400_000_000)]
+    pub(crate) w2_n: u64,
+    /// W2 elements per chunk.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) w2_chunk: u64,
+    /// Worker CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) num_cpus: u32,
+    /// Chunk tasks in flight.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) max_in_flight: usize,
+}
+
+fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
+    vec![
+        "tensor-child".into(),
+        "--workload".into(),
+        workload.into(),
+        "--w1-n".into(),
+        s.w1_n.to_string(),
+        "--w1-chunk".into(),
+        s.w1_chunk.to_string(),
+        "--w2-n".into(),
+        s.w2_n.to_string(),
+        "--w2-chunk".into(),
+        s.w2_chunk.to_string(),
+        "--num-cpus".into(),
+        s.num_cpus.to_string(),
+        "--max-in-flight".into(),
+        s.max_in_flight.to_string(),
+    ]
+}
+
+/// Runs one workload in this process and prints `{"wall_s", "result"}`.
+pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
+    let t = Instant::now();
+    ares::init_with(ares::Config::default().num_cpus(s.num_cpus))?;
+    let startup = t.elapsed().as_secs_f64();
+    let session = Session { max_in_flight: s.max_in_flight, ..Session::default() };
+    let t = Instant::now();
+    let result = match workload {
+        "W1" => {
+            let a = random::uniform(-1.0, 1.0, &[s.w1_n, 2], &[s.w1_chunk as usize, 2], 1)?;
+            session.scalar(&a.norm(1)?.lt_scalar(1.0).sum())? * 4.0 / s.w1_n as f64
+        }
+        "W2" => {
+            let a = random::rand(&[s.w2_n], &[s.w2_chunk as usize], 2)?;
+            session.scalar(&((&a + 1.0) * 2.0).sum())?
+        }
+        other => anyhow::bail!("unknown workload {other} (W1 and W2 exist so far)"),
+    };
+    let wall = t.elapsed().as_secs_f64();
+    ares::shutdown();
+    println!("{}", json!({"wall_s": wall, "startup_s": startup, "result": result}));
+    Ok(())
+}
+
+/// Summed RSS of `pid` and all its descendants, in bytes.
+fn tree_rss(pid: u32) -> u64 {
+    let page = 4096u64;
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+            let ppid =
+                stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|x| x.parse().ok());
+            if let Some(ppid) = ppid {
+                parents.push((p, ppid));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    tree.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/statm")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1).and_then(|x| x.parse::<u64>().ok()))
+        .map(|pages| pages * page)
+        .sum()
+}
+
+/// Runs the workloads `repeats` times each in fresh children; prints one line per workload.
+pub(crate) fn parent(workloads: &str, repeats: usize, s: &Sizes) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    for w in workloads.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let mut walls = Vec::new();
+        let mut peak = 0u64;
+        let mut result = serde_json::Value::Null;
+        for _ in 0..repeats {
+            let mut child = Command::new(&exe).args(child_args(s, w)).stdout(Stdio::piped()).spawn()?;
+            let pid = child.id();
+            let stop = Arc::new(AtomicBool::new(false));
+            let max = Arc::new(AtomicU64::new(0));
+            let sampler = {
+                let (stop, max) = (stop.clone(), max.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        max.fetch_max(tree_rss(pid), Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                })
+            };
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().context("child stdout")?).read_line(&mut line)?;
+            let status = child.wait()?;
+            stop.store(true, Ordering::Relaxed);
+            let _ = sampler.join();
+            anyhow::ensure!(status.success(), "{w} child failed: {status}");
+            let v: serde_json::Value =
+                serde_json::from_str(line.trim()).with_context(|| format!("child said {line:?}"))?;
+            walls.push(v["wall_s"].as_f64().context("wall_s")?);
+            result = v["result"].clone();
+            peak = peak.max(max.load(Ordering::Relaxed));
+        }
+        let mut sorted = walls.clone();
+        sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let median = sorted[sorted.len() / 2];
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load: Vec<f64> = loadavg.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+        println!(
+            "{}",
+            json!({"bench": w, "value": median, "unit": "s", "runs": walls, "engine": "ares",
+                   "peak_rss_MB": peak as f64 / 1e6, "result": result, "loadavg": load})
+        );
+    }
+    Ok(())
+}
