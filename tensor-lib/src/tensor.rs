@@ -307,6 +307,14 @@ impl Tensor {
         if let Some(&axis) = axes.iter().find(|&&a| a >= nd) {
             return Err(TensorError::BadAxis { axis, ndim: nd });
         }
+        if axes.is_empty() && nd > 0 {
+            // Reducing over no axis leaves every element alone (numpy's `axis=()`).
+            let same = match op {
+                ReduceOp::Var | ReduceOp::Std => self.binary(BinOp::Sub, self)?,
+                _ => self.clone(),
+            };
+            return Ok(same.astype(op.out_dtype(self.dtype())));
+        }
         let mut shape = Vec::new();
         let mut chunks = Vec::new();
         for d in 0..nd {

@@ -1,0 +1,186 @@
+//! Property tests: random shapes, chunkings (uneven last chunks, size 1), dtypes and
+//! broadcasting, with a direct ndarray computation as the oracle. One cluster per
+//! property; every case runs real chunk tasks on worker processes.
+
+use ares_tensor::kernel::BinOp;
+use ares_tensor::{DType, ReduceOp, Session, Tensor, from_array};
+use ndarray::{ArrayD, Axis, IxDyn};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+fn cluster() {
+    ares::init_with(ares::Config::default().num_cpus(2)).expect("init");
+}
+
+/// A shape of 1 to 3 dimensions and a chunking of it.
+fn shape_and_chunks() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    prop::collection::vec(1usize..9, 1..=3).prop_flat_map(|shape| {
+        let chunks: Vec<_> = shape.iter().map(|&d| 1..=d).collect();
+        (Just(shape), chunks)
+    })
+}
+
+fn dtype() -> impl Strategy<Value = DType> {
+    prop_oneof![Just(DType::F64), Just(DType::F32), Just(DType::I64), Just(DType::I32), Just(DType::Bool)]
+}
+
+/// Small integers (0/1 for bool), so every dtype holds them and arithmetic is exact.
+fn values(shape: &[usize], dtype: DType, seed: u64) -> ArrayD<f64> {
+    let n: usize = shape.iter().product();
+    let v = (0..n as u64)
+        .map(|i| {
+            let h = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(seed.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+            let h = h >> 40;
+            if dtype == DType::Bool { (h % 2) as f64 } else { (h % 9) as f64 - 4.0 }
+        })
+        .collect();
+    ArrayD::from_shape_vec(IxDyn(shape), v).unwrap()
+}
+
+fn tensor(x: &ArrayD<f64>, dtype: DType, chunks: &[usize]) -> Tensor {
+    match dtype {
+        DType::F64 => from_array(x, chunks),
+        DType::F32 => from_array(&x.mapv(|v| v as f32), chunks),
+        DType::I64 => from_array(&x.mapv(|v| v as i64), chunks),
+        DType::I32 => from_array(&x.mapv(|v| v as i32), chunks),
+        DType::Bool => from_array(&x.mapv(|v| v != 0.0), chunks),
+    }
+    .unwrap()
+}
+
+fn op() -> impl Strategy<Value = BinOp> {
+    prop_oneof![
+        Just(BinOp::Add),
+        Just(BinOp::Sub),
+        Just(BinOp::Mul),
+        Just(BinOp::Maximum),
+        Just(BinOp::Minimum),
+        Just(BinOp::Lt),
+        Just(BinOp::Ge),
+        Just(BinOp::Eq),
+    ]
+}
+
+fn oracle(op: BinOp, a: f64, b: f64, bools: bool) -> f64 {
+    let t = |c: bool| if c { 1.0 } else { 0.0 };
+    match op {
+        BinOp::Add if bools => t(a != 0.0 || b != 0.0),
+        BinOp::Mul if bools => t(a != 0.0 && b != 0.0),
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Maximum => a.max(b),
+        BinOp::Minimum => a.min(b),
+        BinOp::Lt => t(a < b),
+        BinOp::Ge => t(a >= b),
+        BinOp::Eq => t(a == b),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn binary_operations_broadcast_promote_and_match_the_oracle() {
+    cluster();
+    let s = Session::new();
+    let strategy = (
+        shape_and_chunks(),
+        dtype(),
+        dtype(),
+        op(),
+        any::<u64>(),
+        prop::collection::vec(any::<bool>(), 3),
+        any::<bool>(),
+    );
+    let mut runner = TestRunner::new(Config { cases: 64, ..Config::default() });
+    runner
+        .run(&strategy, |((shape, chunks), da, db, op, seed, squash, drop_lead)| {
+            // The right operand: some dimensions squashed to 1, maybe the leading one dropped.
+            let mut bshape: Vec<usize> = shape.iter().zip(&squash).map(|(&d, &q)| if q { 1 } else { d }).collect();
+            let mut bchunks: Vec<usize> = chunks.iter().zip(&squash).map(|(&c, &q)| if q { 1 } else { c }).collect();
+            if drop_lead && bshape.len() > 1 {
+                bshape.remove(0);
+                bchunks.remove(0);
+            }
+            let (x, y) = (values(&shape, da, seed), values(&bshape, db, seed ^ 1));
+            let (a, b) = (tensor(&x, da, &chunks), tensor(&y, db, &bchunks));
+            let bools = da == DType::Bool && db == DType::Bool;
+            let got = a.binary(op, &b);
+            if op == BinOp::Sub && bools {
+                prop_assert!(got.is_err(), "numpy refuses bool - bool");
+                return Ok(());
+            }
+            let got = got.unwrap().fetch::<f64>(&s).unwrap();
+            let yb = y.broadcast(IxDyn(&shape)).unwrap();
+            let want = ndarray::Zip::from(&x).and(&yb).map_collect(|&p, &q| oracle(op, p, q, bools));
+            prop_assert_eq!(got, want);
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
+
+fn reduce_op() -> impl Strategy<Value = ReduceOp> {
+    prop_oneof![
+        Just(ReduceOp::Sum),
+        Just(ReduceOp::Prod),
+        Just(ReduceOp::Min),
+        Just(ReduceOp::Max),
+        Just(ReduceOp::Mean)
+    ]
+}
+
+#[test]
+fn reductions_match_the_oracle_for_any_axes_and_chunking() {
+    cluster();
+    let s = Session::new();
+    let strategy = (
+        shape_and_chunks(),
+        dtype(),
+        reduce_op(),
+        any::<u64>(),
+        prop::collection::vec(any::<bool>(), 3),
+        any::<bool>(),
+    );
+    let mut runner = TestRunner::new(Config { cases: 64, ..Config::default() });
+    runner
+        .run(&strategy, |((shape, chunks), dt, op, seed, pick, keepdims)| {
+            let x =
+                values(&shape, dt, seed).mapv(|v| if op == ReduceOp::Prod { v.signum() * v.abs().min(2.0) } else { v });
+            let a = tensor(&x, dt, &chunks);
+            let axes: Vec<usize> = (0..shape.len()).filter(|&d| pick[d]).collect();
+            let got = a.reduce(op, Some(&axes), keepdims).unwrap();
+            prop_assert_eq!(got.dtype(), op.out_dtype(dt));
+            let got = got.fetch::<f64>(&s).unwrap();
+            let mut want = x.clone();
+            for &ax in axes.iter().rev() {
+                want = match op {
+                    ReduceOp::Sum => want.sum_axis(Axis(ax)),
+                    ReduceOp::Prod => want.map_axis(Axis(ax), |l| l.iter().product()),
+                    ReduceOp::Min => want.map_axis(Axis(ax), |l| l.iter().copied().fold(f64::INFINITY, f64::min)),
+                    ReduceOp::Max => want.map_axis(Axis(ax), |l| l.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+                    ReduceOp::Mean => want.mean_axis(Axis(ax)).unwrap(),
+                    _ => unreachable!(),
+                };
+                if keepdims {
+                    want = want.insert_axis(Axis(ax));
+                }
+            }
+            // Bool min/max and integer means are exact here; float32 means round.
+            let tol = if dt == DType::F32 { 1e-5 } else { 1e-12 };
+            prop_assert_eq!(got.shape(), want.shape());
+            for (g, w) in got.iter().zip(want.iter()) {
+                prop_assert!(
+                    (g - w).abs() <= tol * (1.0 + w.abs()),
+                    "{} vs {} ({:?} {:?} axes {:?})",
+                    g,
+                    w,
+                    op,
+                    dt,
+                    axes
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
