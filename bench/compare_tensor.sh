@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the tensor workloads of ../shared/peers/tensor_workloads.py on numpy, Dask, Xorbits
+# and Mars, then `ares-bench tensor`, back to back on this machine, into
+# bench/results/<date>-<time>/ (tensor_peers.jsonl, ares_tensor.jsonl).
+#   WORKLOADS (default W1,W2) and REPEATS (default 3) select what runs.
+#   PEERS_VENVS defaults to ~/.cache/ares-peers (made by ../shared/peers/setup_venvs.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEERS_VENVS=${PEERS_VENVS:-$HOME/.cache/ares-peers}
+PEERS=${PEERS:-../shared/peers}
+WORKLOADS=${WORKLOADS:-W1,W2}
+REPEATS=${REPEATS:-3}
+OUT=bench/results/$(date +%Y%m%d-%H%M)-tensor
+mkdir -p "$OUT"
+cargo build --release -p ares-bench
+for engine in numpy dask; do
+  timeout 900 "$PEERS_VENVS/main/bin/python" "$PEERS/tensor_workloads.py" --engine $engine \
+    --workloads "$WORKLOADS" --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
+done
+timeout 900 "$PEERS_VENVS/xorbits/bin/python" "$PEERS/tensor_workloads.py" --engine xorbits \
+  --workloads "$WORKLOADS" --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
+timeout 900 "$PEERS_VENVS/pymars/bin/python" "$PEERS/tensor_workloads.py" --engine mars \
+  --workloads "$WORKLOADS" --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
+timeout 900 target/release/ares-bench tensor --workloads "$WORKLOADS" --repeats "$REPEATS" | tee "$OUT/ares_tensor.jsonl"
+echo "results in $OUT"
