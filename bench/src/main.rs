@@ -43,10 +43,10 @@ enum Cmd {
         #[arg(long, default_value = "a,b,c,d,e,f,g")]
         only: String,
     },
-    /// The tensor workloads of tensor_workloads.py (W1, W2), each in fresh child processes.
+    /// The tensor workloads of tensor_workloads.py (W1, W2, W3), each in fresh child processes.
     Tensor {
         /// Comma-separated workloads.
-        #[arg(long, default_value = "W1,W2")]
+        #[arg(long, default_value = "W1,W2,W3")]
         workloads: String,
         /// Runs per workload; the median is reported.
         #[arg(long, default_value_t = 3)]

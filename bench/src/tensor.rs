@@ -1,4 +1,4 @@
-//! `ares-bench tensor`: the workloads of `../shared/peers/tensor_workloads.py` (same sizes
+//! `ares-bench tensor`: the workloads W1-W3 of `../shared/peers/tensor_workloads.py` (same sizes
 //! and chunks). The parent runs each (workload, repeat) in a fresh child process, samples
 //! the summed RSS of the child and all its descendants (the worker processes), and prints
 //! one JSON line per workload: `value` is the median wall time in seconds (start-up
@@ -29,6 +29,12 @@ pub(crate) struct Sizes {
     /// W2 elements per chunk.
     #[arg(long, default_value_t = 10_000_000)]
     pub(crate) w2_chunk: u64,
+    /// W3 matrix size.
+    #[arg(long, default_value_t = 5000)]
+    pub(crate) w3_n: u64,
+    /// W3 chunk size (square chunks).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) w3_chunk: u64,
     /// Worker CPUs.
     #[arg(long, default_value_t = 2)]
     pub(crate) num_cpus: u32,
@@ -50,6 +56,10 @@ fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
         s.w2_n.to_string(),
         "--w2-chunk".into(),
         s.w2_chunk.to_string(),
+        "--w3-n".into(),
+        s.w3_n.to_string(),
+        "--w3-chunk".into(),
+        s.w3_chunk.to_string(),
         "--num-cpus".into(),
         s.num_cpus.to_string(),
         "--max-in-flight".into(),
@@ -73,7 +83,12 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
             let a = random::rand(&[s.w2_n], &[s.w2_chunk as usize], 2)?;
             session.scalar(&((&a + 1.0) * 2.0).sum())?
         }
-        other => anyhow::bail!("unknown workload {other} (W1 and W2 exist so far)"),
+        "W3" => {
+            let c = s.w3_chunk as usize;
+            let a = random::rand(&[s.w3_n, s.w3_n], &[c, c], 3)?;
+            session.scalar(&(a.matmul(&a.t()?)? - a.clone()).std())?
+        }
+        other => anyhow::bail!("unknown workload {other} (W1, W2 and W3 exist)"),
     };
     let wall = t.elapsed().as_secs_f64();
     ares::shutdown();

@@ -47,11 +47,26 @@ pub struct ReduceSpec {
     pub axes: Vec<u32>,
 }
 
+/// Chunk tasks allocate and free many large buffers: keep freed memory in the heap
+/// instead of returning it to the kernel each time (page faults cost more than the work).
+fn keep_heap() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: mallopt only tunes the allocator; these parameters take any value.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 512 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        }
+    });
+}
+
 fn run_map(p: Program, inputs: &[&Chunk]) -> Chunk {
+    keep_heap();
     p.run(inputs).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run_reduce(p: Program, r: ReduceSpec, inputs: &[&Chunk]) -> Partial {
+    keep_heap();
     if r.axes.is_empty() {
         return p.run_reduce(r.op, inputs).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -114,6 +129,20 @@ fn reduce3(p: Program, r: ReduceSpec, a: Chunk, b: Chunk, c: Chunk) -> Partial {
 #[ares::remote]
 fn reduce4(p: Program, r: ReduceSpec, a: Chunk, b: Chunk, c: Chunk, d: Chunk) -> Partial {
     run_reduce(p, r, &[&a, &b, &c, &d])
+}
+
+/// `a · b` of two 2-d chunks, each optionally transposed (`flags` bit 0: `a`, bit 1: `b`).
+#[ares::remote]
+fn gemm(a: Chunk, b: Chunk, flags: u8) -> Chunk {
+    keep_heap();
+    crate::linalg::gemm(None, a, b, flags)
+}
+
+/// `acc + a · b`.
+#[ares::remote]
+fn gemm_acc(acc: Chunk, a: Chunk, b: Chunk, flags: u8) -> Chunk {
+    keep_heap();
+    crate::linalg::gemm(Some(acc), a, b, flags)
 }
 
 /// Combines partials of one output chunk.
@@ -276,7 +305,11 @@ impl<'s> Builder<'s> {
                 let x = self.emit(x, &gx)?;
                 self.push(Node::ReduceLast { op: *op, x }, shape, dtype)
             }
-            Op::Reduce { .. } => {
+            Op::Transpose(x) => {
+                let x = self.emit(x, &[g[1], g[0]])?;
+                self.push(Node::Transpose { x }, shape, dtype)
+            }
+            Op::Reduce { .. } | Op::MatMul(..) => {
                 let chunks = materialize(self.session, t)?;
                 let r = chunks[flat_index(t, g)].clone();
                 self.input(&r, shape, dtype)?
@@ -346,6 +379,7 @@ pub(crate) fn materialize(session: &Session, t: &Tensor) -> Result<Arc<Vec<Objec
     let refs = match &t.node.op {
         Op::FromChunks(chunks) => chunks.iter().map(ares::put_ref).collect::<ares::Result<Vec<_>>>()?,
         Op::Reduce { op, axes, keepdims, x } => reduce(session, t, *op, axes, *keepdims, x)?,
+        Op::MatMul(a, b) => matmul(session, t, a, b)?,
         _ => {
             let mut window = Window::new(session.max_in_flight);
             let mut out = Vec::new();
@@ -407,6 +441,65 @@ fn reduce(
         out.push(ares::remote(finish).call(part, x.dtype(), shape));
     }
     Ok(out)
+}
+
+/// The chunks a matmul operand reads: its own, or (for a transpose) its operand's.
+fn gemm_operand(session: &Session, t: &Tensor) -> Result<(Arc<Vec<ObjectRef<Chunk>>>, bool, Tensor)> {
+    match &t.node.op {
+        Op::Transpose(x) => Ok((materialize(session, x)?, true, x.clone())),
+        _ => Ok((materialize(session, t)?, false, t.clone())),
+    }
+}
+
+/// Blocked matrix product: each output chunk is a chain of `gemm_acc` tasks over the
+/// shared dimension's chunks. `a · aᵀ` computes only the upper block triangle and
+/// transposes it into the lower one (numpy uses `syrk` for this case too).
+fn matmul(session: &Session, t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Vec<ObjectRef<Chunk>>> {
+    let (ra, ta, base_a) = gemm_operand(session, a)?;
+    let (rb, tb, base_b) = gemm_operand(session, b)?;
+    let at = |i: usize, k: usize| {
+        if ta { ra[k * base_a.chunks()[1].len() + i].clone() } else { ra[i * base_a.chunks()[1].len() + k].clone() }
+    };
+    let bt = |k: usize, j: usize| {
+        if tb { rb[j * base_b.chunks()[1].len() + k].clone() } else { rb[k * base_b.chunks()[1].len() + j].clone() }
+    };
+    let flags = u8::from(ta) | (u8::from(tb) << 1);
+    let symmetric = !ta && tb && Arc::ptr_eq(&base_a.node, &base_b.node) && a.chunks()[0] == b.chunks()[1];
+    let (m, n, kk) = (t.chunks()[0].len(), t.chunks()[1].len(), a.chunks()[1].len());
+    let mut window = Window::new(session.max_in_flight);
+    let mut out: Vec<Option<ObjectRef<Chunk>>> = vec![None; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            if symmetric && i > j {
+                continue;
+            }
+            let mut acc = ares::remote(gemm).call(at(i, 0), bt(0, j), flags);
+            window.admit(&acc);
+            for k in 1..kk {
+                acc = ares::remote(gemm_acc).call(acc, at(i, k), bt(k, j), flags);
+                window.admit(&acc);
+            }
+            out[i * n + j] = Some(acc);
+        }
+    }
+    if symmetric {
+        for i in 0..m {
+            for j in 0..i {
+                let upper = out[j * n + i].clone().expect("computed above");
+                let shape = chunk_shape(t, &[j, i]);
+                let dtype = t.dtype();
+                let p = Program {
+                    nodes: vec![Node::Input { arg: 0 }, Node::Transpose { x: 0 }],
+                    shapes: vec![shape.clone(), vec![shape[1], shape[0]]],
+                    dtypes: vec![dtype, dtype],
+                };
+                let r = submit_map(p, &[upper]);
+                window.admit(&r);
+                out[i * n + j] = Some(r);
+            }
+        }
+    }
+    Ok(out.into_iter().map(|r| r.expect("every block is computed")).collect())
 }
 
 impl Session {

@@ -205,6 +205,11 @@ pub enum Node {
         /// Operand.
         x: u32,
     },
+    /// The transpose of the 2-d value `x`.
+    Transpose {
+        /// Operand.
+        x: u32,
+    },
     /// Reduction of `x` over its last axis.
     ReduceLast {
         /// Which.
@@ -717,9 +722,11 @@ impl<'a> Eval<'a> {
         let mut uses = vec![0u32; p.nodes.len()];
         for node in &p.nodes {
             let ops: &[u32] = match node {
-                Node::Unary { x, .. } | Node::Cast { x } | Node::Broadcast { x } | Node::ReduceLast { x, .. } => {
-                    std::slice::from_ref(x)
-                }
+                Node::Unary { x, .. }
+                | Node::Cast { x }
+                | Node::Broadcast { x }
+                | Node::Transpose { x }
+                | Node::ReduceLast { x, .. } => std::slice::from_ref(x),
                 Node::Binary { a, b, .. } => &[*a, *b],
                 Node::Where { c, a, b } => &[*c, *a, *b],
                 _ => &[],
@@ -784,15 +791,36 @@ impl<'a> Eval<'a> {
                     return Err(KernelError::Malformed { node: n, reason: "random region of another rank".into() });
                 }
                 let nd = shape.len();
-                if let (RandKind::Uniform { low, high }, DType::F64) = (kind, dtype) {
-                    if nd > 0 && (1..nd).all(|d| shape[d] == full[d]) {
-                        // Contiguous in the tensor: no index vector.
+                if let (RandKind::Uniform { low, high }, DType::F64, true) = (kind, dtype, nd > 0) {
+                    let span = high - low;
+                    if (1..nd).all(|d| shape[d] == full[d]) {
+                        // The chunk is one contiguous run of the tensor.
                         let base = offset[0] * full[1..].iter().product::<u64>();
-                        let span = high - low;
-                        let v: Vec<f64> =
-                            (s as u64..e as u64).map(|k| low + span * unit(rand_bits(*seed, base + k))).collect();
+                        let v = (s as u64..e as u64).map(|k| low + span * unit(rand_bits(*seed, base + k))).collect();
                         return Ok(Buf::F64(v));
                     }
+                    // Otherwise each row of the chunk is a contiguous run: walk them.
+                    let last = shape[nd - 1] as usize;
+                    let mut v = Vec::with_capacity(e - s);
+                    let mut k = s;
+                    while k < e {
+                        let (row, col) = (k / last, k % last);
+                        let run = (last - col).min(e - k);
+                        let mut g = 0u64;
+                        let mut rem = row as u64;
+                        let mut idx = vec![0u64; nd];
+                        for d in (0..nd - 1).rev() {
+                            idx[d] = rem % shape[d];
+                            rem /= shape[d];
+                        }
+                        idx[nd - 1] = col as u64;
+                        for d in 0..nd {
+                            g = g * full[d] + offset[d] + idx[d];
+                        }
+                        v.extend((g..g + run as u64).map(|i| low + span * unit(rand_bits(*seed, i))));
+                        k += run;
+                    }
+                    return Ok(Buf::F64(v));
                 }
                 let mut g = std::mem::take(&mut self.scratch);
                 global_indices(shape, offset, full, s, e, &mut g);
@@ -851,6 +879,24 @@ impl<'a> Eval<'a> {
                     return Ok(whole.gather(&vec![0; e - s]).cast(dtype));
                 }
                 let idx = broadcast_indices(&from, shape, s, e);
+                whole.gather(&idx).cast(dtype)
+            }
+            Node::Transpose { x } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                if from.len() != 2 || shape.len() != 2 || from[0] != shape[1] || from[1] != shape[0] {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("cannot transpose {from:?} into {shape:?}"),
+                    });
+                }
+                if self.whole[x].is_none() {
+                    let all = self.eval(x, 0, numel(&from))?;
+                    self.whole[x] = Some(all);
+                }
+                let whole = self.whole[x].as_ref().expect("just set");
+                let (rows, cols) = (shape[0] as usize, shape[1] as usize);
+                let idx: Vec<usize> = (s..e).map(|k| (k % cols) * rows + k / cols).collect();
                 whole.gather(&idx).cast(dtype)
             }
             Node::ReduceLast { op, x } => {

@@ -30,6 +30,7 @@ pub mod data;
 mod exec;
 #[allow(missing_docs)]
 pub mod kernel;
+mod linalg;
 mod tensor;
 
 pub use data::{Chunk, DType, Elem, Scalar};

@@ -94,6 +94,10 @@ pub(crate) enum Op {
         keepdims: bool,
         x: Tensor,
     },
+    /// The transpose of a 2-d tensor.
+    Transpose(Tensor),
+    /// The matrix product of two 2-d tensors.
+    MatMul(Tensor, Tensor),
 }
 
 #[derive(Debug)]
@@ -359,6 +363,39 @@ impl Tensor {
     /// Euclidean norm along `axis` (numpy `linalg.norm(x, axis=axis)`).
     pub fn norm(&self, axis: usize) -> Result<Tensor> {
         Ok(self.binary(BinOp::Mul, self)?.reduce(ReduceOp::Sum, Some(&[axis]), false)?.sqrt())
+    }
+
+    /// The transpose of a 2-d tensor (numpy's `a.T`).
+    pub fn t(&self) -> Result<Tensor> {
+        if self.ndim() != 2 {
+            return Err(TensorError::BadAxis { axis: 1, ndim: self.ndim() });
+        }
+        let shape = vec![self.shape()[1], self.shape()[0]];
+        let chunks = vec![self.chunks()[1].clone(), self.chunks()[0].clone()];
+        Ok(Tensor::new(Op::Transpose(self.clone()), shape, self.dtype(), chunks))
+    }
+
+    /// The matrix product of two 2-d float tensors, blocked by their chunks (numpy's
+    /// `a.dot(b)` / `a @ b`). `self`'s column chunks must match `b`'s row chunks.
+    pub fn matmul(&self, b: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 2 || b.ndim() != 2 || self.shape()[1] != b.shape()[0] {
+            return Err(TensorError::ShapeMismatch { a: self.shape().to_vec(), b: b.shape().to_vec() });
+        }
+        if self.chunks()[1] != b.chunks()[0] {
+            return Err(TensorError::ChunkMismatch { dim: 1, a: self.chunks()[1].clone(), b: b.chunks()[0].clone() });
+        }
+        let dtype = DType::promote(self.dtype(), b.dtype());
+        if !dtype.is_float() {
+            return Err(TensorError::BadDType { op: "matmul (cast to a float type first)".into(), dtype });
+        }
+        let shape = vec![self.shape()[0], b.shape()[1]];
+        let chunks = vec![self.chunks()[0].clone(), b.chunks()[1].clone()];
+        Ok(Tensor::new(Op::MatMul(self.clone(), b.clone()), shape, dtype, chunks))
+    }
+
+    /// Same as [`Tensor::matmul`].
+    pub fn dot(&self, b: &Tensor) -> Result<Tensor> {
+        self.matmul(b)
     }
 
     /// Computes the tensor in `session` and returns it as an ndarray of `T` (cast if needed).
