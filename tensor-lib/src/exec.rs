@@ -443,8 +443,11 @@ fn reduce(
     Ok(out)
 }
 
+/// A materialized tensor's chunks, row-major over its grid.
+type Chunks = Arc<Vec<ObjectRef<Chunk>>>;
+
 /// The chunks a matmul operand reads: its own, or (for a transpose) its operand's.
-fn gemm_operand(session: &Session, t: &Tensor) -> Result<(Arc<Vec<ObjectRef<Chunk>>>, bool, Tensor)> {
+fn gemm_operand(session: &Session, t: &Tensor) -> Result<(Chunks, bool, Tensor)> {
     match &t.node.op {
         Op::Transpose(x) => Ok((materialize(session, x)?, true, x.clone())),
         _ => Ok((materialize(session, t)?, false, t.clone())),
@@ -473,10 +476,13 @@ fn matmul(session: &Session, t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Vec<O
             if symmetric && i > j {
                 continue;
             }
-            let mut acc = ares::remote(gemm).call(at(i, 0), bt(0, j), flags);
+            // A diagonal block of a · aᵀ is symmetric: half the work (syrk's saving).
+            let diag = if symmetric && i == j { crate::linalg::UPPER } else { 0 };
+            let last = |k: usize| if diag != 0 && k + 1 == kk { crate::linalg::MIRROR } else { 0 };
+            let mut acc = ares::remote(gemm).call(at(i, 0), bt(0, j), flags | diag | last(0));
             window.admit(&acc);
             for k in 1..kk {
-                acc = ares::remote(gemm_acc).call(acc, at(i, k), bt(k, j), flags);
+                acc = ares::remote(gemm_acc).call(acc, at(i, k), bt(k, j), flags | diag | last(k));
                 window.admit(&acc);
             }
             out[i * n + j] = Some(acc);

@@ -16,10 +16,20 @@ fn dims(c: &Chunk, transpose: bool) -> (usize, usize) {
     if transpose { (k, r) } else { (r, k) }
 }
 
-/// `acc + a · b` (or `a · b` without `acc`); `flags` bit 0 transposes `a`, bit 1 `b`.
+/// Flag: transpose the left operand.
+pub(crate) const TRANS_A: u8 = 1;
+/// Flag: transpose the right operand.
+pub(crate) const TRANS_B: u8 = 2;
+/// Flag: the result is a diagonal block of a symmetric product: compute its upper half only.
+pub(crate) const UPPER: u8 = 4;
+/// Flag: with `UPPER`, this is the last step: copy the upper half into the lower one.
+pub(crate) const MIRROR: u8 = 8;
+
+/// `acc + a · b` (or `a · b` without `acc`), as the flags above say.
 /// Panics on chunks that are not 2-d or do not conform (the planner never makes them).
 pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
-    let (ta, tb) = (flags & 1 != 0, flags & 2 != 0);
+    let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+    let (upper, mirror) = (flags & UPPER != 0, flags & MIRROR != 0);
     let (m, k) = dims(&a, ta);
     let (k2, n) = dims(&b, tb);
     assert_eq!(k, k2, "gemm of {:?} and {:?} (flags {flags}) does not conform", a.shape, b.shape);
@@ -39,7 +49,23 @@ pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
                 None => (vec![0 as $t; m * n], Accum::Replace),
             };
             let dst: MatMut<'_, $t> = MatMut::from_column_major_slice_mut(&mut out, n, m).transpose_mut();
-            faer::linalg::matmul::matmul(dst, accum, view(&av, ar, ac, ta), view(&bv, br, bc, tb), 1.0 as $t, Par::Seq);
+            let (lhs, rhs) = (view(&av, ar, ac, ta), view(&bv, br, bc, tb));
+            if upper {
+                use faer::linalg::matmul::triangular::{
+                    BlockStructure::{Rectangular, TriangularUpper},
+                    matmul,
+                };
+                matmul(dst, TriangularUpper, accum, lhs, Rectangular, rhs, Rectangular, 1.0 as $t, Par::Seq);
+                if mirror {
+                    for i in 0..m {
+                        for j in 0..i {
+                            out[i * n + j] = out[j * n + i];
+                        }
+                    }
+                }
+            } else {
+                faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0 as $t, Par::Seq);
+            }
             Chunk { shape, data: Buf::$wrap(out) }
         }};
     }

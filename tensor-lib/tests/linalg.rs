@@ -39,7 +39,7 @@ fn blocked_products_match_ndarray() {
         if m == k {
             let sq = from_array(&x, &[cm, cm]).unwrap();
             let e = (sq.matmul(&sq.t().unwrap()).unwrap() - sq.clone()).std();
-            let d = x2.dot(&x2.t()) - &x2;
+            let d = x2.dot(&x2.t()) - x2;
             let mean = d.mean().unwrap();
             let std = d.mapv(|v| (v - mean) * (v - mean)).mean().unwrap().sqrt();
             assert!((s.scalar(&e).unwrap() - std).abs() < 1e-9);
