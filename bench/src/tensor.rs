@@ -72,7 +72,7 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
     let t = Instant::now();
     ares::init_with(ares::Config::default().num_cpus(s.num_cpus))?;
     let startup = t.elapsed().as_secs_f64();
-    let session = Session { max_in_flight: s.max_in_flight, ..Session::default() };
+    let session = Session::new().max_in_flight(s.max_in_flight);
     let t = Instant::now();
     let result = match workload {
         "W1" => {

@@ -290,6 +290,23 @@ impl Buf {
         }
     }
 
+    /// Writes `src[k]` at position `dst[k]` (same dtype).
+    pub fn scatter(&mut self, dst: &[usize], src: &Buf) {
+        fn put<T: Copy>(out: &mut [T], dst: &[usize], src: &[T]) {
+            for (&d, &v) in dst.iter().zip(src) {
+                out[d] = v;
+            }
+        }
+        match (self, src) {
+            (Buf::Bool(a), Buf::Bool(b)) => put(a, dst, b),
+            (Buf::I32(a), Buf::I32(b)) => put(a, dst, b),
+            (Buf::I64(a), Buf::I64(b)) => put(a, dst, b),
+            (Buf::F32(a), Buf::F32(b)) => put(a, dst, b),
+            (Buf::F64(a), Buf::F64(b)) => put(a, dst, b),
+            (a, b) => unreachable!("scatter {:?} into {:?}", b.dtype(), a.dtype()),
+        }
+    }
+
     /// Appends `other` (of the same dtype).
     pub fn extend(&mut self, other: &Buf) {
         match (self, other) {

@@ -1,40 +1,51 @@
 //! The executor: the one module that submits chunk tasks (keep it that way: the runtime's
 //! API may still change under it).
 //!
-//! A tensor is computed by *materializing* nodes that cannot be fused into their
-//! consumers (reductions across chunks, arrays put from the driver) and, for every output
-//! chunk of the requested tensor, building one fused [`Program`] whose inputs are the
-//! `ObjectRef`s of materialized chunks. Reductions run as trees: each chunk task folds its
-//! fused input into a [`Partial`], and partials are combined `combine_size` at a time as
-//! they are submitted, so intermediate results die as soon as their combiner has run.
-//! Chunk tasks in flight are bounded by `max_in_flight`, which bounds memory by
-//! (tasks in flight × chunk size) whatever the tensor's total size.
+//! Executing a tensor has three steps, as in Mars:
+//!
+//! 1. **Resolve** unknown shapes (iterative tiling): a boolean mask's chunks are computed
+//!    first, their lengths read from the store, and the tensors built on them re-derive
+//!    their shapes and chunks.
+//! 2. **Tile** the expression into a chunk graph ([`Plan`]). Element-wise chains, creation
+//!    operations, slicing, rechunking, concatenation, reshapes and a trailing reduction
+//!    over a whole last axis are fused into one [`Program`] per chunk; reductions become
+//!    trees of partial results combined `combine_size` at a time; matrix products become
+//!    chains of GEMM tasks per output block.
+//! 3. **Run** the graph depth-first: among the chunk tasks whose inputs have been
+//!    submitted, the one of the deepest tensor goes first (then the higher level of a
+//!    reduction tree, then the smaller output), so consumers run as soon as they can and
+//!    intermediate chunks die early. At most `max_in_flight` tasks are submitted and not
+//!    finished, which bounds memory by (tasks in flight × chunk size) whatever the tensor's
+//!    size. The driver drops its reference to an intermediate chunk as soon as its last
+//!    consumer is submitted, so the store frees it once that consumer has run.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ares::ObjectRef;
 use ndarray::{ArrayD, IxDyn};
 
 use crate::data::{Chunk, DType, Elem, Scalar, numel};
 use crate::kernel::{Node, Partial, Program, ReduceOp};
-use crate::tensor::{Op, Result, Tensor, TensorError, grid_indices};
+use crate::tensor::{Op, Result, Tensor, TensorError, grid_indices, squeeze_chunks};
 
-/// Input chunks one task takes at most.
-pub const MAX_INPUTS: usize = 4;
-
-/// Where tensors are computed, with the scheduling settings.
+/// Where tensors are computed, with the scheduling settings. Chunks computed in one
+/// session are not seen by another.
 #[derive(Clone, Debug)]
 pub struct Session {
     /// Chunk tasks submitted and not yet finished, at most.
-    pub max_in_flight: usize,
+    max_in_flight: usize,
     /// Partials combined by one task of a tree reduction (Mars uses 4).
-    pub combine_size: usize,
+    combine_size: usize,
+    id: u64,
 }
 
 impl Default for Session {
     fn default() -> Self {
-        Session { max_in_flight: 8, combine_size: 4 }
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Session { max_in_flight: 8, combine_size: 4, id: NEXT.fetch_add(1, Ordering::Relaxed) }
     }
 }
 
@@ -45,6 +56,8 @@ pub struct ReduceSpec {
     pub op: ReduceOp,
     /// Axes reduced within the chunk; empty means all.
     pub axes: Vec<u32>,
+    /// Where the chunk starts in the reduced tensor (positions of argmin/argmax are global).
+    pub offset: Vec<u64>,
 }
 
 /// Chunk tasks allocate and free many large buffers: keep freed memory in the heap
@@ -71,7 +84,12 @@ fn run_reduce(p: Program, r: ReduceSpec, inputs: &[&Chunk]) -> Partial {
         return p.run_reduce(r.op, inputs).unwrap_or_else(|e| panic!("{e}"));
     }
     let chunk = p.run(inputs).unwrap_or_else(|e| panic!("{e}"));
-    reduce_axes(&chunk, r.op, &r.axes)
+    let mut part = reduce_axes(&chunk, r.op, &r.axes);
+    if let [axis] = r.axes[..] {
+        let base = r.offset.get(axis as usize).copied().unwrap_or(0) as i64;
+        part.map_idx(|_, i| i + base);
+    }
+    part
 }
 
 /// Reduces `chunk` over `axes`, keeping them as dimensions of 1.
@@ -111,6 +129,11 @@ fn map4(p: Program, a: Chunk, b: Chunk, c: Chunk, d: Chunk) -> Chunk {
     run_map(p, &[&a, &b, &c, &d])
 }
 #[ares::remote]
+fn mapn(p: Program, inputs: Vec<Chunk>) -> Chunk {
+    let refs: Vec<&Chunk> = inputs.iter().collect();
+    run_map(p, &refs)
+}
+#[ares::remote]
 fn reduce0(p: Program, r: ReduceSpec) -> Partial {
     run_reduce(p, r, &[])
 }
@@ -123,12 +146,9 @@ fn reduce2(p: Program, r: ReduceSpec, a: Chunk, b: Chunk) -> Partial {
     run_reduce(p, r, &[&a, &b])
 }
 #[ares::remote]
-fn reduce3(p: Program, r: ReduceSpec, a: Chunk, b: Chunk, c: Chunk) -> Partial {
-    run_reduce(p, r, &[&a, &b, &c])
-}
-#[ares::remote]
-fn reduce4(p: Program, r: ReduceSpec, a: Chunk, b: Chunk, c: Chunk, d: Chunk) -> Partial {
-    run_reduce(p, r, &[&a, &b, &c, &d])
+fn reducen(p: Program, r: ReduceSpec, inputs: Vec<Chunk>) -> Partial {
+    let refs: Vec<&Chunk> = inputs.iter().collect();
+    run_reduce(p, r, &refs)
 }
 
 /// `a · b` of two 2-d chunks, each optionally transposed (`flags` bit 0: `a`, bit 1: `b`).
@@ -164,37 +184,78 @@ fn finish(p: Partial, x_dtype: DType, shape: Vec<u64>) -> Chunk {
     c
 }
 
-fn submit_map(p: Program, inputs: &[ObjectRef<Chunk>]) -> ObjectRef<Chunk> {
-    match inputs {
-        [] => ares::remote(map0).call(p),
-        [a] => ares::remote(map1).call(p, a),
-        [a, b] => ares::remote(map2).call(p, a, b),
-        [a, b, c] => ares::remote(map3).call(p, a, b, c),
-        [a, b, c, d] => ares::remote(map4).call(p, a, b, c, d),
-        _ => unreachable!("checked against MAX_INPUTS"),
+// ---------------------------------------------------------------------- the chunk graph
+
+/// A chunk task's result.
+#[derive(Clone)]
+enum Obj {
+    Chunk(ObjectRef<Chunk>),
+    Part(ObjectRef<Partial>),
+}
+
+impl Obj {
+    fn chunk(&self) -> &ObjectRef<Chunk> {
+        match self {
+            Obj::Chunk(r) => r,
+            Obj::Part(_) => unreachable!("a partial is only read by combine and finish"),
+        }
+    }
+    fn part(&self) -> &ObjectRef<Partial> {
+        match self {
+            Obj::Part(r) => r,
+            Obj::Chunk(_) => unreachable!("combine and finish read partials"),
+        }
     }
 }
 
-fn submit_reduce(p: Program, r: ReduceSpec, inputs: &[ObjectRef<Chunk>]) -> ObjectRef<Partial> {
-    match inputs {
-        [] => ares::remote(reduce0).call(p, r),
-        [a] => ares::remote(reduce1).call(p, r, a),
-        [a, b] => ares::remote(reduce2).call(p, r, a, b),
-        [a, b, c] => ares::remote(reduce3).call(p, r, a, b, c),
-        [a, b, c, d] => ares::remote(reduce4).call(p, r, a, b, c, d),
-        _ => unreachable!("checked against MAX_INPUTS"),
-    }
+/// What a chunk operation runs.
+enum Task {
+    /// Already computed (a cached or put chunk).
+    Ready,
+    Map(Program),
+    Reduce(Program, ReduceSpec),
+    Combine,
+    Finish(DType, Vec<u64>),
+    Gemm(u8),
+    GemmAcc(u8),
 }
 
-/// Builds the fused program of one chunk.
-struct Builder<'s> {
+struct PlanOp {
+    task: Option<Task>,
+    inputs: Vec<usize>,
+    /// Depth of the tensor it belongs to, then its level inside that tensor's tiling.
+    depth: u32,
+    level: u32,
+    /// Output bytes (estimated).
+    size: u64,
+    out: Option<Obj>,
+    consumers: Vec<usize>,
+    /// Inputs not yet submitted.
+    waiting: usize,
+    /// Consumers not yet submitted.
+    uses: usize,
+    /// A result the caller keeps.
+    keep: bool,
+}
+
+/// A chunk of a tiled tensor: the operation producing it, read transposed if `t`.
+#[derive(Clone, Copy, Debug)]
+struct Src {
+    op: usize,
+    t: bool,
+}
+
+/// The chunk graph of one execution.
+struct Plan<'s> {
     session: &'s Session,
-    /// Chunks already emitted (a tensor used twice, as in `x * x`, is computed once).
-    emitted: std::collections::HashMap<(usize, Vec<usize>), u32>,
-    nodes: Vec<Node>,
-    shapes: Vec<Vec<u64>>,
-    dtypes: Vec<DType>,
-    inputs: Vec<ObjectRef<Chunk>>,
+    ops: Vec<PlanOp>,
+    /// Tensors tiled into chunk operations, by node address (the graph keeps them alive).
+    tiled: HashMap<usize, Arc<Vec<Src>>>,
+    depths: HashMap<usize, u32>,
+}
+
+fn key(t: &Tensor) -> usize {
+    Arc::as_ptr(&t.node) as usize
 }
 
 fn chunk_shape(t: &Tensor, g: &[usize]) -> Vec<u64> {
@@ -205,17 +266,355 @@ fn chunk_offset(t: &Tensor, g: &[usize]) -> Vec<u64> {
     t.chunks().iter().zip(g).map(|(c, &i)| c[..i].iter().sum()).collect()
 }
 
+fn flat_index(t: &Tensor, g: &[usize]) -> usize {
+    let mut k = 0;
+    for (d, &i) in g.iter().enumerate() {
+        k = k * t.chunks()[d].len() + i;
+    }
+    k
+}
+
 /// Whether a reduction is computed inside its consumer's chunk program: over the last
 /// axis only, with that axis in one chunk.
 fn fusable_reduce(axes: &[usize], x: &Tensor) -> bool {
     x.ndim() > 0 && axes == [x.ndim() - 1] && x.chunks()[x.ndim() - 1].len() == 1
 }
 
-impl<'s> Builder<'s> {
+fn cached(session: &Session, t: &Tensor) -> Option<Arc<Vec<ObjectRef<Chunk>>>> {
+    let g = t.node.result.lock().unwrap_or_else(|p| p.into_inner());
+    g.iter().find(|(id, _)| *id == session.id).map(|(_, r)| r.clone())
+}
+
+fn cache(session: &Session, t: &Tensor, refs: Arc<Vec<ObjectRef<Chunk>>>) {
+    let mut g = t.node.result.lock().unwrap_or_else(|p| p.into_inner());
+    g.retain(|(id, _)| *id != session.id);
+    g.push((session.id, refs));
+}
+
+impl<'s> Plan<'s> {
     fn new(session: &'s Session) -> Self {
+        Plan { session, ops: Vec::new(), tiled: HashMap::new(), depths: HashMap::new() }
+    }
+
+    fn add(&mut self, task: Task, inputs: Vec<usize>, depth: u32, level: u32, size: u64) -> usize {
+        self.ops.push(PlanOp {
+            task: Some(task),
+            inputs,
+            depth,
+            level,
+            size,
+            out: None,
+            consumers: Vec::new(),
+            waiting: 0,
+            uses: 0,
+            keep: false,
+        });
+        self.ops.len() - 1
+    }
+
+    fn ready(&mut self, r: ObjectRef<Chunk>) -> usize {
+        let id = self.add(Task::Ready, Vec::new(), 0, 0, 0);
+        self.ops[id].out = Some(Obj::Chunk(r));
+        id
+    }
+
+    /// Longest path from a leaf in the tensor graph (computed tensors are leaves).
+    fn depth(&mut self, t: &Tensor) -> u32 {
+        if let Some(&d) = self.depths.get(&key(t)) {
+            return d;
+        }
+        let d = if cached(self.session, t).is_some() {
+            0
+        } else {
+            t.operands().into_iter().map(|x| self.depth(x) + 1).max().unwrap_or(0)
+        };
+        self.depths.insert(key(t), d);
+        d
+    }
+
+    /// Tiles `t` into chunk operations (once per plan); returns its chunks, row-major.
+    fn tile(&mut self, t: &Tensor) -> Result<Arc<Vec<Src>>> {
+        if let Some(s) = self.tiled.get(&key(t)) {
+            return Ok(s.clone());
+        }
+        let srcs = match cached(self.session, t) {
+            Some(refs) => refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect(),
+            None => self.tile_new(t)?,
+        };
+        let srcs = Arc::new(srcs);
+        self.tiled.insert(key(t), srcs.clone());
+        Ok(srcs)
+    }
+
+    fn tile_new(&mut self, t: &Tensor) -> Result<Vec<Src>> {
+        let depth = self.depth(t);
+        match &t.node.op {
+            Op::FromChunks(chunks) => {
+                let refs = chunks.iter().map(ares::put_ref).collect::<ares::Result<Vec<_>>>()?;
+                let refs = Arc::new(refs);
+                cache(self.session, t, refs.clone());
+                Ok(refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect())
+            }
+            Op::Reduce { op, axes, keepdims, x } => self.tile_reduce(t, *op, axes, *keepdims, x, depth),
+            Op::MatMul(a, b) => self.tile_matmul(t, a, b, depth),
+            Op::Mask(x, m) => {
+                let mut out = Vec::new();
+                for g in grid_indices(x.chunks()) {
+                    let mut b = Builder::new(self);
+                    let xn = b.emit(x, &g)?;
+                    let mn = b.emit(m, &g)?;
+                    let shape = chunk_shape(x, &g);
+                    b.push(Node::Compress { x: xn, m: mn }, shape, t.dtype());
+                    let (p, inputs) = b.finish();
+                    let size = p.shapes.last().map_or(0, |s| numel(s) as u64);
+                    out.push(Src { op: self.add(Task::Map(p), inputs, depth, 0, size), t: false });
+                }
+                Ok(out)
+            }
+            _ => {
+                let mut out = Vec::new();
+                for g in grid_indices(t.chunks()) {
+                    let mut b = Builder::new(self);
+                    b.emit(t, &g)?;
+                    let (p, inputs) = b.finish();
+                    let size = numel(&chunk_shape(t, &g)) as u64 * t.dtype().size() as u64;
+                    out.push(Src { op: self.add(Task::Map(p), inputs, depth, 0, size), t: false });
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn tile_reduce(
+        &mut self,
+        t: &Tensor,
+        op: ReduceOp,
+        axes: &[usize],
+        keepdims: bool,
+        x: &Tensor,
+        depth: u32,
+    ) -> Result<Vec<Src>> {
+        let all = axes.len() == x.ndim() && !op.is_arg();
+        let out_grid = grid_indices(t.chunks());
+        // Partials waiting to be combined, per output chunk, with their tree level.
+        let mut groups: Vec<Vec<(usize, u32)>> = vec![Vec::new(); out_grid.len()];
+        let combine_size = self.session.combine_size.max(2);
+        for gx in grid_indices(x.chunks()) {
+            let mut b = Builder::new(self);
+            b.emit(x, &gx)?;
+            let (p, inputs) = b.finish();
+            let spec = ReduceSpec {
+                op,
+                axes: if all { Vec::new() } else { axes.iter().map(|&a| a as u32).collect() },
+                offset: chunk_offset(x, &gx),
+            };
+            let leaf = self.add(Task::Reduce(p, spec), inputs, depth, 0, 0);
+            // The output chunk this input chunk folds into.
+            let go: Vec<usize> = (0..x.ndim())
+                .filter_map(|d| if axes.contains(&d) { keepdims.then_some(0) } else { Some(gx[d]) })
+                .collect();
+            let k = flat_index(t, &go);
+            let mut node = (leaf, 1);
+            // Combine eagerly, so partials die as soon as their combiner has run.
+            loop {
+                groups[k].push(node);
+                let n = groups[k].len();
+                let level = node.1;
+                if n < combine_size || groups[k][n - combine_size..].iter().any(|&(_, l)| l != level) {
+                    break;
+                }
+                let parts: Vec<usize> = groups[k].drain(n - combine_size..).map(|(id, _)| id).collect();
+                node = (self.add(Task::Combine, parts, depth, level, 0), level + 1);
+            }
+        }
+        let mut out = Vec::with_capacity(out_grid.len());
+        for (k, go) in out_grid.iter().enumerate() {
+            let mut parts = std::mem::take(&mut groups[k]);
+            while parts.len() > 1 {
+                let level = parts.iter().map(|&(_, l)| l).max().unwrap_or(0);
+                parts = parts
+                    .chunks(combine_size)
+                    .map(|c| {
+                        (self.add(Task::Combine, c.iter().map(|&(id, _)| id).collect(), depth, level, 0), level + 1)
+                    })
+                    .collect();
+            }
+            let shape = chunk_shape(t, go);
+            let (part, _) = parts.pop().expect("every output chunk has at least one input chunk");
+            let fin = self.add(Task::Finish(x.dtype(), shape), vec![part], depth, u32::MAX, 0);
+            out.push(Src { op: fin, t: false });
+        }
+        Ok(out)
+    }
+
+    /// Blocked matrix product: each output block is a chain of GEMM tasks over the shared
+    /// dimension's chunks. `a · aᵀ` computes only the upper block triangle and reads the
+    /// lower blocks as transposes of upper ones (numpy uses `syrk` for this case too).
+    fn tile_matmul(&mut self, t: &Tensor, a: &Tensor, b: &Tensor, depth: u32) -> Result<Vec<Src>> {
+        // A transposed operand is its operand's chunks, read transposed.
+        let operand = |plan: &mut Self, x: &Tensor| -> Result<(Arc<Vec<Src>>, bool, Tensor)> {
+            match &x.node.op {
+                Op::Transpose(y) => Ok((plan.tile(y)?, true, y.clone())),
+                _ => Ok((plan.tile(x)?, false, x.clone())),
+            }
+        };
+        let (ra, ta, base_a) = operand(self, a)?;
+        let (rb, tb, base_b) = operand(self, b)?;
+        let (ca, cb) = (base_a.chunks()[1].len(), base_b.chunks()[1].len());
+        let at = |i: usize, k: usize| {
+            let s = if ta { ra[k * ca + i] } else { ra[i * ca + k] };
+            Src { op: s.op, t: s.t ^ ta }
+        };
+        let bt = |k: usize, j: usize| {
+            let s = if tb { rb[j * cb + k] } else { rb[k * cb + j] };
+            Src { op: s.op, t: s.t ^ tb }
+        };
+        let symmetric = !ta && tb && Arc::ptr_eq(&base_a.node, &base_b.node) && a.chunks()[0] == b.chunks()[1];
+        let (m, n, kk) = (t.chunks()[0].len(), t.chunks()[1].len(), a.chunks()[1].len());
+        let mut out: Vec<Option<Src>> = vec![None; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                if symmetric && i > j {
+                    continue;
+                }
+                // A diagonal block of a · aᵀ is symmetric: half the work (syrk's saving).
+                let diag = if symmetric && i == j { crate::linalg::UPPER } else { 0 };
+                let last = |k: usize| if diag != 0 && k + 1 == kk { crate::linalg::MIRROR } else { 0 };
+                let size = numel(&chunk_shape(t, &[i, j])) as u64 * 8;
+                let mut acc = None;
+                for k in 0..kk {
+                    let (x, y) = (at(i, k), bt(k, j));
+                    let flags = u8::from(x.t) | (u8::from(y.t) << 1) | diag | last(k);
+                    acc = Some(match acc {
+                        None => self.add(Task::Gemm(flags), vec![x.op, y.op], depth, 0, size),
+                        Some(prev) => self.add(Task::GemmAcc(flags), vec![prev, x.op, y.op], depth, 0, size),
+                    });
+                }
+                out[i * n + j] = Some(Src { op: acc.expect("the shared dimension has a chunk"), t: false });
+            }
+        }
+        if symmetric {
+            for i in 0..m {
+                for j in 0..i {
+                    let upper = out[j * n + i].expect("computed above");
+                    out[i * n + j] = Some(Src { op: upper.op, t: true });
+                }
+            }
+        }
+        Ok(out.into_iter().map(|s| s.expect("every block is computed")).collect())
+    }
+
+    /// Runs the graph depth-first with at most `max_in_flight` tasks in flight; returns
+    /// the results of `targets`.
+    fn run(&mut self, targets: &[usize]) -> Vec<Obj> {
+        for &t in targets {
+            self.ops[t].keep = true;
+        }
+        for i in 0..self.ops.len() {
+            for k in 0..self.ops[i].inputs.len() {
+                let inp = self.ops[i].inputs[k];
+                self.ops[inp].consumers.push(i);
+                self.ops[inp].uses += 1;
+            }
+            self.ops[i].waiting = self.ops[i].inputs.len();
+        }
+        type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
+        let mut heap: BinaryHeap<Key> = BinaryHeap::new();
+        let mut window = Window::new(self.session.max_in_flight);
+        let mut done = VecDeque::new();
+        for i in 0..self.ops.len() {
+            if matches!(self.ops[i].task, Some(Task::Ready)) {
+                done.push_back(i);
+            } else if self.ops[i].waiting == 0 {
+                heap.push((self.ops[i].depth, self.ops[i].level, Reverse(self.ops[i].size), Reverse(i)));
+            }
+        }
+        loop {
+            // Ops submitted (or ready): their consumers may now be submitted.
+            while let Some(i) = done.pop_front() {
+                for c in self.ops[i].consumers.clone() {
+                    self.ops[c].waiting -= 1;
+                    if self.ops[c].waiting == 0 {
+                        heap.push((self.ops[c].depth, self.ops[c].level, Reverse(self.ops[c].size), Reverse(c)));
+                    }
+                }
+            }
+            let Some((_, _, _, Reverse(i))) = heap.pop() else { break };
+            let obj = self.submit(i);
+            match &obj {
+                Obj::Chunk(r) => window.admit(r),
+                Obj::Part(r) => window.admit(r),
+            }
+            self.ops[i].out = Some(obj);
+            // The consumer's task now holds its inputs: drop ours when no one else needs them.
+            for k in 0..self.ops[i].inputs.len() {
+                let inp = self.ops[i].inputs[k];
+                self.ops[inp].uses -= 1;
+                if self.ops[inp].uses == 0 && !self.ops[inp].keep {
+                    self.ops[inp].out = None;
+                }
+            }
+            done.push_back(i);
+        }
+        targets.iter().map(|&t| self.ops[t].out.clone().expect("every target is submitted")).collect()
+    }
+
+    fn submit(&mut self, i: usize) -> Obj {
+        let task = self.ops[i].task.take().expect("submitted once");
+        let ins: Vec<Obj> =
+            self.ops[i].inputs.iter().map(|&k| self.ops[k].out.clone().expect("inputs are submitted first")).collect();
+        let chunks = || ins.iter().map(|o| o.chunk().clone()).collect::<Vec<_>>();
+        match task {
+            Task::Ready => unreachable!("ready ops are not submitted"),
+            Task::Map(p) => {
+                let c = chunks();
+                Obj::Chunk(match &c[..] {
+                    [] => ares::remote(map0).call(p),
+                    [a] => ares::remote(map1).call(p, a),
+                    [a, b] => ares::remote(map2).call(p, a, b),
+                    [a, b, x] => ares::remote(map3).call(p, a, b, x),
+                    [a, b, x, y] => ares::remote(map4).call(p, a, b, x, y),
+                    _ => ares::remote(mapn).call(p, c),
+                })
+            }
+            Task::Reduce(p, r) => {
+                let c = chunks();
+                Obj::Part(match &c[..] {
+                    [] => ares::remote(reduce0).call(p, r),
+                    [a] => ares::remote(reduce1).call(p, r, a),
+                    [a, b] => ares::remote(reduce2).call(p, r, a, b),
+                    _ => ares::remote(reducen).call(p, r, c),
+                })
+            }
+            Task::Combine => {
+                let parts: Vec<ObjectRef<Partial>> = ins.iter().map(|o| o.part().clone()).collect();
+                Obj::Part(ares::remote(combine).call(parts))
+            }
+            Task::Finish(dtype, shape) => Obj::Chunk(ares::remote(finish).call(ins[0].part(), dtype, shape)),
+            Task::Gemm(flags) => Obj::Chunk(ares::remote(gemm).call(ins[0].chunk(), ins[1].chunk(), flags)),
+            Task::GemmAcc(flags) => {
+                Obj::Chunk(ares::remote(gemm_acc).call(ins[0].chunk(), ins[1].chunk(), ins[2].chunk(), flags))
+            }
+        }
+    }
+}
+
+/// Builds the fused program of one chunk.
+struct Builder<'p, 's> {
+    plan: &'p mut Plan<'s>,
+    /// Chunks already emitted (a tensor used twice, as in `x * x`, is computed once).
+    emitted: HashMap<(usize, Vec<usize>), u32>,
+    nodes: Vec<Node>,
+    shapes: Vec<Vec<u64>>,
+    dtypes: Vec<DType>,
+    inputs: Vec<usize>,
+}
+
+impl<'p, 's> Builder<'p, 's> {
+    fn new(plan: &'p mut Plan<'s>) -> Self {
         Builder {
-            session,
-            emitted: std::collections::HashMap::new(),
+            plan,
+            emitted: HashMap::new(),
             nodes: Vec::new(),
             shapes: Vec::new(),
             dtypes: Vec::new(),
@@ -230,32 +629,44 @@ impl<'s> Builder<'s> {
         (self.nodes.len() - 1) as u32
     }
 
-    fn input(&mut self, r: &ObjectRef<Chunk>, shape: Vec<u64>, dtype: DType) -> Result<u32> {
-        let arg = match self.inputs.iter().position(|x| x.id() == r.id()) {
+    /// Reads chunk `src` (of `shape` as the tensor sees it) as an input.
+    fn input(&mut self, src: Src, shape: Vec<u64>, dtype: DType) -> u32 {
+        let arg = match self.inputs.iter().position(|&x| x == src.op) {
             Some(i) => i,
             None => {
-                if self.inputs.len() == MAX_INPUTS {
-                    return Err(TensorError::TooManyInputs { n: MAX_INPUTS + 1, max: MAX_INPUTS });
-                }
-                self.inputs.push(r.clone());
+                self.inputs.push(src.op);
                 self.inputs.len() - 1
             }
         };
-        Ok(self.push(Node::Input { arg: arg as u32 }, shape, dtype))
+        if !src.t {
+            return self.push(Node::Input { arg: arg as u32 }, shape, dtype);
+        }
+        let stored = vec![shape[1], shape[0]];
+        let x = self.push(Node::Input { arg: arg as u32 }, stored, dtype);
+        self.push(Node::Transpose { x }, shape, dtype)
     }
 
     /// Emits chunk `g` of `t` (once); returns its node.
     fn emit(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
-        let key = (Arc::as_ptr(&t.node) as usize, g.to_vec());
-        if let Some(&n) = self.emitted.get(&key) {
+        let k = (key(t), g.to_vec());
+        if let Some(&n) = self.emitted.get(&k) {
             return Ok(n);
         }
         let n = self.emit_new(t, g)?;
-        self.emitted.insert(key, n);
+        self.emitted.insert(k, n);
         Ok(n)
     }
 
+    /// Chunk `g` of a tensor tiled on its own (not fused).
+    fn tiled(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
+        let srcs = self.plan.tile(t)?;
+        Ok(self.input(srcs[flat_index(t, g)], chunk_shape(t, g), t.dtype()))
+    }
+
     fn emit_new(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
+        if cached(self.plan.session, t).is_some() {
+            return self.tiled(t, g);
+        }
         let shape = chunk_shape(t, g);
         let dtype = t.dtype();
         Ok(match &t.node.op {
@@ -271,11 +682,6 @@ impl<'s> Builder<'s> {
                 let d = t.shape().iter().position(|&n| n != 1).unwrap_or(0);
                 let offset = off.get(d).copied().unwrap_or(0);
                 self.push(Node::Arange { start: *start, step: *step, offset }, shape, dtype)
-            }
-            Op::FromChunks(_) => {
-                let chunks = materialize(self.session, t)?;
-                let r = chunks[flat_index(t, g)].clone();
-                self.input(&r, shape, dtype)?
             }
             Op::Unary(op, x) => {
                 let x = self.emit(x, g)?;
@@ -309,11 +715,33 @@ impl<'s> Builder<'s> {
                 let x = self.emit(x, &[g[1], g[0]])?;
                 self.push(Node::Transpose { x }, shape, dtype)
             }
-            Op::Reduce { .. } | Op::MatMul(..) => {
-                let chunks = materialize(self.session, t)?;
-                let r = chunks[flat_index(t, g)].clone();
-                self.input(&r, shape, dtype)?
+            Op::Permute(x, perm) => {
+                let mut gx = vec![0; g.len()];
+                for (d, &p) in perm.iter().enumerate() {
+                    gx[p] = g[d];
+                }
+                let x = self.emit(x, &gx)?;
+                let perm = perm.iter().map(|&p| p as u32).collect();
+                self.push(Node::Permute { x, perm }, shape, dtype)
             }
+            Op::Slice { x, start, step } => self.emit_slice(t, g, x, start, step)?,
+            Op::Rechunk(x, _) => self.emit_rechunk(t, g, x)?,
+            Op::Concat(xs, axis) => {
+                // Chunk g[axis] of the result is some operand's chunk.
+                let mut i = g[*axis];
+                for x in xs {
+                    let n = x.chunks()[*axis].len();
+                    if i < n {
+                        let mut gx = g.to_vec();
+                        gx[*axis] = i;
+                        return self.emit(x, &gx);
+                    }
+                    i -= n;
+                }
+                unreachable!("the grid covers the operands")
+            }
+            Op::Reshape(x, _) => self.emit_reshape(t, g, x)?,
+            Op::FromChunks(_) | Op::Reduce { .. } | Op::MatMul(..) | Op::Mask(..) => self.tiled(t, g)?,
         })
     }
 
@@ -333,17 +761,141 @@ impl<'s> Builder<'s> {
         Ok(self.push(Node::Broadcast { x: node }, want, dtype))
     }
 
-    fn finish(self) -> (Program, Vec<ObjectRef<Chunk>>) {
+    /// A slice chunk reads one chunk of `x`: the one holding its first element.
+    fn emit_slice(&mut self, t: &Tensor, g: &[usize], x: &Tensor, start: &[u64], step: &[i64]) -> Result<u32> {
+        let shape = chunk_shape(t, g);
+        let off = chunk_offset(t, g);
+        let mut gx = Vec::with_capacity(g.len());
+        let mut local = Vec::with_capacity(g.len());
+        for d in 0..g.len() {
+            let pos = (start[d] as i64 + off[d] as i64 * step[d]) as u64;
+            let (i, lo) = locate(&x.chunks()[d], pos);
+            gx.push(i);
+            local.push(pos - lo);
+        }
+        if shape.contains(&0) {
+            return Ok(self.push(Node::Const(Scalar::Bool(false)), shape, t.dtype()));
+        }
+        let xn = self.emit(x, &gx)?;
+        if local.iter().all(|&l| l == 0) && step.iter().all(|&s| s == 1) && self.shapes[xn as usize] == shape {
+            return Ok(xn);
+        }
+        Ok(self.push(Node::View { x: xn, start: local, step: step.to_vec() }, shape, t.dtype()))
+    }
+
+    /// A rechunked chunk is assembled from the boxes of `x`'s chunks it overlaps.
+    fn emit_rechunk(&mut self, t: &Tensor, g: &[usize], x: &Tensor) -> Result<u32> {
+        let shape = chunk_shape(t, g);
+        let off = chunk_offset(t, g);
+        // Per dimension: (chunk index, start inside it, length, offset in the output).
+        let mut pieces: Vec<Vec<(usize, u64, u64, u64)>> = Vec::new();
+        for d in 0..g.len() {
+            let (lo, hi) = (off[d], off[d] + shape[d]);
+            let mut v = Vec::new();
+            let mut c0 = 0;
+            for (i, &c) in x.chunks()[d].iter().enumerate() {
+                let (a, b) = (lo.max(c0), hi.min(c0 + c));
+                if a < b || (shape[d] == 0 && i == 0) {
+                    v.push((i, a.saturating_sub(c0), b.saturating_sub(a), a.saturating_sub(lo)));
+                }
+                c0 += c;
+            }
+            pieces.push(v);
+        }
+        let mut parts = Vec::new();
+        let mut offsets = Vec::new();
+        for combo in grid_indices(&pieces.iter().map(|v| vec![0; v.len()]).collect::<Vec<_>>()) {
+            let sel: Vec<(usize, u64, u64, u64)> = combo.iter().enumerate().map(|(d, &k)| pieces[d][k]).collect();
+            let gx: Vec<usize> = sel.iter().map(|p| p.0).collect();
+            let xn = self.emit(x, &gx)?;
+            let part_shape: Vec<u64> = sel.iter().map(|p| p.2).collect();
+            let part = if self.shapes[xn as usize] == part_shape {
+                xn
+            } else {
+                let start = sel.iter().map(|p| p.1).collect();
+                self.push(Node::View { x: xn, start, step: vec![1; g.len()] }, part_shape, x.dtype())
+            };
+            parts.push(part);
+            offsets.push(sel.iter().map(|p| p.3).collect());
+        }
+        if parts.len() == 1 {
+            return Ok(parts[0]);
+        }
+        Ok(self.push(Node::Assemble { parts, offsets }, shape, t.dtype()))
+    }
+
+    /// A reshape that only inserts or removes dimensions of 1 reshapes chunk by chunk;
+    /// otherwise `x` is chunked by rows and each output chunk (a run of rows, hence of
+    /// the row-major order) is assembled from the runs of the input chunks it overlaps.
+    fn emit_reshape(&mut self, t: &Tensor, g: &[usize], x: &Tensor) -> Result<u32> {
+        let shape = chunk_shape(t, g);
+        if squeeze_chunks(x, t.shape()).as_deref() == Some(t.chunks()) {
+            let kept: Vec<usize> = (0..t.ndim()).filter(|&d| t.shape()[d] != 1).collect();
+            let mut gx = vec![0; x.ndim()];
+            for (k, d) in (0..x.ndim()).filter(|&d| x.shape()[d] != 1).enumerate() {
+                gx[d] = g[kept[k]];
+            }
+            let xn = self.emit(x, &gx)?;
+            return Ok(self.push(Node::Reshape { x: xn }, shape, t.dtype()));
+        }
+        if x.chunks().iter().skip(1).any(|c| c.len() > 1) || t.chunks().iter().skip(1).any(|c| c.len() > 1) {
+            return Err(TensorError::UnknownShape { op: "reshape of a tensor split along more than rows".into() });
+        }
+        let row_out: u64 = t.shape().iter().skip(1).product();
+        let row_in: u64 = x.shape().iter().skip(1).product();
+        let off = chunk_offset(t, g);
+        let (lo, hi) = match t.ndim() {
+            0 => (0, 1),
+            _ => (off[0] * row_out, (off[0] + shape[0]) * row_out),
+        };
+        let mut parts = Vec::new();
+        let mut offsets = Vec::new();
+        let mut c0 = 0u64;
+        let x_rows = if x.ndim() == 0 { vec![1] } else { x.chunks()[0].clone() };
+        for (i, &rows) in x_rows.iter().enumerate() {
+            let (a, b) = (c0 * row_in, (c0 + rows) * row_in);
+            c0 += rows;
+            let (s, e) = (lo.max(a), hi.min(b));
+            if s >= e {
+                continue;
+            }
+            let mut gx = vec![0; x.ndim()];
+            if let Some(first) = gx.first_mut() {
+                *first = i;
+            }
+            let xn = self.emit(x, &gx)?;
+            let flat = self.push(Node::Reshape { x: xn }, vec![b - a], x.dtype());
+            let part = if (s, e) == (a, b) {
+                flat
+            } else {
+                self.push(Node::View { x: flat, start: vec![s - a], step: vec![1] }, vec![e - s], x.dtype())
+            };
+            parts.push(part);
+            offsets.push(vec![s - lo]);
+        }
+        let joined = match parts.len() {
+            0 => self.push(Node::Const(Scalar::Bool(false)), vec![0], t.dtype()),
+            1 => parts[0],
+            _ => self.push(Node::Assemble { parts, offsets }, vec![hi - lo], x.dtype()),
+        };
+        Ok(self.push(Node::Reshape { x: joined }, shape, t.dtype()))
+    }
+
+    fn finish(self) -> (Program, Vec<usize>) {
         (Program { nodes: self.nodes, shapes: self.shapes, dtypes: self.dtypes }, self.inputs)
     }
 }
 
-fn flat_index(t: &Tensor, g: &[usize]) -> usize {
-    let mut k = 0;
-    for (d, &i) in g.iter().enumerate() {
-        k = k * t.chunks()[d].len() + i;
+/// The chunk holding position `pos` along a dimension, and where that chunk starts.
+fn locate(chunks: &[u64], pos: u64) -> (usize, u64) {
+    let mut lo = 0;
+    for (i, &c) in chunks.iter().enumerate() {
+        if pos < lo + c {
+            return (i, lo);
+        }
+        lo += c;
     }
-    k
+    (chunks.len().saturating_sub(1), lo - chunks.last().copied().unwrap_or(0))
 }
 
 /// Bounds the chunk tasks in flight: waits for the oldest once the window is full.
@@ -371,141 +923,76 @@ impl Window {
     }
 }
 
-/// Computes every chunk of `t` (cached on the tensor); returns their refs, row-major.
-pub(crate) fn materialize(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> {
-    if let Some(r) = t.node.result.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-        return Ok(r.clone());
+/// Resolves unknown shapes under `t` (Mars' iterative tiling): each boolean mask is
+/// computed on its own and its chunks' lengths read back, then the tensors built on it
+/// derive their shapes and chunks again.
+fn resolve(session: &Session, t: &Tensor, seen: &mut HashSet<usize>) -> Result<()> {
+    if !seen.insert(key(t)) || cached(session, t).is_some() {
+        return Ok(());
     }
-    let refs = match &t.node.op {
-        Op::FromChunks(chunks) => chunks.iter().map(ares::put_ref).collect::<ares::Result<Vec<_>>>()?,
-        Op::Reduce { op, axes, keepdims, x } => reduce(session, t, *op, axes, *keepdims, x)?,
-        Op::MatMul(a, b) => matmul(session, t, a, b)?,
-        _ => {
-            let mut window = Window::new(session.max_in_flight);
-            let mut out = Vec::new();
-            for g in grid_indices(t.chunks()) {
-                let mut b = Builder::new(session);
-                b.emit(t, &g)?;
-                let (p, inputs) = b.finish();
-                let r = submit_map(p, &inputs);
-                window.admit(&r);
-                out.push(r);
-            }
-            out
+    for x in t.operands() {
+        resolve(session, x, seen)?;
+    }
+    let unknown = t.node.resolved.get().is_none() && t.has_unknown_shape();
+    if !unknown {
+        return Ok(());
+    }
+    let (shape, chunks) = if let Op::Mask(..) = t.node.op {
+        let refs = compute(session, t)?;
+        let mut lens = Vec::with_capacity(refs.len());
+        for r in refs.iter() {
+            let view = ares::get_view(r)?;
+            lens.push(view.shape.first().map_or(0, |n| n.to_native()));
         }
+        (vec![lens.iter().sum()], vec![lens])
+    } else {
+        let r = t.rebuild()?;
+        if r.has_unknown_shape() {
+            return Err(TensorError::UnknownShape { op: "resolving a shape".into() });
+        }
+        (r.shape().to_vec(), r.chunks().to_vec())
     };
+    let _ = t.node.resolved.set((shape, chunks));
+    Ok(())
+}
+
+/// Tiles and runs `t` (whose shapes are known), caching its chunks on it.
+fn compute(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> {
+    if let Some(r) = cached(session, t) {
+        return Ok(r);
+    }
+    let mut plan = Plan::new(session);
+    let srcs = plan.tile(t)?;
+    // A target chunk read transposed is stored transposed.
+    let depth = plan.depth(t) + 1;
+    let targets: Vec<usize> = srcs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            if !s.t {
+                return s.op;
+            }
+            let g = &grid_indices(t.chunks())[k];
+            let shape = chunk_shape(t, g);
+            let p = Program {
+                nodes: vec![Node::Input { arg: 0 }, Node::Transpose { x: 0 }],
+                shapes: vec![vec![shape[1], shape[0]], shape],
+                dtypes: vec![t.dtype(), t.dtype()],
+            };
+            plan.add(Task::Map(p), vec![s.op], depth, 0, 0)
+        })
+        .collect();
+    let refs: Vec<ObjectRef<Chunk>> = plan.run(&targets).into_iter().map(|o| o.chunk().clone()).collect();
     let refs = Arc::new(refs);
-    *t.node.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(refs.clone());
+    cache(session, t, refs.clone());
     Ok(refs)
 }
 
-fn reduce(
-    session: &Session,
-    t: &Tensor,
-    op: ReduceOp,
-    axes: &[usize],
-    keepdims: bool,
-    x: &Tensor,
-) -> Result<Vec<ObjectRef<Chunk>>> {
-    let all = axes.len() == x.ndim();
-    let spec = ReduceSpec { op, axes: if all { Vec::new() } else { axes.iter().map(|&a| a as u32).collect() } };
-    let out_grid = grid_indices(t.chunks());
-    // Partials waiting to be combined, per output chunk.
-    let mut groups: Vec<Vec<ObjectRef<Partial>>> = vec![Vec::new(); out_grid.len()];
-    let mut window = Window::new(session.max_in_flight);
-    let combine_size = session.combine_size.max(2);
-    for gx in grid_indices(x.chunks()) {
-        let mut b = Builder::new(session);
-        b.emit(x, &gx)?;
-        let (p, inputs) = b.finish();
-        let r = submit_reduce(p, spec.clone(), &inputs);
-        window.admit(&r);
-        // The output chunk this input chunk folds into.
-        let go: Vec<usize> =
-            (0..x.ndim()).filter_map(|d| if axes.contains(&d) { keepdims.then_some(0) } else { Some(gx[d]) }).collect();
-        let k = flat_index(t, &go);
-        groups[k].push(r);
-        if groups[k].len() == combine_size {
-            let parts = std::mem::take(&mut groups[k]);
-            groups[k].push(ares::remote(combine).call(parts));
-        }
-    }
-    let mut out = Vec::with_capacity(out_grid.len());
-    for (k, go) in out_grid.iter().enumerate() {
-        let mut parts = std::mem::take(&mut groups[k]);
-        while parts.len() > 1 {
-            parts = parts.chunks(combine_size).map(|c| ares::remote(combine).call(c.to_vec())).collect();
-        }
-        let shape = chunk_shape(t, go);
-        let part = parts.pop().expect("every output chunk has at least one input chunk");
-        out.push(ares::remote(finish).call(part, x.dtype(), shape));
-    }
-    Ok(out)
-}
-
-/// A materialized tensor's chunks, row-major over its grid.
-type Chunks = Arc<Vec<ObjectRef<Chunk>>>;
-
-/// The chunks a matmul operand reads: its own, or (for a transpose) its operand's.
-fn gemm_operand(session: &Session, t: &Tensor) -> Result<(Chunks, bool, Tensor)> {
-    match &t.node.op {
-        Op::Transpose(x) => Ok((materialize(session, x)?, true, x.clone())),
-        _ => Ok((materialize(session, t)?, false, t.clone())),
-    }
-}
-
-/// Blocked matrix product: each output chunk is a chain of `gemm_acc` tasks over the
-/// shared dimension's chunks. `a · aᵀ` computes only the upper block triangle and
-/// transposes it into the lower one (numpy uses `syrk` for this case too).
-fn matmul(session: &Session, t: &Tensor, a: &Tensor, b: &Tensor) -> Result<Vec<ObjectRef<Chunk>>> {
-    let (ra, ta, base_a) = gemm_operand(session, a)?;
-    let (rb, tb, base_b) = gemm_operand(session, b)?;
-    let at = |i: usize, k: usize| {
-        if ta { ra[k * base_a.chunks()[1].len() + i].clone() } else { ra[i * base_a.chunks()[1].len() + k].clone() }
-    };
-    let bt = |k: usize, j: usize| {
-        if tb { rb[j * base_b.chunks()[1].len() + k].clone() } else { rb[k * base_b.chunks()[1].len() + j].clone() }
-    };
-    let flags = u8::from(ta) | (u8::from(tb) << 1);
-    let symmetric = !ta && tb && Arc::ptr_eq(&base_a.node, &base_b.node) && a.chunks()[0] == b.chunks()[1];
-    let (m, n, kk) = (t.chunks()[0].len(), t.chunks()[1].len(), a.chunks()[1].len());
-    let mut window = Window::new(session.max_in_flight);
-    let mut out: Vec<Option<ObjectRef<Chunk>>> = vec![None; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            if symmetric && i > j {
-                continue;
-            }
-            // A diagonal block of a · aᵀ is symmetric: half the work (syrk's saving).
-            let diag = if symmetric && i == j { crate::linalg::UPPER } else { 0 };
-            let last = |k: usize| if diag != 0 && k + 1 == kk { crate::linalg::MIRROR } else { 0 };
-            let mut acc = ares::remote(gemm).call(at(i, 0), bt(0, j), flags | diag | last(0));
-            window.admit(&acc);
-            for k in 1..kk {
-                acc = ares::remote(gemm_acc).call(acc, at(i, k), bt(k, j), flags | diag | last(k));
-                window.admit(&acc);
-            }
-            out[i * n + j] = Some(acc);
-        }
-    }
-    if symmetric {
-        for i in 0..m {
-            for j in 0..i {
-                let upper = out[j * n + i].clone().expect("computed above");
-                let shape = chunk_shape(t, &[j, i]);
-                let dtype = t.dtype();
-                let p = Program {
-                    nodes: vec![Node::Input { arg: 0 }, Node::Transpose { x: 0 }],
-                    shapes: vec![shape.clone(), vec![shape[1], shape[0]]],
-                    dtypes: vec![dtype, dtype],
-                };
-                let r = submit_map(p, &[upper]);
-                window.admit(&r);
-                out[i * n + j] = Some(r);
-            }
-        }
-    }
-    Ok(out.into_iter().map(|r| r.expect("every block is computed")).collect())
+/// Computes every chunk of `t` (cached on the tensor for this session); returns their
+/// refs, row-major.
+pub(crate) fn materialize(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> {
+    resolve(session, t, &mut HashSet::new())?;
+    compute(session, t)
 }
 
 impl Session {
@@ -514,9 +1001,28 @@ impl Session {
         Self::default()
     }
 
+    /// At most `n` chunk tasks submitted and not finished (memory is bounded by about
+    /// `n` × the chunk size).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Partials combined by one task of a tree reduction (at least 2).
+    pub fn combine_size(mut self, n: usize) -> Self {
+        self.combine_size = n.max(2);
+        self
+    }
+
     /// Computes `t` and keeps its chunks (in the node's store) until `t` is dropped.
+    /// Intermediate chunks are freed as soon as their consumers have run.
     pub fn execute(&self, t: &Tensor) -> Result<()> {
-        materialize(self, t).map(|_| ())
+        let refs = materialize(self, t)?;
+        // Wait for every chunk; a failed chunk task is this call's error.
+        for r in refs.iter() {
+            ares::get_view(r)?;
+        }
+        Ok(())
     }
 
     /// Computes `t` and assembles it into one ndarray of `T`.

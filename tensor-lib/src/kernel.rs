@@ -99,6 +99,10 @@ pub enum ReduceOp {
     Any,
     /// all non-zero
     All,
+    /// index of the minimum (the first one; the first NaN if any)
+    ArgMin,
+    /// index of the maximum (the first one; the first NaN if any)
+    ArgMax,
 }
 
 impl ReduceOp {
@@ -115,7 +119,13 @@ impl ReduceOp {
                 _ => DType::F64,
             },
             ReduceOp::Any | ReduceOp::All => DType::Bool,
+            ReduceOp::ArgMin | ReduceOp::ArgMax => DType::I64,
         }
+    }
+
+    /// Whether the reduction yields indices (and takes one axis at most).
+    pub fn is_arg(self) -> bool {
+        matches!(self, ReduceOp::ArgMin | ReduceOp::ArgMax)
     }
 }
 
@@ -209,6 +219,43 @@ pub enum Node {
     Transpose {
         /// Operand.
         x: u32,
+    },
+    /// Axes of `x` permuted: output dimension `d` is `x`'s dimension `perm[d]`.
+    Permute {
+        /// Operand.
+        x: u32,
+        /// The permutation.
+        perm: Vec<u32>,
+    },
+    /// A strided box of `x`: output index `i` (per dimension) reads `start + i * step`.
+    View {
+        /// Operand.
+        x: u32,
+        /// First index per dimension.
+        start: Vec<u64>,
+        /// Stride per dimension (not 0; negative walks backwards).
+        step: Vec<i64>,
+    },
+    /// Parts placed at offsets of the output (concatenation, rechunking); together they
+    /// cover it.
+    Assemble {
+        /// The parts.
+        parts: Vec<u32>,
+        /// Where each part starts in the output.
+        offsets: Vec<Vec<u64>>,
+    },
+    /// The same elements in the same order, seen with the node's shape.
+    Reshape {
+        /// Operand.
+        x: u32,
+    },
+    /// The elements of `x` where `m` is true, as a 1-d chunk whose length is known only
+    /// after the run. Only the root of a program; its declared shape is `x`'s.
+    Compress {
+        /// Values.
+        x: u32,
+        /// Mask (same shape).
+        m: u32,
     },
     /// Reduction of `x` over its last axis.
     ReduceLast {
@@ -504,13 +551,15 @@ pub struct Partial {
     pub acc: Buf,
     /// Sum of squared deviations from the mean (var/std only).
     pub m2: Option<Vec<f64>>,
+    /// Where each extreme was found (argmin/argmax only).
+    pub idx: Option<Vec<i64>>,
 }
 
 fn acc_dtype(op: ReduceOp, x: DType) -> DType {
     match op {
         ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => DType::F64,
         ReduceOp::Any | ReduceOp::All => DType::Bool,
-        ReduceOp::Min | ReduceOp::Max => x,
+        ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax => x,
         ReduceOp::Sum | ReduceOp::Prod => op.out_dtype(x),
     }
 }
@@ -538,9 +587,29 @@ impl Partial {
         let count = group as u64;
         if let (ReduceOp::Sum, Buf::Bool(v)) = (op, &x) {
             let acc = (0..n).map(|i| v[i * group..(i + 1) * group].iter().filter(|b| **b).count() as i64).collect();
-            return Partial { op, shape, count, acc: Buf::I64(acc), m2: None };
+            return Partial { op, shape, count, acc: Buf::I64(acc), m2: None, idx: None };
         }
         match op {
+            ReduceOp::ArgMin | ReduceOp::ArgMax => {
+                let max = op == ReduceOp::ArgMax;
+                let mut idx = Vec::with_capacity(n);
+                let acc = with_buf!(&x, v => {
+                    let mut best = Vec::with_capacity(n);
+                    for g in 0..n {
+                        let run = &v[g * group..(g + 1) * group];
+                        let mut k = 0;
+                        for (i, &y) in run.iter().enumerate().skip(1) {
+                            if better(y, run[k], max) {
+                                k = i;
+                            }
+                        }
+                        idx.push(k as i64);
+                        best.push(run[k]);
+                    }
+                    Elem::wrap(best)
+                });
+                Partial { op, shape, count, acc, m2: None, idx: Some(idx) }
+            }
             ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => {
                 let Buf::F64(v) = x.cast(DType::F64) else { unreachable!() };
                 let mut mean = Vec::with_capacity(n);
@@ -553,13 +622,13 @@ impl Partial {
                     }
                 }
                 let m2 = (op != ReduceOp::Mean).then_some(m2);
-                Partial { op, shape, count, acc: Buf::F64(mean), m2 }
+                Partial { op, shape, count, acc: Buf::F64(mean), m2, idx: None }
             }
             _ => {
                 let t = acc_dtype(op, x.dtype());
                 let x = x.cast(t);
                 let acc = fold_groups(op, &x, group, n);
-                Partial { op, shape, count, acc, m2: None }
+                Partial { op, shape, count, acc, m2: None, idx: None }
             }
         }
     }
@@ -569,7 +638,17 @@ impl Partial {
         let n = numel(&shape);
         let t = acc_dtype(op, dtype);
         let m2 = matches!(op, ReduceOp::Var | ReduceOp::Std).then(|| vec![0.0; n]);
-        Partial { op, shape, count: 0, acc: Buf::filled(identity(op, t), n), m2 }
+        let idx = op.is_arg().then(|| vec![0; n]);
+        Partial { op, shape, count: 0, acc: Buf::filled(identity(op, t), n), m2, idx }
+    }
+
+    /// Rewrites the found positions (argmin/argmax), e.g. from chunk-local to global.
+    pub fn map_idx(&mut self, f: impl Fn(usize, i64) -> i64) {
+        if let Some(idx) = self.idx.as_mut() {
+            for (g, i) in idx.iter_mut().enumerate() {
+                *i = f(g, *i);
+            }
+        }
     }
 
     /// Folds `other` (same op and shape) into `self`.
@@ -592,6 +671,34 @@ impl Partial {
                         m2a[i] += m2b[i] + delta * delta * na * nb / n;
                     }
                     ma[i] += delta * nb / n;
+                }
+            }
+            ReduceOp::ArgMin | ReduceOp::ArgMax => {
+                let max = self.op == ReduceOp::ArgMax;
+                let (Some(ia), Some(ib)) = (self.idx.as_mut(), other.idx.as_ref()) else {
+                    unreachable!("arg partials keep positions")
+                };
+                fn pick<T: Elem>(a: &mut [T], b: &[T], ia: &mut [i64], ib: &[i64], max: bool) {
+                    for i in 0..a.len() {
+                        let take = if better(b[i], a[i], max) {
+                            true
+                        } else {
+                            // Equal (or both NaN): the first position wins, as in numpy.
+                            !better(a[i], b[i], max) && ib[i] < ia[i]
+                        };
+                        if take {
+                            a[i] = b[i];
+                            ia[i] = ib[i];
+                        }
+                    }
+                }
+                match (&mut self.acc, &other.acc) {
+                    (Buf::Bool(a), Buf::Bool(b)) => pick(a, b, ia, ib, max),
+                    (Buf::I32(a), Buf::I32(b)) => pick(a, b, ia, ib, max),
+                    (Buf::I64(a), Buf::I64(b)) => pick(a, b, ia, ib, max),
+                    (Buf::F32(a), Buf::F32(b)) => pick(a, b, ia, ib, max),
+                    (Buf::F64(a), Buf::F64(b)) => pick(a, b, ia, ib, max),
+                    (a, b) => unreachable!("arg partials of {:?} and {:?}", a.dtype(), b.dtype()),
                 }
             }
             op => {
@@ -629,6 +736,7 @@ impl Partial {
                     .collect();
                 Buf::F64(v).cast(out)
             }
+            ReduceOp::ArgMin | ReduceOp::ArgMax => Buf::I64(self.idx.clone().expect("arg partials keep positions")),
             _ => self.acc.clone().cast(out),
         };
         Chunk { shape: self.shape.clone(), data }
@@ -660,6 +768,17 @@ fn fold_groups(op: ReduceOp, x: &Buf, group: usize, n: usize) -> Buf {
         }
         (op, x) => unreachable!("{op:?} accumulates in another type than {:?}", x.dtype()),
     }
+}
+
+/// Whether `y` beats the current extreme `x` (NaN beats everything but NaN, as numpy's
+/// argmax returns the first NaN).
+fn better<T: Elem>(y: T, x: T, max: bool) -> bool {
+    #[allow(clippy::eq_op)]
+    let (y_nan, x_nan) = (y != y, x != x);
+    if x_nan {
+        return false;
+    }
+    y_nan || (max && y > x) || (!max && y < x)
 }
 
 /// Min or max propagating NaN, as numpy does.
@@ -726,7 +845,12 @@ impl<'a> Eval<'a> {
                 | Node::Cast { x }
                 | Node::Broadcast { x }
                 | Node::Transpose { x }
+                | Node::Permute { x, .. }
+                | Node::View { x, .. }
+                | Node::Reshape { x }
                 | Node::ReduceLast { x, .. } => std::slice::from_ref(x),
+                Node::Assemble { parts, .. } => parts,
+                Node::Compress { x, m } => &[*x, *m],
                 Node::Binary { a, b, .. } => &[*a, *b],
                 Node::Where { c, a, b } => &[*c, *a, *b],
                 _ => &[],
@@ -899,6 +1023,71 @@ impl<'a> Eval<'a> {
                 let idx: Vec<usize> = (s..e).map(|k| (k % cols) * rows + k / cols).collect();
                 whole.gather(&idx).cast(dtype)
             }
+            Node::Permute { x, perm } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                let nd = from.len();
+                let mut seen = vec![false; nd];
+                let valid = perm.len() == nd
+                    && shape.len() == nd
+                    && perm.iter().enumerate().all(|(d, &p)| {
+                        let p = p as usize;
+                        p < nd && !std::mem::replace(&mut seen[p], true) && from[p] == shape[d]
+                    });
+                if !valid {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("permutation {perm:?} does not take {from:?} to {shape:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                let in_strides = strides(&from);
+                let st: Vec<i64> = perm.iter().map(|&p| in_strides[p as usize] as i64).collect();
+                whole.gather(&strided_indices(shape, 0, &st, s, e)).cast(dtype)
+            }
+            Node::View { x, start, step } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                let nd = from.len();
+                let valid = start.len() == nd
+                    && step.len() == nd
+                    && shape.len() == nd
+                    && (0..nd).all(|d| {
+                        let last = start[d] as i64 + (shape[d] as i64 - 1) * step[d];
+                        step[d] != 0 && (shape[d] == 0 || (start[d] < from[d] && last >= 0 && (last as u64) < from[d]))
+                    });
+                if !valid {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("view {start:?} step {step:?} of {shape:?} is outside {from:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                let in_strides = strides(&from);
+                let base: i64 = (0..nd).map(|d| (start[d] * in_strides[d]) as i64).sum();
+                let st: Vec<i64> = (0..nd).map(|d| step[d] * in_strides[d] as i64).collect();
+                whole.gather(&strided_indices(shape, base, &st, s, e)).cast(dtype)
+            }
+            Node::Assemble { parts, offsets } => {
+                if self.whole[n].is_none() {
+                    let all = self.assemble(n, shape, dtype, parts, offsets)?;
+                    self.whole[n] = Some(all);
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
+            Node::Reshape { x } => {
+                let x = check(*x)?;
+                if numel(&self.p.shapes[x]) != numel(shape) {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("cannot reshape {:?} into {shape:?}", self.p.shapes[x]),
+                    });
+                }
+                self.eval(x, s, e)?.cast(dtype)
+            }
+            Node::Compress { .. } => {
+                return Err(KernelError::Malformed { node: n, reason: "a compress must be the program's root".into() });
+            }
             Node::ReduceLast { op, x } => {
                 let x = check(*x)?;
                 let len = *self.p.shapes[x].last().unwrap_or(&1) as usize;
@@ -913,6 +1102,99 @@ impl<'a> Eval<'a> {
             }
         })
     }
+}
+
+impl Eval<'_> {
+    /// The whole value of node `x` (evaluated once).
+    fn whole_of(&mut self, x: usize) -> Result<&Buf, KernelError> {
+        if self.whole[x].is_none() {
+            let all = self.eval(x, 0, numel(&self.p.shapes[x]))?;
+            self.whole[x] = Some(all);
+        }
+        Ok(self.whole[x].as_ref().expect("just set"))
+    }
+
+    fn assemble(
+        &mut self,
+        n: usize,
+        shape: &[u64],
+        dtype: DType,
+        parts: &[u32],
+        offsets: &[Vec<u64>],
+    ) -> Result<Buf, KernelError> {
+        let bad = |reason: String| KernelError::Malformed { node: n, reason };
+        if parts.len() != offsets.len() {
+            return Err(bad("one offset per part".into()));
+        }
+        let total = numel(shape);
+        let mut out: Option<Buf> = None;
+        let mut covered = 0usize;
+        let out_strides = strides(shape);
+        for (&part, off) in parts.iter().zip(offsets) {
+            let part = part as usize;
+            if part >= n {
+                return Err(bad(format!("operand {part} is not an earlier node")));
+            }
+            let ps = self.p.shapes[part].clone();
+            if ps.len() != shape.len() || off.len() != shape.len() || (0..ps.len()).any(|d| off[d] + ps[d] > shape[d]) {
+                return Err(bad(format!("part of {ps:?} at {off:?} is outside {shape:?}")));
+            }
+            let v = self.eval(part, 0, numel(&ps))?.cast(dtype);
+            let base: i64 = (0..ps.len()).map(|d| (off[d] * out_strides[d]) as i64).sum();
+            let st: Vec<i64> = out_strides.iter().map(|&x| x as i64).collect();
+            let dst = strided_indices(&ps, base, &st, 0, v.len());
+            let o = out.get_or_insert_with(|| Buf::filled(Scalar::Bool(false), total).cast(dtype));
+            o.scatter(&dst, &v);
+            covered += v.len();
+        }
+        if covered != total {
+            return Err(bad(format!("parts cover {covered} of {total} elements")));
+        }
+        Ok(out.unwrap_or_else(|| Buf::with_capacity(dtype, 0)))
+    }
+}
+
+/// Row-major strides (in elements) of `shape`.
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut st = vec![0u64; shape.len()];
+    let mut acc = 1u64;
+    for d in (0..shape.len()).rev() {
+        st[d] = acc;
+        acc *= shape[d];
+    }
+    st
+}
+
+/// For flat indices `s..e` of a box of `shape`, the source positions `base + Σ i_d·st_d`.
+fn strided_indices(shape: &[u64], base: i64, st: &[i64], s: usize, e: usize) -> Vec<usize> {
+    let nd = shape.len();
+    let mut out = Vec::with_capacity(e - s);
+    if s >= e {
+        return out;
+    }
+    let mut idx = vec![0u64; nd];
+    let mut rem = s as u64;
+    for d in (0..nd).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let mut pos: i64 = base + (0..nd).map(|d| idx[d] as i64 * st[d]).sum::<i64>();
+    for _ in s..e {
+        out.push(pos as usize);
+        // Increment the multi-index, carrying.
+        let mut d = nd;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            pos += st[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            pos -= st[d] * shape[d] as i64;
+            idx[d] = 0;
+        }
+    }
+    out
 }
 
 fn broadcast_indices(from: &[u64], to: &[u64], s: usize, e: usize) -> Vec<usize> {
@@ -953,6 +1235,22 @@ impl Program {
         let root = self.root()?;
         let n = numel(&self.shapes[root]);
         let mut ev = Eval::new(self, inputs);
+        if let Node::Compress { x, m } = self.nodes[root] {
+            let (x, m) = (x as usize, m as usize);
+            if x >= root || m >= root || numel(&self.shapes[x]) != n || numel(&self.shapes[m]) != n {
+                return Err(KernelError::Malformed { node: root, reason: "compress of mismatched operands".into() });
+            }
+            let mut out = Buf::with_capacity(self.dtypes[root], 0);
+            let mut s = 0;
+            while s < n {
+                let e = (s + BLOCK).min(n);
+                let Buf::Bool(keep) = ev.eval(m, s, e)?.cast(DType::Bool) else { unreachable!("cast to bool") };
+                let idx: Vec<usize> = keep.iter().enumerate().filter_map(|(i, &k)| k.then_some(i)).collect();
+                out.extend(&ev.eval(x, s, e)?.gather(&idx).cast(self.dtypes[root]));
+                s = e;
+            }
+            return Ok(Chunk { shape: vec![out.len() as u64], data: out });
+        }
         let mut out = Buf::with_capacity(self.dtypes[root], n);
         let mut s = 0;
         while s < n {
@@ -973,7 +1271,9 @@ impl Program {
         while s < n {
             let e = (s + BLOCK).min(n);
             let block = ev.eval(root, s, e)?;
-            acc.combine(&Partial::of_groups(op, block, e - s, Vec::new()));
+            let mut part = Partial::of_groups(op, block, e - s, Vec::new());
+            part.map_idx(|_, i| i + s as i64);
+            acc.combine(&part);
             s = e;
         }
         Ok(acc)

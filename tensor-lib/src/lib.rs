@@ -34,6 +34,9 @@ mod linalg;
 mod tensor;
 
 pub use data::{Chunk, DType, Elem, Scalar};
-pub use exec::{MAX_INPUTS, ReduceSpec, Session, scalar};
+pub use exec::{ReduceSpec, Session, scalar};
 pub use kernel::ReduceOp;
-pub use tensor::{Result, Tensor, TensorError, arange, eye, from_array, full, linspace, ones, random, where_, zeros};
+pub use tensor::{
+    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, full, linspace, ones, random,
+    stack, where_, zeros,
+};

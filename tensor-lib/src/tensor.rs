@@ -2,7 +2,7 @@
 //! grid. Nothing runs until [`Session::execute`](crate::Session::execute) or
 //! [`Tensor::fetch`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ares::ObjectRef;
 use ndarray::ArrayD;
@@ -55,13 +55,36 @@ pub enum TensorError {
         /// The dtype.
         dtype: DType,
     },
-    /// A fused chunk operation would need more input chunks than a task takes.
-    #[error("a fused chunk operation needs {n} input chunks; at most {max} are supported")]
-    TooManyInputs {
-        /// Needed.
-        n: usize,
-        /// Supported.
-        max: usize,
+    /// The operation needs a shape that is known only after running (a boolean mask's
+    /// result).
+    #[error(
+        "{op} needs a known shape, but the input has unknown dimensions (a mask's result); call session.execute() on it first"
+    )]
+    UnknownShape {
+        /// The operation.
+        op: String,
+    },
+    /// A reshape to a shape with another number of elements, or with more than one -1.
+    #[error("cannot reshape {from:?} into {to:?}")]
+    BadReshape {
+        /// The shape.
+        from: Vec<u64>,
+        /// The requested shape (-1: inferred).
+        to: Vec<i64>,
+    },
+    /// A slice or index that numpy would refuse.
+    #[error("bad index: {reason}")]
+    BadIndex {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A linear-algebra operation given a matrix it does not apply to.
+    #[error("{op}: {reason}")]
+    BadMatrix {
+        /// The operation.
+        op: String,
+        /// What is wrong, and the fix.
+        reason: String,
     },
     /// The runtime failed (a task failed, or the runtime is not started).
     #[error(transparent)]
@@ -98,6 +121,22 @@ pub(crate) enum Op {
     Transpose(Tensor),
     /// The matrix product of two 2-d tensors.
     MatMul(Tensor, Tensor),
+    /// Axes permuted (output dimension `d` is the operand's `perm[d]`).
+    Permute(Tensor, Vec<usize>),
+    /// A strided box: output index `i` along `d` reads `start[d] + i * step[d]`.
+    Slice {
+        x: Tensor,
+        start: Vec<u64>,
+        step: Vec<i64>,
+    },
+    /// The same elements in new chunks (given as sizes per dimension).
+    Rechunk(Tensor, Vec<u64>),
+    /// Operands joined along `axis`.
+    Concat(Vec<Tensor>, usize),
+    /// The same elements (row-major) in a new shape (`spec` as given, -1 inferred).
+    Reshape(Tensor, Vec<i64>),
+    /// The elements of `x` where `m` is true, in row-major order (1-d, unknown length).
+    Mask(Tensor, Tensor),
 }
 
 #[derive(Debug)]
@@ -107,9 +146,18 @@ pub(crate) struct Node {
     pub(crate) dtype: DType,
     /// Chunk sizes along each dimension.
     pub(crate) chunks: Vec<Vec<u64>>,
-    /// The computed chunks (row-major over the grid), once executed.
-    pub(crate) result: Mutex<Option<Arc<Vec<ObjectRef<Chunk>>>>>,
+    /// Shape and chunks once known, for a node built with unknown dimensions.
+    pub(crate) resolved: OnceLock<(Vec<u64>, Vec<Vec<u64>>)>,
+    /// The computed chunks (row-major over the grid), per session that computed them.
+    pub(crate) result: Mutex<Vec<(u64, Chunks)>>,
 }
+
+/// The size of a dimension (and of its chunks) that is known only after running, as for
+/// a boolean mask's result (Mars and Dask use NaN).
+pub const UNKNOWN: u64 = u64::MAX;
+
+/// A computed tensor's chunks, row-major over its grid.
+pub(crate) type Chunks = Arc<Vec<ObjectRef<Chunk>>>;
 
 /// A lazy, chunked n-dimensional array.
 #[derive(Clone, Debug)]
@@ -118,6 +166,9 @@ pub struct Tensor {
 }
 
 pub(crate) fn split(n: u64, size: u64) -> Vec<u64> {
+    if n == UNKNOWN {
+        return vec![UNKNOWN];
+    }
     if n == 0 {
         return vec![0];
     }
@@ -137,12 +188,28 @@ fn grid(shape: &[u64], chunks: &[usize]) -> Result<Vec<Vec<u64>>> {
 
 impl Tensor {
     pub(crate) fn new(op: Op, shape: Vec<u64>, dtype: DType, chunks: Vec<Vec<u64>>) -> Tensor {
-        Tensor { node: Arc::new(Node { op, shape, dtype, chunks, result: Mutex::new(None) }) }
+        let node = Node { op, shape, dtype, chunks, resolved: OnceLock::new(), result: Mutex::new(Vec::new()) };
+        Tensor { node: Arc::new(node) }
     }
 
-    /// The shape.
+    /// The shape; dimensions known only after running are [`UNKNOWN`].
     pub fn shape(&self) -> &[u64] {
-        &self.node.shape
+        match self.node.resolved.get() {
+            Some((s, _)) => s,
+            None => &self.node.shape,
+        }
+    }
+
+    /// Whether some dimension is known only after running (a mask's result, before it ran).
+    pub fn has_unknown_shape(&self) -> bool {
+        self.shape().contains(&UNKNOWN) || self.chunks().iter().any(|c| c.contains(&UNKNOWN))
+    }
+
+    fn known(&self, op: &str) -> Result<()> {
+        if self.has_unknown_shape() {
+            return Err(TensorError::UnknownShape { op: op.into() });
+        }
+        Ok(())
     }
 
     /// The dtype.
@@ -152,7 +219,10 @@ impl Tensor {
 
     /// Chunk sizes along each dimension.
     pub fn chunks(&self) -> &[Vec<u64>] {
-        &self.node.chunks
+        match self.node.resolved.get() {
+            Some((_, c)) => c,
+            None => &self.node.chunks,
+        }
     }
 
     /// Number of dimensions.
@@ -160,9 +230,12 @@ impl Tensor {
         self.node.shape.len()
     }
 
-    /// Number of elements.
+    /// Number of elements ([`UNKNOWN`] if some dimension is).
     pub fn size(&self) -> u64 {
-        self.node.shape.iter().product()
+        if self.shape().contains(&UNKNOWN) {
+            return UNKNOWN;
+        }
+        self.shape().iter().product()
     }
 
     // ------------------------------------------------------------------ element-wise
@@ -287,6 +360,18 @@ impl Tensor {
     pub fn gt_scalar(&self, s: f64) -> Tensor {
         self.binary_scalar(BinOp::Gt, Scalar::F64(s)).expect("a scalar broadcasts to anything")
     }
+    /// `x >= s` for a scalar.
+    pub fn ge_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Ge, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x <= s` for a scalar.
+    pub fn le_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Le, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x == s` for a scalar.
+    pub fn eq_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Eq, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
     /// Clips to `[lo, hi]`.
     pub fn clip(&self, lo: f64, hi: f64) -> Tensor {
         let lo_t = self.binary_scalar(BinOp::Maximum, Scalar::F64(lo)).expect("scalar");
@@ -310,6 +395,15 @@ impl Tensor {
         axes.dedup();
         if let Some(&axis) = axes.iter().find(|&&a| a >= nd) {
             return Err(TensorError::BadAxis { axis, ndim: nd });
+        }
+        if op.is_arg() && axes.len() > 1 && axes.len() < nd {
+            return Err(TensorError::BadIndex { reason: format!("{op:?} takes one axis or none, not {axes:?}") });
+        }
+        if op.is_arg() && axes.len() == nd && nd > 1 {
+            // numpy's argmax without an axis indexes the flattened array.
+            let flat = self.reshape(&[-1])?;
+            let r = flat.reduce(op, Some(&[0]), false)?;
+            return if keepdims { r.reshape(&vec![1; nd]) } else { Ok(r) };
         }
         if axes.is_empty() && nd > 0 {
             // Reducing over no axis leaves every element alone (numpy's `axis=()`).
@@ -360,6 +454,27 @@ impl Tensor {
     pub fn max(&self) -> Tensor {
         self.reduce(ReduceOp::Max, None, false).expect("all axes exist")
     }
+    /// Index of the minimum (flattened), numpy's `argmin()`.
+    pub fn argmin(&self) -> Tensor {
+        self.reduce(ReduceOp::ArgMin, None, false).expect("all axes exist")
+    }
+    /// Index of the maximum (flattened), numpy's `argmax()`.
+    pub fn argmax(&self) -> Tensor {
+        self.reduce(ReduceOp::ArgMax, None, false).expect("all axes exist")
+    }
+    /// Product of all elements.
+    pub fn prod(&self) -> Tensor {
+        self.reduce(ReduceOp::Prod, None, false).expect("all axes exist")
+    }
+    /// Whether any element is non-zero.
+    pub fn any(&self) -> Tensor {
+        self.reduce(ReduceOp::Any, None, false).expect("all axes exist")
+    }
+    /// Whether every element is non-zero.
+    pub fn all(&self) -> Tensor {
+        self.reduce(ReduceOp::All, None, false).expect("all axes exist")
+    }
+
     /// Euclidean norm along `axis` (numpy `linalg.norm(x, axis=axis)`).
     pub fn norm(&self, axis: usize) -> Result<Tensor> {
         Ok(self.binary(BinOp::Mul, self)?.reduce(ReduceOp::Sum, Some(&[axis]), false)?.sqrt())
@@ -378,6 +493,8 @@ impl Tensor {
     /// The matrix product of two 2-d float tensors, blocked by their chunks (numpy's
     /// `a.dot(b)` / `a @ b`). `self`'s column chunks must match `b`'s row chunks.
     pub fn matmul(&self, b: &Tensor) -> Result<Tensor> {
+        self.known("matmul")?;
+        b.known("matmul")?;
         if self.ndim() != 2 || b.ndim() != 2 || self.shape()[1] != b.shape()[0] {
             return Err(TensorError::ShapeMismatch { a: self.shape().to_vec(), b: b.shape().to_vec() });
         }
@@ -398,9 +515,201 @@ impl Tensor {
         self.matmul(b)
     }
 
+    // ------------------------------------------------------------------ manipulation
+
+    /// Axes permuted: output dimension `d` is this tensor's `axes[d]` (numpy's
+    /// `transpose(axes)`).
+    pub fn permute(&self, axes: &[usize]) -> Result<Tensor> {
+        let nd = self.ndim();
+        let mut seen = vec![false; nd];
+        for &a in axes {
+            if a >= nd || std::mem::replace(&mut seen[a], true) {
+                return Err(TensorError::BadIndex { reason: format!("{axes:?} is not a permutation of {nd} axes") });
+            }
+        }
+        if axes.len() != nd {
+            return Err(TensorError::BadIndex { reason: format!("{axes:?} is not a permutation of {nd} axes") });
+        }
+        if nd == 2 && axes == [1, 0] {
+            return self.t();
+        }
+        let shape = axes.iter().map(|&a| self.shape()[a]).collect();
+        let chunks = axes.iter().map(|&a| self.chunks()[a].clone()).collect();
+        Ok(Tensor::new(Op::Permute(self.clone(), axes.to_vec()), shape, self.dtype(), chunks))
+    }
+
+    /// Basic slicing, one [`Slice`] per leading dimension (numpy's `a[1:5, ::2]`); the
+    /// dimensions not given are taken whole.
+    pub fn slice(&self, index: &[Slice]) -> Result<Tensor> {
+        self.known("slicing")?;
+        let nd = self.ndim();
+        if index.len() > nd {
+            return Err(TensorError::BadIndex { reason: format!("{} indices for {nd} dimensions", index.len()) });
+        }
+        let (mut start, mut step, mut shape) = (Vec::new(), Vec::new(), Vec::new());
+        for d in 0..nd {
+            let sl = index.get(d).copied().unwrap_or_default();
+            let (b, st, len) = sl.resolve(self.shape()[d])?;
+            start.push(b);
+            step.push(st);
+            shape.push(len);
+        }
+        // Output chunks follow the input's: each reads one input chunk per dimension.
+        let chunks = (0..nd).map(|d| slice_chunks(&self.chunks()[d], start[d], step[d], shape[d])).collect();
+        Ok(Tensor::new(Op::Slice { x: self.clone(), start, step }, shape, self.dtype(), chunks))
+    }
+
+    /// The same elements in chunks of `chunks` per dimension.
+    pub fn rechunk(&self, chunks: &[usize]) -> Result<Tensor> {
+        if chunks.len() != self.ndim() || chunks.contains(&0) {
+            return Err(TensorError::BadChunks { chunks: chunks.to_vec(), shape: self.shape().to_vec() });
+        }
+        let g: Vec<Vec<u64>> = self.shape().iter().zip(chunks).map(|(&n, &c)| split(n, c as u64)).collect();
+        if g == self.chunks() {
+            return Ok(self.clone());
+        }
+        let sizes = chunks.iter().map(|&c| c as u64).collect();
+        Ok(Tensor::new(Op::Rechunk(self.clone(), sizes), self.shape().to_vec(), self.dtype(), g))
+    }
+
+    /// Chunked along the first dimension only (each chunk holds whole rows), so chunks in
+    /// grid order are runs of the row-major order.
+    pub(crate) fn row_chunked(&self) -> Result<Tensor> {
+        if self.chunks().iter().skip(1).all(|c| c.len() == 1) {
+            return Ok(self.clone());
+        }
+        let mut want: Vec<usize> = self.shape().iter().map(|&n| n.clamp(1, UNKNOWN - 1) as usize).collect();
+        if let Some(first) = want.first_mut() {
+            *first = self.chunks()[0].first().copied().unwrap_or(1).clamp(1, UNKNOWN - 1) as usize;
+        }
+        self.rechunk(&want)
+    }
+
+    /// The same elements in row-major order with shape `spec`; one entry may be -1
+    /// (inferred), as in numpy.
+    pub fn reshape(&self, spec: &[i64]) -> Result<Tensor> {
+        let bad = || TensorError::BadReshape { from: self.shape().to_vec(), to: spec.to_vec() };
+        if spec.iter().filter(|&&d| d == -1).count() > 1 || spec.iter().any(|&d| d < -1) {
+            return Err(bad());
+        }
+        let known: u64 = spec.iter().filter(|&&d| d >= 0).map(|&d| d as u64).product();
+        let shape: Vec<u64> = if self.size() == UNKNOWN {
+            let infer = if spec.contains(&-1) { UNKNOWN } else { known };
+            spec.iter().map(|&d| if d == -1 { infer } else { d as u64 }).collect()
+        } else {
+            let n = self.size();
+            let inferred = if spec.contains(&-1) {
+                if known == 0 || n % known != 0 {
+                    return Err(bad());
+                }
+                n / known
+            } else {
+                if known != n {
+                    return Err(bad());
+                }
+                0
+            };
+            spec.iter().map(|&d| if d == -1 { inferred } else { d as u64 }).collect()
+        };
+        if shape == self.shape() {
+            return Ok(self.clone());
+        }
+        if self.has_unknown_shape() {
+            // Chunks are decided once the input's are known.
+            let chunks = shape.iter().map(|_| vec![UNKNOWN]).collect();
+            return Ok(Tensor::new(Op::Reshape(self.clone(), spec.to_vec()), shape, self.dtype(), chunks));
+        }
+        // Unless only dimensions of 1 change, output chunks are runs of rows assembled
+        // from runs of the input's rows.
+        let x = if squeeze_chunks(self, &shape).is_some() { self.clone() } else { self.row_chunked()? };
+        let chunks = reshape_chunks(&x, &shape);
+        Ok(Tensor::new(Op::Reshape(x, spec.to_vec()), shape, self.dtype(), chunks))
+    }
+
+    /// The elements where the boolean `mask` (of the same shape) is true, as a 1-d tensor
+    /// in row-major order (numpy's `a[mask]`). Its length is known once it has run.
+    pub fn mask(&self, mask: &Tensor) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(TensorError::BadDType { op: "indexing with a non-boolean mask".into(), dtype: mask.dtype() });
+        }
+        if mask.shape() != self.shape() {
+            return Err(TensorError::ShapeMismatch { a: self.shape().to_vec(), b: mask.shape().to_vec() });
+        }
+        let x = self.row_chunked()?;
+        let m = if mask.chunks() == x.chunks() {
+            mask.clone()
+        } else {
+            let sizes: Vec<usize> = x.chunks().iter().map(|c| c[0].clamp(1, UNKNOWN - 1) as usize).collect();
+            mask.rechunk(&sizes)?
+        };
+        if m.chunks() != x.chunks() {
+            return Err(TensorError::ChunkMismatch { dim: 0, a: x.chunks()[0].clone(), b: m.chunks()[0].clone() });
+        }
+        let n = x.chunks().iter().map(|c| c.len()).product::<usize>().max(1);
+        let dtype = x.dtype();
+        Ok(Tensor::new(Op::Mask(x, m), vec![UNKNOWN], dtype, vec![vec![UNKNOWN; n]]))
+    }
+
+    /// Inserts a dimension of 1 at `axis` (numpy's `expand_dims`).
+    pub fn expand_dims(&self, axis: usize) -> Result<Tensor> {
+        if axis > self.ndim() {
+            return Err(TensorError::BadAxis { axis, ndim: self.ndim() + 1 });
+        }
+        let mut spec: Vec<i64> = self.shape().iter().map(|&d| if d == UNKNOWN { -1 } else { d as i64 }).collect();
+        spec.insert(axis, 1);
+        self.reshape(&spec)
+    }
+
     /// Computes the tensor in `session` and returns it as an ndarray of `T` (cast if needed).
     pub fn fetch<T: Elem>(&self, session: &crate::Session) -> Result<ArrayD<T>> {
         session.fetch(self)
+    }
+}
+
+impl Tensor {
+    /// This node built again from its operands, once they are resolved: the shape and
+    /// chunks it has now (Mars' iterative tiling re-runs tiling the same way).
+    pub(crate) fn rebuild(&self) -> Result<Tensor> {
+        Ok(match &self.node.op {
+            Op::Unary(op, x) => x.unary(*op)?,
+            Op::Binary(op, a, b) => a.binary(*op, b)?,
+            Op::Where(c, a, b) => where_(c, a, b)?,
+            Op::Cast(x) => x.astype(self.dtype()),
+            Op::Reduce { op, axes, keepdims, x } => x.reduce(*op, Some(axes), *keepdims)?,
+            Op::Transpose(x) => x.t()?,
+            Op::Permute(x, p) => x.permute(p)?,
+            Op::Rechunk(x, sizes) => {
+                let sizes: Vec<usize> = sizes.iter().map(|&c| c as usize).collect();
+                x.rechunk(&sizes)?
+            }
+            Op::Concat(xs, axis) => concatenate(xs, *axis)?,
+            Op::Reshape(x, spec) => x.reshape(spec)?,
+            Op::Full(_)
+            | Op::Random { .. }
+            | Op::Arange { .. }
+            | Op::FromChunks(_)
+            | Op::MatMul(..)
+            | Op::Slice { .. }
+            | Op::Mask(..) => self.clone(),
+        })
+    }
+
+    /// The tensors this one is computed from.
+    pub(crate) fn operands(&self) -> Vec<&Tensor> {
+        match &self.node.op {
+            Op::Full(_) | Op::Random { .. } | Op::Arange { .. } | Op::FromChunks(_) => Vec::new(),
+            Op::Unary(_, x)
+            | Op::Cast(x)
+            | Op::Reduce { x, .. }
+            | Op::Transpose(x)
+            | Op::Permute(x, _)
+            | Op::Slice { x, .. }
+            | Op::Rechunk(x, _)
+            | Op::Reshape(x, _) => vec![x],
+            Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Mask(a, b) => vec![a, b],
+            Op::Where(c, a, b) => vec![c, a, b],
+            Op::Concat(xs, _) => xs.iter().collect(),
+        }
     }
 }
 
@@ -427,6 +736,9 @@ fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
     let mut chunks = Vec::with_capacity(nd);
     for d in 0..nd {
         match (sa[d], sb[d]) {
+            (x, y) if (x == UNKNOWN) != (y == UNKNOWN) && x != 1 && y != 1 => {
+                return Err(TensorError::UnknownShape { op: "broadcasting against a known length".into() });
+            }
             (x, y) if x == y => {
                 if ca[d] != cb[d] {
                     return Err(TensorError::ChunkMismatch { dim: d, a: ca[d].clone(), b: cb[d].clone() });
@@ -487,6 +799,169 @@ impl std::ops::Neg for &Tensor {
     fn neg(self) -> Tensor {
         self.unary(UnOp::Neg).expect("unary ops accept every dtype")
     }
+}
+
+/// Tensors joined along `axis` (numpy's `concatenate`); the other dimensions must agree.
+/// Operands chunked differently along them are rechunked like the first.
+pub fn concatenate(xs: &[Tensor], axis: usize) -> Result<Tensor> {
+    let first =
+        xs.first().ok_or_else(|| TensorError::BadIndex { reason: "concatenate needs at least one tensor".into() })?;
+    let nd = first.ndim();
+    if axis >= nd {
+        return Err(TensorError::BadAxis { axis, ndim: nd });
+    }
+    let dtype = xs.iter().map(|x| x.dtype()).reduce(DType::promote).expect("non-empty");
+    let mut parts = Vec::with_capacity(xs.len());
+    for x in xs {
+        let same = x.ndim() == nd && (0..nd).all(|d| d == axis || x.shape()[d] == first.shape()[d]);
+        if !same {
+            return Err(TensorError::ShapeMismatch { a: first.shape().to_vec(), b: x.shape().to_vec() });
+        }
+        let aligned = (0..nd).all(|d| d == axis || x.chunks()[d] == first.chunks()[d]);
+        let x = if aligned {
+            x.clone()
+        } else {
+            x.known("concatenate of differently chunked tensors")?;
+            let want: Vec<usize> = (0..nd)
+                .map(|d| if d == axis { x.chunks()[d][0].max(1) } else { first.chunks()[d][0].max(1) } as usize)
+                .collect();
+            x.rechunk(&want)?
+        };
+        parts.push(if x.dtype() == dtype { x } else { x.astype(dtype) });
+    }
+    let mut shape = first.shape().to_vec();
+    let lens: Vec<u64> = parts.iter().map(|x| x.shape()[axis]).collect();
+    shape[axis] = if lens.contains(&UNKNOWN) { UNKNOWN } else { lens.iter().sum() };
+    let mut chunks = first.chunks().to_vec();
+    chunks[axis] = parts.iter().flat_map(|x| x.chunks()[axis].clone()).collect();
+    Ok(Tensor::new(Op::Concat(parts, axis), shape, dtype, chunks))
+}
+
+/// Tensors of one shape stacked along a new `axis` (numpy's `stack`).
+pub fn stack(xs: &[Tensor], axis: usize) -> Result<Tensor> {
+    let expanded = xs.iter().map(|x| x.expand_dims(axis)).collect::<Result<Vec<_>>>()?;
+    concatenate(&expanded, axis)
+}
+
+/// One dimension of a basic slice, numpy's `start:stop:step` (negative positions count
+/// from the end; `None` is the default end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// First position.
+    pub start: Option<i64>,
+    /// Position after the last.
+    pub stop: Option<i64>,
+    /// Stride (not 0; negative walks backwards).
+    pub step: i64,
+}
+
+impl Default for Slice {
+    fn default() -> Self {
+        Slice { start: None, stop: None, step: 1 }
+    }
+}
+
+impl Slice {
+    /// `start:stop:step`.
+    pub fn new(start: Option<i64>, stop: Option<i64>, step: i64) -> Self {
+        Slice { start, stop, step }
+    }
+    /// `start:stop`.
+    pub fn range(start: i64, stop: i64) -> Self {
+        Slice { start: Some(start), stop: Some(stop), step: 1 }
+    }
+    /// `:` (the whole dimension).
+    pub fn all() -> Self {
+        Slice::default()
+    }
+
+    /// First position, stride and length along a dimension of `n` (Python's
+    /// `slice.indices`).
+    fn resolve(self, n: u64) -> Result<(u64, i64, u64)> {
+        if self.step == 0 {
+            return Err(TensorError::BadIndex { reason: "slice step cannot be zero".into() });
+        }
+        let n = n as i64;
+        let clamp = |v: Option<i64>, default: i64, lo: i64, hi: i64| match v {
+            None => default,
+            Some(v) if v < 0 => (v + n).max(lo),
+            Some(v) => v.min(hi),
+        };
+        let (start, stop) = if self.step > 0 {
+            (clamp(self.start, 0, 0, n), clamp(self.stop, n, 0, n))
+        } else {
+            (clamp(self.start, n - 1, -1, n - 1), clamp(self.stop, -1, -1, n - 1))
+        };
+        let len = if self.step > 0 {
+            if stop > start { (stop - start + self.step - 1) / self.step } else { 0 }
+        } else if start > stop {
+            (start - stop - self.step - 1) / -self.step
+        } else {
+            0
+        };
+        Ok((if len == 0 { 0 } else { start as u64 }, self.step, len as u64))
+    }
+}
+
+/// Chunk sizes of a slice along one dimension: the selected elements of each input chunk
+/// (visited in the slice's direction), empty ones dropped.
+fn slice_chunks(chunks: &[u64], start: u64, step: i64, len: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    if len == 0 {
+        return vec![0];
+    }
+    let bounds: Vec<(u64, u64)> = chunks
+        .iter()
+        .scan(0u64, |acc, &c| {
+            let b = (*acc, *acc + c);
+            *acc += c;
+            Some(b)
+        })
+        .collect();
+    let mut i = 0u64;
+    while i < len {
+        let pos = (start as i64 + i as i64 * step) as u64;
+        let (lo, hi) = *bounds.iter().find(|(lo, hi)| pos >= *lo && pos < *hi).expect("inside");
+        // Elements of the slice that stay in [lo, hi).
+        let room = if step > 0 { (hi - 1 - pos) / step as u64 + 1 } else { (pos - lo) / (-step) as u64 + 1 };
+        let take = room.min(len - i);
+        out.push(take);
+        i += take;
+    }
+    out
+}
+
+/// Output chunks of a reshape: unchanged when only dimensions of 1 are inserted or
+/// removed; otherwise split along the first dimension only, about as many elements per
+/// chunk as the input's first chunk.
+pub(crate) fn reshape_chunks(x: &Tensor, shape: &[u64]) -> Vec<Vec<u64>> {
+    if let Some(c) = squeeze_chunks(x, shape) {
+        return c;
+    }
+    if shape.is_empty() {
+        return Vec::new();
+    }
+    let per_chunk: u64 = x.chunks().iter().map(|c| c.first().copied().unwrap_or(1)).product::<u64>().max(1);
+    let row: u64 = shape[1..].iter().product::<u64>().max(1);
+    let rows = (per_chunk / row).max(1);
+    let mut out = vec![split(shape[0], rows)];
+    out.extend(shape[1..].iter().map(|&n| vec![n]));
+    out
+}
+
+/// The chunks of `x` with dimensions of 1 inserted or removed, if that is all the
+/// reshape to `shape` does.
+pub(crate) fn squeeze_chunks(x: &Tensor, shape: &[u64]) -> Option<Vec<Vec<u64>>> {
+    let (a, b): (Vec<usize>, Vec<usize>) =
+        ((0..x.ndim()).filter(|&d| x.shape()[d] != 1).collect(), (0..shape.len()).filter(|&d| shape[d] != 1).collect());
+    if a.len() != b.len() || a.iter().zip(&b).any(|(&i, &j)| x.shape()[i] != shape[j]) {
+        return None;
+    }
+    let mut out: Vec<Vec<u64>> = shape.iter().map(|_| vec![1]).collect();
+    for (&i, &j) in a.iter().zip(&b) {
+        out[j] = x.chunks()[i].clone();
+    }
+    Some(out)
 }
 
 /// `c ? a : b`, element-wise with broadcasting.

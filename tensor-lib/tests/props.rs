@@ -184,3 +184,165 @@ fn reductions_match_the_oracle_for_any_axes_and_chunking() {
         .unwrap();
     ares::shutdown();
 }
+
+/// Python's `slice.indices` positions, written independently of the library.
+fn slice_positions(n: usize, start: Option<i64>, stop: Option<i64>, step: i64) -> Vec<usize> {
+    let n = n as i64;
+    let norm = |v: i64| if v < 0 { v + n } else { v };
+    let mut out = Vec::new();
+    if step > 0 {
+        let b = start.map_or(0, |v| norm(v).clamp(0, n));
+        let e = stop.map_or(n, |v| norm(v).clamp(0, n));
+        let mut i = b;
+        while i < e {
+            out.push(i as usize);
+            i += step;
+        }
+    } else {
+        let b = start.map_or(n - 1, |v| norm(v).clamp(-1, n - 1));
+        let e = stop.map_or(-1, |v| norm(v).clamp(-1, n - 1));
+        let mut i = b;
+        while i > e {
+            out.push(i as usize);
+            i += step;
+        }
+    }
+    out
+}
+
+fn bound() -> impl Strategy<Value = Option<i64>> {
+    prop_oneof![Just(None), (-10i64..10).prop_map(Some)]
+}
+
+/// Which manipulation a case checks.
+#[derive(Clone, Debug)]
+enum Manip {
+    Slice(Vec<(Option<i64>, Option<i64>, i64)>),
+    Rechunk(Vec<usize>),
+    Reshape(usize),
+    Permute(u64),
+    Concat(usize, usize),
+    Stack(usize),
+    Mask,
+    Arg(bool, Option<usize>),
+}
+
+fn manip() -> impl Strategy<Value = Manip> {
+    let step = prop_oneof![1i64..4, -3i64..=-1];
+    prop_oneof![
+        prop::collection::vec((bound(), bound(), step), 0..=3).prop_map(Manip::Slice),
+        prop::collection::vec(1usize..9, 3).prop_map(Manip::Rechunk),
+        (0usize..4).prop_map(Manip::Reshape),
+        any::<u64>().prop_map(Manip::Permute),
+        (0usize..3, 1usize..5).prop_map(|(a, c)| Manip::Concat(a, c)),
+        (0usize..4).prop_map(Manip::Stack),
+        Just(Manip::Mask),
+        (any::<bool>(), prop::option::of(0usize..3)).prop_map(|(m, a)| Manip::Arg(m, a)),
+    ]
+}
+
+#[test]
+fn manipulations_match_the_oracle() {
+    use ares_tensor::Slice;
+    cluster();
+    let s = Session::new();
+    let strategy = (shape_and_chunks(), dtype(), manip(), any::<u64>());
+    let mut runner = TestRunner::new(Config { cases: 96, ..Config::default() });
+    runner
+        .run(&strategy, |((shape, chunks), dt, m, seed)| {
+            let x = values(&shape, dt, seed);
+            let a = tensor(&x, dt, &chunks);
+            let nd = shape.len();
+            let (got, want): (Tensor, ArrayD<f64>) = match m.clone() {
+                Manip::Slice(index) => {
+                    let index: Vec<_> = index.into_iter().take(nd).collect();
+                    let sl: Vec<Slice> = index.iter().map(|&(b, e, st)| Slice::new(b, e, st)).collect();
+                    let mut want = x.clone();
+                    for (d, &(b, e, st)) in index.iter().enumerate() {
+                        want = want.select(Axis(d), &slice_positions(shape[d], b, e, st));
+                    }
+                    (a.slice(&sl).unwrap(), want)
+                }
+                Manip::Rechunk(c) => (a.rechunk(&c[..nd]).unwrap(), x.clone()),
+                Manip::Reshape(k) => {
+                    let n: usize = shape.iter().product();
+                    // Flat, a column, the reversed shape, or two dimensions by a divisor.
+                    let spec: Vec<i64> = match k {
+                        0 => vec![-1],
+                        1 => vec![-1, 1],
+                        2 => shape.iter().rev().map(|&d| d as i64).collect(),
+                        _ => {
+                            let d = (2..=n).find(|d| n % d == 0).unwrap_or(1);
+                            vec![d as i64, -1]
+                        }
+                    };
+                    let dims: Vec<usize> = spec.iter().map(|&d| if d < 0 { 0 } else { d as usize }).collect();
+                    let known: usize = dims.iter().filter(|&&d| d > 0).product();
+                    let dims: Vec<usize> = dims.iter().map(|&d| if d == 0 { n / known } else { d }).collect();
+                    let want = ArrayD::from_shape_vec(IxDyn(&dims), x.iter().copied().collect()).unwrap();
+                    (a.reshape(&spec).unwrap(), want)
+                }
+                Manip::Permute(r) => {
+                    let mut perm: Vec<usize> = (0..nd).collect();
+                    let mut r = r;
+                    for i in (1..nd).rev() {
+                        perm.swap(i, (r % (i as u64 + 1)) as usize);
+                        r /= i as u64 + 1;
+                    }
+                    (a.permute(&perm).unwrap(), x.clone().permuted_axes(IxDyn(&perm)))
+                }
+                Manip::Concat(axis, c) => {
+                    let axis = axis % nd;
+                    // The second operand: another length along the axis, chunked its own way.
+                    let mut yshape = shape.clone();
+                    yshape[axis] = c;
+                    let y = values(&yshape, dt, seed ^ 7);
+                    let ychunks: Vec<usize> = yshape.iter().map(|&d| d.div_ceil(2)).collect();
+                    let b = tensor(&y, dt, &ychunks);
+                    let want = ndarray::concatenate(Axis(axis), &[x.view(), y.view()]).unwrap();
+                    (ares_tensor::concatenate(&[a.clone(), b], axis).unwrap(), want)
+                }
+                Manip::Stack(axis) => {
+                    let axis = axis % (nd + 1);
+                    let y = values(&shape, dt, seed ^ 3);
+                    let b = tensor(&y, dt, &chunks);
+                    let want = ndarray::stack(Axis(axis), &[x.view(), y.view()]).unwrap();
+                    (ares_tensor::stack(&[a.clone(), b], axis).unwrap(), want)
+                }
+                Manip::Mask => {
+                    let keep = a.gt(&ares_tensor::scalar(ares_tensor::Scalar::F64(0.0))).unwrap();
+                    let v: Vec<f64> = x.iter().copied().filter(|&v| v > 0.0).collect();
+                    let n = v.len();
+                    (a.mask(&keep).unwrap(), ArrayD::from_shape_vec(IxDyn(&[n]), v).unwrap())
+                }
+                Manip::Arg(max, axis) => {
+                    let op = if max { ReduceOp::ArgMax } else { ReduceOp::ArgMin };
+                    let better = |v: f64, b: f64| if max { v > b } else { v < b };
+                    let first = |l: ndarray::ArrayViewD<f64>| {
+                        let mut k = 0;
+                        for (i, &v) in l.iter().enumerate() {
+                            if better(v, l.iter().nth(k).copied().unwrap()) {
+                                k = i;
+                            }
+                        }
+                        k as f64
+                    };
+                    match axis {
+                        Some(ax) if ax < nd => {
+                            let want = x.map_axis(Axis(ax), |l| first(l.into_dyn()));
+                            (a.reduce(op, Some(&[ax]), false).unwrap(), want)
+                        }
+                        _ => {
+                            let want = ArrayD::from_elem(IxDyn(&[]), first(x.view()));
+                            (a.reduce(op, None, false).unwrap(), want)
+                        }
+                    }
+                }
+            };
+            let got = got.fetch::<f64>(&s).unwrap();
+            prop_assert_eq!(got, want, "{:?} of {:?} in {:?} ({:?})", m, shape, chunks, dt);
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}

@@ -1,0 +1,114 @@
+//! Boolean masks and unknown shapes (Mars' iterative tiling), on a real embedded cluster:
+//! the mask's chunks run first, their lengths are read back, and tiling resumes.
+
+use ares_tensor::{Scalar, Session, Slice, TensorError, UNKNOWN, concatenate, from_array, random, scalar};
+use ndarray::{ArrayD, IxDyn};
+
+fn cluster() {
+    ares::init_with(ares::Config::default().num_cpus(2)).expect("init");
+}
+
+#[test]
+fn mask_then_reduce_pipelines_match_numpy_semantics() {
+    cluster();
+    let s = Session::new();
+    let a = random::rand(&[1000, 30], &[128, 7], 3).unwrap();
+    let x = a.fetch::<f64>(&s).unwrap();
+    let picked: Vec<f64> = x.iter().copied().filter(|&v| v > 0.5).collect();
+
+    // a[a > 0.5].sum(), mean, max, argmax and the count, each from the same lazy mask.
+    let m = a.mask(&a.gt_scalar(0.5)).unwrap();
+    assert_eq!(m.shape(), &[UNKNOWN], "unknown until it runs");
+    let sum: f64 = picked.iter().sum();
+    assert!((s.scalar(&m.sum()).unwrap() - sum).abs() < 1e-9 * sum);
+    let mean = sum / picked.len() as f64;
+    assert!((s.scalar(&m.mean()).unwrap() - mean).abs() < 1e-12);
+    let max = picked.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!(s.scalar(&m.max()).unwrap(), max);
+    let argmax = picked.iter().position(|&v| v == max).unwrap();
+    assert_eq!(s.scalar(&m.argmax()).unwrap(), argmax as f64);
+    assert_eq!(m.shape(), &[picked.len() as u64], "known once it ran");
+
+    // Element-wise after the mask, then a reduction.
+    let t = (&m * 2.0 + 1.0).sum();
+    let want: f64 = picked.iter().map(|v| v * 2.0 + 1.0).sum();
+    assert!((s.scalar(&t).unwrap() - want).abs() < 1e-9 * want);
+
+    // Reshape after a mask: the length is known only after the mask ran.
+    let even = picked.len() / 2 * 2;
+    let m2 = m.slice(&[Slice::range(0, even as i64)]).unwrap().reshape(&[-1, 2]).unwrap();
+    let got = m2.fetch::<f64>(&s).unwrap();
+    let want = ArrayD::from_shape_vec(IxDyn(&[even / 2, 2]), picked[..even].to_vec()).unwrap();
+    assert_eq!(got, want);
+    ares::shutdown();
+}
+
+#[test]
+fn reshape_and_concatenate_of_an_unexecuted_mask_resolve_when_run() {
+    cluster();
+    let s = Session::new();
+    let v: Vec<f64> = (0..240).map(|i| ((i * 37) % 101) as f64).collect();
+    let x = ArrayD::from_shape_vec(IxDyn(&[240]), v.clone()).unwrap();
+    let a = from_array(&x, &[17]).unwrap();
+    let m = a.mask(&a.lt_scalar(50.0)).unwrap();
+    let picked: Vec<f64> = v.iter().copied().filter(|&v| v < 50.0).collect();
+    // A reshape built while the length is unknown: -1 is inferred after the mask ran.
+    let r = m.reshape(&[-1, 1]).unwrap();
+    assert_eq!(r.shape(), &[UNKNOWN, 1]);
+    let got = r.sum().fetch::<f64>(&s).unwrap();
+    assert_eq!(got.iter().next().copied().unwrap(), picked.iter().sum::<f64>());
+    assert_eq!(r.shape(), &[picked.len() as u64, 1]);
+    // Two masks joined, then masked again.
+    let both = concatenate(&[m.clone(), a.mask(&a.ge_scalar(90.0)).unwrap()], 0).unwrap();
+    let again = both.mask(&both.gt(&scalar(Scalar::F64(20.0))).unwrap()).unwrap();
+    let mut want: Vec<f64> = picked.clone();
+    want.extend(v.iter().copied().filter(|&v| v >= 90.0));
+    let want: Vec<f64> = want.into_iter().filter(|&v| v > 20.0).collect();
+    assert_eq!(again.fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, want);
+    ares::shutdown();
+}
+
+#[test]
+fn operations_that_need_a_known_shape_say_so() {
+    cluster();
+    let s = Session::new();
+    let a = random::rand(&[100], &[10], 1).unwrap();
+    let m = a.mask(&a.gt_scalar(0.5)).unwrap();
+    assert!(matches!(m.slice(&[Slice::range(0, 3)]), Err(TensorError::UnknownShape { .. })));
+    assert!(matches!(m.binary(ares_tensor::kernel::BinOp::Add, &a), Err(TensorError::UnknownShape { .. })));
+    assert!(matches!(a.mask(&a), Err(TensorError::BadDType { .. })), "a float mask");
+    assert!(matches!(a.reshape(&[3, -1]), Err(TensorError::BadReshape { .. })));
+    assert!(matches!(a.reshape(&[-1, -1]), Err(TensorError::BadReshape { .. })));
+    assert!(matches!(a.slice(&[Slice::new(None, None, 0)]), Err(TensorError::BadIndex { .. })));
+    assert!(matches!(a.permute(&[1]), Err(TensorError::BadIndex { .. })));
+    assert!(matches!(a.rechunk(&[0]), Err(TensorError::BadChunks { .. })));
+    // After running, the same slice works.
+    s.execute(&m).unwrap();
+    let head = m.slice(&[Slice::range(0, 3)]).unwrap().fetch::<f64>(&s).unwrap();
+    let all = m.fetch::<f64>(&s).unwrap();
+    assert_eq!(head.as_slice().unwrap(), &all.as_slice().unwrap()[..3]);
+    ares::shutdown();
+}
+
+#[test]
+fn sessions_are_isolated_and_results_free_their_chunks_when_dropped() {
+    cluster();
+    let (s1, s2) = (Session::new(), Session::new());
+    let a = random::rand(&[512, 512], &[128, 128], 9).unwrap();
+    let b = (&a + 1.0).rechunk(&[256, 256]).unwrap();
+    s1.execute(&b).unwrap();
+    let used = ares::node_stats().unwrap().store_used;
+    assert!(used >= 512 * 512 * 8, "the executed result is kept ({used} bytes)");
+    // Another session computes its own copy rather than reading the first one's.
+    s2.execute(&b).unwrap();
+    assert_eq!(ares::node_stats().unwrap().store_used, 2 * used, "two sessions, two copies");
+    let x2 = b.fetch::<f64>(&s2).unwrap();
+    assert_eq!(x2, b.fetch::<f64>(&s1).unwrap());
+    assert_eq!(ares::node_stats().unwrap().store_used, 2 * used, "fetching reads the kept copies");
+    drop((a, b));
+    // Drops are processed asynchronously: the store must come back to empty.
+    while ares::node_stats().unwrap().store_used != 0 {
+        std::thread::yield_now();
+    }
+    ares::shutdown();
+}
