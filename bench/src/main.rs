@@ -54,6 +54,16 @@ enum Cmd {
         #[command(flatten)]
         sizes: tensor::Sizes,
     },
+    /// The chunk GEMM kernel (one `n × n` float64 product, single-threaded), as chunk
+    /// tasks run it; compare with numpy's single-threaded OpenBLAS (bench/compare_gemm.sh).
+    Gemm {
+        /// Matrix size.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Timed products; the median is reported.
+        #[arg(long, default_value_t = 7)]
+        repeats: usize,
+    },
     /// One tensor workload in this process (used by `tensor`).
     #[command(hide = true)]
     TensorChild {
@@ -367,5 +377,6 @@ fn main() -> Result<()> {
         }
         Cmd::Tensor { workloads, repeats, sizes } => tensor::parent(&workloads, repeats, &sizes),
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
+        Cmd::Gemm { n, repeats } => tensor::gemm(n, repeats),
     }
 }

@@ -171,3 +171,31 @@ pub(crate) fn parent(workloads: &str, repeats: usize, s: &Sizes) -> Result<()> {
     }
     Ok(())
 }
+
+/// Times the chunk GEMM kernel on `n × n` float64 operands in this thread.
+pub(crate) fn gemm(n: usize, repeats: usize) -> Result<()> {
+    let fill = |salt: u64| -> ares_tensor::Chunk {
+        let v: Vec<f64> = (0..(n * n) as u64).map(|i| ((i.wrapping_mul(2654435761) ^ salt) % 1000) as f64 / 1000.0).collect();
+        ares_tensor::Chunk { shape: vec![n as u64, n as u64], data: ares_tensor::data::Buf::F64(v) }
+    };
+    let (a, b) = (fill(1), fill(2));
+    // One untimed product warms the caches and the allocator.
+    let _ = ares_tensor::chunk_matmul(a.clone(), b.clone());
+    let mut runs = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        let (x, y) = (a.clone(), b.clone());
+        let t = Instant::now();
+        let c = ares_tensor::chunk_matmul(x, y);
+        runs.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(c);
+    }
+    let mut sorted = runs.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let gflops = 2.0 * (n as f64).powi(3) / median / 1e9;
+    println!(
+        "{}",
+        json!({"bench": "gemm", "engine": "ares", "n": n, "value": median, "unit": "s", "gflops": gflops, "runs": runs})
+    );
+    Ok(())
+}

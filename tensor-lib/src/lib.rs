@@ -35,6 +35,12 @@ mod tensor;
 
 pub use data::{Chunk, DType, Elem, Scalar};
 pub use exec::{ReduceSpec, Session, scalar};
+
+/// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
+/// single-threaded), exposed for benchmarks.
+pub fn chunk_matmul(a: Chunk, b: Chunk) -> Chunk {
+    linalg::gemm(None, a, b, 0)
+}
 pub use kernel::ReduceOp;
 pub use tensor::{
     Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, full, linspace, ones, random,
