@@ -175,7 +175,8 @@ pub(crate) fn parent(workloads: &str, repeats: usize, s: &Sizes) -> Result<()> {
 /// Times the chunk GEMM kernel on `n × n` float64 operands in this thread.
 pub(crate) fn gemm(n: usize, repeats: usize) -> Result<()> {
     let fill = |salt: u64| -> ares_tensor::Chunk {
-        let v: Vec<f64> = (0..(n * n) as u64).map(|i| ((i.wrapping_mul(2654435761) ^ salt) % 1000) as f64 / 1000.0).collect();
+        let v: Vec<f64> =
+            (0..(n * n) as u64).map(|i| ((i.wrapping_mul(2654435761) ^ salt) % 1000) as f64 / 1000.0).collect();
         ares_tensor::Chunk { shape: vec![n as u64, n as u64], data: ares_tensor::data::Buf::F64(v) }
     };
     let (a, b) = (fill(1), fill(2));

@@ -33,19 +33,41 @@ use crate::tensor::{Op, Result, Tensor, TensorError, grid_indices, squeeze_chunk
 
 /// Where tensors are computed, with the scheduling settings. Chunks computed in one
 /// session are not seen by another.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Session {
     /// Chunk tasks submitted and not yet finished, at most.
     max_in_flight: usize,
     /// Partials combined by one task of a tree reduction (Mars uses 4).
     combine_size: usize,
     id: u64,
+    progress: Option<Arc<ProgressFn>>,
+}
+
+type ProgressFn = dyn Fn(Progress) + Send + Sync;
+
+/// How far one run of chunk tasks has got (a session reports it as tasks finish).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Chunk tasks finished.
+    pub done: usize,
+    /// Chunk tasks in this run.
+    pub total: usize,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("max_in_flight", &self.max_in_flight)
+            .field("combine_size", &self.combine_size)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Session {
     fn default() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Session { max_in_flight: 8, combine_size: 4, id: NEXT.fetch_add(1, Ordering::Relaxed) }
+        Session { max_in_flight: 8, combine_size: 4, id: NEXT.fetch_add(1, Ordering::Relaxed), progress: None }
     }
 }
 
@@ -520,7 +542,8 @@ impl<'s> Plan<'s> {
         }
         type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
         let mut heap: BinaryHeap<Key> = BinaryHeap::new();
-        let mut window = Window::new(self.session.max_in_flight);
+        let total = self.ops.iter().filter(|o| !matches!(o.task, Some(Task::Ready))).count();
+        let mut window = Window::new(self.session.max_in_flight, total, self.session.progress.clone());
         let mut done = VecDeque::new();
         for i in 0..self.ops.len() {
             if matches!(self.ops[i].task, Some(Task::Ready)) {
@@ -555,6 +578,10 @@ impl<'s> Plan<'s> {
                 }
             }
             done.push_back(i);
+        }
+        // Callers wait for the results anyway; finishing here makes progress reach 100%.
+        if self.session.progress.is_some() {
+            window.drain();
         }
         targets.iter().map(|&t| self.ops[t].out.clone().expect("every target is submitted")).collect()
     }
@@ -903,18 +930,38 @@ struct Window {
     max: usize,
     /// One waiter per task in flight, oldest first.
     waiters: VecDeque<Box<dyn FnOnce()>>,
+    /// Tasks seen finished, and the run's size, for progress reports.
+    done: usize,
+    total: usize,
+    progress: Option<Arc<ProgressFn>>,
 }
 
 impl Window {
-    fn new(max: usize) -> Self {
-        Window { max: max.max(1), waiters: VecDeque::new() }
+    fn new(max: usize, total: usize, progress: Option<Arc<ProgressFn>>) -> Self {
+        Window { max: max.max(1), waiters: VecDeque::new(), done: 0, total, progress }
+    }
+
+    /// Waits for the oldest task in flight.
+    fn wait_oldest(&mut self) {
+        if let Some(wait) = self.waiters.pop_front() {
+            wait();
+            self.done += 1;
+            if let Some(f) = &self.progress {
+                f(Progress { done: self.done, total: self.total });
+            }
+        }
+    }
+
+    /// Waits for every task in flight.
+    fn drain(&mut self) {
+        while !self.waiters.is_empty() {
+            self.wait_oldest();
+        }
     }
 
     fn admit<T: 'static>(&mut self, r: &ObjectRef<T>) {
         while self.waiters.len() >= self.max {
-            if let Some(wait) = self.waiters.pop_front() {
-                wait();
-            }
+            self.wait_oldest();
         }
         let r = r.clone();
         self.waiters.push_back(Box::new(move || {
@@ -1011,6 +1058,13 @@ impl Session {
     /// Partials combined by one task of a tree reduction (at least 2).
     pub fn combine_size(mut self, n: usize) -> Self {
         self.combine_size = n.max(2);
+        self
+    }
+
+    /// Calls `f` as chunk tasks finish (for a progress bar). A computation with boolean
+    /// masks runs in several rounds, each reported from zero.
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
         self
     }
 

@@ -34,7 +34,7 @@ mod linalg;
 mod tensor;
 
 pub use data::{Chunk, DType, Elem, Scalar};
-pub use exec::{ReduceSpec, Session, scalar};
+pub use exec::{Progress, ReduceSpec, Session, scalar};
 
 /// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
 /// single-threaded), exposed for benchmarks.

@@ -775,6 +775,18 @@ macro_rules! ops {
                 (&self).$method(&rhs)
             }
         }
+        impl std::ops::$trait<&Tensor> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                (&self).$method(rhs)
+            }
+        }
+        impl std::ops::$trait<Tensor> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                self.$method(&rhs)
+            }
+        }
         impl std::ops::$trait<f64> for &Tensor {
             type Output = Tensor;
             fn $method(self, rhs: f64) -> Tensor {
