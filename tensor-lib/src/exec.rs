@@ -28,8 +28,8 @@ use ares::ObjectRef;
 use ndarray::{ArrayD, IxDyn};
 
 use crate::data::{Chunk, DType, Elem, Scalar, numel};
-use crate::kernel::{Node, Partial, Program, ReduceOp};
-use crate::tensor::{Op, Result, Tensor, TensorError, grid_indices, squeeze_chunks};
+use crate::kernel::{BinOp, LinOp, Node, Partial, Program, ReduceOp};
+use crate::tensor::{Factor, Op, Result, Tensor, TensorError, grid_indices, squeeze_chunks};
 
 /// Where tensors are computed, with the scheduling settings. Chunks computed in one
 /// session are not seen by another.
@@ -274,6 +274,19 @@ struct Plan<'s> {
     /// Tensors tiled into chunk operations, by node address (the graph keeps them alive).
     tiled: HashMap<usize, Arc<Vec<Src>>>,
     depths: HashMap<usize, u32>,
+    /// TSQR stages per factored tensor, shared by its `Q`, `R`, `U`, `S` and `Vᵀ`.
+    tsqr: HashMap<usize, Tsqr>,
+}
+
+/// The shared stages of a TSQR: per row chunk `[Qᵢ; Rᵢ]`, then `[Q₂; R]` of the stacked
+/// `Rᵢ`, and (for the SVD) `[U_R; S; Vᵀ]` of `R`.
+#[derive(Clone)]
+struct Tsqr {
+    stacks: Vec<usize>,
+    s2: usize,
+    svd: Option<usize>,
+    rows: Vec<u64>,
+    n: u64,
 }
 
 fn key(t: &Tensor) -> usize {
@@ -315,7 +328,7 @@ fn cache(session: &Session, t: &Tensor, refs: Arc<Vec<ObjectRef<Chunk>>>) {
 
 impl<'s> Plan<'s> {
     fn new(session: &'s Session) -> Self {
-        Plan { session, ops: Vec::new(), tiled: HashMap::new(), depths: HashMap::new() }
+        Plan { session, ops: Vec::new(), tiled: HashMap::new(), depths: HashMap::new(), tsqr: HashMap::new() }
     }
 
     fn add(&mut self, task: Task, inputs: Vec<usize>, depth: u32, level: u32, size: u64) -> usize {
@@ -379,6 +392,8 @@ impl<'s> Plan<'s> {
             }
             Op::Reduce { op, axes, keepdims, x } => self.tile_reduce(t, *op, axes, *keepdims, x, depth),
             Op::MatMul(a, b) => self.tile_matmul(t, a, b, depth),
+            Op::Factor(x, f) => self.tile_factor(t, x, *f, depth),
+            Op::Solve(a, b) => self.tile_solve(a, b, depth),
             Op::Mask(x, m) => {
                 let mut out = Vec::new();
                 for g in grid_indices(x.chunks()) {
@@ -524,6 +539,223 @@ impl<'s> Plan<'s> {
             }
         }
         Ok(out.into_iter().map(|s| s.expect("every block is computed")).collect())
+    }
+
+    /// One chunk task whose program `build` writes (its last node is the result).
+    fn program(
+        &mut self,
+        depth: u32,
+        level: u32,
+        build: impl FnOnce(&mut Builder<'_, 's>) -> Result<u32>,
+    ) -> Result<usize> {
+        let mut b = Builder::new(self);
+        build(&mut b)?;
+        let (p, inputs) = b.finish();
+        let size = p.shapes.last().map_or(0, |s| numel(s) as u64 * 8);
+        Ok(self.add(Task::Map(p), inputs, depth, level, size))
+    }
+
+    fn stages(&mut self, x: &Tensor, svd: bool, depth: u32) -> Result<Tsqr> {
+        let mut st = match self.tsqr.get(&key(x)) {
+            Some(st) => st.clone(),
+            None => {
+                let (rows, n, dt) = (x.chunks()[0].clone(), x.shape()[1], x.dtype());
+                let mut stacks = Vec::with_capacity(rows.len());
+                for (i, &m) in rows.iter().enumerate() {
+                    stacks.push(self.program(depth, 0, |b| {
+                        let xi = b.emit(x, &[i, 0])?;
+                        Ok(b.lin(LinOp::QrStack, &[xi], vec![m + n, n], dt))
+                    })?);
+                }
+                let p = rows.len() as u64;
+                let s2 = self.program(depth, 1, |b| {
+                    let mut parts = Vec::new();
+                    let mut offsets = Vec::new();
+                    for (i, (&op, &m)) in stacks.iter().zip(&rows).enumerate() {
+                        let si = b.input(Src { op, t: false }, vec![m + n, n], dt);
+                        parts.push(b.rows(si, m, m + n));
+                        offsets.push(vec![i as u64 * n, 0]);
+                    }
+                    let all = b.push(Node::Assemble { parts, offsets }, vec![p * n, n], dt);
+                    Ok(b.lin(LinOp::QrStack, &[all], vec![p * n + n, n], dt))
+                })?;
+                Tsqr { stacks, s2, svd: None, rows, n }
+            }
+        };
+        if svd && st.svd.is_none() {
+            let (n, p, dt, s2) = (st.n, st.rows.len() as u64, x.dtype(), st.s2);
+            st.svd = Some(self.program(depth, 2, |b| {
+                let all = b.input(Src { op: s2, t: false }, vec![p * n + n, n], dt);
+                let r = b.rows(all, p * n, p * n + n);
+                Ok(b.lin(LinOp::SvdPack, &[r], vec![2 * n + 1, n], dt))
+            })?);
+        }
+        self.tsqr.insert(key(x), st.clone());
+        Ok(st)
+    }
+
+    /// TSQR (Benson, Gleich and Demmel's tall-skinny QR) and the SVD through it.
+    fn tile_factor(&mut self, t: &Tensor, x: &Tensor, f: Factor, depth: u32) -> Result<Vec<Src>> {
+        if f == Factor::L {
+            return self.tile_cholesky(x, depth);
+        }
+        let st = self.stages(x, matches!(f, Factor::U | Factor::S | Factor::Vt), depth)?;
+        let (n, p, dt) = (st.n, st.rows.len() as u64, t.dtype());
+        let src = |op: usize| Src { op, t: false };
+        let one = |op: usize| vec![Src { op, t: false }];
+        Ok(match f {
+            Factor::Q | Factor::U => {
+                let mut out = Vec::with_capacity(st.rows.len());
+                for (i, (&stack, &m)) in st.stacks.iter().zip(&st.rows).enumerate() {
+                    let op = self.program(depth, 3, |b| {
+                        let si = b.input(src(stack), vec![m + n, n], dt);
+                        let qi = b.rows(si, 0, m);
+                        let all = b.input(src(st.s2), vec![p * n + n, n], dt);
+                        let q2 = b.rows(all, i as u64 * n, (i as u64 + 1) * n);
+                        let q = b.lin(LinOp::MatMul { ta: false, tb: false }, &[qi, q2], vec![m, n], dt);
+                        if f == Factor::Q {
+                            return Ok(q);
+                        }
+                        let svd = b.input(src(st.svd.expect("computed for U")), vec![2 * n + 1, n], dt);
+                        let ur = b.rows(svd, 0, n);
+                        Ok(b.lin(LinOp::MatMul { ta: false, tb: false }, &[q, ur], vec![m, n], dt))
+                    })?;
+                    out.push(src(op));
+                }
+                out
+            }
+            Factor::R => one(self.program(depth, 3, |b| {
+                let all = b.input(src(st.s2), vec![p * n + n, n], dt);
+                Ok(b.rows(all, p * n, p * n + n))
+            })?),
+            Factor::S => one(self.program(depth, 3, |b| {
+                let svd = b.input(src(st.svd.expect("computed")), vec![2 * n + 1, n], dt);
+                let s = b.rows(svd, n, n + 1);
+                Ok(b.push(Node::Reshape { x: s }, vec![n], dt))
+            })?),
+            Factor::Vt => one(self.program(depth, 3, |b| {
+                let svd = b.input(src(st.svd.expect("computed")), vec![2 * n + 1, n], dt);
+                Ok(b.rows(svd, n + 1, 2 * n + 1))
+            })?),
+            Factor::L => unreachable!("handled above"),
+        })
+    }
+
+    /// Right-looking blocked Cholesky over square blocks: factor the diagonal block, solve
+    /// the blocks below it, update the trailing lower triangle, repeat.
+    fn tile_cholesky(&mut self, x: &Tensor, depth: u32) -> Result<Vec<Src>> {
+        let sizes = x.chunks()[0].clone();
+        let p = sizes.len();
+        let dt = x.dtype();
+        let blocks = self.tile(x)?;
+        let src = |op: usize| Src { op, t: false };
+        // Current value of each lower block (i ≥ j), then its factor.
+        let mut a: Vec<Vec<Src>> = (0..p).map(|i| (0..p).map(|j| blocks[i * p + j]).collect()).collect();
+        for k in 0..p {
+            let level = 2 * k as u32;
+            let bk = sizes[k];
+            let akk = a[k][k];
+            let lkk = self.program(depth, level + 1, |b| {
+                let x = b.input(akk, vec![bk, bk], dt);
+                Ok(b.lin(LinOp::Cholesky, &[x], vec![bk, bk], dt))
+            })?;
+            a[k][k] = src(lkk);
+            for i in k + 1..p {
+                let (aik, bi) = (a[i][k], sizes[i]);
+                let lik = self.program(depth, level + 1, |b| {
+                    let x = b.input(aik, vec![bi, bk], dt);
+                    let l = b.input(src(lkk), vec![bk, bk], dt);
+                    Ok(b.lin(LinOp::SolveLowerT, &[x, l], vec![bi, bk], dt))
+                })?;
+                a[i][k] = src(lik);
+            }
+            for i in k + 1..p {
+                for j in k + 1..=i {
+                    let (aij, lik, ljk) = (a[i][j], a[i][k], a[j][k]);
+                    let (bi, bj) = (sizes[i], sizes[j]);
+                    let upd = self.program(depth, level + 2, |b| {
+                        let x = b.input(aij, vec![bi, bj], dt);
+                        let li = b.input(lik, vec![bi, bk], dt);
+                        let lj = b.input(ljk, vec![bj, bk], dt);
+                        let prod = b.lin(LinOp::MatMul { ta: false, tb: true }, &[li, lj], vec![bi, bj], dt);
+                        Ok(b.push(Node::Binary { op: BinOp::Sub, a: x, b: prod }, vec![bi, bj], dt))
+                    })?;
+                    a[i][j] = src(upd);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(p * p);
+        for (i, row) in a.iter().enumerate() {
+            for (j, &blk) in row.iter().enumerate() {
+                if j <= i {
+                    out.push(blk);
+                } else {
+                    let shape = vec![sizes[i], sizes[j]];
+                    out.push(src(self.program(depth, 0, |b| Ok(b.push(Node::Const(Scalar::F64(0.0)), shape, dt)))?));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// LU with partial pivoting over column panels of `a` (each panel one task, so the
+    /// pivot search sees whole columns), `b` carried along as one more panel, then back
+    /// substitution by row blocks.
+    fn tile_solve(&mut self, a: &Tensor, b: &Tensor, depth: u32) -> Result<Vec<Src>> {
+        let n = a.shape()[0];
+        let widths = a.chunks()[1].clone();
+        let k = b.shape()[1];
+        let dt = DType::promote(a.dtype(), b.dtype());
+        let panels = a.rechunk_to(vec![vec![n], widths.clone()]);
+        let rhs = b.rechunk_to(vec![vec![n], vec![k]]);
+        let mut cur: Vec<(Src, u64)> = self.tile(&panels)?.iter().copied().zip(widths.iter().copied()).collect();
+        cur.push((self.tile(&rhs)?[0], k));
+        let src = |op: usize| Src { op, t: false };
+        let p = widths.len();
+        let row0: Vec<u64> = widths.iter().scan(0, |acc, &w| Some(std::mem::replace(acc, *acc + w))).collect();
+        let mut fact = Vec::with_capacity(p);
+        for s in 0..p {
+            let (panel, w) = cur[s];
+            let r0 = row0[s];
+            let f = self.program(depth, 2 * s as u32 + 1, |bl| {
+                let x = bl.input(panel, vec![n, w], dt);
+                Ok(bl.lin(LinOp::LuPanel { row0: r0 as u32 }, &[x], vec![n, w + 1], dt))
+            })?;
+            fact.push((f, w));
+            for slot in cur.iter_mut().skip(s + 1) {
+                let (pj, wj) = *slot;
+                let upd = self.program(depth, 2 * s as u32 + 2, |bl| {
+                    let fx = bl.input(src(f), vec![n, w + 1], dt);
+                    let x = bl.input(pj, vec![n, wj], dt);
+                    Ok(bl.lin(LinOp::LuApply { row0: r0 as u32 }, &[fx, x], vec![n, wj], dt))
+                })?;
+                *slot = (src(upd), wj);
+            }
+        }
+        let rhs = cur[p].0;
+        let mut x: Vec<Option<usize>> = vec![None; p];
+        let level0 = 2 * p as u32 + 1;
+        for s in (0..p).rev() {
+            let (r0, w) = (row0[s], widths[s]);
+            let xs = &x;
+            let op = self.program(depth, level0 + (p - s) as u32, |bl| {
+                let f = bl.input(src(fact[s].0), vec![n, w + 1], dt);
+                let u = bl.block(f, r0, r0 + w, 0, w);
+                let bx = bl.input(rhs, vec![n, k], dt);
+                let mut acc = bl.rows(bx, r0, r0 + w);
+                for j in s + 1..p {
+                    let wj = widths[j];
+                    let fj = bl.input(src(fact[j].0), vec![n, wj + 1], dt);
+                    let ukj = bl.block(fj, r0, r0 + w, 0, wj);
+                    let xj = bl.input(src(xs[j].expect("solved before")), vec![wj, k], dt);
+                    let prod = bl.lin(LinOp::MatMul { ta: false, tb: false }, &[ukj, xj], vec![w, k], dt);
+                    acc = bl.push(Node::Binary { op: BinOp::Sub, a: acc, b: prod }, vec![w, k], dt);
+                }
+                Ok(bl.lin(LinOp::SolveUpper, &[u, acc], vec![w, k], dt))
+            })?;
+            x[s] = Some(op);
+        }
+        Ok(x.into_iter().map(|o| src(o.expect("every block is solved"))).collect())
     }
 
     /// Runs the graph depth-first with at most `max_in_flight` tasks in flight; returns
@@ -768,7 +1000,9 @@ impl<'p, 's> Builder<'p, 's> {
                 unreachable!("the grid covers the operands")
             }
             Op::Reshape(x, _) => self.emit_reshape(t, g, x)?,
-            Op::FromChunks(_) | Op::Reduce { .. } | Op::MatMul(..) | Op::Mask(..) => self.tiled(t, g)?,
+            Op::FromChunks(_) | Op::Reduce { .. } | Op::MatMul(..) | Op::Mask(..) | Op::Factor(..) | Op::Solve(..) => {
+                self.tiled(t, g)?
+            }
         })
     }
 
@@ -906,6 +1140,26 @@ impl<'p, 's> Builder<'p, 's> {
             _ => self.push(Node::Assemble { parts, offsets }, vec![hi - lo], x.dtype()),
         };
         Ok(self.push(Node::Reshape { x: joined }, shape, t.dtype()))
+    }
+
+    /// A dense operation on whole matrices.
+    fn lin(&mut self, op: LinOp, args: &[u32], shape: Vec<u64>, dtype: DType) -> u32 {
+        self.push(Node::Linalg { op, args: args.to_vec() }, shape, dtype)
+    }
+
+    /// Rows `lo..hi` of the matrix `x`.
+    fn rows(&mut self, x: u32, lo: u64, hi: u64) -> u32 {
+        let cols = self.shapes[x as usize][1];
+        self.block(x, lo, hi, 0, cols)
+    }
+
+    /// Rows `r0..r1`, columns `c0..c1` of the matrix `x`.
+    fn block(&mut self, x: u32, r0: u64, r1: u64, c0: u64, c1: u64) -> u32 {
+        if self.shapes[x as usize] == [r1 - r0, c1 - c0] {
+            return x;
+        }
+        let dtype = self.dtypes[x as usize];
+        self.push(Node::View { x, start: vec![r0, c0], step: vec![1, 1] }, vec![r1 - r0, c1 - c0], dtype)
     }
 
     fn finish(self) -> (Program, Vec<usize>) {

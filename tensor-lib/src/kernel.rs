@@ -10,6 +10,7 @@
 //! for a seed whatever the chunking and evaluation order.
 
 use crate::data::{Buf, Chunk, DType, Elem, Scalar, numel};
+pub use crate::linalg::LinOp;
 use crate::with_buf;
 
 /// Output elements evaluated at a time: a few node buffers of this size stay in L1/L2.
@@ -257,6 +258,13 @@ pub enum Node {
         /// Mask (same shape).
         m: u32,
     },
+    /// A dense linear-algebra operation on whole matrices (float64 inside).
+    Linalg {
+        /// Which.
+        op: LinOp,
+        /// Operands.
+        args: Vec<u32>,
+    },
     /// Reduction of `x` over its last axis.
     ReduceLast {
         /// Which.
@@ -286,6 +294,12 @@ pub enum KernelError {
         /// Which input.
         arg: u32,
         /// What is wrong.
+        reason: String,
+    },
+    /// A numeric failure (a singular matrix, one that is not positive definite).
+    #[error("{reason}")]
+    Numeric {
+        /// What failed, and the fix.
         reason: String,
     },
     /// A node refers to a later node or has an impossible shape.
@@ -850,6 +864,7 @@ impl<'a> Eval<'a> {
                 | Node::Reshape { x }
                 | Node::ReduceLast { x, .. } => std::slice::from_ref(x),
                 Node::Assemble { parts, .. } => parts,
+                Node::Linalg { args, .. } => args,
                 Node::Compress { x, m } => &[*x, *m],
                 Node::Binary { a, b, .. } => &[*a, *b],
                 Node::Where { c, a, b } => &[*c, *a, *b],
@@ -1084,6 +1099,37 @@ impl<'a> Eval<'a> {
                     });
                 }
                 self.eval(x, s, e)?.cast(dtype)
+            }
+            Node::Linalg { op, args } => {
+                if self.whole[n].is_none() {
+                    let mut dense = Vec::with_capacity(args.len());
+                    for &a in args {
+                        let a = check(a)?;
+                        let sh = self.p.shapes[a].clone();
+                        let Buf::F64(v) = self.whole_of(a)?.clone().cast(DType::F64) else { unreachable!("cast") };
+                        let (rows, cols) = match sh[..] {
+                            [r, c] => (r as usize, c as usize),
+                            _ => {
+                                return Err(KernelError::Malformed {
+                                    node: n,
+                                    reason: format!("{sh:?} is not a matrix"),
+                                });
+                            }
+                        };
+                        dense.push(crate::linalg::Dense::new(rows, cols, v));
+                    }
+                    let shapes: Vec<&[u64]> = args.iter().map(|&a| &self.p.shapes[a as usize][..]).collect();
+                    let want = op.shape(&shapes).map_err(|reason| KernelError::Malformed { node: n, reason })?;
+                    if &want != shape {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("{op:?} makes {want:?}, not {shape:?}"),
+                        });
+                    }
+                    let out = op.run(&dense).map_err(|reason| KernelError::Numeric { reason })?;
+                    self.whole[n] = Some(Buf::F64(out.v).cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
             }
             Node::Compress { .. } => {
                 return Err(KernelError::Malformed { node: n, reason: "a compress must be the program's root".into() });

@@ -43,6 +43,6 @@ pub fn chunk_matmul(a: Chunk, b: Chunk) -> Chunk {
 }
 pub use kernel::ReduceOp;
 pub use tensor::{
-    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, full, linspace, ones, random,
-    stack, where_, zeros,
+    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, full, inner, linspace, ones,
+    random, solve, stack, tensordot, where_, zeros,
 };

@@ -71,3 +71,372 @@ pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
     }
     if single { run!(f32, F32) } else { run!(f64, F64) }
 }
+
+/// A dense row-major float64 matrix, the operand of the decompositions below.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Dense {
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) v: Vec<f64>,
+}
+
+impl Dense {
+    pub(crate) fn new(rows: usize, cols: usize, v: Vec<f64>) -> Self {
+        debug_assert_eq!(v.len(), rows * cols);
+        Dense { rows, cols, v }
+    }
+
+    fn mat(&self) -> MatRef<'_, f64> {
+        view(&self.v, self.rows, self.cols, false)
+    }
+
+    fn from_mat(m: MatRef<'_, f64>) -> Self {
+        let (rows, cols) = (m.nrows(), m.ncols());
+        let mut v = Vec::with_capacity(rows * cols);
+        for i in 0..rows {
+            for j in 0..cols {
+                v.push(m[(i, j)]);
+            }
+        }
+        Dense { rows, cols, v }
+    }
+
+    fn owned(&self) -> faer::Mat<f64> {
+        self.mat().to_owned()
+    }
+
+    fn rows_of(&self, lo: usize, hi: usize) -> Dense {
+        Dense::new(hi - lo, self.cols, self.v[lo * self.cols..hi * self.cols].to_vec())
+    }
+
+    fn set_rows(&mut self, lo: usize, part: &Dense) {
+        self.v[lo * self.cols..lo * self.cols + part.v.len()].copy_from_slice(&part.v);
+    }
+
+    /// The leading `cols` columns.
+    fn left(&self, cols: usize) -> Dense {
+        let v = (0..self.rows).flat_map(|i| self.v[i * self.cols..i * self.cols + cols].iter().copied()).collect();
+        Dense::new(self.rows, cols, v)
+    }
+
+    fn stack(parts: &[Dense]) -> Dense {
+        let cols = parts[0].cols;
+        Dense::new(parts.iter().map(|p| p.rows).sum(), cols, parts.iter().flat_map(|p| p.v.iter().copied()).collect())
+    }
+}
+
+fn product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Dense {
+    let mut out = faer::Mat::<f64>::zeros(a.nrows(), b.ncols());
+    faer::linalg::matmul::matmul(out.as_mut(), Accum::Replace, a, b, 1.0, Par::Seq);
+    Dense::from_mat(out.as_ref())
+}
+
+/// A dense operation of a chunk program, on whole operands.
+#[derive(Clone, Copy, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum LinOp {
+    /// `a · b`, each optionally transposed.
+    MatMul {
+        /// Transpose `a`.
+        ta: bool,
+        /// Transpose `b`.
+        tb: bool,
+    },
+    /// The lower Cholesky factor of a symmetric positive-definite `a`.
+    Cholesky,
+    /// `x` with `x · lᵀ = b`, for `[b, l]` with `l` lower triangular.
+    SolveLowerT,
+    /// LU with partial pivoting of rows `row0..` of a column panel `[p]` (`n × w`): rows
+    /// `row0..row0+w` hold `U` and the unit-lower `L` of the diagonal block, the rows below
+    /// the rest of `L`; one more column holds, for each row from `row0`, the panel row
+    /// (relative to `row0`) it came from.
+    LuPanel {
+        /// First row of the factored part.
+        row0: u32,
+    },
+    /// Applies a factored panel `[f, p]` to a panel `p` to its right: permutes rows
+    /// `row0..`, solves the diagonal block's rows with `L`, and subtracts `L · U` below.
+    LuApply {
+        /// First row of the factored part.
+        row0: u32,
+    },
+    /// `x` with `u · x = b`, for `[u, b]` with `u` upper triangular (below ignored).
+    SolveUpper,
+    /// Thin QR of a tall `a` (`m × n`, `m ≥ n`): `[Q; R]`, `(m + n) × n`.
+    QrStack,
+    /// Thin SVD of a square `a` (`n × n`): `[U; S as one row; Vᵀ]`, `(2n + 1) × n`.
+    SvdPack,
+}
+
+impl LinOp {
+    /// Shape of the result for operands of `shapes`, or why they do not fit.
+    pub(crate) fn shape(&self, shapes: &[&[u64]]) -> Result<Vec<u64>, String> {
+        let two = |i: usize| -> Result<(u64, u64), String> {
+            match shapes.get(i) {
+                Some([r, c]) => Ok((*r, *c)),
+                Some(s) => Err(format!("operand {i} of shape {s:?} is not a matrix")),
+                None => Err(format!("operand {i} is missing")),
+            }
+        };
+        let want = |n: usize| if shapes.len() == n { Ok(()) } else { Err(format!("takes {n} operands")) };
+        Ok(match *self {
+            LinOp::MatMul { ta, tb } => {
+                want(2)?;
+                let (a, b) = (two(0)?, two(1)?);
+                let (m, k) = if ta { (a.1, a.0) } else { a };
+                let (k2, n) = if tb { (b.1, b.0) } else { b };
+                if k != k2 {
+                    return Err(format!("{a:?} and {b:?} do not conform"));
+                }
+                vec![m, n]
+            }
+            LinOp::Cholesky => {
+                want(1)?;
+                let (r, c) = two(0)?;
+                if r != c {
+                    return Err(format!("{r}×{c} is not square"));
+                }
+                vec![r, c]
+            }
+            LinOp::SolveLowerT => {
+                want(2)?;
+                let (b, l) = (two(0)?, two(1)?);
+                if l.0 != l.1 || b.1 != l.0 {
+                    return Err(format!("{b:?} by {l:?}"));
+                }
+                vec![b.0, b.1]
+            }
+            LinOp::LuPanel { row0 } => {
+                want(1)?;
+                let (n, w) = two(0)?;
+                if n < row0 as u64 + w {
+                    return Err(format!("panel {n}×{w} has no {w} rows from {row0}"));
+                }
+                vec![n, w + 1]
+            }
+            LinOp::LuApply { row0 } => {
+                want(2)?;
+                let (f, p) = (two(0)?, two(1)?);
+                if f.0 != p.0 || f.0 < row0 as u64 + f.1 - 1 {
+                    return Err(format!("factored panel {f:?} against {p:?} from row {row0}"));
+                }
+                vec![p.0, p.1]
+            }
+            LinOp::SolveUpper => {
+                want(2)?;
+                let (u, b) = (two(0)?, two(1)?);
+                if u.0 != u.1 || b.0 != u.0 {
+                    return Err(format!("{u:?} by {b:?}"));
+                }
+                vec![b.0, b.1]
+            }
+            LinOp::QrStack => {
+                want(1)?;
+                let (m, n) = two(0)?;
+                if m < n {
+                    return Err(format!("{m}×{n} has fewer rows than columns"));
+                }
+                vec![m + n, n]
+            }
+            LinOp::SvdPack => {
+                want(1)?;
+                let (r, c) = two(0)?;
+                if r != c {
+                    return Err(format!("{r}×{c} is not square"));
+                }
+                vec![2 * r + 1, c]
+            }
+        })
+    }
+
+    /// Runs the operation; the error names a numeric failure (a matrix that is singular or
+    /// not positive definite).
+    pub(crate) fn run(&self, args: &[Dense]) -> Result<Dense, String> {
+        use faer::linalg::triangular_solve as tri;
+        Ok(match *self {
+            LinOp::MatMul { ta, tb } => {
+                let (a, b) = (args[0].mat(), args[1].mat());
+                product(if ta { a.transpose() } else { a }, if tb { b.transpose() } else { b })
+            }
+            LinOp::Cholesky => {
+                let llt = args[0].mat().llt(faer::Side::Lower).map_err(|_| {
+                    "cholesky: the matrix is not positive definite (check that it is symmetric with a positive spectrum)"
+                        .to_string()
+                })?;
+                let l = llt.L();
+                let n = l.nrows();
+                let mut d = Dense::from_mat(l);
+                for i in 0..n {
+                    for j in i + 1..n {
+                        d.v[i * n + j] = 0.0;
+                    }
+                }
+                d
+            }
+            LinOp::SolveLowerT => {
+                // x · lᵀ = b  ⇔  l · xᵀ = bᵀ.
+                let mut rhs = args[0].mat().transpose().to_owned();
+                tri::solve_lower_triangular_in_place(args[1].mat(), rhs.as_mut(), Par::Seq);
+                Dense::from_mat(rhs.as_ref().transpose())
+            }
+            LinOp::LuPanel { row0 } => {
+                let p = &args[0];
+                let (n, w, r0) = (p.rows, p.cols, row0 as usize);
+                let sub = p.rows_of(r0, n);
+                let lu = sub.mat().partial_piv_lu();
+                let (l, u) = (lu.L(), lu.U());
+                let fwd = lu.P().arrays().0;
+                for k in 0..w {
+                    if u[(k, k)] == 0.0 || !u[(k, k)].is_finite() {
+                        return Err("solve: the matrix is singular".into());
+                    }
+                }
+                let mut out = Dense::new(n, w + 1, vec![0.0; n * (w + 1)]);
+                for i in 0..n {
+                    for j in 0..w {
+                        out.v[i * (w + 1) + j] = p.v[i * w + j];
+                    }
+                    out.v[i * (w + 1) + w] = i as f64;
+                }
+                for i in 0..n - r0 {
+                    for j in 0..w {
+                        let v = if i <= j && i < w { u[(i, j)] } else { l[(i, j)] };
+                        out.v[(r0 + i) * (w + 1) + j] = v;
+                    }
+                    out.v[(r0 + i) * (w + 1) + w] = fwd[i] as f64;
+                }
+                out
+            }
+            LinOp::LuApply { row0 } => {
+                let (f, p) = (&args[0], &args[1]);
+                let (n, w, r0) = (f.rows, f.cols - 1, row0 as usize);
+                let mut out = p.clone();
+                for i in r0..n {
+                    let src = r0 + f.v[i * f.cols + w] as usize;
+                    out.v[i * p.cols..(i + 1) * p.cols].copy_from_slice(&p.v[src * p.cols..(src + 1) * p.cols]);
+                }
+                let fl = f.left(w);
+                let lkk = fl.rows_of(r0, r0 + w);
+                let mut top = out.rows_of(r0, r0 + w).owned();
+                tri::solve_unit_lower_triangular_in_place(lkk.mat(), top.as_mut(), Par::Seq);
+                let top = Dense::from_mat(top.as_ref());
+                out.set_rows(r0, &top);
+                if r0 + w < n {
+                    let below = fl.rows_of(r0 + w, n);
+                    let mut rest = out.rows_of(r0 + w, n).owned();
+                    faer::linalg::matmul::matmul(rest.as_mut(), Accum::Add, below.mat(), top.mat(), -1.0, Par::Seq);
+                    out.set_rows(r0 + w, &Dense::from_mat(rest.as_ref()));
+                }
+                out
+            }
+            LinOp::SolveUpper => {
+                let u = &args[0];
+                if (0..u.rows).any(|i| u.v[i * u.cols + i] == 0.0) {
+                    return Err("solve: the matrix is singular".into());
+                }
+                let mut rhs = args[1].owned();
+                tri::solve_upper_triangular_in_place(u.mat(), rhs.as_mut(), Par::Seq);
+                Dense::from_mat(rhs.as_ref())
+            }
+            LinOp::QrStack => {
+                let qr = args[0].mat().qr();
+                let q = Dense::from_mat(qr.compute_thin_Q().as_ref());
+                let r = Dense::from_mat(qr.thin_R());
+                Dense::stack(&[q, r])
+            }
+            LinOp::SvdPack => {
+                let svd = args[0].mat().thin_svd().map_err(|e| format!("svd did not converge: {e:?}"))?;
+                let u = Dense::from_mat(svd.U());
+                let n = u.cols;
+                let s = Dense::new(1, n, (0..n).map(|i| svd.S().column_vector()[i]).collect());
+                let vt = Dense::from_mat(svd.V().transpose());
+                Dense::stack(&[u, s, vt])
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(rows: usize, cols: usize, f: impl Fn(usize, usize) -> f64) -> Dense {
+        Dense::new(rows, cols, (0..rows * cols).map(|k| f(k / cols, k % cols)).collect())
+    }
+
+    fn mul(a: &Dense, b: &Dense) -> Dense {
+        LinOp::MatMul { ta: false, tb: false }.run(&[a.clone(), b.clone()]).unwrap()
+    }
+
+    fn near(a: &Dense, b: &Dense) {
+        assert_eq!((a.rows, a.cols), (b.rows, b.cols));
+        for (x, y) in a.v.iter().zip(&b.v) {
+            assert!((x - y).abs() < 1e-9 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+
+    fn pseudo(i: usize, j: usize) -> f64 {
+        (((i * 31 + j * 17) * 2654435761) % 1000) as f64 / 500.0 - 1.0
+    }
+
+    #[test]
+    fn a_panel_factored_and_applied_reproduces_the_permuted_matrix() {
+        // One panel step of a 6×6 matrix with a 2-wide panel at row 2, and the block to
+        // its right: P·A = L·U on rows 2.., column by column.
+        let a = m(6, 2, pseudo);
+        let f = LinOp::LuPanel { row0: 2 }.run(std::slice::from_ref(&a)).unwrap();
+        let rest = m(6, 3, |i, j| pseudo(i + 7, j));
+        let applied = LinOp::LuApply { row0: 2 }.run(&[f.clone(), rest.clone()]).unwrap();
+        // Rebuild L (4×2 unit lower) and U (2×2) from the packed panel.
+        let l = m(4, 2, |i, j| {
+            if i == j {
+                1.0
+            } else if i > j {
+                f.v[(2 + i) * 3 + j]
+            } else {
+                0.0
+            }
+        });
+        let u = m(2, 2, |i, j| if j >= i { f.v[(2 + i) * 3 + j] } else { 0.0 });
+        let perm: Vec<usize> = (0..4).map(|i| f.v[(2 + i) * 3 + 2] as usize).collect();
+        let pa = m(4, 2, |i, j| a.v[(2 + perm[i]) * 2 + j]);
+        near(&mul(&l, &u), &pa);
+        // The block to the right: its top rows are L₁₁⁻¹·(P·B)₁, the rest (P·B)₂ − L₂₁·U₁₂.
+        let pb = m(4, 3, |i, j| rest.v[(2 + perm[i]) * 3 + j]);
+        let u12 = m(2, 3, |i, j| applied.v[(2 + i) * 3 + j]);
+        let s = m(2, 3, |i, j| applied.v[(4 + i) * 3 + j]);
+        let l_top = m(2, 2, |i, j| l.v[i * 2 + j]);
+        let l_bot = m(2, 2, |i, j| l.v[(2 + i) * 2 + j]);
+        near(&mul(&l_top, &u12), &m(2, 3, |i, j| pb.v[i * 3 + j]));
+        let lu = mul(&l_bot, &u12);
+        near(&m(2, 3, |i, j| s.v[i * 3 + j] + lu.v[i * 3 + j]), &m(2, 3, |i, j| pb.v[(2 + i) * 3 + j]));
+        // Rows above row0 are untouched.
+        assert_eq!(&applied.v[..6], &rest.v[..6]);
+    }
+
+    #[test]
+    fn qr_svd_cholesky_and_triangular_solves_invert_their_products() {
+        let a = m(7, 3, pseudo);
+        let qr = LinOp::QrStack.run(std::slice::from_ref(&a)).unwrap();
+        let (q, r) = (qr.rows_of(0, 7), qr.rows_of(7, 10));
+        near(&mul(&q, &r), &a);
+        let sq = m(3, 3, |i, j| pseudo(i, j) + if i == j { 4.0 } else { 0.0 });
+        let svd = LinOp::SvdPack.run(std::slice::from_ref(&sq)).unwrap();
+        let (u, s, vt) = (svd.rows_of(0, 3), svd.rows_of(3, 4), svd.rows_of(4, 7));
+        let us = m(3, 3, |i, j| u.v[i * 3 + j] * s.v[j]);
+        near(&mul(&us, &vt), &sq);
+        let spd = LinOp::MatMul { ta: false, tb: true }.run(&[sq.clone(), sq.clone()]).unwrap();
+        let l = LinOp::Cholesky.run(std::slice::from_ref(&spd)).unwrap();
+        near(&LinOp::MatMul { ta: false, tb: true }.run(&[l.clone(), l.clone()]).unwrap(), &spd);
+        let b = m(2, 3, |i, j| pseudo(i + 3, j));
+        let x = LinOp::SolveLowerT.run(&[b.clone(), l.clone()]).unwrap();
+        near(&LinOp::MatMul { ta: false, tb: true }.run(&[x, l.clone()]).unwrap(), &b);
+        let rhs = m(3, 2, |i, j| pseudo(j, i + 5));
+        let lt = m(3, 3, |i, j| l.v[j * 3 + i]);
+        let y = LinOp::SolveUpper.run(&[lt.clone(), rhs.clone()]).unwrap();
+        near(&mul(&lt, &y), &rhs);
+        let not_pd = m(2, 2, |i, j| if i == j { -1.0 } else { 0.0 });
+        assert!(LinOp::Cholesky.run(&[not_pd]).unwrap_err().contains("not positive definite"));
+        let singular = m(3, 1, |_, _| 0.0);
+        assert!(LinOp::LuPanel { row0: 0 }.run(&[singular]).unwrap_err().contains("singular"));
+    }
+}

@@ -53,3 +53,143 @@ fn blocked_products_match_ndarray() {
     assert!(matches!(ints.matmul(&ints), Err(TensorError::BadDType { .. })));
     ares::shutdown();
 }
+
+fn mat(a: &ArrayD<f64>) -> Array2<f64> {
+    a.view().into_dimensionality::<Ix2>().unwrap().to_owned()
+}
+
+fn near(a: &Array2<f64>, b: &Array2<f64>, tol: f64) {
+    assert_eq!(a.shape(), b.shape());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}\n{a}\n{b}");
+    }
+}
+
+/// A well-conditioned pseudo-random matrix (not the library's RNG).
+fn noise(r: usize, c: usize, salt: u64) -> Array2<f64> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        // splitmix64 of the position: no linear structure, so the matrix is well conditioned.
+        let mut z = (i as u64) << 32 ^ (j as u64) << 8 ^ salt;
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) as f64 / u64::MAX as f64 * 2.0 - 1.0
+    })
+}
+
+#[test]
+fn tsqr_and_its_svd_reconstruct_tall_skinny_matrices() {
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    // Row chunks of 9 (the last of 5), and of 8 with a last chunk (2) merged into the one
+    // before since it has fewer rows than columns.
+    for (m, n, rows) in [(50, 4, 9), (50, 7, 8), (6, 6, 2), (12, 1, 1)] {
+        let x = noise(m, n, m as u64);
+        let a = from_array(&x.clone().into_dyn(), &[rows, n]).unwrap();
+        let (q, r) = a.qr().unwrap();
+        let (qv, rv) = (mat(&q.fetch::<f64>(&s).unwrap()), mat(&r.fetch::<f64>(&s).unwrap()));
+        near(&qv.dot(&rv), &x, 1e-10);
+        near(&qv.t().dot(&qv), &Array2::eye(n), 1e-10);
+        for i in 0..n {
+            for j in 0..i {
+                assert_eq!(rv[(i, j)], 0.0, "R is upper triangular");
+            }
+        }
+        // Q · R in one expression (both factors from the same TSQR stages).
+        near(&mat(&q.matmul(&r).unwrap().fetch::<f64>(&s).unwrap()), &x, 1e-10);
+        let (u, sv, vt) = a.svd().unwrap();
+        let (uv, svv, vtv) =
+            (mat(&u.fetch::<f64>(&s).unwrap()), sv.fetch::<f64>(&s).unwrap(), mat(&vt.fetch::<f64>(&s).unwrap()));
+        let us = Array2::from_shape_fn((m, n), |(i, j)| uv[(i, j)] * svv[[j]]);
+        near(&us.dot(&vtv), &x, 1e-9);
+        near(&uv.t().dot(&uv), &Array2::eye(n), 1e-9);
+        assert!(svv.iter().zip(svv.iter().skip(1)).all(|(a, b)| a >= b && *b >= 0.0), "decreasing: {svv}");
+    }
+    let wide = from_array(&noise(3, 5, 1).into_dyn(), &[3, 5]).unwrap();
+    assert!(matches!(wide.qr(), Err(TensorError::BadMatrix { .. })));
+    ares::shutdown();
+}
+
+#[test]
+fn cholesky_solve_and_inv_match_their_definitions() {
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    for (n, c) in [(10, 3), (7, 7), (5, 1)] {
+        let m = noise(n, n, 3);
+        let spd = m.dot(&m.t()) + Array2::<f64>::eye(n) * n as f64;
+        let a = from_array(&spd.clone().into_dyn(), &[c, c]).unwrap();
+        let l = mat(&a.cholesky().unwrap().fetch::<f64>(&s).unwrap());
+        near(&l.dot(&l.t()), &spd, 1e-10);
+        assert!((0..n).all(|i| (i + 1..n).all(|j| l[(i, j)] == 0.0)), "L is lower triangular");
+
+        // A general matrix whose leading entries are zero: only pivoting solves it.
+        let mut g = noise(n, n, 5);
+        g[(0, 0)] = 0.0;
+        let ga = from_array(&g.clone().into_dyn(), &[c, c]).unwrap();
+        let bv = noise(n, 2, 9);
+        let b = from_array(&bv.clone().into_dyn(), &[c, 2]).unwrap();
+        let x = mat(&ares_tensor::solve(&ga, &b).unwrap().fetch::<f64>(&s).unwrap());
+        near(&g.dot(&x), &bv, 1e-8);
+        // A vector right-hand side keeps its shape.
+        let b1 = from_array(&bv.column(0).to_owned().into_dyn(), &[c]).unwrap();
+        let x1 = ares_tensor::solve(&ga, &b1).unwrap().fetch::<f64>(&s).unwrap();
+        assert_eq!(x1.shape(), &[n]);
+        near(
+            &g.dot(&x1.into_dimensionality::<ndarray::Ix1>().unwrap()).insert_axis(ndarray::Axis(1)),
+            &bv.slice(ndarray::s![.., 0..1]).to_owned(),
+            1e-8,
+        );
+        let inv = mat(&ga.inv().unwrap().fetch::<f64>(&s).unwrap());
+        near(&g.dot(&inv), &Array2::eye(n), 1e-8);
+    }
+    // Numeric failures name the problem.
+    let zeros = from_array(&Array2::<f64>::zeros((4, 4)).into_dyn(), &[2, 2]).unwrap();
+    let err = ares_tensor::solve(&zeros, &zeros).unwrap().fetch::<f64>(&s).unwrap_err().to_string();
+    assert!(err.contains("singular"), "{err}");
+    let neg = from_array(&(Array2::<f64>::eye(4) * -1.0).into_dyn(), &[2, 2]).unwrap();
+    let err = neg.cholesky().unwrap().fetch::<f64>(&s).unwrap_err().to_string();
+    assert!(err.contains("not positive definite"), "{err}");
+    assert!(matches!(
+        ares_tensor::solve(&zeros, &from_array(&Array2::<f64>::zeros((3, 1)).into_dyn(), &[3, 1]).unwrap()),
+        Err(TensorError::ShapeMismatch { .. })
+    ));
+    ares::shutdown();
+}
+
+#[test]
+fn inner_and_tensordot_match_explicit_sums() {
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    let (x, y) = (data(6, 5, 1), data(4, 5, 2));
+    let (a, b) = (from_array(&x, &[4, 2]).unwrap(), from_array(&y, &[3, 5]).unwrap());
+    let want = mat(&x).dot(&mat(&y).t());
+    near(&mat(&ares_tensor::inner(&a, &b).unwrap().fetch::<f64>(&s).unwrap()), &want, 1e-12);
+    let v: Vec<f64> = (0..9).map(|i| i as f64 - 4.0).collect();
+    let w: Vec<f64> = (0..9).map(|i| (i * i) as f64 / 3.0).collect();
+    let (va, wa) = (ndarray::Array1::from(v.clone()).into_dyn(), ndarray::Array1::from(w.clone()).into_dyn());
+    let dot = ares_tensor::inner(&from_array(&va, &[4]).unwrap(), &from_array(&wa, &[2]).unwrap()).unwrap();
+    assert!((s.scalar(&dot).unwrap() - v.iter().zip(&w).map(|(p, q)| p * q).sum::<f64>()).abs() < 1e-12);
+    // tensordot over axes (0, 2) of a 3×4×5 and (1, 0) of a 5×3×2: result 4×2.
+    let t3 = ArrayD::from_shape_fn(ndarray::IxDyn(&[3, 4, 5]), |i| (i[0] * 20 + i[1] * 5 + i[2]) as f64 / 10.0);
+    let u3 = ArrayD::from_shape_fn(ndarray::IxDyn(&[5, 3, 2]), |i| (i[0] * 6 + i[1] * 2 + i[2]) as f64 / 7.0 - 1.0);
+    let got = ares_tensor::tensordot(
+        &from_array(&t3, &[2, 3, 2]).unwrap(),
+        &from_array(&u3, &[3, 2, 1]).unwrap(),
+        &[0, 2],
+        &[1, 0],
+    )
+    .unwrap()
+    .fetch::<f64>(&s)
+    .unwrap();
+    let want = Array2::from_shape_fn((4, 2), |(j, l)| {
+        let mut acc = 0.0;
+        for i in 0..3 {
+            for k in 0..5 {
+                acc += t3[[i, j, k]] * u3[[k, i, l]];
+            }
+        }
+        acc
+    });
+    near(&mat(&got), &want, 1e-12);
+    ares::shutdown();
+}
