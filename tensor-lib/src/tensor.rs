@@ -263,6 +263,9 @@ impl Tensor {
 
     fn unary(&self, op: UnOp) -> Result<Tensor> {
         let d = self.dtype();
+        if op == UnOp::Neg && d == DType::Bool {
+            return Err(TensorError::BadDType { op: "negation of booleans (use `not`)".into(), dtype: d });
+        }
         let out = match op {
             UnOp::Sqrt | UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos => {
                 if d == DType::F32 {
@@ -929,8 +932,16 @@ ops!(Div, div, BinOp::Div);
 
 impl std::ops::Neg for &Tensor {
     type Output = Tensor;
+    /// Panics for a boolean tensor, as numpy refuses it; use [`Tensor::negate`] for a `Result`.
     fn neg(self) -> Tensor {
-        self.unary(UnOp::Neg).expect("unary ops accept every dtype")
+        self.negate().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Tensor {
+    /// `-x` (numpy refuses booleans).
+    pub fn negate(&self) -> Result<Tensor> {
+        self.unary(UnOp::Neg)
     }
 }
 

@@ -346,3 +346,145 @@ fn manipulations_match_the_oracle() {
         .unwrap();
     ares::shutdown();
 }
+
+/// An element-wise operation or a reduction not covered above.
+#[derive(Clone, Copy, Debug)]
+enum Other {
+    Neg,
+    Abs,
+    Sqrt,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Not,
+    Where,
+    Clip,
+    Div,
+    Pow,
+    Var,
+    Std,
+    Any,
+    All,
+}
+
+fn other() -> impl Strategy<Value = Other> {
+    use Other::*;
+    prop::sample::select(vec![Neg, Abs, Sqrt, Exp, Log, Sin, Cos, Not, Where, Clip, Div, Pow, Var, Std, Any, All])
+}
+
+#[test]
+fn unary_where_clip_division_and_statistics_match_the_oracle_in_every_dtype() {
+    use ares_tensor::{Scalar, scalar, where_};
+    cluster();
+    let s = Session::new();
+    let strategy = (shape_and_chunks(), dtype(), other(), any::<u64>(), prop::option::of(0usize..3));
+    let mut runner = TestRunner::new(Config { cases: 96, ..Config::default() });
+    runner
+        .run(&strategy, |((shape, chunks), dt, op, seed, axis)| {
+            let x = values(&shape, dt, seed);
+            // No zero divisors (for bool: all true, as bool tensors hold 0 or 1).
+            let y = values(&shape, dt, seed ^ 5).mapv(|v| {
+                if v != 0.0 {
+                    v
+                } else if dt == DType::Bool {
+                    1.0
+                } else {
+                    3.0
+                }
+            });
+            let (a, b) = (tensor(&x, dt, &chunks), tensor(&y, dt, &chunks));
+            let float = |d: DType| if d == DType::F32 { DType::F32 } else { DType::F64 };
+            let map = |f: fn(f64) -> f64| x.mapv(f);
+            let axis = axis.filter(|&ax| ax < shape.len());
+            let reduce = |f: &dyn Fn(&[f64]) -> f64| -> ArrayD<f64> {
+                match axis {
+                    Some(ax) => x.map_axis(Axis(ax), |l| f(&l.to_vec())),
+                    None => ArrayD::from_elem(IxDyn(&[]), f(&x.iter().copied().collect::<Vec<_>>())),
+                }
+            };
+            let var = |v: &[f64]| {
+                let m = v.iter().sum::<f64>() / v.len() as f64;
+                v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64
+            };
+            let axes: Option<Vec<usize>> = axis.map(|ax| vec![ax]);
+            let red = |o: ReduceOp| a.reduce(o, axes.as_deref(), false).unwrap();
+            let (got, want, want_dtype): (Tensor, ArrayD<f64>, DType) = match op {
+                Other::Neg if dt == DType::Bool => {
+                    prop_assert!(a.negate().is_err(), "numpy refuses -bool");
+                    return Ok(());
+                }
+                Other::Neg => (a.negate().unwrap(), map(|v| -v), dt),
+                Other::Abs => (a.abs(), map(f64::abs), dt),
+                Other::Sqrt => (a.sqrt(), map(f64::sqrt), float(dt)),
+                Other::Exp => (a.exp(), map(f64::exp), float(dt)),
+                Other::Log => (a.log(), map(f64::ln), float(dt)),
+                Other::Sin => (a.sin(), map(f64::sin), float(dt)),
+                Other::Cos => (a.cos(), map(f64::cos), float(dt)),
+                Other::Not => (a.not(), map(|v| if v == 0.0 { 1.0 } else { 0.0 }), DType::Bool),
+                Other::Where => {
+                    let c = a.gt(&scalar(Scalar::I64(0))).unwrap();
+                    let want = ndarray::Zip::from(&x).and(&y).map_collect(|&p, &q| if p > 0.0 { p } else { q });
+                    (where_(&c, &a, &b).unwrap(), want, dt)
+                }
+                Other::Clip => {
+                    let d = if dt.is_float() { dt } else { DType::F64 };
+                    (a.clip(-1.5, 2.0), map(|v| v.clamp(-1.5, 2.0)), d)
+                }
+                Other::Div => {
+                    let want = ndarray::Zip::from(&x).and(&y).map_collect(|&p, &q| p / q);
+                    (a.binary(BinOp::Div, &b).unwrap(), want, DType::true_div(dt, dt))
+                }
+                Other::Pow if !dt.is_float() => return Ok(()), // numpy refuses negative integer powers
+                Other::Pow => {
+                    let want = ndarray::Zip::from(&x).and(&y).map_collect(|&p, &q| p.powf(q));
+                    (a.pow(&b).unwrap(), want, dt)
+                }
+                Other::Var => (red(ReduceOp::Var), reduce(&var), float(dt)),
+                Other::Std => (red(ReduceOp::Std), reduce(&|v| var(v).sqrt()), float(dt)),
+                Other::Any => (red(ReduceOp::Any), reduce(&|v| v.iter().any(|&x| x != 0.0) as u8 as f64), DType::Bool),
+                Other::All => (red(ReduceOp::All), reduce(&|v| v.iter().all(|&x| x != 0.0) as u8 as f64), DType::Bool),
+            };
+            prop_assert_eq!(got.dtype(), want_dtype, "{:?} of {:?}", op, dt);
+            let got = got.fetch::<f64>(&s).unwrap();
+            prop_assert_eq!(got.shape(), want.shape());
+            let tol = if want_dtype == DType::F32 { 1e-5 } else { 1e-12 };
+            for (g, w) in got.iter().zip(want.iter()) {
+                let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * (1.0 + w.abs());
+                prop_assert!(ok, "{} vs {} ({:?} of {:?}, axis {:?})", g, w, op, dt, axis);
+            }
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
+
+#[test]
+fn blocked_products_match_the_oracle_for_any_chunking() {
+    cluster();
+    let s = Session::new();
+    let dims = (1usize..9, 1usize..9, 1usize..9);
+    let strategy = (dims, (1usize..9, 1usize..9, 1usize..9), any::<u64>(), any::<bool>(), any::<bool>());
+    let mut runner = TestRunner::new(Config { cases: 48, ..Config::default() });
+    runner
+        .run(&strategy, |((m, k, n), (cm, ck, cn), seed, single, gram)| {
+            let dt = if single { DType::F32 } else { DType::F64 };
+            let x = values(&[m, k], dt, seed);
+            let a = tensor(&x, dt, &[cm.min(m), ck.min(k)]);
+            let x2 = x.view().into_dimensionality::<ndarray::Ix2>().unwrap().to_owned();
+            let (got, want) = if gram {
+                // a · aᵀ: upper blocks computed, lower ones read transposed.
+                (a.matmul(&a.t().unwrap()).unwrap(), x2.dot(&x2.t()))
+            } else {
+                let y = values(&[k, n], dt, seed ^ 9);
+                let b = tensor(&y, dt, &[ck.min(k), cn.min(n)]);
+                (a.matmul(&b).unwrap(), x2.dot(&y.view().into_dimensionality::<ndarray::Ix2>().unwrap()))
+            };
+            prop_assert_eq!(got.dtype(), dt);
+            // Small integers: every product is exact in float32 too.
+            prop_assert_eq!(got.fetch::<f64>(&s).unwrap(), want.into_dyn());
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
