@@ -16,7 +16,7 @@ macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident, $len:expr) => {
         $(#[$meta])*
         #[derive(
-            Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
+            Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord,
             rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
         )]
         #[rkyv(derive(Hash, PartialEq, Eq, Debug))]
@@ -98,6 +98,16 @@ impl NodeId {
     /// A node ID from caller-supplied randomness.
     pub fn from_uuid(u: uuid::Uuid) -> Self {
         NodeId(*u.as_bytes())
+    }
+
+    /// The resource every node holds one unit of, named after it (Ray's `node:<id>`): a
+    /// task that asks for a sliver of it can only run there.
+    pub fn resource_name(&self) -> String {
+        let mut s = String::from("node:");
+        for b in &self.0 {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
     }
 }
 

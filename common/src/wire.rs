@@ -322,7 +322,9 @@ pub struct NodeStats {
     pub store_spill_error: Option<String>,
     /// Live worker processes.
     pub workers: Vec<WorkerInfo>,
-    /// Total resources of the node.
+    /// The node.
+    pub node_id: NodeId,
+    /// Total resources of the node (its `node:<id>` resource included).
     pub total: ResourceSet,
     /// Resources not held by a lease.
     pub available: ResourceSet,

@@ -36,10 +36,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub use actor::{ActorBuilder, ActorCtor, ActorHandle, ActorMethod, ByMut, ByRef, IntoArgs, actor, get_actor, kill};
-pub use ares_common::ActorId;
 pub use ares_common::Config;
 pub use ares_common::codec::Value;
 pub use ares_common::wire::{NodeStats, WorkerInfo};
+pub use ares_common::{ActorId, NodeId};
 pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError};
 pub use object_ref::{ObjectRef, View};
@@ -212,4 +212,9 @@ pub fn spill_location<T>(r: &ObjectRef<T>) -> Option<String> {
 /// Statistics of this process's node: store usage, workers and resources.
 pub fn node_stats() -> Result<NodeStats> {
     current()?.node_stats()
+}
+
+/// The node this process runs on.
+pub fn node_id() -> Result<NodeId> {
+    Ok(node_stats()?.node_id)
 }

@@ -4,24 +4,26 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use ares_common::ResourceSet;
 use ares_common::codec::{Bytes, Value};
+use ares_common::{NodeId, ResourceSet};
 
 use crate::actor::{HandleInner, capture_handles};
 use crate::core_worker::{ArgSpec, Submit, Target};
 use crate::object_ref::{ObjectRef, RefInner};
 
-/// Per-call options: resources held while the task runs and its retry budget.
+/// Per-call options: resources held while the task runs, its retry budget and where it
+/// should run.
 #[derive(Clone, Debug)]
 pub struct TaskOptions {
     num_cpus: f64,
     resources: Vec<(String, f64)>,
     max_retries: u32,
+    preferred_node: Option<NodeId>,
 }
 
 impl Default for TaskOptions {
     fn default() -> Self {
-        TaskOptions { num_cpus: 1.0, resources: Vec::new(), max_retries: 3 }
+        TaskOptions { num_cpus: 1.0, resources: Vec::new(), max_retries: 3, preferred_node: None }
     }
 }
 
@@ -44,6 +46,24 @@ impl TaskOptions {
     pub fn max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self
+    }
+    /// Run on `node` (Ray's `NodeAffinitySchedulingStrategy`). Hard (`soft == false`): only
+    /// there, as a request for a sliver of the node's `node:<id>` resource, so a node
+    /// that is not in the cluster makes the task `Infeasible`. Soft: there if it can,
+    /// elsewhere otherwise; with a single raylet every task runs on it, so a soft
+    /// preference never fails (spilling back to the preferred node comes with the
+    /// multi-node issue).
+    pub fn node_affinity(mut self, node: NodeId, soft: bool) -> Self {
+        if soft {
+            self.preferred_node = Some(node);
+        } else {
+            self.resources.push((node.resource_name(), 1.0 / ares_common::resources::UNITS as f64));
+        }
+        self
+    }
+    /// The soft node preference, if any.
+    pub fn preferred_node(&self) -> Option<NodeId> {
+        self.preferred_node
     }
 
     fn shape(&self) -> ResourceSet {

@@ -125,10 +125,13 @@ impl Raylet {
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
         let num_cpus = cfg.node.effective_num_cpus();
+        let node_id = NodeId::from_uuid(uuid::Uuid::new_v4());
         let mut total = ResourceSet::new().with("CPU", num_cpus as f64);
         for (name, amount) in &cfg.node.resources {
             total.set(name, *amount);
         }
+        // Hard node affinity is a request for a sliver of this resource.
+        total.set(&node_id.resource_name(), 1.0);
         let max_workers = cfg.node.max_workers.unwrap_or(num_cpus).max(1) as usize;
         let (spawn_tx, spawn_rx) = mpsc::channel();
         let (spill_tx, spill_rx) = mpsc::channel();
@@ -153,7 +156,7 @@ impl Raylet {
                 registered_ever: Default::default(),
                 next_client: 1,
             }),
-            node_id: NodeId::from_uuid(uuid::Uuid::new_v4()),
+            node_id,
             space: Condvar::new(),
             spill_dirs,
             spill_tx: Mutex::new(spill_tx),
@@ -623,6 +626,7 @@ impl Shared {
                     store_restore_seconds: st.restore_time.as_secs_f64(),
                     store_spill_error: st.spill_error.clone(),
                     workers,
+                    node_id: self.node_id,
                     total: st.policy.total().clone(),
                     available: st.policy.available().clone(),
                 };

@@ -251,9 +251,6 @@ struct PlanOp {
     /// Output bytes (estimated).
     size: u64,
     out: Option<Obj>,
-    consumers: Vec<usize>,
-    /// Inputs not yet submitted.
-    waiting: usize,
     /// Consumers not yet submitted.
     uses: usize,
     /// A result the caller keeps.
@@ -332,18 +329,7 @@ impl<'s> Plan<'s> {
     }
 
     fn add(&mut self, task: Task, inputs: Vec<usize>, depth: u32, level: u32, size: u64) -> usize {
-        self.ops.push(PlanOp {
-            task: Some(task),
-            inputs,
-            depth,
-            level,
-            size,
-            out: None,
-            consumers: Vec::new(),
-            waiting: 0,
-            uses: 0,
-            keep: false,
-        });
+        self.ops.push(PlanOp { task: Some(task), inputs, depth, level, size, out: None, uses: 0, keep: false });
         self.ops.len() - 1
     }
 
@@ -360,6 +346,8 @@ impl<'s> Plan<'s> {
         }
         let d = if cached(self.session, t).is_some() {
             0
+        } else if let Some(r) = t.node.rebuilt.get() {
+            self.depth(&r.clone())
         } else {
             t.operands().into_iter().map(|x| self.depth(x) + 1).max().unwrap_or(0)
         };
@@ -371,6 +359,11 @@ impl<'s> Plan<'s> {
     fn tile(&mut self, t: &Tensor) -> Result<Arc<Vec<Src>>> {
         if let Some(s) = self.tiled.get(&key(t)) {
             return Ok(s.clone());
+        }
+        if let (Some(r), None) = (t.node.rebuilt.get(), cached(self.session, t)) {
+            let srcs = self.tile(&r.clone())?;
+            self.tiled.insert(key(t), srcs.clone());
+            return Ok(srcs);
         }
         let srcs = match cached(self.session, t) {
             Some(refs) => refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect(),
@@ -758,44 +751,80 @@ impl<'s> Plan<'s> {
         Ok(x.into_iter().map(|o| src(o.expect("every block is solved"))).collect())
     }
 
-    /// Runs the graph depth-first with at most `max_in_flight` tasks in flight; returns
-    /// the results of `targets`.
-    fn run(&mut self, targets: &[usize]) -> Vec<Obj> {
+    /// The order of submission: depth-first (see the module doc). Among the operations
+    /// whose inputs have all been submitted, the one with the highest key goes next.
+    fn order(&self) -> Vec<usize> {
+        let n = self.ops.len();
+        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut waiting: Vec<usize> = self.ops.iter().map(|o| o.inputs.len()).collect();
+        for (i, op) in self.ops.iter().enumerate() {
+            for &inp in &op.inputs {
+                consumers[inp].push(i);
+            }
+        }
+        type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
+        let key = |i: usize| -> Key {
+            let o = &self.ops[i];
+            (o.depth, o.level, Reverse(o.size), Reverse(i))
+        };
+        let mut heap: BinaryHeap<Key> = BinaryHeap::new();
+        let mut done: VecDeque<usize> = VecDeque::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            if matches!(op.task, Some(Task::Ready)) {
+                done.push_back(i);
+            } else if op.inputs.is_empty() {
+                heap.push(key(i));
+            }
+        }
+        let mut order = Vec::with_capacity(n);
+        loop {
+            while let Some(i) = done.pop_front() {
+                for &c in &consumers[i] {
+                    waiting[c] -= 1;
+                    if waiting[c] == 0 {
+                        heap.push(key(c));
+                    }
+                }
+            }
+            let Some((_, _, _, Reverse(i))) = heap.pop() else { break };
+            order.push(i);
+            done.push_back(i);
+        }
+        order
+    }
+
+    /// Mars' initial assignment by locality: the initial chunk operations (no inputs), in
+    /// submission order, are cut into one contiguous run per node of near-equal length.
+    /// Depth-first order visits the inputs of one consumer together, so they land on the
+    /// same node.
+    fn assign_initial(&self, order: &[usize], nodes: &[ares::NodeId]) -> HashMap<usize, ares::NodeId> {
+        let initial: Vec<usize> = order.iter().copied().filter(|&i| self.ops[i].inputs.is_empty()).collect();
+        if nodes.is_empty() {
+            return HashMap::new();
+        }
+        let per = initial.len().div_ceil(nodes.len()).max(1);
+        initial.iter().enumerate().map(|(k, &i)| (i, nodes[(k / per).min(nodes.len() - 1)])).collect()
+    }
+
+    /// Runs the graph in [`Plan::order`] with at most `max_in_flight` tasks in flight;
+    /// returns the results of `targets`.
+    fn run(&mut self, targets: &[usize]) -> Result<Vec<Obj>> {
         for &t in targets {
             self.ops[t].keep = true;
         }
         for i in 0..self.ops.len() {
             for k in 0..self.ops[i].inputs.len() {
                 let inp = self.ops[i].inputs[k];
-                self.ops[inp].consumers.push(i);
                 self.ops[inp].uses += 1;
             }
-            self.ops[i].waiting = self.ops[i].inputs.len();
         }
-        type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
-        let mut heap: BinaryHeap<Key> = BinaryHeap::new();
-        let total = self.ops.iter().filter(|o| !matches!(o.task, Some(Task::Ready))).count();
-        let mut window = Window::new(self.session.max_in_flight, total, self.session.progress.clone());
-        let mut done = VecDeque::new();
-        for i in 0..self.ops.len() {
-            if matches!(self.ops[i].task, Some(Task::Ready)) {
-                done.push_back(i);
-            } else if self.ops[i].waiting == 0 {
-                heap.push((self.ops[i].depth, self.ops[i].level, Reverse(self.ops[i].size), Reverse(i)));
-            }
-        }
-        loop {
-            // Ops submitted (or ready): their consumers may now be submitted.
-            while let Some(i) = done.pop_front() {
-                for c in self.ops[i].consumers.clone() {
-                    self.ops[c].waiting -= 1;
-                    if self.ops[c].waiting == 0 {
-                        heap.push((self.ops[c].depth, self.ops[c].level, Reverse(self.ops[c].size), Reverse(c)));
-                    }
-                }
-            }
-            let Some((_, _, _, Reverse(i))) = heap.pop() else { break };
-            let obj = self.submit(i);
+        let order = self.order();
+        // One node until the multi-node issue; the assignment is a soft preference.
+        let placement = self.assign_initial(&order, &[ares::node_id()?]);
+        let mut window = Window::new(self.session.max_in_flight, order.len(), self.session.progress.clone());
+        for i in order {
+            let opts = placement.get(&i).map(|&node| ares::TaskOptions::new().node_affinity(node, true));
+            let obj = self.submit(i, opts.unwrap_or_default());
             match &obj {
                 Obj::Chunk(r) => window.admit(r),
                 Obj::Part(r) => window.admit(r),
@@ -809,16 +838,15 @@ impl<'s> Plan<'s> {
                     self.ops[inp].out = None;
                 }
             }
-            done.push_back(i);
         }
         // Callers wait for the results anyway; finishing here makes progress reach 100%.
         if self.session.progress.is_some() {
             window.drain();
         }
-        targets.iter().map(|&t| self.ops[t].out.clone().expect("every target is submitted")).collect()
+        Ok(targets.iter().map(|&t| self.ops[t].out.clone().expect("every target is submitted")).collect())
     }
 
-    fn submit(&mut self, i: usize) -> Obj {
+    fn submit(&mut self, i: usize, o: ares::TaskOptions) -> Obj {
         let task = self.ops[i].task.take().expect("submitted once");
         let ins: Vec<Obj> =
             self.ops[i].inputs.iter().map(|&k| self.ops[k].out.clone().expect("inputs are submitted first")).collect();
@@ -828,32 +856,39 @@ impl<'s> Plan<'s> {
             Task::Map(p) => {
                 let c = chunks();
                 Obj::Chunk(match &c[..] {
-                    [] => ares::remote(map0).call(p),
-                    [a] => ares::remote(map1).call(p, a),
-                    [a, b] => ares::remote(map2).call(p, a, b),
-                    [a, b, x] => ares::remote(map3).call(p, a, b, x),
-                    [a, b, x, y] => ares::remote(map4).call(p, a, b, x, y),
-                    _ => ares::remote(mapn).call(p, c),
+                    [] => ares::remote(map0).options(o.clone()).call(p),
+                    [a] => ares::remote(map1).options(o.clone()).call(p, a),
+                    [a, b] => ares::remote(map2).options(o.clone()).call(p, a, b),
+                    [a, b, x] => ares::remote(map3).options(o.clone()).call(p, a, b, x),
+                    [a, b, x, y] => ares::remote(map4).options(o.clone()).call(p, a, b, x, y),
+                    _ => ares::remote(mapn).options(o.clone()).call(p, c),
                 })
             }
             Task::Reduce(p, r) => {
                 let c = chunks();
                 Obj::Part(match &c[..] {
-                    [] => ares::remote(reduce0).call(p, r),
-                    [a] => ares::remote(reduce1).call(p, r, a),
-                    [a, b] => ares::remote(reduce2).call(p, r, a, b),
-                    _ => ares::remote(reducen).call(p, r, c),
+                    [] => ares::remote(reduce0).options(o.clone()).call(p, r),
+                    [a] => ares::remote(reduce1).options(o.clone()).call(p, r, a),
+                    [a, b] => ares::remote(reduce2).options(o.clone()).call(p, r, a, b),
+                    _ => ares::remote(reducen).options(o.clone()).call(p, r, c),
                 })
             }
             Task::Combine => {
                 let parts: Vec<ObjectRef<Partial>> = ins.iter().map(|o| o.part().clone()).collect();
-                Obj::Part(ares::remote(combine).call(parts))
+                Obj::Part(ares::remote(combine).options(o.clone()).call(parts))
             }
-            Task::Finish(dtype, shape) => Obj::Chunk(ares::remote(finish).call(ins[0].part(), dtype, shape)),
-            Task::Gemm(flags) => Obj::Chunk(ares::remote(gemm).call(ins[0].chunk(), ins[1].chunk(), flags)),
-            Task::GemmAcc(flags) => {
-                Obj::Chunk(ares::remote(gemm_acc).call(ins[0].chunk(), ins[1].chunk(), ins[2].chunk(), flags))
+            Task::Finish(dtype, shape) => {
+                Obj::Chunk(ares::remote(finish).options(o.clone()).call(ins[0].part(), dtype, shape))
             }
+            Task::Gemm(flags) => {
+                Obj::Chunk(ares::remote(gemm).options(o.clone()).call(ins[0].chunk(), ins[1].chunk(), flags))
+            }
+            Task::GemmAcc(flags) => Obj::Chunk(ares::remote(gemm_acc).options(o.clone()).call(
+                ins[0].chunk(),
+                ins[1].chunk(),
+                ins[2].chunk(),
+                flags,
+            )),
         }
     }
 }
@@ -925,6 +960,9 @@ impl<'p, 's> Builder<'p, 's> {
     fn emit_new(&mut self, t: &Tensor, g: &[usize]) -> Result<u32> {
         if cached(self.plan.session, t).is_some() {
             return self.tiled(t, g);
+        }
+        if let Some(r) = t.node.rebuilt.get() {
+            return self.emit(&r.clone(), g);
         }
         let shape = chunk_shape(t, g);
         let dtype = t.dtype();
@@ -1234,20 +1272,26 @@ fn resolve(session: &Session, t: &Tensor, seen: &mut HashSet<usize>) -> Result<(
     for x in t.operands() {
         resolve(session, x, seen)?;
     }
-    let unknown = t.node.resolved.get().is_none() && t.has_unknown_shape();
-    if !unknown {
+    if t.node.resolved.get().is_some() || !t.has_unknown_shape() {
         return Ok(());
     }
-    let (shape, chunks) = if let Op::Mask(..) = t.node.op {
-        let refs = compute(session, t)?;
+    // Built again on the resolved operands, with whatever rechunking that needs; tiling
+    // uses the rebuilt node from now on.
+    let r = t.rebuild()?;
+    if !Arc::ptr_eq(&r.node, &t.node) {
+        let _ = t.node.rebuilt.set(r.clone());
+    }
+    let (shape, chunks) = if let Op::Mask(..) = r.node.op {
+        let refs = compute(session, &r)?;
         let mut lens = Vec::with_capacity(refs.len());
-        for r in refs.iter() {
-            let view = ares::get_view(r)?;
+        for c in refs.iter() {
+            let view = ares::get_view(c)?;
             lens.push(view.shape.first().map_or(0, |n| n.to_native()));
         }
-        (vec![lens.iter().sum()], vec![lens])
+        let known = (vec![lens.iter().sum()], vec![lens]);
+        let _ = r.node.resolved.set(known.clone());
+        known
     } else {
-        let r = t.rebuild()?;
         if r.has_unknown_shape() {
             return Err(TensorError::UnknownShape { op: "resolving a shape".into() });
         }
@@ -1283,7 +1327,7 @@ fn compute(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> 
             plan.add(Task::Map(p), vec![s.op], depth, 0, 0)
         })
         .collect();
-    let refs: Vec<ObjectRef<Chunk>> = plan.run(&targets).into_iter().map(|o| o.chunk().clone()).collect();
+    let refs: Vec<ObjectRef<Chunk>> = plan.run(&targets)?.into_iter().map(|o| o.chunk().clone()).collect();
     let refs = Arc::new(refs);
     cache(session, t, refs.clone());
     Ok(refs)
@@ -1363,4 +1407,59 @@ impl Session {
 /// A 0-d tensor holding `s` (useful in `where_`).
 pub fn scalar(s: Scalar) -> Tensor {
     Tensor::new(Op::Full(s), Vec::new(), s.dtype(), Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random;
+
+    /// Tiling is pure: these plans are built without a cluster and never run.
+    #[test]
+    fn depth_first_order_combines_each_group_before_starting_the_next() {
+        let s = Session::new();
+        // 4 × 4 chunks summed along rows: each output chunk folds 4 input chunks.
+        let t = random::rand(&[8, 8], &[2, 2], 1).unwrap().reduce(ReduceOp::Sum, Some(&[1]), false).unwrap();
+        let mut plan = Plan::new(&s);
+        plan.tile(&t).unwrap();
+        let order = plan.order();
+        assert_eq!(order.len(), plan.ops.len(), "every operation is scheduled once");
+        let kinds: Vec<char> = order
+            .iter()
+            .map(|&i| match plan.ops[i].task {
+                Some(Task::Reduce(..)) => 'r',
+                Some(Task::Combine) => 'c',
+                Some(Task::Finish(..)) => 'f',
+                _ => '?',
+            })
+            .collect();
+        // Each row's partials are combined and finished before the next row starts.
+        assert_eq!(kinds.iter().collect::<String>(), "rrrrcf".repeat(4));
+        // Inputs always come before their consumers.
+        let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+        for &i in &order {
+            assert!(plan.ops[i].inputs.iter().all(|inp| pos[inp] < pos[&i]));
+        }
+    }
+
+    #[test]
+    fn initial_chunks_are_assigned_so_that_each_consumer_reads_one_node() {
+        let s = Session::new();
+        let t = random::rand(&[12, 8], &[2, 2], 1).unwrap().reduce(ReduceOp::Max, Some(&[1]), false).unwrap();
+        let mut plan = Plan::new(&s);
+        plan.tile(&t).unwrap();
+        let order = plan.order();
+        let nodes: Vec<ares::NodeId> = (0..3u8).map(|k| ares::NodeId([k; 16])).collect();
+        let placed = plan.assign_initial(&order, &nodes);
+        // 24 initial chunks on 3 nodes: 8 each.
+        assert_eq!(placed.len(), 24);
+        for node in &nodes {
+            assert_eq!(placed.values().filter(|n| *n == node).count(), 8);
+        }
+        // Every combine reads partials of chunks placed on one node.
+        for op in plan.ops.iter().filter(|o| matches!(o.task, Some(Task::Combine))) {
+            let homes: HashSet<_> = op.inputs.iter().map(|i| placed[i]).collect();
+            assert_eq!(homes.len(), 1, "a combine reads from {} nodes", homes.len());
+        }
+    }
 }

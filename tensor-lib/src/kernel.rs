@@ -494,6 +494,11 @@ pub fn binary_dtype(op: BinOp, a: DType, b: DType) -> DType {
 fn binary(op: BinOp, a: Buf, b: Buf) -> Buf {
     let t = compute_dtype(op, a.dtype(), b.dtype());
     let (a, b) = (a.cast(t), b.cast(t));
+    // A one-element right operand is a constant: the float64 fast paths below apply it as
+    // a scalar; every other case needs it as long as the left operand.
+    let scalar_path =
+        t == DType::F64 && (matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) || op.is_comparison());
+    let b = if b.len() == 1 && a.len() != 1 && !scalar_path { b.gather(&vec![0; a.len()]) } else { b };
     match (a, b) {
         // The common float case reuses the left operand's buffer; a one-element right
         // operand is a scalar (a constant), applied without a filled buffer.
@@ -597,7 +602,11 @@ impl Partial {
     /// Reduces `x` (elements of groups of `group` consecutive values, one group per result
     /// element) into a partial of `shape`.
     pub fn of_groups(op: ReduceOp, x: Buf, group: usize, shape: Vec<u64>) -> Partial {
-        let n = x.len().checked_div(group).unwrap_or(0);
+        if group == 0 {
+            // Groups of nothing (an empty axis): every result element is empty.
+            return Partial::empty(op, x.dtype(), shape);
+        }
+        let n = x.len() / group;
         let count = group as u64;
         if let (ReduceOp::Sum, Buf::Bool(v)) = (op, &x) {
             let acc = (0..n).map(|i| v[i * group..(i + 1) * group].iter().filter(|b| **b).count() as i64).collect();

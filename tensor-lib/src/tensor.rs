@@ -169,6 +169,9 @@ pub(crate) struct Node {
     pub(crate) chunks: Vec<Vec<u64>>,
     /// Shape and chunks once known, for a node built with unknown dimensions.
     pub(crate) resolved: OnceLock<(Vec<u64>, Vec<Vec<u64>>)>,
+    /// The node built again on its resolved operands (with whatever rechunking that
+    /// needs); tiling uses it in place of this one.
+    pub(crate) rebuilt: OnceLock<Tensor>,
     /// The computed chunks (row-major over the grid), per session that computed them.
     pub(crate) result: Mutex<Vec<(u64, Chunks)>>,
 }
@@ -209,7 +212,15 @@ fn grid(shape: &[u64], chunks: &[usize]) -> Result<Vec<Vec<u64>>> {
 
 impl Tensor {
     pub(crate) fn new(op: Op, shape: Vec<u64>, dtype: DType, chunks: Vec<Vec<u64>>) -> Tensor {
-        let node = Node { op, shape, dtype, chunks, resolved: OnceLock::new(), result: Mutex::new(Vec::new()) };
+        let node = Node {
+            op,
+            shape,
+            dtype,
+            chunks,
+            resolved: OnceLock::new(),
+            rebuilt: OnceLock::new(),
+            result: Mutex::new(Vec::new()),
+        };
         Tensor { node: Arc::new(node) }
     }
 
@@ -424,6 +435,10 @@ impl Tensor {
         if let Some(&axis) = axes.iter().find(|&&a| a >= nd) {
             return Err(TensorError::BadAxis { axis, ndim: nd });
         }
+        let no_identity = matches!(op, ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax);
+        if no_identity && axes.iter().any(|&a| self.shape()[a] == 0) {
+            return Err(TensorError::BadIndex { reason: format!("{op:?} of an empty axis has no identity") });
+        }
         if op.is_arg() && axes.len() > 1 && axes.len() < nd {
             return Err(TensorError::BadIndex { reason: format!("{op:?} takes one axis or none, not {axes:?}") });
         }
@@ -593,7 +608,8 @@ impl Tensor {
             return Err(TensorError::BadChunks { chunks: chunks.to_vec(), shape: self.shape().to_vec() });
         }
         let g: Vec<Vec<u64>> = self.shape().iter().zip(chunks).map(|(&n, &c)| split(n, c as u64)).collect();
-        if g == self.chunks() {
+        // An unknown length may turn out to need several chunks: keep the node.
+        if g == self.chunks() && !self.has_unknown_shape() {
             return Ok(self.clone());
         }
         let sizes = chunks.iter().map(|&c| c as u64).collect();
@@ -660,17 +676,19 @@ impl Tensor {
         if mask.dtype() != DType::Bool {
             return Err(TensorError::BadDType { op: "indexing with a non-boolean mask".into(), dtype: mask.dtype() });
         }
-        if mask.shape() != self.shape() {
+        // Unknown lengths are checked when the mask is built again on known ones.
+        let unknown = self.has_unknown_shape() || mask.has_unknown_shape();
+        if mask.ndim() != self.ndim() || (!unknown && mask.shape() != self.shape()) {
             return Err(TensorError::ShapeMismatch { a: self.shape().to_vec(), b: mask.shape().to_vec() });
         }
         let x = self.row_chunked()?;
-        let m = if mask.chunks() == x.chunks() {
+        let m = if mask.chunks() == x.chunks() || x.has_unknown_shape() || mask.has_unknown_shape() {
+            // Unknown chunks are aligned when the mask is built again on known ones.
             mask.clone()
         } else {
-            let sizes: Vec<usize> = x.chunks().iter().map(|c| c[0].clamp(1, UNKNOWN - 1) as usize).collect();
-            mask.rechunk(&sizes)?
+            mask.rechunk_to(x.chunks().to_vec())
         };
-        if m.chunks() != x.chunks() {
+        if m.chunks() != x.chunks() && !m.has_unknown_shape() {
             return Err(TensorError::ChunkMismatch { dim: 0, a: x.chunks()[0].clone(), b: m.chunks()[0].clone() });
         }
         let n = x.chunks().iter().map(|c| c.len()).product::<usize>().max(1);
@@ -811,9 +829,9 @@ impl Tensor {
             | Op::FromChunks(_)
             | Op::MatMul(..)
             | Op::Slice { .. }
-            | Op::Mask(..)
             | Op::Factor(..)
             | Op::Solve(..) => self.clone(),
+            Op::Mask(x, m) => x.mask(m)?,
         })
     }
 
@@ -966,10 +984,9 @@ pub fn concatenate(xs: &[Tensor], axis: usize) -> Result<Tensor> {
             x.clone()
         } else {
             x.known("concatenate of differently chunked tensors")?;
-            let want: Vec<usize> = (0..nd)
-                .map(|d| if d == axis { x.chunks()[d][0].max(1) } else { first.chunks()[d][0].max(1) } as usize)
-                .collect();
-            x.rechunk(&want)?
+            first.known("concatenate of differently chunked tensors")?;
+            let want = (0..nd).map(|d| if d == axis { x.chunks()[d].clone() } else { first.chunks()[d].clone() });
+            x.rechunk_to(want.collect())
         };
         parts.push(if x.dtype() == dtype { x } else { x.astype(dtype) });
     }
@@ -1208,7 +1225,11 @@ pub fn zeros(shape: &[u64], chunks: &[usize]) -> Result<Tensor> {
 
 /// `start, start + step, ...` below `stop` (float64), like `numpy.arange`.
 pub fn arange(start: f64, stop: f64, step: f64, chunk: usize) -> Result<Tensor> {
-    let n = ((stop - start) / step).ceil().max(0.0) as u64;
+    let len = ((stop - start) / step).ceil().max(0.0);
+    if step == 0.0 || !len.is_finite() || len >= (1u64 << 53) as f64 {
+        return Err(TensorError::BadIndex { reason: format!("arange({start}, {stop}, {step}) has no finite length") });
+    }
+    let n = len as u64;
     Ok(Tensor::new(Op::Arange { start, step }, vec![n], DType::F64, grid(&[n], &[chunk])?))
 }
 

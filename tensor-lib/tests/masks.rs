@@ -112,3 +112,40 @@ fn sessions_are_isolated_and_results_free_their_chunks_when_dropped() {
     }
     ares::shutdown();
 }
+
+#[test]
+fn tensors_built_on_unknown_shapes_are_rechunked_once_the_lengths_are_known() {
+    use ares_tensor::ones;
+    cluster();
+    let s = Session::new();
+    let v: Vec<f64> = (0..60).map(|i| ((i * 29) % 31) as f64 - 15.0).collect();
+    let x = ArrayD::from_shape_vec(IxDyn(&[60]), v.clone()).unwrap();
+    let a = from_array(&x, &[7]).unwrap();
+    let m = a.mask(&a.gt_scalar(0.0)).unwrap();
+    let picked: Vec<f64> = v.iter().copied().filter(|&v| v > 0.0).collect();
+    // A column times a row split in three: the flat reshape needs whole rows first.
+    let u = m.reshape(&[-1, 1]).unwrap();
+    let p = &u * &ones(&[1, 6], &[1, 2]).unwrap();
+    let flat: Vec<f64> = picked.iter().flat_map(|&v| [v; 6]).collect();
+    assert_eq!(p.reshape(&[-1]).unwrap().fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, flat);
+    let best = picked.iter().cloned().fold(f64::MIN, f64::max);
+    let first = flat.iter().position(|&v| v == best).unwrap();
+    assert_eq!(s.scalar(&p.argmax()).unwrap(), first as f64);
+
+    // A mask of one unknown-length tensor by another of the same length but other chunks.
+    let b = from_array(&x, &[13]).unwrap();
+    let mb = b.mask(&b.gt_scalar(0.0)).unwrap();
+    let both = m.mask(&mb.gt_scalar(5.0)).unwrap();
+    let want: Vec<f64> = picked.iter().copied().filter(|&v| v > 5.0).collect();
+    assert_eq!(both.fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, want);
+    // Different lengths are a typed error.
+    let short = b.mask(&b.gt_scalar(3.0)).unwrap();
+    assert!(matches!(m.mask(&short.gt_scalar(0.0)).unwrap().fetch::<f64>(&s), Err(TensorError::ShapeMismatch { .. })));
+
+    // Rechunking an unknown length: the chunks are decided once it is known.
+    let one = from_array(&x, &[60]).unwrap();
+    let r = one.mask(&one.gt_scalar(0.0)).unwrap().rechunk(&[4]).unwrap();
+    assert_eq!(r.fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, picked);
+    assert_eq!(r.chunks()[0].len(), picked.len().div_ceil(4));
+    ares::shutdown();
+}

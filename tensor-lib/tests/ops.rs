@@ -199,3 +199,50 @@ fn creation_operations() {
     assert_eq!(s.scalar(&o.sum()).unwrap(), 12.0);
     assert!(matches!(ares_tensor::zeros(&[3], &[0]), Err(TensorError::BadChunks { .. })));
 }
+
+#[test]
+fn full_shape_constants_empty_axes_and_irregular_chunks_are_handled() {
+    use ares_tensor::{Slice, concatenate, full, ones, zeros};
+    let _c = Cluster::start();
+    let s = Session::new();
+    // A same-shape constant on the right (no broadcast node): ReLU, integer and bool ops.
+    let x = data(&[4], 1);
+    let a = from_array(&x, &[4]).unwrap();
+    close(&a.maximum(&zeros(&[4], &[4]).unwrap()).unwrap().fetch::<f64>(&s).unwrap(), &x.mapv(|v| v.max(0.0)));
+    let xi = ndarray::arr1(&[1i64, 2, 3, 4]).into_dyn();
+    let ai = from_array(&xi, &[4]).unwrap();
+    let plus = ai.binary(ares_tensor::kernel::BinOp::Add, &full(&[4], Scalar::I64(10), &[4]).unwrap()).unwrap();
+    assert_eq!(plus.fetch::<i64>(&s).unwrap().into_raw_vec_and_offset().0, vec![11, 12, 13, 14]);
+    let b = a.gt_scalar(0.0).and(&full(&[4], Scalar::Bool(true), &[4]).unwrap()).unwrap();
+    assert_eq!(b.fetch::<bool>(&s).unwrap(), x.mapv(|v| v > 0.0));
+
+    // Reductions over an empty axis: sum is 0, mean NaN; min has no identity.
+    let empty = zeros(&[3, 0], &[3, 1]).unwrap();
+    assert_eq!(
+        empty.reduce(ReduceOp::Sum, Some(&[1]), false).unwrap().fetch::<f64>(&s).unwrap(),
+        ndarray::arr1(&[0.0; 3]).into_dyn()
+    );
+    let mean = empty.reduce(ReduceOp::Mean, Some(&[1]), false).unwrap().fetch::<f64>(&s).unwrap();
+    assert!(mean.iter().all(|v| v.is_nan()) && mean.len() == 3);
+    assert!(matches!(empty.reduce(ReduceOp::Min, Some(&[1]), false), Err(TensorError::BadIndex { .. })));
+
+    // Concatenating onto irregular chunks (from a slice) rechunks the other operand to them.
+    let m = data(&[6, 6], 2);
+    let sa = from_array(&m, &[6, 3]).unwrap().slice(&[Slice::all(), Slice::range(1, 6)]).unwrap();
+    assert_eq!(sa.chunks()[1], vec![2, 3]);
+    let joined = concatenate(&[sa, ones(&[2, 5], &[2, 5]).unwrap()], 0).unwrap();
+    let mut want = m.slice(ndarray::s![.., 1..6]).to_owned().into_dyn();
+    want.append(Axis(0), ndarray::Array2::<f64>::ones((2, 5)).into_dyn().view()).unwrap();
+    close(&joined.fetch::<f64>(&s).unwrap(), &want);
+
+    // A mask over irregular row chunks is aligned to them.
+    let rows = data(&[12, 3], 4);
+    let sliced = from_array(&rows, &[5, 3]).unwrap().slice(&[Slice::new(Some(3), None, 1)]).unwrap();
+    assert_eq!(sliced.chunks()[0], vec![2, 5, 2]);
+    let keep = from_array(&rows.slice(ndarray::s![3.., ..]).to_owned().into_dyn(), &[4, 3]).unwrap().gt_scalar(0.0);
+    let picked = sliced.mask(&keep).unwrap().fetch::<f64>(&s).unwrap();
+    let want: Vec<f64> = rows.slice(ndarray::s![3.., ..]).iter().copied().filter(|&v| v > 0.0).collect();
+    assert_eq!(picked.into_raw_vec_and_offset().0, want);
+
+    assert!(matches!(ares_tensor::arange(0.0, 5.0, 0.0, 2), Err(TensorError::BadIndex { .. })));
+}

@@ -124,6 +124,28 @@ fn infeasible_request_fails_at_get_naming_the_resources() {
 }
 
 #[test]
+fn node_affinity_runs_on_the_named_node_or_fails_infeasible_unless_soft() {
+    let _c = Cluster::default_2cpu();
+    let here = ares::node_id().unwrap();
+    let stats = ares::node_stats().unwrap();
+    assert_eq!(stats.node_id, here);
+    assert_eq!(stats.total.get_units(&here.resource_name()), 10_000, "each node holds one unit of node:<id>");
+    let pinned = ares::remote(inc).options(ares::TaskOptions::new().node_affinity(here, false)).call(1);
+    assert_eq!(ares::get(&pinned).unwrap(), 2);
+    // A node that is not in the cluster: a hard affinity can never run, a soft one runs here.
+    let elsewhere = ares::NodeId([7; 16]);
+    let hard = ares::remote(inc).options(ares::TaskOptions::new().node_affinity(elsewhere, false)).call(1);
+    match ares::get(&hard) {
+        Err(Error::Task(TaskError::Infeasible { missing, .. })) => {
+            assert!(missing.contains(&elsewhere.resource_name()), "{missing}")
+        }
+        other => panic!("expected Infeasible, got {other:?}"),
+    }
+    let soft = ares::remote(inc).options(ares::TaskOptions::new().node_affinity(elsewhere, true)).call(1);
+    assert_eq!(ares::get(&soft).unwrap(), 2);
+}
+
+#[test]
 fn double_init_and_use_after_shutdown_are_typed_errors() {
     let _c = Cluster::default_2cpu();
     assert!(matches!(ares::init(), Err(Error::AlreadyInitialized)));
