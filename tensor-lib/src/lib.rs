@@ -1,10 +1,14 @@
 //! `ares-tensor`: Mars-style tiled tensors on Ares.
 //!
 //! A [`Tensor`] is a lazy expression with a shape, a dtype and a chunk grid. Executing it
-//! in a [`Session`] tiles it into chunk tasks: element-wise chains, creation operations and
-//! a trailing reduction are fused into one [`kernel::Program`] per chunk, evaluated over
-//! cache-sized blocks, and reductions run as trees of partial results. Chunk tasks are
-//! ordinary `#[ares::remote]` tasks whose arguments are the `ObjectRef`s of input chunks.
+//! in a [`Session`] tiles it into a graph of chunk tasks: element-wise chains, creation
+//! operations, slicing, rechunking, reshapes and a trailing reduction are fused into one
+//! [`kernel::Program`] per chunk, evaluated over cache-sized blocks; reductions run as
+//! trees of partial results; products and decompositions are blocked by chunks. The graph
+//! runs depth-first with a bounded number of tasks in flight, and intermediates die as
+//! soon as their consumers have run. A boolean mask's length is known only once it ran:
+//! tiling resumes then (Mars' iterative tiling). Chunk tasks are ordinary
+//! `#[ares::remote]` tasks whose arguments are the `ObjectRef`s of input chunks.
 //!
 //! ```no_run
 //! use ares_tensor::{Session, random};

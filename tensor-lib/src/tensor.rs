@@ -799,6 +799,12 @@ impl Tensor {
         self.reshape(&spec)
     }
 
+    /// Computes the tensor in `session` and keeps its chunks until it is dropped (Mars'
+    /// `t.execute(session)`).
+    pub fn execute(&self, session: &crate::Session) -> Result<()> {
+        session.execute(self)
+    }
+
     /// Computes the tensor in `session` and returns it as an ndarray of `T` (cast if needed).
     pub fn fetch<T: Elem>(&self, session: &crate::Session) -> Result<ArrayD<T>> {
         session.fetch(self)

@@ -83,7 +83,7 @@ fn operations_that_need_a_known_shape_say_so() {
     assert!(matches!(a.permute(&[1]), Err(TensorError::BadIndex { .. })));
     assert!(matches!(a.rechunk(&[0]), Err(TensorError::BadChunks { .. })));
     // After running, the same slice works.
-    s.execute(&m).unwrap();
+    m.execute(&s).unwrap();
     let head = m.slice(&[Slice::range(0, 3)]).unwrap().fetch::<f64>(&s).unwrap();
     let all = m.fetch::<f64>(&s).unwrap();
     assert_eq!(head.as_slice().unwrap(), &all.as_slice().unwrap()[..3]);
