@@ -56,8 +56,13 @@ fn op() -> impl Strategy<Value = BinOp> {
         Just(BinOp::Maximum),
         Just(BinOp::Minimum),
         Just(BinOp::Lt),
+        Just(BinOp::Le),
+        Just(BinOp::Gt),
         Just(BinOp::Ge),
         Just(BinOp::Eq),
+        Just(BinOp::Ne),
+        Just(BinOp::And),
+        Just(BinOp::Or),
     ]
 }
 
@@ -72,8 +77,13 @@ fn oracle(op: BinOp, a: f64, b: f64, bools: bool) -> f64 {
         BinOp::Maximum => a.max(b),
         BinOp::Minimum => a.min(b),
         BinOp::Lt => t(a < b),
+        BinOp::Le => t(a <= b),
+        BinOp::Gt => t(a > b),
         BinOp::Ge => t(a >= b),
         BinOp::Eq => t(a == b),
+        BinOp::Ne => t(a != b),
+        BinOp::And => t(a != 0.0 && b != 0.0),
+        BinOp::Or => t(a != 0.0 || b != 0.0),
         _ => unreachable!(),
     }
 }
@@ -483,6 +493,63 @@ fn blocked_products_match_the_oracle_for_any_chunking() {
             prop_assert_eq!(got.dtype(), dt);
             // Small integers: every product is exact in float32 too.
             prop_assert_eq!(got.fetch::<f64>(&s).unwrap(), want.into_dyn());
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
+
+#[test]
+fn creation_operations_match_the_oracle_for_any_chunking() {
+    use ares_tensor::{Scalar, arange, eye, full, linspace, random};
+    cluster();
+    let s = Session::new();
+    let strategy = (shape_and_chunks(), 0usize..6, any::<u64>(), -5i64..5);
+    let mut runner = TestRunner::new(Config { cases: 64, ..Config::default() });
+    runner
+        .run(&strategy, |((shape, chunks), which, seed, v)| {
+            let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+            let n = shape[0];
+            let (got, want): (Tensor, ArrayD<f64>) = match which {
+                0 => (full(&dims, Scalar::I64(v), &chunks).unwrap(), ArrayD::from_elem(IxDyn(&shape), v as f64)),
+                1 => {
+                    let want = ArrayD::from_shape_fn(IxDyn(&[n]), |i| v as f64 + 0.5 * i[0] as f64);
+                    (arange(v as f64, v as f64 + 0.5 * n as f64, 0.5, chunks[0]).unwrap(), want)
+                }
+                2 => {
+                    let step = if n > 1 { 3.0 / (n - 1) as f64 } else { 0.0 };
+                    let want = ArrayD::from_shape_fn(IxDyn(&[n]), |i| v as f64 + step * i[0] as f64);
+                    (linspace(v as f64, v as f64 + 3.0, n as u64, chunks[0]).unwrap(), want)
+                }
+                3 => {
+                    let want = ArrayD::from_shape_fn(IxDyn(&[n, n]), |i| if i[0] == i[1] { 1.0 } else { 0.0 });
+                    (eye(n as u64, chunks[0]).unwrap(), want)
+                }
+                _ => {
+                    // Random tensors: the same seed gives the same values whatever the
+                    // chunking, within the distribution's range.
+                    let t = if which == 4 {
+                        random::uniform(-2.0, 3.0, &dims, &chunks, seed).unwrap()
+                    } else {
+                        random::randint(-3, 4, &dims, &chunks, seed).unwrap()
+                    };
+                    let whole: Vec<usize> = shape.clone();
+                    let same = if which == 4 {
+                        random::uniform(-2.0, 3.0, &dims, &whole, seed).unwrap()
+                    } else {
+                        random::randint(-3, 4, &dims, &whole, seed).unwrap()
+                    };
+                    let want = same.fetch::<f64>(&s).unwrap();
+                    let (lo, hi) = if which == 4 { (-2.0, 3.0) } else { (-3.0, 3.0) };
+                    prop_assert!(want.iter().all(|&x| x >= lo && x <= hi), "out of range");
+                    (t, want)
+                }
+            };
+            let got = got.fetch::<f64>(&s).unwrap();
+            prop_assert_eq!(got.shape(), want.shape());
+            for (g, w) in got.iter().zip(want.iter()) {
+                prop_assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{} vs {} (case {})", g, w, which);
+            }
             Ok(())
         })
         .unwrap();
