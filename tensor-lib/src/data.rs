@@ -268,6 +268,11 @@ impl Buf {
         })
     }
 
+    /// `n` copies of the first element.
+    pub fn repeat_first(&self, n: usize) -> Buf {
+        with_buf!(self, v => Elem::wrap(vec![v[0]; n]))
+    }
+
     /// The elements at `idx`.
     pub fn gather(&self, idx: &[usize]) -> Buf {
         match self {

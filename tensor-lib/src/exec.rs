@@ -1057,6 +1057,10 @@ impl<'p, 's> Builder<'p, 's> {
             return Ok(node);
         }
         let dtype = child.dtype();
+        // A broadcast constant stays a constant (kernels apply it as a scalar).
+        if let Node::Const(c) = self.nodes[node as usize] {
+            return Ok(self.push(Node::Const(c), want, dtype));
+        }
         Ok(self.push(Node::Broadcast { x: node }, want, dtype))
     }
 

@@ -312,6 +312,7 @@ pub enum KernelError {
     },
 }
 
+#[inline(always)]
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -319,10 +320,12 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+#[inline(always)]
 fn rand_bits(seed: u64, i: u64) -> u64 {
     splitmix(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
+#[inline(always)]
 fn unit(bits: u64) -> f64 {
     (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
@@ -1024,7 +1027,7 @@ impl<'a> Eval<'a> {
                 }
                 let whole = self.whole[x].as_ref().expect("just set");
                 if whole.len() == 1 {
-                    return Ok(whole.gather(&vec![0; e - s]).cast(dtype));
+                    return Ok(whole.repeat_first(e - s).cast(dtype));
                 }
                 let idx = broadcast_indices(&from, shape, s, e);
                 whole.gather(&idx).cast(dtype)
