@@ -360,16 +360,11 @@ impl<'s> Plan<'s> {
         if let Some(s) = self.tiled.get(&key(t)) {
             return Ok(s.clone());
         }
-        if let (Some(r), None) = (t.node.rebuilt.get(), cached(self.session, t)) {
-            let srcs = self.tile(&r.clone())?;
-            self.tiled.insert(key(t), srcs.clone());
-            return Ok(srcs);
-        }
-        let srcs = match cached(self.session, t) {
-            Some(refs) => refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect(),
-            None => self.tile_new(t)?,
+        let srcs = match (cached(self.session, t), t.node.rebuilt.get()) {
+            (Some(refs), _) => Arc::new(refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect()),
+            (None, Some(r)) => self.tile(&r.clone())?,
+            (None, None) => Arc::new(self.tile_new(t)?),
         };
-        let srcs = Arc::new(srcs);
         self.tiled.insert(key(t), srcs.clone());
         Ok(srcs)
     }
@@ -1314,23 +1309,13 @@ fn compute(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> 
     let srcs = plan.tile(t)?;
     // A target chunk read transposed is stored transposed.
     let depth = plan.depth(t) + 1;
-    let targets: Vec<usize> = srcs
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            if !s.t {
-                return s.op;
-            }
-            let g = &grid_indices(t.chunks())[k];
-            let shape = chunk_shape(t, g);
-            let p = Program {
-                nodes: vec![Node::Input { arg: 0 }, Node::Transpose { x: 0 }],
-                shapes: vec![vec![shape[1], shape[0]], shape],
-                dtypes: vec![t.dtype(), t.dtype()],
-            };
-            plan.add(Task::Map(p), vec![s.op], depth, 0, 0)
-        })
-        .collect();
+    let mut targets = Vec::with_capacity(srcs.len());
+    for (s, g) in srcs.iter().zip(grid_indices(t.chunks())) {
+        targets.push(match s.t {
+            false => s.op,
+            true => plan.program(depth, 0, |b| Ok(b.input(*s, chunk_shape(t, &g), t.dtype())))?,
+        });
+    }
     let refs: Vec<ObjectRef<Chunk>> = plan.run(&targets)?.into_iter().map(|o| o.chunk().clone()).collect();
     let refs = Arc::new(refs);
     cache(session, t, refs.clone());

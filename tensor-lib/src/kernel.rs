@@ -494,14 +494,16 @@ pub fn binary_dtype(op: BinOp, a: DType, b: DType) -> DType {
     if op.is_comparison() { DType::Bool } else { compute_dtype(op, a, b) }
 }
 
+/// Whether `binary` takes a one-element right operand as a scalar for `op` computed in
+/// `t` (the float64 fast paths below); every other case needs it full length.
+fn scalar_rhs(op: BinOp, t: DType) -> bool {
+    t == DType::F64 && (matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) || op.is_comparison())
+}
+
 fn binary(op: BinOp, a: Buf, b: Buf) -> Buf {
     let t = compute_dtype(op, a.dtype(), b.dtype());
     let (a, b) = (a.cast(t), b.cast(t));
-    // A one-element right operand is a constant: the float64 fast paths below apply it as
-    // a scalar; every other case needs it as long as the left operand.
-    let scalar_path =
-        t == DType::F64 && (matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) || op.is_comparison());
-    let b = if b.len() == 1 && a.len() != 1 && !scalar_path { b.gather(&vec![0; a.len()]) } else { b };
+    debug_assert!(b.len() == a.len() || (b.len() == 1 && scalar_rhs(op, t)), "operands of {op:?} differ in length");
     match (a, b) {
         // The common float case reuses the left operand's buffer; a one-element right
         // operand is a scalar (a constant), applied without a filled buffer.
@@ -991,9 +993,10 @@ impl<'a> Eval<'a> {
             Node::Binary { op, a, b } => {
                 let (a, b) = (check(*a)?, check(*b)?);
                 let va = self.eval(a, s, e)?;
-                // A constant right operand stays one element (`binary` treats it as a scalar).
+                // A constant right operand stays one element where `binary` takes a scalar.
+                let t = compute_dtype(*op, self.p.dtypes[a], self.p.dtypes[b]);
                 let vb = match &self.p.nodes[b] {
-                    Node::Const(c) if e - s > 1 => Buf::filled(*c, 1).cast(self.p.dtypes[b]),
+                    Node::Const(c) if e - s > 1 && scalar_rhs(*op, t) => Buf::filled(*c, 1).cast(self.p.dtypes[b]),
                     _ => self.eval(b, s, e)?,
                 };
                 binary(*op, va, vb).cast(dtype)
@@ -1021,11 +1024,7 @@ impl<'a> Eval<'a> {
                         reason: format!("cannot broadcast {from:?} to {shape:?}"),
                     });
                 }
-                if self.whole[x].is_none() {
-                    let all = self.eval(x, 0, numel(&from))?;
-                    self.whole[x] = Some(all);
-                }
-                let whole = self.whole[x].as_ref().expect("just set");
+                let whole = self.whole_of(x)?;
                 if whole.len() == 1 {
                     return Ok(whole.repeat_first(e - s).cast(dtype));
                 }
@@ -1041,11 +1040,7 @@ impl<'a> Eval<'a> {
                         reason: format!("cannot transpose {from:?} into {shape:?}"),
                     });
                 }
-                if self.whole[x].is_none() {
-                    let all = self.eval(x, 0, numel(&from))?;
-                    self.whole[x] = Some(all);
-                }
-                let whole = self.whole[x].as_ref().expect("just set");
+                let whole = self.whole_of(x)?;
                 let (rows, cols) = (shape[0] as usize, shape[1] as usize);
                 let idx: Vec<usize> = (s..e).map(|k| (k % cols) * rows + k / cols).collect();
                 whole.gather(&idx).cast(dtype)

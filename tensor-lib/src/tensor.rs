@@ -710,8 +710,11 @@ impl Tensor {
         Ok(if self.dtype().is_float() { self.clone() } else { self.astype(DType::F64) })
     }
 
-    /// The same elements in the given chunks.
+    /// The same elements in the given chunks (possibly irregular). Only for known shapes:
+    /// the sizes kept for a rebuild are each dimension's first, and known shapes are never
+    /// rebuilt.
     pub(crate) fn rechunk_to(&self, chunks: Vec<Vec<u64>>) -> Tensor {
+        debug_assert!(!self.has_unknown_shape(), "rechunk_to needs known chunks");
         if chunks == self.chunks() {
             return self.clone();
         }
