@@ -80,14 +80,6 @@ impl<R: Read> FrameReader<R> {
     }
 }
 
-impl FrameReader<std::os::unix::net::UnixStream> {
-    /// Whether a read would find data without blocking, after spinning up to `budget`
-    /// (see [`crate::transport::spin_until_readable`]).
-    pub fn spin_until_readable(&self, budget: std::time::Duration) -> bool {
-        self.has_buffered() || crate::transport::spin_until_readable(self.inner.get_ref(), budget)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

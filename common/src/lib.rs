@@ -1,11 +1,14 @@
 //! Shared vocabulary of every Ares process: typed IDs, configuration, error types,
-//! wire messages (rkyv), length-delimited framing and the transport trait.
+//! wire messages (rkyv), length-delimited framing and the addresses of processes.
 //!
 //! This crate owns *how bytes move and what they mean on the wire*. It must not know
 //! what a task does, how objects are counted, or how leases are granted: those live in
 //! `ares-ownership`, `ares-raylet` and `ares` and only use the types defined here.
 #![warn(missing_docs)]
 
+// rkyv generates undocumented archived twins of these types.
+#[allow(missing_docs)]
+pub mod address;
 pub mod codec;
 pub mod config;
 // rkyv generates undocumented archived twins of these types.
@@ -14,10 +17,10 @@ pub mod error;
 pub mod frame;
 pub mod ids;
 pub mod resources;
-pub mod transport;
 #[allow(missing_docs)]
 pub mod wire;
 
+pub use address::{Address, Endpoint};
 pub use config::{Config, ConfigError};
 pub use error::{FrameError, TaskError};
 pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};

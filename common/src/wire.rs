@@ -4,6 +4,7 @@
 //! - a client (driver or worker) and its raylet: registration, leases, object creation;
 //! - an owner and a worker it leased: task pushes and their replies.
 
+use crate::address::Endpoint;
 use crate::error::TaskError;
 use crate::ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 use crate::resources::ResourceSet;
@@ -25,7 +26,7 @@ pub enum ToRaylet {
         /// The worker's process ID.
         pid: u32,
         /// Where owners connect to push tasks.
-        listen_addr: String,
+        listen_addr: Endpoint,
     },
     /// Asks for a worker lease for one resource shape.
     RequestLease {
@@ -117,7 +118,7 @@ pub enum ToRaylet {
         /// The worker hosting it.
         worker_id: WorkerId,
         /// Where callers push its method calls.
-        addr: String,
+        addr: Endpoint,
     },
     /// The actor's constructor failed; the actor is dead.
     ActorCreateFailed {
@@ -180,7 +181,7 @@ pub struct ActorInfo {
     /// Its Rust type.
     pub class: String,
     /// Where to push its method calls.
-    pub addr: String,
+    pub addr: Endpoint,
     /// How often a call interrupted by its process's death is re-run.
     pub max_task_retries: u32,
 }
@@ -206,7 +207,7 @@ pub enum FromRaylet {
         /// The leased worker.
         worker_id: WorkerId,
         /// Where to push tasks to it.
-        worker_addr: String,
+        worker_addr: Endpoint,
     },
     /// A lease request can never be granted.
     LeaseInfeasible {

@@ -2,20 +2,19 @@
 //! stats) correlated by request ID, fire-and-forget messages, and a reader thread that
 //! hands unsolicited answers (lease grants) to the submitter.
 
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
+use ares_common::Endpoint;
 use ares_common::error::FrameError;
-use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, ToRaylet};
+use ares_net::{Connection, Receiver, Sender};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 
 pub(crate) struct RayletClient {
-    out: Arc<Outbox>,
+    out: Sender,
     pending: Mutex<HashMap<u64, mpsc::SyncSender<FromRaylet>>>,
     next_id: AtomicU64,
     /// Set (before `pending` is emptied) once the reader has stopped: no answer will come.
@@ -48,18 +47,13 @@ fn unavailable(e: impl std::fmt::Display) -> Error {
 impl RayletClient {
     /// Connects, registers with `hello` and returns the client, the registration answer
     /// and the reader half (to be handed to [`RayletClient::start_reader`]).
-    pub(crate) fn connect(
-        addr: &str,
-        max_frame: usize,
-        hello: ToRaylet,
-    ) -> Result<(Arc<Self>, FromRaylet, FrameReader<UnixStream>)> {
-        let stream = UnixTransport.connect(addr).map_err(unavailable)?;
-        let mut reader = FrameReader::new(UnixTransport.try_clone(&stream).map_err(unavailable)?, max_frame);
-        let mut w = &stream;
-        frame::write_msg(&mut w, &hello).map_err(unavailable)?;
-        let registered = reader.read::<FromRaylet>().map_err(unavailable)?;
+    pub(crate) fn connect(addr: &str, max_frame: usize, hello: ToRaylet) -> Result<(Arc<Self>, FromRaylet, Receiver)> {
+        let conn = Connection::connect(&Endpoint::Unix(addr.to_string())).map_err(unavailable)?;
+        let (out, mut reader) = conn.split(max_frame, OUTBOX_LIMIT).map_err(unavailable)?;
+        out.send(&hello).map_err(unavailable)?;
+        let registered = reader.recv::<FromRaylet>().map_err(unavailable)?;
         let client = Arc::new(RayletClient {
-            out: Outbox::new(stream, OUTBOX_LIMIT),
+            out,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
@@ -71,7 +65,7 @@ impl RayletClient {
     /// callers; everything else to `on_event`; `on_close` runs when the connection ends.
     pub(crate) fn start_reader(
         self: &Arc<Self>,
-        mut reader: FrameReader<UnixStream>,
+        mut reader: Receiver,
         on_event: impl Fn(FromRaylet) + Send + 'static,
         on_close: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<()> {
@@ -86,7 +80,7 @@ impl RayletClient {
         })?;
         std::thread::Builder::new().name("ares-raylet-client".into()).spawn(move || {
             loop {
-                match reader.read::<FromRaylet>() {
+                match reader.recv::<FromRaylet>() {
                     Ok(msg) => {
                         let waiter = request_id(&msg).and_then(|id| me.pending.lock().unwrap().remove(&id));
                         match waiter {
@@ -121,10 +115,7 @@ impl RayletClient {
 
     /// Sends one message.
     pub(crate) fn send(&self, msg: &ToRaylet) -> Result<()> {
-        let payload = frame::encode(msg);
-        let mut buf = Vec::with_capacity(payload.len() + 4);
-        frame::write_frame(&mut buf, &payload).map_err(unavailable)?;
-        self.out.send(&buf).map_err(unavailable)
+        self.out.send(msg).map_err(unavailable)
     }
 
     /// Sends the request built by `make` and waits for its answer.
@@ -141,7 +132,7 @@ impl RayletClient {
             return Err(e);
         }
         // Most answers come within microseconds: poll before blocking (see
-        // `transport::spin_until_readable` for why).
+        // `ares_net::SPIN_BEFORE_BLOCKING` for why).
         let start = std::time::Instant::now();
         while start.elapsed() < std::time::Duration::from_micros(50) {
             match rx.try_recv() {

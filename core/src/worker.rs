@@ -10,17 +10,14 @@
 //! (the process is dedicated to it). Each caller's connection is served by its own
 //! thread, in order; with `max_concurrency > 1` calls go to a pool of that many threads.
 
-use std::io::{BufWriter, Write};
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
-use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{Transport, UnixTransport};
 use ares_common::wire::{FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
-use ares_common::{ActorId, ObjectId, WorkerId};
+use ares_common::{ActorId, Endpoint, ObjectId, WorkerId};
+use ares_net::{BufferedWriter, Connection, Listener, SPIN_BEFORE_BLOCKING};
 
 use crate::core_worker::{CoreConfig, CoreWorker};
 use crate::error::TaskError;
@@ -63,15 +60,12 @@ fn start_pool(n: u32) -> Option<Mutex<mpsc::Sender<Job>>> {
     Some(Mutex::new(tx))
 }
 
-type Writer = Arc<Mutex<BufWriter<UnixStream>>>;
+type Writer = Arc<Mutex<BufferedWriter>>;
 
 fn reply(writer: &Writer, task_id: ares_common::TaskId, outcome: Outcome, flush: bool) -> bool {
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    frame::write_msg(&mut *w, &FromWorker::Done { task_id, outcome }).is_ok() && (!flush || w.flush().is_ok())
+    w.write(&FromWorker::Done { task_id, outcome }).is_ok() && (!flush || w.flush().is_ok())
 }
-
-/// How long a reader polls for the next message before it blocks.
-pub(crate) const SPIN_BEFORE_BLOCKING: std::time::Duration = std::time::Duration::from_micros(100);
 
 static IS_WORKER: AtomicBool = AtomicBool::new(false);
 
@@ -129,8 +123,8 @@ fn run() -> Result<(), String> {
         *b = id_hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or("bad ARES_WORKER_ID")?;
     }
     let worker_id = WorkerId(id);
-    let listen_addr = format!("{session_dir}/worker-{}.sock", &id_hex[..12]);
-    let listener = UnixTransport.bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
+    let listen_addr = Endpoint::Unix(format!("{session_dir}/worker-{}.sock", &id_hex[..12]));
+    let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
     let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
     let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr };
     // The raylet is gone: so is our reason to exist.
@@ -139,33 +133,31 @@ fn run() -> Result<(), String> {
     *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
         Some(super::Runtime { cw: cw.clone(), raylet: None, address });
     loop {
-        let stream = match UnixTransport.accept(&listener) {
-            Ok(s) => s,
+        let conn = match listener.accept() {
+            Ok(c) => c,
             Err(e) => {
                 tracing::warn!("worker accept failed: {e}");
                 continue;
             }
         };
         let cw = cw.clone();
-        let _ = std::thread::Builder::new()
-            .name("ares-worker-exec".into())
-            .spawn(move || serve_owner(cw, stream, max_frame));
+        let _ =
+            std::thread::Builder::new().name("ares-worker-exec".into()).spawn(move || serve_owner(cw, conn, max_frame));
     }
 }
 
 /// Runs the tasks one owner pushes, replying in order; replies are flushed when no
 /// further task is already buffered, so a pipelined batch costs one write.
-fn serve_owner(cw: Arc<CoreWorker>, stream: UnixStream, max_frame: usize) {
-    let Ok(w) = UnixTransport.try_clone(&stream) else {
+fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
+    let Ok((w, mut reader)) = conn.split_buffered(max_frame) else {
         return;
     };
-    let writer: Writer = Arc::new(Mutex::new(BufWriter::with_capacity(256 << 10, w)));
-    let mut reader = FrameReader::new(stream, max_frame);
+    let writer: Writer = Arc::new(Mutex::new(w));
     loop {
         // An owner that waits on each result sends its next task within microseconds;
         // polling briefly saves the wake-up of a blocked read.
         reader.spin_until_readable(SPIN_BEFORE_BLOCKING);
-        let spec = match reader.read::<ToWorker>() {
+        let spec = match reader.recv::<ToWorker>() {
             Ok(ToWorker::Push(spec)) => spec,
             Err(FrameError::Closed) => break,
             Err(e) => {

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use ares_common::error::TaskError;
 use ares_common::wire::{ActorInfo, ActorKey};
-use ares_common::{ActorId, LeaseId, WorkerId};
+use ares_common::{ActorId, Endpoint, LeaseId, WorkerId};
 use ares_object_store::ClientId;
 use hashbrown::HashMap;
 
@@ -62,7 +62,7 @@ enum State {
     Pending,
     Alive {
         worker: WorkerId,
-        addr: String,
+        addr: Endpoint,
     },
     /// Its process died; the owner has not yet asked whether to restart.
     Lost,
@@ -174,7 +174,7 @@ impl ActorDirectory {
         actor_id: ActorId,
         lease_id: LeaseId,
         worker: WorkerId,
-        addr: String,
+        addr: Endpoint,
     ) -> Vec<ActorAction> {
         let Some(e) = self.live.get_mut(&actor_id) else {
             // Killed while it was being constructed.
@@ -393,6 +393,10 @@ impl ActorDirectory {
 mod tests {
     use super::*;
 
+    fn ep(s: &str) -> Endpoint {
+        Endpoint::Unix(s.into())
+    }
+
     const OWNER: ClientId = ClientId(1);
     const OTHER: ClientId = ClientId(2);
 
@@ -441,8 +445,10 @@ mod tests {
         let mut d = ActorDirectory::new();
         d.register(OWNER, 1, actor(1, Some("x"), false, 0));
         assert!(d.lookup(OTHER, 7, &ActorKey::Name("x".into())).is_empty());
-        let a = d.started(OWNER, id(1), LeaseId(1), w(1), "sock".into());
-        assert!(matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info }] if info.addr == "sock"));
+        let a = d.started(OWNER, id(1), LeaseId(1), w(1), ep("sock"));
+        assert!(
+            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info }] if info.addr == ep("sock"))
+        );
         assert!(matches!(&d.lookup(OTHER, 8, &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
         let a = d.lookup(OTHER, 9, &ActorKey::Name("y".into()));
         assert!(failed(&a)[0].contains("no live actor is named `y`"));
@@ -452,15 +458,15 @@ mod tests {
     fn restarts_are_granted_up_to_the_budget_then_the_actor_dies() {
         let mut d = ActorDirectory::new();
         d.register(OWNER, 1, actor(1, None, false, 2));
-        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         // The owner lost only its connection: the old process is killed before a restart.
         assert_eq!(d.worker_lost(OWNER, 9, id(1)), vec![ActorAction::KillWorker(w(1)), ok(9, OWNER)]);
-        d.started(OWNER, id(1), LeaseId(3), w(3), "c".into());
+        d.started(OWNER, id(1), LeaseId(3), w(3), ep("c"));
         assert!(d.worker_died(w(3)).is_empty());
         assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
         assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
-        let a = d.started(OWNER, id(1), LeaseId(2), w(2), "b".into());
-        assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == "b"));
+        let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
+        assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == ep("b")));
         d.worker_died(w(2));
         let a = d.worker_lost(OWNER, 4, id(1));
         assert!(failed(&a).iter().all(|e| e.contains("after 2 restart(s)")), "{a:?}");
@@ -472,13 +478,13 @@ mod tests {
     fn the_last_hold_ends_a_normal_actor_but_not_a_detached_one() {
         let mut d = ActorDirectory::new();
         d.register(OWNER, 1, actor(1, None, false, 0));
-        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         d.add_hold(OTHER, 2, id(1));
         assert!(d.release_hold(OWNER, id(1)).is_empty(), "a borrower still holds it");
         assert_eq!(d.release_hold(OTHER, id(1)), vec![ActorAction::KillWorker(w(1))]);
 
         d.register(OWNER, 3, actor(2, Some("d"), true, 0));
-        let a = d.started(OWNER, id(2), LeaseId(2), w(2), "b".into());
+        let a = d.started(OWNER, id(2), LeaseId(2), w(2), ep("b"));
         assert_eq!(a, vec![ActorAction::DetachLease { client: OWNER, lease_id: LeaseId(2) }]);
         assert!(d.release_hold(OWNER, id(2)).is_empty());
         assert!(d.client_gone(OWNER).is_empty(), "a detached actor outlives its owner");
@@ -492,7 +498,7 @@ mod tests {
     fn owner_death_kills_owned_actors_and_answers_waiters() {
         let mut d = ActorDirectory::new();
         d.register(OWNER, 1, actor(1, None, false, 5));
-        d.started(OWNER, id(1), LeaseId(1), w(1), "a".into());
+        d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         d.register(OWNER, 2, actor(2, None, false, 5));
         assert!(d.lookup(OTHER, 3, &ActorKey::Id(id(2))).is_empty());
         let a = d.client_gone(OWNER);
@@ -509,7 +515,7 @@ mod tests {
         assert!(d.started_on_dead_worker(OWNER, id(1)).is_empty());
         assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait");
         assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
-        let a = d.started(OWNER, id(1), LeaseId(2), w(2), "b".into());
+        let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
         assert!(matches!(&a[..], [ActorAction::Found { request_id: 2, .. }]));
     }
 
@@ -518,7 +524,7 @@ mod tests {
         let mut d = ActorDirectory::new();
         d.register(OWNER, 1, actor(1, None, false, 0));
         d.kill_request(OTHER, 2, id(1));
-        assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), "a".into()), vec![ActorAction::KillWorker(w(1))]);
+        assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), ep("a")), vec![ActorAction::KillWorker(w(1))]);
         let a = d.worker_lost(OWNER, 3, id(1));
         assert!(failed(&a)[0].contains("killed with ares::kill"));
     }

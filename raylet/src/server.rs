@@ -7,7 +7,6 @@
 //! malformed or oversized frame is closed with a logged reason; everyone else is unaffected.
 
 use std::io;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -15,10 +14,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use ares_common::error::{FrameError, TaskError};
-use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{self, Outbox, Transport, UnixTransport};
 use ares_common::wire::{FromRaylet, NodeStats, SpilledObject, ToRaylet, WorkerInfo};
-use ares_common::{Config, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_common::{Config, Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_net::{Listener, Receiver};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError, StoreIndex};
 use hashbrown::HashMap;
 
@@ -65,7 +63,7 @@ enum Kind {
 }
 
 struct Client {
-    out: Arc<Outbox>,
+    out: ares_net::Sender,
     kind: Kind,
 }
 
@@ -73,7 +71,7 @@ struct Client {
 const OUTBOX_LIMIT: usize = 256 << 20;
 struct WorkerRec {
     pid: u32,
-    addr: String,
+    addr: Endpoint,
 }
 
 struct State {
@@ -111,17 +109,17 @@ struct Shared {
     stopping: AtomicBool,
     socket_path: String,
     session_dir: PathBuf,
-    listener: UnixListener,
+    listener: Listener,
 }
 
 impl Raylet {
     /// Creates the session directory and the pool, and starts serving.
     pub fn start(cfg: RayletConfig) -> io::Result<Raylet> {
-        transport::remove_stale_session_dirs(&cfg.node.session_root);
+        ares_net::remove_stale_session_dirs(&cfg.node.session_root);
         let tag = spawner::hex(&uuid::Uuid::new_v4().as_bytes()[..6]);
-        let session_dir = transport::create_session_dir(&cfg.node.session_root, &tag)?;
+        let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
         let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
-        let listener = UnixTransport.bind(&socket_path)?;
+        let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
         let num_cpus = cfg.node.effective_num_cpus();
@@ -210,7 +208,7 @@ impl Raylet {
         if self.shared.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
-        let _ = rustix::net::shutdown(&self.shared.listener, rustix::net::Shutdown::Both);
+        self.shared.listener.shutdown();
         let _ = self.shared.spawn.lock().map(|s| s.send(SpawnCmd::Shutdown));
         if let Some(h) = self.spawner.take() {
             let _ = h.join();
@@ -268,20 +266,18 @@ impl Shared {
 
     fn send(&self, st: &mut State, client: ClientId, msg: &FromRaylet) {
         let Some(c) = st.clients.get_mut(&client) else { return };
-        let payload = frame::encode(msg);
-        let mut buf = Vec::with_capacity(payload.len() + 4);
         // Never blocks (a client that stops reading cannot stall the raylet); on failure
         // the connection is closed and its reader thread cleans up.
-        if frame::write_frame(&mut buf, &payload).is_ok() {
-            let _ = c.out.send(&buf);
-        }
+        let _ = c.out.send(msg);
     }
 
     fn apply(&self, st: &mut State, actions: Vec<Action>) {
         for a in actions {
             match a {
                 Action::Grant { client, request_id, lease_id, worker } => {
-                    let worker_addr = st.workers.get(&worker).map(|w| w.addr.clone()).unwrap_or_default();
+                    // A granted worker is registered; an empty path would fail the owner's connect.
+                    let worker_addr =
+                        st.workers.get(&worker).map_or_else(|| Endpoint::Unix(String::new()), |w| w.addr.clone());
                     self.send(
                         st,
                         client,
@@ -673,8 +669,8 @@ impl Shared {
 
 fn accept_loop(shared: Arc<Shared>) {
     loop {
-        let stream = match UnixTransport.accept(&shared.listener) {
-            Ok(s) => s,
+        let conn = match shared.listener.accept() {
+            Ok(c) => c,
             Err(e) => {
                 if shared.stopping.load(Ordering::SeqCst) {
                     return;
@@ -686,29 +682,28 @@ fn accept_loop(shared: Arc<Shared>) {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(writer) = stream.try_clone() else { continue };
+        let Ok((out, rx)) = conn.split(shared.max_frame, OUTBOX_LIMIT) else { continue };
         let id = {
             let mut st = shared.lock();
             let id = ClientId(st.next_client);
             st.next_client += 1;
-            st.clients.insert(id, Client { out: Outbox::new(writer, OUTBOX_LIMIT), kind: Kind::Unregistered });
+            st.clients.insert(id, Client { out, kind: Kind::Unregistered });
             id
         };
         let s = shared.clone();
-        let spawned = std::thread::Builder::new().name("ares-raylet-conn".into()).spawn(move || serve(s, id, stream));
+        let spawned = std::thread::Builder::new().name("ares-raylet-conn".into()).spawn(move || serve(s, id, rx));
         if spawned.is_err() {
             shared.disconnected(id);
         }
     }
 }
 
-fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
-    let mut reader = FrameReader::new(stream, shared.max_frame);
+fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver) {
     loop {
         // Clients often send their next request at once (pin after create, release after
         // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM.
-        reader.spin_until_readable(std::time::Duration::from_micros(100));
-        match reader.read::<ToRaylet>() {
+        rx.spin_until_readable(ares_net::SPIN_BEFORE_BLOCKING);
+        match rx.recv::<ToRaylet>() {
             Ok(msg) => shared.handle(client, msg),
             Err(FrameError::Closed) => break,
             Err(e) => {
@@ -719,7 +714,7 @@ fn serve(shared: Arc<Shared>, client: ClientId, stream: UnixStream) {
             }
         }
     }
-    UnixTransport.close(reader.get_ref());
+    rx.close();
     shared.disconnected(client);
 }
 

@@ -57,10 +57,10 @@ struct Owned {
 
 pub(super) struct ActorConn {
     actor: ActorId,
-    out: Arc<Outbox>,
+    out: Sender,
     in_flight: VecDeque<TaskId>,
     lease: Option<(LeaseId, WorkerId)>,
-    addr: String,
+    addr: Endpoint,
 }
 
 impl Caller {
@@ -455,7 +455,7 @@ impl CoreWorker {
             }
         }
         if !buf.is_empty() {
-            if let Err(e) = conn.out.send(&buf) {
+            if let Err(e) = conn.out.send_framed(&buf) {
                 // The connection's reader sees the break and handles the calls.
                 tracing::debug!("push to actor failed: {e}");
             }
@@ -482,29 +482,18 @@ impl CoreWorker {
     }
 
     /// Connects to a worker and starts the reader of its replies.
-    fn open_actor_conn(&self, tasks: &mut Tasks, a: ActorId, addr: &str) -> std::io::Result<u64> {
-        let stream = UnixTransport.connect(addr)?;
-        let reader = UnixTransport.try_clone(&stream)?;
+    fn open_actor_conn(&self, tasks: &mut Tasks, a: ActorId, addr: &Endpoint) -> std::io::Result<u64> {
+        let (out, reader) = Connection::connect(addr)?.split(self.max_frame, OUTBOX_LIMIT)?;
         let conn_id = tasks.next_conn;
         tasks.next_conn += 1;
-        let weak = self.me.clone();
-        let max_frame = self.max_frame;
-        std::thread::Builder::new()
-            .name("ares-actor-reader".into())
-            .spawn(move || conn_reader(weak, ConnKey::Actor(conn_id), FrameReader::new(reader, max_frame)))?;
-        let conn = ActorConn {
-            actor: a,
-            out: Outbox::new(stream, OUTBOX_LIMIT),
-            in_flight: VecDeque::new(),
-            lease: None,
-            addr: addr.to_string(),
-        };
+        spawn_conn_reader(self.me.clone(), ConnKey::Actor(conn_id), reader)?;
+        let conn = ActorConn { actor: a, out, in_flight: VecDeque::new(), lease: None, addr: addr.clone() };
         tasks.conns.insert(conn_id, conn);
         Ok(conn_id)
     }
 
     /// The owner got its actor's dedicated worker: construct the actor, then push calls.
-    pub(super) fn on_actor_lease(&self, request_id: u64, lease_id: LeaseId, worker_id: WorkerId, addr: &str) {
+    pub(super) fn on_actor_lease(&self, request_id: u64, lease_id: LeaseId, worker_id: WorkerId, addr: &Endpoint) {
         let mut tasks = self.lock_tasks();
         let Some(a) = tasks.actor_requests.remove(&request_id) else {
             // Withdrawn (the actor was killed) after the grant was sent.
@@ -534,7 +523,7 @@ impl CoreWorker {
                         let mut buf = Vec::new();
                         frame::write_frame(&mut buf, &payload).expect("writing to a Vec cannot fail");
                         conn.in_flight.push_back(create_tid);
-                        let _ = conn.out.send(&buf);
+                        let _ = conn.out.send_framed(&buf);
                         self.dispatch_actor(&mut tasks, a, &mut frees);
                     }
                     Err(e) => self.create_failed(&mut tasks, a, &e, &mut frees),

@@ -16,17 +16,16 @@ mod actors;
 pub(crate) use actors::ActorSpawn;
 
 use std::collections::VecDeque;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use ares_common::Endpoint;
 use ares_common::codec::{Bytes, Value};
-use ares_common::error::FrameError;
-use ares_common::frame::{self, FrameReader};
-use ares_common::transport::{Outbox, Transport, UnixTransport};
+use ares_common::frame;
 use ares_common::wire::{FromRaylet, FromWorker, NodeStats, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{ActorId, LeaseId, ObjectId, ResourceSet, TaskId, WorkerId};
+use ares_net::{Connection, Sender};
 use ares_object_store::Pool;
 use ares_ownership::{Free, Location, SharedTable, Status};
 use hashbrown::HashMap;
@@ -136,7 +135,7 @@ struct ShapeState {
 
 struct Lease {
     shape: ResourceSet,
-    out: Arc<Outbox>,
+    out: Sender,
     in_flight: VecDeque<(TaskId, Instant)>,
     last_reply: Instant,
     idle_since: Option<Instant>,
@@ -657,7 +656,7 @@ impl CoreWorker {
             for (lease_id, buf) in out {
                 let lease = &leases[&lease_id];
                 // Never blocks: a reader thread may be the one dispatching here.
-                if let Err(e) = lease.out.send(&buf) {
+                if let Err(e) = lease.out.send_framed(&buf) {
                     // The lease's reader sees the broken connection and retries its tasks.
                     tracing::debug!("push to worker failed: {e}");
                 }
@@ -810,7 +809,7 @@ impl CoreWorker {
         }
     }
 
-    fn on_lease_granted(&self, request_id: u64, lease_id: LeaseId, worker_addr: &str) {
+    fn on_lease_granted(&self, request_id: u64, lease_id: LeaseId, worker_addr: &Endpoint) {
         let mut tasks = self.lock_tasks();
         let shape = tasks.requests.remove(&request_id);
         let st = shape.as_ref().and_then(|s| tasks.shapes.get_mut(s));
@@ -826,8 +825,8 @@ impl CoreWorker {
             return;
         }
         let shape = shape.expect("checked");
-        let connected = UnixTransport.connect(worker_addr).and_then(|s| Ok((UnixTransport.try_clone(&s)?, s)));
-        let (reader, stream) = match connected {
+        let connected = Connection::connect(worker_addr).and_then(|c| c.split(self.max_frame, OUTBOX_LIMIT));
+        let (out, reader) = match connected {
             Ok(pair) => pair,
             Err(e) => {
                 tracing::warn!("could not connect to leased worker at {worker_addr}: {e}");
@@ -836,12 +835,7 @@ impl CoreWorker {
                 return;
             }
         };
-        let weak = self.me.clone();
-        let max_frame = self.max_frame;
-        let spawned = std::thread::Builder::new()
-            .name("ares-lease-reader".into())
-            .spawn(move || conn_reader(weak, ConnKey::Lease(lease_id), FrameReader::new(reader, max_frame)));
-        if spawned.is_err() {
+        if spawn_conn_reader(self.me.clone(), ConnKey::Lease(lease_id), reader).is_err() {
             let _ = self.raylet.send(&ToRaylet::ReturnLease { lease_id, worker_broken: false });
             self.dispatch(&mut tasks, &shape);
             return;
@@ -849,13 +843,7 @@ impl CoreWorker {
         let now = Instant::now();
         tasks.leases.insert(
             lease_id,
-            Lease {
-                shape: shape.clone(),
-                out: Outbox::new(stream, OUTBOX_LIMIT),
-                in_flight: VecDeque::new(),
-                last_reply: now,
-                idle_since: Some(now),
-            },
+            Lease { shape: shape.clone(), out, in_flight: VecDeque::new(), last_reply: now, idle_since: Some(now) },
         );
         tasks.shapes.get_mut(&shape).expect("present").leases.push(lease_id);
         self.dispatch(&mut tasks, &shape);
@@ -1074,37 +1062,28 @@ impl CoreWorker {
     }
 }
 
-fn conn_reader(cw: Weak<CoreWorker>, key: ConnKey, mut reader: FrameReader<UnixStream>) {
-    let reason = loop {
-        reader.spin_until_readable(crate::worker::SPIN_BEFORE_BLOCKING);
-        let first = match reader.read::<FromWorker>() {
-            Ok(m) => m,
-            Err(FrameError::Closed) => break "connection closed".to_string(),
-            Err(e) => break e.to_string(),
-        };
-        let mut batch = vec![first];
-        let mut failure = None;
-        while reader.has_buffered() && batch.len() < 1024 {
-            match reader.read::<FromWorker>() {
-                Ok(m) => batch.push(m),
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break;
+fn spawn_conn_reader(cw: Weak<CoreWorker>, key: ConnKey, rx: ares_net::Receiver) -> std::io::Result<()> {
+    let on_closed = cw.clone();
+    ares_net::spawn_reader::<FromWorker>(
+        "ares-conn-reader",
+        rx,
+        1024,
+        move |batch| match cw.upgrade() {
+            Some(cw) => {
+                cw.on_replies(key, batch);
+                true
+            }
+            None => false,
+        },
+        move |reason| {
+            if let Some(cw) = on_closed.upgrade() {
+                match key {
+                    ConnKey::Lease(lease_id) => cw.on_lease_lost(lease_id, reason),
+                    ConnKey::Actor(conn) => cw.on_actor_conn_lost(conn, reason),
                 }
             }
-        }
-        let Some(cw) = cw.upgrade() else { return };
-        cw.on_replies(key, batch);
-        if let Some(f) = failure {
-            break f;
-        }
-    };
-    if let Some(cw) = cw.upgrade() {
-        match key {
-            ConnKey::Lease(lease_id) => cw.on_lease_lost(lease_id, reason),
-            ConnKey::Actor(conn) => cw.on_actor_conn_lost(conn, reason),
-        }
-    }
+        },
+    )
 }
 
 fn housekeeping(cw: Weak<CoreWorker>) {

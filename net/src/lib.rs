@@ -1,0 +1,26 @@
+//! The Ares transport: message-level connections between processes.
+//!
+//! A [`Connection`] carries length-delimited rkyv frames (see `ares_common::frame`). It is
+//! split into a [`Sender`], which never blocks its caller (bytes the socket cannot take at
+//! once are queued and flushed by a short-lived thread, in order), and a [`Receiver`],
+//! which reads validated messages one at a time or in batches, polling briefly before it
+//! blocks. [`spawn_reader`] runs a receiver on a thread of its own and reports batches and
+//! the connection's end to callbacks.
+//!
+//! Addresses are [`Endpoint`]s: `Unix(path)` within a node, `Quic { node, addr }` between
+//! nodes. Only Unix sockets are implemented here yet; the QUIC transport arrives with the
+//! cluster and plugs in behind the same types.
+//!
+//! **Owns:** sockets, framing IO, session directories. **Must not:** know what a message
+//! means, or be a dependency of `ares-ownership` or `ares-object-store` (loom checks those
+//! crates, so they stay free of tokio and quinn; async IO lives here and above).
+#![warn(missing_docs)]
+
+mod conn;
+mod outbox;
+mod session;
+
+pub use ares_common::address::{Address, Endpoint};
+pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCKING, Sender, spawn_reader};
+pub use outbox::Outbox;
+pub use session::{create_session_dir, remove_stale_session_dirs};
