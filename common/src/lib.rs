@@ -11,6 +11,7 @@
 pub mod address;
 pub mod codec;
 pub mod config;
+pub mod det;
 // rkyv generates undocumented archived twins of these types.
 #[allow(missing_docs)]
 pub mod error;

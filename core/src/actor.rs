@@ -28,7 +28,6 @@
 //! }
 //! ```
 
-use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -39,10 +38,11 @@ use rkyv::rancor::{Fallible, Source};
 use rkyv::with::{ArchiveWith, DeserializeWith, SerializeWith};
 use rkyv::{Archive, Place, Serialize};
 
-use crate::core_worker::{ActorSpawn, ArgSpec, CoreWorker};
+use crate::core_worker::{ArgSpec, CoreWorker, SpawnSpec};
 use crate::error::{Error, Result, TaskError};
 use crate::object_ref::ObjectRef;
 use crate::remote::{IntoArg, Keep, PreparedArg};
+use crate::state::ActorSpawn;
 
 /// One process's family of handles on an actor: the last drop tells the core worker.
 pub(crate) struct HandleInner {
@@ -50,7 +50,8 @@ pub(crate) struct HandleInner {
     pub(crate) class: Arc<str>,
     pub(crate) max_task_retries: u32,
     pub(crate) cw: Arc<CoreWorker>,
-    /// Whether the core worker counts this family (see [`without_borrowing`]).
+    /// Whether the core worker counts this family (not for copies decoded only to be
+    /// re-encoded, see `capture::without_borrowing`).
     counted: bool,
 }
 
@@ -60,46 +61,6 @@ impl Drop for HandleInner {
             self.cw.actor_handle_dropped(self.id);
         }
     }
-}
-
-thread_local! {
-    /// Handles met while encoding a task's arguments: the task keeps them alive.
-    static CAPTURED: RefCell<Option<Vec<Arc<HandleInner>>>> = const { RefCell::new(None) };
-    /// Set while values are only decoded to be re-encoded (merging a list argument under
-    /// the core worker's lock): handles decoded then are not counted.
-    static PASSIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f`, in which decoded actor handles are uncounted copies (no borrow is registered
-/// and dropping them does nothing), so it may run under the core worker's lock.
-pub(crate) fn without_borrowing<R>(f: impl FnOnce() -> R) -> R {
-    /// Restores the flag even if `f` panics.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PASSIVE.with(|p| p.set(self.0));
-        }
-    }
-    let _restore = Restore(PASSIVE.with(|p| p.replace(true)));
-    f()
-}
-
-/// Runs `f` and returns the actor handles it encoded.
-pub(crate) fn capture_handles<R>(f: impl FnOnce() -> R) -> (R, Vec<Arc<HandleInner>>) {
-    /// Restores the outer capture even if `f` panics.
-    struct Restore(Option<Option<Vec<Arc<HandleInner>>>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            if let Some(outer) = self.0.take() {
-                CAPTURED.with(|c| *c.borrow_mut() = outer);
-            }
-        }
-    }
-    let mut restore = Restore(Some(CAPTURED.with(|c| c.borrow_mut().replace(Vec::new()))));
-    let r = f();
-    let outer = restore.0.take().expect("set above");
-    let got = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer)).unwrap_or_default();
-    (r, got)
 }
 
 /// A handle to an actor of type `A`. Cloning shares it; it encodes as the actor's ID, so
@@ -139,7 +100,9 @@ impl<A> ActorHandle<A> {
         let function = std::any::type_name::<F>();
         let (specs, keep, error) = prepare_args(args.into_args(), function);
         let id = match error {
-            None => cw.submit_actor_call(self.inner.id, function, specs, keep.actor_ids()),
+            None => {
+                cw.submit_actor_call(self.inner.id, function, specs, keep.actor_ids(), keep.carried(cw.worker_id()))
+            }
             Some(e) => cw.submit_failed(e),
         };
         drop(keep);
@@ -191,11 +154,7 @@ where
     HandleWire: Serialize<S>,
 {
     fn serialize_with(field: &Arc<HandleInner>, s: &mut S) -> std::result::Result<Self::Resolver, S::Error> {
-        CAPTURED.with(|c| {
-            if let Some(v) = c.borrow_mut().as_mut() {
-                v.push(field.clone());
-            }
-        });
+        crate::capture::record_actor(field.id, field.clone());
         HandleWire::of(field).serialize(s)
     }
 }
@@ -213,7 +172,7 @@ where
         let cw = crate::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
         let class: Arc<str> = Arc::from(a.class.as_str());
         let retries = a.max_task_retries.to_native();
-        if PASSIVE.with(|p| p.get()) {
+        if crate::capture::passive() {
             return Ok(Arc::new(HandleInner { id, class, max_task_retries: retries, cw, counted: false }));
         }
         Ok(borrow(cw, id, class, retries))
@@ -408,17 +367,19 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
             shape.set(n, *a);
         }
         let id = ActorId::from_uuid(uuid::Uuid::new_v4());
-        let spawn = ActorSpawn {
-            ctor,
-            class: class.clone(),
-            shape,
+        let spawn = SpawnSpec {
+            state: ActorSpawn {
+                ctor,
+                class: class.clone(),
+                shape,
+                max_task_retries: self.opts.max_task_retries,
+                max_concurrency: self.opts.max_concurrency,
+            },
             name: self.opts.name.clone(),
             detached: self.opts.detached,
             max_restarts: self.opts.max_restarts,
-            max_task_retries: self.opts.max_task_retries,
-            max_concurrency: self.opts.max_concurrency,
         };
-        cw.create_actor(id, spawn, specs, keep.actor_ids())?;
+        cw.create_actor(id, spawn, specs, keep.actor_ids(), keep.carried(cw.worker_id()))?;
         drop(keep);
         let max_task_retries = self.opts.max_task_retries;
         Ok(ActorHandle {

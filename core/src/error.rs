@@ -25,6 +25,19 @@ pub enum Error {
         /// The validator's message.
         reason: String,
     },
+    /// The ref was received inside a value from another process, and reading an object
+    /// outside its owner is not supported yet.
+    #[error(
+        "object {object} is owned by {owner}; a ref received inside a value cannot be read outside \
+         its owner yet: pass the ObjectRef itself as a task argument (it is resolved before the task \
+         runs), or read it in the owner"
+    )]
+    NotOwned {
+        /// The object, rendered.
+        object: String,
+        /// Its owner, rendered.
+        owner: String,
+    },
     /// The connection to the raylet failed.
     #[error("lost the connection to the raylet: {0}")]
     RayletUnavailable(String),

@@ -24,12 +24,15 @@
 #![warn(missing_docs)]
 
 mod actor;
+mod capture;
 mod core_worker;
 mod error;
 mod object_ref;
 mod raylet_client;
 mod registry;
 mod remote;
+mod state;
+mod store_client;
 mod worker;
 
 use std::sync::{Arc, RwLock};
@@ -120,8 +123,9 @@ pub fn init_with(config: Config) -> Result<()> {
         max_in_flight: config.max_tasks_in_flight_per_worker,
     };
     let worker_id = ares_common::WorkerId::from_uuid(uuid::Uuid::new_v4());
+    let root = ares_common::TaskId::root(uuid::Uuid::new_v4());
     let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: std::process::id(), worker_id };
-    let cw = CoreWorker::start(cfg, worker_id, hello, || {})?;
+    let cw = CoreWorker::start(cfg, worker_id, root, None, hello, || {})?;
     *g = Some(Runtime { cw, raylet, address: socket });
     Ok(())
 }
@@ -154,10 +158,18 @@ pub fn put_ref<T: Value>(value: &T) -> Result<ObjectRef<T>> {
 
 /// Waits for the object and returns a copy of its value.
 pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
+    let held = hold(r)?;
+    T::decode(held.bytes()).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
+}
+
+/// Waits for the object and holds its bytes for reading.
+fn hold<T>(r: &ObjectRef<T>) -> Result<store_client::Held> {
+    if !r.inner.owned() {
+        return Err(Error::NotOwned { object: r.id().to_string(), owner: r.owner().to_string() });
+    }
     let cw = &r.inner.cw;
     let loc = cw.wait_location(r.id())?;
-    let held = cw.hold(r.id(), &loc)?;
-    T::decode(held.bytes()).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
+    cw.hold(r.id(), &loc)
 }
 
 /// Waits for every object and returns their values in order; the first failure wins.
@@ -168,9 +180,7 @@ pub fn get_all<T: Value>(refs: &[ObjectRef<T>]) -> Result<Vec<T>> {
 /// Waits for the object and returns a zero-copy view of its archived value: for a value
 /// in the shared-memory store, the pool is read in place.
 pub fn get_view<T: Value>(r: &ObjectRef<T>) -> Result<View<T>> {
-    let loc = r.inner.cw.wait_location(r.id())?;
-    let held = r.inner.cw.hold(r.id(), &loc)?;
-    View::new(r.clone(), held)
+    View::new(r.clone(), hold(r)?)
 }
 
 /// Waits until `num_returns` of `refs` are ready (or failed) or `timeout` passes, and
@@ -203,10 +213,7 @@ pub fn raylet_address() -> Result<String> {
 /// (`file://<path>?offset=<n>&size=<n>`), or `None` if it is in memory or inline.
 /// Reading a spilled object restores it transparently; this is for inspection.
 pub fn spill_location<T>(r: &ObjectRef<T>) -> Option<String> {
-    match r.inner.cw.table.lock().status(r.id()) {
-        Some(ares_ownership::Status::Ready(ares_ownership::Location::Spilled { url, .. })) => Some(url.clone()),
-        _ => None,
-    }
+    r.inner.cw.spill_location(r.id())
 }
 
 /// Statistics of this process's node: store usage, workers and resources.

@@ -1,43 +1,77 @@
 //! `ObjectRef<T>`, the typed future, and `View<T>`, a zero-copy read of its value.
+//!
+//! A ref knows its owner's [`Address`] and encodes as (object ID, owner address), so it
+//! can travel inside values: encoding one records it (see [`crate::capture`]), and the
+//! submission or `put` carrying the value keeps the object alive while the value needs
+//! it. Decoding one in the owner's process gives an ordinary counted handle; in any other
+//! process it is a *borrowed* ref, which cannot be read yet (borrowers asking owners
+//! come with the distributed ownership protocol).
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::core_worker::CoreWorker;
-use crate::core_worker::Held;
-use ares_common::ObjectId;
 use ares_common::codec::Value;
+use ares_common::{Address, ObjectId};
+use rkyv::rancor::{Fallible, Source};
+use rkyv::with::{ArchiveWith, DeserializeWith, SerializeWith};
+use rkyv::{Archive, Place, Serialize};
+
+use crate::core_worker::CoreWorker;
+use crate::store_client::Held;
 
 /// One family of handles on an object: cloning an `ObjectRef` shares it; the last drop
 /// removes one local reference in the owner's table.
 pub(crate) struct RefInner {
     pub(crate) id: ObjectId,
+    pub(crate) owner: Arc<Address>,
     pub(crate) cw: Arc<CoreWorker>,
+    /// Counted in this process's ownership table (false for a borrowed ref, or a copy
+    /// decoded only to be re-encoded).
+    counted: bool,
 }
 
 impl Drop for RefInner {
     fn drop(&mut self) {
-        self.cw.remove_local_ref(self.id);
+        if self.counted {
+            self.cw.remove_local_ref(self.id);
+        }
+    }
+}
+
+impl RefInner {
+    /// Whether this process owns the object.
+    pub(crate) fn owned(&self) -> bool {
+        self.owner.worker == self.cw.worker_id()
     }
 }
 
 /// A future for a value of type `T`, owned by the process that created it. The value is
-/// freed everywhere once every `ObjectRef` to it is dropped and no pending task needs it.
+/// freed everywhere once every `ObjectRef` to it is dropped and no pending task or
+/// stored value needs it.
+#[derive(Archive, Serialize, rkyv::Deserialize)]
 pub struct ObjectRef<T> {
+    #[rkyv(with = RefCodec)]
     pub(crate) inner: Arc<RefInner>,
     _t: PhantomData<fn() -> T>,
 }
 
 impl<T> ObjectRef<T> {
+    /// A handle on an object this process just made (its table counts one reference).
     pub(crate) fn new(id: ObjectId, cw: Arc<CoreWorker>) -> Self {
-        ObjectRef { inner: Arc::new(RefInner { id, cw }), _t: PhantomData }
+        let owner = cw.address();
+        ObjectRef { inner: Arc::new(RefInner { id, owner, cw, counted: true }), _t: PhantomData }
     }
 
     /// The object's ID.
     pub fn id(&self) -> ObjectId {
         self.inner.id
+    }
+
+    /// The process that owns the object.
+    pub fn owner(&self) -> &Address {
+        &self.inner.owner
     }
 }
 
@@ -53,6 +87,58 @@ impl<T> fmt::Debug for ObjectRef<T> {
     }
 }
 
+/// The archived form of a ref.
+#[derive(Archive, Serialize, rkyv::Deserialize)]
+#[doc(hidden)]
+pub struct RefWire {
+    id: ObjectId,
+    owner: Address,
+}
+
+/// Encodes a ref as (object ID, owner address) and records it; see the module docs.
+#[doc(hidden)]
+pub struct RefCodec;
+
+impl ArchiveWith<Arc<RefInner>> for RefCodec {
+    type Archived = ArchivedRefWire;
+    type Resolver = RefWireResolver;
+
+    fn resolve_with(field: &Arc<RefInner>, resolver: Self::Resolver, out: Place<Self::Archived>) {
+        RefWire { id: field.id, owner: (*field.owner).clone() }.resolve(resolver, out);
+    }
+}
+
+impl<S: Fallible + ?Sized> SerializeWith<Arc<RefInner>, S> for RefCodec
+where
+    RefWire: Serialize<S>,
+{
+    fn serialize_with(field: &Arc<RefInner>, s: &mut S) -> Result<Self::Resolver, S::Error> {
+        crate::capture::record_object(field.id, field.owner.worker, field.clone());
+        RefWire { id: field.id, owner: (*field.owner).clone() }.serialize(s)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NoRuntime(String);
+
+impl<D: Fallible + ?Sized> DeserializeWith<ArchivedRefWire, Arc<RefInner>, D> for RefCodec
+where
+    D::Error: Source,
+{
+    fn deserialize_with(a: &ArchivedRefWire, d: &mut D) -> Result<Arc<RefInner>, D::Error> {
+        let id: ObjectId = rkyv::Deserialize::deserialize(&a.id, d)?;
+        let owner: Address = rkyv::Deserialize::deserialize(&a.owner, d)?;
+        let cw = crate::current().map_err(|e| D::Error::new(NoRuntime(e.to_string())))?;
+        let mine = owner.worker == cw.worker_id();
+        let owner = if mine { cw.address() } else { Arc::new(owner) };
+        // In the owner a decoded ref is one more handle family, unless the object is
+        // already gone or the copy is only re-encoded.
+        let counted = mine && !crate::capture::passive() && cw.add_local_ref(id);
+        Ok(Arc::new(RefInner { id, owner, cw, counted }))
+    }
+}
+
 /// A validated, zero-copy view of an object's archived value. For a value in the node's
 /// shared-memory store this reads the pool in place; the object stays alive while the
 /// view exists.
@@ -60,7 +146,9 @@ pub struct View<T: Value> {
     archived: *const T::Archived,
     _held: Held,
     _hold: ObjectRef<T>,
-} // SAFETY: the view only hands out shared references to immutable, sealed bytes that stay
+}
+
+// SAFETY: the view only hands out shared references to immutable, sealed bytes that stay
 // mapped and allocated while `_hold` keeps the object (and its core worker) alive.
 unsafe impl<T: Value> Send for View<T> where T::Archived: Sync {}
 // SAFETY: as above.

@@ -21,6 +21,10 @@ pub(crate) struct RayletClient {
     closed: AtomicBool,
 }
 
+/// Request IDs of blocking calls start here; the core worker's state numbers its own
+/// requests (whose answers go to `on_event`) from 1, so the two never meet.
+const CALL_IDS: u64 = 1 << 63;
+
 /// Bytes queued for the raylet before the connection is considered stuck.
 const OUTBOX_LIMIT: usize = 256 << 20;
 
@@ -55,7 +59,7 @@ impl RayletClient {
         let client = Arc::new(RayletClient {
             out,
             pending: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(CALL_IDS),
             closed: AtomicBool::new(false),
         });
         Ok((client, registered, reader))
@@ -108,11 +112,6 @@ impl RayletClient {
         Ok(())
     }
 
-    /// A fresh request ID (for messages whose answer goes to `on_event`).
-    pub(crate) fn next_request_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Sends one message.
     pub(crate) fn send(&self, msg: &ToRaylet) -> Result<()> {
         self.out.send(msg).map_err(unavailable)
@@ -120,7 +119,7 @@ impl RayletClient {
 
     /// Sends the request built by `make` and waits for its answer.
     pub(crate) fn call(&self, make: impl FnOnce(u64) -> ToRaylet) -> Result<FromRaylet> {
-        let id = self.next_request_id();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.pending.lock().unwrap().insert(id, tx);
         if self.closed.load(Ordering::SeqCst) {

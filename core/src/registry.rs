@@ -12,6 +12,7 @@ use hashbrown::HashMap;
 
 use crate::core_worker::CoreWorker;
 use crate::error::TaskError;
+use crate::store_client::Stored;
 
 /// Decodes arguments, runs the function, encodes the result.
 pub type Invoker = fn(&TaskContext<'_>, &[&[u8]]) -> Outcome;
@@ -183,9 +184,9 @@ impl TaskContext<'_> {
     pub fn finish<R: Value>(&self, result: std::thread::Result<R>) -> Outcome {
         match result {
             Err(panic) => self.panicked(panic),
-            Ok(value) => match self.cw.store_value(ObjectId::for_return(self.task_id, 0), &value, self.owner) {
-                Ok(crate::core_worker::Stored::Inline(bytes)) => Outcome::Inline(bytes.to_vec()),
-                Ok(crate::core_worker::Stored::Shared { offset, len }) => Outcome::Shared { offset, len },
+            Ok(value) => match self.cw.store.store_value(ObjectId::for_return(self.task_id, 0), &value, self.owner) {
+                Ok(Stored::Inline(bytes)) => Outcome::Inline(bytes.to_vec()),
+                Ok(Stored::Shared { offset, len }) => Outcome::Shared { offset, len },
                 Err(crate::Error::Task(e)) => Outcome::Failed(e),
                 Err(e) => Outcome::Failed(TaskError::Decode {
                     function: self.function.to_string(),

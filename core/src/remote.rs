@@ -7,9 +7,10 @@ use std::sync::Arc;
 use ares_common::codec::{Bytes, Value};
 use ares_common::{NodeId, ResourceSet};
 
-use crate::actor::{HandleInner, capture_handles};
-use crate::core_worker::{ArgSpec, Submit, Target};
+use crate::capture::{Captured, capture, without_borrowing};
+use crate::core_worker::ArgSpec;
 use crate::object_ref::{ObjectRef, RefInner};
+use crate::state::{Submit, Target};
 
 /// Per-call options: resources held while the task runs, its retry budget and where it
 /// should run.
@@ -85,24 +86,26 @@ pub trait RemoteFunc<Args>: Copy + 'static {
 pub struct PreparedArg {
     spec: Result<ArgSpec, String>,
     holds: Vec<Arc<RefInner>>,
-    handles: Vec<Arc<HandleInner>>,
+    captured: Captured,
 }
 
 /// What a submission keeps alive until the core worker has counted it: the futures
-/// passed as arguments and the actor handles encoded inside argument values.
+/// passed as arguments, and the refs and actor handles encoded inside argument values.
 #[derive(Default)]
 pub(crate) struct Keep {
     refs: Vec<Arc<RefInner>>,
-    handles: Vec<Arc<HandleInner>>,
+    pub(crate) captured: Captured,
 }
 
 impl Keep {
     /// The actors whose handles the arguments carry (the task holds them until done).
     pub(crate) fn actor_ids(&self) -> Vec<ares_common::ActorId> {
-        let mut ids: Vec<_> = self.handles.iter().map(|h| h.id).collect();
-        ids.sort();
-        ids.dedup();
-        ids
+        self.captured.actor_ids()
+    }
+
+    /// The refs owned by `owner` that argument values carry (the task keeps them alive).
+    pub(crate) fn carried(&self, owner: ares_common::WorkerId) -> Vec<ares_common::ObjectId> {
+        self.captured.owned_by(owner)
     }
 }
 
@@ -114,7 +117,7 @@ pub(crate) fn prepare(args: Vec<PreparedArg>) -> (Vec<ArgSpec>, Keep, Option<(us
     let mut error = None;
     for (i, a) in args.into_iter().enumerate() {
         keep.refs.extend(a.holds);
-        keep.handles.extend(a.handles);
+        keep.captured.extend(a.captured);
         match a.spec {
             Ok(s) => specs.push(s),
             Err(reason) => {
@@ -134,29 +137,37 @@ pub trait IntoArg<A> {
 
 impl<A: Value> IntoArg<A> for A {
     fn into_arg(self) -> PreparedArg {
-        let (encoded, handles) = capture_handles(|| self.encode());
-        PreparedArg { spec: encoded.map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new(), handles }
+        let (encoded, captured) = capture(|| self.encode());
+        PreparedArg { spec: encoded.map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new(), captured }
     }
 }
 
 impl<A> IntoArg<A> for ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner], handles: Vec::new() }
+        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner], captured: Captured::default() }
     }
 }
 
 impl<A> IntoArg<A> for &ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner.clone()], handles: Vec::new() }
+        PreparedArg {
+            spec: Ok(ArgSpec::Ref(self.inner.id)),
+            holds: vec![self.inner.clone()],
+            captured: Captured::default(),
+        }
     }
 }
 
+/// Merges the elements of a list of refs into one encoded `Vec<T>`. Refs and actor
+/// handles inside are decoded only to be re-encoded, so they are not counted again.
 fn gather<T: Value>(parts: &[&[u8]]) -> Result<Bytes, String>
 where
     Vec<T>: Value,
 {
-    let values: Result<Vec<T>, _> = parts.iter().map(|p| T::decode(p)).collect();
-    values.map_err(|e| e.to_string())?.encode().map_err(|e| e.to_string())
+    without_borrowing(|| {
+        let values: Result<Vec<T>, _> = parts.iter().map(|p| T::decode(p)).collect();
+        values.map_err(|e| e.to_string())?.encode().map_err(|e| e.to_string())
+    })
 }
 
 impl<T: Value> IntoArg<Vec<T>> for Vec<ObjectRef<T>>
@@ -168,7 +179,7 @@ where
         PreparedArg {
             spec: Ok(ArgSpec::Gather { ids, combine: gather::<T> }),
             holds: self.into_iter().map(|r| r.inner).collect(),
-            handles: Vec::new(),
+            captured: Captured::default(),
         }
     }
 }
@@ -209,6 +220,7 @@ where
             target: Target::Pool,
             kind: ares_common::wire::TaskKind::Normal,
             keeps: keep.actor_ids(),
+            carried: keep.carried(cw.worker_id()),
         };
         let id = match encode_error {
             None => cw.submit(submit, specs),

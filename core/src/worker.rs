@@ -126,9 +126,12 @@ fn run() -> Result<(), String> {
     let listen_addr = Endpoint::Unix(format!("{session_dir}/worker-{}.sock", &id_hex[..12]));
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
     let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
-    let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr };
+    let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone() };
+    // Submissions outside any task (threads a task started) take IDs from a random root.
+    let root = ares_common::TaskId::root(uuid::Uuid::new_v4());
     // The raylet is gone: so is our reason to exist.
-    let cw = CoreWorker::start(cfg, worker_id, hello, || std::process::exit(0)).map_err(|e| e.to_string())?;
+    let cw = CoreWorker::start(cfg, worker_id, root, Some(listen_addr), hello, || std::process::exit(0))
+        .map_err(|e| e.to_string())?;
     let address = std::env::var("ARES_RAYLET_SOCKET").unwrap_or_default();
     *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
         Some(super::Runtime { cw: cw.clone(), raylet: None, address });
@@ -191,6 +194,8 @@ fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
 }
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
+    // What the task submits and puts is named after it, the same in every attempt.
+    let _scope = crate::core_worker::enter_task(spec.task_id);
     let not_found = |name: &str| Outcome::Failed(TaskError::FunctionNotFound { name: name.to_string() });
     match spec.kind {
         TaskKind::Normal => {
@@ -245,13 +250,13 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     let mut located: Vec<(u64, u64)> = Vec::new();
     for (i, a) in spec.args.iter().enumerate() {
         if let WireArg::Shared { object_id, .. } = a {
-            match cw.pin(*object_id) {
+            match cw.store.pin(*object_id) {
                 Ok(at) => {
                     pins.push(*object_id);
                     located.push(at);
                 }
                 Err(e) => {
-                    cw.release(pins);
+                    cw.store.release(pins);
                     return Outcome::Failed(match e {
                         crate::Error::Task(t) => t,
                         other => TaskError::Decode {
@@ -265,7 +270,7 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
         }
     }
     let outcome = invoke_with_args(cw, spec, invoke, &located);
-    cw.release(pins);
+    cw.store.release(pins);
     outcome
 }
 
@@ -297,7 +302,7 @@ fn invoke_with_args(
             WireArg::Shared { .. } => {
                 let (offset, len) = *shared.next().expect("one pin per shared arg");
                 // SAFETY: pinned by `execute` until this task is done.
-                match unsafe { cw.pool.slice(offset, len) } {
+                match unsafe { cw.store.pool().slice(offset, len) } {
                     Ok(s) => slices.push(s),
                     Err(e) => {
                         return Outcome::Failed(TaskError::Decode {

@@ -1,9 +1,10 @@
-//! The thread-shared table and the loom shim.
+//! The thread-shared state and the loom shim.
 //!
 //! `ObjectRef` handles are cloned and dropped on any user thread while reply-reader
-//! threads mark objects ready and `get` callers wait. All of them go through
-//! [`SharedTable`]: one mutex around the [`OwnershipTable`] and one condition variable
-//! that is signalled whenever an object's status changes. The protocol it guarantees,
+//! threads mark objects ready and `get` callers wait. All of them go through a
+//! [`Shared`]: one mutex around the state (the core worker keeps its whole sans-IO state,
+//! [`OwnershipTable`] included, in one) and one condition variable that is signalled
+//! whenever an object's status changes. The protocol it guarantees for the table,
 //! model-checked under loom in `tests`:
 //! - each object is freed exactly once, and never while a handle or a pending task
 //!   still refers to it;
@@ -20,32 +21,33 @@ pub(crate) use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
+#[cfg(doc)]
 use crate::table::OwnershipTable;
 
-/// An [`OwnershipTable`] shared between threads, with a change signal.
-pub struct SharedTable {
-    table: Mutex<OwnershipTable>,
+/// State shared between threads, with a change signal.
+pub struct Shared<T> {
+    state: Mutex<T>,
     changed: Condvar,
     /// Bumped by every `notify`, so a waiter can spin on it without taking the lock.
     version: AtomicU64,
 }
 
-impl Default for SharedTable {
+impl<T: Default> Default for Shared<T> {
     fn default() -> Self {
-        Self::new()
+        Self::new(T::default())
     }
 }
 
-impl SharedTable {
-    /// An empty shared table.
-    pub fn new() -> Self {
-        SharedTable { table: Mutex::new(OwnershipTable::new()), changed: Condvar::new(), version: AtomicU64::new(0) }
+impl<T> Shared<T> {
+    /// Shares `state`.
+    pub fn new(state: T) -> Self {
+        Shared { state: Mutex::new(state), changed: Condvar::new(), version: AtomicU64::new(0) }
     }
 
-    /// Locks the table. A poisoned lock is recovered: the table has no invariant a
-    /// panicking user thread could have broken half-way (every method is atomic).
-    pub fn lock(&self) -> MutexGuard<'_, OwnershipTable> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    /// Locks the state. A poisoned lock is recovered: the state machines kept here have
+    /// no invariant a panicking thread could break half-way (every method is atomic).
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Wakes every waiter after a status change.
@@ -61,13 +63,9 @@ impl SharedTable {
     }
 
     /// Blocks while `pending(&table)` holds, re-checking after every change.
-    pub fn wait_while<'a, F>(
-        &self,
-        mut guard: MutexGuard<'a, OwnershipTable>,
-        mut pending: F,
-    ) -> MutexGuard<'a, OwnershipTable>
+    pub fn wait_while<'a, F>(&self, mut guard: MutexGuard<'a, T>, mut pending: F) -> MutexGuard<'a, T>
     where
-        F: FnMut(&OwnershipTable) -> bool,
+        F: FnMut(&T) -> bool,
     {
         while pending(&guard) {
             guard = self.changed.wait(guard).unwrap_or_else(|p| p.into_inner());
@@ -80,12 +78,12 @@ impl SharedTable {
     #[cfg(not(loom))]
     pub fn wait_while_timeout<'a, F>(
         &self,
-        mut guard: MutexGuard<'a, OwnershipTable>,
+        mut guard: MutexGuard<'a, T>,
         timeout: std::time::Duration,
         mut pending: F,
-    ) -> (MutexGuard<'a, OwnershipTable>, bool)
+    ) -> (MutexGuard<'a, T>, bool)
     where
-        F: FnMut(&OwnershipTable) -> bool,
+        F: FnMut(&T) -> bool,
     {
         let (g, res) =
             self.changed.wait_timeout_while(guard, timeout, |t| pending(t)).unwrap_or_else(|p| p.into_inner());
@@ -98,7 +96,7 @@ impl SharedTable {
 mod tests {
     //! Run with `RUSTFLAGS="--cfg loom" cargo test -p ares-ownership --release`.
     use super::*;
-    use crate::table::{Free, Location, Status};
+    use crate::table::{Effect, Location, OwnershipTable, Status, Stored};
     use ares_common::{ObjectId, TaskId};
     use loom::sync::Arc;
     use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -109,23 +107,39 @@ mod tests {
 
     /// Mirrors the core worker's `ObjectRef`: an `Arc` per handle family whose last drop
     /// reports to the table. `frees` counts free decisions.
+    type SharedTable = Shared<OwnershipTable>;
+
+    fn stored() -> Location {
+        Location::Stored(Stored::on(Default::default(), 1))
+    }
+
+    /// Frees decided so far.
+    fn take_frees(t: &mut OwnershipTable) -> usize {
+        let mut n = 0;
+        while let Some(Effect::Free { .. }) = t.poll() {
+            n += 1;
+        }
+        n
+    }
+
     struct Handle {
         table: Arc<SharedTable>,
         frees: Arc<AtomicUsize>,
     }
     impl Drop for Handle {
         fn drop(&mut self) {
-            let f: Option<Free> = self.table.lock().remove_local_ref(oid());
-            if f.is_some() {
-                self.frees.fetch_add(1, Ordering::SeqCst);
-            }
+            let mut t = self.table.lock();
+            t.remove_local_ref(oid());
+            let n = take_frees(&mut t);
+            drop(t);
+            self.frees.fetch_add(n, Ordering::SeqCst);
         }
     }
 
     #[test]
     fn concurrent_drops_and_task_completion_free_exactly_once() {
         loom::model(|| {
-            let table = Arc::new(SharedTable::new());
+            let table = Arc::new(SharedTable::default());
             let frees = Arc::new(AtomicUsize::new(0));
             table.lock().add_owned(oid(), Status::Pending);
             // A second handle family for the same object (as a clone sent to another thread).
@@ -140,8 +154,9 @@ mod tests {
             let (tbl, fr) = (table.clone(), frees.clone());
             let t3 = loom::thread::spawn(move || {
                 let mut g = tbl.lock();
-                let mut n = g.set_ready(oid(), Location::Shared { offset: 0, len: 1 }).is_some() as usize;
-                n += g.remove_submitted(&[oid()]).len();
+                g.set_ready(oid(), stored());
+                g.remove_submitted(&[oid()]);
+                let n = take_frees(&mut g);
                 drop(g);
                 tbl.notify();
                 fr.fetch_add(n, Ordering::SeqCst);
@@ -157,7 +172,7 @@ mod tests {
     #[test]
     fn waiter_wakes_when_ready() {
         loom::model(|| {
-            let table = Arc::new(SharedTable::new());
+            let table = Arc::new(SharedTable::default());
             table.lock().add_owned(oid(), Status::Pending);
             let tbl = table.clone();
             let waiter = loom::thread::spawn(move || {
@@ -167,7 +182,8 @@ mod tests {
             });
             {
                 let mut g = table.lock();
-                assert!(g.set_ready(oid(), Location::Shared { offset: 0, len: 1 }).is_none());
+                g.set_ready(oid(), stored());
+                assert!(g.poll().is_none());
             }
             table.notify();
             waiter.join().unwrap();

@@ -1,45 +1,77 @@
 //! The single-threaded table. See the crate docs for the protocol.
 //!
 //! ```text
-//!  add_owned ──▶ Pending ──set_ready──▶ Ready ──(counts reach 0)──▶ freed
-//!                   │    ──set_failed─▶ Failed ─(counts reach 0)──▶ freed
-//!                   └─(counts reach 0)─▶ Pending, out of scope ──set_ready/failed──▶ freed
+//!  add_owned ──▶ Pending ──set_ready──▶ Ready ──(out of scope)──▶ Effect::Free
+//!                   │    ──set_failed─▶ Failed ─(out of scope)──▶ Effect::Free (no location)
+//!                   └─(out of scope)─▶ Pending, kept ──set_ready/failed──▶ Effect::Free
 //! ```
+//!
+//! An object is *in scope* while any of these holds it: a local `ObjectRef` family, a
+//! pending task that takes it as an argument, an object whose value contains it, or a
+//! borrower (another process that received the ref).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use ares_common::ObjectId;
 use ares_common::codec::Bytes;
+use ares_common::det::DetMap;
 use ares_common::error::TaskError;
-use hashbrown::HashMap;
+use ares_common::{Address, NodeId, ObjectId, TaskId};
+
+/// A value held by nodes' shared-memory stores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stored {
+    /// Length in bytes.
+    pub len: u64,
+    /// The node holding the primary copy (pinned for the owner; spilled, never evicted).
+    pub primary: NodeId,
+    /// Where the primary copy was spilled to (`file://…`), if it was.
+    pub spilled: Option<String>,
+    /// Nodes holding secondary copies (pulled there; evictable).
+    pub secondary: Vec<NodeId>,
+}
+
+impl Stored {
+    /// A value whose only copy is in `node`'s store.
+    pub fn on(node: NodeId, len: u64) -> Self {
+        Stored { len, primary: node, spilled: None, secondary: Vec::new() }
+    }
+
+    /// Every node holding a copy, the primary first.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        std::iter::once(self.primary).chain(self.secondary.iter().copied())
+    }
+}
 
 /// Where a ready value is.
 #[derive(Clone, Debug)]
 pub enum Location {
-    /// In this process's memory (small values).
+    /// In the owner's memory (small values).
     Inline(Arc<Bytes>),
-    /// In the node's shared-memory pool (readers pin it by ID; the offset is a hint).
-    Shared {
-        /// Offset in the pool when it was stored.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-    },
-    /// Spilled by the node's store to disk; a pin restores it.
-    Spilled {
-        /// Where it went (`file://…`).
-        url: String,
-        /// Length in bytes.
-        len: u64,
-    },
+    /// In the shared-memory stores of one or more nodes; readers pin it by ID.
+    Stored(Stored),
 }
 
 impl Location {
-    /// Whether the value is held by the node's store (in memory or on disk).
+    /// Whether the value is held by nodes' stores (in memory or on disk).
     pub fn in_store(&self) -> bool {
-        !matches!(self, Location::Inline(_))
+        matches!(self, Location::Stored(_))
+    }
+
+    /// The value's length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Location::Inline(b) => b.len() as u64,
+            Location::Stored(s) => s.len,
+        }
+    }
+
+    /// Whether the value is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
+
 /// The state of an owned object.
 #[derive(Clone, Debug)]
 pub enum Status {
@@ -51,33 +83,64 @@ pub enum Status {
     Failed(TaskError),
 }
 
-/// A decision to free an object's value. `location` is where it must be deleted from
-/// (`None` when there is no stored value: the task failed).
+/// How an object could be rebuilt if every copy were lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lineage {
+    /// Made by `put`: it cannot be rebuilt.
+    Put,
+    /// The return of this task, whose spec the owner keeps.
+    Task(TaskId),
+    /// The task's spec was dropped to stay within the lineage budget.
+    Evicted,
+}
+
+impl Lineage {
+    /// The lineage an object starts with, from how its ID was made.
+    pub fn of(id: ObjectId) -> Self {
+        if id.is_put() { Lineage::Put } else { Lineage::Task(id.task) }
+    }
+}
+
+/// What the owner must carry out after an event.
 #[derive(Debug)]
-pub struct Free {
-    /// The object.
-    pub id: ObjectId,
-    /// Where its value was.
-    pub location: Option<Location>,
+pub enum Effect {
+    /// The object went out of scope: delete its value from every place it is stored
+    /// (`location` is `None` when there is no value: its task failed).
+    Free {
+        /// The object.
+        id: ObjectId,
+        /// Where its value was.
+        location: Option<Location>,
+    },
 }
 
 #[derive(Debug)]
 struct Entry {
+    /// Live `ObjectRef` families in this process.
     local: u32,
+    /// Pending tasks taking it as an argument (or carrying it inside an argument).
     submitted: u32,
+    /// Owned objects whose value contains this ref.
+    contained_in: u32,
     status: Status,
+    /// Other processes holding the ref; each must report it gone.
+    borrowers: Vec<Address>,
+    /// Owned refs inside this object's value, kept in scope while it is.
+    contained: Vec<ObjectId>,
+    lineage: Lineage,
 }
 
 impl Entry {
     fn in_scope(&self) -> bool {
-        self.local > 0 || self.submitted > 0
+        self.local > 0 || self.submitted > 0 || self.contained_in > 0 || !self.borrowers.is_empty()
     }
 }
 
 /// The objects one process owns.
 #[derive(Debug, Default)]
 pub struct OwnershipTable {
-    objects: HashMap<ObjectId, Entry>,
+    objects: DetMap<ObjectId, Entry>,
+    effects: VecDeque<Effect>,
 }
 
 impl OwnershipTable {
@@ -88,21 +151,35 @@ impl OwnershipTable {
 
     /// Records a new object with one local reference (the handle returned to the user).
     pub fn add_owned(&mut self, id: ObjectId, status: Status) {
-        self.objects.insert(id, Entry { local: 1, submitted: 0, status });
+        let entry = Entry {
+            local: 1,
+            submitted: 0,
+            contained_in: 0,
+            status,
+            borrowers: Vec::new(),
+            contained: Vec::new(),
+            lineage: Lineage::of(id),
+        };
+        self.objects.insert(id, entry);
     }
 
-    /// One more local handle.
-    pub fn add_local_ref(&mut self, id: ObjectId) {
-        if let Some(e) = self.objects.get_mut(&id) {
-            e.local += 1;
+    /// One more local handle family. Returns whether the object is tracked here.
+    pub fn add_local_ref(&mut self, id: ObjectId) -> bool {
+        match self.objects.get_mut(&id) {
+            Some(e) => {
+                e.local += 1;
+                true
+            }
+            None => false,
         }
     }
 
-    /// One local handle fewer; may free the object.
-    pub fn remove_local_ref(&mut self, id: ObjectId) -> Option<Free> {
-        let e = self.objects.get_mut(&id)?;
-        e.local = e.local.saturating_sub(1);
-        self.maybe_free(id)
+    /// One local handle family fewer; may free the object.
+    pub fn remove_local_ref(&mut self, id: ObjectId) {
+        if let Some(e) = self.objects.get_mut(&id) {
+            e.local = e.local.saturating_sub(1);
+            self.maybe_free(id);
+        }
     }
 
     /// A submitted task takes these objects as arguments (an ID may repeat).
@@ -115,46 +192,112 @@ impl OwnershipTable {
     }
 
     /// A task that took these arguments finished or failed for good.
-    pub fn remove_submitted(&mut self, ids: &[ObjectId]) -> Vec<Free> {
-        let mut out = Vec::new();
+    pub fn remove_submitted(&mut self, ids: &[ObjectId]) {
         for id in ids {
             if let Some(e) = self.objects.get_mut(id) {
                 e.submitted = e.submitted.saturating_sub(1);
-                out.extend(self.maybe_free(*id));
+                self.maybe_free(*id);
             }
         }
-        out
     }
 
-    /// The object's value is available. Returns a `Free` if nobody refers to it anymore.
-    pub fn set_ready(&mut self, id: ObjectId, location: Location) -> Option<Free> {
+    /// `outer`'s value contains the refs `inner`: they stay in scope while `outer` does.
+    /// Refs this table does not track (owned elsewhere) are ignored.
+    pub fn add_contained(&mut self, outer: ObjectId, inner: &[ObjectId]) {
+        let mut kept = Vec::with_capacity(inner.len());
+        for id in inner {
+            if *id != outer
+                && let Some(e) = self.objects.get_mut(id)
+            {
+                e.contained_in += 1;
+                kept.push(*id);
+            }
+        }
+        match self.objects.get_mut(&outer) {
+            Some(e) => e.contained.extend(kept),
+            // The outer object is already gone: nothing keeps the inner refs.
+            None => self.release_contained(kept),
+        }
+    }
+
+    /// Another process holds the ref; the object stays in scope until it reports the
+    /// ref gone with [`OwnershipTable::remove_borrower`].
+    pub fn add_borrower(&mut self, id: ObjectId, borrower: Address) {
+        if let Some(e) = self.objects.get_mut(&id)
+            && !e.borrowers.contains(&borrower)
+        {
+            e.borrowers.push(borrower);
+        }
+    }
+
+    /// A borrower no longer holds the ref (or died); may free the object.
+    pub fn remove_borrower(&mut self, id: ObjectId, borrower: &Address) {
+        if let Some(e) = self.objects.get_mut(&id) {
+            e.borrowers.retain(|b| b != borrower);
+            self.maybe_free(id);
+        }
+    }
+
+    /// The object's value is available. If nobody refers to it anymore it is freed at
+    /// once; a value for an object nobody tracks (already freed, or never ours) is freed
+    /// too, so it cannot leak.
+    pub fn set_ready(&mut self, id: ObjectId, location: Location) {
         match self.objects.get_mut(&id) {
             Some(e) => {
                 e.status = Status::Ready(location);
-                self.maybe_free(id)
+                self.maybe_free(id);
             }
-            // Unknown: already freed (or never ours); the value must not leak.
-            None => Some(Free { id, location: Some(location) }),
+            None => self.effects.push_back(Effect::Free { id, location: Some(location) }),
         }
     }
 
-    /// The node's store moved a ready object (spilled or restored it).
-    pub fn set_location(&mut self, id: ObjectId, location: Location) {
-        if let Some(Entry { status: Status::Ready(l), .. }) = self.objects.get_mut(&id) {
-            *l = location;
+    /// The node's store spilled the primary copy of a ready object to `url`.
+    pub fn set_spilled(&mut self, id: ObjectId, url: String) {
+        if let Some(Entry { status: Status::Ready(Location::Stored(s)), .. }) = self.objects.get_mut(&id) {
+            s.spilled = Some(url);
+        }
+    }
+
+    /// `node` now holds a secondary copy of a ready stored object.
+    pub fn add_copy(&mut self, id: ObjectId, node: NodeId) {
+        if let Some(Entry { status: Status::Ready(Location::Stored(s)), .. }) = self.objects.get_mut(&id)
+            && s.primary != node
+            && !s.secondary.contains(&node)
+        {
+            s.secondary.push(node);
         }
     }
 
     /// The object's task failed for good.
-    pub fn set_failed(&mut self, id: ObjectId, error: TaskError) -> Option<Free> {
-        let e = self.objects.get_mut(&id)?;
-        e.status = Status::Failed(error);
-        self.maybe_free(id)
+    pub fn set_failed(&mut self, id: ObjectId, error: TaskError) {
+        if let Some(e) = self.objects.get_mut(&id) {
+            e.status = Status::Failed(error);
+            self.maybe_free(id);
+        }
+    }
+
+    /// The task that could rebuild the object is no longer kept.
+    pub fn evict_lineage(&mut self, id: ObjectId) {
+        if let Some(e) = self.objects.get_mut(&id)
+            && matches!(e.lineage, Lineage::Task(_))
+        {
+            e.lineage = Lineage::Evicted;
+        }
     }
 
     /// The object's status, if this process owns it and it is in scope.
     pub fn status(&self, id: ObjectId) -> Option<&Status> {
         self.objects.get(&id).map(|e| &e.status)
+    }
+
+    /// How the object could be rebuilt.
+    pub fn lineage(&self, id: ObjectId) -> Option<Lineage> {
+        self.objects.get(&id).map(|e| e.lineage)
+    }
+
+    /// The processes borrowing the object.
+    pub fn borrowers(&self, id: ObjectId) -> &[Address] {
+        self.objects.get(&id).map_or(&[], |e| &e.borrowers[..])
     }
 
     /// Number of objects tracked.
@@ -167,26 +310,50 @@ impl OwnershipTable {
         self.objects.is_empty()
     }
 
-    /// Forgets everything (at shutdown) and returns what must be freed.
-    pub fn drain(&mut self) -> Vec<Free> {
-        self.objects
-            .drain()
-            .map(|(id, e)| Free { id, location: if let Status::Ready(l) = e.status { Some(l) } else { None } })
-            .collect()
+    /// The next effect to carry out.
+    pub fn poll(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
     }
 
-    fn maybe_free(&mut self, id: ObjectId) -> Option<Free> {
-        let e = self.objects.get(&id)?;
-        if e.in_scope() {
-            return None;
+    /// Forgets everything (at shutdown): every value still held becomes a `Free`.
+    pub fn drain(&mut self) {
+        let all: Vec<_> = self.objects.drain().collect();
+        for (id, e) in all {
+            let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
+            self.effects.push_back(Effect::Free { id, location });
         }
-        match e.status {
-            // Keep the record until the producing task reports, so its value is freed then.
-            Status::Pending => None,
-            Status::Ready(_) | Status::Failed(_) => {
-                let e = self.objects.remove(&id).expect("present");
-                Some(Free { id, location: if let Status::Ready(l) = e.status { Some(l) } else { None } })
+    }
+
+    fn maybe_free(&mut self, id: ObjectId) {
+        let Some(e) = self.objects.get(&id) else {
+            return;
+        };
+        // A pending object out of scope keeps its record until its task reports, so
+        // the value is freed then.
+        if e.in_scope() || matches!(e.status, Status::Pending) {
+            return;
+        }
+        let e = self.objects.remove(&id).expect("present");
+        let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
+        self.effects.push_back(Effect::Free { id, location });
+        self.release_contained(e.contained);
+    }
+
+    fn release_contained(&mut self, inner: Vec<ObjectId>) {
+        // Iterative: a long chain of nested values must not recurse deeply.
+        let mut stack = inner;
+        while let Some(id) = stack.pop() {
+            let Some(e) = self.objects.get_mut(&id) else {
+                continue;
+            };
+            e.contained_in = e.contained_in.saturating_sub(1);
+            if e.in_scope() || matches!(e.status, Status::Pending) {
+                continue;
             }
+            let e = self.objects.remove(&id).expect("present");
+            let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
+            self.effects.push_back(Effect::Free { id, location });
+            stack.extend(e.contained);
         }
     }
 }
@@ -194,35 +361,53 @@ impl OwnershipTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ares_common::TaskId;
+    use ares_common::{Endpoint, WorkerId};
 
     fn oid(n: u64) -> ObjectId {
         ObjectId::for_return(TaskId::root(Default::default()).child(n), 0)
     }
-    fn shared() -> Location {
-        Location::Shared { offset: 64, len: 10 }
+    fn stored() -> Location {
+        Location::Stored(Stored::on(NodeId([1; 16]), 10))
+    }
+    fn frees(t: &mut OwnershipTable) -> Vec<ObjectId> {
+        let mut out = Vec::new();
+        while let Some(Effect::Free { id, .. }) = t.poll() {
+            out.push(id);
+        }
+        out
     }
 
     #[test]
     fn freed_when_last_local_ref_goes() {
         let mut t = OwnershipTable::new();
-        t.add_owned(oid(1), Status::Ready(shared()));
-        t.add_local_ref(oid(1));
-        assert!(t.remove_local_ref(oid(1)).is_none());
-        let f = t.remove_local_ref(oid(1)).expect("freed");
-        assert!(matches!(f.location, Some(Location::Shared { offset: 64, .. })));
+        t.add_owned(oid(1), Status::Ready(stored()));
+        assert!(t.add_local_ref(oid(1)));
+        t.remove_local_ref(oid(1));
+        assert!(t.poll().is_none());
+        t.remove_local_ref(oid(1));
+        match t.poll() {
+            Some(Effect::Free { id, location: Some(Location::Stored(s)) }) => {
+                assert_eq!(id, oid(1));
+                assert_eq!(s.len, 10);
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(t.is_empty());
-        assert!(t.remove_local_ref(oid(1)).is_none(), "double drop is harmless");
+        t.remove_local_ref(oid(1));
+        assert!(t.poll().is_none(), "double drop is harmless");
+        assert!(!t.add_local_ref(oid(1)), "a freed object is not revived");
     }
 
     #[test]
     fn submitted_task_holds_its_arguments() {
         let mut t = OwnershipTable::new();
-        t.add_owned(oid(1), Status::Ready(shared()));
+        t.add_owned(oid(1), Status::Ready(stored()));
         t.add_submitted(&[oid(1), oid(1)]);
-        assert!(t.remove_local_ref(oid(1)).is_none());
-        assert!(t.remove_submitted(&[oid(1)]).is_empty());
-        assert_eq!(t.remove_submitted(&[oid(1)]).len(), 1);
+        t.remove_local_ref(oid(1));
+        t.remove_submitted(&[oid(1)]);
+        assert!(frees(&mut t).is_empty());
+        t.remove_submitted(&[oid(1)]);
+        assert_eq!(frees(&mut t), vec![oid(1)]);
         assert!(t.is_empty());
     }
 
@@ -230,21 +415,112 @@ mod tests {
     fn out_of_scope_pending_object_is_freed_when_it_arrives() {
         let mut t = OwnershipTable::new();
         t.add_owned(oid(1), Status::Pending);
-        assert!(t.remove_local_ref(oid(1)).is_none());
+        t.remove_local_ref(oid(1));
+        assert!(frees(&mut t).is_empty());
         assert_eq!(t.len(), 1);
-        assert!(t.set_ready(oid(1), shared()).is_some());
+        t.set_ready(oid(1), stored());
+        assert_eq!(frees(&mut t), vec![oid(1)]);
         assert!(t.is_empty());
         // A late result for an object nobody tracks is freed too.
-        assert!(t.set_ready(oid(2), shared()).is_some());
+        t.set_ready(oid(2), stored());
+        assert_eq!(frees(&mut t), vec![oid(2)]);
     }
 
     #[test]
     fn failed_objects_free_without_location() {
         let mut t = OwnershipTable::new();
         t.add_owned(oid(1), Status::Pending);
-        assert!(t.set_failed(oid(1), TaskError::RuntimeShutdown).is_none());
+        t.set_failed(oid(1), TaskError::RuntimeShutdown);
+        assert!(t.poll().is_none());
         assert!(matches!(t.status(oid(1)), Some(Status::Failed(_))));
-        let f = t.remove_local_ref(oid(1)).unwrap();
-        assert!(f.location.is_none());
+        t.remove_local_ref(oid(1));
+        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+    }
+
+    #[test]
+    fn contained_refs_live_as_long_as_the_outer_object_even_nested() {
+        let mut t = OwnershipTable::new();
+        for i in 1..=3 {
+            t.add_owned(oid(i), Status::Ready(stored()));
+        }
+        // 3 contains 2, which contains 1.
+        t.add_contained(oid(2), &[oid(1)]);
+        t.add_contained(oid(3), &[oid(2)]);
+        t.remove_local_ref(oid(1));
+        t.remove_local_ref(oid(2));
+        assert!(frees(&mut t).is_empty());
+        t.remove_local_ref(oid(3));
+        let mut freed = frees(&mut t);
+        freed.sort();
+        let mut want = vec![oid(1), oid(2), oid(3)];
+        want.sort();
+        assert_eq!(freed, want);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn refs_contained_in_an_object_already_gone_are_released() {
+        let mut t = OwnershipTable::new();
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_contained(oid(9), &[oid(1)]);
+        t.remove_local_ref(oid(1));
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+    }
+
+    #[test]
+    fn borrowers_keep_an_object_until_each_reports() {
+        let mut t = OwnershipTable::new();
+        let b = |n: u8| Address { node: NodeId([n; 16]), worker: WorkerId([n; 16]), endpoint: None };
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_borrower(oid(1), b(1));
+        t.add_borrower(oid(1), b(2));
+        t.add_borrower(oid(1), b(2));
+        assert_eq!(t.borrowers(oid(1)).len(), 2);
+        t.remove_local_ref(oid(1));
+        t.remove_borrower(oid(1), &b(1));
+        assert!(frees(&mut t).is_empty());
+        let with_endpoint = Address { endpoint: Some(Endpoint::Unix("x".into())), ..b(2) };
+        t.remove_borrower(oid(1), &with_endpoint);
+        assert!(frees(&mut t).is_empty(), "a different address is a different borrower");
+        t.remove_borrower(oid(1), &b(2));
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+    }
+
+    #[test]
+    fn copies_and_spills_are_recorded_per_node() {
+        let mut t = OwnershipTable::new();
+        let (n1, n2) = (NodeId([1; 16]), NodeId([2; 16]));
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_copy(oid(1), n2);
+        t.add_copy(oid(1), n2);
+        t.add_copy(oid(1), n1);
+        t.set_spilled(oid(1), "file:///x?offset=0&size=10".into());
+        let Some(Status::Ready(Location::Stored(s))) = t.status(oid(1)) else { panic!() };
+        assert_eq!(s.nodes().collect::<Vec<_>>(), vec![n1, n2]);
+        assert!(s.spilled.is_some());
+    }
+
+    #[test]
+    fn lineage_follows_how_the_object_was_made() {
+        let mut t = OwnershipTable::new();
+        let put = ObjectId::for_put(TaskId::root(Default::default()), 0);
+        t.add_owned(put, Status::Pending);
+        t.add_owned(oid(1), Status::Pending);
+        assert_eq!(t.lineage(put), Some(Lineage::Put));
+        assert_eq!(t.lineage(oid(1)), Some(Lineage::Task(oid(1).task)));
+        t.evict_lineage(oid(1));
+        t.evict_lineage(put);
+        assert_eq!(t.lineage(oid(1)), Some(Lineage::Evicted));
+        assert_eq!(t.lineage(put), Some(Lineage::Put));
+    }
+
+    #[test]
+    fn drain_frees_everything() {
+        let mut t = OwnershipTable::new();
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_owned(oid(2), Status::Pending);
+        t.drain();
+        assert_eq!(frees(&mut t).len(), 2);
+        assert!(t.is_empty());
     }
 }

@@ -1,0 +1,109 @@
+//! What a value carries: while a value is encoded (a task's argument, a `put`), every
+//! `ObjectRef` and `ActorHandle` inside it is recorded here, so the submission can keep
+//! them alive as long as the value needs them. While values are only decoded to be
+//! re-encoded (merging a list argument), decoding is *passive*: the refs and handles met
+//! are uncounted copies.
+//!
+//! A leaf module: the handle types record themselves here (type-erased), so this module
+//! depends on neither of them.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use ares_common::{ActorId, ObjectId, WorkerId};
+
+/// The refs and handles met while encoding one value.
+#[derive(Default)]
+pub(crate) struct Captured {
+    /// Actors whose handles were encoded.
+    pub(crate) actors: Vec<ActorId>,
+    /// Objects whose refs were encoded, with their owners.
+    pub(crate) objects: Vec<(ObjectId, WorkerId)>,
+    /// The handle families themselves, kept alive until the submission counted them.
+    keep: Vec<Arc<dyn Any + Send + Sync>>,
+}
+
+impl Captured {
+    /// Adds what `other` captured.
+    pub(crate) fn extend(&mut self, other: Captured) {
+        self.actors.extend(other.actors);
+        self.objects.extend(other.objects);
+        self.keep.extend(other.keep);
+    }
+
+    /// The actors met, each once, in a fixed order.
+    pub(crate) fn actor_ids(&self) -> Vec<ActorId> {
+        let mut ids = self.actors.clone();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The objects met that `owner` owns (the ones it can keep alive).
+    pub(crate) fn owned_by(&self, owner: WorkerId) -> Vec<ObjectId> {
+        self.objects.iter().filter(|(_, o)| *o == owner).map(|(id, _)| *id).collect()
+    }
+}
+
+thread_local! {
+    static CAPTURED: RefCell<Option<Captured>> = const { RefCell::new(None) };
+    static PASSIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` and returns what it encoded.
+pub(crate) fn capture<R>(f: impl FnOnce() -> R) -> (R, Captured) {
+    /// Restores the outer capture even if `f` panics.
+    struct Restore(Option<Option<Captured>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.take() {
+                CAPTURED.with(|c| *c.borrow_mut() = outer);
+            }
+        }
+    }
+    let mut restore = Restore(Some(CAPTURED.with(|c| c.borrow_mut().replace(Captured::default()))));
+    let r = f();
+    let outer = restore.0.take().expect("set above");
+    let got = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer)).unwrap_or_default();
+    (r, got)
+}
+
+/// Records an actor handle being encoded.
+pub(crate) fn record_actor(id: ActorId, keep: Arc<dyn Any + Send + Sync>) {
+    CAPTURED.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.actors.push(id);
+            v.keep.push(keep);
+        }
+    });
+}
+
+/// Records an object ref being encoded.
+pub(crate) fn record_object(id: ObjectId, owner: WorkerId, keep: Arc<dyn Any + Send + Sync>) {
+    CAPTURED.with(|c| {
+        if let Some(v) = c.borrow_mut().as_mut() {
+            v.objects.push((id, owner));
+            v.keep.push(keep);
+        }
+    });
+}
+
+/// Runs `f`, in which decoded refs and handles are uncounted copies (no borrow is
+/// registered and dropping them does nothing).
+pub(crate) fn without_borrowing<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the flag even if `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PASSIVE.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PASSIVE.with(|p| p.replace(true)));
+    f()
+}
+
+/// Whether decoding is passive on this thread (see [`without_borrowing`]).
+pub(crate) fn passive() -> bool {
+    PASSIVE.with(|p| p.get())
+}

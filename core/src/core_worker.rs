@@ -1,0 +1,612 @@
+//! The core worker's IO driver: it owns the sockets and threads around the sans-IO
+//! [`CoreState`] and carries out its effects.
+//!
+//! - Every event (a user call, replies read from a worker connection, a raylet message,
+//!   a timer) runs as `run(|state, now| ..)`: the time is read here, the state is updated
+//!   under one lock, and its effects are carried out in order before the lock is let go.
+//!   Effects never block: sends go through each connection's non-blocking `Sender`, so a
+//!   reader thread dispatching new pushes can never wait on a peer that waits on us.
+//!   The one effect that may block (merging a gathered argument pins objects at the
+//!   raylet) runs after the lock is released and reports back through `run`.
+//! - Waiters (`get`, `wait`, a handle's registration) block on the condition variable
+//!   of the [`Shared`] state, after watching its version for a moment.
+//! - Threads: one reader per worker connection, the raylet client's reader and event
+//!   threads, and one housekeeping thread for timers.
+
+use std::cell::RefCell;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use ares_common::codec::{Bytes, Value};
+use ares_common::det::DetMap;
+use ares_common::wire::{FromRaylet, FromWorker, NodeStats, ToRaylet};
+use ares_common::{ActorId, Address, ObjectId, TaskError, TaskId, WorkerId};
+use ares_net::{Connection, Sender};
+use ares_object_store::Pool;
+use ares_ownership::{Location, Shared, Status, Stored as StoredLocation};
+
+use crate::error::{Error, Result};
+use crate::raylet_client::RayletClient;
+use crate::state::{ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, StateConfig, Submit, TaskScope};
+use crate::store_client::{Held, StoreClient, Stored};
+
+/// How `get` watches for a result before blocking.
+const GET_SPIN: Duration = Duration::from_micros(50);
+/// Bytes queued for one worker before it is considered stuck.
+const OUTBOX_LIMIT: usize = 1 << 30;
+/// The housekeeping thread looks at least this often.
+const TICK: Duration = Duration::from_millis(50);
+
+thread_local! {
+    /// The task this thread is running, if any: its submissions and puts take IDs from it.
+    static SCOPE: RefCell<Option<TaskScope>> = const { RefCell::new(None) };
+}
+
+/// While alive, submissions and puts on this thread are children of a running task.
+pub(crate) struct ScopeGuard(Option<TaskScope>);
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        SCOPE.with(|s| *s.borrow_mut() = outer);
+    }
+}
+
+/// Runs the rest of this thread's work (until the guard drops) as task `task`.
+pub(crate) fn enter_task(task: TaskId) -> ScopeGuard {
+    ScopeGuard(SCOPE.with(|s| s.borrow_mut().replace(TaskScope::new(task))))
+}
+
+/// How one argument of a call is given.
+pub(crate) enum ArgSpec {
+    /// An encoded value.
+    Value(Bytes),
+    /// A future.
+    Ref(ObjectId),
+    /// A list of futures passed as one `Vec<T>` argument.
+    Gather { ids: Vec<ObjectId>, combine: Combine },
+}
+
+impl ArgSpec {
+    /// The argument as the state takes it, for a value small enough to travel inline.
+    fn into_unstored(self) -> Arg {
+        match self {
+            ArgSpec::Value(b) => Arg::Inline(b),
+            ArgSpec::Ref(id) => Arg::Ref(id),
+            ArgSpec::Gather { ids, combine } => Arg::Gather { ids, combine },
+        }
+    }
+}
+
+/// What a spawn asks of the directory and of the owner.
+pub(crate) struct SpawnSpec {
+    pub(crate) state: ActorSpawn,
+    pub(crate) name: Option<String>,
+    pub(crate) detached: bool,
+    pub(crate) max_restarts: u32,
+}
+
+struct Inner {
+    state: CoreState,
+    conns: DetMap<ConnId, Sender>,
+}
+
+/// A merge the state asked for, carried out off the lock.
+struct GatherJob {
+    task: TaskId,
+    slot: usize,
+    parts: Vec<(ObjectId, Location)>,
+    combine: Combine,
+}
+
+pub(crate) struct CoreWorker {
+    shared: Shared<Inner>,
+    raylet: Arc<RayletClient>,
+    pub(crate) store: Arc<StoreClient>,
+    max_frame: usize,
+    worker_id: WorkerId,
+    address: Arc<Address>,
+    /// Wakes the housekeeping thread when a timer moved earlier.
+    kick: (Mutex<bool>, Condvar),
+    me: Weak<CoreWorker>,
+}
+
+/// Settings a core worker needs.
+pub(crate) struct CoreConfig {
+    pub(crate) raylet_socket: String,
+    pub(crate) max_inline: usize,
+    pub(crate) max_frame: usize,
+    pub(crate) max_in_flight: u32,
+}
+
+impl CoreWorker {
+    /// Connects to the raylet with `hello`, registering as `worker_id` (whose root task
+    /// is `root`) reachable at `address.endpoint`, and starts the background threads.
+    /// `on_raylet_lost` runs if the raylet connection ends.
+    pub(crate) fn start(
+        cfg: CoreConfig,
+        worker_id: WorkerId,
+        root: TaskId,
+        endpoint: Option<ares_common::Endpoint>,
+        hello: ToRaylet,
+        on_raylet_lost: impl FnOnce() + Send + 'static,
+    ) -> Result<Arc<Self>> {
+        let (raylet, registered, reader) = RayletClient::connect(&cfg.raylet_socket, cfg.max_frame, hello)?;
+        let FromRaylet::Registered { pool_path, pool_size, node_id } = registered else {
+            return Err(Error::RayletUnavailable(format!("unexpected answer to registration: {registered:?}")));
+        };
+        let pool = Pool::open(&pool_path, pool_size).map_err(Error::Startup)?;
+        let address = Address { node: node_id, worker: worker_id, endpoint };
+        let state = CoreState::new(StateConfig {
+            address: address.clone(),
+            root,
+            max_frame: cfg.max_frame,
+            max_in_flight: cfg.max_in_flight.max(1),
+        });
+        let cw = Arc::new_cyclic(|me| CoreWorker {
+            shared: Shared::new(Inner { state, conns: DetMap::default() }),
+            raylet: raylet.clone(),
+            store: Arc::new(StoreClient::new(raylet.clone(), pool, cfg.max_inline)),
+            max_frame: cfg.max_frame,
+            worker_id,
+            address: Arc::new(address),
+            kick: (Mutex::new(false), Condvar::new()),
+            me: me.clone(),
+        });
+        let (weak, lost) = (Arc::downgrade(&cw), Arc::downgrade(&cw));
+        raylet
+            .start_reader(
+                reader,
+                move |msg| {
+                    if let Some(cw) = weak.upgrade() {
+                        cw.run(|st, now| st.handle_raylet(now, msg));
+                    }
+                },
+                move || {
+                    if let Some(cw) = lost.upgrade() {
+                        cw.run(|st, _| st.handle_raylet_lost());
+                    }
+                    on_raylet_lost();
+                },
+            )
+            .map_err(Error::Startup)?;
+        let weak = Arc::downgrade(&cw);
+        std::thread::Builder::new()
+            .name("ares-housekeeping".into())
+            .spawn(move || housekeeping(weak))
+            .map_err(Error::Startup)?;
+        Ok(cw)
+    }
+
+    /// This core worker's ID: objects it owns name it as their owner.
+    pub(crate) fn worker_id(&self) -> WorkerId {
+        self.worker_id
+    }
+
+    /// This process as an owner.
+    pub(crate) fn address(&self) -> Arc<Address> {
+        self.address.clone()
+    }
+
+    // ------------------------------------------------------------------ the driver
+
+    /// Runs one event against the state and carries out its effects.
+    fn run<R>(&self, f: impl FnOnce(&mut CoreState, Instant) -> R) -> R {
+        let (r, gathers) = self.run_locked(f);
+        self.run_gathers(gathers);
+        r
+    }
+
+    fn run_locked<R>(&self, f: impl FnOnce(&mut CoreState, Instant) -> R) -> (R, Vec<GatherJob>) {
+        let now = Instant::now();
+        let mut g = self.shared.lock();
+        let r = f(&mut g.state, now);
+        let mut gathers = Vec::new();
+        self.carry_out(&mut g, now, &mut gathers);
+        let changed = g.state.take_changed();
+        let timer = g.state.take_timer_changed();
+        drop(g);
+        if changed {
+            self.shared.notify();
+        }
+        if timer {
+            let (lock, cv) = &self.kick;
+            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_one();
+        }
+        (r, gathers)
+    }
+
+    /// Carries out the state's effects, in order (under the lock: none of them blocks).
+    fn carry_out(&self, g: &mut Inner, now: Instant, gathers: &mut Vec<GatherJob>) {
+        while let Some(effect) = g.state.poll() {
+            match effect {
+                Effect::Send { conn, bytes } => {
+                    if let Some(tx) = g.conns.get(&conn) {
+                        // A failed send closes the connection; its reader reports the end.
+                        if let Err(e) = tx.send_framed(&bytes) {
+                            tracing::debug!("push to worker failed: {e}");
+                        }
+                    }
+                }
+                Effect::Connect { conn, endpoint } => match self.open(conn, &endpoint) {
+                    Ok(tx) => {
+                        g.conns.insert(conn, tx);
+                        g.state.handle_connected(now, conn);
+                    }
+                    Err(e) => g.state.handle_connect_failed(now, conn, &e.to_string()),
+                },
+                Effect::Close(conn) => {
+                    if let Some(tx) = g.conns.remove(&conn) {
+                        tx.close();
+                    }
+                }
+                Effect::ToRaylet(msg) => {
+                    // If the raylet is gone, so is everything these messages are about.
+                    let _ = self.raylet.send(&msg);
+                }
+                Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
+            }
+        }
+    }
+
+    /// Connects to a worker and starts the reader of its replies.
+    fn open(&self, conn: ConnId, endpoint: &ares_common::Endpoint) -> std::io::Result<Sender> {
+        let (tx, rx) = Connection::connect(endpoint)?.split(self.max_frame, OUTBOX_LIMIT)?;
+        let (on_batch, on_closed) = (self.me.clone(), self.me.clone());
+        ares_net::spawn_reader::<FromWorker>(
+            "ares-conn-reader",
+            rx,
+            1024,
+            move |batch| match on_batch.upgrade() {
+                Some(cw) => {
+                    cw.run(|st, now| st.handle_replies(now, conn, batch));
+                    true
+                }
+                None => false,
+            },
+            move |reason| {
+                if let Some(cw) = on_closed.upgrade() {
+                    cw.run(|st, now| st.handle_conn_closed(now, conn, &reason));
+                }
+            },
+        )
+        .inspect_err(|_| tx.close())?;
+        Ok(tx)
+    }
+
+    /// Merges gathered arguments (pinning stored parts) and reports each back.
+    fn run_gathers(&self, mut jobs: Vec<GatherJob>) {
+        while let Some(job) = jobs.pop() {
+            let merged = self.merge(&job.parts, job.combine);
+            let ((), more) = self.run_locked(|st, now| st.handle_gathered(now, job.task, job.slot, merged));
+            jobs.extend(more);
+        }
+    }
+
+    fn merge(&self, parts: &[(ObjectId, Location)], combine: Combine) -> std::result::Result<Bytes, String> {
+        let held: Vec<Held> =
+            parts.iter().map(|(id, loc)| self.hold(*id, loc)).collect::<Result<_>>().map_err(|e| e.to_string())?;
+        let bytes: Vec<&[u8]> = held.iter().map(|h| h.bytes()).collect();
+        combine(&bytes)
+    }
+
+    /// Which thread scope IDs come from: the running task's, else the process root's.
+    fn with_scope<R>(f: impl FnOnce(Option<&mut TaskScope>) -> R) -> R {
+        SCOPE.with(|s| f(s.borrow_mut().as_mut()))
+    }
+
+    // ------------------------------------------------------------------ values
+
+    /// Stores `value` as a new object owned by this process; refs and actor handles
+    /// inside it stay alive as long as it does.
+    pub(crate) fn put<T: Value>(&self, value: &T) -> Result<ObjectId> {
+        let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
+        if len <= self.store.max_inline() {
+            // Small: encoded here, named and recorded in one trip through the state.
+            let (encoded, captured) = crate::capture::capture(|| value.encode());
+            let location = Location::Inline(Arc::new(encoded.map_err(|e| Error::Encode(e.to_string()))?));
+            let contained = captured.owned_by(self.worker_id);
+            return Ok(self.run(|st, _| {
+                let id = Self::with_scope(|s| st.next_put_id(s));
+                st.add_put(id, location, &contained);
+                id
+            }));
+        }
+        let id = self.run(|st, _| Self::with_scope(|s| st.next_put_id(s)));
+        let (stored, captured) = crate::capture::capture(|| self.store.store_value(id, value, self.worker_id));
+        let stored = stored?;
+        let contained = captured.owned_by(self.worker_id);
+        self.run(|st, _| {
+            let location = match stored {
+                Stored::Inline(b) => Location::Inline(Arc::new(b)),
+                Stored::Shared { len, .. } => Location::Stored(StoredLocation::on(st.node(), len)),
+            };
+            st.add_put(id, location, &contained);
+        });
+        Ok(id)
+    }
+
+    /// Blocks until `id` is ready or failed; returns where its value is.
+    pub(crate) fn wait_location(&self, id: ObjectId) -> Result<Location> {
+        let pending = |inner: &Inner| matches!(inner.state.status(id), Some(Status::Pending));
+        // A short task answers in microseconds, sooner than a blocked thread wakes up:
+        // watch the version for a moment before blocking.
+        let mut g = self.shared.lock();
+        if pending(&g) {
+            let start = Instant::now();
+            let mut seen = self.shared.version();
+            drop(g);
+            while start.elapsed() < GET_SPIN {
+                std::thread::yield_now();
+                let v = self.shared.version();
+                if v != seen {
+                    seen = v;
+                    if !pending(&self.shared.lock()) {
+                        break;
+                    }
+                }
+            }
+            g = self.shared.lock();
+        }
+        let g = self.shared.wait_while(g, pending);
+        match g.state.status(id) {
+            Some(Status::Ready(loc)) => Ok(loc.clone()),
+            Some(Status::Failed(e)) => Err(Error::Task(e.clone())),
+            Some(Status::Pending) => unreachable!("waited until not pending"),
+            None => Err(Error::Task(TaskError::ObjectLost { object: format!("{id} (not owned by this process)") })),
+        }
+    }
+
+    /// Holds the value at `loc` for reading: inline bytes are shared, a value in the
+    /// node's store is pinned there (and restored first if it was spilled) until the
+    /// returned [`Held`] is dropped.
+    pub(crate) fn hold(&self, id: ObjectId, loc: &Location) -> Result<Held> {
+        match loc {
+            Location::Inline(b) => Ok(Held::inline(self.store.clone(), id, b.clone())),
+            Location::Stored(_) => self.store.hold(id),
+        }
+    }
+
+    /// Waits until `num_returns` of `ids` are ready or failed, or `timeout` passes.
+    /// Returns the readiness of each ID.
+    pub(crate) fn wait_many(&self, ids: &[ObjectId], num_returns: usize, timeout: Option<Duration>) -> Vec<bool> {
+        let done = |inner: &Inner, id: &ObjectId| !matches!(inner.state.status(*id), Some(Status::Pending));
+        let enough = |inner: &Inner| ids.iter().filter(|id| done(inner, id)).count() >= num_returns;
+        let g = self.shared.lock();
+        let g = match timeout {
+            None => self.shared.wait_while(g, |t| !enough(t)),
+            Some(d) => self.shared.wait_while_timeout(g, d, |t| !enough(t)).0,
+        };
+        ids.iter().map(|id| done(&g, id)).collect()
+    }
+
+    /// One more local handle family on `id`; whether this process owns it.
+    pub(crate) fn add_local_ref(&self, id: ObjectId) -> bool {
+        self.run(|st, _| st.add_local_ref(id))
+    }
+
+    /// One local handle family on `id` fewer.
+    pub(crate) fn remove_local_ref(&self, id: ObjectId) {
+        self.run(|st, _| st.remove_local_ref(id));
+    }
+
+    /// Where the node's store spilled `id`, as this owner was told.
+    pub(crate) fn spill_location(&self, id: ObjectId) -> Option<String> {
+        match self.shared.lock().state.status(id) {
+            Some(Status::Ready(Location::Stored(s))) => s.spilled.clone(),
+            _ => None,
+        }
+    }
+
+    /// The node's statistics.
+    pub(crate) fn node_stats(&self) -> Result<NodeStats> {
+        match self.raylet.call(|request_id| ToRaylet::GetStats { request_id })? {
+            FromRaylet::Stats { stats, .. } => Ok(stats),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to stats: {other:?}"))),
+        }
+    }
+
+    // ------------------------------------------------------------------ submission
+
+    /// Turns a call's arguments into the state's terms: large by-value arguments become
+    /// objects of their own in the node's store first (named after the task, as in Ray).
+    fn store_args(&self, task_id: TaskId, function: &str, args: Vec<ArgSpec>) -> (Vec<Arg>, Option<TaskError>) {
+        let mut out = Vec::with_capacity(args.len());
+        let mut early = None;
+        for (i, a) in args.into_iter().enumerate() {
+            out.push(match a {
+                ArgSpec::Value(b) if b.len() <= self.store.max_inline() => Arg::Inline(b),
+                ArgSpec::Value(b) => {
+                    let id = ObjectId::for_put(task_id, i as u32);
+                    match self.store.store_bytes(id, &b, self.worker_id) {
+                        Ok(len) => Arg::Stored { id, len },
+                        Err(e) => {
+                            early.get_or_insert(match e {
+                                Error::Task(e) => e,
+                                e => TaskError::Decode {
+                                    function: function.to_string(),
+                                    what: format!("argument {i}"),
+                                    reason: e.to_string(),
+                                },
+                            });
+                            Arg::Inline(Bytes::new())
+                        }
+                    }
+                }
+                other => other.into_unstored(),
+            });
+        }
+        (out, early)
+    }
+
+    fn needs_store(&self, args: &[ArgSpec]) -> bool {
+        args.iter().any(|a| matches!(a, ArgSpec::Value(b) if b.len() > self.store.max_inline()))
+    }
+
+    /// Submits a task; returns the ID of its return object (owned, one local handle).
+    pub(crate) fn submit(&self, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
+        if !self.needs_store(&args) {
+            // The common case: nothing to store first, so one trip through the state.
+            let args = args.into_iter().map(ArgSpec::into_unstored).collect();
+            return self.run(|st, now| {
+                let task_id = Self::with_scope(|scope| st.next_task_id(scope));
+                st.submit(now, task_id, s, args)
+            });
+        }
+        let task_id = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let (args, early) = self.store_args(task_id, s.function, args);
+        self.run(|st, now| st.submit_with(now, task_id, s, args, early))
+    }
+
+    /// Records a call that failed before submission (its arguments could not be encoded).
+    pub(crate) fn submit_failed(&self, error: TaskError) -> ObjectId {
+        self.run(|st, _| {
+            let task_id = Self::with_scope(|scope| st.next_task_id(scope));
+            st.submit_failed(task_id, error)
+        })
+    }
+
+    // ------------------------------------------------------------------ actors
+
+    /// Registers a new actor owned by this process and starts constructing it.
+    pub(crate) fn create_actor(
+        &self,
+        id: ActorId,
+        spawn: SpawnSpec,
+        args: Vec<ArgSpec>,
+        keeps: Vec<ActorId>,
+        carried: Vec<ObjectId>,
+    ) -> Result<()> {
+        let answer = self.raylet.call(|request_id| ToRaylet::RegisterActor {
+            request_id,
+            actor_id: id,
+            class: spawn.state.class.to_string(),
+            name: spawn.name.clone(),
+            detached: spawn.detached,
+            max_restarts: spawn.max_restarts,
+            max_task_retries: spawn.state.max_task_retries,
+        });
+        if let Some(e) = actor_reply_error(answer) {
+            return Err(Error::Task(e));
+        }
+        let create_tid = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let (args, early) = self.store_args(create_tid, spawn.state.ctor, args);
+        self.run(|st, now| {
+            if let Some(e) = early {
+                st.dead_actor(id, spawn.state.class.clone(), e.clone());
+                st.submit_failed(create_tid, e);
+                return;
+            }
+            st.create_actor(now, id, spawn.state, create_tid, args, keeps, carried);
+        });
+        Ok(())
+    }
+
+    /// Records a handle to an actor that could not be spawned: its calls fail with `error`.
+    pub(crate) fn dead_actor(&self, id: ActorId, class: Arc<str>, error: TaskError) {
+        self.run(|st, _| st.dead_actor(id, class, error));
+    }
+
+    /// Submits a method call; returns its return object (owned, one local handle).
+    pub(crate) fn submit_actor_call(
+        &self,
+        actor: ActorId,
+        function: &'static str,
+        args: Vec<ArgSpec>,
+        keeps: Vec<ActorId>,
+        carried: Vec<ObjectId>,
+    ) -> ObjectId {
+        let task_id = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let (args, early) = self.store_args(task_id, function, args);
+        self.run(|st, now| match early {
+            Some(e) => st.submit_failed(task_id, e),
+            None => st.submit_actor_call(now, task_id, actor, function, args, keeps, carried),
+        })
+    }
+
+    /// A handle family on `id` was decoded in this process; returns once the directory
+    /// counts this process as a holder.
+    pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32) {
+        loop {
+            let step = self.run(|st, _| st.borrow_actor(id, class.clone(), max_task_retries));
+            let g = self.shared.lock();
+            drop(self.shared.wait_while(g, |inner| inner.state.hold_pending(id) && !inner.state.stopped()));
+            if step != Borrow::Busy {
+                return;
+            }
+        }
+    }
+
+    /// One handle family (or task carrying a handle) on `id` fewer.
+    pub(crate) fn actor_handle_dropped(&self, id: ActorId) {
+        self.run(|st, _| st.actor_handle_dropped(id));
+    }
+
+    /// `ares::kill`: the directory ends the actor; its calls fail from now on.
+    pub(crate) fn kill_actor(&self, id: ActorId) -> Result<()> {
+        let answer = self.raylet.call(|request_id| ToRaylet::KillActor { request_id, actor_id: id });
+        if let Some(e) = actor_reply_error(answer) {
+            return Err(Error::Task(e));
+        }
+        self.run(|st, _| st.actor_killed(id));
+        Ok(())
+    }
+
+    /// Finds a live actor by name (waits while it is being constructed or restarted).
+    pub(crate) fn lookup_actor_by_name(&self, name: &str) -> Result<ares_common::wire::ActorInfo> {
+        let by = ares_common::wire::ActorKey::Name(name.into());
+        match self.raylet.call(|request_id| ToRaylet::LookupActor { request_id, by })? {
+            FromRaylet::ActorFound { info, .. } => Ok(info),
+            FromRaylet::ActorReply { error: Some(e), .. } => Err(Error::Task(e)),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to an actor lookup: {other:?}"))),
+        }
+    }
+
+    /// Fails everything pending, returns every lease and closes the raylet connection.
+    pub(crate) fn stop(&self) {
+        self.run(|st, _| st.stop());
+        // Wake waiters (a handle's registration will not be answered any more).
+        self.shared.notify();
+        self.raylet.close();
+        let (lock, cv) = &self.kick;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_one();
+    }
+}
+
+fn actor_reply_error(r: Result<FromRaylet>) -> Option<TaskError> {
+    match r {
+        Ok(FromRaylet::ActorReply { error, .. }) => error,
+        Ok(other) => Some(TaskError::ActorDied {
+            actor: "?".into(),
+            class: "?".into(),
+            reason: format!("unexpected answer from the raylet: {other:?}"),
+        }),
+        Err(e) => Some(TaskError::ActorDied { actor: "?".into(), class: "?".into(), reason: e.to_string() }),
+    }
+}
+
+/// Runs the state's timers: sleeps until the next one (at most [`TICK`]) or a kick.
+fn housekeeping(cw: Weak<CoreWorker>) {
+    loop {
+        let wait = {
+            let Some(cw) = cw.upgrade() else { return };
+            let g = cw.shared.lock();
+            if g.state.stopped() {
+                return;
+            }
+            let now = Instant::now();
+            g.state.poll_timeout().map_or(TICK, |t| t.saturating_duration_since(now).min(TICK))
+        };
+        {
+            let Some(cw) = cw.upgrade() else { return };
+            let (lock, cv) = &cw.kick;
+            let kicked = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let (mut kicked, _) = cv.wait_timeout_while(kicked, wait, |k| !*k).unwrap_or_else(|p| p.into_inner());
+            *kicked = false;
+        }
+        let Some(cw) = cw.upgrade() else { return };
+        cw.run(|st, now| st.handle_timeout(now));
+    }
+}

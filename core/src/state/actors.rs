@@ -1,0 +1,718 @@
+//! The caller side of actors. Every process that holds handles to an actor keeps one
+//! [`Caller`]: an in-order queue of its calls and one connection to the actor's worker.
+//! Calls are pushed from the front of the queue as soon as their arguments are ready,
+//! never overtaking an earlier call, and the worker runs one connection's calls in
+//! arrival order, so calls made from one process run in submission order.
+//!
+//! The owner (the process that spawned the actor) also leases the actor's dedicated
+//! worker, constructs the actor there, and, when the process dies, asks the node's actor
+//! directory whether to restart it. A borrower finds the worker through the directory.
+//! The directory, not this process, decides when the actor dies (see
+//! `ares_raylet::actors`); this side reports holds and follows its decisions.
+//!
+//! ```text
+//!  owner:    create_actor ─▶ RequestLease(dedicated) ─grant─▶ Connect ─connected─▶ push ActorCreate
+//!            ─Done─▶ ActorStarted ─▶ calls …   conn lost ─▶ ActorWorkerLost ─restart─▶ RequestLease …
+//!  borrower: first call ─▶ LookupActor ─found─▶ Connect ─connected─▶ calls …
+//!            connect failed ─▶ LookupActor again after 2 ms × attempt (at most CONNECT_ATTEMPTS)
+//! ```
+
+use super::*;
+use ares_common::wire::ActorInfo;
+
+/// Calls pushed to an actor's worker and not yet answered, at most.
+const ACTOR_PIPELINE: usize = 4096;
+/// Connection attempts of a borrower to an actor's advertised address before giving up.
+const CONNECT_ATTEMPTS: u32 = 50;
+
+/// What a spawn asks for (the directory registration is done by the driver first).
+pub(crate) struct ActorSpawn {
+    pub(crate) ctor: &'static str,
+    pub(crate) class: Arc<str>,
+    pub(crate) shape: ResourceSet,
+    pub(crate) max_task_retries: u32,
+    pub(crate) max_concurrency: u32,
+}
+
+pub(super) struct Caller {
+    class: Arc<str>,
+    /// Calls not yet pushed, in submission order.
+    pub(super) queue: VecDeque<TaskId>,
+    conn: Option<ConnId>,
+    /// A borrower's lookup is under way (or waiting for its retry time).
+    resolving: bool,
+    /// Failed connection attempts of the current lookup.
+    attempts: u32,
+    /// When the next lookup may go (after a failed connection).
+    retry_at: Option<Instant>,
+    dead: Option<TaskError>,
+    /// Live handle families plus tasks carrying a handle in their arguments.
+    pub(super) handles: usize,
+    /// The directory counts this process as a holder.
+    registered: bool,
+    /// An `AddActorHold` is on its way.
+    registering: bool,
+    max_task_retries: u32,
+    owned: Option<Owned>,
+}
+
+struct Owned {
+    create_tid: TaskId,
+    request: Option<u64>,
+    /// The directory is deciding whether to restart the actor.
+    deciding: bool,
+}
+
+impl Caller {
+    fn new(class: Arc<str>) -> Self {
+        Caller {
+            class,
+            queue: VecDeque::new(),
+            conn: None,
+            resolving: false,
+            attempts: 0,
+            retry_at: None,
+            dead: None,
+            handles: 1,
+            registered: false,
+            registering: false,
+            max_task_retries: 0,
+            owned: None,
+        }
+    }
+
+    pub(super) fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
+    }
+}
+
+/// What [`CoreState::borrow_actor`] did.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Borrow {
+    /// The handle is counted and the directory knows this process holds the actor.
+    Done,
+    /// The handle is counted; the directory's answer to this process's hold is awaited
+    /// ([`CoreState::hold_pending`]).
+    Registering,
+    /// Another handle's registration is under way and nothing was counted: wait until
+    /// it is answered, then borrow again.
+    Busy,
+}
+
+/// The error of a call on an actor this process has no record of.
+pub(super) fn unknown_actor(a: ActorId) -> TaskError {
+    TaskError::ActorDied {
+        actor: a.to_string(),
+        class: "?".into(),
+        reason: "this process holds no handle to it".into(),
+    }
+}
+
+pub(super) fn died(a: ActorId, class: &str, reason: &str) -> TaskError {
+    TaskError::ActorDied { actor: a.to_string(), class: class.to_string(), reason: reason.to_string() }
+}
+
+impl CoreState {
+    /// Starts constructing an actor owned by this process, already registered in the
+    /// directory: leases a dedicated worker and pushes the construction `create_tid` there.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create_actor(
+        &mut self,
+        now: Instant,
+        id: ActorId,
+        spawn: ActorSpawn,
+        create_tid: TaskId,
+        args: Vec<Arg>,
+        keeps: Vec<ActorId>,
+        carried: Vec<ObjectId>,
+    ) {
+        let mut c = Caller::new(spawn.class.clone());
+        c.registered = true;
+        c.max_task_retries = spawn.max_task_retries;
+        c.owned = Some(Owned { create_tid, request: None, deciding: false });
+        self.callers.insert(id, c);
+        let submit = Submit {
+            function: spawn.ctor,
+            shape: spawn.shape,
+            max_retries: 0,
+            target: Target::Create(id),
+            kind: TaskKind::ActorCreate { actor_id: id, max_concurrency: spawn.max_concurrency },
+            keeps,
+            carried,
+        };
+        // The construction's return object is held by the actor's record until it dies.
+        self.submit(now, create_tid, submit, args);
+    }
+
+    /// Records a handle to an actor that could not be spawned: its calls fail with `error`.
+    pub(crate) fn dead_actor(&mut self, id: ActorId, class: Arc<str>, error: TaskError) {
+        let mut c = Caller::new(class);
+        c.dead = Some(error);
+        self.callers.insert(id, c);
+    }
+
+    /// How often a call of `actor` interrupted by its process's death is re-run.
+    pub(crate) fn actor_max_task_retries(&self, actor: ActorId) -> u32 {
+        self.callers.get(&actor).map_or(0, |c| c.max_task_retries)
+    }
+
+    /// Submits a method call as `task_id`; returns its return object.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn submit_actor_call(
+        &mut self,
+        now: Instant,
+        task_id: TaskId,
+        actor: ActorId,
+        function: &'static str,
+        args: Vec<Arg>,
+        keeps: Vec<ActorId>,
+        carried: Vec<ObjectId>,
+    ) -> ObjectId {
+        let submit = Submit {
+            function,
+            shape: ResourceSet::new(),
+            max_retries: self.actor_max_task_retries(actor),
+            target: Target::Actor(actor),
+            kind: TaskKind::ActorCall { actor_id: actor },
+            keeps,
+            carried,
+        };
+        self.submit(now, task_id, submit, args)
+    }
+
+    /// A handle family on `id` was decoded in this process: count it, and tell the
+    /// directory this process holds the actor if it did not already. The decode must not
+    /// return before the hold is counted (the task that carried the handle may finish
+    /// next and let the sender's hold go), so the driver waits while
+    /// [`CoreState::hold_pending`] says so.
+    pub(crate) fn borrow_actor(&mut self, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Borrow {
+        let need = match self.callers.get_mut(&id) {
+            Some(c) if c.registering => return Borrow::Busy,
+            Some(c) => {
+                c.handles += 1;
+                let need = !c.registered && c.dead.is_none();
+                c.registering |= need;
+                need
+            }
+            None => {
+                let mut c = Caller::new(class);
+                c.registering = true;
+                c.max_task_retries = max_task_retries;
+                self.callers.insert(id, c);
+                true
+            }
+        };
+        if !need {
+            return Borrow::Done;
+        }
+        let request_id = self.request_id();
+        self.requests.insert(request_id, Request::AddHold(id));
+        self.send_raylet(ToRaylet::AddActorHold { request_id, actor_id: id });
+        Borrow::Registering
+    }
+
+    /// Whether this process's hold on `id` awaits the directory's answer.
+    pub(crate) fn hold_pending(&self, id: ActorId) -> bool {
+        self.callers.get(&id).is_some_and(|c| c.registering)
+    }
+
+    pub(super) fn on_hold_added(&mut self, id: ActorId, error: Option<TaskError>) {
+        self.changed = true;
+        match self.callers.get_mut(&id) {
+            Some(c) => {
+                c.registering = false;
+                match error {
+                    None if c.dead.is_none() => c.registered = true,
+                    None => self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: id }),
+                    Some(e) => self.kill_caller(id, e),
+                }
+                self.maybe_release(id);
+            }
+            None if error.is_none() => self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: id }),
+            None => {}
+        }
+    }
+
+    /// One handle family (or task carrying a handle) on `id` fewer.
+    pub(crate) fn actor_handle_dropped(&mut self, id: ActorId) {
+        if let Some(c) = self.callers.get_mut(&id) {
+            c.handles = c.handles.saturating_sub(1);
+            self.maybe_release(id);
+        }
+        self.flush_frees();
+    }
+
+    /// The directory ended the actor at this process's request (`ares::kill`): its calls
+    /// fail from now on.
+    pub(crate) fn actor_killed(&mut self, id: ActorId) {
+        if let Some(c) = self.callers.get(&id) {
+            let e = died(id, &c.class, "it was killed with ares::kill");
+            self.kill_caller(id, e);
+        }
+        self.flush_frees();
+    }
+
+    /// Lets the directory know this process no longer holds `a` once nothing here uses
+    /// it, and forgets it once it is also dead (an owner keeps managing a live actor
+    /// that borrowers or its detachment keep alive).
+    pub(super) fn maybe_release(&mut self, a: ActorId) {
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        // Calls that failed while queued leave their IDs behind.
+        while c.queue.front().is_some_and(|t| !self.tasks.contains_key(t)) {
+            c.queue.pop_front();
+        }
+        let queued = c.queue.iter().any(|t| self.tasks.contains_key(t));
+        let create = c.owned.as_ref().map(|o| o.create_tid);
+        let busy = c
+            .conn
+            .and_then(|id| self.conns.get(&id))
+            .is_some_and(|conn| conn.in_flight.iter().any(|(t, _)| Some(*t) != create));
+        if c.handles > 0 || queued || busy || c.registering {
+            return;
+        }
+        if c.registered && c.dead.is_none() {
+            c.registered = false;
+            self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: a });
+        }
+        let c = self.callers.get(&a).expect("present");
+        if c.owned.is_some() && c.dead.is_none() {
+            return;
+        }
+        let c = self.callers.remove(&a).expect("present");
+        if let Some(conn_id) = c.conn
+            && let Some(conn) = self.conns.remove(&conn_id)
+        {
+            self.effects.push_back(Effect::Close(conn_id));
+            if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
+                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+            }
+        }
+        if let Some(o) = c.owned {
+            self.drop_create(o.create_tid);
+        }
+    }
+
+    /// Forgets an actor's construction task (its arguments and handles are released).
+    fn drop_create(&mut self, create_tid: TaskId) {
+        if let Some(task) = self.tasks.remove(&create_tid) {
+            self.table.remove_submitted(&task.arg_ids);
+            self.table.remove_local_ref(ObjectId::for_return(create_tid, 0));
+            self.retire(task);
+        }
+    }
+
+    /// The actor is dead for good: every queued and running call fails with `error`.
+    pub(super) fn kill_caller(&mut self, a: ActorId, error: TaskError) {
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        if c.dead.is_some() {
+            return;
+        }
+        c.dead = Some(error.clone());
+        c.retry_at = None;
+        let unregister = std::mem::take(&mut c.registered);
+        let conn = c.conn.take();
+        let owned = c.owned.as_mut().map(|o| (o.create_tid, o.request.take()));
+        if unregister {
+            // Harmless if the directory already declared it dead; needed if only we did.
+            self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: a });
+        }
+        if let Some((_, Some(request_id))) = owned {
+            self.requests.remove(&request_id);
+            self.send_raylet(ToRaylet::CancelLeaseRequests { request_ids: vec![request_id] });
+        }
+        if let Some(conn_id) = conn
+            && let Some(conn) = self.conns.remove(&conn_id)
+        {
+            self.effects.push_back(Effect::Close(conn_id));
+            if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
+                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+            }
+            for (tid, _) in conn.in_flight {
+                if owned.is_none_or(|(create, _)| create != tid) {
+                    self.fail_task(tid, error.clone());
+                }
+            }
+        }
+        if let Some((create, _)) = owned {
+            self.drop_create(create);
+        }
+        self.fail_queued_calls(a);
+        self.maybe_release(a);
+    }
+
+    /// A construction task failed before or while running (an argument failed, or the
+    /// constructor panicked): the actor is dead.
+    pub(super) fn create_failed(&mut self, a: ActorId, error: &TaskError) {
+        self.send_raylet(ToRaylet::ActorCreateFailed { actor_id: a, error: error.clone() });
+        let class = self.callers.get(&a).map_or_else(|| "?".into(), |c| c.class.to_string());
+        self.kill_caller(a, died(a, &class, &format!("its construction failed: {error}")));
+    }
+
+    /// No node can ever hold the actor's resources.
+    pub(super) fn actor_infeasible(&mut self, a: ActorId, error: TaskError) {
+        if let Some(o) = self.callers.get_mut(&a).and_then(|c| c.owned.as_mut()) {
+            o.request = None;
+        }
+        self.create_failed(a, &error);
+    }
+
+    /// Fails every queued call of a dead actor.
+    fn fail_queued_calls(&mut self, a: ActorId) {
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        let Some(e) = c.dead.clone() else {
+            return;
+        };
+        let queued: Vec<TaskId> = c.queue.drain(..).collect();
+        for tid in queued {
+            self.fail_task(tid, e.clone());
+        }
+    }
+
+    /// Pushes the ready front of `a`'s queue to its worker; if there is no connection,
+    /// asks for a lease (owner) or looks the actor up (borrower).
+    pub(super) fn dispatch_actor(&mut self, now: Instant, a: ActorId) {
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        if c.dead.is_some() {
+            self.fail_queued_calls(a);
+            return;
+        }
+        let Some(conn_id) = c.conn else {
+            match &mut c.owned {
+                Some(o) if o.request.is_none() && !o.deciding => {
+                    let Some(create) = self.tasks.get(&o.create_tid).filter(|t| t.ready()) else {
+                        return;
+                    };
+                    let request_id = self.next_request;
+                    self.next_request += 1;
+                    let shape = create.shape.clone();
+                    o.request = Some(request_id);
+                    self.requests.insert(request_id, Request::ActorLease(a));
+                    self.send_raylet(ToRaylet::RequestLease { request_id, shape, dedicated: true });
+                }
+                Some(_) => {}
+                None => {
+                    if !c.resolving && !c.queue.is_empty() {
+                        c.resolving = true;
+                        c.attempts = 0;
+                        self.lookup(a);
+                    }
+                }
+            }
+            return;
+        };
+        let Some(conn) = self.conns.get_mut(&conn_id).filter(|c| c.connected) else {
+            return;
+        };
+        let mut buf = Vec::new();
+        let mut failures = Vec::new();
+        while conn.in_flight.len() < ACTOR_PIPELINE {
+            let Some(&tid) = c.queue.front() else {
+                break;
+            };
+            let Some(task) = self.tasks.get(&tid) else {
+                // Failed while queued.
+                c.queue.pop_front();
+                continue;
+            };
+            if !task.ready() {
+                break;
+            }
+            c.queue.pop_front();
+            match resolve(&self.table, self.cfg.address.worker, tid, task)
+                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
+            {
+                Ok(payload) => {
+                    frame::write_frame(&mut buf, &payload).expect("writing to a Vec cannot fail");
+                    conn.in_flight.push_back((tid, now));
+                }
+                Err(e) => failures.push((tid, e)),
+            }
+        }
+        if !buf.is_empty() {
+            // The connection's reader sees a break and reports it.
+            self.effects.push_back(Effect::Send { conn: conn_id, bytes: buf });
+        }
+        for (tid, e) in failures {
+            self.fail_task(tid, e);
+        }
+    }
+
+    /// A borrower asks the directory where the actor runs (the answer waits while it is
+    /// constructed or restarted).
+    fn lookup(&mut self, a: ActorId) {
+        let request_id = self.request_id();
+        self.requests.insert(request_id, Request::Lookup(a));
+        self.send_raylet(ToRaylet::LookupActor { request_id, by: ares_common::wire::ActorKey::Id(a) });
+    }
+
+    /// The raylet connection ended: requests about actors will not be answered.
+    pub(crate) fn handle_raylet_lost(&mut self) {
+        let requests: Vec<(u64, Request)> = self.requests.drain().collect();
+        for (_, r) in requests {
+            match r {
+                Request::AddHold(a) => self.on_hold_added(a, Some(died(a, "?", "lost the connection to the raylet"))),
+                Request::Lookup(a) => self.resolve_failed(a, died(a, "?", "lost the connection to the raylet")),
+                Request::WorkerLost(a) | Request::ActorLease(a) => {
+                    self.kill_caller(a, died(a, "?", "lost the connection to the raylet"))
+                }
+                Request::Lease(_) => {}
+            }
+        }
+        self.changed = true;
+        self.flush_frees();
+    }
+
+    /// Lookups whose retry time has come.
+    pub(super) fn run_due_lookups(&mut self, now: Instant) {
+        let due: Vec<ActorId> = self
+            .callers
+            .iter_mut()
+            .filter(|(_, c)| c.retry_at.is_some_and(|t| t <= now))
+            .map(|(a, c)| {
+                c.retry_at = None;
+                *a
+            })
+            .collect();
+        for a in due {
+            self.lookup(a);
+        }
+    }
+
+    pub(super) fn on_actor_found(&mut self, a: ActorId, info: ActorInfo) {
+        let wanted = self.callers.get(&a).is_some_and(|c| c.dead.is_none() && c.conn.is_none());
+        if !wanted {
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.resolving = false;
+            }
+            return;
+        }
+        let conn = self.conn_id();
+        self.effects.push_back(Effect::Connect { conn, endpoint: info.addr.clone() });
+        self.conns.insert(conn, Conn::new(info.addr, Role::Actor { actor: a, lease: None }));
+        self.callers.get_mut(&a).expect("checked").conn = Some(conn);
+    }
+
+    /// The connection to `a`'s worker is open: the owner constructs the actor on a
+    /// fresh lease; everyone pushes the queued calls.
+    pub(super) fn actor_connected(&mut self, now: Instant, a: ActorId, conn_id: ConnId, owned_lease: bool) {
+        if owned_lease {
+            let Some(create_tid) = self.callers.get(&a).and_then(|c| c.owned.as_ref()).map(|o| o.create_tid) else {
+                return;
+            };
+            let task = self.tasks.get(&create_tid).expect("a live actor keeps its construction");
+            match resolve(&self.table, self.cfg.address.worker, create_tid, task)
+                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
+            {
+                Ok(payload) => {
+                    let conn = self.conns.get_mut(&conn_id).expect("connected");
+                    let mut buf = Vec::new();
+                    frame::write_frame(&mut buf, &payload).expect("writing to a Vec cannot fail");
+                    conn.in_flight.push_back((create_tid, now));
+                    self.effects.push_back(Effect::Send { conn: conn_id, bytes: buf });
+                }
+                Err(e) => {
+                    self.create_failed(a, &e);
+                    return;
+                }
+            }
+        } else if let Some(c) = self.callers.get_mut(&a) {
+            c.resolving = false;
+        }
+        self.dispatch_actor(now, a);
+        self.maybe_release(a);
+    }
+
+    /// `conn` to `a`'s worker could not be opened.
+    pub(super) fn actor_connect_failed(
+        &mut self,
+        now: Instant,
+        a: ActorId,
+        conn: ConnId,
+        lease: Option<(LeaseId, WorkerId)>,
+        endpoint: &Endpoint,
+        reason: &str,
+    ) {
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        if c.conn == Some(conn) {
+            c.conn = None;
+        }
+        if let Some((lease_id, _)) = lease {
+            let class = c.class.to_string();
+            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+            let reason = format!("could not connect to its worker at {endpoint}: {reason}");
+            self.create_failed(a, &died(a, &class, &reason));
+            return;
+        }
+        // The directory has not yet seen the old process die: ask again soon.
+        c.attempts += 1;
+        if c.attempts >= CONNECT_ATTEMPTS {
+            let e = died(a, "?", &format!("could not connect to {endpoint}: {reason}"));
+            self.resolve_failed(a, e);
+            return;
+        }
+        let at = now + Duration::from_millis(2 * u64::from(c.attempts));
+        c.retry_at = Some(at);
+        self.timer_changed = true;
+    }
+
+    pub(super) fn resolve_failed(&mut self, a: ActorId, error: TaskError) {
+        if let Some(c) = self.callers.get_mut(&a) {
+            c.resolving = false;
+            self.kill_caller(a, error);
+        }
+    }
+
+    /// The owner got its actor's dedicated worker: connect, then construct the actor.
+    pub(super) fn on_actor_lease(&mut self, a: ActorId, lease_id: LeaseId, worker_id: WorkerId, endpoint: Endpoint) {
+        let stopped = self.stopped;
+        match self.callers.get_mut(&a) {
+            Some(c) if c.dead.is_none() && !stopped => {
+                c.owned.as_mut().expect("only owners lease").request = None;
+                let conn = self.next_conn;
+                self.next_conn += 1;
+                let conn = ConnId(conn);
+                c.conn = Some(conn);
+                self.effects.push_back(Effect::Connect { conn, endpoint: endpoint.clone() });
+                let role = Role::Actor { actor: a, lease: Some((lease_id, worker_id)) };
+                self.conns.insert(conn, Conn::new(endpoint, role));
+            }
+            _ => self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true }),
+        }
+    }
+
+    pub(super) fn on_actor_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
+        let mut stale = Vec::new();
+        let mut touched = Touched::default();
+        let Some(Role::Actor { actor: a, .. }) = self.conns.get(&conn_id).map(|c| &c.role) else {
+            return;
+        };
+        let a = *a;
+        for FromWorker::Done { task_id, outcome } in replies {
+            let Some(conn) = self.conns.get_mut(&conn_id) else {
+                // The actor was declared dead meanwhile; its calls already failed, but
+                // large results they made are in the store.
+                if matches!(outcome, Outcome::Shared { .. }) {
+                    stale.push(ObjectId::for_return(task_id, 0));
+                }
+                continue;
+            };
+            conn.answered = true;
+            if let Some(pos) = conn.in_flight.iter().position(|(t, _)| *t == task_id) {
+                conn.in_flight.remove(pos);
+            }
+            let is_create =
+                self.callers.get(&a).and_then(|c| c.owned.as_ref()).is_some_and(|o| o.create_tid == task_id);
+            if is_create {
+                self.on_created(a, conn_id, outcome);
+            } else {
+                self.complete(task_id, outcome, &mut stale, &mut touched);
+            }
+        }
+        if let Some(c) = self.callers.get_mut(&a)
+            && c.conn == Some(conn_id)
+        {
+            c.attempts = 0;
+        }
+        self.changed = true;
+        if !touched.actors.contains(&a) {
+            touched.actors.push(a);
+        }
+        self.dispatch_touched(now, touched);
+        self.maybe_release(a);
+        self.delete_stale(stale);
+    }
+
+    fn on_created(&mut self, a: ActorId, conn_id: ConnId, outcome: Outcome) {
+        if let Outcome::Failed(e) = outcome {
+            self.create_failed(a, &e);
+            return;
+        }
+        let conn = &self.conns[&conn_id];
+        if let Role::Actor { lease: Some((lease_id, worker_id)), .. } = conn.role {
+            let addr = conn.endpoint.clone();
+            self.send_raylet(ToRaylet::ActorStarted { actor_id: a, lease_id, worker_id, addr });
+        }
+    }
+
+    /// The connection to an actor's worker broke: its process died, or was killed.
+    pub(super) fn on_actor_conn_lost(&mut self, now: Instant, conn_id: ConnId, reason: &str) {
+        let Some(conn) = self.conns.remove(&conn_id) else {
+            return;
+        };
+        let Role::Actor { actor: a, lease } = conn.role else {
+            return;
+        };
+        tracing::debug!(actor = %a, "lost the actor's worker: {reason}");
+        let Some(c) = self.callers.get_mut(&a) else {
+            return;
+        };
+        if c.conn == Some(conn_id) {
+            c.conn = None;
+        }
+        let class = c.class.clone();
+        let create = c.owned.as_ref().map(|o| o.create_tid);
+        // Calls that may have run are retried only if marked retryable, in their order.
+        let mut requeue = Vec::new();
+        for (tid, _) in conn.in_flight {
+            if Some(tid) == create {
+                continue;
+            }
+            let Some(task) = self.tasks.get_mut(&tid) else {
+                continue;
+            };
+            task.attempts += 1;
+            if task.retries_left > 0 && !self.stopped {
+                task.retries_left -= 1;
+                requeue.push(tid);
+            } else {
+                let reason = "its process died while this call was running \
+                              (set max_task_retries to re-run calls that are safe to repeat)";
+                self.fail_task(tid, died(a, &class, reason));
+            }
+        }
+        if let Some(c) = self.callers.get_mut(&a) {
+            for tid in requeue.into_iter().rev() {
+                c.queue.push_front(tid);
+            }
+        }
+        let is_owner = self.callers.get(&a).is_some_and(|c| c.owned.is_some() && c.dead.is_none());
+        if is_owner {
+            if let Some((lease_id, _)) = lease {
+                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+            }
+            // The directory arbitrates between a restart and a kill or release that may
+            // have caused this; `deciding` keeps new calls from leasing meanwhile.
+            if let Some(o) = self.callers.get_mut(&a).and_then(|c| c.owned.as_mut()) {
+                o.deciding = true;
+            }
+            let request_id = self.request_id();
+            self.requests.insert(request_id, Request::WorkerLost(a));
+            self.send_raylet(ToRaylet::ActorWorkerLost { request_id, actor_id: a });
+            return;
+        }
+        self.dispatch_actor(now, a);
+        self.maybe_release(a);
+    }
+
+    /// The directory answered whether the owner's lost actor restarts (`None`: it does).
+    pub(super) fn on_restart_decided(&mut self, now: Instant, a: ActorId, error: Option<TaskError>) {
+        if let Some(o) = self.callers.get_mut(&a).and_then(|c| c.owned.as_mut()) {
+            o.deciding = false;
+        }
+        if let Some(e) = error {
+            self.kill_caller(a, e);
+        }
+        self.dispatch_actor(now, a);
+        self.maybe_release(a);
+    }
+}

@@ -1,0 +1,1099 @@
+//! The core worker as a state machine: what every Ares process (driver or worker) does
+//! to own objects and submit tasks, with no IO.
+//!
+//! In the manner of quinn-proto's `Connection`: events come in through `handle_*` methods
+//! with the time passed in (`now`), and what must happen goes out as [`Effect`]s that the
+//! driver (`crate::core_worker`) takes with [`CoreState::poll`] and carries out: send these
+//! frames on that connection, open a connection, ask the raylet for a lease, free these
+//! objects, merge a gathered argument. This module reads no clock, spawns no thread, does
+//! no IO and iterates its maps in a fixed order, so the same events always give the same
+//! effects (the unit tests below and the `ares-sim` harness rely on it).
+//!
+//! What it decides:
+//! - ownership: the [`OwnershipTable`] of every object this process owns;
+//! - submission: dependency resolution, per resource shape queues, leases (up to
+//!   [`MAX_PENDING_LEASE_REQUESTS`] outstanding per shape), pipelined pushes to the least
+//!   loaded leased worker up to an adaptive depth, retries when a worker dies, and the
+//!   return of leases idle for [`IDLE_LEASE_TIMEOUT`];
+//! - actors (see [`actors`]): per-actor in-order queues, construction, restarts and
+//!   holds, on the same connections as leased workers.
+//!
+//! Task IDs are given to it (see [`TaskScope`]): a nested task's ID derives from the
+//! running task's ID and its submission counter, so re-running a task makes the same IDs.
+
+mod actors;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use actors::{ActorSpawn, Borrow};
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ares_common::codec::Bytes;
+use ares_common::det::DetMap;
+use ares_common::frame;
+use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::{ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
+use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status, Stored};
+
+/// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
+pub(crate) const MAX_PENDING_LEASE_REQUESTS: usize = 10;
+/// Target time of queued work per worker: pipelining deeper than this only unbalances.
+const PIPELINE_TARGET: Duration = Duration::from_micros(500);
+/// Idle leases are returned after this long.
+pub(crate) const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
+pub(crate) type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
+
+/// One connection to a worker (leased for tasks, or hosting an actor), named by the
+/// state; the driver maps it to a socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ConnId(pub(crate) u64);
+
+/// What the driver must carry out, in order.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Open a connection to `endpoint`, known as `conn`, and report its replies with
+    /// [`CoreState::handle_replies`]; if connecting fails, call
+    /// [`CoreState::handle_conn_closed`]. Sends on it may follow at once.
+    Connect { conn: ConnId, endpoint: Endpoint },
+    /// Write these bytes (whole frames) to `conn`; never block.
+    Send { conn: ConnId, bytes: Vec<u8> },
+    /// Close `conn`; the state has forgotten it, so its end is not reported back.
+    Close(ConnId),
+    /// Send a message to this node's raylet.
+    ToRaylet(ToRaylet),
+    /// Read the values of `parts` (pinning stored ones), merge them with `combine` and
+    /// report the result with [`CoreState::handle_gathered`].
+    Gather { task: TaskId, slot: usize, parts: Vec<(ObjectId, Location)>, combine: Combine },
+}
+
+/// Where the IDs of the tasks and puts of one running task come from. The driver keeps
+/// one per thread that runs a task, and the state keeps the process's root scope for
+/// every other thread.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskScope {
+    task: TaskId,
+    children: u64,
+    puts: u32,
+}
+
+impl TaskScope {
+    /// The scope of `task` (IDs are counted from zero for every run of it).
+    pub(crate) fn new(task: TaskId) -> Self {
+        TaskScope { task, children: 0, puts: 0 }
+    }
+
+    /// The ID of the next task this task submits.
+    pub(crate) fn next_task(&mut self) -> TaskId {
+        let id = self.task.child(self.children);
+        self.children += 1;
+        id
+    }
+
+    /// The ID of the next object this task puts.
+    pub(crate) fn next_put(&mut self) -> ObjectId {
+        let id = ObjectId::for_put(self.task, self.puts);
+        self.puts += 1;
+        id
+    }
+}
+
+/// One argument of a submission.
+pub(crate) enum Arg {
+    /// An encoded value, small enough to travel in the push.
+    Inline(Bytes),
+    /// A large by-value argument the driver already stored as the owned object `id`
+    /// (one local reference, which the task takes over).
+    Stored { id: ObjectId, len: u64 },
+    /// A future.
+    Ref(ObjectId),
+    /// A list of futures passed as one `Vec<T>` argument.
+    Gather { ids: Vec<ObjectId>, combine: Combine },
+}
+
+enum Slot {
+    Inline(Arc<Bytes>),
+    Ref(ObjectId),
+    Gather { ids: Vec<ObjectId>, combine: Combine, merged: Option<Arc<Bytes>> },
+}
+
+/// Where a task runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Target {
+    /// Any leased worker of its resource shape.
+    Pool,
+    /// A method call on an actor.
+    Actor(ActorId),
+    /// An actor's construction (kept until the actor dies, to be re-run on restarts).
+    Create(ActorId),
+}
+
+/// Options of one submission, already in wire terms.
+pub(crate) struct Submit {
+    pub(crate) function: &'static str,
+    pub(crate) shape: ResourceSet,
+    pub(crate) max_retries: u32,
+    pub(crate) target: Target,
+    pub(crate) kind: TaskKind,
+    /// Actors whose handles the arguments carry: held until the task is done.
+    pub(crate) keeps: Vec<ActorId>,
+    /// Owned refs encoded inside argument values: kept in scope until the task is done.
+    pub(crate) carried: Vec<ObjectId>,
+}
+
+struct Task {
+    function: Arc<str>,
+    args: Vec<Slot>,
+    arg_ids: Vec<ObjectId>,
+    carried: Vec<ObjectId>,
+    shape: ResourceSet,
+    retries_left: u32,
+    attempts: u32,
+    /// Arguments still pending.
+    unresolved: usize,
+    /// Gathered arguments not yet merged.
+    unmerged: usize,
+    target: Target,
+    kind: TaskKind,
+    keeps: Vec<ActorId>,
+}
+
+impl Task {
+    fn ready(&self) -> bool {
+        self.unresolved == 0 && self.unmerged == 0
+    }
+}
+
+#[derive(Default)]
+struct ShapeState {
+    queue: VecDeque<TaskId>,
+    leases: Vec<ConnId>,
+    requests: Vec<u64>,
+}
+
+enum Role {
+    /// A worker leased for tasks of one shape.
+    Lease { lease_id: LeaseId, shape: ResourceSet, last_reply: Instant, idle_since: Option<Instant> },
+    /// The worker hosting an actor; the owner also holds its dedicated lease.
+    Actor { actor: ActorId, lease: Option<(LeaseId, WorkerId)> },
+}
+
+struct Conn {
+    endpoint: Endpoint,
+    /// The driver reported the connection open; nothing is pushed before.
+    connected: bool,
+    /// Replies arrived on it (a borrower's lookup found a working address).
+    answered: bool,
+    in_flight: VecDeque<(TaskId, Instant)>,
+    role: Role,
+}
+
+impl Conn {
+    fn new(endpoint: Endpoint, role: Role) -> Self {
+        Conn { endpoint, connected: false, answered: false, in_flight: VecDeque::new(), role }
+    }
+}
+
+/// A raylet request this state sent and awaits the answer to.
+enum Request {
+    Lease(ResourceSet),
+    ActorLease(ActorId),
+    AddHold(ActorId),
+    WorkerLost(ActorId),
+    Lookup(ActorId),
+}
+
+/// Queues that may be able to move after some tasks completed.
+#[derive(Default)]
+struct Touched {
+    shapes: Vec<ResourceSet>,
+    actors: Vec<ActorId>,
+}
+
+/// Settings of a core worker.
+#[derive(Clone, Debug)]
+pub(crate) struct StateConfig {
+    /// This process as an owner.
+    pub(crate) address: Address,
+    /// The root task of this process (random for a driver).
+    pub(crate) root: TaskId,
+    /// Largest frame a worker accepts.
+    pub(crate) max_frame: usize,
+    /// Deepest pipeline per leased worker.
+    pub(crate) max_in_flight: u32,
+}
+
+/// The state of one core worker. See the module docs.
+pub(crate) struct CoreState {
+    cfg: StateConfig,
+    table: OwnershipTable,
+    root: TaskScope,
+    tasks: DetMap<TaskId, Task>,
+    waiting: DetMap<ObjectId, Vec<TaskId>>,
+    shapes: DetMap<ResourceSet, ShapeState>,
+    conns: DetMap<ConnId, Conn>,
+    requests: DetMap<u64, Request>,
+    /// Actors this process calls (owned or borrowed).
+    callers: DetMap<ActorId, actors::Caller>,
+    next_conn: u64,
+    next_request: u64,
+    /// Moving average of the time a worker spends per task, in seconds.
+    avg_task_secs: Option<f64>,
+    stopped: bool,
+    effects: VecDeque<Effect>,
+    /// Statuses changed since the driver last looked: wake waiters.
+    changed: bool,
+    /// A timer earlier than any before was set since the driver last looked.
+    timer_changed: bool,
+}
+
+impl CoreState {
+    pub(crate) fn new(cfg: StateConfig) -> Self {
+        CoreState {
+            root: TaskScope::new(cfg.root),
+            cfg,
+            table: OwnershipTable::new(),
+            tasks: DetMap::default(),
+            waiting: DetMap::default(),
+            shapes: DetMap::default(),
+            conns: DetMap::default(),
+            requests: DetMap::default(),
+            callers: DetMap::default(),
+            next_conn: 1,
+            next_request: 1,
+            avg_task_secs: None,
+            stopped: false,
+            effects: VecDeque::new(),
+            changed: false,
+            timer_changed: false,
+        }
+    }
+
+    // ------------------------------------------------------------------ driver API
+
+    /// The next effect to carry out.
+    pub(crate) fn poll(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// Whether statuses changed since the last call (waiters should re-check).
+    pub(crate) fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Whether a timer earlier than the ones before was set since the last call.
+    pub(crate) fn take_timer_changed(&mut self) -> bool {
+        std::mem::take(&mut self.timer_changed)
+    }
+
+    /// When [`CoreState::handle_timeout`] should next run, if anything waits for time.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let idle = self.conns.values().filter_map(|c| match c.role {
+            Role::Lease { idle_since: Some(t), .. } if c.in_flight.is_empty() => Some(t + IDLE_LEASE_TIMEOUT),
+            _ => None,
+        });
+        let retries = self.callers.values().filter_map(|c| c.retry_at());
+        idle.chain(retries).min()
+    }
+
+    /// The node this process runs on.
+    pub(crate) fn node(&self) -> NodeId {
+        self.cfg.address.node
+    }
+
+    /// The status of an owned object (`None`: not owned here, or already freed).
+    pub(crate) fn status(&self, id: ObjectId) -> Option<&Status> {
+        self.table.status(id)
+    }
+
+    /// Whether `stop` ran.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The next ID for a task submitted from `scope` (the root scope if `None`).
+    pub(crate) fn next_task_id(&mut self, scope: Option<&mut TaskScope>) -> TaskId {
+        scope.unwrap_or(&mut self.root).next_task()
+    }
+
+    /// The next ID for an object put from `scope` (the root scope if `None`).
+    pub(crate) fn next_put_id(&mut self, scope: Option<&mut TaskScope>) -> ObjectId {
+        scope.unwrap_or(&mut self.root).next_put()
+    }
+
+    fn request_id(&mut self) -> u64 {
+        let id = self.next_request;
+        self.next_request += 1;
+        id
+    }
+
+    fn conn_id(&mut self) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        id
+    }
+
+    fn send_raylet(&mut self, msg: ToRaylet) {
+        self.effects.push_back(Effect::ToRaylet(msg));
+    }
+
+    /// Turns the table's effects into raylet messages: every value held by the store is
+    /// deleted there (one message for the batch). Called at the end of every event.
+    fn flush_frees(&mut self) {
+        let mut ids = Vec::new();
+        while let Some(e) = self.table.poll() {
+            match e {
+                OwnershipEffect::Free { id, location: Some(l) } if l.in_store() => ids.push(id),
+                OwnershipEffect::Free { .. } => {}
+            }
+        }
+        if !ids.is_empty() {
+            self.send_raylet(ToRaylet::DeleteObjects { object_ids: ids });
+        }
+    }
+
+    // ------------------------------------------------------------------ references
+
+    /// Records an object this process just put (one local handle); `contained` are owned
+    /// refs inside its value, kept alive while it is.
+    pub(crate) fn add_put(&mut self, id: ObjectId, location: Location, contained: &[ObjectId]) {
+        self.table.add_owned(id, Status::Ready(location));
+        if !contained.is_empty() {
+            self.table.add_contained(id, contained);
+        }
+    }
+
+    /// One more local handle family on `id`; whether this process tracks it.
+    pub(crate) fn add_local_ref(&mut self, id: ObjectId) -> bool {
+        self.table.add_local_ref(id)
+    }
+
+    /// One local handle family on `id` fewer.
+    pub(crate) fn remove_local_ref(&mut self, id: ObjectId) {
+        self.table.remove_local_ref(id);
+        self.flush_frees();
+    }
+
+    /// A location hint from the node's store: the objects were spilled.
+    fn on_spilled(&mut self, objects: Vec<ares_common::wire::SpilledObject>) {
+        for o in objects {
+            self.table.set_spilled(o.object_id, o.url);
+        }
+    }
+
+    // ------------------------------------------------------------------ submission
+
+    /// Submits a task as `task_id`; returns its return object (owned, one local handle).
+    pub(crate) fn submit(&mut self, now: Instant, task_id: TaskId, s: Submit, args: Vec<Arg>) -> ObjectId {
+        self.submit_with(now, task_id, s, args, None)
+    }
+
+    /// Like [`CoreState::submit`], failing the task at once with `early` if given (an
+    /// argument could not be stored).
+    pub(crate) fn submit_with(
+        &mut self,
+        now: Instant,
+        task_id: TaskId,
+        s: Submit,
+        args: Vec<Arg>,
+        early: Option<TaskError>,
+    ) -> ObjectId {
+        let return_id = ObjectId::for_return(task_id, 0);
+        self.table.add_owned(return_id, Status::Pending);
+        let mut slots = Vec::with_capacity(args.len());
+        let mut arg_ids = Vec::new();
+        let mut temps = Vec::new();
+        let mut unmerged = 0;
+        for a in args {
+            match a {
+                Arg::Inline(b) => slots.push(Slot::Inline(Arc::new(b))),
+                Arg::Stored { id, len } => {
+                    // A large by-value argument became an object of its own, as in Ray.
+                    self.table.add_owned(id, Status::Ready(Location::Stored(Stored::on(self.node(), len))));
+                    temps.push(id);
+                    arg_ids.push(id);
+                    slots.push(Slot::Ref(id));
+                }
+                Arg::Ref(id) => {
+                    arg_ids.push(id);
+                    slots.push(Slot::Ref(id));
+                }
+                Arg::Gather { ids, combine } => {
+                    arg_ids.extend_from_slice(&ids);
+                    unmerged += 1;
+                    slots.push(Slot::Gather { ids, combine, merged: None });
+                }
+            }
+        }
+        let mut failed = early;
+        if self.stopped {
+            failed = Some(TaskError::RuntimeShutdown);
+        }
+        self.table.add_submitted(&arg_ids);
+        self.table.add_submitted(&s.carried);
+        for id in &temps {
+            // The task now holds its temporary argument; the handle is not needed.
+            self.table.remove_local_ref(*id);
+        }
+        let mut unresolved = 0;
+        for id in &arg_ids {
+            match self.table.status(*id) {
+                Some(Status::Pending) => {
+                    unresolved += 1;
+                    self.waiting.entry(*id).or_default().push(task_id);
+                }
+                Some(Status::Failed(e)) if failed.is_none() => failed = Some(e.clone()),
+                None if failed.is_none() => failed = Some(TaskError::OwnerDied { object: id.to_string() }),
+                _ => {}
+            }
+        }
+        let mut keeps = s.keeps;
+        keeps.retain(|a| match self.callers.get_mut(a) {
+            Some(c) => {
+                c.handles += 1;
+                true
+            }
+            None => false,
+        });
+        let task = Task {
+            function: Arc::from(s.function),
+            args: slots,
+            arg_ids,
+            carried: s.carried,
+            shape: s.shape.clone(),
+            retries_left: s.max_retries,
+            attempts: 0,
+            unresolved,
+            unmerged,
+            target: s.target,
+            kind: s.kind,
+            keeps,
+        };
+        self.tasks.insert(task_id, task);
+        if let Target::Actor(a) = s.target {
+            match self.callers.get_mut(&a) {
+                Some(c) => c.queue.push_back(task_id),
+                None => failed = failed.or_else(|| Some(actors::unknown_actor(a))),
+            }
+        }
+        if let Some(e) = failed {
+            self.fail_task(task_id, e);
+        } else if unresolved == 0 {
+            self.args_resolved(now, task_id);
+        }
+        self.flush_frees();
+        return_id
+    }
+
+    /// Records a call that failed before submission (its arguments could not be encoded).
+    pub(crate) fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
+        let return_id = ObjectId::for_return(task_id, 0);
+        self.table.add_owned(return_id, Status::Failed(error));
+        return_id
+    }
+
+    /// Every argument of `tid` is ready: merge its gathered lists, or queue it.
+    fn args_resolved(&mut self, now: Instant, tid: TaskId) {
+        let Some(task) = self.tasks.get(&tid) else {
+            return;
+        };
+        if task.unmerged > 0 {
+            self.emit_gathers(tid);
+            return;
+        }
+        let mut touched = Touched::default();
+        self.enqueue_ready(tid, &mut touched);
+        self.dispatch_touched(now, touched);
+    }
+
+    /// Asks the driver to merge the gathered lists of `tid`, whose parts are all ready;
+    /// the task is queued once the merges are back.
+    fn emit_gathers(&mut self, tid: TaskId) {
+        let Some(task) = self.tasks.get(&tid) else {
+            return;
+        };
+        for (slot, s) in task.args.iter().enumerate() {
+            if let Slot::Gather { ids, combine, merged: None } = s {
+                let parts = ids
+                    .iter()
+                    .map(|id| match self.table.status(*id) {
+                        Some(Status::Ready(l)) => (*id, l.clone()),
+                        // Submission counted the argument, so it is here and ready.
+                        other => unreachable!("argument {id} of a resolved task is {other:?}"),
+                    })
+                    .collect();
+                self.effects.push_back(Effect::Gather { task: tid, slot, parts, combine: *combine });
+            }
+        }
+    }
+
+    /// Puts a ready task where it will be pushed from, and notes which queue moved.
+    fn enqueue_ready(&mut self, tid: TaskId, touched: &mut Touched) {
+        let Some(t) = self.tasks.get(&tid) else {
+            return;
+        };
+        match t.target {
+            Target::Pool => {
+                let shape = t.shape.clone();
+                self.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
+                if !touched.shapes.contains(&shape) {
+                    touched.shapes.push(shape);
+                }
+            }
+            Target::Actor(a) | Target::Create(a) => {
+                if !touched.actors.contains(&a) {
+                    touched.actors.push(a);
+                }
+            }
+        }
+    }
+
+    /// The driver merged gathered argument `slot` of `task` (or failed to).
+    pub(crate) fn handle_gathered(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        slot: usize,
+        merged: std::result::Result<Bytes, String>,
+    ) {
+        let Some(t) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        let error = match merged {
+            Ok(b) if b.len() + 1024 <= self.cfg.max_frame => {
+                if let Some(Slot::Gather { merged: m @ None, .. }) = t.args.get_mut(slot) {
+                    *m = Some(Arc::new(b));
+                    t.unmerged -= 1;
+                }
+                None
+            }
+            Ok(b) => Some(format!("a gathered list of {} bytes exceeds the frame limit", b.len())),
+            Err(reason) => Some(reason),
+        };
+        match error {
+            Some(reason) => {
+                let e =
+                    TaskError::Decode { function: t.function.to_string(), what: format!("argument {slot}"), reason };
+                self.fail_task(task, e);
+            }
+            None if t.ready() => {
+                let mut touched = Touched::default();
+                self.enqueue_ready(task, &mut touched);
+                self.dispatch_touched(now, touched);
+            }
+            None => {}
+        }
+        self.flush_frees();
+    }
+
+    /// Fails `task_id` for good with `error`, and with it every task waiting on it.
+    fn fail_task(&mut self, task_id: TaskId, error: TaskError) {
+        let mut stack = vec![task_id];
+        let mut failed_creates = Vec::new();
+        let mut failed_calls = Vec::new();
+        while let Some(tid) = stack.pop() {
+            let Some(task) = self.tasks.remove(&tid) else {
+                continue;
+            };
+            let rid = ObjectId::for_return(tid, 0);
+            self.table.set_failed(rid, error.clone());
+            self.table.remove_submitted(&task.arg_ids);
+            match task.target {
+                Target::Create(a) => {
+                    // The actor's record held the construction's result.
+                    self.table.remove_local_ref(rid);
+                    failed_creates.push(a);
+                }
+                Target::Actor(a) if !failed_calls.contains(&a) => failed_calls.push(a),
+                _ => {}
+            }
+            if let Some(waiters) = self.waiting.remove(&rid) {
+                stack.extend(waiters);
+            }
+            self.retire(task);
+        }
+        self.changed = true;
+        // At shutdown the node ends owned actors itself, and detached ones must live on.
+        if !self.stopped {
+            for a in failed_creates {
+                self.create_failed(a, &error);
+            }
+        }
+        // A failed call may have been the last thing keeping this process's hold.
+        for a in failed_calls {
+            self.maybe_release(a);
+        }
+    }
+
+    /// Drops what a finished task kept alive: the refs and actor handles its arguments
+    /// carried.
+    fn retire(&mut self, task: Task) {
+        self.table.remove_submitted(&task.carried);
+        for a in task.keeps {
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.handles = c.handles.saturating_sub(1);
+                self.maybe_release(a);
+            }
+        }
+    }
+
+    fn depth(&self) -> usize {
+        match self.avg_task_secs {
+            None => 1,
+            Some(avg) => {
+                ((PIPELINE_TARGET.as_secs_f64() / avg.max(1e-7)) as usize).clamp(1, self.cfg.max_in_flight as usize)
+            }
+        }
+    }
+
+    fn dispatch_touched(&mut self, now: Instant, touched: Touched) {
+        for shape in &touched.shapes {
+            self.dispatch(now, shape);
+        }
+        for a in touched.actors {
+            self.dispatch_actor(now, a);
+        }
+    }
+
+    /// Pushes queued tasks of `shape` to its leased workers and asks for more leases if
+    /// tasks remain queued.
+    fn dispatch(&mut self, now: Instant, shape: &ResourceSet) {
+        let depth = self.depth();
+        let mut failures = Vec::new();
+        let Some(st) = self.shapes.get_mut(shape) else {
+            return;
+        };
+        let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
+        while !st.queue.is_empty() {
+            let conns = &self.conns;
+            let Some(&conn_id) = st
+                .leases
+                .iter()
+                .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth)
+                .min_by_key(|c| conns[*c].in_flight.len())
+            else {
+                break;
+            };
+            let tid = st.queue.pop_front().expect("non-empty");
+            let Some(task) = self.tasks.get(&tid) else {
+                continue;
+            };
+            let payload = match resolve(&self.table, self.cfg.address.worker, tid, task)
+                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    failures.push((tid, e));
+                    continue;
+                }
+            };
+            let buf = match out.iter_mut().find(|(c, _)| *c == conn_id) {
+                Some((_, b)) => b,
+                None => {
+                    out.push((conn_id, Vec::new()));
+                    &mut out.last_mut().expect("just pushed").1
+                }
+            };
+            frame::write_frame(buf, &payload).expect("writing to a Vec cannot fail");
+            let conn = self.conns.get_mut(&conn_id).expect("listed lease exists");
+            conn.in_flight.push_back((tid, now));
+            if let Role::Lease { idle_since, .. } = &mut conn.role {
+                *idle_since = None;
+            }
+        }
+        for (conn, bytes) in out {
+            // The driver never blocks on this: a reader thread may be dispatching here.
+            self.effects.push_back(Effect::Send { conn, bytes });
+        }
+        for c in &st.leases {
+            let conn = self.conns.get_mut(c).expect("listed lease exists");
+            if let Role::Lease { idle_since, .. } = &mut conn.role
+                && conn.in_flight.is_empty()
+                && idle_since.is_none()
+            {
+                *idle_since = Some(now);
+            }
+        }
+        let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
+        while st.requests.len() < want {
+            let request_id = self.next_request;
+            self.next_request += 1;
+            st.requests.push(request_id);
+            self.requests.insert(request_id, Request::Lease(shape.clone()));
+            let msg = ToRaylet::RequestLease { request_id, shape: shape.clone(), dedicated: false };
+            self.effects.push_back(Effect::ToRaylet(msg));
+        }
+        for (tid, e) in failures {
+            self.fail_task(tid, e);
+        }
+    }
+
+    // ------------------------------------------------------------------ events
+
+    /// A message from the raylet that no caller of a blocking call waits for.
+    pub(crate) fn handle_raylet(&mut self, now: Instant, msg: FromRaylet) {
+        match msg {
+            FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, worker_id } => {
+                match self.requests.remove(&request_id) {
+                    Some(Request::Lease(shape)) => {
+                        self.on_lease_granted(now, request_id, &shape, lease_id, worker_addr)
+                    }
+                    Some(Request::ActorLease(a)) => self.on_actor_lease(a, lease_id, worker_id, worker_addr),
+                    // Withdrawn after the grant was sent.
+                    _ => self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true }),
+                }
+            }
+            FromRaylet::LeaseInfeasible { request_id, error } => match self.requests.remove(&request_id) {
+                Some(Request::Lease(shape)) => {
+                    let queued: Vec<TaskId> = match self.shapes.get_mut(&shape) {
+                        Some(st) => {
+                            st.requests.retain(|r| *r != request_id);
+                            st.queue.drain(..).collect()
+                        }
+                        None => Vec::new(),
+                    };
+                    for tid in queued {
+                        self.fail_task(tid, error.clone());
+                    }
+                }
+                Some(Request::ActorLease(a)) => self.actor_infeasible(a, error),
+                _ => {}
+            },
+            FromRaylet::ObjectsSpilled { objects } => self.on_spilled(objects),
+            FromRaylet::ActorReply { request_id, error } => match self.requests.remove(&request_id) {
+                Some(Request::AddHold(a)) => self.on_hold_added(a, error),
+                Some(Request::WorkerLost(a)) => self.on_restart_decided(now, a, error),
+                Some(Request::Lookup(a)) => {
+                    let e = error.unwrap_or_else(|| actors::died(a, "?", "the lookup found nothing"));
+                    self.resolve_failed(a, e);
+                }
+                _ => {}
+            },
+            FromRaylet::ActorFound { request_id, info } => {
+                if let Some(Request::Lookup(a)) = self.requests.remove(&request_id) {
+                    self.on_actor_found(a, info);
+                }
+            }
+            other => tracing::debug!("ignoring unsolicited raylet message {other:?}"),
+        }
+        self.flush_frees();
+    }
+
+    fn on_lease_granted(
+        &mut self,
+        now: Instant,
+        request_id: u64,
+        shape: &ResourceSet,
+        lease_id: LeaseId,
+        endpoint: Endpoint,
+    ) {
+        let Some(st) = self.shapes.get_mut(shape) else {
+            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            return;
+        };
+        st.requests.retain(|r| *r != request_id);
+        if st.queue.is_empty() || self.stopped {
+            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            return;
+        }
+        let conn = self.conn_id();
+        self.effects.push_back(Effect::Connect { conn, endpoint: endpoint.clone() });
+        let role = Role::Lease { lease_id, shape: shape.clone(), last_reply: now, idle_since: Some(now) };
+        self.conns.insert(conn, Conn::new(endpoint, role));
+        self.shapes.get_mut(shape).expect("present").leases.push(conn);
+    }
+
+    /// The driver opened `conn` (see [`Effect::Connect`]): pushes may go.
+    pub(crate) fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.connected = true;
+        match &c.role {
+            Role::Lease { shape, .. } => {
+                let shape = shape.clone();
+                self.dispatch(now, &shape);
+            }
+            Role::Actor { actor, lease } => {
+                let (a, owned_lease) = (*actor, lease.is_some());
+                self.actor_connected(now, a, conn, owned_lease);
+            }
+        }
+        self.flush_frees();
+    }
+
+    /// The driver could not open `conn`; nothing was sent on it.
+    pub(crate) fn handle_connect_failed(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        tracing::debug!("could not connect to {}: {reason}", c.endpoint);
+        match c.role {
+            Role::Lease { lease_id, shape, .. } => {
+                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+                if let Some(st) = self.shapes.get_mut(&shape) {
+                    st.leases.retain(|l| *l != conn);
+                }
+                self.dispatch(now, &shape);
+            }
+            Role::Actor { actor, lease } => self.actor_connect_failed(now, actor, conn, lease, &c.endpoint, reason),
+        }
+        self.flush_frees();
+    }
+
+    /// Replies arrived on `conn`.
+    pub(crate) fn handle_replies(&mut self, now: Instant, conn: ConnId, replies: Vec<FromWorker>) {
+        match self.conns.get(&conn).map(|c| &c.role) {
+            Some(Role::Lease { .. }) => self.on_lease_replies(now, conn, replies),
+            Some(Role::Actor { .. }) => self.on_actor_replies(now, conn, replies),
+            // Forgotten (closed by us, or its actor died): large results it made are in
+            // the store and nobody will read them.
+            None => {
+                let ids = replies
+                    .into_iter()
+                    .filter_map(|FromWorker::Done { task_id, outcome }| {
+                        matches!(outcome, Outcome::Shared { .. }).then(|| ObjectId::for_return(task_id, 0))
+                    })
+                    .collect();
+                self.delete_stale(ids);
+            }
+        }
+        self.flush_frees();
+    }
+
+    fn on_lease_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
+        let mut stale = Vec::new();
+        let mut touched = Touched::default();
+        for FromWorker::Done { task_id, outcome } in replies {
+            if let Some(conn) = self.conns.get_mut(&conn_id)
+                && let Some(pos) = conn.in_flight.iter().position(|(t, _)| *t == task_id)
+            {
+                let (_, pushed) = conn.in_flight.remove(pos).expect("in range");
+                if let Role::Lease { last_reply, .. } = &mut conn.role {
+                    let secs = now.saturating_duration_since(pushed.max(*last_reply)).as_secs_f64();
+                    *last_reply = now;
+                    self.avg_task_secs = Some(match self.avg_task_secs {
+                        None => secs,
+                        Some(avg) => avg * 0.9 + secs * 0.1,
+                    });
+                }
+            }
+            self.complete(task_id, outcome, &mut stale, &mut touched);
+        }
+        self.changed = true;
+        if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role)
+            && !touched.shapes.contains(shape)
+        {
+            touched.shapes.push(shape.clone());
+        }
+        self.dispatch_touched(now, touched);
+        if let Some(conn) = self.conns.get_mut(&conn_id)
+            && let Role::Lease { idle_since, .. } = &mut conn.role
+            && conn.in_flight.is_empty()
+            && idle_since.is_none()
+        {
+            *idle_since = Some(now);
+        }
+        self.delete_stale(stale);
+    }
+
+    /// Records one task's outcome, and makes the tasks waiting on its result ready.
+    fn complete(&mut self, task_id: TaskId, outcome: Outcome, stale: &mut Vec<ObjectId>, touched: &mut Touched) {
+        let rid = ObjectId::for_return(task_id, 0);
+        let Some(task) = self.tasks.remove(&task_id) else {
+            // Nobody waits for it any more (the runtime stopped): free what it made.
+            if matches!(outcome, Outcome::Shared { .. }) {
+                stale.push(rid);
+            }
+            return;
+        };
+        if task.attempts > 0 && !matches!(outcome, Outcome::Shared { .. }) {
+            // An earlier attempt may have sealed a copy before its worker died.
+            stale.push(rid);
+        }
+        let location = match outcome {
+            Outcome::Inline(v) => {
+                let mut b = Bytes::with_capacity(v.len());
+                b.extend_from_slice(&v);
+                Location::Inline(Arc::new(b))
+            }
+            Outcome::Shared { len, .. } => Location::Stored(Stored::on(self.node(), len)),
+            Outcome::Failed(e) => {
+                // Put the task back so fail_task handles it and its dependents alike.
+                self.tasks.insert(task_id, task);
+                self.fail_task(task_id, e);
+                return;
+            }
+        };
+        self.table.set_ready(rid, location);
+        self.table.remove_submitted(&task.arg_ids);
+        self.retire(task);
+        for tid in self.waiting.remove(&rid).unwrap_or_default() {
+            let Some(t) = self.tasks.get_mut(&tid) else {
+                continue;
+            };
+            t.unresolved -= 1;
+            if t.unresolved == 0 {
+                if t.unmerged > 0 {
+                    self.emit_gathers(tid);
+                } else {
+                    self.enqueue_ready(tid, touched);
+                }
+            }
+        }
+    }
+
+    /// Deletes store copies no owner record points at; deleting an unknown ID is a no-op.
+    fn delete_stale(&mut self, ids: Vec<ObjectId>) {
+        if !ids.is_empty() {
+            self.send_raylet(ToRaylet::DeleteObjects { object_ids: ids });
+        }
+    }
+
+    /// `conn` ended (its worker died or could not be reached).
+    pub(crate) fn handle_conn_closed(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        match self.conns.get(&conn).map(|c| &c.role) {
+            Some(Role::Lease { .. }) => self.on_lease_lost(now, conn, reason),
+            Some(Role::Actor { .. }) => self.on_actor_conn_lost(now, conn, reason),
+            None => {}
+        }
+        self.flush_frees();
+    }
+
+    fn on_lease_lost(&mut self, now: Instant, conn_id: ConnId, reason: &str) {
+        let Some(conn) = self.conns.remove(&conn_id) else {
+            return;
+        };
+        let Role::Lease { lease_id, shape, .. } = conn.role else {
+            return;
+        };
+        tracing::debug!("lost leased worker: {reason}");
+        self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+        if let Some(st) = self.shapes.get_mut(&shape) {
+            st.leases.retain(|l| *l != conn_id);
+        }
+        let mut stale = Vec::new();
+        let mut retry = Vec::new();
+        for (tid, _) in conn.in_flight {
+            let Some(task) = self.tasks.get_mut(&tid) else {
+                continue;
+            };
+            task.attempts += 1;
+            if task.retries_left > 0 && !self.stopped {
+                task.retries_left -= 1;
+                retry.push(tid);
+            } else {
+                let error = TaskError::WorkerDied { function: task.function.to_string(), attempts: task.attempts };
+                self.fail_task(tid, error);
+                // The dead worker may have sealed a result before dying.
+                stale.push(ObjectId::for_return(tid, 0));
+            }
+        }
+        if let Some(st) = self.shapes.get_mut(&shape) {
+            for tid in retry.into_iter().rev() {
+                st.queue.push_front(tid);
+            }
+        }
+        self.dispatch(now, &shape);
+        self.delete_stale(stale);
+    }
+
+    /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        let idle: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| match c.role {
+                Role::Lease { idle_since: Some(t), .. } => {
+                    c.in_flight.is_empty() && now.saturating_duration_since(t) >= IDLE_LEASE_TIMEOUT
+                }
+                _ => false,
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in idle {
+            let conn = self.conns.remove(&id).expect("listed");
+            let Role::Lease { lease_id, shape, .. } = conn.role else { continue };
+            if let Some(st) = self.shapes.get_mut(&shape) {
+                st.leases.retain(|l| *l != id);
+            }
+            self.effects.push_back(Effect::Close(id));
+            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+        }
+        self.run_due_lookups(now);
+        self.flush_frees();
+    }
+
+    /// Fails everything pending, returns every lease and closes every connection.
+    pub(crate) fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for tid in ids {
+            self.fail_task(tid, TaskError::RuntimeShutdown);
+        }
+        for st in self.shapes.values_mut() {
+            st.leases.clear();
+            st.queue.clear();
+        }
+        let conns: Vec<(ConnId, Conn)> = self.conns.drain().collect();
+        for (id, conn) in conns {
+            self.effects.push_back(Effect::Close(id));
+            if let Role::Lease { lease_id, .. } = conn.role {
+                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            }
+        }
+        self.callers.clear();
+        self.requests.clear();
+        self.flush_frees();
+    }
+}
+
+/// Builds the wire spec of a ready task from the current values of its arguments.
+fn resolve(table: &OwnershipTable, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
+    let wire = |id: &ObjectId| match table.status(*id) {
+        Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
+        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared { object_id: *id, len: s.len },
+        // Submission counted the argument, so it is here and ready.
+        other => unreachable!("argument {id} of a ready task is {other:?}"),
+    };
+    let mut args = Vec::with_capacity(task.args.len());
+    for slot in &task.args {
+        args.push(match slot {
+            Slot::Inline(b) => WireArg::Inline(b.to_vec()),
+            Slot::Ref(id) => wire(id),
+            Slot::Gather { merged: Some(b), .. } => WireArg::Inline(b.to_vec()),
+            Slot::Gather { merged: None, .. } => unreachable!("a ready task's lists are merged"),
+        });
+    }
+    Ok(TaskSpec {
+        task_id: tid,
+        function: task.function.to_string(),
+        owner,
+        args,
+        attempt: task.attempts,
+        kind: task.kind.clone(),
+    })
+}
+
+/// Encodes a push, refusing one over the frame limit (it would look like a dead worker).
+fn encode_push(spec: TaskSpec, max_frame: usize) -> Result<Bytes, TaskError> {
+    let function = spec.function.clone();
+    let payload = frame::encode(&ToWorker::Push(spec));
+    if payload.len() > max_frame {
+        let reason = format!(
+            "the task's arguments encode to {} bytes, over the frame limit of {} bytes; \
+             pass large values as ObjectRefs",
+            payload.len(),
+            max_frame
+        );
+        return Err(TaskError::Decode { function, what: "arguments".into(), reason });
+    }
+    Ok(payload)
+}
