@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use ares_common::ObjectId;
-use hashbrown::HashMap;
+use ares_common::det::DetMap;
 use offset_allocator::{Allocation, Allocator};
 
 use crate::slot::{Slot, SlotState};
@@ -194,9 +194,9 @@ pub struct StoreIndex {
     capacity: u64,
     used: u64,
     primary_in_memory: u64,
-    objects: HashMap<ObjectId, Entry>,
-    pins: HashMap<ClientId, HashMap<ObjectId, u32>>,
-    files: HashMap<FileId, FileRec>,
+    objects: DetMap<ObjectId, Entry>,
+    pins: DetMap<ClientId, DetMap<ObjectId, u32>>,
+    files: DetMap<FileId, FileRec>,
     next_file: u64,
     tick: u64,
     policy: SpillPolicy,
@@ -226,9 +226,9 @@ impl StoreIndex {
             capacity: units as u64 * BLOCK,
             used: 0,
             primary_in_memory: 0,
-            objects: HashMap::new(),
-            pins: HashMap::new(),
-            files: HashMap::new(),
+            objects: DetMap::default(),
+            pins: DetMap::default(),
+            files: DetMap::default(),
             next_file: 1,
             tick: 0,
             policy,

@@ -16,11 +16,11 @@
 
 use std::collections::VecDeque;
 
+use ares_common::det::DetMap;
 use ares_common::error::TaskError;
 use ares_common::wire::{ActorInfo, ActorKey};
 use ares_common::{ActorId, Endpoint, LeaseId, WorkerId};
 use ares_object_store::ClientId;
-use hashbrown::HashMap;
 
 /// Dead actors remembered, so late callers learn why instead of "unknown actor".
 const DEAD_REMEMBERED: usize = 10_000;
@@ -80,7 +80,7 @@ struct Entry {
     max_task_retries: u32,
     restarts: u32,
     state: State,
-    holds: HashMap<ClientId, u32>,
+    holds: DetMap<ClientId, u32>,
     waiters: Vec<(ClientId, u64)>,
 }
 
@@ -104,9 +104,9 @@ pub struct NewActor {
 /// The node's actors.
 #[derive(Debug, Default)]
 pub struct ActorDirectory {
-    live: HashMap<ActorId, Entry>,
-    names: HashMap<String, ActorId>,
-    dead: HashMap<ActorId, (String, String)>,
+    live: DetMap<ActorId, Entry>,
+    names: DetMap<String, ActorId>,
+    dead: DetMap<ActorId, (String, String)>,
     dead_order: VecDeque<ActorId>,
 }
 
@@ -160,11 +160,42 @@ impl ActorDirectory {
             max_task_retries: a.max_task_retries,
             restarts: 0,
             state: State::Pending,
-            holds: HashMap::from_iter([(client, 1)]),
+            holds: DetMap::from_iter([(client, 1)]),
             waiters: Vec::new(),
         };
         self.live.insert(a.actor_id, entry);
         vec![ActorAction::Reply { client, request_id, error: None }]
+    }
+
+    /// The owner reports the actor constructed on `worker` under `lease_id`; the node
+    /// knows who holds that lease (`lease_holder`) and whether the worker is alive. A
+    /// report about a worker already dead makes the actor lost; one naming a lease the
+    /// owner does not hold kills the actor.
+    #[allow(clippy::too_many_arguments)]
+    pub fn report_started(
+        &mut self,
+        client: ClientId,
+        actor_id: ActorId,
+        lease_id: LeaseId,
+        worker: WorkerId,
+        addr: Endpoint,
+        lease_holder: Option<(ClientId, WorkerId)>,
+        worker_alive: bool,
+    ) -> Vec<ActorAction> {
+        if !worker_alive && lease_holder.is_none() {
+            // The worker died before this report arrived (another connection).
+            return self.started_on_dead_worker(client, actor_id);
+        }
+        if lease_holder != Some((client, worker)) {
+            tracing::warn!(client = client.0, %actor_id, "ActorStarted names a lease the client does not hold");
+            let error = TaskError::ActorDied {
+                actor: actor_id.to_string(),
+                class: "?".into(),
+                reason: "its owner reported it running under a lease it does not hold".into(),
+            };
+            return self.create_failed(client, actor_id, &error);
+        }
+        self.started(client, actor_id, lease_id, worker, addr)
     }
 
     /// The owner constructed the actor on `worker` under `lease_id`.
@@ -199,7 +230,7 @@ impl ActorDirectory {
     /// The owner reports the actor running on a worker whose death the node has already
     /// seen (the two reports travel on different connections): it is lost, and the
     /// owner's `worker_lost` decides what follows. Lookups keep waiting.
-    pub fn started_on_dead_worker(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
+    fn started_on_dead_worker(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
         if let Some(e) = self.live.get_mut(&actor_id).filter(|e| e.owner == Some(client)) {
             e.state = State::Lost;
         }

@@ -12,8 +12,11 @@
 #![warn(missing_docs)]
 
 pub mod actors;
+pub mod node;
+pub mod owners;
 pub mod policy;
 pub mod server;
+pub mod space;
 mod spawner;
 
 pub use server::{Raylet, RayletConfig};

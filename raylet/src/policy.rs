@@ -16,9 +16,9 @@
 
 use std::collections::VecDeque;
 
+use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
 use ares_common::{LeaseId, ResourceSet, WorkerId};
-use hashbrown::HashMap;
 
 use ares_object_store::ClientId;
 
@@ -77,10 +77,10 @@ pub struct LeasePolicy {
     total: ResourceSet,
     available: ResourceSet,
     queue: VecDeque<Request>,
-    leases: HashMap<LeaseId, Lease>,
+    leases: DetMap<LeaseId, Lease>,
     idle: VecDeque<WorkerId>,
     /// Workers that left the pool to host an actor; `live` does not count them.
-    dedicated: hashbrown::HashSet<WorkerId>,
+    dedicated: DetSet<WorkerId>,
     live: usize,
     starting: usize,
     max_workers: usize,
@@ -95,9 +95,9 @@ impl LeasePolicy {
             available: total.clone(),
             total,
             queue: VecDeque::new(),
-            leases: HashMap::new(),
+            leases: DetMap::default(),
             idle: VecDeque::new(),
-            dedicated: hashbrown::HashSet::new(),
+            dedicated: DetSet::default(),
             live: 0,
             starting: 0,
             max_workers: max_workers.max(1),

@@ -1,0 +1,677 @@
+//! One node's raylet decisions as a state machine: it takes clients' messages and the
+//! spill thread's and spawner's reports, and queues [`Output`]s for its driver
+//! ([`crate::server`] for a real node, the `ares-sim` harness for simulated ones).
+//!
+//! It glues the pure parts together: the lease [`LeasePolicy`], the [`ActorDirectory`],
+//! the store's [`StoreIndex`] and the [`OwnerDirectory`]. It does no IO, reads no
+//! clock, and iterates in a fixed order. The two requests that may have to wait for
+//! pool space (create, and pin of a spilled object) are split into attempts
+//! ([`Node::try_create`], [`Node::try_pin`]) that the driver retries as
+//! [`crate::space::SpaceWait`] decides.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use ares_common::det::{DetMap, DetSet};
+use ares_common::error::TaskError;
+use ares_common::wire::{FromRaylet, NodeStats, SpilledObject, ToRaylet, WorkerInfo};
+use ares_common::{Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
+
+use crate::actors::{ActorAction, ActorDirectory, NewActor};
+use crate::owners::OwnerDirectory;
+use crate::policy::{Action, LeasePolicy};
+use crate::space::Progress;
+
+/// What the driver must carry out, in order.
+#[derive(Debug)]
+pub enum Output {
+    /// Send `msg` to `client` (never blocking).
+    Send(ClientId, FromRaylet),
+    /// Close `client`'s connection (it broke the protocol).
+    Close(ClientId),
+    /// Start a worker process with this ID.
+    StartWorker(WorkerId),
+    /// Kill and reap this worker process.
+    ReapWorker(WorkerId),
+    /// Write these objects to a spill file (off the lock), then report with
+    /// [`Node::spill_finished`].
+    Spill(SpillJob),
+    /// Close this spill file: its last object is gone.
+    RemoveSpillFile(FileId),
+    /// Pool space was freed or a restore ended: wake waiters.
+    SpaceFreed,
+}
+
+/// How to set a node up.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The node's ID.
+    pub node_id: NodeId,
+    /// Its resources (its `node:<id>` resource is added).
+    pub resources: ResourceSet,
+    /// Worker processes in the pool at most.
+    pub max_workers: usize,
+    /// Pool size in bytes.
+    pub pool_size: u64,
+    /// When and how to spill.
+    pub spill: SpillPolicy,
+    /// What registration answers: the path that opens the pool.
+    pub pool_path: String,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Unregistered,
+    Driver,
+    Worker(WorkerId),
+}
+
+#[derive(Debug)]
+struct WorkerRec {
+    pid: u32,
+    addr: Endpoint,
+}
+
+/// The raylet's state for one node. See the module docs.
+pub struct Node {
+    cfg: NodeConfig,
+    policy: LeasePolicy,
+    actors: ActorDirectory,
+    store: StoreIndex,
+    owners: OwnerDirectory,
+    clients: DetMap<ClientId, Kind>,
+    workers: DetMap<WorkerId, WorkerRec>,
+    /// Workers that registered at some point; the spawner's exit report for them is
+    /// not a start failure.
+    registered_ever: DetSet<WorkerId>,
+    /// IDs for the next workers to start, handed in by the driver (randomness).
+    worker_ids: Box<dyn FnMut() -> WorkerId + Send>,
+    /// The last spill failure, until a spill succeeds.
+    spill_error: Option<String>,
+    /// Time the driver reported spending in spill writes and restore reads.
+    spill_time: Duration,
+    restore_time: Duration,
+    stopping: bool,
+    out: VecDeque<Output>,
+}
+
+impl Node {
+    /// A node with `cfg`; `worker_ids` names the workers it starts.
+    pub fn new(cfg: NodeConfig, worker_ids: Box<dyn FnMut() -> WorkerId + Send>) -> Self {
+        let mut total = cfg.resources.clone();
+        // Hard node affinity is a request for a sliver of this resource.
+        total.set(&cfg.node_id.resource_name(), 1.0);
+        Node {
+            policy: LeasePolicy::new(total, cfg.max_workers),
+            actors: ActorDirectory::new(),
+            store: StoreIndex::with_policy(cfg.pool_size, cfg.spill.clone()),
+            owners: OwnerDirectory::new(),
+            clients: DetMap::default(),
+            workers: DetMap::default(),
+            registered_ever: DetSet::default(),
+            worker_ids,
+            spill_error: None,
+            spill_time: Duration::ZERO,
+            restore_time: Duration::ZERO,
+            stopping: false,
+            out: VecDeque::new(),
+            cfg,
+        }
+    }
+
+    /// The next output to carry out.
+    pub fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// The node's ID.
+    pub fn node_id(&self) -> NodeId {
+        self.cfg.node_id
+    }
+
+    /// The store index (read only).
+    pub fn store(&self) -> &StoreIndex {
+        &self.store
+    }
+
+    /// Live actors.
+    pub fn live_actors(&self) -> usize {
+        self.actors.len()
+    }
+
+    /// The node is shutting down: no more waiting for space, no more decisions on
+    /// disconnections.
+    pub fn set_stopping(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Starts the worker pool at its full size.
+    pub fn prestart(&mut self) {
+        let actions = self.policy.prestart();
+        self.apply(actions);
+    }
+
+    fn send(&mut self, client: ClientId, msg: FromRaylet) {
+        self.out.push_back(Output::Send(client, msg));
+    }
+
+    fn apply(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Grant { client, request_id, lease_id, worker } => {
+                    // A granted worker is registered; an empty path would fail the owner's connect.
+                    let worker_addr =
+                        self.workers.get(&worker).map_or_else(|| Endpoint::Unix(String::new()), |w| w.addr.clone());
+                    self.send(
+                        client,
+                        FromRaylet::LeaseGranted { request_id, lease_id, worker_id: worker, worker_addr },
+                    );
+                }
+                Action::Infeasible { client, request_id, error } => {
+                    self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
+                }
+                Action::StartWorker => {
+                    let id = (self.worker_ids)();
+                    self.out.push_back(Output::StartWorker(id));
+                }
+                Action::ReapWorker(w) => self.out.push_back(Output::ReapWorker(w)),
+            }
+        }
+    }
+
+    fn apply_actors(&mut self, actions: Vec<ActorAction>) {
+        for a in actions {
+            match a {
+                ActorAction::Reply { client, request_id, error } => {
+                    self.send(client, FromRaylet::ActorReply { request_id, error })
+                }
+                ActorAction::Found { client, request_id, info } => {
+                    self.send(client, FromRaylet::ActorFound { request_id, info })
+                }
+                ActorAction::KillWorker(w) => self.out.push_back(Output::ReapWorker(w)),
+                ActorAction::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
+            }
+        }
+    }
+
+    fn registered(&self) -> FromRaylet {
+        FromRaylet::Registered {
+            node_id: self.cfg.node_id,
+            pool_path: self.cfg.pool_path.clone(),
+            pool_size: self.cfg.pool_size,
+        }
+    }
+
+    // ------------------------------------------------------------------ connections
+
+    /// A client connected.
+    pub fn connected(&mut self, client: ClientId) {
+        self.clients.insert(client, Kind::Unregistered);
+    }
+
+    /// A client's connection ended: its pins, leases, requests, holds and (if it was a
+    /// core worker) owned objects go; a worker's death reaches the policy and actors.
+    pub fn disconnected(&mut self, client: ClientId) {
+        let Some(kind) = self.clients.remove(&client) else { return };
+        self.store.client_gone(client);
+        for id in self.owners.client_gone(client) {
+            self.store.delete(id);
+        }
+        let store = &self.store;
+        self.owners.retain(|id| store.contains(id));
+        self.close_dead_files();
+        self.out.push_back(Output::SpaceFreed);
+        let mut actions = self.policy.client_gone(client);
+        let mut actor_actions = self.actors.client_gone(client);
+        if let Kind::Worker(w) = kind {
+            self.workers.remove(&w);
+            actor_actions.extend(self.actors.worker_died(w));
+            actions.extend(self.policy.worker_died(w));
+            actions.push(Action::ReapWorker(w));
+        }
+        if !self.stopping {
+            self.apply(actions);
+            self.apply_actors(actor_actions);
+        }
+    }
+
+    /// A worker process this node started exited (reported by the spawner).
+    pub fn worker_exited(&mut self, worker: WorkerId, status: &str) {
+        if self.registered_ever.remove(&worker) {
+            // Registered: its connection's end handles the death.
+            return;
+        }
+        tracing::warn!(%worker, %status, "worker exited before registering");
+        let actions = self.policy.worker_start_failed(&format!("worker exited before registering: {status}"));
+        self.apply(actions);
+    }
+
+    // ------------------------------------------------------------------ messages
+
+    /// Handles every message but `CreateObject` and `PinObject` (see [`Node::try_create`]
+    /// and [`Node::try_pin`]).
+    pub fn handle(&mut self, client: ClientId, msg: ToRaylet) {
+        match msg {
+            ToRaylet::RegisterDriver { pid, worker_id } => {
+                tracing::debug!(pid, "driver registered");
+                if let Some(k) = self.clients.get_mut(&client) {
+                    *k = Kind::Driver;
+                }
+                self.owners.register(worker_id, client);
+                let r = self.registered();
+                self.send(client, r);
+            }
+            ToRaylet::RegisterWorker { worker_id, pid, listen_addr } => {
+                let fresh = matches!(self.clients.get(&client), Some(Kind::Unregistered));
+                if !fresh || self.workers.contains_key(&worker_id) {
+                    tracing::warn!(%worker_id, "rejecting a repeated worker registration; closing the connection");
+                    self.out.push_back(Output::Close(client));
+                    return;
+                }
+                self.clients.insert(client, Kind::Worker(worker_id));
+                self.registered_ever.insert(worker_id);
+                self.owners.register(worker_id, client);
+                self.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr });
+                let r = self.registered();
+                self.send(client, r);
+                let actions = self.policy.worker_registered(worker_id);
+                self.apply(actions);
+            }
+            ToRaylet::RequestLease { request_id, shape, dedicated } => {
+                let actions = self.policy.request(client, request_id, shape, dedicated);
+                self.apply(actions);
+            }
+            ToRaylet::CancelLeaseRequests { request_ids } => self.policy.cancel(client, &request_ids),
+            ToRaylet::ReturnLease { lease_id, worker_broken } => {
+                // A broken lease's worker is reaped: the owner lost it, make sure it is gone.
+                let actions = self.policy.return_lease(client, lease_id, worker_broken);
+                self.apply(actions);
+            }
+            ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts, max_task_retries } => {
+                let a = NewActor { actor_id, class, name, detached, max_restarts, max_task_retries };
+                let actions = self.actors.register(client, request_id, a);
+                self.apply_actors(actions);
+            }
+            ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
+                let holder = self.policy.lease_of(lease_id);
+                let alive = self.workers.contains_key(&worker_id);
+                let actions = self.actors.report_started(client, actor_id, lease_id, worker_id, addr, holder, alive);
+                self.apply_actors(actions);
+            }
+            ToRaylet::ActorCreateFailed { actor_id, error } => {
+                let actions = self.actors.create_failed(client, actor_id, &error);
+                self.apply_actors(actions);
+            }
+            ToRaylet::ActorWorkerLost { request_id, actor_id } => {
+                let actions = self.actors.worker_lost(client, request_id, actor_id);
+                self.apply_actors(actions);
+            }
+            ToRaylet::AddActorHold { request_id, actor_id } => {
+                let actions = self.actors.add_hold(client, request_id, actor_id);
+                self.apply_actors(actions);
+            }
+            ToRaylet::ReleaseActorHold { actor_id } => {
+                let actions = self.actors.release_hold(client, actor_id);
+                self.apply_actors(actions);
+            }
+            ToRaylet::KillActor { request_id, actor_id } => {
+                let actions = self.actors.kill_request(client, request_id, actor_id);
+                self.apply_actors(actions);
+            }
+            ToRaylet::LookupActor { request_id, by } => {
+                let actions = self.actors.lookup(client, request_id, &by);
+                self.apply_actors(actions);
+            }
+            ToRaylet::ReleaseObjects { object_ids } => {
+                for id in object_ids {
+                    self.store.release(id, client);
+                }
+                self.close_dead_files();
+                self.out.push_back(Output::SpaceFreed);
+            }
+            ToRaylet::SealObject { request_id, object_id } => {
+                let error = self.store.seal(object_id, client).err().map(|e| e.to_string());
+                if let Some(e) = &error {
+                    tracing::warn!(%object_id, "seal rejected: {e}");
+                }
+                self.send(client, FromRaylet::Sealed { request_id, error });
+                self.request_space(0);
+            }
+            ToRaylet::DeleteObjects { object_ids } => {
+                for id in object_ids {
+                    self.owners.forget(id);
+                    self.store.delete(id);
+                }
+                self.close_dead_files();
+                self.out.push_back(Output::SpaceFreed);
+            }
+            ToRaylet::GetStats { request_id } => {
+                let stats = self.stats();
+                self.send(client, FromRaylet::Stats { request_id, stats });
+            }
+            ToRaylet::CreateObject { request_id, .. } | ToRaylet::PinObject { request_id, .. } => {
+                // The driver routes these to try_create / try_pin; answer rather than drop.
+                let error = TaskError::ObjectLost { object: "(a store request sent to the wrong handler)".into() };
+                self.send(client, FromRaylet::CreateFailed { request_id, error });
+            }
+        }
+    }
+
+    /// The node's statistics.
+    pub fn stats(&self) -> NodeStats {
+        let s = self.store.stats();
+        let mut workers: Vec<WorkerInfo> = self
+            .workers
+            .iter()
+            .map(|(id, w)| WorkerInfo {
+                worker_id: *id,
+                pid: w.pid,
+                leased: self.policy.is_leased(*id),
+                actor: self.actors.hosted_by(*id),
+            })
+            .collect();
+        workers.sort_by_key(|w| w.pid);
+        NodeStats {
+            store_capacity: s.capacity,
+            store_used: s.used,
+            store_objects: s.objects,
+            store_pinned_bytes: s.pinned_bytes,
+            store_pinned_objects: s.pinned_objects,
+            store_spilled_bytes: s.spilled_bytes,
+            store_spilled_objects: s.spilled_objects,
+            store_spilled_bytes_total: s.spilled_bytes_total,
+            store_restored_bytes_total: s.restored_bytes_total,
+            store_restored_objects_total: s.restored_objects_total,
+            store_spill_files: s.spill_files,
+            store_spill_seconds: self.spill_time.as_secs_f64(),
+            store_restore_seconds: self.restore_time.as_secs_f64(),
+            store_spill_error: self.spill_error.clone(),
+            workers,
+            node_id: self.cfg.node_id,
+            total: self.policy.total().clone(),
+            available: self.policy.available().clone(),
+        }
+    }
+
+    // ------------------------------------------------------------------ store space
+
+    /// Plans spilling if primaries pass the threshold or `need` bytes did not fit.
+    /// Returns whether anything was done (spill jobs queued, or memory freed at once).
+    pub fn request_space(&mut self, need: u64) -> bool {
+        let jobs = self.store.plan_spill(need);
+        let dropped = self.store.freed_by_last_plan() > 0;
+        let sent = !jobs.is_empty();
+        self.out.extend(jobs.into_iter().map(Output::Spill));
+        self.close_dead_files();
+        sent || dropped
+    }
+
+    /// Where a waiter for `need` bytes stands after an allocation failed: asks for
+    /// spilling, then describes what might still free space.
+    pub fn space_progress(&mut self, need: u64) -> Progress {
+        let acted = !self.stopping && self.request_space(need);
+        Progress {
+            acted,
+            spilling: self.store.spilling(),
+            pinned_objects: self.store.stats().pinned_objects,
+            stopping: self.stopping,
+        }
+    }
+
+    fn close_dead_files(&mut self) {
+        let dead = self.store.take_dead_files();
+        self.out.extend(dead.into_iter().map(Output::RemoveSpillFile));
+    }
+
+    /// Allocates `size` bytes for `id`, owned by `owner`; returns the offset.
+    pub fn try_create(
+        &mut self,
+        client: ClientId,
+        id: ObjectId,
+        size: u64,
+        owner: WorkerId,
+    ) -> Result<u64, StoreError> {
+        let offset = self.store.create(id, size, client, true)?;
+        self.owners.created(id, owner);
+        Ok(offset)
+    }
+
+    /// Pins `id` for `client` if it is in memory; `Ok(Pin::Spilled)` means it must be
+    /// restored first ([`Node::begin_restore`]).
+    pub fn try_pin(&mut self, client: ClientId, id: ObjectId) -> Result<Pin, StoreError> {
+        self.store.pin(id, client)
+    }
+
+    /// Allocates memory to restore a spilled object into.
+    pub fn begin_restore(&mut self, id: ObjectId) -> Result<RestoreJob, StoreError> {
+        self.store.begin_restore(id)
+    }
+
+    /// The restore's read ended after `took`; pins the object for `client` if it
+    /// succeeded.
+    pub fn finish_restore(
+        &mut self,
+        id: ObjectId,
+        client: ClientId,
+        ok: bool,
+        took: Duration,
+    ) -> Result<Pin, StoreError> {
+        self.restore_time += took;
+        let r = self.store.finish_restore(id, client, ok);
+        self.out.push_back(Output::SpaceFreed);
+        r
+    }
+
+    /// The size of a stored object.
+    pub fn size_of(&self, id: ObjectId) -> Option<u64> {
+        self.store.size_of(id)
+    }
+
+    /// The error for a create or restore that cannot get space.
+    pub fn no_space(&self, e: StoreError) -> TaskError {
+        match (e, &self.spill_error) {
+            (StoreError::TooLarge { size, capacity }, _) => TaskError::ObjectTooLarge { size, capacity },
+            (StoreError::Full { requested, capacity, used }, Some(err)) => {
+                TaskError::SpillFailed { requested, capacity, used, error: err.clone() }
+            }
+            (StoreError::Full { requested, capacity, used }, None) => {
+                TaskError::ObjectStoreFull { requested, capacity, used }
+            }
+            (other, _) => TaskError::ObjectLost { object: other.to_string() },
+        }
+    }
+
+    /// A spill job was never run (the node is stopping): its objects stay in memory.
+    pub fn spill_abandoned(&mut self, job: &SpillJob) {
+        self.store.finish_spill(job, Err("the raylet is shutting down".into()));
+        self.close_dead_files();
+    }
+
+    /// The spill thread wrote (or failed to write) a job in `took`: records where each
+    /// object went, tells owners, and plans the next round if still over the threshold.
+    /// `path` renders a spill file's path for the owners' URLs.
+    pub fn spill_finished(
+        &mut self,
+        job: &SpillJob,
+        written: Result<&[u64], String>,
+        took: Duration,
+        path: impl Fn(FileId) -> String,
+    ) {
+        self.spill_time += took;
+        let ok = written.is_ok();
+        let outcome = self.store.finish_spill(job, written.clone());
+        match written {
+            Ok(_) => self.spill_error = None,
+            Err(e) => {
+                tracing::error!("{e}");
+                self.spill_error = Some(e);
+            }
+        }
+        let mut by_owner: DetMap<ClientId, Vec<SpilledObject>> = DetMap::default();
+        for (id, file, offset) in outcome.spilled {
+            let size = self.store.size_of(id).unwrap_or(0);
+            let url = format!("file://{}?offset={offset}&size={size}", path(file));
+            if let Some(c) = self.owners.owner_client(id) {
+                by_owner.entry(c).or_default().push(SpilledObject { object_id: id, url });
+            }
+        }
+        for (c, objects) in by_owner {
+            self.send(c, FromRaylet::ObjectsSpilled { objects });
+        }
+        self.out.extend(outcome.dead_files.into_iter().map(Output::RemoveSpillFile));
+        self.close_dead_files();
+        // Still over the threshold (objects kept arriving)? Plan the next round.
+        if ok && !self.stopping {
+            self.request_space(0);
+        }
+        self.out.push_back(Output::SpaceFreed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ares_common::{LeaseId, TaskId};
+
+    fn node() -> Node {
+        let cfg = NodeConfig {
+            node_id: NodeId([1; 16]),
+            resources: ResourceSet::new().with("CPU", 2.0),
+            max_workers: 2,
+            pool_size: 1 << 20,
+            spill: SpillPolicy::default(),
+            pool_path: "/proc/self/fd/3".into(),
+        };
+        let mut n = 0u8;
+        Node::new(
+            cfg,
+            Box::new(move || {
+                n += 1;
+                WorkerId([n; 16])
+            }),
+        )
+    }
+
+    fn drain(n: &mut Node) -> Vec<Output> {
+        std::iter::from_fn(|| n.poll()).collect()
+    }
+
+    fn oid(i: u64) -> ObjectId {
+        ObjectId::for_return(TaskId::default().child(i), 0)
+    }
+
+    #[test]
+    fn workers_register_and_a_lease_is_granted_with_their_address() {
+        let mut n = node();
+        n.prestart();
+        let started: Vec<WorkerId> = drain(&mut n)
+            .into_iter()
+            .filter_map(|o| match o {
+                Output::StartWorker(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, vec![WorkerId([1; 16]), WorkerId([2; 16])], "worker IDs come from the driver");
+        let (driver, worker) = (ClientId(1), ClientId(2));
+        n.connected(driver);
+        n.connected(worker);
+        n.handle(driver, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        let addr = Endpoint::Unix("w1.sock".into());
+        n.handle(worker, ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr.clone() });
+        drain(&mut n);
+        n.handle(
+            driver,
+            ToRaylet::RequestLease { request_id: 5, shape: ResourceSet::new().with("CPU", 1.0), dedicated: false },
+        );
+        match &drain(&mut n)[..] {
+            [Output::Send(c, FromRaylet::LeaseGranted { request_id: 5, worker_addr, worker_id, .. })] => {
+                assert_eq!(*c, driver);
+                assert_eq!(*worker_addr, addr);
+                assert_eq!(*worker_id, started[0]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A second registration on the same connection breaks the protocol.
+        n.handle(worker, ToRaylet::RegisterWorker { worker_id: started[1], pid: 2, listen_addr: addr });
+        assert!(matches!(&drain(&mut n)[..], [Output::Close(c)] if *c == worker));
+    }
+
+    #[test]
+    fn an_owner_that_disconnects_has_its_objects_freed() {
+        let mut n = node();
+        let (owner, other) = (ClientId(1), ClientId(2));
+        n.connected(owner);
+        n.connected(other);
+        n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
+        // The other process created the object, but the first owns it.
+        n.try_create(other, oid(1), 100, WorkerId([9; 16])).unwrap();
+        n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(1) });
+        n.try_create(other, oid(2), 100, WorkerId([8; 16])).unwrap();
+        n.handle(other, ToRaylet::SealObject { request_id: 2, object_id: oid(2) });
+        drain(&mut n);
+        assert_eq!(n.store().stats().objects, 2);
+        n.disconnected(owner);
+        assert!(!n.store().contains(oid(1)));
+        assert!(n.store().contains(oid(2)));
+    }
+
+    #[test]
+    fn a_started_report_is_checked_against_the_lease() {
+        let mut n = node();
+        n.prestart();
+        drain(&mut n);
+        let (owner, worker) = (ClientId(1), ClientId(2));
+        n.connected(owner);
+        n.connected(worker);
+        n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        let addr = Endpoint::Unix("w.sock".into());
+        n.handle(worker, ToRaylet::RegisterWorker { worker_id: WorkerId([1; 16]), pid: 2, listen_addr: addr.clone() });
+        let actor = ares_common::ActorId([4; 16]);
+        n.handle(
+            owner,
+            ToRaylet::RegisterActor {
+                request_id: 1,
+                actor_id: actor,
+                class: "C".into(),
+                name: None,
+                detached: false,
+                max_restarts: 0,
+                max_task_retries: 0,
+            },
+        );
+        drain(&mut n);
+        // A lease the owner does not hold: the actor is killed.
+        n.handle(
+            owner,
+            ToRaylet::ActorStarted { actor_id: actor, lease_id: LeaseId(77), worker_id: WorkerId([1; 16]), addr },
+        );
+        drain(&mut n);
+        n.handle(owner, ToRaylet::LookupActor { request_id: 3, by: ares_common::wire::ActorKey::Id(actor) });
+        match &drain(&mut n)[..] {
+            [Output::Send(_, FromRaylet::ActorReply { request_id: 3, error: Some(e) })] => {
+                assert!(e.to_string().contains("lease it does not hold"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_full_pool_asks_for_spilling_and_reports_a_typed_error() {
+        let mut n = node();
+        let c = ClientId(1);
+        n.connected(c);
+        n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        let e = n.try_create(c, oid(1), 2 << 20, WorkerId([9; 16])).unwrap_err();
+        assert!(matches!(n.no_space(e), TaskError::ObjectTooLarge { .. }));
+        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
+        // Past the spill threshold: sealing plans a spill of the primary.
+        n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
+        assert!(drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
+        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
+        let p = n.space_progress(500 << 10);
+        assert!(p.spilling, "a waiter has hope while the spill runs");
+        assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
+    }
+}
