@@ -23,7 +23,7 @@ use ares_common::wire::{FromRaylet, FromWorker, NodeStats, ToRaylet};
 use ares_common::{ActorId, Address, ObjectId, TaskError, TaskId, WorkerId};
 use ares_net::{Connection, Sender};
 use ares_object_store::Pool;
-use ares_ownership::{Location, Shared, Status, Stored as StoredLocation};
+use ares_ownership::{Location, Shared, Status};
 
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
@@ -190,19 +190,27 @@ impl CoreWorker {
 
     // ------------------------------------------------------------------ the driver
 
-    /// Runs one event against the state and carries out its effects.
+    /// Runs one event that depends on the time against the state and carries out its
+    /// effects.
     fn run<R>(&self, f: impl FnOnce(&mut CoreState, Instant) -> R) -> R {
+        let (r, gathers) = self.run_locked(|st| f(st, Instant::now()));
+        self.run_gathers(gathers);
+        r
+    }
+
+    /// Like [`CoreWorker::run`], for events that do not depend on the time (reading the
+    /// clock costs more than some of them: a `put` of a small value, a dropped ref).
+    fn run_untimed<R>(&self, f: impl FnOnce(&mut CoreState) -> R) -> R {
         let (r, gathers) = self.run_locked(f);
         self.run_gathers(gathers);
         r
     }
 
-    fn run_locked<R>(&self, f: impl FnOnce(&mut CoreState, Instant) -> R) -> (R, Vec<GatherJob>) {
-        let now = Instant::now();
+    fn run_locked<R>(&self, f: impl FnOnce(&mut CoreState) -> R) -> (R, Vec<GatherJob>) {
         let mut g = self.shared.lock();
-        let r = f(&mut g.state, now);
+        let r = f(&mut g.state);
         let mut gathers = Vec::new();
-        self.carry_out(&mut g, now, &mut gathers);
+        self.carry_out(&mut g, &mut gathers);
         let changed = g.state.take_changed();
         let timer = g.state.take_timer_changed();
         drop(g);
@@ -218,7 +226,7 @@ impl CoreWorker {
     }
 
     /// Carries out the state's effects, in order (under the lock: none of them blocks).
-    fn carry_out(&self, g: &mut Inner, now: Instant, gathers: &mut Vec<GatherJob>) {
+    fn carry_out(&self, g: &mut Inner, gathers: &mut Vec<GatherJob>) {
         while let Some(effect) = g.state.poll() {
             match effect {
                 Effect::Send { conn, bytes } => {
@@ -232,9 +240,9 @@ impl CoreWorker {
                 Effect::Connect { conn, endpoint } => match self.open(conn, &endpoint) {
                     Ok(tx) => {
                         g.conns.insert(conn, tx);
-                        g.state.handle_connected(now, conn);
+                        g.state.handle_connected(Instant::now(), conn);
                     }
-                    Err(e) => g.state.handle_connect_failed(now, conn, &e.to_string()),
+                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
                 },
                 Effect::Close(conn) => {
                     if let Some(tx) = g.conns.remove(&conn) {
@@ -279,7 +287,7 @@ impl CoreWorker {
     fn run_gathers(&self, mut jobs: Vec<GatherJob>) {
         while let Some(job) = jobs.pop() {
             let merged = self.merge(&job.parts, job.combine);
-            let ((), more) = self.run_locked(|st, now| st.handle_gathered(now, job.task, job.slot, merged));
+            let ((), more) = self.run_locked(|st| st.handle_gathered(Instant::now(), job.task, job.slot, merged));
             jobs.extend(more);
         }
     }
@@ -307,20 +315,20 @@ impl CoreWorker {
             let (encoded, captured) = crate::capture::capture(|| value.encode());
             let location = Location::Inline(Arc::new(encoded.map_err(|e| Error::Encode(e.to_string()))?));
             let contained = captured.owned_by(self.worker_id);
-            return Ok(self.run(|st, _| {
+            return Ok(self.run_untimed(|st| {
                 let id = Self::with_scope(|s| st.next_put_id(s));
                 st.add_put(id, location, &contained);
                 id
             }));
         }
-        let id = self.run(|st, _| Self::with_scope(|s| st.next_put_id(s)));
+        let id = self.run_untimed(|st| Self::with_scope(|s| st.next_put_id(s)));
         let (stored, captured) = crate::capture::capture(|| self.store.store_value(id, value, self.worker_id));
         let stored = stored?;
         let contained = captured.owned_by(self.worker_id);
-        self.run(|st, _| {
+        self.run_untimed(|st| {
             let location = match stored {
                 Stored::Inline(b) => Location::Inline(Arc::new(b)),
-                Stored::Shared { len, .. } => Location::Stored(StoredLocation::on(st.node(), len)),
+                Stored::Shared { len, .. } => Location::stored(st.node(), len),
             };
             st.add_put(id, location, &contained);
         });
@@ -352,7 +360,7 @@ impl CoreWorker {
         let g = self.shared.wait_while(g, pending);
         match g.state.status(id) {
             Some(Status::Ready(loc)) => Ok(loc.clone()),
-            Some(Status::Failed(e)) => Err(Error::Task(e.clone())),
+            Some(Status::Failed(e)) => Err(Error::Task((**e).clone())),
             Some(Status::Pending) => unreachable!("waited until not pending"),
             None => Err(Error::Task(TaskError::ObjectLost { object: format!("{id} (not owned by this process)") })),
         }
@@ -383,12 +391,12 @@ impl CoreWorker {
 
     /// One more local handle family on `id`; whether this process owns it.
     pub(crate) fn add_local_ref(&self, id: ObjectId) -> bool {
-        self.run(|st, _| st.add_local_ref(id))
+        self.run_untimed(|st| st.add_local_ref(id))
     }
 
     /// One local handle family on `id` fewer.
     pub(crate) fn remove_local_ref(&self, id: ObjectId) {
-        self.run(|st, _| st.remove_local_ref(id));
+        self.run_untimed(|st| st.remove_local_ref(id));
     }
 
     /// Where the node's store spilled `id`, as this owner was told.
@@ -454,14 +462,14 @@ impl CoreWorker {
                 st.submit(now, task_id, s, args)
             });
         }
-        let task_id = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let task_id = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
         let (args, early) = self.store_args(task_id, s.function, args);
         self.run(|st, now| st.submit_with(now, task_id, s, args, early))
     }
 
     /// Records a call that failed before submission (its arguments could not be encoded).
     pub(crate) fn submit_failed(&self, error: TaskError) -> ObjectId {
-        self.run(|st, _| {
+        self.run_untimed(|st| {
             let task_id = Self::with_scope(|scope| st.next_task_id(scope));
             st.submit_failed(task_id, error)
         })
@@ -490,7 +498,7 @@ impl CoreWorker {
         if let Some(e) = actor_reply_error(answer) {
             return Err(Error::Task(e));
         }
-        let create_tid = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let create_tid = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
         let (args, early) = self.store_args(create_tid, spawn.state.ctor, args);
         self.run(|st, now| {
             if let Some(e) = early {
@@ -505,7 +513,7 @@ impl CoreWorker {
 
     /// Records a handle to an actor that could not be spawned: its calls fail with `error`.
     pub(crate) fn dead_actor(&self, id: ActorId, class: Arc<str>, error: TaskError) {
-        self.run(|st, _| st.dead_actor(id, class, error));
+        self.run_untimed(|st| st.dead_actor(id, class, error));
     }
 
     /// Submits a method call; returns its return object (owned, one local handle).
@@ -517,7 +525,7 @@ impl CoreWorker {
         keeps: Vec<ActorId>,
         carried: Vec<ObjectId>,
     ) -> ObjectId {
-        let task_id = self.run(|st, _| Self::with_scope(|scope| st.next_task_id(scope)));
+        let task_id = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
         let (args, early) = self.store_args(task_id, function, args);
         self.run(|st, now| match early {
             Some(e) => st.submit_failed(task_id, e),
@@ -529,7 +537,7 @@ impl CoreWorker {
     /// counts this process as a holder.
     pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32) {
         loop {
-            let step = self.run(|st, _| st.borrow_actor(id, class.clone(), max_task_retries));
+            let step = self.run_untimed(|st| st.borrow_actor(id, class.clone(), max_task_retries));
             let g = self.shared.lock();
             drop(self.shared.wait_while(g, |inner| inner.state.hold_pending(id) && !inner.state.stopped()));
             if step != Borrow::Busy {
@@ -540,7 +548,7 @@ impl CoreWorker {
 
     /// One handle family (or task carrying a handle) on `id` fewer.
     pub(crate) fn actor_handle_dropped(&self, id: ActorId) {
-        self.run(|st, _| st.actor_handle_dropped(id));
+        self.run_untimed(|st| st.actor_handle_dropped(id));
     }
 
     /// `ares::kill`: the directory ends the actor; its calls fail from now on.
@@ -549,7 +557,7 @@ impl CoreWorker {
         if let Some(e) = actor_reply_error(answer) {
             return Err(Error::Task(e));
         }
-        self.run(|st, _| st.actor_killed(id));
+        self.run_untimed(|st| st.actor_killed(id));
         Ok(())
     }
 
@@ -565,7 +573,7 @@ impl CoreWorker {
 
     /// Fails everything pending, returns every lease and closes the raylet connection.
     pub(crate) fn stop(&self) {
-        self.run(|st, _| st.stop());
+        self.run_untimed(|st| st.stop());
         // Wake waiters (a handle's registration will not be answered any more).
         self.shared.notify();
         self.raylet.close();

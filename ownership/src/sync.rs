@@ -110,7 +110,7 @@ mod tests {
     type SharedTable = Shared<OwnershipTable>;
 
     fn stored() -> Location {
-        Location::Stored(Stored::on(Default::default(), 1))
+        Location::stored(Default::default(), 1)
     }
 
     /// Frees decided so far.

@@ -48,11 +48,17 @@ impl Stored {
 pub enum Location {
     /// In the owner's memory (small values).
     Inline(Arc<Bytes>),
-    /// In the shared-memory stores of one or more nodes; readers pin it by ID.
-    Stored(Stored),
+    /// In the shared-memory stores of one or more nodes; readers pin it by ID. Boxed:
+    /// most values are small and inline, and entries stay compact.
+    Stored(Box<Stored>),
 }
 
 impl Location {
+    /// A value whose only copy is in `node`'s store.
+    pub fn stored(node: NodeId, len: u64) -> Self {
+        Location::Stored(Box::new(Stored::on(node, len)))
+    }
+
     /// Whether the value is held by nodes' stores (in memory or on disk).
     pub fn in_store(&self) -> bool {
         matches!(self, Location::Stored(_))
@@ -79,8 +85,8 @@ pub enum Status {
     Pending,
     /// Its value is available.
     Ready(Location),
-    /// Its task failed for good.
-    Failed(TaskError),
+    /// Its task failed for good (boxed, as failures are rare and entries stay compact).
+    Failed(Box<TaskError>),
 }
 
 /// How an object could be rebuilt if every copy were lost.
@@ -114,6 +120,8 @@ pub enum Effect {
     },
 }
 
+/// One owned object. Kept small (the table is walked on every `get` and drop): what most
+/// objects never have lives in `cold`.
 #[derive(Debug)]
 struct Entry {
     /// Live `ObjectRef` families in this process.
@@ -122,17 +130,34 @@ struct Entry {
     submitted: u32,
     /// Owned objects whose value contains this ref.
     contained_in: u32,
+    /// The task that made it is no longer kept (see [`Lineage::Evicted`]).
+    lineage_evicted: bool,
     status: Status,
+    cold: Option<Box<Cold>>,
+}
+
+#[derive(Debug, Default)]
+struct Cold {
     /// Other processes holding the ref; each must report it gone.
     borrowers: Vec<Address>,
     /// Owned refs inside this object's value, kept in scope while it is.
     contained: Vec<ObjectId>,
-    lineage: Lineage,
 }
 
 impl Entry {
     fn in_scope(&self) -> bool {
-        self.local > 0 || self.submitted > 0 || self.contained_in > 0 || !self.borrowers.is_empty()
+        self.local > 0
+            || self.submitted > 0
+            || self.contained_in > 0
+            || self.cold.as_ref().is_some_and(|c| !c.borrowers.is_empty())
+    }
+
+    fn cold(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(Default::default)
+    }
+
+    fn into_contained(self) -> Vec<ObjectId> {
+        self.cold.map(|c| c.contained).unwrap_or_default()
     }
 }
 
@@ -151,15 +176,7 @@ impl OwnershipTable {
 
     /// Records a new object with one local reference (the handle returned to the user).
     pub fn add_owned(&mut self, id: ObjectId, status: Status) {
-        let entry = Entry {
-            local: 1,
-            submitted: 0,
-            contained_in: 0,
-            status,
-            borrowers: Vec::new(),
-            contained: Vec::new(),
-            lineage: Lineage::of(id),
-        };
+        let entry = Entry { local: 1, submitted: 0, contained_in: 0, lineage_evicted: false, status, cold: None };
         self.objects.insert(id, entry);
     }
 
@@ -214,7 +231,7 @@ impl OwnershipTable {
             }
         }
         match self.objects.get_mut(&outer) {
-            Some(e) => e.contained.extend(kept),
+            Some(e) => e.cold().contained.extend(kept),
             // The outer object is already gone: nothing keeps the inner refs.
             None => self.release_contained(kept),
         }
@@ -224,16 +241,18 @@ impl OwnershipTable {
     /// ref gone with [`OwnershipTable::remove_borrower`].
     pub fn add_borrower(&mut self, id: ObjectId, borrower: Address) {
         if let Some(e) = self.objects.get_mut(&id)
-            && !e.borrowers.contains(&borrower)
+            && !e.cold().borrowers.contains(&borrower)
         {
-            e.borrowers.push(borrower);
+            e.cold().borrowers.push(borrower);
         }
     }
 
     /// A borrower no longer holds the ref (or died); may free the object.
     pub fn remove_borrower(&mut self, id: ObjectId, borrower: &Address) {
         if let Some(e) = self.objects.get_mut(&id) {
-            e.borrowers.retain(|b| b != borrower);
+            if let Some(c) = &mut e.cold {
+                c.borrowers.retain(|b| b != borrower);
+            }
             self.maybe_free(id);
         }
     }
@@ -271,7 +290,7 @@ impl OwnershipTable {
     /// The object's task failed for good.
     pub fn set_failed(&mut self, id: ObjectId, error: TaskError) {
         if let Some(e) = self.objects.get_mut(&id) {
-            e.status = Status::Failed(error);
+            e.status = Status::Failed(Box::new(error));
             self.maybe_free(id);
         }
     }
@@ -279,9 +298,9 @@ impl OwnershipTable {
     /// The task that could rebuild the object is no longer kept.
     pub fn evict_lineage(&mut self, id: ObjectId) {
         if let Some(e) = self.objects.get_mut(&id)
-            && matches!(e.lineage, Lineage::Task(_))
+            && !id.is_put()
         {
-            e.lineage = Lineage::Evicted;
+            e.lineage_evicted = true;
         }
     }
 
@@ -292,12 +311,12 @@ impl OwnershipTable {
 
     /// How the object could be rebuilt.
     pub fn lineage(&self, id: ObjectId) -> Option<Lineage> {
-        self.objects.get(&id).map(|e| e.lineage)
+        self.objects.get(&id).map(|e| if e.lineage_evicted { Lineage::Evicted } else { Lineage::of(id) })
     }
 
     /// The processes borrowing the object.
     pub fn borrowers(&self, id: ObjectId) -> &[Address] {
-        self.objects.get(&id).map_or(&[], |e| &e.borrowers[..])
+        self.objects.get(&id).and_then(|e| e.cold.as_ref()).map_or(&[], |c| &c.borrowers[..])
     }
 
     /// Number of objects tracked.
@@ -334,9 +353,9 @@ impl OwnershipTable {
             return;
         }
         let e = self.objects.remove(&id).expect("present");
-        let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
+        let location = if let Status::Ready(l) = &e.status { Some(l.clone()) } else { None };
         self.effects.push_back(Effect::Free { id, location });
-        self.release_contained(e.contained);
+        self.release_contained(e.into_contained());
     }
 
     fn release_contained(&mut self, inner: Vec<ObjectId>) {
@@ -351,9 +370,9 @@ impl OwnershipTable {
                 continue;
             }
             let e = self.objects.remove(&id).expect("present");
-            let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
+            let location = if let Status::Ready(l) = &e.status { Some(l.clone()) } else { None };
             self.effects.push_back(Effect::Free { id, location });
-            stack.extend(e.contained);
+            stack.extend(e.into_contained());
         }
     }
 }
@@ -367,7 +386,7 @@ mod tests {
         ObjectId::for_return(TaskId::root(Default::default()).child(n), 0)
     }
     fn stored() -> Location {
-        Location::Stored(Stored::on(NodeId([1; 16]), 10))
+        Location::stored(NodeId([1; 16]), 10)
     }
     fn frees(t: &mut OwnershipTable) -> Vec<ObjectId> {
         let mut out = Vec::new();

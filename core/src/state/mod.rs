@@ -36,7 +36,7 @@ use ares_common::det::DetMap;
 use ares_common::frame;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
-use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status, Stored};
+use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status};
 
 /// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
 pub(crate) const MAX_PENDING_LEASE_REQUESTS: usize = 10;
@@ -413,7 +413,7 @@ impl CoreState {
                 Arg::Inline(b) => slots.push(Slot::Inline(Arc::new(b))),
                 Arg::Stored { id, len } => {
                     // A large by-value argument became an object of its own, as in Ray.
-                    self.table.add_owned(id, Status::Ready(Location::Stored(Stored::on(self.node(), len))));
+                    self.table.add_owned(id, Status::Ready(Location::stored(self.node(), len)));
                     temps.push(id);
                     arg_ids.push(id);
                     slots.push(Slot::Ref(id));
@@ -446,7 +446,7 @@ impl CoreState {
                     unresolved += 1;
                     self.waiting.entry(*id).or_default().push(task_id);
                 }
-                Some(Status::Failed(e)) if failed.is_none() => failed = Some(e.clone()),
+                Some(Status::Failed(e)) if failed.is_none() => failed = Some((**e).clone()),
                 None if failed.is_none() => failed = Some(TaskError::OwnerDied { object: id.to_string() }),
                 _ => {}
             }
@@ -492,7 +492,7 @@ impl CoreState {
     /// Records a call that failed before submission (its arguments could not be encoded).
     pub(crate) fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
         let return_id = ObjectId::for_return(task_id, 0);
-        self.table.add_owned(return_id, Status::Failed(error));
+        self.table.add_owned(return_id, Status::Failed(Box::new(error)));
         return_id
     }
 
@@ -921,7 +921,7 @@ impl CoreState {
                 b.extend_from_slice(&v);
                 Location::Inline(Arc::new(b))
             }
-            Outcome::Shared { len, .. } => Location::Stored(Stored::on(self.node(), len)),
+            Outcome::Shared { len, .. } => Location::stored(self.node(), len),
             Outcome::Failed(e) => {
                 // Put the task back so fail_task handles it and its dependents alike.
                 self.tasks.insert(task_id, task);
