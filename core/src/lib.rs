@@ -31,7 +31,10 @@ mod object_ref;
 mod raylet_client;
 mod registry;
 mod remote;
-mod state;
+/// The core worker's sans-IO state machine, public for the deterministic simulation
+/// (`ares-sim`); not a stable API.
+#[doc(hidden)]
+pub mod state;
 mod store_client;
 mod worker;
 

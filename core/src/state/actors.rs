@@ -26,12 +26,12 @@ const ACTOR_PIPELINE: usize = 4096;
 const CONNECT_ATTEMPTS: u32 = 50;
 
 /// What a spawn asks for (the directory registration is done by the driver first).
-pub(crate) struct ActorSpawn {
-    pub(crate) ctor: &'static str,
-    pub(crate) class: Arc<str>,
-    pub(crate) shape: ResourceSet,
-    pub(crate) max_task_retries: u32,
-    pub(crate) max_concurrency: u32,
+pub struct ActorSpawn {
+    pub ctor: &'static str,
+    pub class: Arc<str>,
+    pub shape: ResourceSet,
+    pub max_task_retries: u32,
+    pub max_concurrency: u32,
 }
 
 pub(super) struct Caller {
@@ -88,7 +88,7 @@ impl Caller {
 
 /// What [`CoreState::borrow_actor`] did.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Borrow {
+pub enum Borrow {
     /// The handle is counted and the directory knows this process holds the actor.
     Done,
     /// The handle is counted; the directory's answer to this process's hold is awaited
@@ -116,7 +116,7 @@ impl CoreState {
     /// Starts constructing an actor owned by this process, already registered in the
     /// directory: leases a dedicated worker and pushes the construction `create_tid` there.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create_actor(
+    pub fn create_actor(
         &mut self,
         now: Instant,
         id: ActorId,
@@ -145,20 +145,20 @@ impl CoreState {
     }
 
     /// Records a handle to an actor that could not be spawned: its calls fail with `error`.
-    pub(crate) fn dead_actor(&mut self, id: ActorId, class: Arc<str>, error: TaskError) {
+    pub fn dead_actor(&mut self, id: ActorId, class: Arc<str>, error: TaskError) {
         let mut c = Caller::new(class);
         c.dead = Some(error);
         self.callers.insert(id, c);
     }
 
     /// How often a call of `actor` interrupted by its process's death is re-run.
-    pub(crate) fn actor_max_task_retries(&self, actor: ActorId) -> u32 {
+    pub fn actor_max_task_retries(&self, actor: ActorId) -> u32 {
         self.callers.get(&actor).map_or(0, |c| c.max_task_retries)
     }
 
     /// Submits a method call as `task_id`; returns its return object.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn submit_actor_call(
+    pub fn submit_actor_call(
         &mut self,
         now: Instant,
         task_id: TaskId,
@@ -185,7 +185,7 @@ impl CoreState {
     /// return before the hold is counted (the task that carried the handle may finish
     /// next and let the sender's hold go), so the driver waits while
     /// [`CoreState::hold_pending`] says so.
-    pub(crate) fn borrow_actor(&mut self, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Borrow {
+    pub fn borrow_actor(&mut self, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Borrow {
         let need = match self.callers.get_mut(&id) {
             Some(c) if c.registering => return Borrow::Busy,
             Some(c) => {
@@ -212,7 +212,7 @@ impl CoreState {
     }
 
     /// Whether this process's hold on `id` awaits the directory's answer.
-    pub(crate) fn hold_pending(&self, id: ActorId) -> bool {
+    pub fn hold_pending(&self, id: ActorId) -> bool {
         self.callers.get(&id).is_some_and(|c| c.registering)
     }
 
@@ -234,7 +234,7 @@ impl CoreState {
     }
 
     /// One handle family (or task carrying a handle) on `id` fewer.
-    pub(crate) fn actor_handle_dropped(&mut self, id: ActorId) {
+    pub fn actor_handle_dropped(&mut self, id: ActorId) {
         if let Some(c) = self.callers.get_mut(&id) {
             c.handles = c.handles.saturating_sub(1);
             self.maybe_release(id);
@@ -244,7 +244,7 @@ impl CoreState {
 
     /// The directory ended the actor at this process's request (`ares::kill`): its calls
     /// fail from now on.
-    pub(crate) fn actor_killed(&mut self, id: ActorId) {
+    pub fn actor_killed(&mut self, id: ActorId) {
         if let Some(c) = self.callers.get(&id) {
             let e = died(id, &c.class, "it was killed with ares::kill");
             self.kill_caller(id, e);
@@ -454,7 +454,7 @@ impl CoreState {
     }
 
     /// The raylet connection ended: requests about actors will not be answered.
-    pub(crate) fn handle_raylet_lost(&mut self) {
+    pub fn handle_raylet_lost(&mut self) {
         let requests: Vec<(u64, Request)> = self.requests.drain().collect();
         for (_, r) in requests {
             match r {

@@ -25,7 +25,7 @@ mod actors;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use actors::{ActorSpawn, Borrow};
+pub use actors::{ActorSpawn, Borrow};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -39,23 +39,23 @@ use ares_common::{ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, Resourc
 use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status};
 
 /// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
-pub(crate) const MAX_PENDING_LEASE_REQUESTS: usize = 10;
+pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
 /// Target time of queued work per worker: pipelining deeper than this only unbalances.
 const PIPELINE_TARGET: Duration = Duration::from_micros(500);
 /// Idle leases are returned after this long.
-pub(crate) const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+pub const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
-pub(crate) type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
+pub type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
 
 /// One connection to a worker (leased for tasks, or hosting an actor), named by the
 /// state; the driver maps it to a socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct ConnId(pub(crate) u64);
+pub struct ConnId(pub u64);
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// Open a connection to `endpoint`, known as `conn`, and report its replies with
     /// [`CoreState::handle_replies`]; if connecting fails, call
     /// [`CoreState::handle_conn_closed`]. Sends on it may follow at once.
@@ -75,7 +75,7 @@ pub(crate) enum Effect {
 /// one per thread that runs a task, and the state keeps the process's root scope for
 /// every other thread.
 #[derive(Clone, Debug)]
-pub(crate) struct TaskScope {
+pub struct TaskScope {
     task: TaskId,
     children: u64,
     puts: u32,
@@ -83,19 +83,19 @@ pub(crate) struct TaskScope {
 
 impl TaskScope {
     /// The scope of `task` (IDs are counted from zero for every run of it).
-    pub(crate) fn new(task: TaskId) -> Self {
+    pub fn new(task: TaskId) -> Self {
         TaskScope { task, children: 0, puts: 0 }
     }
 
     /// The ID of the next task this task submits.
-    pub(crate) fn next_task(&mut self) -> TaskId {
+    pub fn next_task(&mut self) -> TaskId {
         let id = self.task.child(self.children);
         self.children += 1;
         id
     }
 
     /// The ID of the next object this task puts.
-    pub(crate) fn next_put(&mut self) -> ObjectId {
+    pub fn next_put(&mut self) -> ObjectId {
         let id = ObjectId::for_put(self.task, self.puts);
         self.puts += 1;
         id
@@ -103,7 +103,7 @@ impl TaskScope {
 }
 
 /// One argument of a submission.
-pub(crate) enum Arg {
+pub enum Arg {
     /// An encoded value, small enough to travel in the push.
     Inline(Bytes),
     /// A large by-value argument the driver already stored as the owned object `id`
@@ -123,7 +123,7 @@ enum Slot {
 
 /// Where a task runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Target {
+pub enum Target {
     /// Any leased worker of its resource shape.
     Pool,
     /// A method call on an actor.
@@ -133,16 +133,16 @@ pub(crate) enum Target {
 }
 
 /// Options of one submission, already in wire terms.
-pub(crate) struct Submit {
-    pub(crate) function: &'static str,
-    pub(crate) shape: ResourceSet,
-    pub(crate) max_retries: u32,
-    pub(crate) target: Target,
-    pub(crate) kind: TaskKind,
+pub struct Submit {
+    pub function: &'static str,
+    pub shape: ResourceSet,
+    pub max_retries: u32,
+    pub target: Target,
+    pub kind: TaskKind,
     /// Actors whose handles the arguments carry: held until the task is done.
-    pub(crate) keeps: Vec<ActorId>,
+    pub keeps: Vec<ActorId>,
     /// Owned refs encoded inside argument values: kept in scope until the task is done.
-    pub(crate) carried: Vec<ObjectId>,
+    pub carried: Vec<ObjectId>,
 }
 
 struct Task {
@@ -216,19 +216,19 @@ struct Touched {
 
 /// Settings of a core worker.
 #[derive(Clone, Debug)]
-pub(crate) struct StateConfig {
+pub struct StateConfig {
     /// This process as an owner.
-    pub(crate) address: Address,
+    pub address: Address,
     /// The root task of this process (random for a driver).
-    pub(crate) root: TaskId,
+    pub root: TaskId,
     /// Largest frame a worker accepts.
-    pub(crate) max_frame: usize,
+    pub max_frame: usize,
     /// Deepest pipeline per leased worker.
-    pub(crate) max_in_flight: u32,
+    pub max_in_flight: u32,
 }
 
 /// The state of one core worker. See the module docs.
-pub(crate) struct CoreState {
+pub struct CoreState {
     cfg: StateConfig,
     table: OwnershipTable,
     root: TaskScope,
@@ -252,7 +252,7 @@ pub(crate) struct CoreState {
 }
 
 impl CoreState {
-    pub(crate) fn new(cfg: StateConfig) -> Self {
+    pub fn new(cfg: StateConfig) -> Self {
         CoreState {
             root: TaskScope::new(cfg.root),
             cfg,
@@ -276,22 +276,22 @@ impl CoreState {
     // ------------------------------------------------------------------ driver API
 
     /// The next effect to carry out.
-    pub(crate) fn poll(&mut self) -> Option<Effect> {
+    pub fn poll(&mut self) -> Option<Effect> {
         self.effects.pop_front()
     }
 
     /// Whether statuses changed since the last call (waiters should re-check).
-    pub(crate) fn take_changed(&mut self) -> bool {
+    pub fn take_changed(&mut self) -> bool {
         std::mem::take(&mut self.changed)
     }
 
     /// Whether a timer earlier than the ones before was set since the last call.
-    pub(crate) fn take_timer_changed(&mut self) -> bool {
+    pub fn take_timer_changed(&mut self) -> bool {
         std::mem::take(&mut self.timer_changed)
     }
 
     /// When [`CoreState::handle_timeout`] should next run, if anything waits for time.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let idle = self.conns.values().filter_map(|c| match c.role {
             Role::Lease { idle_since: Some(t), .. } if c.in_flight.is_empty() => Some(t + IDLE_LEASE_TIMEOUT),
             _ => None,
@@ -300,28 +300,48 @@ impl CoreState {
         idle.chain(retries).min()
     }
 
+    /// This core worker's ID (owned objects name it as their owner).
+    pub fn worker_id(&self) -> WorkerId {
+        self.cfg.address.worker
+    }
+
     /// The node this process runs on.
-    pub(crate) fn node(&self) -> NodeId {
+    pub fn node(&self) -> NodeId {
         self.cfg.address.node
     }
 
     /// The status of an owned object (`None`: not owned here, or already freed).
-    pub(crate) fn status(&self, id: ObjectId) -> Option<&Status> {
+    pub fn status(&self, id: ObjectId) -> Option<&Status> {
         self.table.status(id)
     }
 
+    /// Objects this process owns and tracks.
+    pub fn owned_len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Tasks submitted and not yet finished.
+    pub fn pending_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Open connections to workers.
+    pub fn open_conns(&self) -> usize {
+        self.conns.len()
+    }
+
     /// Whether `stop` ran.
-    pub(crate) fn stopped(&self) -> bool {
+    pub fn stopped(&self) -> bool {
         self.stopped
     }
 
     /// The next ID for a task submitted from `scope` (the root scope if `None`).
-    pub(crate) fn next_task_id(&mut self, scope: Option<&mut TaskScope>) -> TaskId {
+    pub fn next_task_id(&mut self, scope: Option<&mut TaskScope>) -> TaskId {
         scope.unwrap_or(&mut self.root).next_task()
     }
 
     /// The next ID for an object put from `scope` (the root scope if `None`).
-    pub(crate) fn next_put_id(&mut self, scope: Option<&mut TaskScope>) -> ObjectId {
+    pub fn next_put_id(&mut self, scope: Option<&mut TaskScope>) -> ObjectId {
         scope.unwrap_or(&mut self.root).next_put()
     }
 
@@ -360,7 +380,7 @@ impl CoreState {
 
     /// Records an object this process just put (one local handle); `contained` are owned
     /// refs inside its value, kept alive while it is.
-    pub(crate) fn add_put(&mut self, id: ObjectId, location: Location, contained: &[ObjectId]) {
+    pub fn add_put(&mut self, id: ObjectId, location: Location, contained: &[ObjectId]) {
         self.table.add_owned(id, Status::Ready(location));
         if !contained.is_empty() {
             self.table.add_contained(id, contained);
@@ -368,12 +388,12 @@ impl CoreState {
     }
 
     /// One more local handle family on `id`; whether this process tracks it.
-    pub(crate) fn add_local_ref(&mut self, id: ObjectId) -> bool {
+    pub fn add_local_ref(&mut self, id: ObjectId) -> bool {
         self.table.add_local_ref(id)
     }
 
     /// One local handle family on `id` fewer.
-    pub(crate) fn remove_local_ref(&mut self, id: ObjectId) {
+    pub fn remove_local_ref(&mut self, id: ObjectId) {
         self.table.remove_local_ref(id);
         self.flush_frees();
     }
@@ -388,13 +408,13 @@ impl CoreState {
     // ------------------------------------------------------------------ submission
 
     /// Submits a task as `task_id`; returns its return object (owned, one local handle).
-    pub(crate) fn submit(&mut self, now: Instant, task_id: TaskId, s: Submit, args: Vec<Arg>) -> ObjectId {
+    pub fn submit(&mut self, now: Instant, task_id: TaskId, s: Submit, args: Vec<Arg>) -> ObjectId {
         self.submit_with(now, task_id, s, args, None)
     }
 
     /// Like [`CoreState::submit`], failing the task at once with `early` if given (an
     /// argument could not be stored).
-    pub(crate) fn submit_with(
+    pub fn submit_with(
         &mut self,
         now: Instant,
         task_id: TaskId,
@@ -490,7 +510,7 @@ impl CoreState {
     }
 
     /// Records a call that failed before submission (its arguments could not be encoded).
-    pub(crate) fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
+    pub fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
         let return_id = ObjectId::for_return(task_id, 0);
         self.table.add_owned(return_id, Status::Failed(Box::new(error)));
         return_id
@@ -553,7 +573,7 @@ impl CoreState {
     }
 
     /// The driver merged gathered argument `slot` of `task` (or failed to).
-    pub(crate) fn handle_gathered(
+    pub fn handle_gathered(
         &mut self,
         now: Instant,
         task: TaskId,
@@ -735,7 +755,7 @@ impl CoreState {
     // ------------------------------------------------------------------ events
 
     /// A message from the raylet that no caller of a blocking call waits for.
-    pub(crate) fn handle_raylet(&mut self, now: Instant, msg: FromRaylet) {
+    pub fn handle_raylet(&mut self, now: Instant, msg: FromRaylet) {
         match msg {
             FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, worker_id } => {
                 match self.requests.remove(&request_id) {
@@ -808,7 +828,7 @@ impl CoreState {
     }
 
     /// The driver opened `conn` (see [`Effect::Connect`]): pushes may go.
-    pub(crate) fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+    pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -827,7 +847,7 @@ impl CoreState {
     }
 
     /// The driver could not open `conn`; nothing was sent on it.
-    pub(crate) fn handle_connect_failed(&mut self, now: Instant, conn: ConnId, reason: &str) {
+    pub fn handle_connect_failed(&mut self, now: Instant, conn: ConnId, reason: &str) {
         let Some(c) = self.conns.remove(&conn) else {
             return;
         };
@@ -846,7 +866,7 @@ impl CoreState {
     }
 
     /// Replies arrived on `conn`.
-    pub(crate) fn handle_replies(&mut self, now: Instant, conn: ConnId, replies: Vec<FromWorker>) {
+    pub fn handle_replies(&mut self, now: Instant, conn: ConnId, replies: Vec<FromWorker>) {
         match self.conns.get(&conn).map(|c| &c.role) {
             Some(Role::Lease { .. }) => self.on_lease_replies(now, conn, replies),
             Some(Role::Actor { .. }) => self.on_actor_replies(now, conn, replies),
@@ -955,7 +975,7 @@ impl CoreState {
     }
 
     /// `conn` ended (its worker died or could not be reached).
-    pub(crate) fn handle_conn_closed(&mut self, now: Instant, conn: ConnId, reason: &str) {
+    pub fn handle_conn_closed(&mut self, now: Instant, conn: ConnId, reason: &str) {
         match self.conns.get(&conn).map(|c| &c.role) {
             Some(Role::Lease { .. }) => self.on_lease_lost(now, conn, reason),
             Some(Role::Actor { .. }) => self.on_actor_conn_lost(now, conn, reason),
@@ -1003,7 +1023,7 @@ impl CoreState {
     }
 
     /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         let idle: Vec<ConnId> = self
             .conns
             .iter()
@@ -1029,7 +1049,7 @@ impl CoreState {
     }
 
     /// Fails everything pending, returns every lease and closes every connection.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         if self.stopped {
             return;
         }

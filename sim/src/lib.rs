@@ -1,0 +1,834 @@
+//! Deterministic simulation of Ares in one process.
+//!
+//! [`Sim`] runs the real sans-IO state machines (the core worker's [`CoreState`] for
+//! drivers and workers, the raylet's [`Node`] for each node) and plays the part of every
+//! driver around them: the network, the clock, worker processes and their executors, the
+//! store's bytes. Everything comes from one seed: message order (at each step one
+//! connection with pending messages is picked at random and its oldest message
+//! delivered, so every connection stays FIFO as Unix sockets and QUIC streams are),
+//! message delays (the virtual clock advances to each delivery), worker IDs, and the
+//! programs of [`program`]. A failing seed replays exactly.
+//!
+//! Faults: [`Sim::kill_process`], [`Sim::kill_node`], [`Sim::cut`] and
+//! [`Sim::partition`] (connections between processes break and do not reconnect until
+//! [`Sim::heal`]), a probability of breaking a task connection on any message
+//! ([`SimConfig::break_prob`]), and delays ([`SimConfig::max_delay_us`]).
+//!
+//! **Must not:** do real IO (no sockets, no threads, no clock but its own).
+
+pub mod program;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use ares::state::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
+use ares_common::codec::{Bytes, Value};
+use ares_common::det::{DetMap, DetSet};
+use ares_common::frame::FrameReader;
+use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
+use ares_object_store::{ClientId, Pin, SpillPolicy};
+use ares_ownership::{Location, Status};
+use ares_raylet::node::{Node, NodeConfig, Output};
+
+/// A small, fast, seeded generator (splitmix64): the sim's only source of randomness.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x005E_ED0F_A7E5)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    fn bytes16(&mut self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.next_u64().to_le_bytes());
+        b[8..].copy_from_slice(&self.next_u64().to_le_bytes());
+        b
+    }
+}
+
+/// How to set a simulation up.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Everything random comes from this.
+    pub seed: u64,
+    /// Nodes (each with its own raylet, workers and store).
+    pub nodes: usize,
+    /// CPUs (and workers) per node.
+    pub cpus_per_node: u32,
+    /// Each message is delivered up to this long after it was sent.
+    pub max_delay_us: u64,
+    /// Probability that delivering a task or reply breaks its connection instead.
+    pub break_prob: f64,
+    /// Pool size of each node.
+    pub pool_size: u64,
+    /// Values up to this size travel inline.
+    pub max_inline: usize,
+}
+
+impl SimConfig {
+    /// One node of 2 CPUs, small delays, no breaks.
+    pub fn new(seed: u64) -> Self {
+        SimConfig {
+            seed,
+            nodes: 1,
+            cpus_per_node: 2,
+            max_delay_us: 50,
+            break_prob: 0.0,
+            pool_size: 64 << 20,
+            max_inline: 1024,
+        }
+    }
+}
+
+/// A simulated process.
+pub type ProcId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Chan {
+    /// Process → its raylet.
+    ToNode(ProcId),
+    /// Raylet → process.
+    FromNode(ProcId),
+    /// Owner → worker on task connection `n`.
+    Push(usize),
+    /// Worker → owner on task connection `n`.
+    Reply(usize),
+}
+
+enum Msg {
+    ToRaylet(ToRaylet),
+    Disconnect,
+    FromRaylet(FromRaylet),
+    Push(Vec<u8>),
+    Replies(Vec<FromWorker>),
+    Closed,
+}
+
+struct Proc {
+    node: usize,
+    client: ClientId,
+    state: CoreState,
+    alive: bool,
+    /// A worker's ID and the endpoint owners connect to.
+    worker: Option<(WorkerId, Endpoint)>,
+}
+
+/// A task connection between an owner and a worker.
+struct TaskConn {
+    owner: ProcId,
+    conn: ConnId,
+    worker: ProcId,
+    open: bool,
+}
+
+struct SimNode {
+    node: Node,
+    alive: bool,
+    /// The bytes of stored objects (the pool's content).
+    data: DetMap<ObjectId, Vec<u8>>,
+}
+
+/// The simulated cluster. See the crate docs.
+pub struct Sim {
+    cfg: SimConfig,
+    rng: Rng,
+    base: Instant,
+    tick: Duration,
+    nodes: Vec<SimNode>,
+    procs: Vec<Proc>,
+    by_client: DetMap<(usize, ClientId), ProcId>,
+    next_client: u64,
+    task_conns: Vec<TaskConn>,
+    by_conn: DetMap<(ProcId, ConnId), usize>,
+    queues: DetMap<Chan, VecDeque<(Duration, Msg)>>,
+    blocked: DetSet<(ProcId, ProcId)>,
+    /// Messages delivered so far.
+    pub delivered: u64,
+    /// Worker processes killed so far (by faults or reaped by a raylet).
+    pub kills: u32,
+    /// Task connections broken so far (cuts, partitions, random breaks).
+    pub breaks: u32,
+}
+
+/// Functions the simulated workers run, by name: every value is an rkyv `i64`, `Vec<u8>`
+/// or `Vec<i64>`.
+pub mod functions {
+    /// `add(a, b, ..) -> i64`: the sum of its `i64` arguments.
+    pub const ADD: &str = "add";
+    /// `big(n) -> Vec<u8>`: [`super::BIG`] bytes of `n as u8` (stored, not inline).
+    pub const BIG: &str = "big";
+    /// `measure(bytes) -> i64`: length plus the first byte.
+    pub const MEASURE: &str = "measure";
+    /// `sum_list(list) -> i64`: the sum of a gathered `Vec<i64>`.
+    pub const SUM_LIST: &str = "sum_list";
+    /// `fail(n)`: fails with the application error "boom n".
+    pub const FAIL: &str = "fail";
+    /// `spawn(n) -> i64`: submits `add(n)` from the worker, drops its ref, returns `n`.
+    pub const SPAWN: &str = "spawn";
+}
+
+/// The size of a `big` value.
+pub const BIG: usize = 4096;
+
+/// Merges gathered `i64` parts into a `Vec<i64>`.
+pub fn combine_i64(parts: &[&[u8]]) -> Result<Bytes, String> {
+    let v: Result<Vec<i64>, _> = parts.iter().map(|p| i64::decode(p)).collect();
+    v.map_err(|e| e.to_string())?.encode().map_err(|e| e.to_string())
+}
+
+/// An argument of a simulated submission.
+#[derive(Clone, Debug)]
+pub enum SimArg {
+    /// A literal `i64`.
+    Int(i64),
+    /// A future.
+    Ref(ObjectId),
+    /// Futures of `i64`s passed as one `Vec<i64>`.
+    List(Vec<ObjectId>),
+}
+
+impl Sim {
+    /// A simulation with `cfg.nodes` nodes, each prestarting its workers.
+    pub fn new(cfg: SimConfig) -> Self {
+        let mut rng = Rng::new(cfg.seed);
+        let mut sim = Sim {
+            base: Instant::now(),
+            tick: Duration::ZERO,
+            nodes: Vec::new(),
+            procs: Vec::new(),
+            by_client: DetMap::default(),
+            next_client: 1,
+            task_conns: Vec::new(),
+            by_conn: DetMap::default(),
+            queues: DetMap::default(),
+            blocked: DetSet::default(),
+            delivered: 0,
+            kills: 0,
+            breaks: 0,
+            rng: Rng::new(0),
+            cfg: cfg.clone(),
+        };
+        for n in 0..cfg.nodes {
+            let node_cfg = NodeConfig {
+                node_id: NodeId(rng.bytes16()),
+                resources: ResourceSet::new().with("CPU", cfg.cpus_per_node as f64),
+                max_workers: cfg.cpus_per_node as usize,
+                pool_size: cfg.pool_size,
+                spill: SpillPolicy { threshold: 1.0, ..SpillPolicy::default() },
+                pool_path: format!("sim-pool-{n}"),
+            };
+            let mut ids = Rng::new(rng.next_u64());
+            let node = Node::new(node_cfg, Box::new(move || WorkerId(ids.bytes16())));
+            sim.nodes.push(SimNode { node, alive: true, data: DetMap::default() });
+        }
+        sim.rng = rng;
+        for n in 0..cfg.nodes {
+            sim.nodes[n].node.prestart();
+            sim.pump_node(n);
+        }
+        sim
+    }
+
+    /// The virtual time.
+    pub fn now(&self) -> Instant {
+        self.base + self.tick
+    }
+
+    /// The random generator (programs draw their operations from it too).
+    pub fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    /// Adds a driver on `node`.
+    pub fn add_driver(&mut self, node: usize) -> ProcId {
+        let worker = WorkerId(self.rng.bytes16());
+        let root = TaskId::root(uuid_from(self.rng.bytes16()));
+        let p = self.add_proc(node, worker, root, None);
+        self.send_to_node(p, ToRaylet::RegisterDriver { pid: p as u32, worker_id: worker });
+        p
+    }
+
+    fn add_proc(&mut self, node: usize, worker: WorkerId, root: TaskId, endpoint: Option<Endpoint>) -> ProcId {
+        let client = ClientId(self.next_client);
+        self.next_client += 1;
+        let address = Address { node: self.nodes[node].node.node_id(), worker, endpoint: endpoint.clone() };
+        let state = CoreState::new(StateConfig { address, root, max_frame: 64 << 20, max_in_flight: 64 });
+        let p = self.procs.len();
+        self.procs.push(Proc { node, client, state, alive: true, worker: endpoint.map(|e| (worker, e)) });
+        self.by_client.insert((node, client), p);
+        self.nodes[node].node.connected(client);
+        p
+    }
+
+    /// The state of process `p`.
+    pub fn state(&self, p: ProcId) -> &CoreState {
+        &self.procs[p].state
+    }
+
+    /// Whether process `p` is alive.
+    pub fn alive(&self, p: ProcId) -> bool {
+        self.procs[p].alive
+    }
+
+    /// Every process ever started.
+    pub fn procs(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// The live worker processes of `node`.
+    pub fn workers(&self, node: usize) -> Vec<ProcId> {
+        (0..self.procs.len())
+            .filter(|p| self.procs[*p].node == node && self.procs[*p].alive && self.procs[*p].worker.is_some())
+            .collect()
+    }
+
+    // ------------------------------------------------------------------ driver ops
+
+    /// Driver `p` submits `function(args)` with `max_retries`; returns its return object.
+    pub fn submit(&mut self, p: ProcId, function: &'static str, args: Vec<SimArg>, max_retries: u32) -> ObjectId {
+        let now = self.now();
+        let args = args
+            .into_iter()
+            .map(|a| match a {
+                SimArg::Int(v) => Arg::Inline(v.encode().expect("i64 encodes")),
+                SimArg::Ref(id) => Arg::Ref(id),
+                SimArg::List(ids) => Arg::Gather { ids, combine: combine_i64 as Combine },
+            })
+            .collect();
+        let s = Submit {
+            function,
+            shape: ResourceSet::new().with("CPU", 1.0),
+            max_retries,
+            target: Target::Pool,
+            kind: TaskKind::Normal,
+            keeps: Vec::new(),
+            carried: Vec::new(),
+        };
+        let st = &mut self.procs[p].state;
+        let tid = st.next_task_id(None);
+        let id = st.submit(now, tid, s, args);
+        self.pump(p);
+        id
+    }
+
+    /// Driver `p` puts `value`: inline if small, else into its node's store.
+    pub fn put(&mut self, p: ProcId, value: &[u8]) -> Result<ObjectId, TaskError> {
+        let id = self.procs[p].state.next_put_id(None);
+        let location = if value.len() <= self.cfg.max_inline {
+            let mut b = Bytes::with_capacity(value.len());
+            b.extend_from_slice(value);
+            Location::Inline(std::sync::Arc::new(b))
+        } else {
+            let owner = self.procs[p].state.worker_id();
+            self.store_sync(p, id, value, owner)?;
+            Location::stored(self.nodes[self.procs[p].node].node.node_id(), value.len() as u64)
+        };
+        self.procs[p].state.add_put(id, location, &[]);
+        self.pump(p);
+        Ok(id)
+    }
+
+    /// Driver `p` drops its handle on `id`.
+    pub fn drop_ref(&mut self, p: ProcId, id: ObjectId) {
+        self.procs[p].state.remove_local_ref(id);
+        self.pump(p);
+    }
+
+    /// Where `id` stands in its owner `p`: `None` if `p` does not track it.
+    pub fn status(&self, p: ProcId, id: ObjectId) -> Option<Status> {
+        self.procs[p].state.status(id).cloned()
+    }
+
+    /// The bytes of a ready object owned by `p`.
+    pub fn read(&self, p: ProcId, id: ObjectId) -> Result<Vec<u8>, String> {
+        match self.procs[p].state.status(id) {
+            Some(Status::Ready(Location::Inline(b))) => Ok(b.to_vec()),
+            Some(Status::Ready(Location::Stored(_))) => {
+                let n = &self.nodes[self.procs[p].node];
+                if !n.node.store().contains(id) {
+                    return Err(format!("{id} is ready but not in the store"));
+                }
+                n.data.get(&id).cloned().ok_or_else(|| format!("{id} has no bytes"))
+            }
+            other => Err(format!("{id} is not ready: {other:?}")),
+        }
+    }
+
+    // ------------------------------------------------------------------ faults
+
+    /// Kills process `p` (as kill -9): its connections end, its raylet sees it go.
+    pub fn kill_process(&mut self, p: ProcId) {
+        if !self.procs[p].alive {
+            return;
+        }
+        self.procs[p].alive = false;
+        if self.procs[p].worker.is_some() {
+            self.kills += 1;
+        }
+        self.push(Chan::ToNode(p), Msg::Disconnect);
+        for c in 0..self.task_conns.len() {
+            let tc = &self.task_conns[c];
+            if tc.open && (tc.worker == p || tc.owner == p) {
+                self.break_conn(c);
+            }
+        }
+    }
+
+    /// Kills node `n` and every process on it.
+    pub fn kill_node(&mut self, n: usize) {
+        for p in 0..self.procs.len() {
+            if self.procs[p].node == n {
+                self.kill_process(p);
+            }
+        }
+        self.nodes[n].alive = false;
+    }
+
+    /// Breaks every task connection between `a` and `b`.
+    pub fn cut(&mut self, a: ProcId, b: ProcId) {
+        for c in 0..self.task_conns.len() {
+            let tc = &self.task_conns[c];
+            if tc.open && ((tc.owner == a && tc.worker == b) || (tc.owner == b && tc.worker == a)) {
+                self.break_conn(c);
+            }
+        }
+    }
+
+    /// Cuts every pair between `left` and `right`, and refuses new connections between
+    /// them until [`Sim::heal`].
+    pub fn partition(&mut self, left: &[ProcId], right: &[ProcId]) {
+        for &a in left {
+            for &b in right {
+                self.blocked.insert((a.min(b), a.max(b)));
+                self.cut(a, b);
+            }
+        }
+    }
+
+    /// Lifts every partition.
+    pub fn heal(&mut self) {
+        self.blocked.clear();
+    }
+
+    fn break_conn(&mut self, c: usize) {
+        if !self.task_conns[c].open {
+            return;
+        }
+        self.task_conns[c].open = false;
+        self.breaks += 1;
+        // The owner learns after the replies already on their way.
+        self.push(Chan::Reply(c), Msg::Closed);
+    }
+
+    // ------------------------------------------------------------------ the network
+
+    fn push(&mut self, chan: Chan, msg: Msg) {
+        let delay = Duration::from_micros(self.rng.below(self.cfg.max_delay_us + 1));
+        let at = self.tick + delay;
+        let q = self.queues.entry(chan).or_default();
+        // FIFO: never before the message ahead of it.
+        let at = q.back().map_or(at, |(t, _)| at.max(*t));
+        q.push_back((at, msg));
+    }
+
+    fn send_to_node(&mut self, p: ProcId, msg: ToRaylet) {
+        self.push(Chan::ToNode(p), Msg::ToRaylet(msg));
+    }
+
+    /// Delivers one message, picked at random among the connections that have one.
+    /// Returns whether there was one.
+    pub fn step(&mut self) -> bool {
+        let mut ready: Vec<Chan> = self.queues.iter().filter(|(_, q)| !q.is_empty()).map(|(c, _)| *c).collect();
+        if ready.is_empty() {
+            return false;
+        }
+        ready.sort();
+        let chan = ready[self.rng.below(ready.len() as u64) as usize];
+        self.deliver_head(chan);
+        true
+    }
+
+    fn deliver_head(&mut self, chan: Chan) {
+        let Some((at, msg)) = self.queues.get_mut(&chan).and_then(|q| q.pop_front()) else { return };
+        self.tick = self.tick.max(at);
+        self.delivered += 1;
+        self.deliver(chan, msg);
+    }
+
+    /// Delivers everything queued on `chan` (a synchronous call must find the earlier
+    /// messages of the same connection already handled).
+    fn flush(&mut self, chan: Chan) {
+        while self.queues.get(&chan).is_some_and(|q| !q.is_empty()) {
+            self.deliver_head(chan);
+        }
+    }
+
+    fn deliver(&mut self, chan: Chan, msg: Msg) {
+        let now = self.now();
+        match (chan, msg) {
+            (Chan::ToNode(p), Msg::ToRaylet(m)) => {
+                let n = self.procs[p].node;
+                if self.nodes[n].alive {
+                    let client = self.procs[p].client;
+                    self.nodes[n].node.handle(client, m);
+                    self.pump_node(n);
+                }
+            }
+            (Chan::ToNode(p), Msg::Disconnect) => {
+                let n = self.procs[p].node;
+                if self.nodes[n].alive {
+                    let client = self.procs[p].client;
+                    self.nodes[n].node.disconnected(client);
+                    self.pump_node(n);
+                }
+            }
+            (Chan::FromNode(p), Msg::FromRaylet(m)) => {
+                if !self.procs[p].alive {
+                    return;
+                }
+                match m {
+                    // Answers to the synchronous calls the sim makes itself.
+                    FromRaylet::Registered { .. } | FromRaylet::Sealed { .. } => {}
+                    m => {
+                        self.procs[p].state.handle_raylet(now, m);
+                        self.pump(p);
+                    }
+                }
+            }
+            (Chan::Push(c), Msg::Push(bytes)) => {
+                let tc = &self.task_conns[c];
+                if !tc.open || !self.procs[tc.worker].alive {
+                    return;
+                }
+                if self.cfg.break_prob > 0.0 && self.rng.chance(self.cfg.break_prob) {
+                    return self.break_conn(c);
+                }
+                let worker = tc.worker;
+                let mut r = FrameReader::new(std::io::Cursor::new(bytes), 64 << 20);
+                let mut replies = Vec::new();
+                while let Ok(ToWorker::Push(spec)) = r.read::<ToWorker>() {
+                    let task_id = spec.task_id;
+                    let outcome = self.execute(worker, spec);
+                    replies.push(FromWorker::Done { task_id, outcome });
+                }
+                if self.procs[worker].alive && !replies.is_empty() {
+                    self.push(Chan::Reply(c), Msg::Replies(replies));
+                }
+            }
+            (Chan::Reply(c), Msg::Replies(replies)) => {
+                let tc = &self.task_conns[c];
+                let (owner, conn) = (tc.owner, tc.conn);
+                if !self.procs[owner].alive || !self.by_conn.contains_key(&(owner, conn)) {
+                    return;
+                }
+                if tc.open && self.cfg.break_prob > 0.0 && self.rng.chance(self.cfg.break_prob) {
+                    // The replies are lost with the connection.
+                    self.break_conn(c);
+                    return;
+                }
+                self.procs[owner].state.handle_replies(now, conn, replies);
+                self.pump(owner);
+            }
+            (Chan::Reply(c), Msg::Closed) => {
+                let (owner, conn) = (self.task_conns[c].owner, self.task_conns[c].conn);
+                if self.by_conn.remove(&(owner, conn)).is_some() && self.procs[owner].alive {
+                    self.procs[owner].state.handle_conn_closed(now, conn, "connection closed");
+                    self.pump(owner);
+                }
+            }
+            _ => unreachable!("message on the wrong kind of connection"),
+        }
+    }
+
+    /// Carries out process `p`'s effects.
+    fn pump(&mut self, p: ProcId) {
+        while let Some(effect) = self.procs[p].state.poll() {
+            let now = self.now();
+            match effect {
+                Effect::Connect { conn, endpoint } => {
+                    let target = (0..self.procs.len()).find(|w| {
+                        let pr = &self.procs[*w];
+                        pr.alive && pr.worker.as_ref().is_some_and(|(_, e)| *e == endpoint)
+                    });
+                    match target.filter(|w| !self.blocked.contains(&(p.min(*w), p.max(*w)))) {
+                        Some(worker) => {
+                            let c = self.task_conns.len();
+                            self.task_conns.push(TaskConn { owner: p, conn, worker, open: true });
+                            self.by_conn.insert((p, conn), c);
+                            self.procs[p].state.handle_connected(now, conn);
+                        }
+                        None => self.procs[p].state.handle_connect_failed(now, conn, "connection refused"),
+                    }
+                }
+                Effect::Send { conn, bytes } => {
+                    if let Some(&c) = self.by_conn.get(&(p, conn))
+                        && self.task_conns[c].open
+                    {
+                        self.push(Chan::Push(c), Msg::Push(bytes));
+                    }
+                }
+                Effect::Close(conn) => {
+                    if let Some(c) = self.by_conn.remove(&(p, conn)) {
+                        self.task_conns[c].open = false;
+                    }
+                }
+                Effect::ToRaylet(msg) => self.send_to_node(p, msg),
+                Effect::Gather { task, slot, parts, combine } => {
+                    let merged = self.merge(p, &parts, combine);
+                    self.procs[p].state.handle_gathered(now, task, slot, merged);
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, p: ProcId, parts: &[(ObjectId, Location)], combine: Combine) -> Result<Bytes, String> {
+        let mut held = Vec::new();
+        for (id, loc) in parts {
+            held.push(match loc {
+                Location::Inline(b) => b.to_vec(),
+                Location::Stored(_) => self.read_pinned(p, *id).map_err(|e| e.to_string())?,
+            });
+        }
+        combine(&held.iter().map(|b| &b[..]).collect::<Vec<_>>())
+    }
+
+    /// Carries out node `n`'s outputs.
+    fn pump_node(&mut self, n: usize) {
+        while let Some(o) = self.nodes[n].node.poll() {
+            match o {
+                Output::Send(client, msg) => {
+                    if let Some(&p) = self.by_client.get(&(n, client)) {
+                        self.push(Chan::FromNode(p), Msg::FromRaylet(msg));
+                    }
+                }
+                Output::Close(client) => {
+                    if let Some(&p) = self.by_client.get(&(n, client)) {
+                        self.kill_process(p);
+                    }
+                }
+                Output::StartWorker(id) => self.start_worker(n, id),
+                Output::ReapWorker(w) => {
+                    let p = (0..self.procs.len()).find(|p| {
+                        self.procs[*p].node == n && self.procs[*p].worker.as_ref().is_some_and(|(i, _)| *i == w)
+                    });
+                    if let Some(p) = p {
+                        self.kill_process(p);
+                    }
+                }
+                // The sim has no disk: spill jobs leave the objects in memory.
+                Output::Spill(job) => self.nodes[n].node.spill_abandoned(&job),
+                Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
+            }
+        }
+    }
+
+    fn start_worker(&mut self, n: usize, id: WorkerId) {
+        let endpoint = Endpoint::Unix(format!("sim/node{n}/worker-{id}"));
+        let root = TaskId::root(uuid_from(self.rng.bytes16()));
+        let p = self.add_proc(n, id, root, Some(endpoint.clone()));
+        self.send_to_node(p, ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint });
+    }
+
+    // ------------------------------------------------------------------ the store
+
+    /// Pins `id` on `p`'s node, copies its bytes and releases it, as a reader would.
+    fn read_pinned(&mut self, p: ProcId, id: ObjectId) -> Result<Vec<u8>, TaskError> {
+        self.flush(Chan::ToNode(p));
+        let (n, client) = (self.procs[p].node, self.procs[p].client);
+        let lost = || TaskError::ObjectLost { object: id.to_string() };
+        if !self.nodes[n].alive {
+            return Err(lost());
+        }
+        match self.nodes[n].node.try_pin(client, id) {
+            Ok(Pin::InMemory { .. }) => {}
+            _ => return Err(lost()),
+        }
+        let bytes = self.nodes[n].data.get(&id).cloned().ok_or_else(lost);
+        self.nodes[n].node.handle(client, ToRaylet::ReleaseObjects { object_ids: vec![id] });
+        self.pump_node(n);
+        bytes
+    }
+
+    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`.
+    fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
+        self.flush(Chan::ToNode(p));
+        let (n, client) = (self.procs[p].node, self.procs[p].client);
+        let sn = &mut self.nodes[n];
+        match sn.node.try_create(client, id, bytes.len() as u64, owner) {
+            Ok(_) => {
+                sn.data.insert(id, bytes.to_vec());
+                sn.node.handle(client, ToRaylet::SealObject { request_id: 0, object_id: id });
+                self.pump_node(n);
+                Ok(())
+            }
+            Err(e) => {
+                let e = sn.node.no_space(e);
+                self.pump_node(n);
+                Err(e)
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ workers
+
+    fn execute(&mut self, w: ProcId, spec: TaskSpec) -> Outcome {
+        let mut args = Vec::with_capacity(spec.args.len());
+        for a in &spec.args {
+            match a {
+                WireArg::Inline(v) => args.push(v.clone()),
+                WireArg::Shared { object_id, .. } => match self.read_pinned(w, *object_id) {
+                    Ok(b) => args.push(b),
+                    Err(e) => return Outcome::Failed(e),
+                },
+            }
+        }
+        let int = |i: usize| args.get(i).and_then(|b| i64::decode(b).ok());
+        let app =
+            |message: String| Outcome::Failed(TaskError::Application { function: spec.function.clone(), message });
+        let value: Vec<u8> = match spec.function.as_str() {
+            functions::ADD => {
+                let sum: Option<i64> = (0..args.len()).map(int).sum();
+                match sum {
+                    Some(v) => v.encode().expect("encodes").to_vec(),
+                    None => return app("add takes i64 arguments".into()),
+                }
+            }
+            functions::BIG => vec![int(0).unwrap_or(0) as u8; BIG].encode().expect("encodes").to_vec(),
+            functions::MEASURE => match args.first().and_then(|b| Vec::<u8>::decode(b).ok()) {
+                Some(v) => {
+                    (v.len() as i64 + i64::from(v.first().copied().unwrap_or(0))).encode().expect("encodes").to_vec()
+                }
+                None => return app("measure takes bytes".into()),
+            },
+            functions::SUM_LIST => match args.first().and_then(|b| Vec::<i64>::decode(b).ok()) {
+                Some(v) => v.iter().sum::<i64>().encode().expect("encodes").to_vec(),
+                None => return app("sum_list takes a list".into()),
+            },
+            functions::FAIL => return app(format!("boom {}", int(0).unwrap_or(0))),
+            functions::SPAWN => {
+                let n = int(0).unwrap_or(0);
+                let now = self.now();
+                let s = Submit {
+                    function: functions::ADD,
+                    shape: ResourceSet::new().with("CPU", 1.0),
+                    max_retries: 0,
+                    target: Target::Pool,
+                    kind: TaskKind::Normal,
+                    keeps: Vec::new(),
+                    carried: Vec::new(),
+                };
+                let st = &mut self.procs[w].state;
+                let mut scope = TaskScope::new(spec.task_id);
+                let tid = st.next_task_id(Some(&mut scope));
+                let child = st.submit(now, tid, s, vec![Arg::Inline(n.encode().expect("encodes"))]);
+                st.remove_local_ref(child);
+                self.pump(w);
+                n.encode().expect("encodes").to_vec()
+            }
+            other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
+        };
+        if value.len() <= self.cfg.max_inline {
+            return Outcome::Inline(value);
+        }
+        let rid = ObjectId::for_return(spec.task_id, 0);
+        match self.store_sync(w, rid, &value, spec.owner) {
+            Ok(()) => Outcome::Shared { offset: 0, len: value.len() as u64 },
+            Err(e) => Outcome::Failed(e),
+        }
+    }
+
+    // ------------------------------------------------------------------ running
+
+    /// Delivers messages and fires timers until nothing is left to happen, or fails
+    /// after `max_steps` (something keeps itself busy forever).
+    pub fn run_until_quiescent(&mut self, max_steps: u64) -> Result<(), String> {
+        for _ in 0..max_steps {
+            if self.step() {
+                continue;
+            }
+            let next = (0..self.procs.len())
+                .filter(|p| self.procs[*p].alive)
+                .filter_map(|p| self.procs[p].state.poll_timeout().map(|t| (t, p)))
+                .min_by_key(|(t, p)| (*t, *p));
+            let Some((at, _)) = next else { return Ok(()) };
+            self.tick = self.tick.max(at.saturating_duration_since(self.base));
+            let now = self.now();
+            for p in 0..self.procs.len() {
+                if self.procs[p].alive && self.procs[p].state.poll_timeout().is_some_and(|t| t <= now) {
+                    self.procs[p].state.handle_timeout(now);
+                    self.pump(p);
+                }
+            }
+        }
+        Err(format!("not quiescent after {max_steps} steps"))
+    }
+
+    /// Moves the clock on by `d` and fires the timers that came due.
+    pub fn advance(&mut self, d: Duration) {
+        self.tick += d;
+        let now = self.now();
+        for p in 0..self.procs.len() {
+            if self.procs[p].alive && self.procs[p].state.poll_timeout().is_some_and(|t| t <= now) {
+                self.procs[p].state.handle_timeout(now);
+                self.pump(p);
+            }
+        }
+    }
+
+    /// After quiescence with every handle dropped: no process tracks an object or a task
+    /// or holds a connection, no store holds an object or a pin, and every lease is back.
+    pub fn check_clean(&self) -> Result<(), String> {
+        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.alive) {
+            let st = &p.state;
+            if st.owned_len() > 0 || st.pending_tasks() > 0 || st.open_conns() > 0 {
+                return Err(format!(
+                    "process {i} still tracks {} objects, {} tasks, {} connections",
+                    st.owned_len(),
+                    st.pending_tasks(),
+                    st.open_conns()
+                ));
+            }
+        }
+        for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.alive) {
+            let s = n.node.stats();
+            if s.store_objects > 0 || s.store_used > 0 || s.store_pinned_objects > 0 {
+                return Err(format!(
+                    "node {i} store still holds {} objects ({} bytes, {} pinned)",
+                    s.store_objects, s.store_used, s.store_pinned_objects
+                ));
+            }
+            if s.available != s.total {
+                return Err(format!("node {i} has resources leased: {} of {}", s.available, s.total));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The sim's root task IDs come from its generator, through the same constructor as a
+/// driver's random root.
+fn uuid_from(b: [u8; 16]) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(b)
+}

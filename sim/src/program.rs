@@ -1,0 +1,269 @@
+//! Random programs over a [`Sim`], and what must hold after each: every `get` resolves
+//! to the value a model of the program predicts, or fails with an error the program or
+//! its faults explain; and once every handle is dropped, nothing is left anywhere.
+//!
+//! A program is drawn from the seed: drivers submit tasks (whose arguments are literals,
+//! futures and lists of futures), put small and large values, read, drop handles, while
+//! messages are delivered in a random order, time passes, and workers are killed.
+
+use std::time::Duration;
+
+use ares_common::codec::Value;
+use ares_common::{ObjectId, TaskError};
+use ares_ownership::Status;
+
+use crate::{BIG, ProcId, Sim, SimArg, SimConfig, functions};
+
+/// The shape of a random program.
+#[derive(Clone, Debug)]
+pub struct ProgramConfig {
+    /// Operations drawn.
+    pub ops: usize,
+    /// Drivers, all on node 0.
+    pub drivers: usize,
+    /// Probability that an operation is followed by killing a random worker.
+    pub kill_prob: f64,
+    /// The simulated cluster.
+    pub sim: SimConfig,
+}
+
+impl ProgramConfig {
+    /// The default program for `seed`: some seeds kill workers, some break connections.
+    pub fn for_seed(seed: u64) -> Self {
+        let mut sim = SimConfig::new(seed);
+        // Vary the faults with the seed, so a run over many seeds covers each mix.
+        sim.break_prob = if seed % 5 == 3 { 0.02 } else { 0.0 };
+        sim.max_delay_us = [0, 50, 2_000][(seed % 3) as usize];
+        ProgramConfig {
+            ops: 100,
+            drivers: 1 + (seed % 2) as usize,
+            kill_prob: if seed % 4 == 1 { 0.03 } else { 0.0 },
+            sim,
+        }
+    }
+}
+
+/// What the run did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Operations run.
+    pub ops: usize,
+    /// `get`s checked at the end.
+    pub gets: usize,
+    /// Messages delivered.
+    pub delivered: u64,
+    /// Workers killed.
+    pub kills: u32,
+    /// Task connections broken.
+    pub breaks: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Int,
+    Bytes,
+}
+
+#[derive(Clone, Debug)]
+enum Expect {
+    /// The encoded value.
+    Value(Vec<u8>),
+    /// One of these errors (rendered).
+    Fails(Vec<String>),
+}
+
+#[derive(Clone, Debug)]
+struct Ref {
+    owner: ProcId,
+    id: ObjectId,
+    kind: Kind,
+    expect: Expect,
+    int: i64,
+}
+
+fn enc<T: Value>(v: &T) -> Vec<u8> {
+    v.encode().expect("encodes").to_vec()
+}
+
+/// Runs the program drawn from `cfg` and checks it.
+pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
+    let mut sim = Sim::new(cfg.sim.clone());
+    let drivers: Vec<ProcId> = (0..cfg.drivers).map(|_| sim.add_driver(0)).collect();
+    let mut refs: Vec<Ref> = Vec::new();
+    let mut gets: Vec<Ref> = Vec::new();
+    for _ in 0..cfg.ops {
+        let d = drivers[sim.rng().below(drivers.len() as u64) as usize];
+        let mine: Vec<usize> = (0..refs.len()).filter(|i| refs[*i].owner == d).collect();
+        let pick = |sim: &mut Sim, kind: Kind| -> Option<Ref> {
+            let of: Vec<&usize> = mine.iter().filter(|i| refs[**i].kind == kind).collect();
+            (!of.is_empty()).then(|| refs[*of[sim.rng().below(of.len() as u64) as usize]].clone())
+        };
+        let retries = sim.rng().below(3) as u32;
+        match sim.rng().below(100) {
+            0..25 => {
+                let n = 1 + sim.rng().below(3);
+                let mut args = Vec::new();
+                let mut sum = 0i64;
+                let mut errors = Vec::new();
+                for _ in 0..n {
+                    match pick(&mut sim, Kind::Int).filter(|_| sim.rng().chance(0.6)) {
+                        Some(r) => {
+                            args.push(SimArg::Ref(r.id));
+                            sum += r.int;
+                            if let Expect::Fails(e) = &r.expect {
+                                errors.extend(e.iter().cloned());
+                            }
+                        }
+                        None => {
+                            let v = sim.rng().below(100) as i64;
+                            args.push(SimArg::Int(v));
+                            sum += v;
+                        }
+                    }
+                }
+                let id = sim.submit(d, functions::ADD, args, retries);
+                let expect = if errors.is_empty() { Expect::Value(enc(&sum)) } else { Expect::Fails(errors) };
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect, int: sum });
+            }
+            25..33 => {
+                let n = sim.rng().below(200) as i64;
+                let id = sim.submit(d, functions::BIG, vec![SimArg::Int(n)], retries);
+                refs.push(Ref {
+                    owner: d,
+                    id,
+                    kind: Kind::Bytes,
+                    expect: Expect::Value(enc(&vec![n as u8; BIG])),
+                    int: n,
+                });
+            }
+            33..41 => {
+                let Some(r) = pick(&mut sim, Kind::Bytes) else { continue };
+                let id = sim.submit(d, functions::MEASURE, vec![SimArg::Ref(r.id)], retries);
+                let v = BIG as i64 + i64::from(r.int as u8);
+                let expect = match &r.expect {
+                    Expect::Fails(e) => Expect::Fails(e.clone()),
+                    Expect::Value(_) => Expect::Value(enc(&v)),
+                };
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect, int: v });
+            }
+            41..47 => {
+                let n = 1 + sim.rng().below(4);
+                let parts: Vec<Ref> = (0..n).filter_map(|_| pick(&mut sim, Kind::Int)).collect();
+                if parts.is_empty() {
+                    continue;
+                }
+                let sum: i64 = parts.iter().map(|r| r.int).sum();
+                let errors: Vec<String> = parts
+                    .iter()
+                    .filter_map(|r| match &r.expect {
+                        Expect::Fails(e) => Some(e.clone()),
+                        Expect::Value(_) => None,
+                    })
+                    .flatten()
+                    .collect();
+                let id = sim.submit(
+                    d,
+                    functions::SUM_LIST,
+                    vec![SimArg::List(parts.iter().map(|r| r.id).collect())],
+                    retries,
+                );
+                let expect = if errors.is_empty() { Expect::Value(enc(&sum)) } else { Expect::Fails(errors) };
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect, int: sum });
+            }
+            47..51 => {
+                let k = sim.rng().below(10) as i64;
+                let id = sim.submit(d, functions::FAIL, vec![SimArg::Int(k)], retries);
+                let e = TaskError::Application { function: functions::FAIL.into(), message: format!("boom {k}") };
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect: Expect::Fails(vec![e.to_string()]), int: 0 });
+            }
+            51..55 => {
+                let n = sim.rng().below(50) as i64;
+                let id = sim.submit(d, functions::SPAWN, vec![SimArg::Int(n)], retries);
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect: Expect::Value(enc(&n)), int: n });
+            }
+            55..63 => {
+                let v = sim.rng().below(1000) as i64;
+                let id = sim.put(d, &enc(&v)).map_err(|e| format!("put of a small value failed: {e}"))?;
+                refs.push(Ref { owner: d, id, kind: Kind::Int, expect: Expect::Value(enc(&v)), int: v });
+            }
+            63..67 => {
+                let n = sim.rng().below(200) as i64;
+                let bytes = enc(&vec![n as u8; BIG]);
+                let id = sim.put(d, &bytes).map_err(|e| format!("put of a large value failed: {e}"))?;
+                refs.push(Ref { owner: d, id, kind: Kind::Bytes, expect: Expect::Value(bytes), int: n });
+            }
+            67..77 => {
+                if let Some(&i) = mine.get(sim.rng().below(mine.len().max(1) as u64) as usize) {
+                    gets.push(refs.remove(i));
+                }
+            }
+            77..87 => {
+                if let Some(&i) = mine.get(sim.rng().below(mine.len().max(1) as u64) as usize) {
+                    let r = refs.remove(i);
+                    sim.drop_ref(r.owner, r.id);
+                }
+            }
+            87..97 => {
+                let n = 1 + sim.rng().below(20);
+                for _ in 0..n {
+                    sim.step();
+                }
+            }
+            _ => {
+                let us = sim.rng().below(200_000);
+                sim.advance(Duration::from_micros(us));
+            }
+        }
+        if cfg.kill_prob > 0.0 && sim.rng().chance(cfg.kill_prob) {
+            let ws = sim.workers(0);
+            if !ws.is_empty() {
+                let w = ws[sim.rng().below(ws.len() as u64) as usize];
+                sim.kill_process(w);
+            }
+        }
+    }
+    sim.run_until_quiescent(2_000_000)?;
+    for g in &gets {
+        check_get(&sim, g)?;
+    }
+    for r in refs.iter().chain(gets.iter()) {
+        sim.drop_ref(r.owner, r.id);
+    }
+    sim.run_until_quiescent(2_000_000)?;
+    // Idle leases go back after their timeout.
+    sim.advance(Duration::from_secs(1));
+    sim.run_until_quiescent(2_000_000)?;
+    sim.check_clean()?;
+    Ok(Summary { ops: cfg.ops, gets: gets.len(), delivered: sim.delivered, kills: sim.kills, breaks: sim.breaks })
+}
+
+fn check_get(sim: &Sim, g: &Ref) -> Result<(), String> {
+    match (sim.status(g.owner, g.id), &g.expect) {
+        (None, _) => Err(format!("get of {}: its owner no longer tracks it", g.id)),
+        (Some(Status::Pending), _) => Err(format!("get of {} never resolved", g.id)),
+        (Some(Status::Ready(_)), Expect::Value(want)) => {
+            let got = sim.read(g.owner, g.id)?;
+            if got != *want {
+                return Err(format!("get of {} returned {} bytes unlike the model's {}", g.id, got.len(), want.len()));
+            }
+            Ok(())
+        }
+        (Some(Status::Ready(_)), Expect::Fails(e)) => {
+            Err(format!("get of {} gave a value where the model expects one of {e:?}", g.id))
+        }
+        (Some(Status::Failed(e)), expect) => {
+            let died = matches!(*e, TaskError::WorkerDied { .. });
+            let allowed = match expect {
+                Expect::Fails(list) => list.contains(&e.to_string()),
+                Expect::Value(_) => false,
+            };
+            // A killed worker or a broken connection explains WorkerDied, for the task or
+            // one it depends on.
+            if allowed || (died && sim.kills + sim.breaks > 0) {
+                Ok(())
+            } else {
+                Err(format!("get of {} failed with `{e}` (kills: {}), the model expects {expect:?}", g.id, sim.kills))
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The harness's faults, each on a small scripted program.
+
+use ares_common::codec::Value;
+use ares_ownership::Status;
+use ares_sim::{Sim, SimArg, SimConfig, functions};
+
+fn value(sim: &Sim, p: usize, id: ares_common::ObjectId) -> i64 {
+    i64::decode(&sim.read(p, id).unwrap()).unwrap()
+}
+
+#[test]
+fn tasks_run_and_everything_winds_down() {
+    let mut sim = Sim::new(SimConfig::new(1));
+    let d = sim.add_driver(0);
+    let a = sim.submit(d, functions::ADD, vec![SimArg::Int(1), SimArg::Int(2)], 0);
+    let b = sim.submit(d, functions::ADD, vec![SimArg::Ref(a), SimArg::Int(10)], 0);
+    let l = sim.submit(d, functions::SUM_LIST, vec![SimArg::List(vec![a, b])], 0);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d, b), 13);
+    assert_eq!(value(&sim, d, l), 16);
+    for id in [a, b, l] {
+        sim.drop_ref(d, id);
+    }
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
+
+#[test]
+fn a_partition_between_a_driver_and_its_workers_is_survived_by_new_workers() {
+    let mut sim = Sim::new(SimConfig::new(2));
+    let d = sim.add_driver(0);
+    sim.run_until_quiescent(100_000).unwrap();
+    let old = sim.workers(0);
+    assert_eq!(old.len(), 2);
+    sim.partition(&[d], &old);
+    let r = sim.submit(d, functions::ADD, vec![SimArg::Int(5)], 0);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d, r), 5, "a refused connection gives the lease back and a new worker runs it");
+    assert!(old.iter().any(|w| !sim.alive(*w)), "the unreachable worker was reaped");
+    sim.heal();
+    sim.drop_ref(d, r);
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
+
+#[test]
+fn a_cut_connection_retries_the_task_and_without_retries_it_fails_worker_died() {
+    for (retries, ok) in [(1, true), (0, false)] {
+        let mut sim = Sim::new(SimConfig::new(3));
+        let d = sim.add_driver(0);
+        let r = sim.submit(d, functions::ADD, vec![SimArg::Int(7)], retries);
+        // Deliver until the push is on its way, then cut every task connection.
+        while sim.step() {
+            if sim.workers(0).iter().any(|w| sim.state(d).open_conns() > 0 && sim.alive(*w)) {
+                break;
+            }
+        }
+        for w in sim.workers(0) {
+            sim.cut(d, w);
+        }
+        sim.run_until_quiescent(100_000).unwrap();
+        match sim.status(d, r) {
+            Some(Status::Ready(_)) if ok => assert_eq!(value(&sim, d, r), 7),
+            Some(Status::Failed(e)) if !ok => {
+                assert!(matches!(*e, ares_common::TaskError::WorkerDied { .. }), "{e}")
+            }
+            other => panic!("retries {retries}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn killing_a_node_leaves_another_node_working() {
+    let mut cfg = SimConfig::new(4);
+    cfg.nodes = 2;
+    let mut sim = Sim::new(cfg);
+    let d0 = sim.add_driver(0);
+    let d1 = sim.add_driver(1);
+    let a = sim.submit(d1, functions::BIG, vec![SimArg::Int(3)], 0);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert!(matches!(sim.status(d1, a), Some(Status::Ready(_))));
+    sim.kill_node(1);
+    assert!(!sim.alive(d1));
+    let r = sim.submit(d0, functions::ADD, vec![SimArg::Int(1)], 0);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d0, r), 1);
+}
+
+#[test]
+fn a_killed_owner_frees_what_it_owned_on_its_node() {
+    let mut sim = Sim::new(SimConfig::new(5));
+    let d = sim.add_driver(0);
+    let keep = sim.add_driver(0);
+    let big = sim.put(d, &vec![9u8; 64 << 10]).unwrap();
+    let mine = sim.put(keep, &vec![1u8; 64 << 10]).unwrap();
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.kill_process(d);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert!(sim.read(keep, mine).is_ok());
+    let _ = big;
+    sim.drop_ref(keep, mine);
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
