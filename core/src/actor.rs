@@ -169,7 +169,7 @@ where
 {
     fn deserialize_with(a: &ArchivedHandleWire, _: &mut D) -> std::result::Result<Arc<HandleInner>, D::Error> {
         let id = ActorId(a.actor_id.0);
-        let cw = crate::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
+        let cw = crate::runtime::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
         let class: Arc<str> = Arc::from(a.class.as_str());
         let retries = a.max_task_retries.to_native();
         if crate::capture::passive() {
@@ -355,7 +355,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
     }
 
     fn start(&self, args: Vec<PreparedArg>) -> Result<ActorHandle<F::Actor>> {
-        let cw = crate::current()?;
+        let cw = crate::runtime::current()?;
         let ctor = std::any::type_name::<F>();
         let class: Arc<str> = Arc::from(std::any::type_name::<F::Actor>());
         let (specs, keep, error) = prepare_args(args, ctor);
@@ -392,7 +392,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
         match self.start(args) {
             Ok(h) => h,
             Err(e) => {
-                let cw = crate::current().unwrap_or_else(|e| panic!("ares::actor(..).spawn(..): {e}"));
+                let cw = crate::runtime::current().unwrap_or_else(|e| panic!("ares::actor(..).spawn(..): {e}"));
                 let id = ActorId::from_uuid(uuid::Uuid::new_v4());
                 let class: Arc<str> = Arc::from(std::any::type_name::<F::Actor>());
                 let error = match e {
@@ -451,7 +451,7 @@ pub fn kill<A>(handle: &ActorHandle<A>) -> Result<()> {
 /// Finds the live actor registered under `name` on this node (from any driver) and
 /// returns a handle to it; this process becomes a borrower.
 pub fn get_actor<A: 'static>(name: &str) -> Result<ActorHandle<A>> {
-    let cw = crate::current()?;
+    let cw = crate::runtime::current()?;
     let info = cw.lookup_actor_by_name(name)?;
     let requested = std::any::type_name::<A>();
     if info.class != requested {

@@ -31,6 +31,7 @@ mod object_ref;
 mod raylet_client;
 mod registry;
 mod remote;
+mod runtime;
 /// The core worker's sans-IO state machine, public for the deterministic simulation
 /// (`ares-sim`); not a stable API.
 #[doc(hidden)]
@@ -38,7 +39,6 @@ pub mod state;
 mod store_client;
 mod worker;
 
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub use actor::{ActorBuilder, ActorCtor, ActorHandle, ActorMethod, ByMut, ByRef, IntoArgs, actor, get_actor, kill};
@@ -52,6 +52,7 @@ pub use object_ref::{ObjectRef, View};
 pub use remote::{IntoArg, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
 
 use core_worker::{CoreConfig, CoreWorker};
+use runtime::{RUNTIME, Runtime, current, init_logging};
 
 /// What `#[ares::remote]` expands to. Not part of the API.
 #[doc(hidden)]
@@ -62,27 +63,6 @@ pub mod __private {
     };
     pub use ares_common::wire::Outcome;
     pub use linkme;
-}
-
-struct Runtime {
-    cw: Arc<CoreWorker>,
-    /// The embedded raylet, if this process runs one.
-    raylet: Option<ares_raylet::Raylet>,
-    /// The raylet's socket.
-    address: String,
-}
-
-static RUNTIME: RwLock<Option<Runtime>> = RwLock::new(None);
-
-pub(crate) fn current() -> Result<Arc<CoreWorker>> {
-    let g = RUNTIME.read().unwrap_or_else(|p| p.into_inner());
-    g.as_ref().map(|r| r.cw.clone()).ok_or(Error::NotInitialized)
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 /// Starts the runtime with the defaults, overridden by `ARES_*` environment variables

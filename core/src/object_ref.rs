@@ -129,7 +129,7 @@ where
     fn deserialize_with(a: &ArchivedRefWire, d: &mut D) -> Result<Arc<RefInner>, D::Error> {
         let id: ObjectId = rkyv::Deserialize::deserialize(&a.id, d)?;
         let owner: Address = rkyv::Deserialize::deserialize(&a.owner, d)?;
-        let cw = crate::current().map_err(|e| D::Error::new(NoRuntime(e.to_string())))?;
+        let cw = crate::runtime::current().map_err(|e| D::Error::new(NoRuntime(e.to_string())))?;
         let mine = owner.worker == cw.worker_id();
         let owner = if mine { cw.address() } else { Arc::new(owner) };
         // In the owner a decoded ref is one more handle family, unless the object is

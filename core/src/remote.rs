@@ -210,7 +210,7 @@ where
     }
 
     fn submit(&self, args: Vec<PreparedArg>) -> ObjectRef<F::Output> {
-        let cw = crate::current().unwrap_or_else(|e| panic!("ares::remote(..).call(..): {e}"));
+        let cw = crate::runtime::current().unwrap_or_else(|e| panic!("ares::remote(..).call(..): {e}"));
         let function = std::any::type_name::<F>();
         let (specs, keep, encode_error) = prepare(args);
         let submit = Submit {

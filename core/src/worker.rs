@@ -97,7 +97,7 @@ fn main() -> ! {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    super::init_logging();
+    crate::runtime::init_logging();
     let code = match run() {
         Ok(()) => 0,
         Err(e) => {
@@ -133,8 +133,8 @@ fn run() -> Result<(), String> {
     let cw = CoreWorker::start(cfg, worker_id, root, Some(listen_addr), hello, || std::process::exit(0))
         .map_err(|e| e.to_string())?;
     let address = std::env::var("ARES_RAYLET_SOCKET").unwrap_or_default();
-    *super::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
-        Some(super::Runtime { cw: cw.clone(), raylet: None, address });
+    *crate::runtime::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
+        Some(crate::runtime::Runtime { cw: cw.clone(), raylet: None, address });
     loop {
         let conn = match listener.accept() {
             Ok(c) => c,
