@@ -662,24 +662,10 @@ impl CoreState {
         let class = c.class.clone();
         let create = c.owned.as_ref().map(|o| o.create_tid);
         // Calls that may have run are retried only if marked retryable, in their order.
-        let mut requeue = Vec::new();
-        for (tid, _) in conn.in_flight {
-            if Some(tid) == create {
-                continue;
-            }
-            let Some(task) = self.tasks.get_mut(&tid) else {
-                continue;
-            };
-            task.attempts += 1;
-            if task.retries_left > 0 && !self.stopped {
-                task.retries_left -= 1;
-                requeue.push(tid);
-            } else {
-                let reason = "its process died while this call was running \
-                              (set max_task_retries to re-run calls that are safe to repeat)";
-                self.fail_task(tid, died(a, &class, reason));
-            }
-        }
+        let calls = conn.in_flight.into_iter().map(|(t, _)| t).filter(|t| Some(*t) != create);
+        let reason = "its process died while this call was running \
+                      (set max_task_retries to re-run calls that are safe to repeat)";
+        let (requeue, _) = self.retry_or_fail(calls, |_| died(a, &class, reason));
         if let Some(c) = self.callers.get_mut(&a) {
             for tid in requeue.into_iter().rev() {
                 c.queue.push_front(tid);

@@ -996,9 +996,32 @@ impl CoreState {
         if let Some(st) = self.shapes.get_mut(&shape) {
             st.leases.retain(|l| *l != conn_id);
         }
-        let mut stale = Vec::new();
-        let mut retry = Vec::new();
-        for (tid, _) in conn.in_flight {
+        let in_flight = conn.in_flight.into_iter().map(|(t, _)| t);
+        let (retry, failed) = self.retry_or_fail(in_flight, |task| TaskError::WorkerDied {
+            function: task.function.to_string(),
+            attempts: task.attempts,
+        });
+        // The dead worker may have sealed results before dying.
+        let stale = failed.into_iter().map(|t| ObjectId::for_return(t, 0)).collect();
+        if let Some(st) = self.shapes.get_mut(&shape) {
+            for tid in retry.into_iter().rev() {
+                st.queue.push_front(tid);
+            }
+        }
+        self.dispatch(now, &shape);
+        self.delete_stale(stale);
+    }
+
+    /// Counts an attempt for each task that was in flight on a lost connection: those
+    /// with retries left are returned (in order) to be queued again, the others fail with
+    /// `error(task)` and are returned second.
+    fn retry_or_fail(
+        &mut self,
+        in_flight: impl IntoIterator<Item = TaskId>,
+        error: impl Fn(&Task) -> TaskError,
+    ) -> (Vec<TaskId>, Vec<TaskId>) {
+        let (mut retry, mut failed) = (Vec::new(), Vec::new());
+        for tid in in_flight {
             let Some(task) = self.tasks.get_mut(&tid) else {
                 continue;
             };
@@ -1007,19 +1030,12 @@ impl CoreState {
                 task.retries_left -= 1;
                 retry.push(tid);
             } else {
-                let error = TaskError::WorkerDied { function: task.function.to_string(), attempts: task.attempts };
-                self.fail_task(tid, error);
-                // The dead worker may have sealed a result before dying.
-                stale.push(ObjectId::for_return(tid, 0));
+                let e = error(task);
+                self.fail_task(tid, e);
+                failed.push(tid);
             }
         }
-        if let Some(st) = self.shapes.get_mut(&shape) {
-            for tid in retry.into_iter().rev() {
-                st.queue.push_front(tid);
-            }
-        }
-        self.dispatch(now, &shape);
-        self.delete_stale(stale);
+        (retry, failed)
     }
 
     /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
