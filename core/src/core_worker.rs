@@ -525,6 +525,13 @@ impl CoreWorker {
         keeps: Vec<ActorId>,
         carried: Vec<ObjectId>,
     ) -> ObjectId {
+        if !self.needs_store(&args) {
+            let args = args.into_iter().map(ArgSpec::into_unstored).collect();
+            return self.run(|st, now| {
+                let task_id = Self::with_scope(|scope| st.next_task_id(scope));
+                st.submit_actor_call(now, task_id, actor, function, args, keeps, carried)
+            });
+        }
         let task_id = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
         let (args, early) = self.store_args(task_id, function, args);
         self.run(|st, now| match early {
