@@ -8,17 +8,17 @@
 //! model-checked under loom in `tests`:
 //! - each object is freed exactly once, and never while a handle or a pending task
 //!   still refers to it;
-//! - a waiter blocked in [`SharedTable::wait_while`] wakes once the object is ready.
+//! - a waiter blocked in [`Shared::wait_while`] wakes once the object is ready.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
     Condvar, Mutex, MutexGuard,
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicU64, AtomicUsize, Ordering},
 };
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     Condvar, Mutex, MutexGuard,
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicU64, AtomicUsize, Ordering},
 };
 
 #[cfg(doc)]
@@ -30,6 +30,9 @@ pub struct Shared<T> {
     changed: Condvar,
     /// Bumped by every `notify`, so a waiter can spin on it without taking the lock.
     version: AtomicU64,
+    /// Threads blocked (or about to block) on `changed`: `notify` skips the wake-up
+    /// system call when there are none, which is the common case (waiters spin first).
+    waiters: AtomicUsize,
 }
 
 impl<T: Default> Default for Shared<T> {
@@ -41,7 +44,12 @@ impl<T: Default> Default for Shared<T> {
 impl<T> Shared<T> {
     /// Shares `state`.
     pub fn new(state: T) -> Self {
-        Shared { state: Mutex::new(state), changed: Condvar::new(), version: AtomicU64::new(0) }
+        Shared {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+            version: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+        }
     }
 
     /// Locks the state. A poisoned lock is recovered: the state machines kept here have
@@ -50,13 +58,18 @@ impl<T> Shared<T> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wakes every waiter after a status change.
+    /// Wakes every waiter after a status change. Call it after releasing the lock the
+    /// change was made under.
     pub fn notify(&self) {
         self.version.fetch_add(1, Ordering::Release);
-        self.changed.notify_all();
+        // A waiter registers under the lock before it blocks, so one that saw the state
+        // before this change is counted by now; one that locks later sees the change.
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.changed.notify_all();
+        }
     }
 
-    /// A counter that changes whenever [`SharedTable::notify`] runs: a waiter that expects
+    /// A counter that changes whenever [`Shared::notify`] runs: a waiter that expects
     /// a change soon may spin on it before blocking.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
@@ -67,13 +80,18 @@ impl<T> Shared<T> {
     where
         F: FnMut(&T) -> bool,
     {
+        if !pending(&guard) {
+            return guard;
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
         while pending(&guard) {
             guard = self.changed.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
         guard
     }
 
-    /// Like [`SharedTable::wait_while`] but gives up after `timeout`; returns the guard
+    /// Like [`Shared::wait_while`] but gives up after `timeout`; returns the guard
     /// and whether the condition still holds.
     #[cfg(not(loom))]
     pub fn wait_while_timeout<'a, F>(
@@ -85,8 +103,13 @@ impl<T> Shared<T> {
     where
         F: FnMut(&T) -> bool,
     {
+        if !pending(&guard) {
+            return (guard, false);
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
         let (g, res) =
             self.changed.wait_timeout_while(guard, timeout, |t| pending(t)).unwrap_or_else(|p| p.into_inner());
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
         guard = g;
         (guard, res.timed_out())
     }
