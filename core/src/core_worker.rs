@@ -3,11 +3,9 @@
 //!
 //! - Every event (a user call, replies read from a worker connection, a raylet message,
 //!   a timer) runs as `run(|state, now| ..)`: the time is read here, the state is updated
-//!   under its lock, and its effects go out in order just after the lock is let go (an
-//!   IO lock taken before it keeps the order), so waiters and submitters need not wait
-//!   for socket writes. Effects never block: sends go through each connection's
-//!   non-blocking `Sender`, so a reader thread dispatching new pushes can never wait on a
-//!   peer that waits on us.
+//!   under one lock, and its effects are carried out in order before the lock is let go.
+//!   Effects never block: sends go through each connection's non-blocking `Sender`, so a
+//!   reader thread dispatching new pushes can never wait on a peer that waits on us.
 //!   The one effect that may block (merging a gathered argument pins objects at the
 //!   raylet) runs after the lock is released and reports back through `run`.
 //! - Waiters (`get`, `wait`, a handle's registration) block on the condition variable
@@ -90,6 +88,7 @@ pub(crate) struct SpawnSpec {
 
 struct Inner {
     state: CoreState,
+    conns: DetMap<ConnId, Sender>,
 }
 
 /// A merge the state asked for, carried out off the lock.
@@ -102,11 +101,6 @@ struct GatherJob {
 
 pub(crate) struct CoreWorker {
     shared: Shared<Inner>,
-    /// The senders of open worker connections. Taken before the state's lock is let go
-    /// and held while effects go out, so they reach the sockets in the state's order
-    /// while waiters and submitters already use the state (never the other way round:
-    /// whoever holds this lock never waits for the state's).
-    io: Mutex<DetMap<ConnId, Sender>>,
     raylet: Arc<RayletClient>,
     pub(crate) store: Arc<StoreClient>,
     max_frame: usize,
@@ -150,8 +144,7 @@ impl CoreWorker {
             max_in_flight: cfg.max_in_flight.max(1),
         });
         let cw = Arc::new_cyclic(|me| CoreWorker {
-            shared: Shared::new(Inner { state }),
-            io: Mutex::new(DetMap::default()),
+            shared: Shared::new(Inner { state, conns: DetMap::default() }),
             raylet: raylet.clone(),
             store: Arc::new(StoreClient::new(raylet.clone(), pool, cfg.max_inline)),
             max_frame: cfg.max_frame,
@@ -217,35 +210,42 @@ impl CoreWorker {
         let mut g = self.shared.lock();
         let r = f(&mut g.state);
         let mut gathers = Vec::new();
-        let out = self.decide(&mut g, &mut gathers);
+        self.carry_out(&mut g, &mut gathers);
         let changed = g.state.take_changed();
         let timer = g.state.take_timer_changed();
-        if out.is_empty() {
-            // Nothing goes out (a put, a dropped ref): no IO lock to take.
-            drop(g);
-            if changed {
-                self.shared.notify();
-            }
-            self.kick_if(timer);
-            return (r, gathers);
-        }
-        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
         drop(g);
         if changed {
             self.shared.notify();
         }
-        for effect in out {
+        if timer {
+            let (lock, cv) = &self.kick;
+            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_one();
+        }
+        (r, gathers)
+    }
+
+    /// Carries out the state's effects, in order (under the lock: none of them blocks).
+    fn carry_out(&self, g: &mut Inner, gathers: &mut Vec<GatherJob>) {
+        while let Some(effect) = g.state.poll() {
             match effect {
                 Effect::Send { conn, bytes } => {
-                    if let Some(tx) = io.get(&conn) {
+                    if let Some(tx) = g.conns.get(&conn) {
                         // A failed send closes the connection; its reader reports the end.
                         if let Err(e) = tx.send_framed(&bytes) {
                             tracing::debug!("push to worker failed: {e}");
                         }
                     }
                 }
+                Effect::Connect { conn, endpoint } => match self.open(conn, &endpoint) {
+                    Ok(tx) => {
+                        g.conns.insert(conn, tx);
+                        g.state.handle_connected(Instant::now(), conn);
+                    }
+                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
+                },
                 Effect::Close(conn) => {
-                    if let Some(tx) = io.remove(&conn) {
+                    if let Some(tx) = g.conns.remove(&conn) {
                         tx.close();
                     }
                 }
@@ -253,42 +253,9 @@ impl CoreWorker {
                     // If the raylet is gone, so is everything these messages are about.
                     let _ = self.raylet.send(&msg);
                 }
-                Effect::Connect { .. } | Effect::Gather { .. } => unreachable!("handled in decide"),
-            }
-        }
-        drop(io);
-        self.kick_if(timer);
-        (r, gathers)
-    }
-
-    /// Wakes the housekeeping thread if a timer moved earlier.
-    fn kick_if(&self, timer: bool) {
-        if timer {
-            let (lock, cv) = &self.kick;
-            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            cv.notify_one();
-        }
-    }
-
-    /// Takes the state's effects in order. Connections are opened here, under the state's
-    /// lock, since the state answers at once (`handle_connected`) and may push on them;
-    /// merges are set aside to run off the lock; the rest is returned to go out.
-    fn decide(&self, g: &mut Inner, gathers: &mut Vec<GatherJob>) -> Vec<Effect> {
-        let mut out = Vec::new();
-        while let Some(effect) = g.state.poll() {
-            match effect {
-                Effect::Connect { conn, endpoint } => match self.open(conn, &endpoint) {
-                    Ok(tx) => {
-                        self.io.lock().unwrap_or_else(|p| p.into_inner()).insert(conn, tx);
-                        g.state.handle_connected(Instant::now(), conn);
-                    }
-                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
-                },
                 Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
-                other => out.push(other),
             }
         }
-        out
     }
 
     /// Connects to a worker and starts the reader of its replies.
@@ -617,7 +584,9 @@ impl CoreWorker {
         // Wake waiters (a handle's registration will not be answered any more).
         self.shared.notify();
         self.raylet.close();
-        self.kick_if(true);
+        let (lock, cv) = &self.kick;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_one();
     }
 }
 
