@@ -210,8 +210,12 @@ impl CoreWorker {
         let mut g = self.shared.lock();
         let r = f(&mut g.state);
         let mut gathers = Vec::new();
+        let early = g.state.take_changed();
+        if early {
+            self.shared.bump();
+        }
         self.carry_out(&mut g, &mut gathers);
-        let changed = g.state.take_changed();
+        let changed = g.state.take_changed() || early;
         let timer = g.state.take_timer_changed();
         drop(g);
         if changed {

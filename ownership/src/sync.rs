@@ -69,6 +69,12 @@ impl<T> Shared<T> {
         }
     }
 
+    /// Bumps the version only (for waiters that spin on it); they still need the lock to
+    /// look, so this may be called while holding it. Follow with `notify`.
+    pub fn bump(&self) {
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
     /// A counter that changes whenever [`Shared::notify`] runs: a waiter that expects
     /// a change soon may spin on it before blocking.
     pub fn version(&self) -> u64 {
