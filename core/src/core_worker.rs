@@ -458,17 +458,31 @@ impl CoreWorker {
 
     /// Submits a task; returns the ID of its return object (owned, one local handle).
     pub(crate) fn submit(&self, s: Submit, args: Vec<ArgSpec>) -> ObjectId {
+        self.submit_in_state(s.function, args, |st, now, task_id, args, early| {
+            st.submit_with(now, task_id, s, args, early)
+        })
+    }
+
+    /// Names a new task, turns its arguments into the state's terms and runs `f` with
+    /// them (and the error of an argument that could not be stored). Arguments that need
+    /// no storing take one trip through the state; otherwise the task is named first, so
+    /// its large arguments are stored under its ID.
+    fn submit_in_state<R>(
+        &self,
+        function: &str,
+        args: Vec<ArgSpec>,
+        f: impl FnOnce(&mut CoreState, Instant, TaskId, Vec<Arg>, Option<TaskError>) -> R,
+    ) -> R {
         if !self.needs_store(&args) {
-            // The common case: nothing to store first, so one trip through the state.
             let args = args.into_iter().map(ArgSpec::into_unstored).collect();
             return self.run(|st, now| {
                 let task_id = Self::with_scope(|scope| st.next_task_id(scope));
-                st.submit(now, task_id, s, args)
+                f(st, now, task_id, args, None)
             });
         }
         let task_id = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
-        let (args, early) = self.store_args(task_id, s.function, args);
-        self.run(|st, now| st.submit_with(now, task_id, s, args, early))
+        let (args, early) = self.store_args(task_id, function, args);
+        self.run(|st, now| f(st, now, task_id, args, early))
     }
 
     /// Records a call that failed before submission (its arguments could not be encoded).
@@ -502,15 +516,12 @@ impl CoreWorker {
         if let Some(e) = actor_reply_error(answer) {
             return Err(Error::Task(e));
         }
-        let create_tid = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
-        let (args, early) = self.store_args(create_tid, spawn.state.ctor, args);
-        self.run(|st, now| {
-            if let Some(e) = early {
+        self.submit_in_state(spawn.state.ctor, args, |st, now, create_tid, args, early| match early {
+            Some(e) => {
                 st.dead_actor(id, spawn.state.class.clone(), e.clone());
                 st.submit_failed(create_tid, e);
-                return;
             }
-            st.create_actor(now, id, spawn.state, create_tid, args, keeps, carried);
+            None => st.create_actor(now, id, spawn.state, create_tid, args, keeps, carried),
         });
         Ok(())
     }
@@ -529,16 +540,7 @@ impl CoreWorker {
         keeps: Vec<ActorId>,
         carried: Vec<ObjectId>,
     ) -> ObjectId {
-        if !self.needs_store(&args) {
-            let args = args.into_iter().map(ArgSpec::into_unstored).collect();
-            return self.run(|st, now| {
-                let task_id = Self::with_scope(|scope| st.next_task_id(scope));
-                st.submit_actor_call(now, task_id, actor, function, args, keeps, carried)
-            });
-        }
-        let task_id = self.run_untimed(|st| Self::with_scope(|scope| st.next_task_id(scope)));
-        let (args, early) = self.store_args(task_id, function, args);
-        self.run(|st, now| match early {
+        self.submit_in_state(function, args, |st, now, task_id, args, early| match early {
             Some(e) => st.submit_failed(task_id, e),
             None => st.submit_actor_call(now, task_id, actor, function, args, keeps, carried),
         })

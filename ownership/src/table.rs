@@ -155,10 +155,6 @@ impl Entry {
     fn cold(&mut self) -> &mut Cold {
         self.cold.get_or_insert_with(Default::default)
     }
-
-    fn into_contained(self) -> Vec<ObjectId> {
-        self.cold.map(|c| c.contained).unwrap_or_default()
-    }
 }
 
 /// The objects one process owns.
@@ -344,18 +340,24 @@ impl OwnershipTable {
     }
 
     fn maybe_free(&mut self, id: ObjectId) {
-        let Some(e) = self.objects.get(&id) else {
-            return;
-        };
-        // A pending object out of scope keeps its record until its task reports, so
-        // the value is freed then.
-        if e.in_scope() || matches!(e.status, Status::Pending) {
-            return;
+        if let Some(inner) = self.free_if_unused(id) {
+            self.release_contained(inner);
         }
-        let e = self.objects.remove(&id).expect("present");
-        let location = if let Status::Ready(l) = &e.status { Some(l.clone()) } else { None };
+    }
+
+    /// Frees `id` if nothing holds it and its value is known (a pending object out of
+    /// scope keeps its record until its task reports, so the value is freed then).
+    /// Returns the refs its value contained, which it held.
+    fn free_if_unused(&mut self, id: ObjectId) -> Option<Vec<ObjectId>> {
+        let e = self.objects.get(&id)?;
+        if e.in_scope() || matches!(e.status, Status::Pending) {
+            return None;
+        }
+        let mut e = self.objects.remove(&id).expect("present");
+        let contained = e.cold.take().map(|c| c.contained).unwrap_or_default();
+        let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
         self.effects.push_back(Effect::Free { id, location });
-        self.release_contained(e.into_contained());
+        Some(contained)
     }
 
     fn release_contained(&mut self, inner: Vec<ObjectId>) {
@@ -366,13 +368,7 @@ impl OwnershipTable {
                 continue;
             };
             e.contained_in = e.contained_in.saturating_sub(1);
-            if e.in_scope() || matches!(e.status, Status::Pending) {
-                continue;
-            }
-            let e = self.objects.remove(&id).expect("present");
-            let location = if let Status::Ready(l) = &e.status { Some(l.clone()) } else { None };
-            self.effects.push_back(Effect::Free { id, location });
-            stack.extend(e.into_contained());
+            stack.extend(self.free_if_unused(id).unwrap_or_default());
         }
     }
 }

@@ -350,10 +350,14 @@ impl Node {
                 let stats = self.stats();
                 self.send(client, FromRaylet::Stats { request_id, stats });
             }
-            ToRaylet::CreateObject { request_id, .. } | ToRaylet::PinObject { request_id, .. } => {
-                // The driver routes these to try_create / try_pin; answer rather than drop.
-                let error = TaskError::ObjectLost { object: "(a store request sent to the wrong handler)".into() };
+            // The driver routes these to try_create / try_pin; answer rather than drop.
+            ToRaylet::CreateObject { request_id, object_id, .. } => {
+                let error = TaskError::ObjectLost { object: format!("{object_id} (create sent to the wrong handler)") };
                 self.send(client, FromRaylet::CreateFailed { request_id, error });
+            }
+            ToRaylet::PinObject { request_id, object_id } => {
+                let error = TaskError::ObjectLost { object: format!("{object_id} (pin sent to the wrong handler)") };
+                self.send(client, FromRaylet::PinFailed { request_id, error });
             }
         }
     }

@@ -774,13 +774,7 @@ impl Sim {
                 .min_by_key(|(t, p)| (*t, *p));
             let Some((at, _)) = next else { return Ok(()) };
             self.tick = self.tick.max(at.saturating_duration_since(self.base));
-            let now = self.now();
-            for p in 0..self.procs.len() {
-                if self.procs[p].alive && self.procs[p].state.poll_timeout().is_some_and(|t| t <= now) {
-                    self.procs[p].state.handle_timeout(now);
-                    self.pump(p);
-                }
-            }
+            self.fire_timers();
         }
         Err(format!("not quiescent after {max_steps} steps"))
     }
@@ -788,6 +782,11 @@ impl Sim {
     /// Moves the clock on by `d` and fires the timers that came due.
     pub fn advance(&mut self, d: Duration) {
         self.tick += d;
+        self.fire_timers();
+    }
+
+    /// Runs the timers of every live process that came due.
+    fn fire_timers(&mut self) {
         let now = self.now();
         for p in 0..self.procs.len() {
             if self.procs[p].alive && self.procs[p].state.poll_timeout().is_some_and(|t| t <= now) {

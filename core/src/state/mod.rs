@@ -848,19 +848,17 @@ impl CoreState {
 
     /// The driver could not open `conn`; nothing was sent on it.
     pub fn handle_connect_failed(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        let Some(c) = self.conns.remove(&conn) else {
+        let Some(c) = self.conns.get(&conn) else {
             return;
         };
         tracing::debug!("could not connect to {}: {reason}", c.endpoint);
         match c.role {
-            Role::Lease { lease_id, shape, .. } => {
-                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
-                if let Some(st) = self.shapes.get_mut(&shape) {
-                    st.leases.retain(|l| *l != conn);
-                }
-                self.dispatch(now, &shape);
+            // Nothing was pushed on it, so losing it costs no task an attempt.
+            Role::Lease { .. } => self.on_lease_lost(now, conn, reason),
+            Role::Actor { actor, lease } => {
+                let c = self.conns.remove(&conn).expect("present");
+                self.actor_connect_failed(now, actor, conn, lease, &c.endpoint, reason)
             }
-            Role::Actor { actor, lease } => self.actor_connect_failed(now, actor, conn, lease, &c.endpoint, reason),
         }
         self.flush_frees();
     }

@@ -82,6 +82,16 @@ fn sent(effects: &[Effect], on: ConnId) -> Vec<TaskSpec> {
         .collect()
 }
 
+/// Grants the first lease request among the pending effects as `lease` and opens its
+/// connection; returns the connection and what was pushed on it.
+fn open_lease(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<TaskSpec>) {
+    let requests = lease_requests(&effects(st));
+    let conn = grant(st, now, *requests.first().expect("a lease was requested"), lease);
+    st.handle_connected(now, conn);
+    let pushed = sent(&effects(st), conn);
+    (conn, pushed)
+}
+
 fn done(task_id: TaskId, v: i64) -> FromWorker {
     FromWorker::Done { task_id, outcome: Outcome::Inline(v.encode().unwrap().to_vec()) }
 }
@@ -192,10 +202,8 @@ fn a_lost_worker_retries_in_flight_tasks_then_fails_them_and_deletes_stray_copie
     let t0 = Instant::now();
     let tid = st.next_task_id(None);
     let rid = st.submit(t0, tid, submit_spec("f"), vec![]);
-    let requests = lease_requests(&effects(&mut st));
-    let conn = grant(&mut st, t0, requests[0], 1);
-    st.handle_connected(t0, conn);
-    assert_eq!(sent(&effects(&mut st), conn).len(), 1);
+    let (conn, pushed) = open_lease(&mut st, t0, 1);
+    assert_eq!(pushed.len(), 1);
 
     st.handle_conn_closed(t0, conn, "connection closed");
     let e = effects(&mut st);
@@ -243,10 +251,7 @@ fn short_tasks_are_pipelined_on_one_worker() {
     let t0 = Instant::now();
     let first = st.next_task_id(None);
     st.submit(t0, first, submit_spec("f"), vec![]);
-    let requests = lease_requests(&effects(&mut st));
-    let conn = grant(&mut st, t0, requests[0], 1);
-    st.handle_connected(t0, conn);
-    effects(&mut st);
+    let (conn, _) = open_lease(&mut st, t0, 1);
     // One reply 10 µs after the push teaches the state that tasks are short.
     st.handle_replies(t0 + Duration::from_micros(10), conn, vec![done(first, 0)]);
     effects(&mut st);
@@ -385,10 +390,7 @@ fn stop_fails_everything_and_returns_the_leases() {
     let t0 = Instant::now();
     let tid = st.next_task_id(None);
     let rid = st.submit(t0, tid, submit_spec("f"), vec![]);
-    let request = lease_requests(&effects(&mut st))[0];
-    let conn = grant(&mut st, t0, request, 1);
-    st.handle_connected(t0, conn);
-    effects(&mut st);
+    let (conn, _) = open_lease(&mut st, t0, 1);
     st.stop();
     assert!(matches!(st.status(rid), Some(Status::Failed(e)) if matches!(**e, TaskError::RuntimeShutdown)));
     let e = effects(&mut st);
