@@ -18,6 +18,9 @@ pub mod error;
 pub mod frame;
 pub mod ids;
 pub mod resources;
+// rkyv generates undocumented archived twins of these types.
+#[allow(missing_docs)]
+pub mod strategy;
 #[allow(missing_docs)]
 pub mod wire;
 
@@ -26,3 +29,4 @@ pub use config::{Config, ConfigError};
 pub use error::{FrameError, TaskError};
 pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;
+pub use strategy::Strategy;

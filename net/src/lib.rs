@@ -8,8 +8,8 @@
 //! the connection's end to callbacks.
 //!
 //! Addresses are [`Endpoint`]s: `Unix(path)` within a node, `Quic { node, addr }` between
-//! nodes. Only Unix sockets are implemented here yet; the QUIC transport arrives with the
-//! cluster and plugs in behind the same types.
+//! nodes. Both give the same [`Sender`] and [`Receiver`]; QUIC connections are
+//! authenticated by the cluster's join token first (see [`quic`]).
 //!
 //! **Owns:** sockets, framing IO, session directories. **Must not:** know what a message
 //! means, or be a dependency of `ares-ownership` or `ares-object-store` (loom checks those
@@ -17,10 +17,12 @@
 #![warn(missing_docs)]
 
 mod conn;
+pub mod quic;
 mod outbox;
 mod session;
 
 pub use ares_common::address::{Address, Endpoint};
 pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCKING, Sender, spawn_reader};
 pub use outbox::Outbox;
+pub use quic::{Credentials, JoinToken, install_crypto_provider, set_join_token};
 pub use session::{create_session_dir, remove_stale_session_dirs};

@@ -17,6 +17,7 @@ pub mod owners;
 pub mod policy;
 pub mod server;
 pub mod space;
+pub mod spillback;
 mod spawner;
 
 pub use server::{Raylet, RayletConfig};

@@ -1,0 +1,575 @@
+//! QUIC between nodes (quinn 0.11, rustls 0.23 with the ring provider), behind the same
+//! blocking message-level halves as the Unix transport.
+//!
+//! **Trust.** The head makes a self-signed cluster certificate and a random secret when it
+//! starts ([`Credentials::generate`]). The join token it prints carries both the secret
+//! and a hash of the certificate, so a joining node checks the server's certificate
+//! against the token (no CA, no file to copy) and then proves it knows the secret in the
+//! first bytes of its first stream. A connection that fails either check is closed with
+//! a logged reason before any message is read from it.
+//!
+//! **IO.** One small tokio runtime per process runs quinn; callers stay on plain
+//! threads. Sending never blocks (frames queue to a writer task, bounded in bytes);
+//! receiving blocks on a bounded channel fed by a reader task that bounds each frame
+//! before reading it and grows its buffer only as bytes arrive, so a peer that announces
+//! a huge frame and sends nothing costs nothing.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use ares_common::codec::Bytes;
+use ares_common::error::FrameError;
+
+/// Bytes a client sends first on its first stream: a magic tag, then the secret.
+const HELLO_MAGIC: &[u8; 5] = b"ARES1";
+/// The server's answer once the secret checks out.
+const HELLO_OK: &[u8; 2] = b"OK";
+/// How long an accepted connection may take to prove it knows the secret.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The name the cluster certificate is issued for (checked by hash, not by name).
+const SERVER_NAME: &str = "ares-cluster";
+/// Application close codes.
+const CLOSE_OK: u32 = 0;
+const CLOSE_REFUSED: u32 = 1;
+const CLOSE_PROTOCOL: u32 = 2;
+/// Largest step by which a frame buffer grows before more bytes have arrived.
+const READ_STEP: usize = 256 << 10;
+/// Frames buffered between a reader task and its receiving thread.
+const RECV_QUEUE: usize = 64;
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        install_crypto_provider();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ares-quic")
+            .enable_all()
+            .build()
+            .expect("the QUIC runtime starts (one thread, timers and IO)")
+    })
+}
+
+/// Installs rustls' ring provider as the process default. Every binary calls this first
+/// thing: a second provider (aws-lc) linked in by another crate would otherwise make
+/// rustls panic when it has to choose. Calling it again is harmless.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if s.len() != 2 * N || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn cert_hash(cert_der: &[u8]) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&blake3::hash(cert_der).as_bytes()[..16]);
+    h
+}
+
+/// What a node or driver needs to join a cluster: the secret, and the hash of the
+/// certificate the head serves. Printed as 64 hex digits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct JoinToken {
+    secret: [u8; 16],
+    cert: [u8; 16],
+}
+
+impl std::fmt::Debug for JoinToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never log the secret.
+        write!(f, "JoinToken(cert {})", hex(&self.cert))
+    }
+}
+
+impl std::fmt::Display for JoinToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", hex(&self.secret), hex(&self.cert))
+    }
+}
+
+impl std::str::FromStr for JoinToken {
+    type Err = io::Error;
+
+    fn from_str(s: &str) -> io::Result<JoinToken> {
+        let s = s.trim();
+        let bad = || {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "malformed join token: expected the 64 hex digits `ares start --head` printed",
+            )
+        };
+        if s.len() != 64 {
+            return Err(bad());
+        }
+        let secret = unhex::<16>(&s[..32]).ok_or_else(bad)?;
+        let cert = unhex::<16>(&s[32..]).ok_or_else(bad)?;
+        Ok(JoinToken { secret, cert })
+    }
+}
+
+/// The head's cluster certificate, its key, and the join secret.
+#[derive(Clone)]
+pub struct Credentials {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    secret: [u8; 16],
+}
+
+impl Credentials {
+    /// A new self-signed certificate and the given random secret.
+    pub fn generate(secret: [u8; 16]) -> io::Result<Credentials> {
+        let ck = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()])
+            .map_err(|e| io::Error::other(format!("making the cluster certificate: {e}")))?;
+        Ok(Credentials { cert: ck.cert.der().to_vec(), key: ck.signing_key.serialize_der(), secret })
+    }
+
+    /// The token that lets a node join.
+    pub fn token(&self) -> JoinToken {
+        JoinToken { secret: self.secret, cert: cert_hash(&self.cert) }
+    }
+
+    /// Writes the credentials to `path` (mode 0600): nodes started on this machine later
+    /// (`ares status`, `ares stop`, `ARES_ADDRESS=auto`) read the token from it.
+    pub fn save(&self, path: &std::path::Path) -> io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+        writeln!(f, "{}\n{}\n{}", hex(&self.secret), hex(&self.cert), hex(&self.key))
+    }
+
+    /// Reads credentials written by [`Credentials::save`].
+    pub fn load(path: &std::path::Path) -> io::Result<Credentials> {
+        let text = std::fs::read_to_string(path)?;
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("{}: not an ares credentials file", path.display()));
+        let mut lines = text.lines();
+        let secret = lines.next().and_then(unhex::<16>).ok_or_else(bad)?;
+        let mut field = || -> io::Result<Vec<u8>> {
+            let l = lines.next().ok_or_else(bad)?;
+            if l.len() % 2 != 0 {
+                return Err(bad());
+            }
+            (0..l.len() / 2).map(|i| u8::from_str_radix(l.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())).collect()
+        };
+        let cert = field()?;
+        let key = field()?;
+        Ok(Credentials { cert, key, secret })
+    }
+}
+
+/// Transport settings for bulk transfer: windows large enough to keep a loopback or LAN
+/// path full, many streams, keep-alives so an idle control connection stays up, and
+/// path MTU discovery up to what loopback allows (quinn uses GSO where the OS has it).
+fn transport() -> Arc<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    t.stream_receive_window(quinn::VarInt::from_u32(64 << 20));
+    t.receive_window(quinn::VarInt::from_u32(256 << 20));
+    t.send_window(256 << 20);
+    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(256));
+    t.max_concurrent_uni_streams(quinn::VarInt::from_u32(0));
+    t.keep_alive_interval(Some(Duration::from_secs(2)));
+    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("10 s is a valid idle timeout")));
+    let mut mtu = quinn::MtuDiscoveryConfig::default();
+    mtu.upper_bound(65_000);
+    t.mtu_discovery_config(Some(mtu));
+    Arc::new(t)
+}
+
+/// Accepts a server certificate only if its hash is the one in the join token; the TLS
+/// handshake signatures are still checked with the ring provider.
+#[derive(Debug)]
+struct PinnedCert {
+    hash: [u8; 16],
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for PinnedCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if cert_hash(end_entity.as_ref()) == self.hash {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General("the server's certificate is not the one the join token names".into()))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+fn client_config(token: &JoinToken) -> io::Result<quinn::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(io::Error::other)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(PinnedCert { hash: token.cert, provider }))
+        .with_no_client_auth();
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(io::Error::other)?;
+    let mut cfg = quinn::ClientConfig::new(Arc::new(quic));
+    cfg.transport_config(transport());
+    Ok(cfg)
+}
+
+fn server_config(creds: &Credentials) -> io::Result<quinn::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = rustls::pki_types::CertificateDer::from(creds.cert.clone());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(creds.key.clone().into());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .map_err(io::Error::other)?;
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    cfg.transport_config(transport());
+    Ok(cfg)
+}
+
+/// The join token outgoing QUIC connections of this process present.
+static TOKEN: RwLock<Option<JoinToken>> = RwLock::new(None);
+
+/// Sets the join token this process presents when it connects to other nodes.
+pub fn set_join_token(token: JoinToken) {
+    *TOKEN.write().unwrap_or_else(|p| p.into_inner()) = Some(token);
+}
+
+/// The process's client endpoint (one UDP socket for every outgoing connection).
+fn client_endpoint() -> io::Result<quinn::Endpoint> {
+    static EP: OnceLock<quinn::Endpoint> = OnceLock::new();
+    if let Some(ep) = EP.get() {
+        return Ok(ep.clone());
+    }
+    let _guard = runtime().enter();
+    let ep = quinn::Endpoint::client("0.0.0.0:0".parse().expect("a valid wildcard address"))?;
+    Ok(EP.get_or_init(|| ep).clone())
+}
+
+/// One authenticated QUIC connection and its first (control) stream.
+pub(crate) struct QuicStream {
+    conn: quinn::Connection,
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+}
+
+fn refused(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string())
+}
+
+/// Connects to `addr` with this process's join token.
+pub(crate) fn connect(addr: SocketAddr) -> io::Result<QuicStream> {
+    let token = TOKEN.read().unwrap_or_else(|p| p.into_inner()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("connecting to {addr}: no join token (set ARES_TOKEN or pass --token)"),
+        )
+    })?;
+    connect_with(addr, &token)
+}
+
+/// Connects to `addr` presenting `token`.
+pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicStream> {
+    let ep = client_endpoint()?;
+    let cfg = client_config(token)?;
+    let secret = token.secret;
+    runtime().block_on(async move {
+        let conn = ep
+            .connect_with(cfg, addr, SERVER_NAME)
+            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?
+            .await
+            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| refused(format!("{addr}: {e}")))?;
+        let mut hello = HELLO_MAGIC.to_vec();
+        hello.extend_from_slice(&secret);
+        send.write_all(&hello).await.map_err(|e| refused(format!("{addr}: {e}")))?;
+        let mut ok = [0u8; 2];
+        match tokio::time::timeout(AUTH_TIMEOUT, recv.read_exact(&mut ok)).await {
+            Ok(Ok(())) if &ok == HELLO_OK => Ok(QuicStream { conn, send, recv }),
+            Ok(Ok(())) => Err(refused(format!("{addr}: not an ares node"))),
+            Ok(Err(_)) => Err(refused(format!(
+                "{addr} refused this connection: {}",
+                conn.close_reason().map_or_else(|| "no reason given".to_string(), |r| close_reason(&r))
+            ))),
+            Err(_) => Err(refused(format!("{addr}: no answer to the join handshake within {AUTH_TIMEOUT:?}"))),
+        }
+    })
+}
+
+fn close_reason(e: &quinn::ConnectionError) -> String {
+    match e {
+        quinn::ConnectionError::ApplicationClosed(c) => String::from_utf8_lossy(&c.reason).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A QUIC listener: authenticated connections queue for [`QuicListener::accept`].
+pub(crate) struct QuicListener {
+    endpoint: quinn::Endpoint,
+    accepted: std::sync::Mutex<std::sync::mpsc::Receiver<QuicStream>>,
+    local: SocketAddr,
+}
+
+impl QuicListener {
+    pub(crate) fn bind(addr: SocketAddr, creds: &Credentials) -> io::Result<QuicListener> {
+        let cfg = server_config(creds)?;
+        let endpoint = {
+            let _guard = runtime().enter();
+            quinn::Endpoint::server(cfg, addr)?
+        };
+        let local = endpoint.local_addr()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ep = endpoint.clone();
+        let secret = creds.secret;
+        runtime().spawn(async move {
+            while let Some(incoming) = ep.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let peer = incoming.remote_address();
+                    match authenticate(incoming, secret).await {
+                        Ok(s) => {
+                            let _ = tx.send(s);
+                        }
+                        Err(reason) => tracing::warn!(%peer, "refused a QUIC connection: {reason}"),
+                    }
+                });
+            }
+        });
+        Ok(QuicListener { endpoint, accepted: std::sync::Mutex::new(rx), local })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub(crate) fn accept(&self) -> io::Result<QuicStream> {
+        let rx = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        rx.recv().map_err(|_| io::Error::new(io::ErrorKind::NotConnected, "the QUIC listener was shut down"))
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.endpoint.close(quinn::VarInt::from_u32(CLOSE_OK), b"node shutting down");
+    }
+}
+
+/// Checks a new connection's first stream for the magic and the secret; closes it with
+/// the reason otherwise.
+async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<QuicStream, String> {
+    let conn = incoming.await.map_err(|e| format!("handshake failed: {e}"))?;
+    let first = tokio::time::timeout(AUTH_TIMEOUT, async {
+        let (send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
+        let mut hello = [0u8; HELLO_MAGIC.len() + 16];
+        recv.read_exact(&mut hello).await.map_err(|e| format!("short hello: {e}"))?;
+        Ok::<_, String>((send, recv, hello))
+    })
+    .await;
+    let (mut send, recv, hello) = match first {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => {
+            conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), b"no join handshake");
+            return Err(e);
+        }
+        Err(_) => {
+            conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), b"no join handshake in time");
+            return Err(format!("no join handshake within {AUTH_TIMEOUT:?}"));
+        }
+    };
+    if &hello[..HELLO_MAGIC.len()] != HELLO_MAGIC {
+        conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), b"not an ares client");
+        return Err("not an ares client (bad magic)".into());
+    }
+    // Compare without an early exit, so timing does not reveal how much matched.
+    let diff = hello[HELLO_MAGIC.len()..].iter().zip(&secret).fold(0u8, |d, (a, b)| d | (a ^ b));
+    if diff != 0 {
+        conn.close(quinn::VarInt::from_u32(CLOSE_REFUSED), b"wrong join token");
+        return Err("wrong join token".into());
+    }
+    send.write_all(HELLO_OK).await.map_err(|e| e.to_string())?;
+    Ok(QuicStream { conn, send, recv })
+}
+
+/// The sending half of a QUIC stream: frames queue to a writer task.
+#[derive(Clone)]
+pub(crate) struct QuicSender {
+    tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    limit: usize,
+    conn: quinn::Connection,
+}
+
+impl QuicSender {
+    pub(crate) fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        let now = self.queued.fetch_add(bytes.len(), Ordering::AcqRel) + bytes.len();
+        if now > self.limit {
+            self.close();
+            return Err(io::Error::other(format!("peer is not reading: over {} bytes queued", self.limit)));
+        }
+        self.tx.send(bytes.to_vec()).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "QUIC connection closed"))
+    }
+
+    pub(crate) fn close(&self) {
+        self.conn.close(quinn::VarInt::from_u32(CLOSE_OK), b"closed");
+    }
+}
+
+/// The receiving half: validated-size frames from a reader task.
+pub(crate) struct QuicReceiver {
+    rx: tokio::sync::mpsc::Receiver<Result<Bytes, FrameError>>,
+    peeked: Option<Result<Bytes, FrameError>>,
+    conn: quinn::Connection,
+}
+
+impl QuicReceiver {
+    /// The next frame's payload (blocking).
+    pub(crate) fn next(&mut self) -> Result<Bytes, FrameError> {
+        if let Some(p) = self.peeked.take() {
+            return p;
+        }
+        self.rx.blocking_recv().unwrap_or(Err(FrameError::Closed))
+    }
+
+    /// Whether a frame is ready without blocking.
+    pub(crate) fn ready(&mut self) -> bool {
+        if self.peeked.is_some() {
+            return true;
+        }
+        match self.rx.try_recv() {
+            Ok(f) => {
+                self.peeked = Some(f);
+                true
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => false,
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                self.peeked = Some(Err(FrameError::Closed));
+                true
+            }
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.conn.close(quinn::VarInt::from_u32(CLOSE_OK), b"closed");
+    }
+}
+
+impl QuicStream {
+    /// Splits into halves; see the module docs.
+    pub(crate) fn split(self, max_frame: usize, outbox_limit: usize) -> (QuicSender, QuicReceiver) {
+        let QuicStream { conn, mut send, recv } = self;
+        let (tx, mut wrx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = queued.clone();
+        let c = conn.clone();
+        runtime().spawn(async move {
+            while let Some(bytes) = wrx.recv().await {
+                let n = bytes.len();
+                if send.write_all(&bytes).await.is_err() {
+                    c.close(quinn::VarInt::from_u32(CLOSE_OK), b"write failed");
+                    return;
+                }
+                q.fetch_sub(n, Ordering::AcqRel);
+            }
+            let _ = send.finish();
+        });
+        let (ftx, frx) = tokio::sync::mpsc::channel(RECV_QUEUE);
+        let c = conn.clone();
+        runtime().spawn(read_frames(recv, max_frame, ftx, c));
+        (
+            QuicSender { tx, queued, limit: outbox_limit, conn: conn.clone() },
+            QuicReceiver { rx: frx, peeked: None, conn },
+        )
+    }
+}
+
+/// Reads length-prefixed frames into aligned buffers; a bad length or a reset ends the
+/// stream with the error (and closes the connection, so its writer stops too).
+async fn read_frames(
+    mut recv: quinn::RecvStream,
+    max: usize,
+    out: tokio::sync::mpsc::Sender<Result<Bytes, FrameError>>,
+    conn: quinn::Connection,
+) {
+    let end = |e: FrameError| {
+        let conn = conn.clone();
+        let out = out.clone();
+        async move {
+            if !matches!(e, FrameError::Closed) {
+                conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), e.to_string().as_bytes());
+            }
+            let _ = out.send(Err(e)).await;
+        }
+    };
+    loop {
+        let mut len = [0u8; 4];
+        match recv.read_exact(&mut len).await {
+            Ok(()) => {}
+            Err(quinn::ReadExactError::FinishedEarly(0)) => return end(FrameError::Closed).await,
+            Err(quinn::ReadExactError::FinishedEarly(_)) => {
+                return end(FrameError::Io(io::Error::other("stream ended inside a frame header"))).await;
+            }
+            Err(quinn::ReadExactError::ReadError(e)) => {
+                let closed = matches!(
+                    e,
+                    quinn::ReadError::ConnectionLost(quinn::ConnectionError::ApplicationClosed(_))
+                        | quinn::ReadError::ConnectionLost(quinn::ConnectionError::LocallyClosed)
+                );
+                return end(if closed { FrameError::Closed } else { FrameError::Io(io::Error::other(e.to_string())) }).await;
+            }
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if len > max {
+            return end(FrameError::TooLarge { len: len as u64, max: max as u64 }).await;
+        }
+        let mut buf = Bytes::with_capacity(len.min(READ_STEP));
+        while buf.len() < len {
+            let want = (len - buf.len()).min(READ_STEP);
+            let start = buf.len();
+            buf.resize(start + want, 0);
+            match recv.read_exact(&mut buf[start..]).await {
+                Ok(()) => {}
+                Err(e) => return end(FrameError::Io(io::Error::other(format!("stream ended inside a frame: {e}")))).await,
+            }
+        }
+        if out.send(Ok(buf)).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! QUIC connections over real UDP sockets on loopback: the join token admits a peer,
+//! a wrong one or a wrong certificate is refused, and bad frames close only their own
+//! connection.
+
+use std::io;
+
+use ares_common::error::FrameError;
+use ares_common::frame;
+use ares_common::wire::ToRaylet;
+use ares_common::NodeId;
+use ares_net::{Connection, Credentials, JoinToken, Listener};
+
+const MAX_FRAME: usize = 1 << 20;
+
+fn listener(secret: u8) -> (Listener, Credentials) {
+    ares_net::install_crypto_provider();
+    let creds = Credentials::generate([secret; 16]).unwrap();
+    let l = Listener::bind_quic(NodeId::default(), "127.0.0.1:0".parse().unwrap(), &creds).unwrap();
+    (l, creds)
+}
+
+fn addr(l: &Listener) -> std::net::SocketAddr {
+    match l.endpoint() {
+        ares_net::Endpoint::Quic { addr, .. } => *addr,
+        other => panic!("not QUIC: {other}"),
+    }
+}
+
+#[test]
+fn a_peer_with_the_token_exchanges_messages_both_ways() {
+    let (l, creds) = listener(7);
+    let token = creds.token();
+    let parsed: JoinToken = token.to_string().parse().unwrap();
+    assert_eq!(parsed, token);
+    std::thread::scope(|s| {
+        let server = s.spawn(|| {
+            let (tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            for _ in 0..100 {
+                let m: ToRaylet = rx.recv().unwrap();
+                tx.send(&m).unwrap();
+            }
+        });
+        let (tx, mut rx) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        for i in 0..100 {
+            tx.send(&ToRaylet::GetStats { request_id: i }).unwrap();
+        }
+        for i in 0..100 {
+            match rx.recv::<ToRaylet>().unwrap() {
+                ToRaylet::GetStats { request_id } => assert_eq!(request_id, i),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        server.join().unwrap();
+    });
+}
+
+#[test]
+fn a_wrong_secret_or_certificate_is_refused_and_the_listener_keeps_serving() {
+    let (l, creds) = listener(1);
+    let good = creds.token();
+    let other = Credentials::generate([1; 16]).unwrap().token(); // same secret, other cert
+    let wrong_secret: JoinToken = format!("{}{}", "ab".repeat(16), &good.to_string()[32..]).parse().unwrap();
+    std::thread::scope(|s| {
+        let server = s.spawn(|| {
+            let (_tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            rx.recv::<ToRaylet>()
+        });
+        let e = Connection::connect_quic(addr(&l), &wrong_secret).err().expect("a wrong secret is refused");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        assert!(e.to_string().contains("wrong join token"), "{e}");
+        let e = Connection::connect_quic(addr(&l), &other).err().expect("a wrong certificate is refused");
+        assert!(e.to_string().contains("certificate"), "{e}");
+        let (tx, _rx) = Connection::connect_quic(addr(&l), &good).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        tx.send(&ToRaylet::GetStats { request_id: 42 }).unwrap();
+        // Only the good client ever reached accept().
+        assert!(matches!(server.join().unwrap(), Ok(ToRaylet::GetStats { request_id: 42 })));
+    });
+}
+
+#[test]
+fn without_a_token_connecting_says_how_to_get_one() {
+    let (l, _creds) = listener(3);
+    let ep = l.endpoint().clone();
+    // This test binary never sets a process-wide token.
+    let e = Connection::connect(&ep).err().expect("no token, no connection");
+    assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+    assert!(e.to_string().contains("ARES_TOKEN"), "{e}");
+}
+
+#[test]
+fn bad_frames_close_only_their_connection() {
+    let (l, creds) = listener(9);
+    let token = creds.token();
+    std::thread::scope(|s| {
+        let server = s.spawn(|| {
+            let mut seen = Vec::new();
+            for _ in 0..3 {
+                let (_tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+                seen.push(rx.recv::<ToRaylet>());
+            }
+            seen
+        });
+        // Garbage that is not a valid message.
+        let (tx, _rx) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let mut bytes = Vec::new();
+        frame::write_frame(&mut bytes, &[0xAB; 40]).unwrap();
+        tx.send_framed(&bytes).unwrap();
+        // A header announcing 1 GiB, followed by 4 bytes: refused before reading.
+        let (tx2, _rx2) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let mut huge = (1u32 << 30).to_le_bytes().to_vec();
+        huge.extend_from_slice(&[0; 4]);
+        tx2.send_framed(&huge).unwrap();
+        // A well-behaved client after both.
+        let (tx3, _rx3) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        tx3.send(&ToRaylet::GetStats { request_id: 5 }).unwrap();
+        // Accept order follows the handshakes, not the calls above: look for each outcome.
+        let seen = server.join().unwrap();
+        assert!(seen.iter().any(|r| matches!(r, Err(FrameError::Malformed { .. }))), "{seen:?}");
+        assert!(seen.iter().any(|r| matches!(r, Err(FrameError::TooLarge { len, .. }) if *len == 1 << 30)), "{seen:?}");
+        assert!(seen.iter().any(|r| matches!(r, Ok(ToRaylet::GetStats { request_id: 5 }))), "{seen:?}");
+    });
+}
