@@ -83,6 +83,10 @@ pub struct Config {
     pub max_tasks_in_flight_per_worker: u32,
     /// Worker processes started at most; `None` means one per CPU.
     pub max_workers: Option<u32>,
+    /// The cluster's join token (`ares start --head` prints it).
+    pub token: Option<String>,
+    /// How long the head waits for a silent node before declaring it dead.
+    pub node_timeout: std::time::Duration,
 }
 
 impl Default for Config {
@@ -103,6 +107,8 @@ impl Default for Config {
             session_root: std::env::temp_dir().join("ares"),
             max_tasks_in_flight_per_worker: 64,
             max_workers: None,
+            token: None,
+            node_timeout: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -213,6 +219,14 @@ impl Config {
             "object_create_timeout_ms" => self.object_create_timeout = std::time::Duration::from_millis(num(value)?),
             "max_inline_bytes" => self.max_inline_bytes = parse_bytes(value)? as usize,
             "session_root" => self.session_root = PathBuf::from(value),
+            "token" => self.token = Some(value.trim().to_string()).filter(|t| !t.is_empty()),
+            "node_timeout_ms" => {
+                let ms: u64 = num(value)?;
+                if ms < 200 {
+                    return Err("must be at least 200 (nodes report every 100 ms)".into());
+                }
+                self.node_timeout = std::time::Duration::from_millis(ms)
+            }
             _ => {}
         }
         Ok(())

@@ -428,3 +428,107 @@ pub enum Outcome {
     /// The task failed.
     Failed(TaskError),
 }
+
+/// What a node reports about itself with every heartbeat: what the head's resource view
+/// and `ares status` show.
+#[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct NodeLoad {
+    /// Resources not held by leases.
+    pub available: ResourceSet,
+    /// Pool bytes allocated to objects.
+    pub store_used: u64,
+    /// Pool capacity in bytes.
+    pub store_capacity: u64,
+    /// Bytes of objects on disk only.
+    pub store_spilled: u64,
+    /// Lease requests waiting for resources.
+    pub pending_leases: u32,
+    /// Lease requests no node of the view could hold.
+    pub infeasible_leases: u32,
+    /// Live actors hosted here.
+    pub actors: u32,
+    /// Live worker processes.
+    pub workers: u32,
+}
+
+/// One node as the head's directory shows it.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct NodeSummary {
+    /// The node.
+    pub node_id: NodeId,
+    /// Its daemon's process ID (on its own machine).
+    pub pid: u32,
+    /// The host it runs on, as it names itself.
+    pub host: String,
+    /// Where it serves QUIC, if it does.
+    pub addr: Option<std::net::SocketAddr>,
+    /// Whether it is the head.
+    pub head: bool,
+    /// Whether the head considers it alive.
+    pub alive: bool,
+    /// Its total resources.
+    pub total: ResourceSet,
+    /// Its last reported load.
+    pub load: NodeLoad,
+    /// Milliseconds since the head last heard from it.
+    pub silent_ms: u64,
+}
+
+/// Messages to the head's cluster directory, over QUIC.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ToHead {
+    /// First message of a node's connection.
+    RegisterNode {
+        /// The node.
+        node_id: NodeId,
+        /// Its daemon's process ID.
+        pid: u32,
+        /// Its host name.
+        host: String,
+        /// Where it serves QUIC, if it does.
+        addr: Option<std::net::SocketAddr>,
+        /// Its total resources.
+        total: ResourceSet,
+    },
+    /// A node is alive, with its current load (about every 100 ms).
+    Heartbeat {
+        /// Its load.
+        load: NodeLoad,
+    },
+    /// A node is stopping cleanly: mark it dead now rather than after the timeout.
+    Leaving,
+    /// Asks for the cluster's state (`ares status`).
+    GetStatus {
+        /// Correlates the answer.
+        request_id: u64,
+    },
+}
+
+/// Messages from the head's cluster directory.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum FromHead {
+    /// The node is a member now.
+    Registered {
+        /// The head's node ID.
+        head: NodeId,
+    },
+    /// The cluster's resource view (broadcast about every 100 ms).
+    View {
+        /// Every node the head knows, dead ones included.
+        nodes: Vec<NodeSummary>,
+    },
+    /// Answers `GetStatus`.
+    Status {
+        /// The request.
+        request_id: u64,
+        /// Every node the head knows, dead ones included.
+        nodes: Vec<NodeSummary>,
+        /// How long a node may be silent before it is declared dead, in ms.
+        node_timeout_ms: u64,
+    },
+    /// The connection broke the protocol (the reason), and is closed.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+}

@@ -58,7 +58,11 @@ impl Listener {
 
     /// Binds a QUIC listener for node `node` at `addr` (port 0 picks one); only peers
     /// holding the join token of `creds` get through [`Listener::accept`].
-    pub fn bind_quic(node: ares_common::NodeId, addr: std::net::SocketAddr, creds: &Credentials) -> io::Result<Listener> {
+    pub fn bind_quic(
+        node: ares_common::NodeId,
+        addr: std::net::SocketAddr,
+        creds: &Credentials,
+    ) -> io::Result<Listener> {
         let l = QuicListener::bind(addr, creds)?;
         let endpoint = Endpoint::Quic { node, addr: l.local_addr() };
         Ok(Listener { inner: ListenerInner::Quic(l), endpoint })
@@ -384,5 +388,4 @@ mod tests {
         assert!(batch.is_empty());
         assert!(matches!(err, Some(FrameError::Malformed { .. })), "{err:?}");
     }
-
 }

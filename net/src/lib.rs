@@ -17,8 +17,8 @@
 #![warn(missing_docs)]
 
 mod conn;
-pub mod quic;
 mod outbox;
+pub mod quic;
 mod session;
 
 pub use ares_common::address::{Address, Endpoint};

@@ -155,7 +155,8 @@ impl Credentials {
     /// Reads credentials written by [`Credentials::save`].
     pub fn load(path: &std::path::Path) -> io::Result<Credentials> {
         let text = std::fs::read_to_string(path)?;
-        let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("{}: not an ares credentials file", path.display()));
+        let bad =
+            || io::Error::new(io::ErrorKind::InvalidData, format!("{}: not an ares credentials file", path.display()));
         let mut lines = text.lines();
         let secret = lines.next().and_then(unhex::<16>).ok_or_else(bad)?;
         let mut field = || -> io::Result<Vec<u8>> {
@@ -163,7 +164,9 @@ impl Credentials {
             if l.len() % 2 != 0 {
                 return Err(bad());
             }
-            (0..l.len() / 2).map(|i| u8::from_str_radix(l.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())).collect()
+            (0..l.len() / 2)
+                .map(|i| u8::from_str_radix(l.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad()))
+                .collect()
         };
         let cert = field()?;
         let key = field()?;
@@ -182,7 +185,9 @@ fn transport() -> Arc<quinn::TransportConfig> {
     t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(256));
     t.max_concurrent_uni_streams(quinn::VarInt::from_u32(0));
     t.keep_alive_interval(Some(Duration::from_secs(2)));
-    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("10 s is a valid idle timeout")));
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("10 s is a valid idle timeout"),
+    ));
     let mut mtu = quinn::MtuDiscoveryConfig::default();
     mtu.upper_bound(65_000);
     t.mtu_discovery_config(Some(mtu));
@@ -551,7 +556,8 @@ async fn read_frames(
                     quinn::ReadError::ConnectionLost(quinn::ConnectionError::ApplicationClosed(_))
                         | quinn::ReadError::ConnectionLost(quinn::ConnectionError::LocallyClosed)
                 );
-                return end(if closed { FrameError::Closed } else { FrameError::Io(io::Error::other(e.to_string())) }).await;
+                return end(if closed { FrameError::Closed } else { FrameError::Io(io::Error::other(e.to_string())) })
+                    .await;
             }
         }
         let len = u32::from_le_bytes(len) as usize;
@@ -565,7 +571,9 @@ async fn read_frames(
             buf.resize(start + want, 0);
             match recv.read_exact(&mut buf[start..]).await {
                 Ok(()) => {}
-                Err(e) => return end(FrameError::Io(io::Error::other(format!("stream ended inside a frame: {e}")))).await,
+                Err(e) => {
+                    return end(FrameError::Io(io::Error::other(format!("stream ended inside a frame: {e}")))).await;
+                }
             }
         }
         if out.send(Ok(buf)).await.is_err() {

@@ -4,10 +4,10 @@
 
 use std::io;
 
+use ares_common::NodeId;
 use ares_common::error::FrameError;
 use ares_common::frame;
 use ares_common::wire::ToRaylet;
-use ares_common::NodeId;
 use ares_net::{Connection, Credentials, JoinToken, Listener};
 
 const MAX_FRAME: usize = 1 << 20;

@@ -124,8 +124,9 @@ impl SpillDirs {
     }
 }
 
-/// Removes `ares-spill-<pid>-*` directories under `root` whose process is gone.
-fn remove_stale(root: &Path) {
+/// Removes `ares-spill-<pid>-*` directories under `root` whose process is gone (left by
+/// a daemon killed with SIGKILL).
+pub fn remove_stale(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for e in entries.flatten() {
         let name = e.file_name();

@@ -12,12 +12,15 @@
 #![warn(missing_docs)]
 
 pub mod actors;
+pub mod cluster;
+pub mod membership;
 pub mod node;
 pub mod owners;
 pub mod policy;
 pub mod server;
 pub mod space;
-pub mod spillback;
 mod spawner;
+pub mod spillback;
 
+pub use membership::Role;
 pub use server::{Raylet, RayletConfig};

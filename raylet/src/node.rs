@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
-use ares_common::wire::{FromRaylet, NodeStats, SpilledObject, ToRaylet, WorkerInfo};
+use ares_common::wire::{FromRaylet, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToRaylet, WorkerInfo};
 use ares_common::{Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
@@ -93,6 +93,8 @@ pub struct Node {
     spill_time: Duration,
     restore_time: Duration,
     stopping: bool,
+    /// The cluster's nodes as the head last described them.
+    cluster: Vec<NodeSummary>,
     out: VecDeque<Output>,
 }
 
@@ -115,6 +117,7 @@ impl Node {
             spill_time: Duration::ZERO,
             restore_time: Duration::ZERO,
             stopping: false,
+            cluster: Vec::new(),
             out: VecDeque::new(),
             cfg,
         }
@@ -360,6 +363,41 @@ impl Node {
                 self.send(client, FromRaylet::PinFailed { request_id, error });
             }
         }
+    }
+
+    /// What this node reports to the head with each heartbeat.
+    pub fn load(&self) -> NodeLoad {
+        let s = self.store.stats();
+        let mut available = self.policy.available().clone();
+        available.set(&self.cfg.node_id.resource_name(), 0.0);
+        NodeLoad {
+            available,
+            store_used: s.used,
+            store_capacity: s.capacity,
+            store_spilled: s.spilled_bytes,
+            pending_leases: self.policy.queued() as u32,
+            infeasible_leases: 0,
+            actors: self.actors.len() as u32,
+            workers: self.workers.len() as u32,
+        }
+    }
+
+    /// The node's total resources, without its `node:<id>` resource.
+    pub fn total(&self) -> ResourceSet {
+        let mut t = self.policy.total().clone();
+        t.set(&self.cfg.node_id.resource_name(), 0.0);
+        t
+    }
+
+    /// The cluster as the head last described it (empty on a node that is not part of
+    /// one). The spillback policy reads it.
+    pub fn set_cluster_view(&mut self, nodes: Vec<NodeSummary>) {
+        self.cluster = nodes;
+    }
+
+    /// The cluster as the head last described it.
+    pub fn cluster_view(&self) -> &[NodeSummary] {
+        &self.cluster
     }
 
     /// The node's statistics.

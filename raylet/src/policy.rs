@@ -111,6 +111,11 @@ impl LeasePolicy {
         &self.total
     }
 
+    /// Lease requests waiting for resources or a worker.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
     /// Resources not held by leases.
     pub fn available(&self) -> &ResourceSet {
         &self.available

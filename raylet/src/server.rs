@@ -20,11 +20,12 @@ use std::time::Instant;
 
 use ares_common::det::DetMap;
 use ares_common::error::{FrameError, TaskError};
-use ares_common::wire::{FromRaylet, ToRaylet};
+use ares_common::wire::{FromRaylet, NodeLoad, NodeSummary, ToRaylet};
 use ares_common::{Config, Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError};
 
+use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output};
 use crate::space::{SpaceWait, Step};
 use crate::spawner::{self, SpawnCmd, SpawnEvents, SpawnSpec};
@@ -42,6 +43,8 @@ pub struct RayletConfig {
     pub shm_dir: PathBuf,
     /// The node's ID (random if not given; tests fix it).
     pub node_id: Option<NodeId>,
+    /// Its part in a cluster: `None` for a node on its own (the embedded default).
+    pub cluster: Option<Role>,
 }
 
 impl RayletConfig {
@@ -53,6 +56,7 @@ impl RayletConfig {
             worker_env: Vec::new(),
             shm_dir: PathBuf::from("/dev/shm"),
             node_id: None,
+            cluster: None,
         })
     }
 }
@@ -63,6 +67,7 @@ pub struct Raylet {
     accept: Option<JoinHandle<()>>,
     spawner: Option<JoinHandle<()>>,
     spiller: Option<JoinHandle<()>>,
+    membership: Option<Membership>,
 }
 
 /// Bytes queued for one client before it is considered stuck and disconnected.
@@ -158,7 +163,29 @@ impl Raylet {
         let s = shared.clone();
         let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
-        Ok(Raylet { shared, accept: Some(accept), spawner: Some(spawner), spiller: Some(spiller) })
+        let mut raylet =
+            Raylet { shared, accept: Some(accept), spawner: Some(spawner), spiller: Some(spiller), membership: None };
+        if let Some(role) = cfg.cluster {
+            let (node_id, total) = {
+                let st = raylet.shared.lock();
+                (st.node.node_id(), st.node.total())
+            };
+            let me = Me { node_id, total, host: membership::this_host(), node_timeout: cfg.node.node_timeout };
+            let local = Arc::new(Local(Arc::downgrade(&raylet.shared)));
+            // On failure `raylet` drops here and shuts down what started.
+            raylet.membership = Some(Membership::start(role, me, local)?);
+        }
+        Ok(raylet)
+    }
+
+    /// Where this node serves the cluster directory, if it is a head.
+    pub fn cluster_addr(&self) -> Option<std::net::SocketAddr> {
+        self.membership.as_ref().and_then(Membership::addr)
+    }
+
+    /// The node's ID.
+    pub fn node_id(&self) -> NodeId {
+        self.shared.lock().node.node_id()
     }
 
     /// The Unix socket clients connect to.
@@ -176,6 +203,9 @@ impl Raylet {
     pub fn shutdown(&mut self) {
         if self.shared.stopping.swap(true, Ordering::SeqCst) {
             return;
+        }
+        if let Some(mut m) = self.membership.take() {
+            m.shutdown();
         }
         self.shared.lock().node.set_stopping();
         self.shared.listener.shutdown();
@@ -208,6 +238,21 @@ impl Raylet {
 impl Drop for Raylet {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// The node as membership sees it.
+struct Local(std::sync::Weak<Shared>);
+
+impl LocalNode for Local {
+    fn load(&self) -> NodeLoad {
+        self.0.upgrade().map(|s| s.lock().node.load()).unwrap_or_default()
+    }
+
+    fn set_view(&self, nodes: Vec<NodeSummary>) {
+        if let Some(s) = self.0.upgrade() {
+            s.lock().node.set_cluster_view(nodes);
+        }
     }
 }
 

@@ -42,6 +42,7 @@ impl Daemon {
         let mut child = Command::new(ares_bin())
             .arg("start")
             .arg("--head")
+            .args(["--block", "--port", "0", "--node-ip-address", "127.0.0.1"])
             .arg("--worker-program")
             .arg(std::env::current_exe().unwrap())
             .args(args)
@@ -49,9 +50,19 @@ impl Daemon {
             .stdout(Stdio::piped())
             .spawn()
             .expect("the ares binary is built with the workspace");
+        // The summary names the local socket; it ends with a `--` line.
         let mut socket = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut socket).unwrap();
-        Daemon { child, socket: socket.trim().to_string() }
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(s) = line.trim().strip_prefix("local socket:") {
+                socket = s.trim().to_string();
+            }
+            if line == "--" {
+                break;
+            }
+        }
+        assert!(!socket.is_empty(), "the daemon printed its socket");
+        Daemon { child, socket }
     }
 
     fn stop(mut self) {

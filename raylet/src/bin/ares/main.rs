@@ -1,0 +1,46 @@
+//! The `ares` command: `ares start` runs a node daemon (raylet) as its own process, the
+//! head of a cluster or a node joining one; `ares status` shows the cluster; `ares stop`
+//! stops this machine's daemons.
+//!
+//! Every option of the node is a flag named like its `ares::Config` field (and like its
+//! `ARES_*` environment variable; flags win over the environment). See
+//! `docs/configuration.md` and `docs/cluster.md`.
+
+mod cli;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use cli::{StartArgs, StatusArgs, StopArgs};
+
+#[derive(Parser)]
+#[command(name = "ares", about = "Ares node daemon and tools")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start a node daemon: the head of a new cluster (--head) or a node joining one
+    /// (--address). It runs in the background unless --block is given.
+    Start(Box<StartArgs>),
+    /// Show the cluster's nodes, resources, store and lease requests.
+    Status(StatusArgs),
+    /// Stop this machine's node daemons (and their workers) cleanly.
+    Stop(StopArgs),
+}
+
+fn main() -> Result<()> {
+    ares_net::install_crypto_provider();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A daemon in the background logs to a file: no colour codes there.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+    match Cli::parse().cmd {
+        Cmd::Start(args) => cli::start(*args),
+        Cmd::Status(args) => cli::status(args),
+        Cmd::Stop(args) => cli::stop(args),
+    }
+}

@@ -1,0 +1,337 @@
+//! The head's cluster directory (Ray's GCS role): the node table with heartbeats and
+//! failure detection, and the resource view every node's spillback policy reads.
+//! A pure state machine: the driver passes the time in and carries out [`DirOutput`]s.
+//!
+//! A node registers on its connection, then reports its load about every 100 ms. A node
+//! silent for longer than `node_timeout`, or whose connection ends, is declared dead and
+//! every member is told (through the next view, sent at once). A node ID that
+//! registers again after being declared dead is refused: a node that was written off has
+//! had its tasks retried and its objects failed elsewhere, so it must not come back
+//! under the same name.
+
+use std::time::Duration;
+
+use ares_common::det::DetMap;
+use ares_common::wire::{FromHead, NodeLoad, NodeSummary};
+use ares_common::{NodeId, ResourceSet};
+
+use crate::spillback::NodeView;
+
+/// A connection to the head, numbered by its driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PeerId(pub u64);
+
+/// What the driver must carry out.
+#[derive(Debug)]
+pub enum DirOutput {
+    /// Send to one peer.
+    Send(PeerId, FromHead),
+    /// Close a peer's connection.
+    Close(PeerId),
+    /// A node was declared dead (the driver logs it; members learn it from the view).
+    NodeDied(NodeId, String),
+}
+
+#[derive(Debug)]
+struct Entry {
+    summary: NodeSummary,
+    peer: Option<PeerId>,
+    last_seen: Duration,
+}
+
+/// The node table. See the module docs.
+#[derive(Debug)]
+pub struct ClusterDirectory {
+    head: NodeId,
+    node_timeout: Duration,
+    nodes: DetMap<NodeId, Entry>,
+    peers: DetMap<PeerId, NodeId>,
+    out: Vec<DirOutput>,
+}
+
+/// Registration facts of a node.
+#[derive(Clone, Debug)]
+pub struct Registration {
+    /// The node.
+    pub node_id: NodeId,
+    /// Its daemon's process ID.
+    pub pid: u32,
+    /// Its host name.
+    pub host: String,
+    /// Where it serves QUIC.
+    pub addr: Option<std::net::SocketAddr>,
+    /// Its total resources.
+    pub total: ResourceSet,
+}
+
+impl ClusterDirectory {
+    /// The directory of a cluster whose head is `head` (registered with [`Self::register_head`]).
+    pub fn new(head: NodeId, node_timeout: Duration) -> Self {
+        ClusterDirectory { head, node_timeout, nodes: DetMap::default(), peers: DetMap::default(), out: Vec::new() }
+    }
+
+    /// Takes the outputs queued so far.
+    pub fn take_outputs(&mut self) -> Vec<DirOutput> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The head's own entry: it has no connection and is alive while the directory is.
+    pub fn register_head(&mut self, now: Duration, reg: Registration, load: NodeLoad) {
+        let summary = summary(reg, true, load);
+        self.nodes.insert(summary.node_id, Entry { summary, peer: None, last_seen: now });
+    }
+
+    /// The head's own load, sampled by its driver.
+    pub fn head_load(&mut self, now: Duration, load: NodeLoad) {
+        if let Some(e) = self.nodes.get_mut(&self.head) {
+            e.summary.load = load;
+            e.last_seen = now;
+        }
+    }
+
+    /// A node registers on connection `peer`.
+    pub fn register(&mut self, now: Duration, peer: PeerId, reg: Registration) {
+        let id = reg.node_id;
+        let refuse = match self.nodes.get(&id) {
+            _ if id == self.head => Some("that node ID is the head's".to_string()),
+            Some(e) if !e.summary.alive => Some(format!("node {id} was declared dead; start it again to rejoin")),
+            Some(e) if e.peer.is_some() => Some(format!("node {id} is already registered")),
+            _ => None,
+        };
+        if let Some(reason) = refuse {
+            self.out.push(DirOutput::Send(peer, FromHead::Refused { reason }));
+            self.out.push(DirOutput::Close(peer));
+            return;
+        }
+        let load = NodeLoad { available: reg.total.clone(), ..NodeLoad::default() };
+        let summary = summary(reg, false, load);
+        self.nodes.insert(id, Entry { summary, peer: Some(peer), last_seen: now });
+        self.peers.insert(peer, id);
+        self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head }));
+        self.broadcast(now);
+    }
+
+    /// A heartbeat from the node on `peer`. Messages from an unregistered peer break the
+    /// protocol.
+    pub fn heartbeat(&mut self, now: Duration, peer: PeerId, load: NodeLoad) {
+        let Some(id) = self.peers.get(&peer) else {
+            self.refuse(peer, "heartbeat before registration");
+            return;
+        };
+        if let Some(e) = self.nodes.get_mut(id) {
+            e.summary.load = load;
+            e.last_seen = now;
+        }
+    }
+
+    fn refuse(&mut self, peer: PeerId, reason: &str) {
+        self.out.push(DirOutput::Send(peer, FromHead::Refused { reason: reason.to_string() }));
+        self.out.push(DirOutput::Close(peer));
+    }
+
+    /// The node on `peer` is stopping cleanly.
+    pub fn leaving(&mut self, now: Duration, peer: PeerId) {
+        if let Some(id) = self.peers.remove(&peer) {
+            self.declare_dead(now, id, "stopped".into());
+        }
+    }
+
+    /// A connection ended. A node's connection ending is its death: its daemon is gone
+    /// or cut off, and QUIC's own keep-alives already gave it the idle timeout.
+    pub fn disconnected(&mut self, now: Duration, peer: PeerId) {
+        if let Some(id) = self.peers.remove(&peer) {
+            self.declare_dead(now, id, "its connection to the head closed".into());
+        }
+    }
+
+    /// Declares nodes silent for longer than the timeout dead. Call periodically.
+    pub fn tick(&mut self, now: Duration) {
+        let late: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(id, e)| {
+                **id != self.head && e.summary.alive && now.saturating_sub(e.last_seen) > self.node_timeout
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in late {
+            let reason = format!("no heartbeat for over {} ms", self.node_timeout.as_millis());
+            self.declare_dead(now, id, reason);
+            if let Some(peer) = self.nodes.get_mut(&id).and_then(|e| e.peer.take()) {
+                self.peers.remove(&peer);
+                self.out.push(DirOutput::Close(peer));
+            }
+        }
+    }
+
+    fn declare_dead(&mut self, now: Duration, id: NodeId, reason: String) {
+        let Some(e) = self.nodes.get_mut(&id) else { return };
+        if !e.summary.alive {
+            return;
+        }
+        e.summary.alive = false;
+        e.peer = None;
+        e.summary.load.available = ResourceSet::new();
+        self.out.push(DirOutput::NodeDied(id, reason));
+        self.broadcast(now);
+    }
+
+    /// Sends the current view to every connected node (the driver calls this about every
+    /// 100 ms; deaths and joins send it at once).
+    pub fn broadcast(&mut self, now: Duration) {
+        let nodes = self.summaries(now);
+        let peers: Vec<PeerId> = self.nodes.values().filter_map(|e| e.peer).collect();
+        for p in peers {
+            self.out.push(DirOutput::Send(p, FromHead::View { nodes: nodes.clone() }));
+        }
+    }
+
+    /// Answers `ares status` on `peer`.
+    pub fn status(&mut self, now: Duration, peer: PeerId, request_id: u64) {
+        let nodes = self.summaries(now);
+        let node_timeout_ms = self.node_timeout.as_millis() as u64;
+        self.out.push(DirOutput::Send(peer, FromHead::Status { request_id, nodes, node_timeout_ms }));
+    }
+
+    /// Every node, head first, then by ID.
+    pub fn summaries(&self, now: Duration) -> Vec<NodeSummary> {
+        let mut v: Vec<NodeSummary> = self
+            .nodes
+            .values()
+            .map(|e| NodeSummary { silent_ms: now.saturating_sub(e.last_seen).as_millis() as u64, ..e.summary.clone() })
+            .collect();
+        v.sort_by_key(|n| (!n.head, n.node_id));
+        v
+    }
+
+    /// The resource view the spillback policy reads.
+    pub fn view(&self) -> Vec<NodeView> {
+        view_of(self.nodes.values().map(|e| &e.summary))
+    }
+
+    /// Whether `node` is known and alive.
+    pub fn is_alive(&self, node: NodeId) -> bool {
+        self.nodes.get(&node).is_some_and(|e| e.summary.alive)
+    }
+}
+
+/// The policy's view of nodes as the head summarised them.
+pub fn view_of<'a>(nodes: impl IntoIterator<Item = &'a NodeSummary>) -> Vec<NodeView> {
+    let mut v: Vec<NodeView> = nodes
+        .into_iter()
+        .map(|s| {
+            let mut total = s.total.clone();
+            total.set(&s.node_id.resource_name(), 1.0);
+            let mut available = s.load.available.clone();
+            if s.alive {
+                available.set(&s.node_id.resource_name(), 1.0);
+            }
+            NodeView { id: s.node_id, alive: s.alive, total, available }
+        })
+        .collect();
+    v.sort_by_key(|n| n.id);
+    v
+}
+
+fn summary(reg: Registration, head: bool, load: NodeLoad) -> NodeSummary {
+    NodeSummary {
+        node_id: reg.node_id,
+        pid: reg.pid,
+        host: reg.host,
+        addr: reg.addr,
+        head,
+        alive: true,
+        total: reg.total,
+        load,
+        silent_ms: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reg(n: u8) -> Registration {
+        Registration {
+            node_id: NodeId([n; 16]),
+            pid: n as u32,
+            host: "h".into(),
+            addr: None,
+            total: ResourceSet::new().with("CPU", 2.0),
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn dir() -> ClusterDirectory {
+        let mut d = ClusterDirectory::new(NodeId([0; 16]), ms(1000));
+        d.register_head(ms(0), reg(0), NodeLoad::default());
+        d
+    }
+
+    #[test]
+    fn a_silent_node_is_declared_dead_after_the_timeout_and_members_are_told() {
+        let mut d = dir();
+        d.register(ms(0), PeerId(1), reg(1));
+        d.register(ms(0), PeerId(2), reg(2));
+        d.take_outputs();
+        for t in (100..=1000).step_by(100) {
+            d.heartbeat(ms(t), PeerId(1), NodeLoad::default());
+            d.tick(ms(t));
+        }
+        assert!(d.take_outputs().is_empty(), "nobody is late yet");
+        d.heartbeat(ms(1100), PeerId(1), NodeLoad::default());
+        d.tick(ms(1100));
+        let out = d.take_outputs();
+        assert!(
+            matches!(&out[0], DirOutput::NodeDied(id, r) if *id == NodeId([2; 16]) && r.contains("1000 ms")),
+            "{out:?}"
+        );
+        // The survivor gets a view that shows the death; the dead node's connection closes.
+        let view = out.iter().find_map(|o| match o {
+            DirOutput::Send(PeerId(1), FromHead::View { nodes }) => Some(nodes.clone()),
+            _ => None,
+        });
+        let view = view.expect("a view went to the survivor");
+        assert_eq!(view.iter().map(|n| n.alive).collect::<Vec<_>>(), vec![true, true, false]);
+        assert!(out.iter().any(|o| matches!(o, DirOutput::Close(PeerId(2)))));
+        assert!(!d.is_alive(NodeId([2; 16])) && d.is_alive(NodeId([1; 16])));
+        assert!(!d.view().iter().find(|v| v.id == NodeId([2; 16])).unwrap().alive);
+    }
+
+    #[test]
+    fn a_dead_node_cannot_rejoin_under_its_id_and_strangers_are_refused() {
+        let mut d = dir();
+        d.register(ms(0), PeerId(1), reg(1));
+        d.disconnected(ms(5), PeerId(1));
+        d.take_outputs();
+        d.register(ms(10), PeerId(2), reg(1));
+        let out = d.take_outputs();
+        assert!(
+            matches!(&out[0], DirOutput::Send(_, FromHead::Refused { reason }) if reason.contains("declared dead"))
+        );
+        d.heartbeat(ms(10), PeerId(3), NodeLoad::default());
+        let out = d.take_outputs();
+        assert!(matches!(&out[1], DirOutput::Close(PeerId(3))), "{out:?}");
+        d.register(ms(10), PeerId(4), reg(0));
+        assert!(matches!(&d.take_outputs()[0], DirOutput::Send(_, FromHead::Refused { .. })));
+    }
+
+    #[test]
+    fn a_leaving_node_is_dead_at_once_and_status_lists_every_node_head_first() {
+        let mut d = dir();
+        d.register(ms(0), PeerId(1), reg(1));
+        d.leaving(ms(1), PeerId(1));
+        d.status(ms(2), PeerId(9), 7);
+        let out = d.take_outputs();
+        let status = out.iter().find_map(|o| match o {
+            DirOutput::Send(PeerId(9), FromHead::Status { request_id: 7, nodes, node_timeout_ms: 1000 }) => Some(nodes),
+            _ => None,
+        });
+        let nodes = status.expect("status answered");
+        assert!(nodes[0].head && nodes[0].alive);
+        assert!(!nodes[1].alive && !nodes[1].head);
+    }
+}

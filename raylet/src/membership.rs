@@ -1,0 +1,350 @@
+//! Cluster membership over QUIC, the IO around [`ClusterDirectory`]: the head serves the
+//! directory, every other node joins it and reports its load.
+//!
+//! Head: one thread accepts authenticated QUIC connections, one thread per connection
+//! reads (a node's registration and heartbeats, or an `ares status` request), and a
+//! ticker samples the head's own load, declares silent nodes dead and broadcasts the view
+//! every [`HEARTBEAT`]. Member: one thread sends heartbeats and one reads the views the
+//! head broadcasts. The decisions are the directory's; this module only moves bytes.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ares_common::det::DetMap;
+use ares_common::error::FrameError;
+use ares_common::wire::{FromHead, NodeLoad, NodeSummary, ToHead};
+use ares_common::{NodeId, ResourceSet};
+use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender};
+
+use crate::cluster::{ClusterDirectory, DirOutput, PeerId, Registration};
+
+/// How often nodes report and the head broadcasts its view.
+pub const HEARTBEAT: Duration = Duration::from_millis(100);
+/// Largest frame on a cluster connection (a view of a few thousand nodes fits).
+const MAX_FRAME: usize = 16 << 20;
+/// Bytes queued for one peer before it is considered stuck.
+const OUTBOX_LIMIT: usize = 64 << 20;
+
+/// The local node as membership sees it.
+pub trait LocalNode: Send + Sync + 'static {
+    /// The node's current load.
+    fn load(&self) -> NodeLoad;
+    /// The cluster view the head sent.
+    fn set_view(&self, nodes: Vec<NodeSummary>);
+}
+
+/// How this node takes part in a cluster.
+#[derive(Clone)]
+pub enum Role {
+    /// The head: serves the directory at `bind` with `creds`.
+    Head {
+        /// Where to listen (UDP).
+        bind: SocketAddr,
+        /// The cluster's certificate and secret.
+        creds: Credentials,
+    },
+    /// A member joining the head at `head` with `token`.
+    Member {
+        /// The head's address.
+        head: SocketAddr,
+        /// The join token.
+        token: JoinToken,
+    },
+}
+
+impl std::fmt::Debug for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Head { bind, .. } => write!(f, "Head({bind})"),
+            Role::Member { head, .. } => write!(f, "Member(head {head})"),
+        }
+    }
+}
+
+/// Facts about this node for its registration.
+#[derive(Clone, Debug)]
+pub struct Me {
+    /// The node.
+    pub node_id: NodeId,
+    /// Its total resources.
+    pub total: ResourceSet,
+    /// Host name.
+    pub host: String,
+    /// How long a node may be silent (the head's setting).
+    pub node_timeout: Duration,
+}
+
+/// A running membership: the head's service or a member's link.
+pub struct Membership {
+    stopping: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    listener: Option<Arc<Listener>>,
+    head_link: Option<Sender>,
+    addr: Option<SocketAddr>,
+}
+
+impl Membership {
+    /// Starts this node's part. A member fails at once (with the head's reason) if the
+    /// head cannot be reached or refuses it.
+    pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+        match role {
+            Role::Head { bind, creds } => start_head(bind, &creds, me, local),
+            Role::Member { head, token } => start_member(head, &token, me, local),
+        }
+    }
+
+    /// Where the head serves (the port actually bound); `None` on a member.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// Stops: a member tells the head it is leaving; the head stops serving.
+    pub fn shutdown(&mut self) {
+        if self.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(link) = &self.head_link {
+            // Best effort: closing the connection marks the node dead anyway.
+            let _ = link.send(&ToHead::Leaving);
+            link.close();
+        }
+        if let Some(l) = &self.listener {
+            l.shutdown();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Head {
+    dir: ClusterDirectory,
+    peers: DetMap<PeerId, Sender>,
+    next_peer: u64,
+}
+
+struct HeadShared {
+    state: Mutex<Head>,
+    start: Instant,
+    stopping: Arc<AtomicBool>,
+}
+
+impl HeadShared {
+    fn lock(&self) -> MutexGuard<'_, Head> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn carry_out(&self, st: &mut Head) {
+        for o in st.dir.take_outputs() {
+            match o {
+                DirOutput::Send(p, msg) => {
+                    if let Some(s) = st.peers.get(&p) {
+                        let _ = s.send(&msg);
+                    }
+                }
+                DirOutput::Close(p) => {
+                    if let Some(s) = st.peers.remove(&p) {
+                        s.close();
+                    }
+                }
+                DirOutput::NodeDied(id, reason) => tracing::warn!(node = %id, "node declared dead: {reason}"),
+            }
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name.into()).spawn(f)
+}
+
+/// This machine's host name.
+pub fn this_host() -> String {
+    rustix::system::uname().nodename().to_string_lossy().into_owned()
+}
+
+fn start_head(bind: SocketAddr, creds: &Credentials, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+    let listener = Arc::new(Listener::bind_quic(me.node_id, bind, creds)?);
+    let addr = match listener.endpoint() {
+        ares_net::Endpoint::Quic { addr, .. } => *addr,
+        ares_net::Endpoint::Unix(_) => unreachable!("bind_quic gives a QUIC endpoint"),
+    };
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut dir = ClusterDirectory::new(me.node_id, me.node_timeout);
+    let reg = Registration {
+        node_id: me.node_id,
+        pid: std::process::id(),
+        host: me.host.clone(),
+        addr: Some(addr),
+        total: me.total,
+    };
+    dir.register_head(Duration::ZERO, reg, local.load());
+    let shared = Arc::new(HeadShared {
+        state: Mutex::new(Head { dir, peers: DetMap::default(), next_peer: 1 }),
+        start: Instant::now(),
+        stopping: stopping.clone(),
+    });
+    let s = shared.clone();
+    let l = listener.clone();
+    let accept = spawn("ares-head-accept", move || head_accept(s, l))?;
+    let s = shared.clone();
+    let ticker = spawn("ares-head-tick", move || {
+        while !s.stopping.load(Ordering::SeqCst) {
+            std::thread::sleep(HEARTBEAT);
+            let load = local.load();
+            let now = s.now();
+            let mut st = s.lock();
+            st.dir.head_load(now, load);
+            st.dir.tick(now);
+            st.dir.broadcast(now);
+            let view = st.dir.summaries(now);
+            s.carry_out(&mut st);
+            drop(st);
+            local.set_view(view);
+        }
+        let mut st = s.lock();
+        for (_, p) in std::mem::take(&mut st.peers) {
+            p.close();
+        }
+    })?;
+    tracing::info!(%addr, "cluster directory serving");
+    Ok(Membership {
+        stopping,
+        threads: vec![accept, ticker],
+        listener: Some(listener),
+        head_link: None,
+        addr: Some(addr),
+    })
+}
+
+fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
+    loop {
+        let conn = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                if shared.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                tracing::warn!("cluster accept failed: {e}");
+                continue;
+            }
+        };
+        let Ok((tx, rx)) = conn.split(MAX_FRAME, OUTBOX_LIMIT) else { continue };
+        let peer = {
+            let mut st = shared.lock();
+            let p = PeerId(st.next_peer);
+            st.next_peer += 1;
+            st.peers.insert(p, tx);
+            p
+        };
+        let s = shared.clone();
+        if spawn("ares-head-conn", move || head_serve(s, peer, rx)).is_err() {
+            let mut st = shared.lock();
+            st.peers.remove(&peer);
+        }
+    }
+}
+
+fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
+    loop {
+        let msg = match rx.recv::<ToHead>() {
+            Ok(m) => m,
+            Err(FrameError::Closed) => break,
+            Err(e) => {
+                if !shared.stopping.load(Ordering::SeqCst) {
+                    tracing::warn!(peer = peer.0, "closing cluster connection: {e}");
+                }
+                break;
+            }
+        };
+        let now = shared.now();
+        let mut st = shared.lock();
+        match msg {
+            ToHead::RegisterNode { node_id, pid, host, addr, total } => {
+                tracing::info!(node = %node_id, %host, pid, %total, "node joined");
+                st.dir.register(now, peer, Registration { node_id, pid, host, addr, total })
+            }
+            ToHead::Heartbeat { load } => st.dir.heartbeat(now, peer, load),
+            ToHead::Leaving => st.dir.leaving(now, peer),
+            ToHead::GetStatus { request_id } => st.dir.status(now, peer, request_id),
+        }
+        shared.carry_out(&mut st);
+    }
+    rx.close();
+    let now = shared.now();
+    let mut st = shared.lock();
+    st.peers.remove(&peer);
+    st.dir.disconnected(now, peer);
+    shared.carry_out(&mut st);
+}
+
+fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+    let (tx, mut rx) = Connection::connect_quic(head, token)?.split(MAX_FRAME, OUTBOX_LIMIT)?;
+    let register = ToHead::RegisterNode {
+        node_id: me.node_id,
+        pid: std::process::id(),
+        host: me.host.clone(),
+        addr: None,
+        total: me.total.clone(),
+    };
+    tx.send(&register)?;
+    match rx.recv::<FromHead>() {
+        Ok(FromHead::Registered { head: head_id }) => tracing::info!(head = %head_id, "joined the cluster at {head}"),
+        Ok(FromHead::Refused { reason }) => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("the head at {head} refused this node: {reason}"),
+            ));
+        }
+        Ok(other) => return Err(io::Error::other(format!("the head at {head} answered {other:?} to registration"))),
+        Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
+    }
+    let stopping = Arc::new(AtomicBool::new(false));
+    let l = local.clone();
+    let stop = stopping.clone();
+    let reader = spawn("ares-member-view", move || {
+        loop {
+            match rx.recv::<FromHead>() {
+                Ok(FromHead::View { nodes }) => l.set_view(nodes),
+                Ok(FromHead::Refused { reason }) => {
+                    tracing::error!("the head dropped this node: {reason}");
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if !stop.load(Ordering::SeqCst) {
+                        tracing::error!("lost the head at {head}: {e}; this node keeps serving local work");
+                    }
+                    break;
+                }
+            }
+        }
+        // Without a head the view is stale: forget it, so nothing is spilled to nodes
+        // that may be gone.
+        l.set_view(Vec::new());
+    })?;
+    let stop = stopping.clone();
+    let link = tx.clone();
+    let beat = spawn("ares-member-beat", move || {
+        while !stop.load(Ordering::SeqCst) {
+            if link.send(&ToHead::Heartbeat { load: local.load() }).is_err() {
+                return;
+            }
+            std::thread::sleep(HEARTBEAT);
+        }
+    })?;
+    Ok(Membership { stopping, threads: vec![reader, beat], listener: None, head_link: Some(tx), addr: None })
+}

@@ -1,0 +1,167 @@
+//! A cluster of real node daemons on 127.0.0.1: `ares start --head` in the background,
+//! two nodes joining it over QUIC with the join token, `ares status`, a node killed
+//! with SIGKILL declared dead, refused strangers, and `ares stop` leaving nothing.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use ares_tests::{process_alive, wait_for};
+
+fn ares_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("ares");
+    assert!(bin.exists(), "{} is missing: build the workspace binaries first", bin.display());
+    bin
+}
+
+fn ares(args: &[&str]) -> Output {
+    Command::new(ares_bin()).args(args).env_remove("ARES_ADDRESS").env_remove("ARES_TOKEN").output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// `key: value` from a started daemon's summary.
+fn field(summary: &str, key: &str) -> String {
+    summary
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
+        .unwrap_or_else(|| panic!("no {key} in:\n{summary}"))
+}
+
+struct Node {
+    root: PathBuf,
+    pid: u32,
+}
+
+fn start(root: &Path, extra: &[&str]) -> (Node, String) {
+    let mut args = vec![
+        "start",
+        "--worker-program",
+        "/bin/true",
+        "--object-store-memory",
+        "32M",
+        "--session-root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = ares(&args);
+    let summary = text(&out);
+    assert!(out.status.success(), "ares start failed:\n{summary}");
+    let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
+    (Node { root: root.to_path_buf(), pid }, summary)
+}
+
+fn status(head_root: &Path) -> String {
+    let out = ares(&["status", "--session-root", head_root.to_str().unwrap()]);
+    assert!(out.status.success(), "ares status failed:\n{}", text(&out));
+    text(&out)
+}
+
+fn node_lines(status: &str) -> Vec<String> {
+    let row = |l: &&str| l.starts_with("  ") && (l.contains(" alive ") || l.contains(" dead "));
+    status.lines().filter(row).map(str::to_string).collect()
+}
+
+#[test]
+fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
+    let base = std::env::temp_dir().join(format!("ares-cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
+    let (head, summary) = start(
+        &roots[0],
+        &["--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--node-timeout-ms", "2000"],
+    );
+    let addr = field(&summary, "cluster address:");
+    let token = field(&summary, "join token:");
+    assert!(summary.contains(&format!("ares start --address {addr} --token {token}")), "{summary}");
+    let addr_parsed: SocketAddr = addr.parse().unwrap();
+    let (n2, _) = start(&roots[1], &["--address", &addr, "--token", &token, "--num-cpus", "2"]);
+    let (n3, _) = start(&roots[2], &["--address", &addr, "--token", &token, "--num-cpus", "3"]);
+    let nodes = [&head, &n2, &n3];
+
+    // Registration is synchronous: both members are listed as soon as `start` returns.
+    let s = status(&roots[0]);
+    let lines = node_lines(&s);
+    assert_eq!(lines.len(), 3, "{s}");
+    assert!(lines.iter().all(|l| l.contains(" alive ")), "{s}");
+    for cpus in ["0.0/1.0", "0.0/2.0", "0.0/3.0"] {
+        assert!(lines.iter().any(|l| l.contains(cpus)), "{cpus} missing:\n{s}");
+    }
+    assert!(s.contains("0.0/6.0 CPU"), "{s}");
+
+    // Strangers: a wrong secret, a token for another cluster's certificate, no token.
+    let wrong = format!("{}{}", "0".repeat(32), &token[32..]);
+    let out = ares(&[
+        "start",
+        "--address",
+        &addr,
+        "--token",
+        &wrong,
+        "--worker-program",
+        "/bin/true",
+        "--session-root",
+        base.join("x").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success() && text(&out).contains("wrong join token"), "{}", text(&out));
+    let out = ares(&["status", "--address", &addr, "--token", &format!("{}{}", &token[..32], "0".repeat(32))]);
+    assert!(!out.status.success() && text(&out).contains("certificate"), "{}", text(&out));
+    let out = ares(&["start", "--address", &addr, "--worker-program", "/bin/true"]);
+    assert!(!out.status.success() && text(&out).contains("--token"), "{}", text(&out));
+
+    // Bad bytes on the QUIC port: a garbage datagram, and a malformed frame from a peer
+    // that holds the token. The head keeps serving.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.send_to(&[0xFF; 1200], addr_parsed).unwrap();
+    ares_net::install_crypto_provider();
+    let (tx, mut rx) = ares_net::Connection::connect_quic(addr_parsed, &token.parse().unwrap())
+        .unwrap()
+        .split(1 << 20, 1 << 20)
+        .unwrap();
+    let mut junk = Vec::new();
+    ares_common::frame::write_frame(&mut junk, &[0xAB; 64]).unwrap();
+    tx.send_framed(&junk).unwrap();
+    assert!(rx.recv::<ares_common::wire::FromHead>().is_err(), "the head closes a connection that sends junk");
+    assert_eq!(node_lines(&status(&roots[0])).len(), 3);
+
+    // SIGKILL a member: the head declares it dead after the node timeout.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(n3.pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for("the killed node to be declared dead", Duration::from_secs(60), || {
+        node_lines(&status(&roots[0])).iter().filter(|l| l.contains(" dead ")).count() == 1
+    });
+    let s = status(&roots[0]);
+    assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
+    assert!(s.contains("0.0/3.0 CPU"), "only live nodes' resources count:\n{s}");
+
+    // `ares stop` on each machine (here: each session root) leaves nothing behind,
+    // including what the killed daemon left.
+    for n in nodes {
+        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    for n in nodes {
+        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
+        let left: Vec<String> = std::fs::read_dir(&n.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "logs")
+            .collect();
+        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
+    }
+    let shm: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| nodes.iter().any(|n| f.starts_with(&format!("ares-{}-", n.pid))))
+        .collect();
+    assert!(shm.is_empty(), "shared-memory files left: {shm:?}");
+    let _ = std::fs::remove_dir_all(&base);
+}
