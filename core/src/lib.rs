@@ -96,7 +96,7 @@ pub fn init_with(config: Config) -> Result<()> {
     };
     let socket = match (&raylet, &config.address) {
         (Some(r), _) => r.socket_path().to_string(),
-        (None, Some(a)) => a.clone(),
+        (None, Some(a)) => ares_net::resolve_driver_address(a, &config.session_root).map_err(Error::Startup)?,
         (None, None) => unreachable!("one of the two is set"),
     };
     let cfg = CoreConfig {

@@ -86,6 +86,15 @@ fn main() -> anyhow::Result<()> {
     if let Some(rest) = mode.strip_prefix("actor-") {
         return actor_mode(rest);
     }
+    if mode == "squares" {
+        // Joins the cluster named by ARES_ADDRESS, prints the sum of 100 squares computed
+        // as tasks and the socket it went through.
+        ares::init()?;
+        let refs: Vec<_> = (0..100).map(|i| ares::remote(square).call(i)).collect();
+        println!("{} {}", ares::get_all(&refs)?.iter().sum::<i64>(), ares::raylet_address()?);
+        ares::shutdown();
+        return Ok(());
+    }
     ares::init_with(ares::Config::default().num_cpus(2))?;
     let refs: Vec<_> = (0..100).map(|i| ares::remote(square).call(i)).collect();
     anyhow::ensure!(ares::get_all(&refs)?.iter().sum::<i64>() == (0..100).map(|i| i * i).sum::<i64>());

@@ -41,7 +41,7 @@ fn start(root: &Path, extra: &[&str]) -> (Node, String) {
     let mut args = vec![
         "start",
         "--worker-program",
-        "/bin/true",
+        env!("CARGO_BIN_EXE_ares-test-driver"),
         "--object-store-memory",
         "32M",
         "--session-root",
@@ -92,6 +92,31 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
         assert!(lines.iter().any(|l| l.contains(cpus)), "{cpus} missing:\n{s}");
     }
     assert!(s.contains("0.0/6.0 CPU"), "{s}");
+
+    // A driver joins with the head's address through its own machine's node (here: the
+    // node whose session root it is given), and with `auto`.
+    let driver = |address: &str, root: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+            .arg("squares")
+            .env("ARES_ADDRESS", address)
+            .env("ARES_SESSION_ROOT", root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "driver failed:\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let want: i64 = (0..100).map(|i| i * i).sum();
+    let via = driver(&addr, &roots[1]);
+    assert!(via.starts_with(&format!("{want} {}", roots[1].display())), "{via}");
+    let via = driver("auto", &roots[0]);
+    assert!(via.starts_with(&format!("{want} {}", roots[0].display())), "{via}");
+    let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .arg("squares")
+        .env("ARES_ADDRESS", "127.0.0.1:1")
+        .env("ARES_SESSION_ROOT", &roots[1])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && text(&out).contains("join one first"), "{}", text(&out));
 
     // Strangers: a wrong secret, a token for another cluster's certificate, no token.
     let wrong = format!("{}{}", "0".repeat(32), &token[32..]);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use ares_common::Config;
 use ares_common::wire::{FromHead, NodeSummary, ToHead};
-use ares_net::{Connection, Credentials, JoinToken};
+use ares_net::{Connection, Credentials, JoinToken, process_alive};
 use ares_raylet::{Raylet, RayletConfig, Role};
 use clap::Args;
 
@@ -194,16 +194,17 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         _ => parse_addr(args.address.as_deref().unwrap_or_default())?,
     };
     let role = if args.head { "head" } else { "member" };
-    let mut info = format!(
-        "pid={}\nrole={role}\nnode={}\ncluster={cluster_addr}\nsocket={}\n",
-        std::process::id(),
-        raylet.node_id(),
-        raylet.socket_path()
-    );
-    for d in cfg.effective_spill_dirs() {
-        info.push_str(&format!("spill={}\n", d.display()));
-    }
-    std::fs::write(session.join("node.info"), info).context("writing node.info")?;
+    let info = ares_net::DaemonInfo {
+        dir: session.clone(),
+        pid: std::process::id(),
+        role: role.to_string(),
+        node: raylet.node_id().to_string(),
+        cluster: Some(cluster_addr.to_string()),
+        socket: Some(raylet.socket_path().to_string()),
+        spill: cfg.effective_spill_dirs(),
+        alive: true,
+    };
+    info.write().context("writing node.info")?;
     if let Some(c) = &creds {
         c.save(&session.join("cluster.cred")).context("writing cluster.cred")?;
     }
@@ -234,7 +235,11 @@ fn print_started(role: &str, raylet: &Raylet, addr: SocketAddr, token: Option<Jo
         let _ = writeln!(out);
         let _ = writeln!(out, "To add a node:      ares start --address {addr} --token {t} --worker-program PROGRAM");
     }
-    let _ = writeln!(out, "Drivers here:       ARES_ADDRESS={} ./your_program", raylet.socket_path());
+    // A driver goes through the daemon on its own machine, as a Ray driver does.
+    let _ = writeln!(
+        out,
+        "Connect a driver:   ARES_ADDRESS={addr} ./your_program   (on a machine running a node of this cluster)"
+    );
     let _ = writeln!(out, "Cluster status:     ares status");
     let _ = writeln!(out, "Stop this machine:  ares stop");
     let _ = writeln!(out, "{READY_END}");
@@ -296,43 +301,12 @@ pub(crate) struct StatusArgs {
     session_root: Option<String>,
 }
 
-/// A daemon found in a session root.
-struct Found {
-    dir: PathBuf,
-    pid: u32,
-    role: String,
-    cluster: Option<SocketAddr>,
-    spill: Vec<PathBuf>,
-    alive: bool,
-}
-
 fn session_root(flag: &Option<String>) -> Result<PathBuf> {
     let mut cfg = Config::from_env()?;
     if let Some(r) = flag {
         cfg.session_root = PathBuf::from(r);
     }
     Ok(cfg.session_root)
-}
-
-/// The daemons whose session directories are under `root`, dead ones included.
-fn local_daemons(root: &Path) -> Vec<Found> {
-    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path().join("node.info")) else { continue };
-        let field = |k: &str| text.lines().find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')));
-        let Some(pid) = field("pid").and_then(|p| p.parse().ok()) else { continue };
-        out.push(Found {
-            dir: e.path(),
-            pid,
-            role: field("role").unwrap_or("?").to_string(),
-            cluster: field("cluster").and_then(|a| a.parse().ok()),
-            spill: text.lines().filter_map(|l| l.strip_prefix("spill=")).map(PathBuf::from).collect(),
-            alive: process_alive(pid),
-        });
-    }
-    out.sort_by_key(|f| f.pid);
-    out
 }
 
 pub(crate) fn status(args: StatusArgs) -> Result<()> {
@@ -346,12 +320,14 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
             (parse_addr(&a)?, t.parse::<JoinToken>()?)
         }
         None => {
-            let head = local_daemons(&root).into_iter().find(|d| d.alive && d.role == "head").ok_or_else(|| {
+            let head = ares_net::daemons(&root).into_iter().find(|d| d.alive && d.role == "head").ok_or_else(|| {
                 anyhow!("no head node runs on this machine (under {}): pass --address and --token", root.display())
             })?;
             let creds = Credentials::load(&head.dir.join("cluster.cred"))?;
-            let addr =
-                head.cluster.ok_or_else(|| anyhow!("{}: node.info names no cluster address", head.dir.display()))?;
+            let addr = head
+                .cluster
+                .and_then(|c| c.parse().ok())
+                .ok_or_else(|| anyhow!("{}: node.info names no cluster address", head.dir.display()))?;
             (addr, creds.token())
         }
     };
@@ -457,17 +433,17 @@ pub(crate) struct StopArgs {
 
 pub(crate) fn stop(args: StopArgs) -> Result<()> {
     let root = session_root(&args.session_root)?;
-    let all = local_daemons(&root);
+    let all = ares_net::daemons(&root);
     // The session root is the default spill directory.
     let spill_roots: Vec<PathBuf> = all.iter().flat_map(|d| d.spill.clone()).chain([root.clone()]).collect();
-    let daemons: Vec<Found> = all.into_iter().filter(|d| d.alive).collect();
+    let daemons: Vec<ares_net::DaemonInfo> = all.into_iter().filter(|d| d.alive).collect();
     for d in &daemons {
         if let Some(pid) = rustix::process::Pid::from_raw(d.pid as i32) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
     }
     let deadline = Instant::now() + Duration::from_secs(args.grace);
-    let alive = |d: &Found| process_alive(d.pid);
+    let alive = |d: &ares_net::DaemonInfo| process_alive(d.pid);
     while daemons.iter().any(alive) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -496,12 +472,4 @@ pub(crate) fn stop(args: StopArgs) -> Result<()> {
         n => println!("ares: stopped {n} node daemon(s)"),
     }
     Ok(())
-}
-
-/// Whether `pid` exists and is not a zombie.
-fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !matches!(s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('Z') | None),
-        Err(_) => false,
-    }
 }
