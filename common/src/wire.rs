@@ -68,6 +68,17 @@ pub enum ToRaylet {
         /// The object.
         object_id: ObjectId,
     },
+    /// Makes a copy of an object stored on other nodes in this node's store (a secondary
+    /// copy, evictable), pulling it from the first of `from` that has it. Answered with
+    /// `Pulled` once it can be pinned here; concurrent requests share one pull.
+    PullObject {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The object.
+        object_id: ObjectId,
+        /// Nodes holding a copy, in the order to try them.
+        from: Vec<NodeId>,
+    },
     /// Releases pins taken with `PinObject` (one per listed ID).
     ReleaseObjects {
         /// The objects.
@@ -272,6 +283,13 @@ pub enum FromRaylet {
         /// The actor.
         info: ActorInfo,
     },
+    /// Answer to `PullObject`: `None` when the object is now in this node's store.
+    Pulled {
+        /// The request answered.
+        request_id: u64,
+        /// Why no copy could be made (every source tried).
+        error: Option<TaskError>,
+    },
     /// Node statistics.
     Stats {
         /// The request answered.
@@ -321,6 +339,12 @@ pub struct NodeStats {
     pub store_restore_seconds: f64,
     /// The last spill failure, if the most recent spill failed.
     pub store_spill_error: Option<String>,
+    /// Pulls from other nodes started since start (concurrent requests share one).
+    pub pulls_started: u64,
+    /// Bytes pulled from other nodes since start.
+    pub pulled_bytes: u64,
+    /// Bytes sent to other nodes' pulls since start.
+    pub served_bytes: u64,
     /// Live worker processes.
     pub workers: Vec<WorkerInfo>,
     /// The node.
@@ -495,6 +519,11 @@ pub enum ToHead {
         /// Its load.
         load: NodeLoad,
     },
+    /// Where the node serves object pulls (QUIC), once it listens.
+    Serving {
+        /// Its address.
+        addr: std::net::SocketAddr,
+    },
     /// A node is stopping cleanly: mark it dead now rather than after the timeout.
     Leaving,
     /// Asks for the cluster's state (`ares status`).
@@ -511,6 +540,10 @@ pub enum FromHead {
     Registered {
         /// The head's node ID.
         head: NodeId,
+        /// The cluster certificate (DER), which the node serves QUIC under.
+        cert: Vec<u8>,
+        /// Its private key (DER, PKCS#8). Only nodes that proved the join secret get it.
+        key: Vec<u8>,
     },
     /// The cluster's resource view (broadcast about every 100 ms).
     View {

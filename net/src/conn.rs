@@ -63,7 +63,20 @@ impl Listener {
         addr: std::net::SocketAddr,
         creds: &Credentials,
     ) -> io::Result<Listener> {
-        let l = QuicListener::bind(addr, creds)?;
+        Self::bind_quic_with(node, addr, creds, true, None)
+    }
+
+    /// Like [`Listener::bind_quic`]; `queue`: whether connections queue for `accept`
+    /// (false for a listener that only serves streams), `on_stream` serves every further
+    /// stream a peer opens.
+    pub fn bind_quic_with(
+        node: ares_common::NodeId,
+        addr: std::net::SocketAddr,
+        creds: &Credentials,
+        queue: bool,
+        on_stream: Option<quic::StreamHandler>,
+    ) -> io::Result<Listener> {
+        let l = QuicListener::bind(addr, creds, queue, on_stream)?;
         let endpoint = Endpoint::Quic { node, addr: l.local_addr() };
         Ok(Listener { inner: ListenerInner::Quic(l), endpoint })
     }

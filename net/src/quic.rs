@@ -138,6 +138,24 @@ impl Credentials {
         Ok(Credentials { cert: ck.cert.der().to_vec(), key: ck.signing_key.serialize_der(), secret })
     }
 
+    /// The certificate and key (DER), which the head hands to nodes that joined so that
+    /// they serve QUIC under the same certificate.
+    pub fn cert_and_key(&self) -> (Vec<u8>, Vec<u8>) {
+        (self.cert.clone(), self.key.clone())
+    }
+
+    /// Credentials from a certificate and key received from the head, with the secret of
+    /// `token`. Fails if the certificate is not the one the token names.
+    pub fn from_parts(cert: Vec<u8>, key: Vec<u8>, token: &JoinToken) -> io::Result<Credentials> {
+        if cert_hash(&cert) != token.cert {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the certificate is not the one the join token names",
+            ));
+        }
+        Ok(Credentials { cert, key, secret: token.secret })
+    }
+
     /// The token that lets a node join.
     pub fn token(&self) -> JoinToken {
         JoinToken { secret: self.secret, cert: cert_hash(&self.cert) }
@@ -182,7 +200,7 @@ fn transport() -> Arc<quinn::TransportConfig> {
     t.stream_receive_window(quinn::VarInt::from_u32(64 << 20));
     t.receive_window(quinn::VarInt::from_u32(256 << 20));
     t.send_window(256 << 20);
-    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(256));
+    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(MAX_STREAMS + 1));
     t.max_concurrent_uni_streams(quinn::VarInt::from_u32(0));
     t.keep_alive_interval(Some(Duration::from_secs(2)));
     t.max_idle_timeout(Some(
@@ -347,6 +365,13 @@ fn close_reason(e: &quinn::ConnectionError) -> String {
     }
 }
 
+/// Runs on a thread of its own for every further bidirectional stream a peer opens on an
+/// authenticated connection (bulk transfers; the first stream is the message stream).
+pub type StreamHandler = Arc<dyn Fn(RawStream) + Send + Sync>;
+
+/// Further streams a peer may have open at once on one connection.
+const MAX_STREAMS: u32 = 64;
+
 /// A QUIC listener: authenticated connections queue for [`QuicListener::accept`].
 pub(crate) struct QuicListener {
     endpoint: quinn::Endpoint,
@@ -355,7 +380,14 @@ pub(crate) struct QuicListener {
 }
 
 impl QuicListener {
-    pub(crate) fn bind(addr: SocketAddr, creds: &Credentials) -> io::Result<QuicListener> {
+    /// `queue`: whether authenticated connections queue for `accept` (a listener that only
+    /// serves streams keeps them open without queueing). `on_stream` serves further streams.
+    pub(crate) fn bind(
+        addr: SocketAddr,
+        creds: &Credentials,
+        queue: bool,
+        on_stream: Option<StreamHandler>,
+    ) -> io::Result<QuicListener> {
         let cfg = server_config(creds)?;
         let endpoint = {
             let _guard = runtime().enter();
@@ -368,13 +400,30 @@ impl QuicListener {
         runtime().spawn(async move {
             while let Some(incoming) = ep.accept().await {
                 let tx = tx.clone();
+                let on_stream = on_stream.clone();
                 tokio::spawn(async move {
                     let peer = incoming.remote_address();
-                    match authenticate(incoming, secret).await {
-                        Ok(s) => {
-                            let _ = tx.send(s);
+                    let s = match authenticate(incoming, secret).await {
+                        Ok(s) => s,
+                        Err(reason) => {
+                            tracing::warn!(%peer, "refused a QUIC connection: {reason}");
+                            return;
                         }
-                        Err(reason) => tracing::warn!(%peer, "refused a QUIC connection: {reason}"),
+                    };
+                    let conn = s.conn.clone();
+                    if queue {
+                        let _ = tx.send(s);
+                    }
+                    let Some(handler) = on_stream else { return };
+                    while let Ok((send, recv)) = conn.accept_bi().await {
+                        let h = handler.clone();
+                        let stream = RawStream { send, recv };
+                        if std::thread::Builder::new().name("ares-quic-stream".into()).spawn(move || h(stream)).is_err()
+                        {
+                            tracing::warn!(%peer, "no thread for a QUIC stream; closing the connection");
+                            conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), b"out of threads");
+                            return;
+                        }
                     }
                 });
             }
@@ -579,5 +628,59 @@ async fn read_frames(
         if out.send(Ok(buf)).await.is_err() {
             return;
         }
+    }
+}
+
+/// A bidirectional QUIC stream for bulk bytes, used with blocking calls from plain
+/// threads (never from the QUIC runtime's own thread).
+pub struct RawStream {
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+}
+
+impl RawStream {
+    /// Writes all of `bytes`.
+    pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        runtime().block_on(self.send.write_all(bytes)).map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))
+    }
+
+    /// Ends the sending side (the peer reads to the end).
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.send.finish().map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))
+    }
+
+    /// Reads exactly `buf.len()` bytes straight into `buf` (a pool allocation, say).
+    pub fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        runtime().block_on(self.recv.read_exact(buf)).map_err(|e| io::Error::new(io::ErrorKind::UnexpectedEof, e))
+    }
+}
+
+/// An authenticated connection used only to open bulk streams (a node pulling objects
+/// from another). Cheap to clone; closes when the last clone is dropped.
+#[derive(Clone)]
+pub struct QuicPeer {
+    conn: quinn::Connection,
+    _control: Arc<std::sync::Mutex<(quinn::SendStream, quinn::RecvStream)>>,
+}
+
+impl QuicPeer {
+    /// Connects to `addr` with this process's join token.
+    pub fn connect(addr: SocketAddr) -> io::Result<QuicPeer> {
+        let s = connect(addr)?;
+        Ok(QuicPeer { conn: s.conn, _control: Arc::new(std::sync::Mutex::new((s.send, s.recv))) })
+    }
+
+    /// Opens a new stream.
+    pub fn open_stream(&self) -> io::Result<RawStream> {
+        let conn = self.conn.clone();
+        let (send, recv) = runtime()
+            .block_on(async move { conn.open_bi().await })
+            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionAborted, e))?;
+        Ok(RawStream { send, recv })
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.conn.close_reason().is_some()
     }
 }

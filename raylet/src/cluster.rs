@@ -43,6 +43,9 @@ struct Entry {
 #[derive(Debug)]
 pub struct ClusterDirectory {
     head: NodeId,
+    /// The cluster certificate and key, handed to nodes that join.
+    cert: Vec<u8>,
+    key: Vec<u8>,
     node_timeout: Duration,
     nodes: DetMap<NodeId, Entry>,
     peers: DetMap<PeerId, NodeId>,
@@ -65,9 +68,11 @@ pub struct Registration {
 }
 
 impl ClusterDirectory {
-    /// The directory of a cluster whose head is `head` (registered with [`Self::register_head`]).
-    pub fn new(head: NodeId, node_timeout: Duration) -> Self {
-        ClusterDirectory { head, node_timeout, nodes: DetMap::default(), peers: DetMap::default(), out: Vec::new() }
+    /// The directory of a cluster whose head is `head` (registered with
+    /// [`Self::register_head`]); joining nodes get `cert` and `key` to serve QUIC under.
+    pub fn new(head: NodeId, node_timeout: Duration, cert: Vec<u8>, key: Vec<u8>) -> Self {
+        let (nodes, peers) = (DetMap::default(), DetMap::default());
+        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, out: Vec::new() }
     }
 
     /// Takes the outputs queued so far.
@@ -107,7 +112,8 @@ impl ClusterDirectory {
         let summary = summary(reg, false, load);
         self.nodes.insert(id, Entry { summary, peer: Some(peer), last_seen: now });
         self.peers.insert(peer, id);
-        self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head }));
+        let (cert, key) = (self.cert.clone(), self.key.clone());
+        self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head, cert, key }));
         self.broadcast(now);
     }
 
@@ -122,6 +128,18 @@ impl ClusterDirectory {
             e.summary.load = load;
             e.last_seen = now;
         }
+    }
+
+    /// The node on `peer` serves pulls at `addr` now.
+    pub fn serving(&mut self, now: Duration, peer: PeerId, addr: std::net::SocketAddr) {
+        let Some(id) = self.peers.get(&peer) else {
+            self.refuse(peer, "address before registration");
+            return;
+        };
+        if let Some(e) = self.nodes.get_mut(id) {
+            e.summary.addr = Some(addr);
+        }
+        self.broadcast(now);
     }
 
     fn refuse(&mut self, peer: PeerId, reason: &str) {
@@ -268,7 +286,7 @@ mod tests {
     }
 
     fn dir() -> ClusterDirectory {
-        let mut d = ClusterDirectory::new(NodeId([0; 16]), ms(1000));
+        let mut d = ClusterDirectory::new(NodeId([0; 16]), ms(1000), vec![1], vec![2]);
         d.register_head(ms(0), reg(0), NodeLoad::default());
         d
     }

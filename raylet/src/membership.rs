@@ -18,7 +18,7 @@ use ares_common::det::DetMap;
 use ares_common::error::FrameError;
 use ares_common::wire::{FromHead, NodeLoad, NodeSummary, ToHead};
 use ares_common::{NodeId, ResourceSet};
-use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender};
+use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender, StreamHandler};
 
 use crate::cluster::{ClusterDirectory, DirOutput, PeerId, Registration};
 
@@ -53,6 +53,8 @@ pub enum Role {
         head: SocketAddr,
         /// The join token.
         token: JoinToken,
+        /// The address other nodes reach this one at (it serves pulls there).
+        ip: std::net::IpAddr,
     },
 }
 
@@ -60,7 +62,7 @@ impl std::fmt::Debug for Role {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Role::Head { bind, .. } => write!(f, "Head({bind})"),
-            Role::Member { head, .. } => write!(f, "Member(head {head})"),
+            Role::Member { head, ip, .. } => write!(f, "Member({ip}, head {head})"),
         }
     }
 }
@@ -88,16 +90,17 @@ pub struct Membership {
 }
 
 impl Membership {
-    /// Starts this node's part. A member fails at once (with the head's reason) if the
-    /// head cannot be reached or refuses it.
-    pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+    /// Starts this node's part; `on_stream` serves the bulk streams other nodes open
+    /// (object pulls). A member fails at once (with the head's reason) if the head cannot
+    /// be reached or refuses it.
+    pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>, on_stream: StreamHandler) -> io::Result<Membership> {
         match role {
-            Role::Head { bind, creds } => start_head(bind, &creds, me, local),
-            Role::Member { head, token } => start_member(head, &token, me, local),
+            Role::Head { bind, creds } => start_head(bind, &creds, me, local, on_stream),
+            Role::Member { head, token, ip } => start_member(head, &token, ip, me, local, on_stream),
         }
     }
 
-    /// Where the head serves (the port actually bound); `None` on a member.
+    /// Where this node serves QUIC: the head's cluster port, or a member's pull port.
     pub fn addr(&self) -> Option<SocketAddr> {
         self.addr
     }
@@ -176,14 +179,21 @@ pub fn this_host() -> String {
     rustix::system::uname().nodename().to_string_lossy().into_owned()
 }
 
-fn start_head(bind: SocketAddr, creds: &Credentials, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
-    let listener = Arc::new(Listener::bind_quic(me.node_id, bind, creds)?);
+fn start_head(
+    bind: SocketAddr,
+    creds: &Credentials,
+    me: Me,
+    local: Arc<dyn LocalNode>,
+    on_stream: StreamHandler,
+) -> io::Result<Membership> {
+    let listener = Arc::new(Listener::bind_quic_with(me.node_id, bind, creds, true, Some(on_stream))?);
     let addr = match listener.endpoint() {
         ares_net::Endpoint::Quic { addr, .. } => *addr,
         ares_net::Endpoint::Unix(_) => unreachable!("bind_quic gives a QUIC endpoint"),
     };
     let stopping = Arc::new(AtomicBool::new(false));
-    let mut dir = ClusterDirectory::new(me.node_id, me.node_timeout);
+    let (cert, key) = creds.cert_and_key();
+    let mut dir = ClusterDirectory::new(me.node_id, me.node_timeout, cert, key);
     let reg = Registration {
         node_id: me.node_id,
         pid: std::process::id(),
@@ -278,6 +288,7 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
                 st.dir.register(now, peer, Registration { node_id, pid, host, addr, total })
             }
             ToHead::Heartbeat { load } => st.dir.heartbeat(now, peer, load),
+            ToHead::Serving { addr } => st.dir.serving(now, peer, addr),
             ToHead::Leaving => st.dir.leaving(now, peer),
             ToHead::GetStatus { request_id } => st.dir.status(now, peer, request_id),
         }
@@ -291,7 +302,14 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
     shared.carry_out(&mut st);
 }
 
-fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+fn start_member(
+    head: SocketAddr,
+    token: &JoinToken,
+    ip: std::net::IpAddr,
+    me: Me,
+    local: Arc<dyn LocalNode>,
+    on_stream: StreamHandler,
+) -> io::Result<Membership> {
     let (tx, mut rx) = Connection::connect_quic(head, token)?.split(MAX_FRAME, OUTBOX_LIMIT)?;
     let register = ToHead::RegisterNode {
         node_id: me.node_id,
@@ -301,8 +319,11 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
         total: me.total.clone(),
     };
     tx.send(&register)?;
-    match rx.recv::<FromHead>() {
-        Ok(FromHead::Registered { head: head_id }) => tracing::info!(head = %head_id, "joined the cluster at {head}"),
+    let creds = match rx.recv::<FromHead>() {
+        Ok(FromHead::Registered { head: head_id, cert, key }) => {
+            tracing::info!(head = %head_id, "joined the cluster at {head}");
+            Credentials::from_parts(cert, key, token)?
+        }
         Ok(FromHead::Refused { reason }) => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -311,7 +332,22 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
         }
         Ok(other) => return Err(io::Error::other(format!("the head at {head} answered {other:?} to registration"))),
         Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
+    };
+    // The head sends its view right after registering a node: take it before returning,
+    // so that this node knows the cluster as soon as it serves.
+    match rx.recv::<FromHead>() {
+        Ok(FromHead::View { nodes }) => local.set_view(nodes),
+        Ok(other) => return Err(io::Error::other(format!("the head at {head} sent {other:?} instead of its view"))),
+        Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
     }
+    // Serve pulls under the cluster's certificate, and say where.
+    let listener =
+        Arc::new(Listener::bind_quic_with(me.node_id, SocketAddr::new(ip, 0), &creds, false, Some(on_stream))?);
+    let serving = match listener.endpoint() {
+        ares_net::Endpoint::Quic { addr, .. } => *addr,
+        ares_net::Endpoint::Unix(_) => unreachable!("bind_quic_with gives a QUIC endpoint"),
+    };
+    tx.send(&ToHead::Serving { addr: serving })?;
     let stopping = Arc::new(AtomicBool::new(false));
     let l = local.clone();
     let stop = stopping.clone();
@@ -346,5 +382,11 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
             std::thread::sleep(HEARTBEAT);
         }
     })?;
-    Ok(Membership { stopping, threads: vec![reader, beat], listener: None, head_link: Some(tx), addr: None })
+    Ok(Membership {
+        stopping,
+        threads: vec![reader, beat],
+        listener: Some(listener),
+        head_link: Some(tx),
+        addr: Some(serving),
+    })
 }

@@ -21,6 +21,7 @@ use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy
 use crate::actors::{ActorAction, ActorDirectory, NewActor};
 use crate::owners::OwnerDirectory;
 use crate::policy::{Action, LeasePolicy};
+use crate::pulls::{PullAction, PullManager};
 use crate::space::Progress;
 
 /// What the driver must carry out, in order.
@@ -41,7 +42,21 @@ pub enum Output {
     RemoveSpillFile(FileId),
     /// Pool space was freed or a restore ended: wake waiters.
     SpaceFreed,
+    /// Copy `object` from the node serving at `addr` into this node's store, then report
+    /// with [`Node::pull_finished`].
+    Pull {
+        /// The object.
+        object: ObjectId,
+        /// The source node.
+        node: NodeId,
+        /// Where it serves pulls.
+        addr: std::net::SocketAddr,
+    },
 }
+
+/// The store client that object transfers use: it pins objects served to other nodes
+/// and creates the copies pulled from them.
+pub const TRANSFER_CLIENT: ClientId = ClientId(u64::MAX - 1);
 
 /// How to set a node up.
 #[derive(Clone, Debug)]
@@ -95,6 +110,9 @@ pub struct Node {
     stopping: bool,
     /// The cluster's nodes as the head last described them.
     cluster: Vec<NodeSummary>,
+    pulls: PullManager,
+    pulled_bytes: u64,
+    served_bytes: u64,
     out: VecDeque<Output>,
 }
 
@@ -118,6 +136,9 @@ impl Node {
             restore_time: Duration::ZERO,
             stopping: false,
             cluster: Vec::new(),
+            pulls: PullManager::new(),
+            pulled_bytes: 0,
+            served_bytes: 0,
             out: VecDeque::new(),
             cfg,
         }
@@ -225,6 +246,7 @@ impl Node {
         self.owners.retain(|id| store.contains(id));
         self.close_dead_files();
         self.out.push_back(Output::SpaceFreed);
+        self.pulls.client_gone(client);
         let mut actions = self.policy.client_gone(client);
         let mut actor_actions = self.actors.client_gone(client);
         if let Kind::Worker(w) = kind {
@@ -286,6 +308,11 @@ impl Node {
                 self.apply(actions);
             }
             ToRaylet::CancelLeaseRequests { request_ids } => self.policy.cancel(client, &request_ids),
+            ToRaylet::PullObject { request_id, object_id, from } => {
+                let local = self.store.contains(object_id);
+                let actions = self.pulls.request(client, request_id, object_id, from, local);
+                self.apply_pulls(actions);
+            }
             ToRaylet::ReturnLease { lease_id, worker_broken } => {
                 // A broken lease's worker is reaped: the owner lost it, make sure it is gone.
                 let actions = self.policy.return_lease(client, lease_id, worker_broken);
@@ -365,6 +392,61 @@ impl Node {
         }
     }
 
+    fn apply_pulls(&mut self, actions: Vec<PullAction>) {
+        let mut queue: VecDeque<PullAction> = actions.into();
+        while let Some(a) = queue.pop_front() {
+            match a {
+                PullAction::Start { object, node } => {
+                    let addr = self.cluster.iter().find(|n| n.node_id == node && n.alive).and_then(|n| n.addr);
+                    match addr {
+                        Some(addr) => self.out.push_back(Output::Pull { object, node, addr }),
+                        None => {
+                            let why = "not a live node of the cluster serving pulls".to_string();
+                            queue.extend(self.pulls.finished(object, node, Err(why)));
+                        }
+                    }
+                }
+                PullAction::Done { client, request_id, error } => {
+                    self.send(client, FromRaylet::Pulled { request_id, error })
+                }
+            }
+        }
+    }
+
+    /// The transfer of `object` from `node` ended, having moved `bytes`.
+    pub fn pull_finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>, bytes: u64) {
+        self.pulled_bytes += bytes;
+        if let Err(e) = &result {
+            tracing::warn!(%object, %node, "pull failed: {e}");
+        }
+        let actions = self.pulls.finished(object, node, result);
+        self.apply_pulls(actions);
+    }
+
+    /// Allocates a secondary (evictable, never spilled) copy of a pulled object.
+    pub fn try_create_copy(&mut self, id: ObjectId, size: u64) -> Result<u64, StoreError> {
+        self.store.create(id, size, TRANSFER_CLIENT, false)
+    }
+
+    /// Seals a pulled copy, or drops it if its transfer failed.
+    pub fn finish_copy(&mut self, id: ObjectId, ok: bool) {
+        if ok {
+            let _ = self.store.seal(id, TRANSFER_CLIENT);
+        } else {
+            self.store.delete(id);
+            self.close_dead_files();
+            self.out.push_back(Output::SpaceFreed);
+        }
+    }
+
+    /// Releases a transfer's pin on an object it served, counting the bytes sent.
+    pub fn release_served(&mut self, id: ObjectId, bytes: u64) {
+        self.served_bytes += bytes;
+        self.store.release(id, TRANSFER_CLIENT);
+        self.close_dead_files();
+        self.out.push_back(Output::SpaceFreed);
+    }
+
     /// What this node reports to the head with each heartbeat.
     pub fn load(&self) -> NodeLoad {
         let s = self.store.stats();
@@ -430,6 +512,9 @@ impl Node {
             store_restore_seconds: self.restore_time.as_secs_f64(),
             store_spill_error: self.spill_error.clone(),
             workers,
+            pulls_started: self.pulls.started(),
+            pulled_bytes: self.pulled_bytes,
+            served_bytes: self.served_bytes,
             node_id: self.cfg.node_id,
             total: self.policy.total().clone(),
             available: self.policy.available().clone(),

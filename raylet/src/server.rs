@@ -26,7 +26,8 @@ use ares_net::{Listener, Receiver};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError};
 
 use crate::membership::{self, LocalNode, Me, Membership, Role};
-use crate::node::{Node, NodeConfig, Output};
+use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
+use crate::object_manager::{self, TransferHost};
 use crate::space::{SpaceWait, Step};
 use crate::spawner::{self, SpawnCmd, SpawnEvents, SpawnSpec};
 
@@ -93,6 +94,10 @@ struct Shared {
     socket_path: String,
     session_dir: PathBuf,
     listener: Listener,
+    /// Connections to other nodes for pulls, by address.
+    peers: Mutex<hashbrown::HashMap<std::net::SocketAddr, ares_net::QuicPeer>>,
+    /// Pulls to start, for the pull dispatcher thread.
+    pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
 }
 
 impl Raylet {
@@ -126,6 +131,7 @@ impl Raylet {
         let node = Node::new(node_cfg, Box::new(|| WorkerId::from_uuid(uuid::Uuid::new_v4())));
         let (spawn_tx, spawn_rx) = mpsc::channel();
         let (spill_tx, spill_rx) = mpsc::channel();
+        let (pull_tx, pull_rx) = mpsc::channel();
         let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1 }),
@@ -140,6 +146,8 @@ impl Raylet {
             socket_path: socket_path.clone(),
             session_dir,
             listener,
+            peers: Mutex::new(hashbrown::HashMap::new()),
+            pull_tx: Mutex::new(pull_tx),
         });
         let mut env = cfg.worker_env.clone();
         env.push(("ARES_WORKER".into(), "1".into()));
@@ -160,6 +168,13 @@ impl Raylet {
         let weak = Arc::downgrade(&shared);
         let spiller =
             std::thread::Builder::new().name("ares-raylet-spill".into()).spawn(move || spill_loop(weak, spill_rx))?;
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new().name("ares-raylet-pulls".into()).spawn(move || {
+            while let Ok((object, node, addr)) = pull_rx.recv() {
+                let Some(sh) = weak.upgrade() else { return };
+                start_pull(&sh, object, node, addr);
+            }
+        })?;
         let s = shared.clone();
         let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
@@ -172,13 +187,20 @@ impl Raylet {
             };
             let me = Me { node_id, total, host: membership::this_host(), node_timeout: cfg.node.node_timeout };
             let local = Arc::new(Local(Arc::downgrade(&raylet.shared)));
+            let weak = Arc::downgrade(&raylet.shared);
+            let on_stream: ares_net::StreamHandler = Arc::new(move |stream| {
+                if let Some(sh) = weak.upgrade() {
+                    object_manager::serve(&*sh, stream);
+                }
+            });
             // On failure `raylet` drops here and shuts down what started.
-            raylet.membership = Some(Membership::start(role, me, local)?);
+            raylet.membership = Some(Membership::start(role, me, local, on_stream)?);
         }
         Ok(raylet)
     }
 
-    /// Where this node serves the cluster directory, if it is a head.
+    /// Where this node serves QUIC (the head: the cluster directory and pulls; a member:
+    /// pulls), if it is part of a cluster.
     pub fn cluster_addr(&self) -> Option<std::net::SocketAddr> {
         self.membership.as_ref().and_then(Membership::addr)
     }
@@ -221,6 +243,10 @@ impl Raylet {
             for c in st.clients.values() {
                 c.close();
             }
+        }
+        // A new channel ends the pull dispatcher (pulls in flight finish on their own).
+        if let Ok(mut tx) = self.shared.pull_tx.lock() {
+            *tx = mpsc::channel().0;
         }
         // Closing the job channel ends the spill thread after its current job.
         let (dead_tx, _) = mpsc::channel();
@@ -304,6 +330,12 @@ impl Shared {
                 }
                 Output::RemoveSpillFile(f) => self.spill_dirs.remove(f),
                 Output::SpaceFreed => self.space.notify_all(),
+                Output::Pull { object, node, addr } => {
+                    let tx = self.pull_tx.lock().unwrap_or_else(|p| p.into_inner());
+                    if tx.send((object, node, addr)).is_err() {
+                        st.node.pull_finished(object, node, Err("the node is shutting down".into()), 0);
+                    }
+                }
             }
         }
     }
@@ -350,14 +382,19 @@ impl Shared {
         self.carry_out(&mut st);
     }
 
-    /// Pins for `client`, restoring from disk first if needed. Restore IO runs on this
-    /// connection's thread with the lock released, so nobody else waits for it.
-    fn pin(&self, client: ClientId, request_id: u64, id: ObjectId) {
-        let lost = |what: String| FromRaylet::PinFailed { request_id, error: TaskError::ObjectLost { object: what } };
+    /// Pins `id` for `client`, restoring it from disk first if needed: its offset and
+    /// size. Restore IO runs on the caller's thread with the lock released, so nobody
+    /// else waits for it.
+    fn pin_object<'a>(
+        &'a self,
+        client: ClientId,
+        id: ObjectId,
+    ) -> (MutexGuard<'a, State>, Result<(u64, u64), TaskError>) {
+        let lost = |what: String| TaskError::ObjectLost { object: what };
         let mut st = self.lock();
-        let reply = loop {
+        let result = loop {
             match st.node.try_pin(client, id) {
-                Ok(Pin::InMemory { offset, size }) => break FromRaylet::Pinned { request_id, offset, size },
+                Ok(Pin::InMemory { offset, size }) => break Ok((offset, size)),
                 Ok(Pin::Busy) => {
                     st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
                 }
@@ -368,7 +405,7 @@ impl Shared {
                     let job = match job {
                         Ok(job) => job,
                         Err(StoreError::InProgress(_)) => continue,
-                        Err(e) => break FromRaylet::PinFailed { request_id, error: st.node.no_space(e) },
+                        Err(e) => break Err(st.node.no_space(e)),
                     };
                     drop(st);
                     let started = Instant::now();
@@ -380,13 +417,23 @@ impl Shared {
                     }
                     let pinned = st.node.finish_restore(id, client, read.is_ok(), took);
                     break match (pinned, read) {
-                        (Ok(Pin::InMemory { offset, size }), _) => FromRaylet::Pinned { request_id, offset, size },
-                        (_, Err(e)) => lost(format!("{id} (restore failed: {e})")),
-                        (_, Ok(())) => lost(id.to_string()),
+                        (Ok(Pin::InMemory { offset, size }), _) => Ok((offset, size)),
+                        (_, Err(e)) => Err(lost(format!("{id} (restore failed: {e})"))),
+                        (_, Ok(())) => Err(lost(id.to_string())),
                     };
                 }
-                Err(_) => break lost(id.to_string()),
+                Err(_) => break Err(lost(id.to_string())),
             }
+        };
+        (st, result)
+    }
+
+    /// Answers `PinObject`.
+    fn pin(&self, client: ClientId, request_id: u64, id: ObjectId) {
+        let (mut st, result) = self.pin_object(client, id);
+        let reply = match result {
+            Ok((offset, size)) => FromRaylet::Pinned { request_id, offset, size },
+            Err(error) => FromRaylet::PinFailed { request_id, error },
         };
         if let Some(c) = st.clients.get(&client) {
             let _ = c.send(&reply);
@@ -413,6 +460,66 @@ impl Shared {
         st.clients.remove(&client);
         st.node.disconnected(client);
         self.carry_out(&mut st);
+    }
+}
+
+impl TransferHost for Shared {
+    fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    fn pin(&self, id: ObjectId) -> Result<(u64, u64), String> {
+        let (mut st, r) = self.pin_object(TRANSFER_CLIENT, id);
+        self.carry_out(&mut st);
+        r.map_err(|e| e.to_string())
+    }
+
+    fn release(&self, id: ObjectId, bytes: u64) {
+        let mut st = self.lock();
+        st.node.release_served(id, bytes);
+        self.carry_out(&mut st);
+    }
+
+    fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String> {
+        let st = self.lock();
+        let (mut st, r) = self.with_space(st, size, |n| n.try_create_copy(id, size));
+        let r = r.map_err(|e| st.node.no_space(e).to_string());
+        self.carry_out(&mut st);
+        r
+    }
+
+    fn finish_copy(&self, id: ObjectId, ok: bool) {
+        let mut st = self.lock();
+        st.node.finish_copy(id, ok);
+        self.carry_out(&mut st);
+    }
+
+    fn peer(&self, addr: std::net::SocketAddr) -> io::Result<ares_net::QuicPeer> {
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = peers.get(&addr).filter(|p| !p.is_closed()) {
+            return Ok(p.clone());
+        }
+        let p = ares_net::QuicPeer::connect(addr)?;
+        peers.insert(addr, p.clone());
+        Ok(p)
+    }
+}
+
+/// Runs one pull on a thread of its own and reports its end to the node.
+fn start_pull(shared: &Arc<Shared>, object: ObjectId, node: NodeId, addr: std::net::SocketAddr) {
+    let weak = Arc::downgrade(shared);
+    let run = move || {
+        let Some(sh) = weak.upgrade() else { return };
+        let result = object_manager::pull(&*sh, object, addr);
+        let mut st = sh.lock();
+        let bytes = *result.as_ref().unwrap_or(&0);
+        st.node.pull_finished(object, node, result.map(|_| ()), bytes);
+        sh.carry_out(&mut st);
+    };
+    if let Err(e) = std::thread::Builder::new().name("ares-pull".into()).spawn(run) {
+        let mut st = shared.lock();
+        st.node.pull_finished(object, node, Err(format!("no thread for the pull: {e}")), 0);
+        shared.carry_out(&mut st);
     }
 }
 

@@ -640,6 +640,11 @@ impl Sim {
                 // The sim has no disk: spill jobs leave the objects in memory.
                 Output::Spill(job) => self.nodes[n].node.spill_abandoned(&job),
                 Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
+                // Simulated nodes have no cluster view, so no pull is ever asked for; if
+                // one were, it fails as a transfer would.
+                Output::Pull { object, node, .. } => {
+                    self.nodes[n].node.pull_finished(object, node, Err("the simulation moves no bytes".into()), 0)
+                }
             }
         }
     }

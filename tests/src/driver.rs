@@ -31,6 +31,77 @@ fn raw_create(socket: &str) -> anyhow::Result<()> {
     }
 }
 
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex<const N: usize>(s: &str) -> anyhow::Result<[u8; N]> {
+    anyhow::ensure!(s.len() == 2 * N, "expected {} hex digits", 2 * N);
+    let mut out = [0u8; N];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
+    }
+    Ok(out)
+}
+
+/// `hold-put <MiB>`: joins the cluster at `ARES_ADDRESS`, puts that many MiB of known
+/// bytes, prints `<task> <index> <node> <blake3 of the bytes>` and waits to be killed.
+fn hold_put() -> anyhow::Result<()> {
+    let mib: usize = std::env::args().nth(2).unwrap_or_default().parse()?;
+    ares::init()?;
+    let data: Vec<u8> = (0..mib << 20).map(|i| (i * 31 % 251) as u8).collect();
+    let hash = blake3::hash(&data);
+    let r = ares::put(data)?;
+    let id = r.id();
+    let node = ares::node_stats()?.node_id;
+    println!("{} {} {} {}", hex(&id.task.0), id.index, hex(&node.0), hash.to_hex());
+    std::io::stdout().flush()?;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// `pull <raylet socket> <task> <index> <node> <n>`: asks that raylet `n` times at once
+/// to pull the object from the node, then pins the copy and prints `<blake3 of the
+/// value's bytes> <pulls started> <bytes pulled>`.
+fn pull() -> anyhow::Result<()> {
+    use ares_common::codec::Value;
+    use ares_common::frame::{FrameReader, write_msg};
+    use ares_common::wire::{FromRaylet, ToRaylet};
+    let arg = |i| std::env::args().nth(i).unwrap_or_default();
+    let object_id = ares_common::ObjectId { task: ares_common::TaskId(unhex(&arg(3))?), index: arg(4).parse()? };
+    let from = ares_common::NodeId(unhex(&arg(5))?);
+    let n: u64 = arg(6).parse()?;
+    let s = std::os::unix::net::UnixStream::connect(arg(2))?;
+    let mut r = FrameReader::new(s.try_clone()?, 1 << 20);
+    write_msg(
+        &mut &s,
+        &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id: ares_common::WorkerId([5; 16]) },
+    )?;
+    let FromRaylet::Registered { pool_path, pool_size, .. } = r.read::<FromRaylet>()? else {
+        anyhow::bail!("not registered");
+    };
+    for request_id in 1..=n {
+        write_msg(&mut &s, &ToRaylet::PullObject { request_id, object_id, from: vec![from] })?;
+    }
+    for _ in 0..n {
+        match r.read::<FromRaylet>()? {
+            FromRaylet::Pulled { error: None, .. } => {}
+            other => anyhow::bail!("pull failed: {other:?}"),
+        }
+    }
+    write_msg(&mut &s, &ToRaylet::GetStats { request_id: 100 })?;
+    let FromRaylet::Stats { stats, .. } = r.read::<FromRaylet>()? else { anyhow::bail!("no stats") };
+    write_msg(&mut &s, &ToRaylet::PinObject { request_id: 101, object_id })?;
+    let FromRaylet::Pinned { offset, size, .. } = r.read::<FromRaylet>()? else { anyhow::bail!("not pinned") };
+    let pool = ares_object_store::Pool::open(&pool_path, pool_size)?;
+    // SAFETY: pinned above and never released by this process.
+    let bytes = unsafe { pool.slice(offset, size)? };
+    let value = <Vec<u8> as Value>::access(bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!("{} {} {}", blake3::hash(value.as_slice()).to_hex(), stats.pulls_started, stats.pulled_bytes);
+    Ok(())
+}
+
 /// Actor modes, against the raylet at `ARES_ADDRESS`:
 /// - `actor-get <name> <by>`: finds the named counter, adds `by`, prints the new value;
 /// - `actor-owner <name|-> <detached:0|1>`: spawns a counter (named unless `-`), prints
@@ -85,6 +156,12 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(rest) = mode.strip_prefix("actor-") {
         return actor_mode(rest);
+    }
+    if mode == "hold-put" {
+        return hold_put();
+    }
+    if mode == "pull" {
+        return pull();
     }
     if mode == "squares" {
         // Joins the cluster named by ARES_ADDRESS, prints the sum of 100 squares computed

@@ -38,15 +38,11 @@ struct Node {
 }
 
 fn start(root: &Path, extra: &[&str]) -> (Node, String) {
-    let mut args = vec![
-        "start",
-        "--worker-program",
-        env!("CARGO_BIN_EXE_ares-test-driver"),
-        "--object-store-memory",
-        "32M",
-        "--session-root",
-        root.to_str().unwrap(),
-    ];
+    let mut args = vec!["start", "--worker-program", env!("CARGO_BIN_EXE_ares-test-driver")];
+    args.extend_from_slice(&["--session-root", root.to_str().unwrap()]);
+    if !extra.contains(&"--object-store-memory") {
+        args.extend_from_slice(&["--object-store-memory", "32M"]);
+    }
     args.extend_from_slice(extra);
     let out = ares(&args);
     let summary = text(&out);
@@ -188,5 +184,64 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
         .filter(|f| nodes.iter().any(|n| f.starts_with(&format!("ares-{}-", n.pid))))
         .collect();
     assert!(shm.is_empty(), "shared-memory files left: {shm:?}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
+    let base = std::env::temp_dir().join(format!("ares-pull-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (ra, rb) = (base.join("a"), base.join("b"));
+    let mem = ["--object-store-memory", "256M", "--node-ip-address", "127.0.0.1"];
+    let mut head_args = vec!["--head", "--port", "0", "--num-cpus", "1"];
+    head_args.extend_from_slice(&mem);
+    let (a, summary) = start(&ra, &head_args);
+    let addr = field(&summary, "cluster address:");
+    let token = field(&summary, "join token:");
+    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str(), "--num-cpus", "1"];
+    member_args.extend_from_slice(&mem);
+    let (b, summary_b) = start(&rb, &member_args);
+    let socket_b = field(&summary_b, "local socket:");
+
+    // A driver on node A puts 64 MiB and keeps it.
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .args(["hold-put", "64"])
+        .env("ARES_ADDRESS", "auto")
+        .env("ARES_SESSION_ROOT", &ra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    let held: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(held.len(), 4, "{line}");
+
+    // Ten requests at once on node B: one transfer, and the copy reads back intact.
+    let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .args(["pull", &socket_b, held[0], held[1], held[2], "10"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pull failed:\n{}", text(&out));
+    let got = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<&str> = got.split_whitespace().collect();
+    assert_eq!(got[0], held[3], "the pulled value's bytes differ");
+    assert_eq!(got[1], "1", "ten concurrent requests share one pull");
+    let pulled: u64 = got[2].parse().unwrap();
+    assert!(pulled > 64 << 20, "{pulled} bytes pulled");
+
+    // A pull from a node that is not in the cluster fails with a typed error naming it.
+    let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .args(["pull", &socket_b, held[0], "7", held[2], "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && text(&out).contains("could not pull"), "{}", text(&out));
+
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    for n in [&a, &b] {
+        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
+    }
     let _ = std::fs::remove_dir_all(&base);
 }

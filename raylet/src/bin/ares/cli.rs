@@ -184,7 +184,7 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         let head = parse_addr(args.address.as_deref().unwrap_or_default())?;
         let token = parse_token(&cfg)?;
         ares_net::set_join_token(token);
-        rcfg.cluster = Some(Role::Member { head, token });
+        rcfg.cluster = Some(Role::Member { head, token, ip });
         None
     };
     let mut raylet = Raylet::start(rcfg).map_err(|e| anyhow!("starting the node: {e}"))?;

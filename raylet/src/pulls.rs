@@ -1,0 +1,191 @@
+//! The object manager's decisions: which objects this node is pulling from other nodes,
+//! who waits for each, and which source to try next. A pure state machine; the driver
+//! ([`crate::object_manager`]) moves the bytes.
+//!
+//! Requests for an object already being pulled join that pull (one transfer however
+//! many tasks need it). A failed transfer moves on to the next source; when every source
+//! failed, every waiter gets `ObjectLost` naming the object and the nodes tried.
+
+use ares_common::det::DetMap;
+use ares_common::error::TaskError;
+use ares_common::{NodeId, ObjectId};
+use ares_object_store::ClientId;
+
+/// What the driver must do.
+#[derive(Debug, PartialEq)]
+pub enum PullAction {
+    /// Transfer `object` from `node` into this node's store, then report with
+    /// [`PullManager::finished`].
+    Start {
+        /// The object.
+        object: ObjectId,
+        /// The node to pull it from.
+        node: NodeId,
+    },
+    /// Answer a waiter.
+    Done {
+        /// Who asked.
+        client: ClientId,
+        /// Their request.
+        request_id: u64,
+        /// `None`: the object is in this node's store now.
+        error: Option<TaskError>,
+    },
+}
+
+#[derive(Debug)]
+struct Pull {
+    waiters: Vec<(ClientId, u64)>,
+    /// Sources not tried yet, in order.
+    rest: Vec<NodeId>,
+    /// Sources tried, with why each failed.
+    failures: Vec<String>,
+}
+
+/// Pulls in progress. See the module docs.
+#[derive(Debug, Default)]
+pub struct PullManager {
+    pulls: DetMap<ObjectId, Pull>,
+    started: u64,
+}
+
+impl PullManager {
+    /// No pull in progress.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Pulls started so far (shared requests count once).
+    pub fn started(&self) -> u64 {
+        self.started
+    }
+
+    /// Whether `object` is being pulled.
+    pub fn in_progress(&self, object: ObjectId) -> bool {
+        self.pulls.contains_key(&object)
+    }
+
+    /// `client` asks for a local copy of `object`, stored at `from`. `local` says whether
+    /// this node already has it.
+    pub fn request(
+        &mut self,
+        client: ClientId,
+        request_id: u64,
+        object: ObjectId,
+        from: Vec<NodeId>,
+        local: bool,
+    ) -> Vec<PullAction> {
+        if local {
+            return vec![PullAction::Done { client, request_id, error: None }];
+        }
+        if let Some(p) = self.pulls.get_mut(&object) {
+            p.waiters.push((client, request_id));
+            return Vec::new();
+        }
+        let mut rest = from;
+        rest.dedup();
+        rest.reverse(); // popped from the back: first source first
+        let pull = Pull { waiters: vec![(client, request_id)], rest, failures: Vec::new() };
+        self.pulls.insert(object, pull);
+        self.next_source(object)
+    }
+
+    /// The transfer of `object` from `node` ended (`Err`: why it failed).
+    pub fn finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>) -> Vec<PullAction> {
+        match result {
+            Ok(()) => {
+                let Some(p) = self.pulls.remove(&object) else { return Vec::new() };
+                p.waiters
+                    .into_iter()
+                    .map(|(client, request_id)| PullAction::Done { client, request_id, error: None })
+                    .collect()
+            }
+            Err(reason) => {
+                if let Some(p) = self.pulls.get_mut(&object) {
+                    p.failures.push(format!("node {node}: {reason}"));
+                }
+                self.next_source(object)
+            }
+        }
+    }
+
+    /// Tries the next source of `object`, or fails its waiters when none is left.
+    fn next_source(&mut self, object: ObjectId) -> Vec<PullAction> {
+        let Some(p) = self.pulls.get_mut(&object) else { return Vec::new() };
+        if let Some(node) = p.rest.pop() {
+            self.started += 1;
+            return vec![PullAction::Start { object, node }];
+        }
+        let p = self.pulls.remove(&object).expect("present above");
+        let why = if p.failures.is_empty() { "no node holds a copy".to_string() } else { p.failures.join("; ") };
+        let error = TaskError::ObjectLost { object: format!("{object} (could not pull a copy: {why})") };
+        p.waiters
+            .into_iter()
+            .map(|(client, request_id)| PullAction::Done { client, request_id, error: Some(error.clone()) })
+            .collect()
+    }
+
+    /// `client` is gone: its waits end (the pulls go on; their copies stay here).
+    pub fn client_gone(&mut self, client: ClientId) {
+        for p in self.pulls.values_mut() {
+            p.waiters.retain(|(c, _)| *c != client);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ares_common::TaskId;
+
+    fn obj() -> ObjectId {
+        ObjectId::for_put(TaskId([3; 16]), 0)
+    }
+
+    #[test]
+    fn concurrent_requests_share_one_pull_and_all_are_answered() {
+        let mut m = PullManager::new();
+        let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
+        assert_eq!(
+            m.request(ClientId(1), 10, obj(), vec![a, b], false),
+            vec![PullAction::Start { object: obj(), node: a }]
+        );
+        for i in 2..=10 {
+            assert!(m.request(ClientId(i), 10 + i, obj(), vec![a, b], false).is_empty());
+        }
+        assert_eq!(m.started(), 1);
+        let done = m.finished(obj(), a, Ok(()));
+        assert_eq!(done.len(), 10);
+        assert!(done.iter().all(|d| matches!(d, PullAction::Done { error: None, .. })));
+        assert!(!m.in_progress(obj()));
+        // Already here: answered at once, no pull.
+        assert_eq!(
+            m.request(ClientId(1), 99, obj(), vec![a], true),
+            vec![PullAction::Done { client: ClientId(1), request_id: 99, error: None }]
+        );
+        assert_eq!(m.started(), 1);
+    }
+
+    #[test]
+    fn a_failed_transfer_tries_the_next_copy_then_fails_naming_every_node() {
+        let mut m = PullManager::new();
+        let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
+        m.request(ClientId(1), 1, obj(), vec![a, b], false);
+        m.request(ClientId(2), 2, obj(), vec![a, b], false);
+        m.client_gone(ClientId(2));
+        assert_eq!(
+            m.finished(obj(), a, Err("connection lost".into())),
+            vec![PullAction::Start { object: obj(), node: b }]
+        );
+        let out = m.finished(obj(), b, Err("no such object".into()));
+        match &out[..] {
+            [
+                PullAction::Done { client: ClientId(1), request_id: 1, error: Some(TaskError::ObjectLost { object }) },
+            ] => {
+                assert!(object.contains("connection lost") && object.contains("no such object"), "{object}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.request(ClientId(3), 3, obj(), vec![], false).len(), 1, "no source: fails at once");
+    }
+}
