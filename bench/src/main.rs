@@ -4,6 +4,7 @@
 //! `ares-bench micro` mirrors `ray_micro.py`: every figure is the median of `--repeats`
 //! runs inside one `ares::init()` session.
 
+mod cluster;
 mod tensor;
 
 use std::time::Instant;
@@ -88,6 +89,16 @@ enum Cmd {
         #[arg(long, default_value = "/tmp/ares-bench-spill")]
         spill_dir: std::path::PathBuf,
     },
+    /// Between nodes on loopback (daemons started with the `ares` binary beside this
+    /// one): an object pulled from one node into another, beside a raw TCP copy.
+    Cluster {
+        /// Runs per figure; the median is reported.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Object size in MiB.
+        #[arg(long, default_value_t = 1024)]
+        mib: usize,
+    },
 }
 
 #[ares::remote]
@@ -125,7 +136,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
-fn emit(bench: &str, unit: &str, runs: Vec<f64>) {
+pub(crate) fn emit(bench: &str, unit: &str, runs: Vec<f64>) {
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load: Vec<f64> = loadavg.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
     let line = json!({"bench": bench, "value": median(runs.clone()), "unit": unit, "runs": runs,
@@ -369,6 +380,7 @@ fn store(pool_mib: u64, object_mib: u64, times_pool: u64, spill_dir: std::path::
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
+        Cmd::Cluster { repeats, mib } => cluster::run(repeats, mib),
         Cmd::Store { pool_mib, object_mib, times_pool, spill_dir } => {
             store(pool_mib, object_mib, times_pool, spill_dir)
         }

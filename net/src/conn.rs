@@ -239,6 +239,25 @@ impl Receiver {
         }
     }
 
+    /// Like [`Receiver::recv`], failing with a `TimedOut` IO error when no message
+    /// arrives within `limit` (the connection should then be closed: a partly read frame
+    /// is lost).
+    pub fn recv_timeout<T: Value>(&mut self, limit: Duration) -> Result<T, FrameError> {
+        match &mut self.inner {
+            RecvInner::Unix(r) => {
+                r.get_ref().set_read_timeout(Some(limit))?;
+                let m = r.read();
+                let _ = r.get_ref().set_read_timeout(None);
+                m
+            }
+            RecvInner::Quic(q) => {
+                let payload = q.next_timeout(limit)?;
+                T::decode_aligned(&payload)
+                    .map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })
+            }
+        }
+    }
+
     /// Whether bytes of a further frame are already buffered.
     pub fn has_buffered(&mut self) -> bool {
         match &mut self.inner {

@@ -207,9 +207,28 @@ fn transport() -> Arc<quinn::TransportConfig> {
         quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("10 s is a valid idle timeout"),
     ));
     let mut mtu = quinn::MtuDiscoveryConfig::default();
-    mtu.upper_bound(65_000);
+    mtu.upper_bound(MAX_UDP_PAYLOAD);
     t.mtu_discovery_config(Some(mtu));
     Arc::new(t)
+}
+
+/// Largest UDP payload: loopback carries 64 KiB datagrams and path MTU discovery finds
+/// what a LAN allows; quinn's default caps every path at 1472 bytes.
+const MAX_UDP_PAYLOAD: u16 = 65_000;
+/// UDP socket buffers: a burst of large datagrams must not overflow the receiver's queue
+/// (dropped datagrams cost a retransmission and a congestion-window cut).
+const UDP_BUFFER: usize = 8 << 20;
+
+/// A quinn endpoint on `addr` with large datagrams and socket buffers.
+fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> io::Result<quinn::Endpoint> {
+    let socket = std::net::UdpSocket::bind(addr)?;
+    // Best effort: the kernel caps these at net.core.[rw]mem_max.
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, UDP_BUFFER);
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, UDP_BUFFER);
+    let mut cfg = quinn::EndpointConfig::default();
+    cfg.max_udp_payload_size(MAX_UDP_PAYLOAD).map_err(|e| io::Error::other(e.to_string()))?;
+    let _guard = runtime().enter();
+    quinn::Endpoint::new(cfg, server, socket, Arc::new(quinn::TokioRuntime))
 }
 
 /// Accepts a server certificate only if its hash is the one in the join token; the TLS
@@ -303,8 +322,7 @@ fn client_endpoint() -> io::Result<quinn::Endpoint> {
     if let Some(ep) = EP.get() {
         return Ok(ep.clone());
     }
-    let _guard = runtime().enter();
-    let ep = quinn::Endpoint::client("0.0.0.0:0".parse().expect("a valid wildcard address"))?;
+    let ep = endpoint("0.0.0.0:0".parse().expect("a valid wildcard address"), None)?;
     Ok(EP.get_or_init(|| ep).clone())
 }
 
@@ -389,10 +407,7 @@ impl QuicListener {
         on_stream: Option<StreamHandler>,
     ) -> io::Result<QuicListener> {
         let cfg = server_config(creds)?;
-        let endpoint = {
-            let _guard = runtime().enter();
-            quinn::Endpoint::server(cfg, addr)?
-        };
+        let endpoint = endpoint(addr, Some(cfg))?;
         let local = endpoint.local_addr()?;
         let (tx, rx) = std::sync::mpsc::channel();
         let ep = endpoint.clone();
@@ -521,6 +536,22 @@ impl QuicReceiver {
         self.rx.blocking_recv().unwrap_or(Err(FrameError::Closed))
     }
 
+    /// The next frame's payload, waiting at most `limit`.
+    pub(crate) fn next_timeout(&mut self, limit: Duration) -> Result<Bytes, FrameError> {
+        if let Some(p) = self.peeked.take() {
+            return p;
+        }
+        // The timer must be made inside the runtime.
+        let rx = &mut self.rx;
+        match runtime().block_on(async { tokio::time::timeout(limit, rx.recv()).await }) {
+            Ok(Some(f)) => f,
+            Ok(None) => Err(FrameError::Closed),
+            Err(_) => {
+                Err(FrameError::Io(io::Error::new(io::ErrorKind::TimedOut, format!("no message within {limit:?}"))))
+            }
+        }
+    }
+
     /// Whether a frame is ready without blocking.
     pub(crate) fn ready(&mut self) -> bool {
         if self.peeked.is_some() {
@@ -638,10 +669,25 @@ pub struct RawStream {
     recv: quinn::RecvStream,
 }
 
+/// How long a bulk stream may make no progress before its call fails (the connection's
+/// keep-alives would otherwise keep a stuck transfer waiting forever).
+const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn stalled() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, format!("the stream made no progress for {STALL_TIMEOUT:?}"))
+}
+
 impl RawStream {
     /// Writes all of `bytes`.
     pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        runtime().block_on(self.send.write_all(bytes)).map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))
+        for part in bytes.chunks(1 << 20) {
+            let send = &mut self.send;
+            match runtime().block_on(async { tokio::time::timeout(STALL_TIMEOUT, send.write_all(part)).await }) {
+                Ok(r) => r.map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))?,
+                Err(_) => return Err(stalled()),
+            }
+        }
+        Ok(())
     }
 
     /// Ends the sending side (the peer reads to the end).
@@ -651,7 +697,14 @@ impl RawStream {
 
     /// Reads exactly `buf.len()` bytes straight into `buf` (a pool allocation, say).
     pub fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        runtime().block_on(self.recv.read_exact(buf)).map_err(|e| io::Error::new(io::ErrorKind::UnexpectedEof, e))
+        for part in buf.chunks_mut(1 << 20) {
+            let recv = &mut self.recv;
+            match runtime().block_on(async { tokio::time::timeout(STALL_TIMEOUT, recv.read_exact(part)).await }) {
+                Ok(r) => r.map_err(|e| io::Error::new(io::ErrorKind::UnexpectedEof, e))?,
+                Err(_) => return Err(stalled()),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -666,8 +719,16 @@ pub struct QuicPeer {
 impl QuicPeer {
     /// Connects to `addr` with this process's join token.
     pub fn connect(addr: SocketAddr) -> io::Result<QuicPeer> {
-        let s = connect(addr)?;
-        Ok(QuicPeer { conn: s.conn, _control: Arc::new(std::sync::Mutex::new((s.send, s.recv))) })
+        Ok(Self::from_stream(connect(addr)?))
+    }
+
+    /// Connects to `addr` presenting `token`.
+    pub fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicPeer> {
+        Ok(Self::from_stream(connect_with(addr, token)?))
+    }
+
+    fn from_stream(s: QuicStream) -> QuicPeer {
+        QuicPeer { conn: s.conn, _control: Arc::new(std::sync::Mutex::new((s.send, s.recv))) }
     }
 
     /// Opens a new stream.
@@ -677,6 +738,12 @@ impl QuicPeer {
             .block_on(async move { conn.open_bi().await })
             .map_err(|e| io::Error::new(io::ErrorKind::ConnectionAborted, e))?;
         Ok(RawStream { send, recv })
+    }
+
+    /// The path's current MTU, round-trip time and congestion window (for logs).
+    pub fn path_stats(&self) -> String {
+        let p = self.conn.stats().path;
+        format!("mtu {} rtt {:?} cwnd {} lost {} sent {}", p.current_mtu, p.rtt, p.cwnd, p.lost_packets, p.sent_packets)
     }
 
     /// Whether the connection has ended.

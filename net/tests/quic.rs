@@ -3,6 +3,7 @@
 //! connection.
 
 use std::io;
+use std::time::Duration;
 
 use ares_common::NodeId;
 use ares_common::error::FrameError;
@@ -119,4 +120,37 @@ fn bad_frames_close_only_their_connection() {
         assert!(seen.iter().any(|r| matches!(r, Err(FrameError::TooLarge { len, .. }) if *len == 1 << 30)), "{seen:?}");
         assert!(seen.iter().any(|r| matches!(r, Ok(ToRaylet::GetStats { request_id: 5 }))), "{seen:?}");
     });
+}
+
+#[test]
+fn a_quiet_peer_times_out_and_bulk_streams_carry_bytes_both_ways() {
+    ares_net::install_crypto_provider();
+    let creds = Credentials::generate([4; 16]).unwrap();
+    // Every further stream gets its bytes back (a length, then that many bytes).
+    let echo: ares_net::StreamHandler = std::sync::Arc::new(|mut s: ares_net::RawStream| {
+        let mut len = [0u8; 8];
+        s.read_exact(&mut len).unwrap();
+        let mut buf = vec![0u8; u64::from_le_bytes(len) as usize];
+        s.read_exact(&mut buf).unwrap();
+        s.write_all(&buf).unwrap();
+        s.finish().unwrap();
+    });
+    let l =
+        Listener::bind_quic_with(NodeId::default(), "127.0.0.1:0".parse().unwrap(), &creds, true, Some(echo)).unwrap();
+    std::thread::scope(|sc| {
+        let server = sc.spawn(|| l.accept().unwrap());
+        let (_tx, mut rx) =
+            Connection::connect_quic(addr(&l), &creds.token()).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let _conn = server.join().unwrap();
+        let e = rx.recv_timeout::<ToRaylet>(Duration::from_millis(200)).expect_err("nothing was sent");
+        assert!(matches!(&e, FrameError::Io(io) if io.kind() == io::ErrorKind::TimedOut), "{e:?}");
+    });
+    let peer = ares_net::QuicPeer::connect_with(addr(&l), &creds.token()).unwrap();
+    let data: Vec<u8> = (0..20 << 20).map(|i| (i % 253) as u8).collect();
+    let mut s = peer.open_stream().unwrap();
+    s.write_all(&(data.len() as u64).to_le_bytes()).unwrap();
+    s.write_all(&data).unwrap();
+    let mut back = vec![0u8; data.len()];
+    s.read_exact(&mut back).unwrap();
+    assert!(back == data, "the echoed bytes differ");
 }

@@ -23,6 +23,7 @@ pub mod server;
 pub mod space;
 mod spawner;
 pub mod spillback;
+pub mod tool_client;
 
 pub use membership::Role;
 pub use server::{Raylet, RayletConfig};

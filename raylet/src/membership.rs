@@ -24,6 +24,8 @@ use crate::cluster::{ClusterDirectory, DirOutput, PeerId, Registration};
 
 /// How often nodes report and the head broadcasts its view.
 pub const HEARTBEAT: Duration = Duration::from_millis(100);
+/// How long a joining node waits for each answer of the head.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Largest frame on a cluster connection (a view of a few thousand nodes fits).
 const MAX_FRAME: usize = 16 << 20;
 /// Bytes queued for one peer before it is considered stuck.
@@ -319,7 +321,7 @@ fn start_member(
         total: me.total.clone(),
     };
     tx.send(&register)?;
-    let creds = match rx.recv::<FromHead>() {
+    let creds = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
         Ok(FromHead::Registered { head: head_id, cert, key }) => {
             tracing::info!(head = %head_id, "joined the cluster at {head}");
             Credentials::from_parts(cert, key, token)?
@@ -335,7 +337,7 @@ fn start_member(
     };
     // The head sends its view right after registering a node: take it before returning,
     // so that this node knows the cluster as soon as it serves.
-    match rx.recv::<FromHead>() {
+    match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
         Ok(FromHead::View { nodes }) => local.set_view(nodes),
         Ok(other) => return Err(io::Error::other(format!("the head at {head} sent {other:?} instead of its view"))),
         Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),

@@ -134,6 +134,7 @@ pub(crate) fn pull(host: &dyn TransferHost, id: ObjectId, addr: SocketAddr) -> R
     let local = host.create_copy(id, size)?;
     let result = fill(host, &peer, &mut first, id, size, local);
     host.finish_copy(id, result.is_ok());
+    tracing::debug!(object = %id, "pull ended: {}", peer.path_stats());
     result.map(|()| size)
 }
 

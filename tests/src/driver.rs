@@ -66,35 +66,15 @@ fn hold_put() -> anyhow::Result<()> {
 /// value's bytes> <pulls started> <bytes pulled>`.
 fn pull() -> anyhow::Result<()> {
     use ares_common::codec::Value;
-    use ares_common::frame::{FrameReader, write_msg};
-    use ares_common::wire::{FromRaylet, ToRaylet};
     let arg = |i| std::env::args().nth(i).unwrap_or_default();
     let object_id = ares_common::ObjectId { task: ares_common::TaskId(unhex(&arg(3))?), index: arg(4).parse()? };
     let from = ares_common::NodeId(unhex(&arg(5))?);
-    let n: u64 = arg(6).parse()?;
-    let s = std::os::unix::net::UnixStream::connect(arg(2))?;
-    let mut r = FrameReader::new(s.try_clone()?, 1 << 20);
-    write_msg(
-        &mut &s,
-        &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id: ares_common::WorkerId([5; 16]) },
-    )?;
-    let FromRaylet::Registered { pool_path, pool_size, .. } = r.read::<FromRaylet>()? else {
-        anyhow::bail!("not registered");
-    };
-    for request_id in 1..=n {
-        write_msg(&mut &s, &ToRaylet::PullObject { request_id, object_id, from: vec![from] })?;
-    }
-    for _ in 0..n {
-        match r.read::<FromRaylet>()? {
-            FromRaylet::Pulled { error: None, .. } => {}
-            other => anyhow::bail!("pull failed: {other:?}"),
-        }
-    }
-    write_msg(&mut &s, &ToRaylet::GetStats { request_id: 100 })?;
-    let FromRaylet::Stats { stats, .. } = r.read::<FromRaylet>()? else { anyhow::bail!("no stats") };
-    write_msg(&mut &s, &ToRaylet::PinObject { request_id: 101, object_id })?;
-    let FromRaylet::Pinned { offset, size, .. } = r.read::<FromRaylet>()? else { anyhow::bail!("not pinned") };
-    let pool = ares_object_store::Pool::open(&pool_path, pool_size)?;
+    let n: usize = arg(6).parse()?;
+    let mut c = ares_raylet::tool_client::ToolClient::connect(&arg(2))?;
+    c.pull(object_id, &[from], n)?;
+    let stats = c.stats()?;
+    let (offset, size) = c.pin(object_id)?;
+    let pool = c.pool()?;
     // SAFETY: pinned above and never released by this process.
     let bytes = unsafe { pool.slice(offset, size)? };
     let value = <Vec<u8> as Value>::access(bytes).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -32,6 +32,28 @@ fn field(summary: &str, key: &str) -> String {
         .unwrap_or_else(|| panic!("no {key} in:\n{summary}"))
 }
 
+/// Stops the daemons under these session roots when dropped, so that a failing test
+/// leaves no daemon behind.
+struct StopOnDrop(Vec<PathBuf>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        for r in &self.0 {
+            let _ = ares(&["stop", "--grace", "5", "--session-root", r.to_str().unwrap()]);
+        }
+    }
+}
+
+/// Kills a helper process when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 struct Node {
     root: PathBuf,
     pid: u32,
@@ -67,6 +89,7 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
     let base = std::env::temp_dir().join(format!("ares-cluster-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
+    let _stop = StopOnDrop(roots.clone());
     let (head, summary) = start(
         &roots[0],
         &["--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--node-timeout-ms", "2000"],
@@ -192,6 +215,7 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     let base = std::env::temp_dir().join(format!("ares-pull-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let (ra, rb) = (base.join("a"), base.join("b"));
+    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
     let mem = ["--object-store-memory", "256M", "--node-ip-address", "127.0.0.1"];
     let mut head_args = vec!["--head", "--port", "0", "--num-cpus", "1"];
     head_args.extend_from_slice(&mem);
@@ -204,15 +228,17 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     let socket_b = field(&summary_b, "local socket:");
 
     // A driver on node A puts 64 MiB and keeps it.
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-        .args(["hold-put", "64"])
-        .env("ARES_ADDRESS", "auto")
-        .env("ARES_SESSION_ROOT", &ra)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut holder = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+            .args(["hold-put", "64"])
+            .env("ARES_ADDRESS", "auto")
+            .env("ARES_SESSION_ROOT", &ra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.0.stdout.take().unwrap()), &mut line).unwrap();
     let held: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(held.len(), 4, "{line}");
 
@@ -236,8 +262,7 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
         .unwrap();
     assert!(!out.status.success() && text(&out).contains("could not pull"), "{}", text(&out));
 
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    drop(holder);
     for n in [&a, &b] {
         let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out));

@@ -336,7 +336,7 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
     tx.send(&ToHead::GetStatus { request_id: 1 })?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match rx.recv::<FromHead>() {
+        match rx.recv_timeout::<FromHead>(deadline.saturating_duration_since(Instant::now())) {
             Ok(FromHead::Status { nodes, node_timeout_ms, .. }) => {
                 print!("{}", render_status(addr, &nodes, node_timeout_ms));
                 tx.close();
