@@ -21,7 +21,7 @@ use crate::emit;
 fn ares_bin() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let bin = exe.with_file_name("ares");
-    ensure!(bin.exists(), "{} is missing: cargo build --release -p ares-raylet --bin ares", bin.display());
+    ensure!(bin.exists(), "{} is missing: cargo build --release -p ares-cli --bin ares", bin.display());
     Ok(bin)
 }
 

@@ -63,6 +63,12 @@ pub mod __private {
     };
     pub use ares_common::wire::Outcome;
     pub use linkme;
+
+    /// Keeps worker mode in a program that never calls `init` (the `ares` binary, whose
+    /// workers run the built-in kernels).
+    pub fn link_worker_mode() {
+        crate::worker::ensure_linked();
+    }
 }
 
 /// Starts the runtime with the defaults, overridden by `ARES_*` environment variables

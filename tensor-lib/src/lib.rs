@@ -46,6 +46,13 @@ pub fn chunk_matmul(a: Chunk, b: Chunk) -> Chunk {
     linalg::gemm(None, a, b, 0)
 }
 pub use kernel::ReduceOp;
+
+/// Keeps the chunk kernels in a program that runs them for others without calling the
+/// library itself (the `ares` binary's worker mode): they are registered through
+/// link-time tables, which the linker keeps only for code that is linked.
+pub fn link_kernels() {
+    exec::link();
+}
 pub use tensor::{
     Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, full, inner, linspace, ones,
     random, solve, stack, tensordot, where_, zeros,

@@ -2,6 +2,14 @@
 //! head of a cluster or a node joining one; `ares status` shows the cluster; `ares stop`
 //! stops this machine's daemons.
 //!
+//! It is also the default worker program of the daemons it starts: started with
+//! `ARES_WORKER=1` it becomes a worker before `main` runs (see `ares`'s worker mode) and
+//! executes the built-in tensor kernels, so tensor programs (and later dataframe and
+//! Python programs) need no executable of their own on the nodes.
+//!
+//! **Must not:** decide anything the raylet's pure modules decide; it only parses flags,
+//! starts and finds daemons, and prints.
+//!
 //! Every option of the node is a flag named like its `ares::Config` field (and like its
 //! `ARES_*` environment variable; flags win over the environment). See
 //! `docs/configuration.md` and `docs/cluster.md`.
@@ -32,6 +40,10 @@ enum Cmd {
 }
 
 fn main() -> Result<()> {
+    // Worker mode and the kernels must be linked in for the daemon's workers (which run
+    // this binary) even though `main` never uses them.
+    ares::__private::link_worker_mode();
+    ares_tensor::link_kernels();
     ares_net::install_crypto_provider();
     let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -45,9 +45,10 @@ pub(crate) struct StartArgs {
     #[arg(long)]
     block: bool,
     /// Program the node starts as its workers (run with ARES_WORKER=1); drivers that
-    /// connect must have their remote functions compiled into it.
-    #[arg(long, required = true)]
-    worker_program: PathBuf,
+    /// connect must have their remote functions compiled into it. Default: this `ares`
+    /// binary, whose workers run the built-in tensor kernels.
+    #[arg(long)]
+    worker_program: Option<PathBuf>,
     /// CPUs the node offers (default: all).
     #[arg(long)]
     num_cpus: Option<String>,
@@ -168,8 +169,10 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
     if !args.block {
         return start_in_background(&cfg);
     }
-    let program = std::fs::canonicalize(&args.worker_program)
-        .with_context(|| format!("--worker-program {}", args.worker_program.display()))?;
+    let program = match &args.worker_program {
+        Some(p) => std::fs::canonicalize(p).with_context(|| format!("--worker-program {}", p.display()))?,
+        None => std::env::current_exe().context("finding this executable")?,
+    };
     let wait = block_stop_signals();
     let ip = args.node_ip_address.unwrap_or_else(outward_ip);
     let mut rcfg = RayletConfig::embedded(cfg.clone()).context("finding this executable")?;
@@ -233,7 +236,7 @@ fn print_started(role: &str, raylet: &Raylet, addr: SocketAddr, token: Option<Jo
     let _ = writeln!(out, "  session dir:     {} (daemon.log holds the logs)", session.display());
     if let Some(t) = token {
         let _ = writeln!(out);
-        let _ = writeln!(out, "To add a node:      ares start --address {addr} --token {t} --worker-program PROGRAM");
+        let _ = writeln!(out, "To add a node:      ares start --address {addr} --token {t}");
     }
     // A driver goes through the daemon on its own machine, as a Ray driver does.
     let _ = writeln!(
