@@ -157,6 +157,18 @@ pub enum TaskError {
     /// The runtime shut down before the task finished.
     #[error("the runtime shut down before the task finished")]
     RuntimeShutdown,
+    /// The connection to this process's node daemon ended: nothing can be scheduled,
+    /// stored or read through it any more.
+    #[error(
+        "the node daemon at {socket} is gone ({reason}); its workers and stored objects went with it. \
+         Start it again (`ares start`) and restart this program"
+    )]
+    RayletUnavailable {
+        /// The daemon's socket.
+        socket: String,
+        /// How the connection ended.
+        reason: String,
+    },
 }
 
 /// Errors of the framing layer. Any of these closes the connection it happened on.

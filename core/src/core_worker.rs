@@ -154,6 +154,7 @@ impl CoreWorker {
             me: me.clone(),
         });
         let (weak, lost) = (Arc::downgrade(&cw), Arc::downgrade(&cw));
+        let socket = cfg.raylet_socket.clone();
         raylet
             .start_reader(
                 reader,
@@ -162,9 +163,9 @@ impl CoreWorker {
                         cw.run(|st, now| st.handle_raylet(now, msg));
                     }
                 },
-                move || {
+                move |reason: String| {
                     if let Some(cw) = lost.upgrade() {
-                        cw.run(|st, _| st.handle_raylet_lost());
+                        cw.run(|st, _| st.handle_raylet_lost(&socket, &reason));
                     }
                     on_raylet_lost();
                 },

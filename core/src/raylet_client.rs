@@ -72,7 +72,7 @@ impl RayletClient {
         self: &Arc<Self>,
         mut reader: Receiver,
         on_event: impl Fn(FromRaylet) + Send + 'static,
-        on_close: impl FnOnce() + Send + 'static,
+        on_close: impl FnOnce(String) + Send + 'static,
     ) -> std::io::Result<()> {
         let me = self.clone();
         // Unsolicited messages are handled on their own thread, so this reader never
@@ -84,7 +84,7 @@ impl RayletClient {
             }
         })?;
         std::thread::Builder::new().name("ares-raylet-client".into()).spawn(move || {
-            loop {
+            let reason = loop {
                 match reader.recv::<FromRaylet>() {
                     Ok(msg) => {
                         let waiter = request_id(&msg).and_then(|id| me.pending.lock().unwrap().remove(&id));
@@ -97,18 +97,18 @@ impl RayletClient {
                             }
                         }
                     }
-                    Err(FrameError::Closed) => break,
+                    Err(FrameError::Closed) => break "the connection closed".to_string(),
                     Err(e) => {
                         tracing::warn!("raylet connection failed: {e}");
-                        break;
+                        break e.to_string();
                     }
                 }
-            }
+            };
             // Fail every waiting call, and every later one.
             me.closed.store(true, Ordering::SeqCst);
             me.out.close();
             me.pending.lock().unwrap().clear();
-            on_close();
+            on_close(reason);
         })?;
         Ok(())
     }

@@ -172,6 +172,44 @@ fn objects_of_a_driver_that_dies_are_freed() {
     let _ = std::fs::remove_dir_all(&sessions);
 }
 
+#[ares::remote]
+fn sleepy(ms: u64) -> u64 {
+    std::thread::sleep(Duration::from_millis(ms));
+    ms
+}
+
+#[test]
+fn every_waiting_and_later_call_fails_typed_when_the_daemon_is_killed() {
+    let _serial = ares_tests::serial();
+    let sessions = scratch("daemon-death");
+    let mut d = Daemon::start(&["--num-cpus", "1", "--session-root", sessions.to_str().unwrap()], &[]);
+    connect(&d.socket);
+    assert_eq!(ares::get(&ares::remote(double).call(2)).unwrap(), 4);
+    let running = ares::remote(sleepy).call(600_000);
+    let queued = ares::remote(sleepy).call(1); // waits for the only CPU
+    let workers = ares::node_stats().unwrap().workers;
+    d.child.kill().unwrap();
+    d.child.wait().unwrap();
+    let gone = |e: ares::Error| match e {
+        ares::Error::Task(ares::TaskError::RayletUnavailable { socket, .. }) => socket == d.socket,
+        ares::Error::RayletUnavailable(_) => true,
+        other => panic!("expected RayletUnavailable, got {other}"),
+    };
+    let started = std::time::Instant::now();
+    assert!(gone(ares::get(&queued).unwrap_err()));
+    eprintln!("a waiting get failed {:?} after the daemon was killed", started.elapsed());
+    assert!(gone(ares::get(&running).unwrap_err()));
+    // Later calls fail at once, with the same error.
+    assert!(gone(ares::get(&ares::remote(double).call(1)).unwrap_err()));
+    assert!(gone(ares::node_stats().unwrap_err()));
+    // The daemon's workers do not linger.
+    for w in workers {
+        wait_for("the dead daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
+    }
+    ares::shutdown();
+    let _ = std::fs::remove_dir_all(&sessions);
+}
+
 #[test]
 fn a_bad_flag_is_named_in_the_error() {
     let out = Command::new(ares_bin())

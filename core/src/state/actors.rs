@@ -453,8 +453,10 @@ impl CoreState {
         self.send_raylet(ToRaylet::LookupActor { request_id, by: ares_common::wire::ActorKey::Id(a) });
     }
 
-    /// The raylet connection ended: requests about actors will not be answered.
-    pub fn handle_raylet_lost(&mut self) {
+    /// The raylet connection (to `socket`) ended for `reason`: requests about actors
+    /// will not be answered, and every pending and later task fails with
+    /// `RayletUnavailable` (its workers and stored values went with it).
+    pub fn handle_raylet_lost(&mut self, socket: &str, reason: &str) {
         let requests: Vec<(u64, Request)> = self.requests.drain().collect();
         for (_, r) in requests {
             match r {
@@ -466,6 +468,7 @@ impl CoreState {
                 Request::Lease(_) => {}
             }
         }
+        self.stop_with(TaskError::RayletUnavailable { socket: socket.to_string(), reason: reason.to_string() });
         self.changed = true;
         self.flush_frees();
     }
@@ -574,7 +577,7 @@ impl CoreState {
 
     /// The owner got its actor's dedicated worker: connect, then construct the actor.
     pub(super) fn on_actor_lease(&mut self, a: ActorId, lease_id: LeaseId, worker_id: WorkerId, endpoint: Endpoint) {
-        let stopped = self.stopped;
+        let stopped = self.stopped.is_some();
         match self.callers.get_mut(&a) {
             Some(c) if c.dead.is_none() && !stopped => {
                 c.owned.as_mut().expect("only owners lease").request = None;

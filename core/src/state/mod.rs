@@ -243,7 +243,9 @@ pub struct CoreState {
     next_request: u64,
     /// Moving average of the time a worker spends per task, in seconds.
     avg_task_secs: Option<f64>,
-    stopped: bool,
+    /// Why the state stopped (shutdown, or the raylet is gone): every pending and later
+    /// task fails with it.
+    stopped: Option<TaskError>,
     effects: VecDeque<Effect>,
     /// Statuses changed since the driver last looked: wake waiters.
     changed: bool,
@@ -266,7 +268,7 @@ impl CoreState {
             next_conn: 1,
             next_request: 1,
             avg_task_secs: None,
-            stopped: false,
+            stopped: None,
             effects: VecDeque::new(),
             changed: false,
             timer_changed: false,
@@ -332,7 +334,7 @@ impl CoreState {
 
     /// Whether `stop` ran.
     pub fn stopped(&self) -> bool {
-        self.stopped
+        self.stopped.is_some()
     }
 
     /// The next ID for a task submitted from `scope` (the root scope if `None`).
@@ -450,8 +452,8 @@ impl CoreState {
             }
         }
         let mut failed = early;
-        if self.stopped {
-            failed = Some(TaskError::RuntimeShutdown);
+        if let Some(e) = &self.stopped {
+            failed = Some(e.clone());
         }
         self.table.add_submitted(&arg_ids);
         self.table.add_submitted(&s.carried);
@@ -638,7 +640,7 @@ impl CoreState {
         }
         self.changed = true;
         // At shutdown the node ends owned actors itself, and detached ones must live on.
-        if !self.stopped {
+        if self.stopped.is_none() {
             for a in failed_creates {
                 self.create_failed(a, &error);
             }
@@ -816,7 +818,7 @@ impl CoreState {
             return;
         };
         st.requests.retain(|r| *r != request_id);
-        if st.queue.is_empty() || self.stopped {
+        if st.queue.is_empty() || self.stopped.is_some() {
             self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         }
@@ -1024,7 +1026,7 @@ impl CoreState {
                 continue;
             };
             task.attempts += 1;
-            if task.retries_left > 0 && !self.stopped {
+            if task.retries_left > 0 && self.stopped.is_none() {
                 task.retries_left -= 1;
                 retry.push(tid);
             } else {
@@ -1064,13 +1066,18 @@ impl CoreState {
 
     /// Fails everything pending, returns every lease and closes every connection.
     pub fn stop(&mut self) {
-        if self.stopped {
+        self.stop_with(TaskError::RuntimeShutdown);
+    }
+
+    /// Stops with `error`: every pending task fails with it, and so does every later one.
+    pub(crate) fn stop_with(&mut self, error: TaskError) {
+        if self.stopped.is_some() {
             return;
         }
-        self.stopped = true;
+        self.stopped = Some(error.clone());
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for tid in ids {
-            self.fail_task(tid, TaskError::RuntimeShutdown);
+            self.fail_task(tid, error.clone());
         }
         for st in self.shapes.values_mut() {
             st.leases.clear();

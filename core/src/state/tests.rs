@@ -549,6 +549,23 @@ fn losing_the_raylet_fails_a_hold_being_registered() {
     let actor = ActorId([5; 16]);
     assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0), Borrow::Registering);
     effects(&mut st);
-    st.handle_raylet_lost();
+    st.handle_raylet_lost("sock", "the connection closed");
     assert!(!st.hold_pending(actor), "a waiter for the hold is released");
+}
+
+#[test]
+fn losing_the_raylet_fails_waiting_tasks_and_every_later_one() {
+    let mut st = state();
+    let t0 = Instant::now();
+    let tid = st.next_task_id(None);
+    let waiting = st.submit(t0, tid, submit_spec("f"), vec![value(1)]);
+    assert_eq!(lease_requests(&effects(&mut st)).len(), 1, "it waits for a lease");
+    st.handle_raylet_lost("/run/ares/raylet.sock", "the connection closed");
+    let unavailable = |s: Option<&Status>| matches!(s, Some(Status::Failed(e)) if matches!(**e, TaskError::RayletUnavailable { ref socket, .. } if socket == "/run/ares/raylet.sock"));
+    assert!(unavailable(st.status(waiting)), "{:?}", st.status(waiting));
+    assert!(st.take_changed(), "waiters are woken");
+    let tid = st.next_task_id(None);
+    let later = st.submit(t0, tid, submit_spec("g"), vec![value(2)]);
+    assert!(unavailable(st.status(later)), "{:?}", st.status(later));
+    assert!(lease_requests(&effects(&mut st)).is_empty(), "nothing is asked of a raylet that is gone");
 }
