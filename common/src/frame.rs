@@ -13,6 +13,9 @@ use crate::error::FrameError;
 /// so control frames stay far below this.
 pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
 
+/// Largest step by which a frame buffer grows before the bytes to fill it have arrived.
+pub const READ_STEP: usize = 256 << 10;
+
 /// Encodes `msg` into a new aligned buffer (payload only, no length prefix).
 pub fn encode<T: Value>(msg: &T) -> Bytes {
     msg.encode().expect("wire messages always serialize")
@@ -62,9 +65,15 @@ impl<R: Read> FrameReader<R> {
         if len > self.max {
             return Err(FrameError::TooLarge { len: len as u64, max: self.max as u64 });
         }
+        // Grow only as bytes arrive: a peer that announces a large frame and sends
+        // little costs at most one step, not the announced size.
         self.buf.clear();
-        self.buf.resize(len, 0);
-        self.inner.read_exact(&mut self.buf[..])?;
+        while self.buf.len() < len {
+            let start = self.buf.len();
+            let step = (len - start).min(READ_STEP);
+            self.buf.resize(start + step, 0);
+            self.inner.read_exact(&mut self.buf[start..])?;
+        }
         Ok(&self.buf[..])
     }
 
@@ -84,6 +93,22 @@ impl<R: Read> FrameReader<R> {
 mod tests {
     use super::*;
     use crate::wire::ToRaylet;
+
+    #[test]
+    fn an_announced_frame_costs_only_what_arrives() {
+        // 60 MiB announced (under the bound), 4 bytes sent.
+        let mut bytes = (60u32 << 20).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[1, 2, 3, 4]);
+        let mut r = FrameReader::new(io::Cursor::new(bytes), 64 << 20);
+        assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::Io(_))));
+        assert!(r.buf.capacity() <= 2 * READ_STEP, "{} bytes reserved", r.buf.capacity());
+        // A real frame longer than a step still arrives whole.
+        let big = vec![7u8; 3 * READ_STEP + 5];
+        let mut framed = Vec::new();
+        write_frame(&mut framed, &big).unwrap();
+        let mut r = FrameReader::new(io::Cursor::new(framed), 64 << 20);
+        assert_eq!(r.read_payload().unwrap(), &big[..]);
+    }
 
     fn read_all(bytes: Vec<u8>, max: usize) -> Vec<Result<ToRaylet, String>> {
         let mut r = FrameReader::new(io::Cursor::new(bytes), max);

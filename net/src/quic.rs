@@ -21,6 +21,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use ares_common::codec::Bytes;
+use ares_common::frame::READ_STEP;
 use ares_common::error::FrameError;
 
 /// Bytes a client sends first on its first stream: a magic tag, then the secret.
@@ -35,8 +36,6 @@ const SERVER_NAME: &str = "ares-cluster";
 const CLOSE_OK: u32 = 0;
 const CLOSE_REFUSED: u32 = 1;
 const CLOSE_PROTOCOL: u32 = 2;
-/// Largest step by which a frame buffer grows before more bytes have arrived.
-const READ_STEP: usize = 256 << 10;
 /// Frames buffered between a reader task and its receiving thread.
 const RECV_QUEUE: usize = 64;
 
