@@ -80,7 +80,7 @@ pub(crate) struct StartArgs {
     /// (default 10000).
     #[arg(long)]
     node_timeout_ms: Option<String>,
-    /// Where session directories (sockets, logs) are made (default <tmp>/ares).
+    /// Where session directories (sockets, logs) are made (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).
     #[arg(long)]
     session_root: Option<String>,
 }
@@ -255,6 +255,7 @@ fn start_in_background(cfg: &Config) -> Result<()> {
     let exe = std::env::current_exe().context("finding this executable")?;
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     args.push("--block".into());
+    ares_net::check_session_root(&cfg.session_root)?;
     let log_dir = cfg.session_root.join("logs");
     std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
     let log_path = log_dir.join(format!("daemon-{}.log", std::process::id()));
@@ -299,7 +300,7 @@ pub(crate) struct StatusArgs {
     /// The join token (default: ARES_TOKEN, else the local head's).
     #[arg(long)]
     token: Option<String>,
-    /// Where this machine's daemons keep their session directories (default <tmp>/ares).
+    /// Where this machine's daemons keep their session directories (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).
     #[arg(long)]
     session_root: Option<String>,
 }
@@ -426,7 +427,7 @@ pub(crate) fn render_status(addr: SocketAddr, nodes: &[NodeSummary], node_timeou
 
 #[derive(Args)]
 pub(crate) struct StopArgs {
-    /// Where this machine's daemons keep their session directories (default <tmp>/ares).
+    /// Where this machine's daemons keep their session directories (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).
     #[arg(long)]
     session_root: Option<String>,
     /// Seconds to wait for a clean exit before killing a daemon.

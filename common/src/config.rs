@@ -43,6 +43,16 @@ pub fn parse_bytes(v: &str) -> Result<u64, String> {
     n.checked_mul(mult).ok_or_else(|| "size overflows".to_string())
 }
 
+/// The per-user default root of session directories: `$XDG_RUNTIME_DIR/ares` where that
+/// is set (a private, per-user directory on systemd machines), else `<tmp>/ares-<uid>`.
+/// A shared root would let one user's sessions lock out or hijack another's.
+pub fn default_session_root() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d).join("ares"),
+        None => std::env::temp_dir().join(format!("ares-{}", rustix::process::getuid().as_raw())),
+    }
+}
+
 /// Results at most this large return inline to the owner (Ray's default: 100 KiB).
 pub const DEFAULT_MAX_INLINE_BYTES: usize = 100 << 10;
 
@@ -63,7 +73,7 @@ pub struct Config {
     /// Size of the pool as a fraction of RAM (default 0.3), capped at
     /// [`MAX_DEFAULT_STORE_BYTES`] and by the free space of /dev/shm.
     pub object_store_memory_fraction: Option<f64>,
-    /// Directories for spilled objects, used round-robin (default: `<tmp>/ares`).
+    /// Directories for spilled objects, used round-robin (default: the session root).
     pub spill_dirs: Vec<PathBuf>,
     /// Spill cold objects once pinned primary copies fill this fraction of the pool.
     pub spill_threshold: f64,
@@ -104,7 +114,7 @@ impl Default for Config {
             object_create_timeout: std::time::Duration::from_secs(10),
             max_inline_bytes: DEFAULT_MAX_INLINE_BYTES,
             max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME,
-            session_root: std::env::temp_dir().join("ares"),
+            session_root: default_session_root(),
             max_tasks_in_flight_per_worker: 64,
             max_workers: None,
             token: None,

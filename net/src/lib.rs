@@ -26,5 +26,6 @@ pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCK
 pub use outbox::Outbox;
 pub use quic::{Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, install_crypto_provider, set_join_token};
 pub use session::{
-    DaemonInfo, create_session_dir, daemons, process_alive, remove_stale_session_dirs, resolve_driver_address,
+    DaemonInfo, check_session_root, create_session_dir, daemons, process_alive, remove_stale_session_dirs,
+    resolve_driver_address,
 };

@@ -21,8 +21,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use ares_common::codec::Bytes;
-use ares_common::frame::READ_STEP;
 use ares_common::error::FrameError;
+use ares_common::frame::READ_STEP;
 
 /// Bytes a client sends first on its first stream: a magic tag, then the secret.
 const HELLO_MAGIC: &[u8; 5] = b"ARES1";

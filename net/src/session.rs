@@ -4,9 +4,63 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Creates a fresh session directory `<root>/session_<pid>_<tag>` with mode 0700.
+/// Makes sure `root` can hold this user's sessions safely, creating it (mode 0700) if it
+/// does not exist. An existing root must be a directory (not a symbolic link) owned by
+/// this user and not writable by group or others: anyone who can write to it could
+/// replace the sockets in it. The error names the path and the fix.
+pub fn check_session_root(root: &Path) -> io::Result<()> {
+    let refuse = |problem: String, fix: String| {
+        io::Error::new(io::ErrorKind::PermissionDenied, format!("session root {}: {problem}; {fix}", root.display()))
+    };
+    let other_root = "pick another root with --session-root or ARES_SESSION_ROOT";
+    match std::fs::symlink_metadata(root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = root.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            match std::fs::DirBuilder::new().mode(0o700).create(root) {
+                Ok(()) => std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))?,
+                // Made by someone else meanwhile: check theirs below.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(refuse(format!("cannot be created: {e}"), other_root.into())),
+            }
+            check_session_root_exists(root, &refuse, other_root)
+        }
+        Err(e) => Err(refuse(format!("cannot be read: {e}"), other_root.into())),
+        Ok(_) => check_session_root_exists(root, &refuse, other_root),
+    }
+}
+
+fn check_session_root_exists(
+    root: &Path,
+    refuse: &dyn Fn(String, String) -> io::Error,
+    other_root: &str,
+) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(root)?;
+    if m.file_type().is_symlink() {
+        return Err(refuse("is a symbolic link".into(), format!("remove it, or {other_root}")));
+    }
+    if !m.is_dir() {
+        return Err(refuse("is not a directory".into(), format!("remove it, or {other_root}")));
+    }
+    let me = rustix::process::getuid().as_raw();
+    if m.uid() != me {
+        return Err(refuse(format!("belongs to uid {}, not to you (uid {me})", m.uid()), other_root.into()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(refuse(
+            format!("is writable by group or others (mode {:o})", m.mode() & 0o777),
+            format!("run `chmod 700 {}`, or {other_root}", root.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates a fresh session directory `<root>/session_<pid>_<tag>` with mode 0700, after
+/// checking the root (see [`check_session_root`]).
 pub fn create_session_dir(root: &Path, tag: &str) -> io::Result<PathBuf> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(root)?;
+    check_session_root(root)?;
     let dir = root.join(format!("session_{}_{tag}", std::process::id()));
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     // The mode above is filtered by the umask; make it exact.
@@ -145,4 +199,58 @@ pub fn resolve_driver_address(address: &str, root: &Path) -> io::Result<String> 
         })?
     };
     Ok(pick.socket.clone().expect("filtered on a socket"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ares-root-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_file(&d);
+        d
+    }
+
+    #[test]
+    fn a_new_root_is_private_and_unsafe_roots_are_refused_with_the_fix() {
+        use std::os::unix::fs::MetadataExt;
+        let fresh = scratch("fresh");
+        check_session_root(&fresh).unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().mode() & 0o777, 0o700);
+        let dir = create_session_dir(&fresh, "t").unwrap();
+        assert!(dir.starts_with(&fresh));
+
+        let open = scratch("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = create_session_dir(&open, "t").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("chmod 700") && e.to_string().contains(open.to_str().unwrap()), "{e}");
+
+        let link = scratch("link");
+        std::os::unix::fs::symlink(&fresh, &link).unwrap();
+        let e = check_session_root(&link).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+
+        let file = scratch("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(check_session_root(&file).unwrap_err().to_string().contains("not a directory"));
+
+        // Another user's root (only root can make one here).
+        if rustix::process::getuid().is_root() {
+            let theirs = scratch("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let e = check_session_root(&theirs).unwrap_err();
+            assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+            let _ = std::fs::remove_dir_all(&theirs);
+        }
+        for p in [&fresh, &open] {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        let _ = std::fs::remove_file(&link);
+        let _ = std::fs::remove_file(&file);
+    }
 }
