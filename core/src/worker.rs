@@ -123,7 +123,8 @@ fn run() -> Result<(), String> {
         *b = id_hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or("bad ARES_WORKER_ID")?;
     }
     let worker_id = WorkerId(id);
-    let listen_addr = Endpoint::Unix(format!("{session_dir}/worker-{}.sock", &id_hex[..12]));
+    let path = ares_net::worker_socket_path(std::path::Path::new(&session_dir), &id_hex);
+    let listen_addr = Endpoint::Unix(path.to_string_lossy().into_owned());
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
     let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
     let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone() };

@@ -27,5 +27,5 @@ pub use outbox::Outbox;
 pub use quic::{Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, install_crypto_provider, set_join_token};
 pub use session::{
     DaemonInfo, check_session_root, create_session_dir, daemons, process_alive, remove_stale_session_dirs,
-    resolve_driver_address,
+    resolve_driver_address, worker_socket_path,
 };

@@ -4,6 +4,12 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Where worker `worker_hex` (its ID in hex) of the session in `session_dir` listens.
+/// The worker binds it; its raylet removes it once the worker has exited.
+pub fn worker_socket_path(session_dir: &Path, worker_hex: &str) -> PathBuf {
+    session_dir.join(format!("worker-{}.sock", &worker_hex[..worker_hex.len().min(12)]))
+}
+
 /// Makes sure `root` can hold this user's sessions safely, creating it (mode 0700) if it
 /// does not exist. An existing root must be a directory (not a symbolic link) owned by
 /// this user and not writable by group or others: anyone who can write to it could

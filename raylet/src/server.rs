@@ -155,7 +155,7 @@ impl Raylet {
         env.push(("ARES_SESSION_DIR".into(), shared.session_dir.to_string_lossy().into_owned()));
         env.push(("ARES_MAX_FRAME_BYTES".into(), cfg.node.max_frame_bytes.to_string()));
         env.push(("ARES_MAX_INLINE_BYTES".into(), cfg.node.max_inline_bytes.to_string()));
-        let spec = SpawnSpec { program: cfg.worker_program.clone(), env };
+        let spec = SpawnSpec { program: cfg.worker_program.clone(), env, session_dir: shared.session_dir.clone() };
         let events = Events(Arc::downgrade(&shared));
         let spawner = std::thread::Builder::new()
             .name("ares-raylet-spawner".into())

@@ -26,12 +26,19 @@ pub(crate) enum SpawnCmd {
 pub(crate) struct SpawnSpec {
     pub(crate) program: PathBuf,
     pub(crate) env: Vec<(String, String)>,
+    /// The session directory, where workers make their sockets.
+    pub(crate) session_dir: PathBuf,
 }
 
 /// Notifications back to the raylet.
 pub(crate) trait SpawnEvents: Send + 'static {
     /// A worker we started exited (or could not be started) before registering, or after.
     fn exited(&self, worker: WorkerId, status: String);
+}
+
+/// A worker that exited leaves its socket behind; nobody can connect to it any more.
+fn remove_socket(spec: &SpawnSpec, id: WorkerId) {
+    let _ = std::fs::remove_file(ares_net::worker_socket_path(&spec.session_dir, &hex(&id.0)));
 }
 
 pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEvents) {
@@ -68,6 +75,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                     let _ = c.kill();
                     let _ = c.wait();
                 }
+                remove_socket(&spec, id);
             }
             Ok(SpawnCmd::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
                 for (_, mut c) in children.drain() {
@@ -88,6 +96,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             .collect();
         for (id, status) in exited {
             children.remove(&id);
+            remove_socket(&spec, id);
             events.exited(id, status);
         }
     }

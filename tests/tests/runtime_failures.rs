@@ -77,6 +77,18 @@ fn killed_worker_is_retried_on_a_new_worker() {
     assert_ne!(survivor as i32, victim);
     // The pool replaced the dead worker.
     assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+    // The dead worker's socket is gone: one socket per live worker.
+    let session = std::path::PathBuf::from(ares::raylet_address().unwrap()).parent().unwrap().to_path_buf();
+    let sockets = || {
+        std::fs::read_dir(&session)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("worker-"))
+            .count()
+    };
+    wait_for("the dead worker's socket to be removed", Duration::from_secs(30), || {
+        sockets() == ares::node_stats().unwrap().workers.len()
+    });
     std::fs::remove_file(&m).unwrap();
 }
 
