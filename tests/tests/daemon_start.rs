@@ -178,17 +178,19 @@ fn sleepy(ms: u64) -> u64 {
     ms
 }
 
-#[test]
-fn every_waiting_and_later_call_fails_typed_when_the_daemon_is_killed() {
+/// A driver waits on a daemon that is then stopped with `signal`: every waiting and later
+/// call fails with `RayletUnavailable`, and the daemon's workers exit.
+fn calls_fail_typed_when_the_daemon_goes(signal: rustix::process::Signal, name: &str) {
     let _serial = ares_tests::serial();
-    let sessions = scratch("daemon-death");
+    let sessions = scratch(name);
     let mut d = Daemon::start(&["--num-cpus", "1", "--session-root", sessions.to_str().unwrap()], &[]);
     connect(&d.socket);
     assert_eq!(ares::get(&ares::remote(double).call(2)).unwrap(), 4);
     let running = ares::remote(sleepy).call(600_000);
     let queued = ares::remote(sleepy).call(1); // waits for the only CPU
     let workers = ares::node_stats().unwrap().workers;
-    d.child.kill().unwrap();
+    let pid = rustix::process::Pid::from_raw(d.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
     d.child.wait().unwrap();
     let gone = |e: ares::Error| match e {
         ares::Error::Task(ares::TaskError::RayletUnavailable { socket, .. }) => socket == d.socket,
@@ -197,17 +199,27 @@ fn every_waiting_and_later_call_fails_typed_when_the_daemon_is_killed() {
     };
     let started = std::time::Instant::now();
     assert!(gone(ares::get(&queued).unwrap_err()));
-    eprintln!("a waiting get failed {:?} after the daemon was killed", started.elapsed());
+    eprintln!("{name}: a waiting get failed {:?} after the daemon exited", started.elapsed());
     assert!(gone(ares::get(&running).unwrap_err()));
     // Later calls fail at once, with the same error.
     assert!(gone(ares::get(&ares::remote(double).call(1)).unwrap_err()));
     assert!(gone(ares::node_stats().unwrap_err()));
     // The daemon's workers do not linger.
     for w in workers {
-        wait_for("the dead daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
+        wait_for("the daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
     }
     ares::shutdown();
     let _ = std::fs::remove_dir_all(&sessions);
+}
+
+#[test]
+fn every_waiting_and_later_call_fails_typed_when_the_daemon_is_killed() {
+    calls_fail_typed_when_the_daemon_goes(rustix::process::Signal::KILL, "daemon-kill");
+}
+
+#[test]
+fn every_waiting_and_later_call_fails_typed_when_the_daemon_is_stopped() {
+    calls_fail_typed_when_the_daemon_goes(rustix::process::Signal::TERM, "daemon-term");
 }
 
 #[test]
@@ -219,4 +231,28 @@ fn a_bad_flag_is_named_in_the_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--object-store-memory") && err.contains("unknown size unit"), "{err}");
+}
+
+#[test]
+fn an_unsafe_session_root_is_refused_naming_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let open = scratch("root-0777");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let link = std::env::temp_dir().join(format!("ares-daemon-root-link-{}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&open, &link).unwrap();
+    for (root, why) in [(&open, "chmod 700"), (&link, "symbolic link")] {
+        let out = Command::new(ares_bin())
+            .args(["start", "--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--session-root"])
+            .arg(root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "started under {}", root.display());
+        assert!(err.contains(root.to_str().unwrap()) && err.contains(why), "{err}");
+    }
+    // Nothing was made under the refused root.
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_dir_all(&open);
 }
