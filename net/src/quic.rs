@@ -689,21 +689,39 @@ impl RawStream {
         Ok(())
     }
 
+    /// Sends `data` without copying it: the stream keeps `data` (and whatever owns its
+    /// memory) until the peer has acknowledged it.
+    pub fn write_owned(&mut self, data: bytes::Bytes) -> io::Result<()> {
+        let send = &mut self.send;
+        match runtime().block_on(async { tokio::time::timeout(STALL_TIMEOUT, send.write_chunk(data)).await }) {
+            Ok(r) => r.map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e)),
+            Err(_) => Err(stalled()),
+        }
+    }
+
     /// Ends the sending side (the peer reads to the end).
     pub fn finish(&mut self) -> io::Result<()> {
         self.send.finish().map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))
     }
 
     /// Reads exactly `buf.len()` bytes straight into `buf` (a pool allocation, say).
+    /// Fails if no byte arrives for [`STALL_TIMEOUT`].
     pub fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        for part in buf.chunks_mut(1 << 20) {
-            let recv = &mut self.recv;
-            match runtime().block_on(async { tokio::time::timeout(STALL_TIMEOUT, recv.read_exact(part)).await }) {
-                Ok(r) => r.map_err(|e| io::Error::new(io::ErrorKind::UnexpectedEof, e))?,
-                Err(_) => return Err(stalled()),
+        let recv = &mut self.recv;
+        // One wait on the runtime for the whole buffer: each hand-over between threads
+        // costs a wake-up.
+        runtime().block_on(async {
+            let mut at = 0;
+            while at < buf.len() {
+                match tokio::time::timeout(STALL_TIMEOUT, recv.read(&mut buf[at..])).await {
+                    Ok(Ok(Some(n))) => at += n,
+                    Ok(Ok(None)) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the stream ended early")),
+                    Ok(Err(e)) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, e)),
+                    Err(_) => return Err(stalled()),
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

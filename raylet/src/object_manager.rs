@@ -11,7 +11,10 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
 
 use ares_common::{ObjectId, TaskId};
 use ares_net::{QuicPeer, RawStream};
@@ -27,7 +30,7 @@ const OK: u8 = 0;
 const FAILED: u8 = 1;
 
 /// What the transfer code needs from its node.
-pub(crate) trait TransferHost: Send + Sync {
+pub(crate) trait TransferHost: Send + Sync + 'static {
     /// The node's pool.
     fn pool(&self) -> &Pool;
     /// Pins `id` for a transfer (restoring it if spilled): its offset and size.
@@ -69,8 +72,35 @@ fn fail(stream: &mut RawStream, reason: &str) {
     let _ = stream.finish();
 }
 
+/// A pinned range of the pool handed to QUIC without a copy: the pin is released when
+/// the stream drops the last reference (once the peer acknowledged the bytes, or the
+/// connection died).
+struct PinnedRange {
+    ptr: *const u8,
+    len: usize,
+    host: Arc<dyn TransferHost>,
+    id: ObjectId,
+}
+
+// SAFETY: the range is sealed pool memory that nobody writes while pinned; the pointer
+// is only read.
+unsafe impl Send for PinnedRange {}
+
+impl AsRef<[u8]> for PinnedRange {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: in bounds of the pool (checked when made) and pinned until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedRange {
+    fn drop(&mut self) {
+        self.host.release(self.id, self.len as u64);
+    }
+}
+
 /// Serves one chunk request on `stream` (the source side of a pull).
-pub(crate) fn serve(host: &dyn TransferHost, mut stream: RawStream) {
+pub(crate) fn serve(host: Arc<dyn TransferHost>, mut stream: RawStream) {
     let mut req = [0u8; 36];
     if stream.read_exact(&mut req).is_err() {
         return;
@@ -83,23 +113,27 @@ pub(crate) fn serve(host: &dyn TransferHost, mut stream: RawStream) {
         Ok(p) => p,
         Err(e) => return fail(&mut stream, &e),
     };
-    let n = if offset <= size { len.min(size - offset) } else { 0 };
-    let result = if offset > size {
-        fail(&mut stream, &format!("offset {offset} is past the object's {size} bytes"));
-        Ok(())
-    } else {
-        let mut head = vec![OK];
-        head.extend_from_slice(&size.to_le_bytes());
-        // SAFETY: the object is sealed and pinned until `release` below, so the range
-        // (inside it, checked above) stays allocated and unchanged.
-        let bytes = unsafe { host.pool().slice(at + offset, n) };
-        bytes.and_then(|b| {
-            stream.write_all(&head)?;
-            stream.write_all(b)?;
-            stream.finish()
-        })
+    if offset > size {
+        host.release(id, 0);
+        return fail(&mut stream, &format!("offset {offset} is past the object's {size} bytes"));
+    }
+    let n = len.min(size - offset);
+    // SAFETY: the object is sealed and pinned (the pin moves into `PinnedRange` and is
+    // released when QUIC lets go of the bytes); the range is inside it.
+    let bytes = match unsafe { host.pool().slice(at + offset, n) } {
+        Ok(b) => b,
+        Err(e) => {
+            host.release(id, 0);
+            return fail(&mut stream, &e.to_string());
+        }
     };
-    host.release(id, if result.is_ok() { n } else { 0 });
+    let range = PinnedRange { ptr: bytes.as_ptr(), len: bytes.len(), host, id };
+    let mut head = vec![OK];
+    head.extend_from_slice(&size.to_le_bytes());
+    let _ = stream
+        .write_all(&head)
+        .and_then(|()| stream.write_owned(Bytes::from_owner(range)))
+        .and_then(|()| stream.finish());
 }
 
 /// Reads a chunk answer's header: the object's size, or the source's reason.

@@ -190,7 +190,7 @@ impl Raylet {
             let weak = Arc::downgrade(&raylet.shared);
             let on_stream: ares_net::StreamHandler = Arc::new(move |stream| {
                 if let Some(sh) = weak.upgrade() {
-                    object_manager::serve(&*sh, stream);
+                    object_manager::serve(sh, stream);
                 }
             });
             // On failure `raylet` drops here and shuts down what started.
