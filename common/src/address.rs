@@ -26,6 +26,14 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// The UDP address of a QUIC endpoint.
+    pub fn quic_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Endpoint::Quic { addr, .. } => Some(*addr),
+            Endpoint::Unix(_) => None,
+        }
+    }
+
     /// The socket path of a Unix endpoint.
     pub fn unix_path(&self) -> Option<&str> {
         match self {

@@ -74,7 +74,9 @@ const PARALLEL_COPY_MIN: usize = 8 << 20;
 /// run on (2 threads copy ~1.8× faster than 1 here), and Ray's plasma client does the
 /// same with its memcopy threads.
 fn copy_large(dst: &mut [u8], src: &[u8]) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    // Asked once: the answer reads cgroup files.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4));
     if src.len() < PARALLEL_COPY_MIN || threads < 2 {
         dst.copy_from_slice(src);
         return;

@@ -103,11 +103,7 @@ impl NodeId {
     /// The resource every node holds one unit of, named after it (Ray's `node:<id>`): a
     /// task that asks for a sliver of it can only run there.
     pub fn resource_name(&self) -> String {
-        let mut s = String::from("node:");
-        for b in &self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
+        format!("node:{}", crate::hex::encode(&self.0))
     }
 }
 

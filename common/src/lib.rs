@@ -16,6 +16,7 @@ pub mod det;
 #[allow(missing_docs)]
 pub mod error;
 pub mod frame;
+pub mod hex;
 pub mod ids;
 pub mod resources;
 // rkyv generates undocumented archived twins of these types.

@@ -118,11 +118,7 @@ fn run() -> Result<(), String> {
     let id_hex = env("ARES_WORKER_ID")?;
     let max_frame: usize = env("ARES_MAX_FRAME_BYTES")?.parse().map_err(|e| format!("ARES_MAX_FRAME_BYTES: {e}"))?;
     let max_inline: usize = env("ARES_MAX_INLINE_BYTES")?.parse().map_err(|e| format!("ARES_MAX_INLINE_BYTES: {e}"))?;
-    let mut id = [0u8; 16];
-    for (i, b) in id.iter_mut().enumerate() {
-        *b = id_hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or("bad ARES_WORKER_ID")?;
-    }
-    let worker_id = WorkerId(id);
+    let worker_id = WorkerId(ares_common::hex::decode_array(&id_hex).ok_or("bad ARES_WORKER_ID")?);
     let path = ares_net::worker_socket_path(std::path::Path::new(&session_dir), &id_hex);
     let listen_addr = Endpoint::Unix(path.to_string_lossy().into_owned());
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
 use ares_common::frame::READ_STEP;
+use ares_common::hex;
 
 /// Bytes a client sends first on its first stream: a magic tag, then the secret.
 const HELLO_MAGIC: &[u8; 5] = b"ARES1";
@@ -59,21 +60,6 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    if s.len() != 2 * N || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
 fn cert_hash(cert_der: &[u8]) -> [u8; 16] {
     let mut h = [0u8; 16];
     h.copy_from_slice(&blake3::hash(cert_der).as_bytes()[..16]);
@@ -91,13 +77,13 @@ pub struct JoinToken {
 impl std::fmt::Debug for JoinToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never log the secret.
-        write!(f, "JoinToken(cert {})", hex(&self.cert))
+        write!(f, "JoinToken(cert {})", hex::encode(&self.cert))
     }
 }
 
 impl std::fmt::Display for JoinToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{}", hex(&self.secret), hex(&self.cert))
+        write!(f, "{}{}", hex::encode(&self.secret), hex::encode(&self.cert))
     }
 }
 
@@ -115,8 +101,8 @@ impl std::str::FromStr for JoinToken {
         if s.len() != 64 {
             return Err(bad());
         }
-        let secret = unhex::<16>(&s[..32]).ok_or_else(bad)?;
-        let cert = unhex::<16>(&s[32..]).ok_or_else(bad)?;
+        let secret = hex::decode_array::<16>(&s[..32]).ok_or_else(bad)?;
+        let cert = hex::decode_array::<16>(&s[32..]).ok_or_else(bad)?;
         Ok(JoinToken { secret, cert })
     }
 }
@@ -166,7 +152,7 @@ impl Credentials {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-        writeln!(f, "{}\n{}\n{}", hex(&self.secret), hex(&self.cert), hex(&self.key))
+        writeln!(f, "{}\n{}\n{}", hex::encode(&self.secret), hex::encode(&self.cert), hex::encode(&self.key))
     }
 
     /// Reads credentials written by [`Credentials::save`].
@@ -175,16 +161,8 @@ impl Credentials {
         let bad =
             || io::Error::new(io::ErrorKind::InvalidData, format!("{}: not an ares credentials file", path.display()));
         let mut lines = text.lines();
-        let secret = lines.next().and_then(unhex::<16>).ok_or_else(bad)?;
-        let mut field = || -> io::Result<Vec<u8>> {
-            let l = lines.next().ok_or_else(bad)?;
-            if l.len() % 2 != 0 {
-                return Err(bad());
-            }
-            (0..l.len() / 2)
-                .map(|i| u8::from_str_radix(l.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad()))
-                .collect()
-        };
+        let secret = lines.next().and_then(hex::decode_array::<16>).ok_or_else(bad)?;
+        let mut field = || lines.next().and_then(hex::decode).ok_or_else(bad);
         let cert = field()?;
         let key = field()?;
         Ok(Credentials { cert, key, secret })

@@ -161,7 +161,8 @@ pub fn daemons(root: &Path) -> Vec<DaemonInfo> {
 /// Whether `pid` exists and is not a zombie.
 pub fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !matches!(s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('Z') | None),
+        // The state follows the parenthesised command name.
+        Ok(s) => !matches!(s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('Z' | 'X') | None),
         Err(_) => false,
     }
 }

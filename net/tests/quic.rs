@@ -21,10 +21,7 @@ fn listener(secret: u8) -> (Listener, Credentials) {
 }
 
 fn addr(l: &Listener) -> std::net::SocketAddr {
-    match l.endpoint() {
-        ares_net::Endpoint::Quic { addr, .. } => *addr,
-        other => panic!("not QUIC: {other}"),
-    }
+    l.endpoint().quic_addr().expect("a QUIC listener")
 }
 
 #[test]

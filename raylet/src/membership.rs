@@ -86,9 +86,8 @@ pub struct Me {
 pub struct Membership {
     stopping: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    listener: Option<Arc<Listener>>,
+    listener: Arc<Listener>,
     head_link: Option<Sender>,
-    addr: Option<SocketAddr>,
 }
 
 impl Membership {
@@ -104,7 +103,7 @@ impl Membership {
 
     /// Where this node serves QUIC: the head's cluster port, or a member's pull port.
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.addr
+        self.listener.endpoint().quic_addr()
     }
 
     /// Stops: a member tells the head it is leaving; the head stops serving.
@@ -117,9 +116,7 @@ impl Membership {
             let _ = link.send(&ToHead::Leaving);
             link.close();
         }
-        if let Some(l) = &self.listener {
-            l.shutdown();
-        }
+        self.listener.shutdown();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -189,10 +186,7 @@ fn start_head(
     on_stream: StreamHandler,
 ) -> io::Result<Membership> {
     let listener = Arc::new(Listener::bind_quic_with(me.node_id, bind, creds, true, Some(on_stream))?);
-    let addr = match listener.endpoint() {
-        ares_net::Endpoint::Quic { addr, .. } => *addr,
-        ares_net::Endpoint::Unix(_) => unreachable!("bind_quic gives a QUIC endpoint"),
-    };
+    let addr = listener.endpoint().quic_addr().expect("bind_quic gives a QUIC endpoint");
     let stopping = Arc::new(AtomicBool::new(false));
     let (cert, key) = creds.cert_and_key();
     let mut dir = ClusterDirectory::new(me.node_id, me.node_timeout, cert, key);
@@ -233,13 +227,7 @@ fn start_head(
         }
     })?;
     tracing::info!(%addr, "cluster directory serving");
-    Ok(Membership {
-        stopping,
-        threads: vec![accept, ticker],
-        listener: Some(listener),
-        head_link: None,
-        addr: Some(addr),
-    })
+    Ok(Membership { stopping, threads: vec![accept, ticker], listener, head_link: None })
 }
 
 fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
@@ -345,10 +333,7 @@ fn start_member(
     // Serve pulls under the cluster's certificate, and say where.
     let listener =
         Arc::new(Listener::bind_quic_with(me.node_id, SocketAddr::new(ip, 0), &creds, false, Some(on_stream))?);
-    let serving = match listener.endpoint() {
-        ares_net::Endpoint::Quic { addr, .. } => *addr,
-        ares_net::Endpoint::Unix(_) => unreachable!("bind_quic_with gives a QUIC endpoint"),
-    };
+    let serving = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
     tx.send(&ToHead::Serving { addr: serving })?;
     let stopping = Arc::new(AtomicBool::new(false));
     let l = local.clone();
@@ -384,11 +369,5 @@ fn start_member(
             std::thread::sleep(HEARTBEAT);
         }
     })?;
-    Ok(Membership {
-        stopping,
-        threads: vec![reader, beat],
-        listener: Some(listener),
-        head_link: Some(tx),
-        addr: Some(serving),
-    })
+    Ok(Membership { stopping, threads: vec![reader, beat], listener, head_link: Some(tx) })
 }

@@ -104,7 +104,7 @@ impl Raylet {
     /// Creates the session directory and the pool, and starts serving.
     pub fn start(cfg: RayletConfig) -> io::Result<Raylet> {
         ares_net::remove_stale_session_dirs(&cfg.node.session_root);
-        let tag = spawner::hex(&uuid::Uuid::new_v4().as_bytes()[..6]);
+        let tag = ares_common::hex::encode(&uuid::Uuid::new_v4().as_bytes()[..6]);
         let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
         let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
         let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;

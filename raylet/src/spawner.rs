@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use ares_common::WorkerId;
+use ares_common::hex;
 
 /// Requests to the spawner thread.
 pub(crate) enum SpawnCmd {
@@ -38,7 +39,7 @@ pub(crate) trait SpawnEvents: Send + 'static {
 
 /// A worker that exited leaves its socket behind; nobody can connect to it any more.
 fn remove_socket(spec: &SpawnSpec, id: WorkerId) {
-    let _ = std::fs::remove_file(ares_net::worker_socket_path(&spec.session_dir, &hex(&id.0)));
+    let _ = std::fs::remove_file(ares_net::worker_socket_path(&spec.session_dir, &hex::encode(&id.0)));
 }
 
 pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEvents) {
@@ -49,7 +50,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             Ok(SpawnCmd::Start(id)) => {
                 let mut cmd = Command::new(&spec.program);
                 cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
-                    .env("ARES_WORKER_ID", hex(&id.0))
+                    .env("ARES_WORKER_ID", hex::encode(&id.0))
                     .stdin(std::process::Stdio::null());
                 // SAFETY: only async-signal-safe syscalls run between fork and exec.
                 unsafe {
@@ -100,9 +101,4 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             events.exited(id, status);
         }
     }
-}
-
-/// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -31,17 +31,10 @@ fn raw_create(socket: &str) -> anyhow::Result<()> {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use ares_common::hex::encode as hex;
 
 fn unhex<const N: usize>(s: &str) -> anyhow::Result<[u8; N]> {
-    anyhow::ensure!(s.len() == 2 * N, "expected {} hex digits", 2 * N);
-    let mut out = [0u8; N];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
-    }
-    Ok(out)
+    ares_common::hex::decode_array(s).ok_or_else(|| anyhow::anyhow!("expected {} hex digits, got {s:?}", 2 * N))
 }
 
 /// `hold-put <MiB>`: joins the cluster at `ARES_ADDRESS`, puts that many MiB of known

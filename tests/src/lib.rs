@@ -52,14 +52,20 @@ pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 
 /// Whether a process with `pid` exists and is not a zombie.
 pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z') | Some('X') | None)
-        }
-        Err(_) => false,
-    }
+    ares_net::process_alive(pid)
+}
+
+/// The `ares` binary beside this test's executable (target/<profile>/deps/<test> →
+/// target/<profile>/ares); the workspace binaries are built before the tests.
+pub fn ares_bin() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("ares");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace binaries first (cargo build --workspace --bins)",
+        bin.display()
+    );
+    bin
 }
 
 /// Names in /dev/shm that look like an Ares pool of process `pid`.

@@ -7,14 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use ares_tests::{process_alive, wait_for};
-
-fn ares_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("ares");
-    assert!(bin.exists(), "{} is missing: build the workspace binaries first", bin.display());
-    bin
-}
+use ares_tests::{ares_bin, process_alive, wait_for};
 
 fn ares(args: &[&str]) -> Output {
     Command::new(ares_bin()).args(args).env_remove("ARES_ADDRESS").env_remove("ARES_TOKEN").output().unwrap()

@@ -6,23 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use ares_tests::{process_alive, wait_for};
+use ares_tests::{ares_bin, process_alive, wait_for};
 
 #[ares::remote]
 fn double(x: i64) -> i64 {
     2 * x
-}
-
-fn ares_bin() -> PathBuf {
-    // target/<profile>/deps/<this test> → target/<profile>/ares
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("ares");
-    assert!(
-        bin.exists(),
-        "{} is missing: build the workspace binaries first (cargo build --workspace --bins)",
-        bin.display()
-    );
-    bin
 }
 
 fn scratch(name: &str) -> PathBuf {
