@@ -181,7 +181,7 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         let secret: [u8; 16] = *uuid::Uuid::new_v4().as_bytes();
         let creds = Credentials::generate(secret).context("making the cluster certificate")?;
         let port = args.port.unwrap_or(DEFAULT_PORT);
-        rcfg.cluster = Some(Role::Head { bind: SocketAddr::new(bind_ip(ip), port), creds: creds.clone() });
+        rcfg.cluster = Some(Role::Head { bind: SocketAddr::new(bind_ip(ip), port), ip, creds: creds.clone() });
         Some(creds)
     } else {
         let head = parse_addr(args.address.as_deref().unwrap_or_default())?;
@@ -208,9 +208,6 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         alive: true,
     };
     info.write().context("writing node.info")?;
-    if let Some(c) = &creds {
-        c.save(&session.join("cluster.cred")).context("writing cluster.cred")?;
-    }
     print_started(role, &raylet, cluster_addr, creds.as_ref().map(Credentials::token), &session);
     let sig = wait();
     tracing::info!("signal {sig}, shutting down");

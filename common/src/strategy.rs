@@ -3,7 +3,7 @@
 use crate::NodeId;
 
 /// How a task or actor asks to be placed in the cluster (Ray's scheduling strategies).
-#[derive(Clone, Debug, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
 pub enum Strategy {
     /// Hybrid: pack the local node up to the threshold, then spread.

@@ -25,8 +25,11 @@ pub enum ToRaylet {
         worker_id: WorkerId,
         /// The worker's process ID.
         pid: u32,
-        /// Where owners connect to push tasks.
+        /// Where owners on this node connect to push tasks.
         listen_addr: Endpoint,
+        /// Where owners on other nodes connect (QUIC), on a node that is part of a
+        /// cluster.
+        remote_addr: Option<Endpoint>,
     },
     /// Asks for a worker lease for one resource shape.
     RequestLease {
@@ -37,6 +40,11 @@ pub enum ToRaylet {
         /// The worker will host an actor: it leaves the task pool for good, so the pool
         /// may start a replacement beyond `max_workers`.
         dedicated: bool,
+        /// Where in the cluster the owner wants it placed.
+        strategy: crate::Strategy,
+        /// Another node sent the owner here (spillback): grant it whenever this node has
+        /// room rather than sending it on again.
+        spilled: bool,
     },
     /// Withdraws lease requests that are no longer needed.
     CancelLeaseRequests {
@@ -99,6 +107,11 @@ pub enum ToRaylet {
     },
     /// Asks for the node's statistics.
     GetStats {
+        /// Correlates the answer.
+        request_id: u64,
+    },
+    /// Asks for the cluster's nodes as this node last heard of them.
+    GetNodes {
         /// Correlates the answer.
         request_id: u64,
     },
@@ -208,6 +221,9 @@ pub enum FromRaylet {
         pool_path: String,
         /// Pool size in bytes.
         pool_size: u64,
+        /// The cluster's join token (64 hex digits) when the node is part of one: what
+        /// this client presents to workers and raylets on other nodes.
+        cluster_token: Option<String>,
     },
     /// A lease was granted.
     LeaseGranted {
@@ -219,6 +235,16 @@ pub enum FromRaylet {
         worker_id: WorkerId,
         /// Where to push tasks to it.
         worker_addr: Endpoint,
+    },
+    /// Ask another node instead (spillback): this one is busy, or the request's
+    /// strategy names another node.
+    LeaseSpillback {
+        /// The request answered.
+        request_id: u64,
+        /// The node to ask.
+        node: NodeId,
+        /// Where it serves its clients (QUIC).
+        addr: std::net::SocketAddr,
     },
     /// A lease request can never be granted.
     LeaseInfeasible {
@@ -289,6 +315,14 @@ pub enum FromRaylet {
         request_id: u64,
         /// Why no copy could be made (every source tried).
         error: Option<TaskError>,
+    },
+    /// Answer to `GetNodes`: every node the head knows (dead ones included); only this
+    /// node on a node that is not part of a cluster.
+    Nodes {
+        /// The request answered.
+        request_id: u64,
+        /// The nodes.
+        nodes: Vec<NodeSummary>,
     },
     /// Node statistics.
     Stats {
@@ -416,12 +450,15 @@ pub enum TaskKind {
 pub enum WireArg {
     /// The encoded value itself.
     Inline(Vec<u8>),
-    /// The encoded value lives in the node's store; pin it by ID to read it.
+    /// The encoded value lives in a node's store; pin it by ID to read it, pulling it
+    /// into this node's store first if it is elsewhere.
     Shared {
         /// The object.
         object_id: ObjectId,
         /// Length in bytes.
         len: u64,
+        /// The node holding its primary copy.
+        node: NodeId,
     },
 }
 

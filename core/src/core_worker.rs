@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use ares_common::codec::{Bytes, Value};
 use ares_common::det::DetMap;
 use ares_common::wire::{FromRaylet, FromWorker, NodeStats, ToRaylet};
-use ares_common::{ActorId, Address, ObjectId, TaskError, TaskId, WorkerId};
+use ares_common::{ActorId, Address, NodeId, ObjectId, TaskError, TaskId, WorkerId};
 use ares_net::{Connection, Sender};
 use ares_object_store::Pool;
 use ares_ownership::{Location, Shared, Status};
@@ -89,6 +89,8 @@ pub(crate) struct SpawnSpec {
 struct Inner {
     state: CoreState,
     conns: DetMap<ConnId, Sender>,
+    /// Connections to other nodes' raylets (leases spilled there, frees of objects there).
+    nodes: DetMap<NodeId, Arc<RayletClient>>,
 }
 
 /// A merge the state asked for, carried out off the lock.
@@ -132,9 +134,14 @@ impl CoreWorker {
         on_raylet_lost: impl FnOnce() + Send + 'static,
     ) -> Result<Arc<Self>> {
         let (raylet, registered, reader) = RayletClient::connect(&cfg.raylet_socket, cfg.max_frame, hello)?;
-        let FromRaylet::Registered { pool_path, pool_size, node_id } = registered else {
+        let FromRaylet::Registered { pool_path, pool_size, node_id, cluster_token } = registered else {
             return Err(Error::RayletUnavailable(format!("unexpected answer to registration: {registered:?}")));
         };
+        if let Some(t) = cluster_token {
+            // What this process presents to workers and raylets on other nodes.
+            let token = t.parse::<ares_net::JoinToken>().map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+            ares_net::set_join_token(token);
+        }
         let pool = Pool::open(&pool_path, pool_size).map_err(Error::Startup)?;
         let address = Address { node: node_id, worker: worker_id, endpoint };
         let state = CoreState::new(StateConfig {
@@ -144,7 +151,7 @@ impl CoreWorker {
             max_in_flight: cfg.max_in_flight.max(1),
         });
         let cw = Arc::new_cyclic(|me| CoreWorker {
-            shared: Shared::new(Inner { state, conns: DetMap::default() }),
+            shared: Shared::new(Inner { state, conns: DetMap::default(), nodes: DetMap::default() }),
             raylet: raylet.clone(),
             store: Arc::new(StoreClient::new(raylet.clone(), pool, cfg.max_inline)),
             max_frame: cfg.max_frame,
@@ -182,6 +189,11 @@ impl CoreWorker {
     /// This core worker's ID: objects it owns name it as their owner.
     pub(crate) fn worker_id(&self) -> WorkerId {
         self.worker_id
+    }
+
+    /// The node this process runs on.
+    pub(crate) fn node(&self) -> ares_common::NodeId {
+        self.address.node
     }
 
     /// This process as an owner.
@@ -258,9 +270,54 @@ impl CoreWorker {
                     // If the raylet is gone, so is everything these messages are about.
                     let _ = self.raylet.send(&msg);
                 }
+                Effect::ToNode { node, addr, msg } => {
+                    let client = match g.nodes.get(&node) {
+                        Some(c) => Ok(c.clone()),
+                        None => self.connect_node(node, addr),
+                    };
+                    match client {
+                        Ok(c) => {
+                            g.nodes.insert(node, c.clone());
+                            // A failed send closes the connection; its reader reports the end.
+                            let _ = c.send(&msg);
+                        }
+                        Err(e) => g.state.handle_node_lost(Instant::now(), node, &e.to_string()),
+                    }
+                }
                 Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
             }
         }
+    }
+
+    /// Connects to the raylet of another node, registers this process there as an owner
+    /// (so that node frees this process's objects if it dies), and starts its reader.
+    fn connect_node(&self, node: NodeId, addr: std::net::SocketAddr) -> Result<Arc<RayletClient>> {
+        let endpoint = ares_common::Endpoint::Quic { node, addr };
+        let hello = ToRaylet::RegisterDriver { pid: std::process::id(), worker_id: self.worker_id };
+        let (client, registered, reader) = RayletClient::connect_to(&endpoint, self.max_frame, hello)?;
+        if !matches!(registered, FromRaylet::Registered { .. }) {
+            client.close();
+            return Err(Error::RayletUnavailable(format!("{addr} answered {registered:?} to registration")));
+        }
+        let (events, lost) = (self.me.clone(), self.me.clone());
+        client
+            .start_reader(
+                reader,
+                move |msg| {
+                    if let Some(cw) = events.upgrade() {
+                        cw.run(|st, now| st.handle_node(now, node, msg));
+                    }
+                },
+                move |reason: String| {
+                    if let Some(cw) = lost.upgrade() {
+                        let gone = cw.shared.lock().nodes.remove(&node);
+                        drop(gone);
+                        cw.run(|st, now| st.handle_node_lost(now, node, &reason));
+                    }
+                },
+            )
+            .map_err(Error::Startup)?;
+        Ok(client)
     }
 
     /// Connects to a worker and starts the reader of its replies.
@@ -377,7 +434,15 @@ impl CoreWorker {
     pub(crate) fn hold(&self, id: ObjectId, loc: &Location) -> Result<Held> {
         match loc {
             Location::Inline(b) => Ok(Held::inline(self.store.clone(), id, b.clone())),
-            Location::Stored(_) => self.store.hold(id),
+            Location::Stored(s) => {
+                if s.primary != self.address.node && !s.secondary.contains(&self.address.node) {
+                    // On another node: copy it into this node's store, then read in place.
+                    let mut from = vec![s.primary];
+                    from.extend(s.secondary.iter().copied());
+                    self.store.pull(id, &from)?;
+                }
+                self.store.hold(id)
+            }
         }
     }
 
@@ -417,6 +482,14 @@ impl CoreWorker {
         match self.raylet.call(|request_id| ToRaylet::GetStats { request_id })? {
             FromRaylet::Stats { stats, .. } => Ok(stats),
             other => Err(Error::RayletUnavailable(format!("unexpected answer to stats: {other:?}"))),
+        }
+    }
+
+    /// The cluster's nodes as this node last heard of them.
+    pub(crate) fn nodes(&self) -> Result<Vec<ares_common::wire::NodeSummary>> {
+        match self.raylet.call(|request_id| ToRaylet::GetNodes { request_id })? {
+            FromRaylet::Nodes { nodes, .. } => Ok(nodes),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to nodes: {other:?}"))),
         }
     }
 
@@ -588,6 +661,9 @@ impl CoreWorker {
     /// Fails everything pending, returns every lease and closes the raylet connection.
     pub(crate) fn stop(&self) {
         self.run_untimed(|st| st.stop());
+        for (_, c) in std::mem::take(&mut self.shared.lock().nodes) {
+            c.close();
+        }
         // Wake waiters (a handle's registration will not be answered any more).
         self.shared.notify();
         self.raylet.close();

@@ -44,7 +44,7 @@ use std::time::Duration;
 pub use actor::{ActorBuilder, ActorCtor, ActorHandle, ActorMethod, ByMut, ByRef, IntoArgs, actor, get_actor, kill};
 pub use ares_common::Config;
 pub use ares_common::codec::Value;
-pub use ares_common::wire::{NodeStats, WorkerInfo};
+pub use ares_common::wire::{NodeLoad, NodeStats, NodeSummary, WorkerInfo};
 pub use ares_common::{ActorId, NodeId};
 pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError};
@@ -208,6 +208,13 @@ pub fn spill_location<T>(r: &ObjectRef<T>) -> Option<String> {
 /// Statistics of this process's node: store usage, workers and resources.
 pub fn node_stats() -> Result<NodeStats> {
     current()?.node_stats()
+}
+
+/// The cluster's nodes, alive and dead, as this process's node last heard of them from
+/// the head (about every 100 ms), like Ray's `ray.nodes()`. A node on its own lists
+/// itself.
+pub fn nodes() -> Result<Vec<NodeSummary>> {
+    current()?.nodes()
 }
 
 /// The node this process runs on.

@@ -32,6 +32,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
     match msg {
         FromRaylet::Registered { .. } | FromRaylet::ObjectsSpilled { .. } => None,
         FromRaylet::LeaseGranted { request_id, .. }
+        | FromRaylet::LeaseSpillback { request_id, .. }
         | FromRaylet::LeaseInfeasible { request_id, .. }
         | FromRaylet::ObjectCreated { request_id, .. }
         | FromRaylet::CreateFailed { request_id, .. }
@@ -39,6 +40,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::Pinned { request_id, .. }
         | FromRaylet::PinFailed { request_id, .. }
         | FromRaylet::Stats { request_id, .. }
+        | FromRaylet::Nodes { request_id, .. }
         | FromRaylet::ActorReply { request_id, .. }
         | FromRaylet::ActorFound { request_id, .. }
         | FromRaylet::Pulled { request_id, .. } => Some(*request_id),
@@ -53,7 +55,16 @@ impl RayletClient {
     /// Connects, registers with `hello` and returns the client, the registration answer
     /// and the reader half (to be handed to [`RayletClient::start_reader`]).
     pub(crate) fn connect(addr: &str, max_frame: usize, hello: ToRaylet) -> Result<(Arc<Self>, FromRaylet, Receiver)> {
-        let conn = Connection::connect(&Endpoint::Unix(addr.to_string())).map_err(unavailable)?;
+        Self::connect_to(&Endpoint::Unix(addr.to_string()), max_frame, hello)
+    }
+
+    /// Like [`RayletClient::connect`], to any endpoint (another node's raylet over QUIC).
+    pub(crate) fn connect_to(
+        endpoint: &Endpoint,
+        max_frame: usize,
+        hello: ToRaylet,
+    ) -> Result<(Arc<Self>, FromRaylet, Receiver)> {
+        let conn = Connection::connect(endpoint).map_err(unavailable)?;
         let (out, mut reader) = conn.split(max_frame, OUTBOX_LIMIT).map_err(unavailable)?;
         out.send(&hello).map_err(unavailable)?;
         let registered = reader.recv::<FromRaylet>().map_err(unavailable)?;

@@ -20,11 +20,12 @@ pub struct TaskOptions {
     resources: Vec<(String, f64)>,
     max_retries: u32,
     preferred_node: Option<NodeId>,
+    spread: bool,
 }
 
 impl Default for TaskOptions {
     fn default() -> Self {
-        TaskOptions { num_cpus: 1.0, resources: Vec::new(), max_retries: 3, preferred_node: None }
+        TaskOptions { num_cpus: 1.0, resources: Vec::new(), max_retries: 3, preferred_node: None, spread: false }
     }
 }
 
@@ -50,10 +51,8 @@ impl TaskOptions {
     }
     /// Run on `node` (Ray's `NodeAffinitySchedulingStrategy`). Hard (`soft == false`): only
     /// there, as a request for a sliver of the node's `node:<id>` resource, so a node
-    /// that is not in the cluster makes the task `Infeasible`. Soft: there if it can,
-    /// elsewhere otherwise; with a single raylet every task runs on it, so a soft
-    /// preference never fails (spilling back to the preferred node comes with the
-    /// multi-node issue).
+    /// that is not in the cluster makes the task `Infeasible`. Soft: there while it has
+    /// room, elsewhere otherwise (the raylet asked first spills the request back to it).
     pub fn node_affinity(mut self, node: NodeId, soft: bool) -> Self {
         if soft {
             self.preferred_node = Some(node);
@@ -62,6 +61,21 @@ impl TaskOptions {
         }
         self
     }
+    /// Spread tasks over the nodes with room, least loaded first (Ray's `"SPREAD"`).
+    pub fn spread(mut self) -> Self {
+        self.spread = true;
+        self
+    }
+
+    /// Where in the cluster the task asks to run.
+    fn strategy(&self) -> ares_common::Strategy {
+        match (self.preferred_node, self.spread) {
+            (Some(node), _) => ares_common::Strategy::NodeAffinity { node, soft: true },
+            (None, true) => ares_common::Strategy::Spread,
+            (None, false) => ares_common::Strategy::Default,
+        }
+    }
+
     /// The soft node preference, if any.
     pub fn preferred_node(&self) -> Option<NodeId> {
         self.preferred_node
@@ -216,6 +230,7 @@ where
         let submit = Submit {
             function,
             shape: self.opts.shape(),
+            strategy: self.opts.strategy(),
             max_retries: self.opts.max_retries,
             target: Target::Pool,
             kind: ares_common::wire::TaskKind::Normal,

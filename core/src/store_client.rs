@@ -141,6 +141,17 @@ impl StoreClient {
         }
     }
 
+    /// Makes a copy of `id` in this node's store, pulled from the first of `from` that
+    /// has it (no-op when it is here already; concurrent pulls of one object share one).
+    pub(crate) fn pull(&self, id: ObjectId, from: &[ares_common::NodeId]) -> Result<()> {
+        let from = from.to_vec();
+        match self.raylet.call(|request_id| ToRaylet::PullObject { request_id, object_id: id, from })? {
+            FromRaylet::Pulled { error: None, .. } => Ok(()),
+            FromRaylet::Pulled { error: Some(e), .. } => Err(Error::Task(e)),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to pull: {other:?}"))),
+        }
+    }
+
     /// Pins `id` for as long as the returned [`Held`] lives.
     pub(crate) fn hold(self: &Arc<Self>, id: ObjectId) -> Result<Held> {
         let (offset, len) = self.pin(id)?;

@@ -60,7 +60,35 @@ fn start_pool(n: u32) -> Option<Mutex<mpsc::Sender<Job>>> {
     Some(Mutex::new(tx))
 }
 
-type Writer = Arc<Mutex<BufferedWriter>>;
+/// Where a worker's replies go: a buffered writer on a local owner's Unix socket, or
+/// frames gathered for one send on a QUIC stream to an owner on another node.
+enum ReplyWriter {
+    Unix(BufferedWriter),
+    Quic { tx: ares_net::Sender, buf: Vec<u8> },
+}
+
+impl ReplyWriter {
+    fn write(&mut self, msg: &FromWorker) -> std::io::Result<()> {
+        match self {
+            ReplyWriter::Unix(w) => w.write(msg),
+            ReplyWriter::Quic { buf, .. } => ares_common::frame::write_msg(buf, msg),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            ReplyWriter::Unix(w) => w.flush(),
+            ReplyWriter::Quic { tx, buf } if !buf.is_empty() => {
+                let r = tx.send_framed(buf);
+                buf.clear();
+                r
+            }
+            ReplyWriter::Quic { .. } => Ok(()),
+        }
+    }
+}
+
+type Writer = Arc<Mutex<ReplyWriter>>;
 
 fn reply(writer: &Writer, task_id: ares_common::TaskId, outcome: Outcome, flush: bool) -> bool {
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -122,8 +150,11 @@ fn run() -> Result<(), String> {
     let path = ares_net::worker_socket_path(std::path::Path::new(&session_dir), &id_hex);
     let listen_addr = Endpoint::Unix(path.to_string_lossy().into_owned());
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
+    let remote = remote_listener()?;
+    let remote_addr = remote.as_ref().map(|l| l.endpoint().clone());
     let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
-    let hello = ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone() };
+    let hello =
+        ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone(), remote_addr };
     // Submissions outside any task (threads a task started) take IDs from a random root.
     let root = ares_common::TaskId::root(uuid::Uuid::new_v4());
     // The raylet is gone: so is our reason to exist.
@@ -132,6 +163,21 @@ fn run() -> Result<(), String> {
     let address = std::env::var("ARES_RAYLET_SOCKET").unwrap_or_default();
     *crate::runtime::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
         Some(crate::runtime::Runtime { cw: cw.clone(), raylet: None, address });
+    if let Some(remote) = remote {
+        let cw = cw.clone();
+        std::thread::Builder::new()
+            .name("ares-worker-remote".into())
+            .spawn(move || {
+                // Ends when the listener is gone (the process is exiting).
+                while let Ok(conn) = remote.accept() {
+                    let cw = cw.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("ares-worker-exec".into())
+                        .spawn(move || serve_owner(cw, conn, max_frame));
+                }
+            })
+            .map_err(|e| format!("starting the remote accept thread: {e}"))?;
+    }
     loop {
         let conn = match listener.accept() {
             Ok(c) => c,
@@ -146,11 +192,26 @@ fn run() -> Result<(), String> {
     }
 }
 
+/// In a cluster (the raylet passed its credentials), a QUIC listener for owners on other
+/// nodes, under the cluster's certificate.
+fn remote_listener() -> Result<Option<Listener>, String> {
+    let Ok(path) = std::env::var("ARES_CLUSTER_CRED") else { return Ok(None) };
+    let creds = ares_net::Credentials::load(std::path::Path::new(&path)).map_err(|e| format!("{path}: {e}"))?;
+    let ip: std::net::IpAddr = env("ARES_NODE_IP")?.parse().map_err(|e| format!("ARES_NODE_IP: {e}"))?;
+    let node = ares_common::NodeId(ares_common::hex::decode_array(&env("ARES_NODE_ID")?).ok_or("bad ARES_NODE_ID")?);
+    let addr = std::net::SocketAddr::new(ip, 0);
+    Listener::bind_quic_with(node, addr, &creds, true, None).map(Some).map_err(|e| format!("bind QUIC {addr}: {e}"))
+}
+
 /// Runs the tasks one owner pushes, replying in order; replies are flushed when no
 /// further task is already buffered, so a pipelined batch costs one write.
 fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
-    let Ok((w, mut reader)) = conn.split_buffered(max_frame) else {
-        return;
+    let (w, mut reader) = if conn.is_quic() {
+        let Ok((tx, rx)) = conn.split(max_frame, 1 << 30) else { return };
+        (ReplyWriter::Quic { tx, buf: Vec::new() }, rx)
+    } else {
+        let Ok((w, rx)) = conn.split_buffered(max_frame) else { return };
+        (ReplyWriter::Unix(w), rx)
     };
     let writer: Writer = Arc::new(Mutex::new(w));
     loop {
@@ -246,8 +307,10 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
     for (i, a) in spec.args.iter().enumerate() {
-        if let WireArg::Shared { object_id, .. } = a {
-            match cw.store.pin(*object_id) {
+        if let WireArg::Shared { object_id, node, .. } = a {
+            // An argument stored on another node is copied here first.
+            let here = if *node == cw.node() { Ok(()) } else { cw.store.pull(*object_id, &[*node]) };
+            match here.and_then(|()| cw.store.pin(*object_id)) {
                 Ok(at) => {
                     pins.push(*object_id);
                     located.push(at);

@@ -163,6 +163,11 @@ impl Connection {
         }
     }
 
+    /// Whether this connection runs over QUIC (to or from another node).
+    pub fn is_quic(&self) -> bool {
+        matches!(self.inner, ConnInner::Quic(_))
+    }
+
     /// A buffered, blocking writer (the caller decides when to flush, so a batch of
     /// replies costs one write) and a receiver of frames up to `max_frame` bytes. Unix
     /// connections only (a worker's replies to its local owner).

@@ -86,6 +86,14 @@ impl ClusterDirectory {
         self.nodes.insert(summary.node_id, Entry { summary, peer: None, last_seen: now });
     }
 
+    /// Where the head node serves its clients and pulls.
+    pub fn head_serving(&mut self, now: Duration, addr: std::net::SocketAddr) {
+        if let Some(e) = self.nodes.get_mut(&self.head) {
+            e.summary.addr = Some(addr);
+        }
+        self.broadcast(now);
+    }
+
     /// The head's own load, sampled by its driver.
     pub fn head_load(&mut self, now: Duration, load: NodeLoad) {
         if let Some(e) = self.nodes.get_mut(&self.head) {

@@ -18,7 +18,7 @@ use ares_common::det::DetMap;
 use ares_common::error::FrameError;
 use ares_common::wire::{FromHead, NodeLoad, NodeSummary, ToHead};
 use ares_common::{NodeId, ResourceSet};
-use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender, StreamHandler};
+use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender};
 
 use crate::cluster::{ClusterDirectory, DirOutput, PeerId, Registration};
 
@@ -46,6 +46,8 @@ pub enum Role {
     Head {
         /// Where to listen (UDP).
         bind: SocketAddr,
+        /// The address other nodes reach this one at.
+        ip: std::net::IpAddr,
         /// The cluster's certificate and secret.
         creds: Credentials,
     },
@@ -55,9 +57,18 @@ pub enum Role {
         head: SocketAddr,
         /// The join token.
         token: JoinToken,
-        /// The address other nodes reach this one at (it serves pulls there).
+        /// The address other nodes reach this one at.
         ip: std::net::IpAddr,
     },
+}
+
+impl Role {
+    /// The address other nodes reach this one at.
+    pub fn ip(&self) -> std::net::IpAddr {
+        match self {
+            Role::Head { ip, .. } | Role::Member { ip, .. } => *ip,
+        }
+    }
 }
 
 impl std::fmt::Debug for Role {
@@ -86,24 +97,46 @@ pub struct Me {
 pub struct Membership {
     stopping: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    listener: Arc<Listener>,
+    /// The head's directory port.
+    listener: Option<Arc<Listener>>,
+    head: Option<Arc<HeadShared>>,
     head_link: Option<Sender>,
+    creds: Credentials,
 }
 
 impl Membership {
-    /// Starts this node's part; `on_stream` serves the bulk streams other nodes open
-    /// (object pulls). A member fails at once (with the head's reason) if the head cannot
-    /// be reached or refuses it.
-    pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>, on_stream: StreamHandler) -> io::Result<Membership> {
+    /// Starts this node's part. A member fails at once (with the head's reason) if the
+    /// head cannot be reached or refuses it. The node then serves its clients and pulls
+    /// on a port of its own and names it with [`Membership::serving`].
+    pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
         match role {
-            Role::Head { bind, creds } => start_head(bind, &creds, me, local, on_stream),
-            Role::Member { head, token, ip } => start_member(head, &token, ip, me, local, on_stream),
+            Role::Head { bind, creds, .. } => start_head(bind, &creds, me, local),
+            Role::Member { head, token, .. } => start_member(head, &token, me, local),
         }
     }
 
-    /// Where this node serves QUIC: the head's cluster port, or a member's pull port.
+    /// The head's directory port (`None` on a member).
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.listener.endpoint().quic_addr()
+        self.listener.as_ref().and_then(|l| l.endpoint().quic_addr())
+    }
+
+    /// The cluster's certificate, key and secret: what this node serves QUIC under.
+    pub fn creds(&self) -> &Credentials {
+        &self.creds
+    }
+
+    /// Tells the directory where this node serves its clients and pulls.
+    pub fn serving(&self, addr: SocketAddr) -> io::Result<()> {
+        if let Some(link) = &self.head_link {
+            link.send(&ToHead::Serving { addr })?;
+        }
+        if let Some(h) = &self.head {
+            let now = h.now();
+            let mut st = h.lock();
+            st.dir.head_serving(now, addr);
+            h.carry_out(&mut st);
+        }
+        Ok(())
     }
 
     /// Stops: a member tells the head it is leaving; the head stops serving.
@@ -116,7 +149,9 @@ impl Membership {
             let _ = link.send(&ToHead::Leaving);
             link.close();
         }
-        self.listener.shutdown();
+        if let Some(l) = &self.listener {
+            l.shutdown();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -178,14 +213,8 @@ pub fn this_host() -> String {
     rustix::system::uname().nodename().to_string_lossy().into_owned()
 }
 
-fn start_head(
-    bind: SocketAddr,
-    creds: &Credentials,
-    me: Me,
-    local: Arc<dyn LocalNode>,
-    on_stream: StreamHandler,
-) -> io::Result<Membership> {
-    let listener = Arc::new(Listener::bind_quic_with(me.node_id, bind, creds, true, Some(on_stream))?);
+fn start_head(bind: SocketAddr, creds: &Credentials, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+    let listener = Arc::new(Listener::bind_quic_with(me.node_id, bind, creds, true, None)?);
     let addr = listener.endpoint().quic_addr().expect("bind_quic gives a QUIC endpoint");
     let stopping = Arc::new(AtomicBool::new(false));
     let (cert, key) = creds.cert_and_key();
@@ -194,7 +223,7 @@ fn start_head(
         node_id: me.node_id,
         pid: std::process::id(),
         host: me.host.clone(),
-        addr: Some(addr),
+        addr: None,
         total: me.total,
     };
     dir.register_head(Duration::ZERO, reg, local.load());
@@ -227,7 +256,14 @@ fn start_head(
         }
     })?;
     tracing::info!(%addr, "cluster directory serving");
-    Ok(Membership { stopping, threads: vec![accept, ticker], listener, head_link: None })
+    Ok(Membership {
+        stopping,
+        threads: vec![accept, ticker],
+        listener: Some(listener),
+        head: Some(shared),
+        head_link: None,
+        creds: creds.clone(),
+    })
 }
 
 fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
@@ -292,14 +328,7 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
     shared.carry_out(&mut st);
 }
 
-fn start_member(
-    head: SocketAddr,
-    token: &JoinToken,
-    ip: std::net::IpAddr,
-    me: Me,
-    local: Arc<dyn LocalNode>,
-    on_stream: StreamHandler,
-) -> io::Result<Membership> {
+fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
     let (tx, mut rx) = Connection::connect_quic(head, token)?.split(MAX_FRAME, OUTBOX_LIMIT)?;
     let register = ToHead::RegisterNode {
         node_id: me.node_id,
@@ -330,11 +359,6 @@ fn start_member(
         Ok(other) => return Err(io::Error::other(format!("the head at {head} sent {other:?} instead of its view"))),
         Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
     }
-    // Serve pulls under the cluster's certificate, and say where.
-    let listener =
-        Arc::new(Listener::bind_quic_with(me.node_id, SocketAddr::new(ip, 0), &creds, false, Some(on_stream))?);
-    let serving = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
-    tx.send(&ToHead::Serving { addr: serving })?;
     let stopping = Arc::new(AtomicBool::new(false));
     let l = local.clone();
     let stop = stopping.clone();
@@ -369,5 +393,5 @@ fn start_member(
             std::thread::sleep(HEARTBEAT);
         }
     })?;
-    Ok(Membership { stopping, threads: vec![reader, beat], listener, head_link: Some(tx) })
+    Ok(Membership { stopping, threads: vec![reader, beat], listener: None, head: None, head_link: Some(tx), creds })
 }

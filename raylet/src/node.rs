@@ -23,6 +23,7 @@ use crate::owners::OwnerDirectory;
 use crate::policy::{Action, LeasePolicy};
 use crate::pulls::{PullAction, PullManager};
 use crate::space::Progress;
+use crate::spillback::{self, Decision, NodeView, Strategy};
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
@@ -86,6 +87,8 @@ enum Kind {
 struct WorkerRec {
     pid: u32,
     addr: Endpoint,
+    /// Where owners on other nodes reach it (QUIC), in a cluster.
+    remote_addr: Option<Endpoint>,
 }
 
 /// The raylet's state for one node. See the module docs.
@@ -110,6 +113,14 @@ pub struct Node {
     stopping: bool,
     /// The cluster's nodes as the head last described them.
     cluster: Vec<NodeSummary>,
+    /// Clients on other nodes (owners that lease workers here over QUIC).
+    remote_clients: DetSet<ClientId>,
+    /// The cluster's join token, in a cluster.
+    cluster_token: Option<String>,
+    /// Spillback's tunables.
+    spill_params: crate::spillback::Params,
+    /// Turns spillback's choice among equally good nodes (deterministic).
+    picks: u64,
     pulls: PullManager,
     pulled_bytes: u64,
     served_bytes: u64,
@@ -136,6 +147,10 @@ impl Node {
             restore_time: Duration::ZERO,
             stopping: false,
             cluster: Vec::new(),
+            remote_clients: DetSet::default(),
+            cluster_token: None,
+            spill_params: crate::spillback::Params::default(),
+            picks: 0,
             pulls: PullManager::new(),
             pulled_bytes: 0,
             served_bytes: 0,
@@ -184,9 +199,14 @@ impl Node {
         for a in actions {
             match a {
                 Action::Grant { client, request_id, lease_id, worker } => {
-                    // A granted worker is registered; an empty path would fail the owner's connect.
-                    let worker_addr =
-                        self.workers.get(&worker).map_or_else(|| Endpoint::Unix(String::new()), |w| w.addr.clone());
+                    // A granted worker is registered; an empty path would fail the owner's
+                    // connect. An owner on another node reaches it over QUIC.
+                    let remote = self.remote_clients.contains(&client);
+                    let worker_addr = self
+                        .workers
+                        .get(&worker)
+                        .and_then(|w| if remote { w.remote_addr.clone() } else { Some(w.addr.clone()) })
+                        .unwrap_or_else(|| Endpoint::Unix(String::new()));
                     self.send(
                         client,
                         FromRaylet::LeaseGranted { request_id, lease_id, worker_id: worker, worker_addr },
@@ -224,7 +244,13 @@ impl Node {
             node_id: self.cfg.node_id,
             pool_path: self.cfg.pool_path.clone(),
             pool_size: self.cfg.pool_size,
+            cluster_token: self.cluster_token.clone(),
         }
+    }
+
+    /// The node joined a cluster with this token (registration hands it to clients).
+    pub fn set_cluster_token(&mut self, token: String) {
+        self.cluster_token = Some(token);
     }
 
     // ------------------------------------------------------------------ connections
@@ -234,10 +260,23 @@ impl Node {
         self.clients.insert(client, Kind::Unregistered);
     }
 
+    /// Whether `client` is on another node.
+    pub fn is_remote(&self, client: ClientId) -> bool {
+        self.remote_clients.contains(&client)
+    }
+
+    /// A client on another node connected (over QUIC): an owner leasing workers here.
+    /// Its leases name the workers' QUIC addresses; it cannot map this node's pool.
+    pub fn connected_remote(&mut self, client: ClientId) {
+        self.clients.insert(client, Kind::Unregistered);
+        self.remote_clients.insert(client);
+    }
+
     /// A client's connection ended: its pins, leases, requests, holds and (if it was a
     /// core worker) owned objects go; a worker's death reaches the policy and actors.
     pub fn disconnected(&mut self, client: ClientId) {
         let Some(kind) = self.clients.remove(&client) else { return };
+        self.remote_clients.remove(&client);
         self.store.client_gone(client);
         for id in self.owners.client_gone(client) {
             self.store.delete(id);
@@ -287,8 +326,9 @@ impl Node {
                 let r = self.registered();
                 self.send(client, r);
             }
-            ToRaylet::RegisterWorker { worker_id, pid, listen_addr } => {
-                let fresh = matches!(self.clients.get(&client), Some(Kind::Unregistered));
+            ToRaylet::RegisterWorker { worker_id, pid, listen_addr, remote_addr } => {
+                let fresh = matches!(self.clients.get(&client), Some(Kind::Unregistered))
+                    && !self.remote_clients.contains(&client);
                 if !fresh || self.workers.contains_key(&worker_id) {
                     tracing::warn!(%worker_id, "rejecting a repeated worker registration; closing the connection");
                     self.out.push_back(Output::Close(client));
@@ -297,15 +337,40 @@ impl Node {
                 self.clients.insert(client, Kind::Worker(worker_id));
                 self.registered_ever.insert(worker_id);
                 self.owners.register(worker_id, client);
-                self.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr });
+                self.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr, remote_addr });
                 let r = self.registered();
                 self.send(client, r);
                 let actions = self.policy.worker_registered(worker_id);
                 self.apply(actions);
             }
-            ToRaylet::RequestLease { request_id, shape, dedicated } => {
-                let actions = self.policy.request(client, request_id, shape, dedicated);
-                self.apply(actions);
+            ToRaylet::RequestLease { request_id, shape, dedicated, strategy, spilled } => {
+                match self.place(&shape, &strategy, dedicated, spilled) {
+                    Decision::Local => {
+                        let actions = self.policy.request(client, request_id, shape, dedicated);
+                        self.apply(actions);
+                    }
+                    Decision::Spill(node) => {
+                        let target = self.cluster.iter_mut().find(|n| n.node_id == node);
+                        // Count the request against the target until the next view, so a
+                        // burst of requests does not all pick the same node (as Ray does).
+                        let addr = target.map(|t| {
+                            t.load.available.sub(&shape);
+                            t.addr
+                        });
+                        match addr.flatten() {
+                            Some(addr) => self.send(client, FromRaylet::LeaseSpillback { request_id, node, addr }),
+                            // `place` only names nodes that serve.
+                            None => {
+                                let actions = self.policy.request(client, request_id, shape, dedicated);
+                                self.apply(actions);
+                            }
+                        }
+                    }
+                    Decision::Infeasible => {
+                        let error = self.infeasible(&shape, &strategy);
+                        self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
+                    }
+                }
             }
             ToRaylet::CancelLeaseRequests { request_ids } => self.policy.cancel(client, &request_ids),
             ToRaylet::PullObject { request_id, object_id, from } => {
@@ -380,15 +445,74 @@ impl Node {
                 let stats = self.stats();
                 self.send(client, FromRaylet::Stats { request_id, stats });
             }
-            // The driver routes these to try_create / try_pin; answer rather than drop.
+            ToRaylet::GetNodes { request_id } => {
+                let nodes = if self.cluster.is_empty() { vec![self.summary()] } else { self.cluster.clone() };
+                self.send(client, FromRaylet::Nodes { request_id, nodes });
+            }
+            // The driver routes local clients' creates and pins to try_create / try_pin;
+            // a client on another node cannot map this pool, so it gets an answer naming
+            // that rather than an allocation it could never use.
             ToRaylet::CreateObject { request_id, object_id, .. } => {
-                let error = TaskError::ObjectLost { object: format!("{object_id} (create sent to the wrong handler)") };
+                let error = TaskError::ObjectLost {
+                    object: format!("{object_id} (objects are created on the creator's own node)"),
+                };
                 self.send(client, FromRaylet::CreateFailed { request_id, error });
             }
             ToRaylet::PinObject { request_id, object_id } => {
-                let error = TaskError::ObjectLost { object: format!("{object_id} (pin sent to the wrong handler)") };
+                let error = TaskError::ObjectLost {
+                    object: format!("{object_id} (a node's objects are pinned by its own clients; pull it first)"),
+                };
                 self.send(client, FromRaylet::PinFailed { request_id, error });
             }
+        }
+    }
+
+    /// Where a lease request runs: here, on another node (spillback), or nowhere. A
+    /// node on its own, a request for an actor's worker (actors stay on their owner's
+    /// node for now) and a request another node sent here that fits here are local.
+    fn place(&mut self, shape: &ResourceSet, strategy: &Strategy, dedicated: bool, spilled: bool) -> Decision {
+        let local = self.cfg.node_id;
+        if self.cluster.is_empty() || dedicated {
+            return Decision::Local;
+        }
+        let view: Vec<NodeView> = self
+            .cluster
+            .iter()
+            .filter(|n| n.node_id == local || n.addr.is_some())
+            .map(|n| {
+                let (mut total, mut available) = if n.node_id == local {
+                    // Our own figures are current; the view's are a heartbeat old.
+                    (self.policy.total().clone(), self.policy.available().clone())
+                } else {
+                    (n.total.clone(), n.load.available.clone())
+                };
+                total.set(&n.node_id.resource_name(), 1.0);
+                available.set(&n.node_id.resource_name(), 1.0);
+                NodeView { id: n.node_id, alive: n.alive || n.node_id == local, total, available }
+            })
+            .collect();
+        if !view.iter().any(|n| n.id == local) {
+            return Decision::Local;
+        }
+        if spilled && shape.is_subset_of(self.policy.total()) {
+            // Sent here by another node: queue here rather than bounce it on.
+            return Decision::Local;
+        }
+        self.picks = self.picks.wrapping_add(1);
+        spillback::decide(&view, local, shape, strategy, &self.spill_params, false, self.picks)
+    }
+
+    /// The error for a request no node of the cluster can hold.
+    fn infeasible(&self, shape: &ResourceSet, strategy: &Strategy) -> TaskError {
+        let best = self.cluster.iter().filter(|n| n.alive).map(|n| &n.total).max_by_key(|t| t.iter().count());
+        let available = match strategy {
+            Strategy::NodeAffinity { node, soft: false } => format!("node {node}, which is not a live node"),
+            _ => best.map_or_else(|| self.total().to_string(), |t| t.to_string()),
+        };
+        TaskError::Infeasible {
+            requested: shape.to_string(),
+            missing: shape.shortfall(best.unwrap_or(self.policy.total())).to_string(),
+            available,
         }
     }
 
@@ -461,6 +585,21 @@ impl Node {
             infeasible_leases: 0,
             actors: self.actors.len() as u32,
             workers: self.workers.len() as u32,
+        }
+    }
+
+    /// This node alone, as a cluster view would show it.
+    fn summary(&self) -> NodeSummary {
+        NodeSummary {
+            node_id: self.cfg.node_id,
+            pid: 0,
+            host: String::new(),
+            addr: None,
+            head: true,
+            alive: true,
+            total: self.total(),
+            load: self.load(),
+            silent_ms: 0,
         }
     }
 
@@ -705,11 +844,20 @@ mod tests {
         n.connected(worker);
         n.handle(driver, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
         let addr = Endpoint::Unix("w1.sock".into());
-        n.handle(worker, ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr.clone() });
+        n.handle(
+            worker,
+            ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr.clone(), remote_addr: None },
+        );
         drain(&mut n);
         n.handle(
             driver,
-            ToRaylet::RequestLease { request_id: 5, shape: ResourceSet::new().with("CPU", 1.0), dedicated: false },
+            ToRaylet::RequestLease {
+                request_id: 5,
+                shape: ResourceSet::new().with("CPU", 1.0),
+                dedicated: false,
+                strategy: Strategy::Default,
+                spilled: false,
+            },
         );
         match &drain(&mut n)[..] {
             [Output::Send(c, FromRaylet::LeaseGranted { request_id: 5, worker_addr, worker_id, .. })] => {
@@ -720,7 +868,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A second registration on the same connection breaks the protocol.
-        n.handle(worker, ToRaylet::RegisterWorker { worker_id: started[1], pid: 2, listen_addr: addr });
+        n.handle(
+            worker,
+            ToRaylet::RegisterWorker { worker_id: started[1], pid: 2, listen_addr: addr, remote_addr: None },
+        );
         assert!(matches!(&drain(&mut n)[..], [Output::Close(c)] if *c == worker));
     }
 
@@ -754,7 +905,15 @@ mod tests {
         n.connected(worker);
         n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
         let addr = Endpoint::Unix("w.sock".into());
-        n.handle(worker, ToRaylet::RegisterWorker { worker_id: WorkerId([1; 16]), pid: 2, listen_addr: addr.clone() });
+        n.handle(
+            worker,
+            ToRaylet::RegisterWorker {
+                worker_id: WorkerId([1; 16]),
+                pid: 2,
+                listen_addr: addr.clone(),
+                remote_addr: None,
+            },
+        );
         let actor = ares_common::ActorId([4; 16]);
         n.handle(
             owner,

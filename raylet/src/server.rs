@@ -69,6 +69,8 @@ pub struct Raylet {
     spawner: Option<JoinHandle<()>>,
     spiller: Option<JoinHandle<()>>,
     membership: Option<Membership>,
+    /// The QUIC listener for clients on other nodes, and its accept thread.
+    remote: Option<(Arc<Listener>, JoinHandle<()>)>,
 }
 
 /// Bytes queued for one client before it is considered stuck and disconnected.
@@ -149,7 +151,20 @@ impl Raylet {
             peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
         });
+        let mut raylet = Raylet {
+            shared: shared.clone(),
+            accept: None,
+            spawner: None,
+            spiller: None,
+            membership: None,
+            remote: None,
+        };
         let mut env = cfg.worker_env.clone();
+        if let Some(role) = cfg.cluster.clone() {
+            // Join first: workers serve owners on other nodes under the cluster's
+            // certificate, so they need it before the first one starts.
+            env.extend(raylet.join_cluster(role, &cfg.node)?);
+        }
         env.push(("ARES_WORKER".into(), "1".into()));
         env.push(("ARES_RAYLET_SOCKET".into(), socket_path));
         env.push(("ARES_SESSION_DIR".into(), shared.session_dir.to_string_lossy().into_owned()));
@@ -157,17 +172,20 @@ impl Raylet {
         env.push(("ARES_MAX_INLINE_BYTES".into(), cfg.node.max_inline_bytes.to_string()));
         let spec = SpawnSpec { program: cfg.worker_program.clone(), env, session_dir: shared.session_dir.clone() };
         let events = Events(Arc::downgrade(&shared));
-        let spawner = std::thread::Builder::new()
-            .name("ares-raylet-spawner".into())
-            .spawn(move || spawner::run(spec, spawn_rx, events))?;
+        raylet.spawner = Some(
+            std::thread::Builder::new()
+                .name("ares-raylet-spawner".into())
+                .spawn(move || spawner::run(spec, spawn_rx, events))?,
+        );
         {
             let mut st = shared.lock();
             st.node.prestart();
             shared.carry_out(&mut st);
         }
         let weak = Arc::downgrade(&shared);
-        let spiller =
-            std::thread::Builder::new().name("ares-raylet-spill".into()).spawn(move || spill_loop(weak, spill_rx))?;
+        raylet.spiller = Some(
+            std::thread::Builder::new().name("ares-raylet-spill".into()).spawn(move || spill_loop(weak, spill_rx))?,
+        );
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new().name("ares-raylet-pulls".into()).spawn(move || {
             while let Ok((object, node, addr)) = pull_rx.recv() {
@@ -176,31 +194,64 @@ impl Raylet {
             }
         })?;
         let s = shared.clone();
-        let accept = std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s))?;
+        raylet.accept =
+            Some(std::thread::Builder::new().name("ares-raylet-accept".into()).spawn(move || accept_loop(s, None))?);
         tracing::debug!(socket = %shared.socket_path, pool_size, "raylet started");
-        let mut raylet =
-            Raylet { shared, accept: Some(accept), spawner: Some(spawner), spiller: Some(spiller), membership: None };
-        if let Some(role) = cfg.cluster {
-            let (node_id, total) = {
-                let st = raylet.shared.lock();
-                (st.node.node_id(), st.node.total())
-            };
-            let me = Me { node_id, total, host: membership::this_host(), node_timeout: cfg.node.node_timeout };
-            let local = Arc::new(Local(Arc::downgrade(&raylet.shared)));
-            let weak = Arc::downgrade(&raylet.shared);
-            let on_stream: ares_net::StreamHandler = Arc::new(move |stream| {
-                if let Some(sh) = weak.upgrade() {
-                    object_manager::serve(sh, stream);
-                }
-            });
-            // On failure `raylet` drops here and shuts down what started.
-            raylet.membership = Some(Membership::start(role, me, local, on_stream)?);
-        }
         Ok(raylet)
     }
 
-    /// Where this node serves QUIC (the head: the cluster directory and pulls; a member:
-    /// pulls), if it is part of a cluster.
+    /// Joins the cluster as `role`, serves clients on other nodes and pulls on a QUIC
+    /// port of its own, and returns the environment workers need to serve owners on
+    /// other nodes.
+    fn join_cluster(&mut self, role: Role, cfg: &Config) -> io::Result<Vec<(String, String)>> {
+        let (node_id, total) = {
+            let st = self.shared.lock();
+            (st.node.node_id(), st.node.total())
+        };
+        let ip = role.ip();
+        let me = Me { node_id, total, host: membership::this_host(), node_timeout: cfg.node_timeout };
+        let local = Arc::new(Local(Arc::downgrade(&self.shared)));
+        let m = self.membership.insert(Membership::start(role, me, local)?);
+        // Mode 0600 in the private session directory; workers read it at start.
+        let cred_path = self.shared.session_dir.join("cluster.cred");
+        m.creds().save(&cred_path)?;
+        let token = m.creds().token();
+        // Pulls from other nodes present it (the head never joined anyone).
+        ares_net::set_join_token(token);
+        self.shared.lock().node.set_cluster_token(token.to_string());
+        let weak = Arc::downgrade(&self.shared);
+        let on_stream: ares_net::StreamHandler = Arc::new(move |stream| {
+            if let Some(sh) = weak.upgrade() {
+                object_manager::serve(sh, stream);
+            }
+        });
+        let listener = Arc::new(Listener::bind_quic_with(
+            node_id,
+            std::net::SocketAddr::new(ip, 0),
+            m.creds(),
+            true,
+            Some(on_stream),
+        )?);
+        let addr = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
+        let (s, l) = (self.shared.clone(), listener.clone());
+        let accept =
+            std::thread::Builder::new().name("ares-raylet-remote".into()).spawn(move || accept_loop(s, Some(l)))?;
+        self.remote = Some((listener, accept));
+        m.serving(addr)?;
+        tracing::info!(%addr, "serving clients on other nodes");
+        Ok(vec![
+            ("ARES_CLUSTER_CRED".into(), cred_path.to_string_lossy().into_owned()),
+            ("ARES_NODE_IP".into(), ip.to_string()),
+            ("ARES_NODE_ID".into(), ares_common::hex::encode(&node_id.0)),
+        ])
+    }
+
+    /// Where this node serves clients on other nodes and pulls (QUIC), in a cluster.
+    pub fn node_addr(&self) -> Option<std::net::SocketAddr> {
+        self.remote.as_ref().and_then(|(l, _)| l.endpoint().quic_addr())
+    }
+
+    /// The head's cluster directory port (`None` on a member or a node on its own).
     pub fn cluster_addr(&self) -> Option<std::net::SocketAddr> {
         self.membership.as_ref().and_then(Membership::addr)
     }
@@ -231,6 +282,10 @@ impl Raylet {
         }
         self.shared.lock().node.set_stopping();
         self.shared.listener.shutdown();
+        if let Some((l, accept)) = self.remote.take() {
+            l.shutdown();
+            let _ = accept.join();
+        }
         let _ = self.shared.spawn.lock().map(|s| s.send(SpawnCmd::Shutdown));
         if let Some(h) = self.spawner.take() {
             let _ = h.join();
@@ -442,7 +497,15 @@ impl Shared {
     }
 
     fn handle(&self, client: ClientId, msg: ToRaylet) {
+        let remote = matches!(msg, ToRaylet::CreateObject { .. } | ToRaylet::PinObject { .. })
+            && self.lock().node.is_remote(client);
         match msg {
+            // A client on another node cannot map this node's pool: the node refuses.
+            msg if remote => {
+                let mut st = self.lock();
+                st.node.handle(client, msg);
+                self.carry_out(&mut st);
+            }
             ToRaylet::CreateObject { request_id, object_id, size, owner } => {
                 self.create(client, request_id, object_id, size, owner)
             }
@@ -523,9 +586,11 @@ fn start_pull(shared: &Arc<Shared>, object: ObjectId, node: NodeId, addr: std::n
     }
 }
 
-fn accept_loop(shared: Arc<Shared>) {
+/// Accepts clients: on this node's Unix socket, or (`remote`) owners on other nodes.
+fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
+    let listener = remote.as_deref().unwrap_or(&shared.listener);
     loop {
-        let conn = match shared.listener.accept() {
+        let conn = match listener.accept() {
             Ok(c) => c,
             Err(e) => {
                 if shared.stopping.load(Ordering::SeqCst) {
@@ -544,7 +609,11 @@ fn accept_loop(shared: Arc<Shared>) {
             let id = ClientId(st.next_client);
             st.next_client += 1;
             st.clients.insert(id, out);
-            st.node.connected(id);
+            if remote.is_some() {
+                st.node.connected_remote(id);
+            } else {
+                st.node.connected(id);
+            }
             id
         };
         let s = shared.clone();

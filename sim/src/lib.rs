@@ -320,6 +320,7 @@ impl Sim {
         let s = Submit {
             function,
             shape: ResourceSet::new().with("CPU", 1.0),
+            strategy: ares_common::Strategy::Default,
             max_retries,
             target: Target::Pool,
             kind: TaskKind::Normal,
@@ -595,6 +596,8 @@ impl Sim {
                     }
                 }
                 Effect::ToRaylet(msg) => self.send_to_node(p, msg),
+                // The simulation runs one node: there is no other to reach.
+                Effect::ToNode { node, .. } => self.procs[p].state.handle_node_lost(now, node, "no such node"),
                 Effect::Gather { task, slot, parts, combine } => {
                     let merged = self.merge(p, &parts, combine);
                     self.procs[p].state.handle_gathered(now, task, slot, merged);
@@ -653,7 +656,10 @@ impl Sim {
         let endpoint = Endpoint::Unix(format!("sim/node{n}/worker-{id}"));
         let root = TaskId::root(uuid_from(self.rng.bytes16()));
         let p = self.add_proc(n, id, root, Some(endpoint.clone()));
-        self.send_to_node(p, ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint });
+        self.send_to_node(
+            p,
+            ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint, remote_addr: None },
+        );
     }
 
     // ------------------------------------------------------------------ the store
@@ -738,6 +744,7 @@ impl Sim {
                 let s = Submit {
                     function: functions::ADD,
                     shape: ResourceSet::new().with("CPU", 1.0),
+                    strategy: ares_common::Strategy::Default,
                     max_retries: 0,
                     target: Target::Pool,
                     kind: TaskKind::Normal,

@@ -75,6 +75,89 @@ fn pull() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The node a task runs on, after `ms` milliseconds of work, with `x * x`.
+#[ares::remote]
+fn square_where(x: i64, ms: u64) -> (i64, String) {
+    std::thread::sleep(Duration::from_millis(ms));
+    (x * x, ares::node_stats().map(|s| hex(&s.node_id.0)).unwrap_or_default())
+}
+
+/// The blake3 hash of the bytes, where it ran, and that node's pulls so far.
+#[ares::remote]
+fn hash_where(data: Vec<u8>) -> (String, String, u64) {
+    let stats = ares::node_stats().expect("the worker's node answers");
+    (blake3::hash(&data).to_hex().to_string(), hex(&stats.node_id.0), stats.pulls_started)
+}
+
+/// A vector of `mib` MiB of known bytes, made by a task.
+#[ares::remote]
+fn make_bytes(mib: usize) -> Vec<u8> {
+    (0..mib << 20).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+/// Waits until this node's view of the cluster lists `n` live nodes serving.
+fn wait_for_nodes(n: usize) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while ares::nodes()?.iter().filter(|s| s.alive && s.addr.is_some()).count() < n {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "the cluster view never listed {n} nodes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// `spread <n> <ms> <nodes>`: joins the cluster at `ARES_ADDRESS`, waits until its node
+/// knows `nodes` nodes, runs `n` tasks of `ms` milliseconds, checks their squares and
+/// prints the distinct nodes they ran on.
+fn spread() -> anyhow::Result<()> {
+    let arg = |i: usize| std::env::args().nth(i).unwrap_or_default();
+    let (n, ms): (i64, u64) = (arg(2).parse()?, arg(3).parse()?);
+    ares::init()?;
+    wait_for_nodes(arg(4).parse()?)?;
+    let refs: Vec<_> = (0..n).map(|i| ares::remote(square_where).call(i, ms)).collect();
+    let mut nodes = Vec::new();
+    for (i, r) in refs.iter().enumerate() {
+        let (sq, node) = ares::get(r)?;
+        anyhow::ensure!(sq == (i * i) as i64, "task {i} returned {sq}");
+        if !nodes.contains(&node) {
+            nodes.push(node);
+        }
+    }
+    nodes.sort();
+    println!("{}", nodes.join(" "));
+    ares::shutdown();
+    Ok(())
+}
+
+/// `consume <MiB> <n>`: joins the cluster at `ARES_ADDRESS`; a task held to the first
+/// other node (by ID) makes the bytes, `n` tasks held to the second hash them, and the
+/// driver reads them too. Prints `<maker> <consumer>`, the hash of the bytes the driver
+/// read, then per consumer `<hash> <node> <pulls started there>`.
+fn consume() -> anyhow::Result<()> {
+    let arg = |i: usize| std::env::args().nth(i).unwrap_or_default();
+    let mib: usize = arg(2).parse()?;
+    let n: usize = arg(3).parse()?;
+    ares::init()?;
+    wait_for_nodes(3)?;
+    let here = ares::node_id()?;
+    let mut others: Vec<ares::NodeId> =
+        ares::nodes()?.into_iter().filter(|s| s.alive && s.node_id != here).map(|s| s.node_id).collect();
+    others.sort();
+    anyhow::ensure!(others.len() >= 2, "need two other nodes, found {}", others.len());
+    let (maker, consumer) = (others[0], others[1]);
+    println!("{} {}", hex(&maker.0), hex(&consumer.0));
+    let on = |node| ares::TaskOptions::new().node_affinity(node, false);
+    let data = ares::remote(make_bytes).options(on(maker)).call(mib);
+    let uses: Vec<_> = (0..n).map(|_| ares::remote(hash_where).options(on(consumer)).call(&data)).collect();
+    let read = ares::get(&data)?;
+    println!("{}", blake3::hash(&read).to_hex());
+    for u in &uses {
+        let (h, node, pulls) = ares::get(u)?;
+        println!("{h} {node} {pulls}");
+    }
+    ares::shutdown();
+    Ok(())
+}
+
 /// Actor modes, against the raylet at `ARES_ADDRESS`:
 /// - `actor-get <name> <by>`: finds the named counter, adds `by`, prints the new value;
 /// - `actor-owner <name|-> <detached:0|1>`: spawns a counter (named unless `-`), prints
@@ -135,6 +218,12 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "pull" {
         return pull();
+    }
+    if mode == "spread" {
+        return spread();
+    }
+    if mode == "consume" {
+        return consume();
     }
     if mode == "squares" {
         // Joins the cluster named by ARES_ADDRESS, prints the sum of 100 squares computed

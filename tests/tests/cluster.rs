@@ -263,3 +263,65 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Runs the test driver in `mode` against the cluster through the node under `root`.
+fn drive(root: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+        .args(args)
+        .env("ARES_ADDRESS", "auto")
+        .env("ARES_SESSION_ROOT", root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "driver {args:?} failed:\n{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
+    let base = std::env::temp_dir().join(format!("ares-spill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
+    let _stop = StopOnDrop(roots.clone());
+    let common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--object-store-memory", "256M"];
+    let mut head_args = vec!["--head", "--port", "0"];
+    head_args.extend_from_slice(&common);
+    let (head, summary) = start(&roots[0], &head_args);
+    let addr = field(&summary, "cluster address:");
+    let token = field(&summary, "join token:");
+    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str()];
+    member_args.extend_from_slice(&common);
+    let (n2, _) = start(&roots[1], &member_args);
+    let (n3, _) = start(&roots[2], &member_args);
+
+    // The driver's node has one CPU: with it taken, lease requests spill back to the
+    // other two nodes, and the tasks run on all three.
+    let nodes = drive(&roots[0], &["spread", "30", "50", "3"]);
+    let nodes: Vec<&str> = nodes.split_whitespace().collect();
+    assert_eq!(nodes.len(), 3, "tasks ran on {nodes:?}");
+
+    // 64 MiB made by a task on one node, hashed by ten tasks held to another, and read
+    // by the driver on a third: every copy is intact, and the consumers' node pulled it
+    // once.
+    let out = drive(&roots[0], &["consume", "64", "10"]);
+    let mut lines = out.lines();
+    let pair: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let (maker, consumer) = (pair[0], pair[1]);
+    assert_ne!(maker, consumer);
+    let data: Vec<u8> = (0..64usize << 20).map(|i| (i * 31 % 251) as u8).collect();
+    let want = blake3::hash(&data).to_hex().to_string();
+    assert_eq!(lines.next().unwrap(), want, "the driver read other bytes");
+    let consumers: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(consumers.len(), 10, "{out}");
+    for c in &consumers {
+        assert_eq!(c[0], want, "a consumer read other bytes: {out}");
+        assert_eq!(c[1], consumer, "a consumer ran elsewhere: {out}");
+        assert_eq!(c[2], "1", "the consumers' node pulled more than once: {out}");
+    }
+
+    for n in [&head, &n2, &n3] {
+        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}

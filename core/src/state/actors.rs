@@ -134,6 +134,7 @@ impl CoreState {
         let submit = Submit {
             function: spawn.ctor,
             shape: spawn.shape,
+            strategy: ares_common::Strategy::Default,
             max_retries: 0,
             target: Target::Create(id),
             kind: TaskKind::ActorCreate { actor_id: id, max_concurrency: spawn.max_concurrency },
@@ -171,6 +172,7 @@ impl CoreState {
         let submit = Submit {
             function,
             shape: ResourceSet::new(),
+            strategy: ares_common::Strategy::Default,
             max_retries: self.actor_max_task_retries(actor),
             target: Target::Actor(actor),
             kind: TaskKind::ActorCall { actor_id: actor },
@@ -395,7 +397,13 @@ impl CoreState {
                     let shape = create.shape.clone();
                     o.request = Some(request_id);
                     self.requests.insert(request_id, Request::ActorLease(a));
-                    self.send_raylet(ToRaylet::RequestLease { request_id, shape, dedicated: true });
+                    self.send_raylet(ToRaylet::RequestLease {
+                        request_id,
+                        shape,
+                        dedicated: true,
+                        strategy: ares_common::Strategy::Default,
+                        spilled: false,
+                    });
                 }
                 Some(_) => {}
                 None => {
@@ -465,7 +473,7 @@ impl CoreState {
                 Request::WorkerLost(a) | Request::ActorLease(a) => {
                     self.kill_caller(a, died(a, "?", "lost the connection to the raylet"))
                 }
-                Request::Lease(_) => {}
+                Request::Lease(..) => {}
             }
         }
         self.stop_with(TaskError::RayletUnavailable { socket: socket.to_string(), reason: reason.to_string() });
@@ -618,7 +626,7 @@ impl CoreState {
             if is_create {
                 self.on_created(a, conn_id, outcome);
             } else {
-                self.complete(task_id, outcome, &mut stale, &mut touched);
+                self.complete(task_id, outcome, self.node(), &mut stale, &mut touched);
             }
         }
         if let Some(c) = self.callers.get_mut(&a)

@@ -35,7 +35,9 @@ use ares_common::codec::Bytes;
 use ares_common::det::DetMap;
 use ares_common::frame;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
-use ares_common::{ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
+use ares_common::{
+    ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
+};
 use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status};
 
 /// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
@@ -44,6 +46,9 @@ pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
 const PIPELINE_TARGET: Duration = Duration::from_micros(500);
 /// Idle leases are returned after this long.
 pub const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+/// A node whose raylet could not be reached is not asked again for this long; lease
+/// requests spilled to it wait this long, until the cluster view says it is dead.
+pub const UNREACHABLE_HOLD: Duration = Duration::from_millis(500);
 
 /// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
 pub type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
@@ -66,6 +71,11 @@ pub enum Effect {
     Close(ConnId),
     /// Send a message to this node's raylet.
     ToRaylet(ToRaylet),
+    /// Send a message to the raylet of another node, serving at `addr` (connecting and
+    /// registering first if needed). Its messages come back through
+    /// [`CoreState::handle_node`]; if the connection fails or ends, call
+    /// [`CoreState::handle_node_lost`].
+    ToNode { node: NodeId, addr: std::net::SocketAddr, msg: ToRaylet },
     /// Read the values of `parts` (pinning stored ones), merge them with `combine` and
     /// report the result with [`CoreState::handle_gathered`].
     Gather { task: TaskId, slot: usize, parts: Vec<(ObjectId, Location)>, combine: Combine },
@@ -132,10 +142,20 @@ pub enum Target {
     Create(ActorId),
 }
 
+/// The queue a task waits in for a leased worker: its resources and where it may run.
+/// Leases serve one key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SchedKey {
+    pub shape: ResourceSet,
+    pub strategy: Strategy,
+}
+
 /// Options of one submission, already in wire terms.
 pub struct Submit {
     pub function: &'static str,
     pub shape: ResourceSet,
+    /// Where in the cluster it should run (tasks; actors stay on this node).
+    pub strategy: Strategy,
     pub max_retries: u32,
     pub target: Target,
     pub kind: TaskKind,
@@ -151,6 +171,7 @@ struct Task {
     arg_ids: Vec<ObjectId>,
     carried: Vec<ObjectId>,
     shape: ResourceSet,
+    strategy: Strategy,
     retries_left: u32,
     attempts: u32,
     /// Arguments still pending.
@@ -176,8 +197,9 @@ struct ShapeState {
 }
 
 enum Role {
-    /// A worker leased for tasks of one shape.
-    Lease { lease_id: LeaseId, shape: ResourceSet, last_reply: Instant, idle_since: Option<Instant> },
+    /// A worker leased for tasks of one key, from the raylet of `node` (`None`: this
+    /// node's).
+    Lease { lease_id: LeaseId, shape: SchedKey, node: Option<NodeId>, last_reply: Instant, idle_since: Option<Instant> },
     /// The worker hosting an actor; the owner also holds its dedicated lease.
     Actor { actor: ActorId, lease: Option<(LeaseId, WorkerId)> },
 }
@@ -200,7 +222,8 @@ impl Conn {
 
 /// A raylet request this state sent and awaits the answer to.
 enum Request {
-    Lease(ResourceSet),
+    /// A lease for a queue, asked of `node`'s raylet (`None`: this node's).
+    Lease(SchedKey, Option<NodeId>),
     ActorLease(ActorId),
     AddHold(ActorId),
     WorkerLost(ActorId),
@@ -210,7 +233,7 @@ enum Request {
 /// Queues that may be able to move after some tasks completed.
 #[derive(Default)]
 struct Touched {
-    shapes: Vec<ResourceSet>,
+    shapes: Vec<SchedKey>,
     actors: Vec<ActorId>,
 }
 
@@ -234,7 +257,14 @@ pub struct CoreState {
     root: TaskScope,
     tasks: DetMap<TaskId, Task>,
     waiting: DetMap<ObjectId, Vec<TaskId>>,
-    shapes: DetMap<ResourceSet, ShapeState>,
+    shapes: DetMap<SchedKey, ShapeState>,
+    /// Where other nodes' raylets serve, as spillback named them.
+    nodes: DetMap<NodeId, std::net::SocketAddr>,
+    /// Nodes whose raylet connection failed, and when.
+    unreachable: DetMap<NodeId, Instant>,
+    /// Queues that ask for no lease before this time (they were sent to an unreachable
+    /// node).
+    backoff: DetMap<SchedKey, Instant>,
     conns: DetMap<ConnId, Conn>,
     requests: DetMap<u64, Request>,
     /// Actors this process calls (owned or borrowed).
@@ -262,6 +292,9 @@ impl CoreState {
             tasks: DetMap::default(),
             waiting: DetMap::default(),
             shapes: DetMap::default(),
+            nodes: DetMap::default(),
+            unreachable: DetMap::default(),
+            backoff: DetMap::default(),
             conns: DetMap::default(),
             requests: DetMap::default(),
             callers: DetMap::default(),
@@ -299,7 +332,7 @@ impl CoreState {
             _ => None,
         });
         let retries = self.callers.values().filter_map(|c| c.retry_at());
-        idle.chain(retries).min()
+        idle.chain(retries).chain(self.backoff.values().copied()).min()
     }
 
     /// This core worker's ID (owned objects name it as their owner).
@@ -367,14 +400,28 @@ impl CoreState {
     /// deleted there (one message for the batch). Called at the end of every event.
     fn flush_frees(&mut self) {
         let mut ids = Vec::new();
+        let mut remote: Vec<(NodeId, Vec<ObjectId>)> = Vec::new();
         while let Some(e) = self.table.poll() {
             match e {
-                OwnershipEffect::Free { id, location: Some(l) } if l.in_store() => ids.push(id),
+                OwnershipEffect::Free { id, location: Some(Location::Stored(s)) } => {
+                    // This node may hold a copy pulled for a `get` even when the primary
+                    // is elsewhere; deleting an absent ID is a no-op.
+                    ids.push(id);
+                    if s.primary != self.node() {
+                        match remote.iter_mut().find(|(n, _)| *n == s.primary) {
+                            Some((_, v)) => v.push(id),
+                            None => remote.push((s.primary, vec![id])),
+                        }
+                    }
+                }
                 OwnershipEffect::Free { .. } => {}
             }
         }
         if !ids.is_empty() {
             self.send_raylet(ToRaylet::DeleteObjects { object_ids: ids });
+        }
+        for (node, ids) in remote {
+            self.send_to(Some(node), ToRaylet::DeleteObjects { object_ids: ids });
         }
     }
 
@@ -487,6 +534,7 @@ impl CoreState {
             arg_ids,
             carried: s.carried,
             shape: s.shape.clone(),
+            strategy: s.strategy,
             retries_left: s.max_retries,
             attempts: 0,
             unresolved,
@@ -560,7 +608,7 @@ impl CoreState {
         };
         match t.target {
             Target::Pool => {
-                let shape = t.shape.clone();
+                let shape = SchedKey { shape: t.shape.clone(), strategy: t.strategy.clone() };
                 self.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
                 if !touched.shapes.contains(&shape) {
                     touched.shapes.push(shape);
@@ -683,7 +731,7 @@ impl CoreState {
 
     /// Pushes queued tasks of `shape` to its leased workers and asks for more leases if
     /// tasks remain queued.
-    fn dispatch(&mut self, now: Instant, shape: &ResourceSet) {
+    fn dispatch(&mut self, now: Instant, shape: &SchedKey) {
         let depth = self.depth();
         let mut failures = Vec::new();
         let Some(st) = self.shapes.get_mut(shape) else {
@@ -740,13 +788,20 @@ impl CoreState {
                 *idle_since = Some(now);
             }
         }
-        let want = st.queue.len().min(MAX_PENDING_LEASE_REQUESTS);
+        let held = self.backoff.get(shape).is_some_and(|t| now < *t);
+        let want = if held { 0 } else { st.queue.len().min(MAX_PENDING_LEASE_REQUESTS) };
         while st.requests.len() < want {
             let request_id = self.next_request;
             self.next_request += 1;
             st.requests.push(request_id);
-            self.requests.insert(request_id, Request::Lease(shape.clone()));
-            let msg = ToRaylet::RequestLease { request_id, shape: shape.clone(), dedicated: false };
+            self.requests.insert(request_id, Request::Lease(shape.clone(), None));
+            let msg = ToRaylet::RequestLease {
+                request_id,
+                shape: shape.shape.clone(),
+                dedicated: false,
+                strategy: shape.strategy.clone(),
+                spilled: false,
+            };
             self.effects.push_back(Effect::ToRaylet(msg));
         }
         for (tid, e) in failures {
@@ -758,19 +813,104 @@ impl CoreState {
 
     /// A message from the raylet that no caller of a blocking call waits for.
     pub fn handle_raylet(&mut self, now: Instant, msg: FromRaylet) {
+        self.on_raylet(now, None, msg);
+    }
+
+    /// A message from the raylet of another node (see [`Effect::ToNode`]).
+    pub fn handle_node(&mut self, now: Instant, node: NodeId, msg: FromRaylet) {
+        self.on_raylet(now, Some(node), msg);
+    }
+
+    /// The connection to `node`'s raylet failed or ended: lease requests waiting there
+    /// are asked again here (the view will not send them back to a dead node); leases
+    /// held there end when their workers' connections do.
+    pub fn handle_node_lost(&mut self, now: Instant, node: NodeId, reason: &str) {
+        tracing::debug!(%node, "lost the raylet of another node: {reason}");
+        self.nodes.remove(&node);
+        self.unreachable.insert(node, now);
+        let lost: Vec<(u64, SchedKey)> = self
+            .requests
+            .iter()
+            .filter_map(|(id, r)| match r {
+                Request::Lease(key, Some(n)) if *n == node => Some((*id, key.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut keys: Vec<SchedKey> = Vec::new();
+        for (id, key) in lost {
+            self.requests.remove(&id);
+            if let Some(st) = self.shapes.get_mut(&key) {
+                st.requests.retain(|r| *r != id);
+            }
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        for key in keys {
+            self.dispatch(now, &key);
+        }
+        self.flush_frees();
+    }
+
+    /// Sends `msg` to the raylet of `node` (`None`: this node's). A node whose
+    /// connection was lost is not written to: what the message was about died with it.
+    fn send_to(&mut self, node: Option<NodeId>, msg: ToRaylet) {
+        match node {
+            Some(n) if n != self.node() => {
+                if let Some(addr) = self.nodes.get(&n) {
+                    self.effects.push_back(Effect::ToNode { node: n, addr: *addr, msg });
+                }
+            }
+            _ => self.send_raylet(msg),
+        }
+    }
+
+    fn on_raylet(&mut self, now: Instant, from: Option<NodeId>, msg: FromRaylet) {
         match msg {
             FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, worker_id } => {
                 match self.requests.remove(&request_id) {
-                    Some(Request::Lease(shape)) => {
-                        self.on_lease_granted(now, request_id, &shape, lease_id, worker_addr)
+                    Some(Request::Lease(shape, _)) => {
+                        self.on_lease_granted(now, request_id, &shape, from, lease_id, worker_addr)
                     }
-                    Some(Request::ActorLease(a)) => self.on_actor_lease(a, lease_id, worker_id, worker_addr),
+                    Some(Request::ActorLease(a)) if from.is_none() => {
+                        self.on_actor_lease(a, lease_id, worker_id, worker_addr)
+                    }
                     // Withdrawn after the grant was sent.
-                    _ => self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true }),
+                    _ => self.send_to(from, ToRaylet::ReturnLease { lease_id, worker_broken: true }),
                 }
             }
+            FromRaylet::LeaseSpillback { request_id, node, addr } => {
+                let Some(Request::Lease(key, at)) = self.requests.get_mut(&request_id) else {
+                    return;
+                };
+                if self.unreachable.get(&node).is_some_and(|t| now.saturating_duration_since(*t) < UNREACHABLE_HOLD) {
+                    // Sent to a node we just failed to reach: wait a moment and ask again
+                    // (by then the view may say it is dead) rather than spin.
+                    let key = key.clone();
+                    self.requests.remove(&request_id);
+                    if let Some(st) = self.shapes.get_mut(&key) {
+                        st.requests.retain(|r| *r != request_id);
+                    }
+                    self.backoff.insert(key, now + UNREACHABLE_HOLD);
+                    self.timer_changed = true;
+                    return;
+                }
+                // The raylet that answered names a better node: ask it instead, once.
+                *at = Some(node);
+                let msg = ToRaylet::RequestLease {
+                    request_id,
+                    shape: key.shape.clone(),
+                    dedicated: false,
+                    strategy: key.strategy.clone(),
+                    spilled: true,
+                };
+                if node != self.node() {
+                    self.nodes.insert(node, addr);
+                }
+                self.send_to(Some(node), msg);
+            }
             FromRaylet::LeaseInfeasible { request_id, error } => match self.requests.remove(&request_id) {
-                Some(Request::Lease(shape)) => {
+                Some(Request::Lease(shape, _)) => {
                     let queued: Vec<TaskId> = match self.shapes.get_mut(&shape) {
                         Some(st) => {
                             st.requests.retain(|r| *r != request_id);
@@ -809,22 +949,23 @@ impl CoreState {
         &mut self,
         now: Instant,
         request_id: u64,
-        shape: &ResourceSet,
+        shape: &SchedKey,
+        node: Option<NodeId>,
         lease_id: LeaseId,
         endpoint: Endpoint,
     ) {
         let Some(st) = self.shapes.get_mut(shape) else {
-            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         };
         st.requests.retain(|r| *r != request_id);
         if st.queue.is_empty() || self.stopped.is_some() {
-            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         }
         let conn = self.conn_id();
         self.effects.push_back(Effect::Connect { conn, endpoint: endpoint.clone() });
-        let role = Role::Lease { lease_id, shape: shape.clone(), last_reply: now, idle_since: Some(now) };
+        let role = Role::Lease { lease_id, shape: shape.clone(), node, last_reply: now, idle_since: Some(now) };
         self.conns.insert(conn, Conn::new(endpoint, role));
         self.shapes.get_mut(shape).expect("present").leases.push(conn);
     }
@@ -886,6 +1027,11 @@ impl CoreState {
     }
 
     fn on_lease_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
+        let lease_node = match self.conns.get(&conn_id).map(|c| &c.role) {
+            Some(Role::Lease { node, .. }) => *node,
+            _ => None,
+        };
+        let node = lease_node.unwrap_or(self.node());
         let mut stale = Vec::new();
         let mut touched = Touched::default();
         for FromWorker::Done { task_id, outcome } in replies {
@@ -902,7 +1048,7 @@ impl CoreState {
                     });
                 }
             }
-            self.complete(task_id, outcome, &mut stale, &mut touched);
+            self.complete(task_id, outcome, node, &mut stale, &mut touched);
         }
         self.changed = true;
         if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role)
@@ -918,11 +1064,19 @@ impl CoreState {
         {
             *idle_since = Some(now);
         }
-        self.delete_stale(stale);
+        self.delete_stale_at(lease_node, stale);
     }
 
-    /// Records one task's outcome, and makes the tasks waiting on its result ready.
-    fn complete(&mut self, task_id: TaskId, outcome: Outcome, stale: &mut Vec<ObjectId>, touched: &mut Touched) {
+    /// Records one task's outcome (a stored result is on `node`), and makes the tasks
+    /// waiting on its result ready.
+    fn complete(
+        &mut self,
+        task_id: TaskId,
+        outcome: Outcome,
+        node: NodeId,
+        stale: &mut Vec<ObjectId>,
+        touched: &mut Touched,
+    ) {
         let rid = ObjectId::for_return(task_id, 0);
         let Some(task) = self.tasks.remove(&task_id) else {
             // Nobody waits for it any more (the runtime stopped): free what it made.
@@ -941,7 +1095,7 @@ impl CoreState {
                 b.extend_from_slice(&v);
                 Location::Inline(Arc::new(b))
             }
-            Outcome::Shared { len, .. } => Location::stored(self.node(), len),
+            Outcome::Shared { len, .. } => Location::stored(node, len),
             Outcome::Failed(e) => {
                 // Put the task back so fail_task handles it and its dependents alike.
                 self.tasks.insert(task_id, task);
@@ -969,8 +1123,13 @@ impl CoreState {
 
     /// Deletes store copies no owner record points at; deleting an unknown ID is a no-op.
     fn delete_stale(&mut self, ids: Vec<ObjectId>) {
+        self.delete_stale_at(None, ids);
+    }
+
+    /// Like [`CoreState::delete_stale`], in the store of `node` (`None`: this node's).
+    fn delete_stale_at(&mut self, node: Option<NodeId>, ids: Vec<ObjectId>) {
         if !ids.is_empty() {
-            self.send_raylet(ToRaylet::DeleteObjects { object_ids: ids });
+            self.send_to(node, ToRaylet::DeleteObjects { object_ids: ids });
         }
     }
 
@@ -988,11 +1147,11 @@ impl CoreState {
         let Some(conn) = self.conns.remove(&conn_id) else {
             return;
         };
-        let Role::Lease { lease_id, shape, .. } = conn.role else {
+        let Role::Lease { lease_id, shape, node, .. } = conn.role else {
             return;
         };
         tracing::debug!("lost leased worker: {reason}");
-        self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
+        self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: true });
         if let Some(st) = self.shapes.get_mut(&shape) {
             st.leases.retain(|l| *l != conn_id);
         }
@@ -1009,7 +1168,7 @@ impl CoreState {
             }
         }
         self.dispatch(now, &shape);
-        self.delete_stale(stale);
+        self.delete_stale_at(node, stale);
     }
 
     /// Counts an attempt for each task that was in flight on a lost connection: those
@@ -1053,14 +1212,20 @@ impl CoreState {
             .collect();
         for id in idle {
             let conn = self.conns.remove(&id).expect("listed");
-            let Role::Lease { lease_id, shape, .. } = conn.role else { continue };
+            let Role::Lease { lease_id, shape, node, .. } = conn.role else { continue };
             if let Some(st) = self.shapes.get_mut(&shape) {
                 st.leases.retain(|l| *l != id);
             }
             self.effects.push_back(Effect::Close(id));
-            self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
         }
         self.run_due_lookups(now);
+        let due: Vec<SchedKey> = self.backoff.iter().filter(|(_, t)| **t <= now).map(|(k, _)| k.clone()).collect();
+        for key in due {
+            self.backoff.remove(&key);
+            self.dispatch(now, &key);
+        }
+        self.unreachable.retain(|_, t| now.saturating_duration_since(*t) < UNREACHABLE_HOLD);
         self.flush_frees();
     }
 
@@ -1086,8 +1251,8 @@ impl CoreState {
         let conns: Vec<(ConnId, Conn)> = self.conns.drain().collect();
         for (id, conn) in conns {
             self.effects.push_back(Effect::Close(id));
-            if let Role::Lease { lease_id, .. } = conn.role {
-                self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            if let Role::Lease { lease_id, node, .. } = conn.role {
+                self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
             }
         }
         self.callers.clear();
@@ -1100,7 +1265,7 @@ impl CoreState {
 fn resolve(table: &OwnershipTable, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
     let wire = |id: &ObjectId| match table.status(*id) {
         Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared { object_id: *id, len: s.len },
+        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared { object_id: *id, len: s.len, node: s.primary },
         // Submission counted the argument, so it is here and ready.
         other => unreachable!("argument {id} of a ready task is {other:?}"),
     };

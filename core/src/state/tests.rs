@@ -26,6 +26,7 @@ fn submit_spec(function: &'static str) -> Submit {
     Submit {
         function,
         shape: cpu(),
+        strategy: ares_common::Strategy::Default,
         max_retries: 1,
         target: Target::Pool,
         kind: TaskKind::Normal,
