@@ -125,6 +125,12 @@ fn inc(x: i64) -> i64 {
     x + 1
 }
 
+/// The node a task ran on.
+#[ares::remote]
+fn node_of() -> ares::NodeId {
+    ares::node_id().unwrap_or_default()
+}
+
 #[ares::remote]
 fn count_args(xs: Vec<i64>) -> i64 {
     xs.len() as i64

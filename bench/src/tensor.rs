@@ -43,7 +43,7 @@ pub(crate) struct Sizes {
     pub(crate) max_in_flight: usize,
 }
 
-fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
+pub(crate) fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
     vec![
         "tensor-child".into(),
         "--workload".into(),
@@ -70,7 +70,10 @@ fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
 /// Runs one workload in this process and prints `{"wall_s", "result"}`.
 pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
     let t = Instant::now();
-    ares::init_with(ares::Config::default().num_cpus(s.num_cpus))?;
+    let mut cfg = ares::Config::default().num_cpus(s.num_cpus);
+    // `ares-bench cluster` points children at a running node's socket.
+    cfg.address = std::env::var("ARES_ADDRESS").ok();
+    ares::init_with(cfg)?;
     let startup = t.elapsed().as_secs_f64();
     let session = Session::new().max_in_flight(s.max_in_flight);
     let t = Instant::now();

@@ -510,6 +510,8 @@ pub struct NodeLoad {
     pub actors: u32,
     /// Live worker processes.
     pub workers: u32,
+    /// Leases granted since the node started (tasks' and actors' workers).
+    pub leases_granted: u64,
 }
 
 /// One node as the head's directory shows it.

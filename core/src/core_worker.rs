@@ -661,8 +661,10 @@ impl CoreWorker {
     /// Fails everything pending, returns every lease and closes the raylet connection.
     pub(crate) fn stop(&self) {
         self.run_untimed(|st| st.stop());
+        // Returned leases reach the other nodes before the goodbye, so their workers
+        // go back to the pool rather than being reaped.
         for (_, c) in std::mem::take(&mut self.shared.lock().nodes) {
-            c.close();
+            c.close_flushed();
         }
         // Wake waiters (a handle's registration will not be answered any more).
         self.shared.notify();

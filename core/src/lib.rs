@@ -125,6 +125,9 @@ pub fn shutdown() {
     let rt = RUNTIME.write().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(mut rt) = rt {
         rt.cw.stop();
+        // Other nodes learn at once that this owner is gone (and free its leases and
+        // objects) rather than at their idle timeout.
+        ares_net::drain_outgoing(std::time::Duration::from_millis(500));
         if let Some(r) = rt.raylet.as_mut() {
             r.shutdown();
         }

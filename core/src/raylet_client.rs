@@ -159,4 +159,9 @@ impl RayletClient {
     pub(crate) fn close(&self) {
         self.out.close();
     }
+
+    /// Closes the connection once the messages sent before are delivered.
+    pub(crate) fn close_flushed(&self) {
+        self.out.close_flushed();
+    }
 }

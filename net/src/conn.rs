@@ -219,6 +219,16 @@ impl Sender {
             SendInner::Quic(q) => q.close(),
         }
     }
+
+    /// Closes once what was sent before has been written out (QUIC: and acknowledged,
+    /// for at most a second), so a goodbye such as a returned lease arrives before the
+    /// connection's end. Does not block.
+    pub fn close_flushed(&self) {
+        match &self.out {
+            SendInner::Unix(o) => o.close(),
+            SendInner::Quic(q) => q.close_flushed(),
+        }
+    }
 }
 
 /// The receiving half: bounded, validated frames.

@@ -24,7 +24,9 @@ mod session;
 pub use ares_common::address::{Address, Endpoint};
 pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCKING, Sender, spawn_reader};
 pub use outbox::Outbox;
-pub use quic::{Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, install_crypto_provider, set_join_token};
+pub use quic::{
+    Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, drain_outgoing, install_crypto_provider, set_join_token,
+};
 pub use session::{
     DaemonInfo, check_session_root, create_session_dir, daemons, process_alive, remove_stale_session_dirs,
     resolve_driver_address, worker_socket_path,

@@ -293,9 +293,23 @@ pub fn set_join_token(token: JoinToken) {
     *TOKEN.write().unwrap_or_else(|p| p.into_inner()) = Some(token);
 }
 
+/// The process's client endpoint, once made.
+static EP: OnceLock<quinn::Endpoint> = OnceLock::new();
+
+/// Waits, at most `limit`, until every connection this process opened and has closed
+/// has told its peer so. A process that exits right after closing would otherwise leave
+/// its peers to notice at the idle timeout, holding its leases that long.
+pub fn drain_outgoing(limit: Duration) {
+    if let Some(ep) = EP.get() {
+        let ep = ep.clone();
+        runtime().block_on(async move {
+            let _ = tokio::time::timeout(limit, ep.wait_idle()).await;
+        });
+    }
+}
+
 /// The process's client endpoint (one UDP socket for every outgoing connection).
 fn client_endpoint() -> io::Result<quinn::Endpoint> {
-    static EP: OnceLock<quinn::Endpoint> = OnceLock::new();
     if let Some(ep) = EP.get() {
         return Ok(ep.clone());
     }
@@ -495,6 +509,14 @@ impl QuicSender {
     pub(crate) fn close(&self) {
         self.conn.close(quinn::VarInt::from_u32(CLOSE_OK), b"closed");
     }
+
+    /// Asks the writer task to finish the stream after what is queued, wait (at most a
+    /// second) for the peer to acknowledge it, then close the connection.
+    pub(crate) fn close_flushed(&self) {
+        if self.tx.send(Vec::new()).is_err() {
+            self.close();
+        }
+    }
 }
 
 /// The receiving half: validated-size frames from a reader task.
@@ -563,6 +585,13 @@ impl QuicStream {
         runtime().spawn(async move {
             while let Some(bytes) = wrx.recv().await {
                 let n = bytes.len();
+                if n == 0 {
+                    // `close_flushed`: everything before is written.
+                    let _ = send.finish();
+                    let _ = tokio::time::timeout(Duration::from_secs(1), send.stopped()).await;
+                    c.close(quinn::VarInt::from_u32(CLOSE_OK), b"closed");
+                    return;
+                }
                 if send.write_all(&bytes).await.is_err() {
                     c.close(quinn::VarInt::from_u32(CLOSE_OK), b"write failed");
                     return;

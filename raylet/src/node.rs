@@ -117,6 +117,8 @@ pub struct Node {
     remote_clients: DetSet<ClientId>,
     /// The cluster's join token, in a cluster.
     cluster_token: Option<String>,
+    /// Leases granted since start.
+    leases_granted: u64,
     /// Spillback's tunables.
     spill_params: crate::spillback::Params,
     /// Turns spillback's choice among equally good nodes (deterministic).
@@ -149,6 +151,7 @@ impl Node {
             cluster: Vec::new(),
             remote_clients: DetSet::default(),
             cluster_token: None,
+            leases_granted: 0,
             spill_params: crate::spillback::Params::default(),
             picks: 0,
             pulls: PullManager::new(),
@@ -199,6 +202,7 @@ impl Node {
         for a in actions {
             match a {
                 Action::Grant { client, request_id, lease_id, worker } => {
+                    self.leases_granted += 1;
                     // A granted worker is registered; an empty path would fail the owner's
                     // connect. An owner on another node reaches it over QUIC.
                     let remote = self.remote_clients.contains(&client);
@@ -219,7 +223,10 @@ impl Node {
                     let id = (self.worker_ids)();
                     self.out.push_back(Output::StartWorker(id));
                 }
-                Action::ReapWorker(w) => self.out.push_back(Output::ReapWorker(w)),
+                Action::ReapWorker(w) => {
+                    tracing::debug!(worker = %w, "reaping a worker");
+                    self.out.push_back(Output::ReapWorker(w))
+                }
             }
         }
     }
@@ -276,6 +283,7 @@ impl Node {
     /// core worker) owned objects go; a worker's death reaches the policy and actors.
     pub fn disconnected(&mut self, client: ClientId) {
         let Some(kind) = self.clients.remove(&client) else { return };
+        tracing::debug!(client = client.0, ?kind, "client disconnected");
         self.remote_clients.remove(&client);
         self.store.client_gone(client);
         for id in self.owners.client_gone(client) {
@@ -379,6 +387,7 @@ impl Node {
                 self.apply_pulls(actions);
             }
             ToRaylet::ReturnLease { lease_id, worker_broken } => {
+                tracing::debug!(client = client.0, lease = lease_id.0, worker_broken, "lease returned");
                 // A broken lease's worker is reaped: the owner lost it, make sure it is gone.
                 let actions = self.policy.return_lease(client, lease_id, worker_broken);
                 self.apply(actions);
@@ -585,6 +594,7 @@ impl Node {
             infeasible_leases: 0,
             actors: self.actors.len() as u32,
             workers: self.workers.len() as u32,
+            leases_granted: self.leases_granted,
         }
     }
 

@@ -85,7 +85,10 @@ pub fn decide(
             let target = view.iter().find(|n| n.id == *node);
             match target {
                 Some(t) if !soft && feasible(&t) => return at(t.id),
-                Some(t) if *soft && has_room(&t) => return at(t.id),
+                // Soft: queue there while it lives and could hold the request; judging
+                // its room from a view a heartbeat old sent most of a placement
+                // elsewhere (see docs/architecture.md, "Scheduling").
+                Some(t) if *soft && feasible(&t) => return at(t.id),
                 _ if !soft => return Decision::Infeasible,
                 _ => {}
             }

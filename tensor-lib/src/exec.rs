@@ -794,17 +794,36 @@ impl<'s> Plan<'s> {
         order
     }
 
-    /// Mars' initial assignment by locality: the initial chunk operations (no inputs), in
-    /// submission order, are cut into one contiguous run per node of near-equal length.
-    /// Depth-first order visits the inputs of one consumer together, so they land on the
-    /// same node.
+    /// Initial assignment by locality, after Mars: the initial chunk operations (no
+    /// inputs) that feed one consumer go to one node, and successive such groups rotate
+    /// over the nodes in submission order, so the depth-first window keeps every node
+    /// busy while each consumer still reads from a single node.
     fn assign_initial(&self, order: &[usize], nodes: &[ares::NodeId]) -> HashMap<usize, ares::NodeId> {
-        let initial: Vec<usize> = order.iter().copied().filter(|&i| self.ops[i].inputs.is_empty()).collect();
         if nodes.is_empty() {
             return HashMap::new();
         }
-        let per = initial.len().div_ceil(nodes.len()).max(1);
-        initial.iter().enumerate().map(|(k, &i)| (i, nodes[(k / per).min(nodes.len() - 1)])).collect()
+        let mut first_consumer: HashMap<usize, usize> = HashMap::new();
+        for &c in order {
+            for &inp in &self.ops[c].inputs {
+                first_consumer.entry(inp).or_insert(c);
+            }
+        }
+        let mut next = 0usize;
+        let mut rotate = || {
+            let n = nodes[next % nodes.len()];
+            next += 1;
+            n
+        };
+        let mut group: HashMap<usize, ares::NodeId> = HashMap::new();
+        let mut placed = HashMap::new();
+        for &i in order.iter().filter(|&&i| self.ops[i].inputs.is_empty()) {
+            let node = match first_consumer.get(&i) {
+                Some(c) => *group.entry(*c).or_insert_with(&mut rotate),
+                None => rotate(),
+            };
+            placed.insert(i, node);
+        }
+        placed
     }
 
     /// Runs the graph in [`Plan::order`] with at most `max_in_flight` tasks in flight;
@@ -820,8 +839,16 @@ impl<'s> Plan<'s> {
             }
         }
         let order = self.order();
-        // One node until the multi-node issue; the assignment is a soft preference.
-        let placement = self.assign_initial(&order, &[ares::node_id()?]);
+        // Source chunks are spread over the cluster's live nodes (a soft preference: a
+        // node without room spills them on), and their consumers follow the data.
+        let here = ares::node_id()?;
+        let mut nodes: Vec<ares::NodeId> = ares::nodes()?
+            .into_iter()
+            .filter(|n| n.node_id == here || (n.alive && n.addr.is_some()))
+            .map(|n| n.node_id)
+            .collect();
+        nodes.sort();
+        let placement = self.assign_initial(&order, &nodes);
         let mut window = Window::new(self.session.max_in_flight, order.len(), self.session.progress.clone());
         for i in order {
             let opts = placement.get(&i).map(|&node| ares::TaskOptions::new().node_affinity(node, true));

@@ -66,3 +66,69 @@ fn the_ares_binary_runs_the_chunk_kernels_for_a_driver() {
     ares::shutdown();
     assert!(Path::new(&root).exists());
 }
+
+fn start(root: &Path, args: &[&str]) -> String {
+    let out = Command::new(ares_bin())
+        .args(["start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", "128M"])
+        .arg("--session-root")
+        .arg(root)
+        .args(args)
+        .env_remove("ARES_ADDRESS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ares start failed:\n{text}");
+    text
+}
+
+fn field(summary: &str, key: &str) -> String {
+    summary.lines().find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string())).unwrap()
+}
+
+#[test]
+fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_several_nodes() {
+    let base = std::env::temp_dir().join(format!("ares-kernels3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
+    let _stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
+    let head = start(&roots[0], &["--head", "--port", "0"]);
+    let (addr, token) = (field(&head, "cluster address:"), field(&head, "join token:"));
+    for r in &roots[1..] {
+        start(r, &["--address", &addr, "--token", &token]);
+    }
+
+    let mut cfg = ares::Config::default();
+    cfg.address = Some("auto".into());
+    cfg.session_root = roots[0].clone();
+    ares::init_with(cfg).unwrap();
+    let serving = || ares::nodes().unwrap().iter().filter(|n| n.alive && n.addr.is_some()).count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while serving() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the view never listed 3 nodes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let granted = || -> Vec<u64> { ares::nodes().unwrap().iter().map(|n| n.load.leases_granted).collect() };
+    let before = granted();
+
+    let x = Array2::from_shape_fn((120, 40), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0).into_dyn();
+    let s = Session::new();
+    let a = from_array(&x, &[20, 40]).unwrap();
+    let total = s.scalar(&((&a * 2.0) + 1.0).sum()).unwrap();
+    let want: f64 = x.iter().map(|v| v * 2.0 + 1.0).sum();
+    assert!((total - want).abs() < 1e-9, "{total} vs {want}");
+    let gram = a.t().unwrap().matmul(&a).unwrap().fetch::<f64>(&s).unwrap();
+    let x2 = x.view().into_dimensionality::<Ix2>().unwrap();
+    assert_eq!(gram, x2.t().dot(&x2).into_dyn());
+
+    // Heartbeats carry each node's lease count to the view within about 100 ms.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let used = granted().iter().zip(&before).filter(|(now, was)| now > was).count();
+        if used >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "chunks ran on {used} node(s)");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ares::shutdown();
+}

@@ -734,18 +734,33 @@ impl CoreState {
     fn dispatch(&mut self, now: Instant, shape: &SchedKey) {
         let depth = self.depth();
         let mut failures = Vec::new();
+        // Tasks that may run anywhere also use idle workers leased for the same resources
+        // under another strategy, rather than wait for a CPU those leases hold (a small
+        // combine behind a node's stream of placed chunks).
+        let borrow: Vec<ConnId> = match shape.strategy {
+            Strategy::Default => self
+                .conns
+                .iter()
+                .filter_map(|(id, c)| match &c.role {
+                    Role::Lease { shape: k, .. } if k != shape && k.shape == shape.shape => Some(*id),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let Some(st) = self.shapes.get_mut(shape) else {
             return;
         };
         let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
         while !st.queue.is_empty() {
             let conns = &self.conns;
-            let Some(&conn_id) = st
+            let own = st
                 .leases
                 .iter()
                 .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth)
-                .min_by_key(|c| conns[*c].in_flight.len())
-            else {
+                .min_by_key(|c| conns[*c].in_flight.len());
+            let idle = || borrow.iter().find(|c| conns[*c].connected && conns[*c].in_flight.is_empty());
+            let Some(&conn_id) = own.or_else(idle) else {
                 break;
             };
             let tid = st.queue.pop_front().expect("non-empty");
@@ -790,19 +805,42 @@ impl CoreState {
         }
         let held = self.backoff.get(shape).is_some_and(|t| now < *t);
         let want = if held { 0 } else { st.queue.len().min(MAX_PENDING_LEASE_REQUESTS) };
+        // A soft preference (given, or the node holding the arguments) is asked of that
+        // node directly, which queues it while it can ever hold it: the tasks wait for
+        // their data's node rather than run elsewhere on a stale view of free CPUs. A
+        // node whose address is not known yet is reached through this node's spillback.
+        let (to, spilled) = match &shape.strategy {
+            Strategy::NodeAffinity { node, soft: true } if *node == self.cfg.address.node => (None, true),
+            Strategy::NodeAffinity { node, soft: true } => match self.nodes.get(node) {
+                Some(addr) => (Some((*node, *addr)), true),
+                None => (None, false),
+            },
+            // Locality (Ray's): ask first the node holding most of the first queued
+            // task's argument bytes, which grants it or spills it back on its own
+            // current figures.
+            Strategy::Default => {
+                let head = st.queue.front().and_then(|t| self.tasks.get(t));
+                let node = head.and_then(|t| args_node(&self.table, self.cfg.address.node, t));
+                (node.and_then(|n| self.nodes.get(&n).map(|a| (n, *a))), false)
+            }
+            _ => (None, false),
+        };
         while st.requests.len() < want {
             let request_id = self.next_request;
             self.next_request += 1;
             st.requests.push(request_id);
-            self.requests.insert(request_id, Request::Lease(shape.clone(), None));
+            self.requests.insert(request_id, Request::Lease(shape.clone(), to.map(|(n, _)| n)));
             let msg = ToRaylet::RequestLease {
                 request_id,
                 shape: shape.shape.clone(),
                 dedicated: false,
                 strategy: shape.strategy.clone(),
-                spilled: false,
+                spilled,
             };
-            self.effects.push_back(Effect::ToRaylet(msg));
+            self.effects.push_back(match to {
+                Some((node, addr)) => Effect::ToNode { node, addr, msg },
+                None => Effect::ToRaylet(msg),
+            });
         }
         for (tid, e) in failures {
             self.fail_task(tid, e);
@@ -875,8 +913,9 @@ impl CoreState {
                     Some(Request::ActorLease(a)) if from.is_none() => {
                         self.on_actor_lease(a, lease_id, worker_id, worker_addr)
                     }
-                    // Withdrawn after the grant was sent.
-                    _ => self.send_to(from, ToRaylet::ReturnLease { lease_id, worker_broken: true }),
+                    // Withdrawn after the grant was sent (or granted after a stop): nothing
+                    // was pushed to the worker, so it goes back to the pool.
+                    _ => self.send_to(from, ToRaylet::ReturnLease { lease_id, worker_broken: false }),
                 }
             }
             FromRaylet::LeaseSpillback { request_id, node, addr } => {
@@ -1051,10 +1090,14 @@ impl CoreState {
             self.complete(task_id, outcome, node, &mut stale, &mut touched);
         }
         self.changed = true;
-        if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role)
-            && !touched.shapes.contains(shape)
-        {
-            touched.shapes.push(shape.clone());
+        if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role) {
+            // Its own queue first, then tasks that may borrow it (see `dispatch`).
+            let anywhere = SchedKey { shape: shape.shape.clone(), strategy: Strategy::Default };
+            for k in [shape.clone(), anywhere] {
+                if !touched.shapes.contains(&k) && self.shapes.contains_key(&k) {
+                    touched.shapes.push(k);
+                }
+            }
         }
         self.dispatch_touched(now, touched);
         if let Some(conn) = self.conns.get_mut(&conn_id)
@@ -1240,6 +1283,24 @@ impl CoreState {
             return;
         }
         self.stopped = Some(error.clone());
+        // Withdraw waiting lease requests before the leases go back: a request granted
+        // after this process left would cost its raylet the worker (reaped as possibly
+        // still running our work).
+        let mut waiting: Vec<(Option<NodeId>, Vec<u64>)> = Vec::new();
+        for (id, r) in self.requests.iter() {
+            let node = match r {
+                Request::Lease(_, node) => *node,
+                Request::ActorLease(_) => None,
+                _ => continue,
+            };
+            match waiting.iter_mut().find(|(n, _)| *n == node) {
+                Some((_, ids)) => ids.push(*id),
+                None => waiting.push((node, vec![*id])),
+            }
+        }
+        for (node, request_ids) in waiting {
+            self.send_to(node, ToRaylet::CancelLeaseRequests { request_ids });
+        }
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for tid in ids {
             self.fail_task(tid, error.clone());
@@ -1259,6 +1320,16 @@ impl CoreState {
         self.requests.clear();
         self.flush_frees();
     }
+}
+
+/// The node other than `here` holding the most bytes of `t`'s stored arguments (`None`
+/// when `here` holds the most, or none is stored).
+fn args_node(table: &OwnershipTable, here: NodeId, t: &Task) -> Option<NodeId> {
+    let stored = t.arg_ids.iter().filter_map(|id| match table.status(*id) {
+        Some(Status::Ready(Location::Stored(s))) => Some((s.primary, s.len)),
+        _ => None,
+    });
+    ares_raylet::spillback::preferred_node(stored).filter(|n| *n != here)
 }
 
 /// Builds the wire spec of a ready task from the current values of its arguments.
