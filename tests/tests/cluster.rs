@@ -325,3 +325,72 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Processes whose executable is `exe`.
+fn processes_running(exe: &Path) -> Vec<u32> {
+    let exe = std::fs::canonicalize(exe).unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+        .collect()
+}
+
+#[test]
+fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
+    // target/<profile>/ares → target/<profile>/examples/pi (scripts/test-all builds it).
+    let pi = ares_bin().with_file_name("examples").join("pi");
+    assert!(pi.exists(), "{} is missing: cargo build -p ares --examples", pi.display());
+    let base = std::env::temp_dir().join(format!("ares-pi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (ra, rb) = (base.join("a"), base.join("b"));
+    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
+    let start_pi = |root: &Path, extra: &[&str]| {
+        let mut args = vec!["start", "--worker-program", pi.to_str().unwrap(), "--session-root", root.to_str().unwrap()];
+        args.extend_from_slice(&["--num-cpus", "1", "--node-ip-address", "127.0.0.1"]);
+        args.extend_from_slice(extra);
+        let out = ares(&args);
+        assert!(out.status.success(), "ares start failed:\n{}", text(&out));
+        let summary = text(&out);
+        let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
+        (Node { root: root.to_path_buf(), pid }, summary)
+    };
+    let (a, summary) = start_pi(&ra, &["--head", "--port", "0"]);
+    let addr = field(&summary, "cluster address:");
+    let token = field(&summary, "join token:");
+    let (b, _) = start_pi(&rb, &["--address", &addr, "--token", &token]);
+
+    // The user's program, unchanged, with the cluster's address (through this machine's
+    // node): 200 tasks on a node of one CPU spill to the other.
+    let out = Command::new(&pi)
+        .args(["200", "200000"])
+        .env("ARES_ADDRESS", &addr)
+        .env("ARES_TOKEN", &token)
+        .env("ARES_SESSION_ROOT", &ra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pi failed:\n{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let estimate: f64 = said.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    assert!((estimate - std::f64::consts::PI).abs() < 0.01, "{said}");
+    assert!(processes_running(&pi).len() >= 2, "workers run on both nodes");
+
+    for n in [&a, &b] {
+        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    for n in [&a, &b] {
+        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
+        let left: Vec<String> = std::fs::read_dir(&n.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "logs")
+            .collect();
+        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
+        assert!(ares_tests::shm_files_of(n.pid).is_empty(), "shared memory of {} left", n.pid);
+    }
+    wait_for("the workers to exit", Duration::from_secs(10), || processes_running(&pi).is_empty());
+    let _ = std::fs::remove_dir_all(&base);
+}
