@@ -1,8 +1,8 @@
 //! The subcommands: start (head or member, background or blocking), status, stop.
 //!
 //! A daemon leaves two files in its session directory: `node.info` (its pid, role,
-//! cluster address and local socket, one `key=value` per line) and, on the head,
-//! `cluster.cred` (mode 0600: the certificate, key and join secret). `ares status` and
+//! cluster address and local socket, one `key=value` per line) and `cluster.cred`
+//! (mode 0600: the cluster's certificate, key and join secret). `ares status` and
 //! `ares stop` on the same machine find the daemons through them.
 
 use std::io::{BufRead, BufReader, Write};
@@ -338,8 +338,8 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match rx.recv_timeout::<FromHead>(deadline.saturating_duration_since(Instant::now())) {
-            Ok(FromHead::Status { nodes, node_timeout_ms, .. }) => {
-                print!("{}", render_status(addr, &nodes, node_timeout_ms));
+            Ok(FromHead::Status { nodes, node_timeout_ms, jobs, .. }) => {
+                print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs));
                 tx.close();
                 return Ok(());
             }
@@ -366,7 +366,12 @@ fn units(u: u64) -> f64 {
 }
 
 /// The status report, laid out like `ray status`: nodes, then usage, then demands.
-pub(crate) fn render_status(addr: SocketAddr, nodes: &[NodeSummary], node_timeout_ms: u64) -> String {
+pub(crate) fn render_status(
+    addr: SocketAddr,
+    nodes: &[NodeSummary],
+    node_timeout_ms: u64,
+    jobs: &[ares_common::wire::JobSummary],
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let alive = nodes.iter().filter(|n| n.alive).count();
@@ -419,6 +424,12 @@ pub(crate) fn render_status(addr: SocketAddr, nodes: &[NodeSummary], node_timeou
     let actors: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.actors).sum();
     let _ = writeln!(s, "Lease requests: {pending} pending, {infeasible} infeasible");
     let _ = writeln!(s, "Actors: {actors} alive");
+    let running = jobs.iter().filter(|j| j.running).count();
+    let _ = writeln!(s, "Jobs: {running} running, {} finished", jobs.len() - running);
+    for j in jobs {
+        let state = if j.running { "running" } else { "finished" };
+        let _ = writeln!(s, "  job {:<14} {:<9} driver pid {} via node {}", j.job.to_string(), state, j.pid, j.node);
+    }
     s
 }
 

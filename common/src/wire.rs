@@ -115,6 +115,13 @@ pub enum ToRaylet {
         /// Correlates the answer.
         request_id: u64,
     },
+    /// An operation on the cluster's key-value store (answered with `Kv`).
+    Kv {
+        /// Correlates the answer.
+        request_id: u64,
+        /// What to do.
+        op: KvOp,
+    },
     /// Enters a new actor, owned by the sender, in the node's directory (answered with
     /// `ActorReply`). The sender holds it until `ReleaseActorHold`.
     RegisterActor {
@@ -186,6 +193,43 @@ pub enum ToRaylet {
         /// Which actor.
         by: ActorKey,
     },
+}
+
+/// An operation on the cluster's key-value store.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum KvOp {
+    /// Stores `value` under `key`; an existing key is replaced only with `overwrite`.
+    Put {
+        /// The key.
+        key: String,
+        /// The value.
+        value: Vec<u8>,
+        /// Whether an existing value may be replaced.
+        overwrite: bool,
+    },
+    /// Reads the value under `key`.
+    Get {
+        /// The key.
+        key: String,
+    },
+    /// Removes `key`.
+    Delete {
+        /// The key.
+        key: String,
+    },
+}
+
+/// One driver (job) as the head's job table shows it.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct JobSummary {
+    /// The driver's core-worker ID.
+    pub job: WorkerId,
+    /// The node it connected through.
+    pub node: NodeId,
+    /// Its process ID (on that node's machine).
+    pub pid: u32,
+    /// Whether it is still connected.
+    pub running: bool,
 }
 
 /// How an actor is looked up.
@@ -315,6 +359,15 @@ pub enum FromRaylet {
         request_id: u64,
         /// Why no copy could be made (every source tried).
         error: Option<TaskError>,
+    },
+    /// Answer to `Kv`: the value read, replaced or removed, or why the store refused.
+    Kv {
+        /// The request answered.
+        request_id: u64,
+        /// The value (a get), or the one a put replaced or a delete removed.
+        value: Option<Vec<u8>>,
+        /// Why the operation was refused.
+        error: Option<String>,
     },
     /// Answer to `GetNodes`: every node the head knows (dead ones included); only this
     /// node on a node that is not part of a cluster.
@@ -570,6 +623,25 @@ pub enum ToHead {
         /// Correlates the answer.
         request_id: u64,
     },
+    /// An operation on the cluster's key-value store, for a client of the sending node.
+    Kv {
+        /// Correlates the answer.
+        request_id: u64,
+        /// What to do.
+        op: KvOp,
+    },
+    /// A driver connected to the sending node.
+    JobStarted {
+        /// The driver's core-worker ID.
+        job: WorkerId,
+        /// Its process ID.
+        pid: u32,
+    },
+    /// A driver of the sending node disconnected.
+    JobFinished {
+        /// The driver's core-worker ID.
+        job: WorkerId,
+    },
 }
 
 /// Messages from the head's cluster directory.
@@ -597,6 +669,17 @@ pub enum FromHead {
         nodes: Vec<NodeSummary>,
         /// How long a node may be silent before it is declared dead, in ms.
         node_timeout_ms: u64,
+        /// Drivers, running first (the most recent finished ones kept too).
+        jobs: Vec<JobSummary>,
+    },
+    /// Answers `Kv`.
+    Kv {
+        /// The request.
+        request_id: u64,
+        /// The value (a get), or the one a put replaced or a delete removed.
+        value: Option<Vec<u8>>,
+        /// Why the operation was refused.
+        error: Option<String>,
     },
     /// The connection broke the protocol (the reason), and is closed.
     Refused {

@@ -485,6 +485,15 @@ impl CoreWorker {
         }
     }
 
+    /// Runs an operation on the cluster's key-value store.
+    pub(crate) fn kv(&self, op: ares_common::wire::KvOp) -> Result<Option<Vec<u8>>> {
+        match self.raylet.call(|request_id| ToRaylet::Kv { request_id, op })? {
+            FromRaylet::Kv { error: Some(e), .. } => Err(Error::Kv(e)),
+            FromRaylet::Kv { value, .. } => Ok(value),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to a key-value request: {other:?}"))),
+        }
+    }
+
     /// The cluster's nodes as this node last heard of them.
     pub(crate) fn nodes(&self) -> Result<Vec<ares_common::wire::NodeSummary>> {
         match self.raylet.call(|request_id| ToRaylet::GetNodes { request_id })? {

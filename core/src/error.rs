@@ -38,6 +38,10 @@ pub enum Error {
         /// Its owner, rendered.
         owner: String,
     },
+    /// The cluster's key-value store refused the operation (the reason says which bound),
+    /// or its head could not be reached.
+    #[error("key-value store: {0}")]
+    Kv(String),
     /// The connection to the raylet failed.
     #[error("lost the connection to the raylet: {0}")]
     RayletUnavailable(String),

@@ -220,6 +220,26 @@ pub fn nodes() -> Result<Vec<NodeSummary>> {
     current()?.nodes()
 }
 
+/// Stores `value` under `key` in the cluster's small key-value store (kept by the head;
+/// by the node itself when it is on its own), replacing any value there. For metadata
+/// that processes share by name: keys up to 1 KiB, values up to 1 MiB (larger values
+/// belong in [`put`]); the store refuses past 64 MiB in all, with [`Error::Kv`] naming
+/// the bound.
+pub fn kv_put(key: &str, value: &[u8]) -> Result<()> {
+    let op = ares_common::wire::KvOp::Put { key: key.into(), value: value.to_vec(), overwrite: true };
+    current()?.kv(op).map(drop)
+}
+
+/// The value under `key` in the cluster's key-value store, if any.
+pub fn kv_get(key: &str) -> Result<Option<Vec<u8>>> {
+    current()?.kv(ares_common::wire::KvOp::Get { key: key.into() })
+}
+
+/// Removes `key` from the cluster's key-value store; whether it was there.
+pub fn kv_delete(key: &str) -> Result<bool> {
+    Ok(current()?.kv(ares_common::wire::KvOp::Delete { key: key.into() })?.is_some())
+}
+
 /// The node this process runs on.
 pub fn node_id() -> Result<NodeId> {
     Ok(node_stats()?.node_id)

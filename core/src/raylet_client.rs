@@ -41,6 +41,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::PinFailed { request_id, .. }
         | FromRaylet::Stats { request_id, .. }
         | FromRaylet::Nodes { request_id, .. }
+        | FromRaylet::Kv { request_id, .. }
         | FromRaylet::ActorReply { request_id, .. }
         | FromRaylet::ActorFound { request_id, .. }
         | FromRaylet::Pulled { request_id, .. } => Some(*request_id),

@@ -8,18 +8,30 @@
 //! registers again after being declared dead is refused: a node that was written off has
 //! had its tasks retried and its objects failed elsewhere, so it must not come back
 //! under the same name.
+//!
+//! It also keeps the cluster's key-value store ([`KvStore`]) and the job table (drivers
+//! that connected to any node, running or recently finished). The head's own node talks
+//! to it as the pseudo-peer [`HEAD_PEER`].
 
 use std::time::Duration;
 
 use ares_common::det::DetMap;
-use ares_common::wire::{FromHead, NodeLoad, NodeSummary};
-use ares_common::{NodeId, ResourceSet};
+use ares_common::wire::{FromHead, JobSummary, KvOp, NodeLoad, NodeSummary};
+use ares_common::{NodeId, ResourceSet, WorkerId};
+
+use crate::kv::KvStore;
 
 use crate::spillback::NodeView;
 
 /// A connection to the head, numbered by its driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeerId(pub u64);
+
+/// The head's own node, as a peer of its directory (real peers are numbered from 1).
+pub const HEAD_PEER: PeerId = PeerId(0);
+
+/// Finished jobs the table keeps, most recent last.
+const FINISHED_JOBS_KEPT: usize = 100;
 
 /// What the driver must carry out.
 #[derive(Debug)]
@@ -49,6 +61,9 @@ pub struct ClusterDirectory {
     node_timeout: Duration,
     nodes: DetMap<NodeId, Entry>,
     peers: DetMap<PeerId, NodeId>,
+    kv: KvStore,
+    /// Every job, in the order they started.
+    jobs: Vec<JobSummary>,
     out: Vec<DirOutput>,
 }
 
@@ -72,7 +87,10 @@ impl ClusterDirectory {
     /// [`Self::register_head`]); joining nodes get `cert` and `key` to serve QUIC under.
     pub fn new(head: NodeId, node_timeout: Duration, cert: Vec<u8>, key: Vec<u8>) -> Self {
         let (nodes, peers) = (DetMap::default(), DetMap::default());
-        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, out: Vec::new() }
+        let mut peers = peers;
+        peers.insert(HEAD_PEER, head);
+        let (kv, jobs, out) = (KvStore::new(), Vec::new(), Vec::new());
+        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, out }
     }
 
     /// Takes the outputs queued so far.
@@ -200,6 +218,10 @@ impl ClusterDirectory {
         e.summary.alive = false;
         e.peer = None;
         e.summary.load.available = ResourceSet::new();
+        // Its drivers went with it.
+        for j in self.jobs.iter_mut().filter(|j| j.node == id) {
+            j.running = false;
+        }
         self.out.push(DirOutput::NodeDied(id, reason));
         self.broadcast(now);
     }
@@ -218,7 +240,57 @@ impl ClusterDirectory {
     pub fn status(&mut self, now: Duration, peer: PeerId, request_id: u64) {
         let nodes = self.summaries(now);
         let node_timeout_ms = self.node_timeout.as_millis() as u64;
-        self.out.push(DirOutput::Send(peer, FromHead::Status { request_id, nodes, node_timeout_ms }));
+        let mut jobs = self.jobs.clone();
+        jobs.sort_by_key(|j| !j.running);
+        self.out.push(DirOutput::Send(peer, FromHead::Status { request_id, nodes, node_timeout_ms, jobs }));
+    }
+
+    /// A key-value operation for a client of the node on `peer`.
+    pub fn kv(&mut self, peer: PeerId, request_id: u64, op: KvOp) {
+        if !self.peers.contains_key(&peer) {
+            self.refuse(peer, "key-value request before registration");
+            return;
+        }
+        let (value, error) = match self.kv.apply(op) {
+            Ok(v) => (v, None),
+            Err(e) => (None, Some(e)),
+        };
+        self.out.push(DirOutput::Send(peer, FromHead::Kv { request_id, value, error }));
+    }
+
+    /// A driver connected to the node on `peer`.
+    pub fn job_started(&mut self, peer: PeerId, job: WorkerId, pid: u32) {
+        let Some(node) = self.peers.get(&peer).copied() else {
+            self.refuse(peer, "job report before registration");
+            return;
+        };
+        if !self.jobs.iter().any(|j| j.job == job) {
+            self.jobs.push(JobSummary { job, node, pid, running: true });
+        }
+    }
+
+    /// A driver of the node on `peer` disconnected.
+    pub fn job_finished(&mut self, peer: PeerId, job: WorkerId) {
+        let Some(node) = self.peers.get(&peer).copied() else { return };
+        if let Some(j) = self.jobs.iter_mut().find(|j| j.job == job && j.node == node) {
+            j.running = false;
+        }
+        self.forget_finished();
+    }
+
+    fn forget_finished(&mut self) {
+        let finished = self.jobs.iter().filter(|j| !j.running).count();
+        let mut extra = finished.saturating_sub(FINISHED_JOBS_KEPT);
+        self.jobs.retain(|j| {
+            let drop = extra > 0 && !j.running;
+            extra -= drop as usize;
+            !drop
+        });
+    }
+
+    /// Jobs, in the order they started.
+    pub fn jobs(&self) -> &[JobSummary] {
+        &self.jobs
     }
 
     /// Every node, head first, then by ID.
@@ -356,7 +428,9 @@ mod tests {
         d.status(ms(2), PeerId(9), 7);
         let out = d.take_outputs();
         let status = out.iter().find_map(|o| match o {
-            DirOutput::Send(PeerId(9), FromHead::Status { request_id: 7, nodes, node_timeout_ms: 1000 }) => Some(nodes),
+            DirOutput::Send(PeerId(9), FromHead::Status { request_id: 7, nodes, node_timeout_ms: 1000, .. }) => {
+                Some(nodes)
+            }
             _ => None,
         });
         let nodes = status.expect("status answered");

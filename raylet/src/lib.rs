@@ -13,6 +13,7 @@
 
 pub mod actors;
 pub mod cluster;
+pub mod kv;
 pub mod membership;
 pub mod node;
 mod object_manager;

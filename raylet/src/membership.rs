@@ -20,7 +20,7 @@ use ares_common::wire::{FromHead, NodeLoad, NodeSummary, ToHead};
 use ares_common::{NodeId, ResourceSet};
 use ares_net::{Connection, Credentials, JoinToken, Listener, Receiver, Sender};
 
-use crate::cluster::{ClusterDirectory, DirOutput, PeerId, Registration};
+use crate::cluster::{ClusterDirectory, DirOutput, HEAD_PEER, PeerId, Registration};
 
 /// How often nodes report and the head broadcasts its view.
 pub const HEARTBEAT: Duration = Duration::from_millis(100);
@@ -37,6 +37,10 @@ pub trait LocalNode: Send + Sync + 'static {
     fn load(&self) -> NodeLoad;
     /// The cluster view the head sent.
     fn set_view(&self, nodes: Vec<NodeSummary>);
+    /// The head answered a request the node forwarded (key-value operations).
+    fn head_answered(&self, msg: FromHead);
+    /// The link to the head is gone.
+    fn head_lost(&self);
 }
 
 /// How this node takes part in a cluster.
@@ -125,6 +129,16 @@ impl Membership {
         &self.creds
     }
 
+    /// Where this node's own requests to the head (key-value operations, job reports)
+    /// go: the link to the head, or the head's directory itself.
+    pub fn head_link(&self) -> HeadLink {
+        match (&self.head, &self.head_link) {
+            (Some(h), _) => HeadLink::Local(h.clone()),
+            (None, Some(tx)) => HeadLink::Remote(tx.clone()),
+            (None, None) => unreachable!("a membership is the head's or a member's"),
+        }
+    }
+
     /// Tells the directory where this node serves its clients and pulls.
     pub fn serving(&self, addr: SocketAddr) -> io::Result<()> {
         if let Some(link) = &self.head_link {
@@ -164,16 +178,48 @@ impl Drop for Membership {
     }
 }
 
+/// Where a node's own messages to the head go. See [`Membership::head_link`].
+#[derive(Clone)]
+pub enum HeadLink {
+    /// The head's directory, in this process.
+    Local(Arc<HeadShared>),
+    /// The connection to the head.
+    Remote(Sender),
+}
+
+impl HeadLink {
+    /// Sends `msg`; answers come back through [`LocalNode::head_answered`].
+    pub fn send(&self, msg: ToHead) -> io::Result<()> {
+        match self {
+            HeadLink::Remote(tx) => tx.send(&msg),
+            HeadLink::Local(h) => {
+                let mut st = h.lock();
+                match msg {
+                    ToHead::Kv { request_id, op } => st.dir.kv(HEAD_PEER, request_id, op),
+                    ToHead::JobStarted { job, pid } => st.dir.job_started(HEAD_PEER, job, pid),
+                    ToHead::JobFinished { job } => st.dir.job_finished(HEAD_PEER, job),
+                    other => tracing::warn!("the head's node sent itself {other:?}; ignored"),
+                }
+                h.carry_out(&mut st);
+                Ok(())
+            }
+        }
+    }
+}
+
 struct Head {
     dir: ClusterDirectory,
     peers: DetMap<PeerId, Sender>,
     next_peer: u64,
 }
 
-struct HeadShared {
+/// The head's directory and the connections to its peers.
+pub struct HeadShared {
     state: Mutex<Head>,
     start: Instant,
     stopping: Arc<AtomicBool>,
+    /// The head's own node: answers to its requests go to it.
+    local: Arc<dyn LocalNode>,
 }
 
 impl HeadShared {
@@ -188,6 +234,7 @@ impl HeadShared {
     fn carry_out(&self, st: &mut Head) {
         for o in st.dir.take_outputs() {
             match o {
+                DirOutput::Send(HEAD_PEER, msg) => self.local.head_answered(msg),
                 DirOutput::Send(p, msg) => {
                     if let Some(s) = st.peers.get(&p) {
                         let _ = s.send(&msg);
@@ -231,6 +278,7 @@ fn start_head(bind: SocketAddr, creds: &Credentials, me: Me, local: Arc<dyn Loca
         state: Mutex::new(Head { dir, peers: DetMap::default(), next_peer: 1 }),
         start: Instant::now(),
         stopping: stopping.clone(),
+        local: local.clone(),
     });
     let s = shared.clone();
     let l = listener.clone();
@@ -317,6 +365,9 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
             ToHead::Serving { addr } => st.dir.serving(now, peer, addr),
             ToHead::Leaving => st.dir.leaving(now, peer),
             ToHead::GetStatus { request_id } => st.dir.status(now, peer, request_id),
+            ToHead::Kv { request_id, op } => st.dir.kv(peer, request_id, op),
+            ToHead::JobStarted { job, pid } => st.dir.job_started(peer, job, pid),
+            ToHead::JobFinished { job } => st.dir.job_finished(peer, job),
         }
         shared.carry_out(&mut st);
     }
@@ -366,6 +417,7 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
         loop {
             match rx.recv::<FromHead>() {
                 Ok(FromHead::View { nodes }) => l.set_view(nodes),
+                Ok(msg @ FromHead::Kv { .. }) => l.head_answered(msg),
                 Ok(FromHead::Refused { reason }) => {
                     tracing::error!("the head dropped this node: {reason}");
                     break;
@@ -380,8 +432,9 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
             }
         }
         // Without a head the view is stale: forget it, so nothing is spilled to nodes
-        // that may be gone.
+        // that may be gone; requests waiting for the head fail.
         l.set_view(Vec::new());
+        l.head_lost();
     })?;
     let stop = stopping.clone();
     let link = tx.clone();

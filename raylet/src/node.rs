@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
-use ares_common::wire::{FromRaylet, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToRaylet, WorkerInfo};
+use ares_common::wire::{
+    FromHead, FromRaylet, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToHead, ToRaylet, WorkerInfo,
+};
 use ares_common::{Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
@@ -43,6 +45,8 @@ pub enum Output {
     RemoveSpillFile(FileId),
     /// Pool space was freed or a restore ended: wake waiters.
     SpaceFreed,
+    /// Send this to the head's directory (key-value operations, job reports).
+    ToHead(ToHead),
     /// Copy `object` from the node serving at `addr` into this node's store, then report
     /// with [`Node::pull_finished`].
     Pull {
@@ -79,7 +83,7 @@ pub struct NodeConfig {
 #[derive(Debug)]
 enum Kind {
     Unregistered,
-    Driver,
+    Driver(WorkerId),
     Worker(WorkerId),
 }
 
@@ -117,6 +121,11 @@ pub struct Node {
     remote_clients: DetSet<ClientId>,
     /// The cluster's join token, in a cluster.
     cluster_token: Option<String>,
+    /// The key-value store of a node on its own (in a cluster the head keeps it).
+    kv: crate::kv::KvStore,
+    /// Key-value requests forwarded to the head: our ID → the client's.
+    to_head: DetMap<u64, (ClientId, u64)>,
+    next_to_head: u64,
     /// Leases granted since start.
     leases_granted: u64,
     /// Spillback's tunables.
@@ -151,6 +160,9 @@ impl Node {
             cluster: Vec::new(),
             remote_clients: DetSet::default(),
             cluster_token: None,
+            kv: crate::kv::KvStore::new(),
+            to_head: DetMap::default(),
+            next_to_head: 1,
             leases_granted: 0,
             spill_params: crate::spillback::Params::default(),
             picks: 0,
@@ -255,6 +267,23 @@ impl Node {
         }
     }
 
+    /// The head answered a request this node forwarded.
+    pub fn head_answered(&mut self, msg: FromHead) {
+        if let FromHead::Kv { request_id, value, error } = msg
+            && let Some((client, request_id)) = self.to_head.remove(&request_id)
+        {
+            self.send(client, FromRaylet::Kv { request_id, value, error });
+        }
+    }
+
+    /// The link to the head is gone: requests waiting for it fail.
+    pub fn head_lost(&mut self) {
+        for (_, (client, request_id)) in std::mem::take(&mut self.to_head) {
+            let error = Some("the cluster's head is unreachable".to_string());
+            self.send(client, FromRaylet::Kv { request_id, value: None, error });
+        }
+    }
+
     /// The node joined a cluster with this token (registration hands it to clients).
     pub fn set_cluster_token(&mut self, token: String) {
         self.cluster_token = Some(token);
@@ -284,7 +313,11 @@ impl Node {
     pub fn disconnected(&mut self, client: ClientId) {
         let Some(kind) = self.clients.remove(&client) else { return };
         tracing::debug!(client = client.0, ?kind, "client disconnected");
-        self.remote_clients.remove(&client);
+        let remote = self.remote_clients.remove(&client);
+        if let (Kind::Driver(job), false, true) = (&kind, remote, self.cluster_token.is_some()) {
+            self.out.push_back(Output::ToHead(ToHead::JobFinished { job: *job }));
+        }
+        self.to_head.retain(|_, (c, _)| *c != client);
         self.store.client_gone(client);
         for id in self.owners.client_gone(client) {
             self.store.delete(id);
@@ -328,7 +361,10 @@ impl Node {
             ToRaylet::RegisterDriver { pid, worker_id } => {
                 tracing::debug!(pid, "driver registered");
                 if let Some(k) = self.clients.get_mut(&client) {
-                    *k = Kind::Driver;
+                    *k = Kind::Driver(worker_id);
+                }
+                if self.cluster_token.is_some() && !self.remote_clients.contains(&client) {
+                    self.out.push_back(Output::ToHead(ToHead::JobStarted { job: worker_id, pid }));
                 }
                 self.owners.register(worker_id, client);
                 let r = self.registered();
@@ -453,6 +489,20 @@ impl Node {
             ToRaylet::GetStats { request_id } => {
                 let stats = self.stats();
                 self.send(client, FromRaylet::Stats { request_id, stats });
+            }
+            ToRaylet::Kv { request_id, op } => {
+                if self.cluster_token.is_some() {
+                    let id = self.next_to_head;
+                    self.next_to_head += 1;
+                    self.to_head.insert(id, (client, request_id));
+                    self.out.push_back(Output::ToHead(ToHead::Kv { request_id: id, op }));
+                } else {
+                    let (value, error) = match self.kv.apply(op) {
+                        Ok(v) => (v, None),
+                        Err(e) => (None, Some(e)),
+                    };
+                    self.send(client, FromRaylet::Kv { request_id, value, error });
+                }
             }
             ToRaylet::GetNodes { request_id } => {
                 let nodes = if self.cluster.is_empty() { vec![self.summary()] } else { self.cluster.clone() };

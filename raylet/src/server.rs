@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use ares_common::det::DetMap;
 use ares_common::error::{FrameError, TaskError};
-use ares_common::wire::{FromRaylet, NodeLoad, NodeSummary, ToRaylet};
+use ares_common::wire::{FromRaylet, NodeLoad, NodeSummary, ToHead, ToRaylet};
 use ares_common::{Config, Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError};
@@ -100,6 +100,8 @@ struct Shared {
     peers: Mutex<hashbrown::HashMap<std::net::SocketAddr, ares_net::QuicPeer>>,
     /// Pulls to start, for the pull dispatcher thread.
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
+    /// Messages to the head, for the forwarder thread (in a cluster).
+    head_tx: Mutex<Option<Sender<ToHead>>>,
 }
 
 impl Raylet {
@@ -150,6 +152,7 @@ impl Raylet {
             listener,
             peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
+            head_tx: Mutex::new(None),
         });
         let mut raylet = Raylet {
             shared: shared.clone(),
@@ -239,6 +242,21 @@ impl Raylet {
         self.remote = Some((listener, accept));
         m.serving(addr)?;
         tracing::info!(%addr, "serving clients on other nodes");
+        // Off the node's lock: the head's own directory answers on this thread.
+        let (head_tx, head_rx) = mpsc::channel::<ToHead>();
+        let (link, weak) = (m.head_link(), Arc::downgrade(&self.shared));
+        std::thread::Builder::new().name("ares-raylet-head".into()).spawn(move || {
+            while let Ok(msg) = head_rx.recv() {
+                if link.send(msg).is_err()
+                    && let Some(sh) = weak.upgrade()
+                {
+                    let mut st = sh.lock();
+                    st.node.head_lost();
+                    sh.carry_out(&mut st);
+                }
+            }
+        })?;
+        *self.shared.head_tx.lock().unwrap_or_else(|p| p.into_inner()) = Some(head_tx);
         Ok(vec![
             ("ARES_CLUSTER_CRED".into(), cred_path.to_string_lossy().into_owned()),
             ("ARES_NODE_IP".into(), ip.to_string()),
@@ -280,6 +298,8 @@ impl Raylet {
         if let Some(mut m) = self.membership.take() {
             m.shutdown();
         }
+        // Ends the forwarder to the head.
+        *self.shared.head_tx.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.shared.lock().node.set_stopping();
         self.shared.listener.shutdown();
         if let Some((l, accept)) = self.remote.take() {
@@ -335,6 +355,22 @@ impl LocalNode for Local {
             s.lock().node.set_cluster_view(nodes);
         }
     }
+
+    fn head_answered(&self, msg: ares_common::wire::FromHead) {
+        if let Some(s) = self.0.upgrade() {
+            let mut st = s.lock();
+            st.node.head_answered(msg);
+            s.carry_out(&mut st);
+        }
+    }
+
+    fn head_lost(&self) {
+        if let Some(s) = self.0.upgrade() {
+            let mut st = s.lock();
+            st.node.head_lost();
+            s.carry_out(&mut st);
+        }
+    }
 }
 
 struct Events(std::sync::Weak<Shared>);
@@ -385,6 +421,12 @@ impl Shared {
                 }
                 Output::RemoveSpillFile(f) => self.spill_dirs.remove(f),
                 Output::SpaceFreed => self.space.notify_all(),
+                Output::ToHead(msg) => {
+                    let tx = self.head_tx.lock().unwrap_or_else(|p| p.into_inner());
+                    if tx.as_ref().is_none_or(|tx| tx.send(msg).is_err()) {
+                        st.node.head_lost();
+                    }
+                }
                 Output::Pull { object, node, addr } => {
                     let tx = self.pull_tx.lock().unwrap_or_else(|p| p.into_inner());
                     if tx.send((object, node, addr)).is_err() {

@@ -219,6 +219,20 @@ fn main() -> anyhow::Result<()> {
     if mode == "pull" {
         return pull();
     }
+    if mode == "kv-put" || mode == "kv-get" {
+        // Joins the cluster at ARES_ADDRESS; puts `<key> <value>`, or prints the value
+        // under `<key>` (`-` if there is none).
+        let arg = |i: usize| std::env::args().nth(i).unwrap_or_default();
+        ares::init()?;
+        if mode == "kv-put" {
+            ares::kv_put(&arg(2), arg(3).as_bytes())?;
+        } else {
+            let v = ares::kv_get(&arg(2))?;
+            println!("{}", v.map_or_else(|| "-".to_string(), |v| String::from_utf8_lossy(&v).into_owned()));
+        }
+        ares::shutdown();
+        return Ok(());
+    }
     if mode == "spread" {
         return spread();
     }

@@ -299,6 +299,16 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     let nodes: Vec<&str> = nodes.split_whitespace().collect();
     assert_eq!(nodes.len(), 3, "tasks ran on {nodes:?}");
 
+    // The key-value store is the cluster's: a driver on one node writes, a driver on
+    // another reads; the head's job table lists both drivers as finished.
+    drive(&roots[1], &["kv-put", "colour", "blue"]);
+    assert_eq!(drive(&roots[2], &["kv-get", "colour"]).trim(), "blue");
+    assert_eq!(drive(&roots[0], &["kv-get", "shape"]).trim(), "-");
+    // A driver's end reaches the head a moment after its process is gone.
+    wait_for("the job table to list 4 finished drivers", Duration::from_secs(10), || {
+        status(&roots[0]).contains("Jobs: 0 running, 4 finished")
+    });
+
     // 64 MiB made by a task on one node, hashed by ten tasks held to another, and read
     // by the driver on a third: every copy is intact, and the consumers' node pulled it
     // once.
@@ -347,7 +357,8 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     let (ra, rb) = (base.join("a"), base.join("b"));
     let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
     let start_pi = |root: &Path, extra: &[&str]| {
-        let mut args = vec!["start", "--worker-program", pi.to_str().unwrap(), "--session-root", root.to_str().unwrap()];
+        let mut args =
+            vec!["start", "--worker-program", pi.to_str().unwrap(), "--session-root", root.to_str().unwrap()];
         args.extend_from_slice(&["--num-cpus", "1", "--node-ip-address", "127.0.0.1"]);
         args.extend_from_slice(extra);
         let out = ares(&args);
