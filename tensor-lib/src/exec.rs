@@ -799,7 +799,9 @@ impl<'s> Plan<'s> {
     /// over the nodes in submission order, so the depth-first window keeps every node
     /// busy while each consumer still reads from a single node.
     fn assign_initial(&self, order: &[usize], nodes: &[ares::NodeId]) -> HashMap<usize, ares::NodeId> {
-        if nodes.is_empty() {
+        // On one node a placement says nothing, and one queue for every chunk task
+        // keeps its workers busiest.
+        if nodes.len() < 2 {
             return HashMap::new();
         }
         let mut first_consumer: HashMap<usize, usize> = HashMap::new();
