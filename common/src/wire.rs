@@ -369,6 +369,12 @@ pub enum FromRaylet {
         /// Why the operation was refused.
         error: Option<String>,
     },
+    /// A node of the cluster was declared dead (sent to this node's drivers and workers):
+    /// its workers and stored objects are gone.
+    NodeDied {
+        /// The node.
+        node: NodeId,
+    },
     /// Answer to `GetNodes`: every node the head knows (dead ones included); only this
     /// node on a node that is not part of a cluster.
     Nodes {

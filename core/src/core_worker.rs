@@ -284,6 +284,11 @@ impl CoreWorker {
                         Err(e) => g.state.handle_node_lost(Instant::now(), node, &e.to_string()),
                     }
                 }
+                Effect::ForgetNode(node) => {
+                    if let Some(c) = g.nodes.remove(&node) {
+                        c.close();
+                    }
+                }
                 Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
             }
         }

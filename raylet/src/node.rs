@@ -672,8 +672,26 @@ impl Node {
 
     /// The cluster as the head last described it (empty on a node that is not part of
     /// one). The spillback policy reads it.
+    /// A node that was alive in the last view and is dead in this one is reported to this
+    /// node's own clients, so owners give up its workers at once.
     pub fn set_cluster_view(&mut self, nodes: Vec<NodeSummary>) {
+        let died: Vec<NodeId> = nodes
+            .iter()
+            .filter(|n| !n.alive && self.cluster.iter().any(|o| o.node_id == n.node_id && o.alive))
+            .map(|n| n.node_id)
+            .collect();
         self.cluster = nodes;
+        for node in died {
+            let local: Vec<ClientId> = self
+                .clients
+                .iter()
+                .filter(|(c, k)| !matches!(k, Kind::Unregistered) && !self.remote_clients.contains(*c))
+                .map(|(c, _)| *c)
+                .collect();
+            for c in local {
+                self.send(c, FromRaylet::NodeDied { node });
+            }
+        }
     }
 
     /// The cluster as the head last described it.

@@ -352,7 +352,9 @@ impl LocalNode for Local {
 
     fn set_view(&self, nodes: Vec<NodeSummary>) {
         if let Some(s) = self.0.upgrade() {
-            s.lock().node.set_cluster_view(nodes);
+            let mut st = s.lock();
+            st.node.set_cluster_view(nodes);
+            s.carry_out(&mut st);
         }
     }
 

@@ -598,6 +598,7 @@ impl Sim {
                 Effect::ToRaylet(msg) => self.send_to_node(p, msg),
                 // The simulation runs one node: there is no other to reach.
                 Effect::ToNode { node, .. } => self.procs[p].state.handle_node_lost(now, node, "no such node"),
+                Effect::ForgetNode(_) => {}
                 Effect::Gather { task, slot, parts, combine } => {
                     let merged = self.merge(p, &parts, combine);
                     self.procs[p].state.handle_gathered(now, task, slot, merged);

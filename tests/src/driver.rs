@@ -158,6 +158,37 @@ fn consume() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `node-loss`: joins the cluster at `ARES_ADDRESS` (two nodes). Makes 1 MiB on the other
+/// node and four 2-second tasks that prefer it, prints `ready`, and waits for a line on
+/// stdin (the test kills the other node first). Then prints where each task ran
+/// (`ran <node>`) and the error of reading the 1 MiB (`lost <error>`).
+fn node_loss() -> anyhow::Result<()> {
+    ares::init()?;
+    wait_for_nodes(2)?;
+    let here = ares::node_id()?;
+    let other = ares::nodes()?.into_iter().map(|n| n.node_id).find(|n| *n != here).expect("two nodes");
+    let hard = ares::TaskOptions::new().node_affinity(other, false);
+    let data = ares::remote(make_bytes).options(hard).call(1);
+    ares::wait(std::slice::from_ref(&data), 1, None);
+    let soft = ares::TaskOptions::new().node_affinity(other, true);
+    let slow: Vec<_> = (0..4).map(|i| ares::remote(square_where).options(soft.clone()).call(i, 2000)).collect();
+    println!("ready");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    for (i, r) in slow.iter().enumerate() {
+        let (sq, node) = ares::get(r)?;
+        anyhow::ensure!(sq == (i * i) as i64, "task {i} returned {sq}");
+        println!("ran {}", if node == hex(&here.0) { "here" } else { "other" });
+    }
+    match ares::get(&data) {
+        Ok(v) => println!("read {} bytes", v.len()),
+        Err(e) => println!("lost {e}"),
+    }
+    ares::shutdown();
+    Ok(())
+}
+
 /// Actor modes, against the raylet at `ARES_ADDRESS`:
 /// - `actor-get <name> <by>`: finds the named counter, adds `by`, prints the new value;
 /// - `actor-owner <name|-> <detached:0|1>`: spawns a counter (named unless `-`), prints
@@ -235,6 +266,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "spread" {
         return spread();
+    }
+    if mode == "node-loss" {
+        return node_loss();
     }
     if mode == "consume" {
         return consume();

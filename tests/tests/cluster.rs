@@ -405,3 +405,52 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     wait_for("the workers to exit", Duration::from_secs(10), || processes_running(&pi).is_empty());
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn tasks_on_a_killed_node_run_again_elsewhere_and_its_objects_fail_typed() {
+    let base = std::env::temp_dir().join(format!("ares-loss-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (ra, rb) = (base.join("a"), base.join("b"));
+    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
+    let common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--node-timeout-ms", "2000"];
+    let mut head_args = vec!["--head", "--port", "0"];
+    head_args.extend_from_slice(&common);
+    let (a, summary) = start(&ra, &head_args);
+    let addr = field(&summary, "cluster address:");
+    let token = field(&summary, "join token:");
+    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str()];
+    member_args.extend_from_slice(&common);
+    let (b, _) = start(&rb, &member_args);
+
+    let mut driver = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+            .arg("node-loss")
+            .env("ARES_ADDRESS", "auto")
+            .env("ARES_SESSION_ROOT", &ra)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = std::io::BufReader::new(driver.0.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    // The tasks wait or run on the other node; it dies with its workers.
+    rustix::process::kill_process(rustix::process::Pid::from_raw(b.pid as i32).unwrap(), rustix::process::Signal::KILL)
+        .unwrap();
+    std::io::Write::write_all(driver.0.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(driver.0.wait().unwrap().success(), "the driver failed:\n{rest}");
+    let ran: Vec<&str> = rest.lines().filter_map(|l| l.strip_prefix("ran ")).collect();
+    assert_eq!(ran, ["here"; 4], "{rest}");
+    let lost = rest.lines().find_map(|l| l.strip_prefix("lost ")).unwrap_or_else(|| panic!("{rest}"));
+    assert!(lost.contains("could not pull") && lost.contains("not a live node"), "{lost}");
+
+    let out = ares(&["stop", "--session-root", a.root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let _ = ares(&["stop", "--session-root", b.root.to_str().unwrap()]);
+    wait_for("the head to exit", Duration::from_secs(30), || !process_alive(a.pid));
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -76,6 +76,8 @@ pub enum Effect {
     /// [`CoreState::handle_node`]; if the connection fails or ends, call
     /// [`CoreState::handle_node_lost`].
     ToNode { node: NodeId, addr: std::net::SocketAddr, msg: ToRaylet },
+    /// Close the connection to `node`'s raylet, if any: the node died.
+    ForgetNode(NodeId),
     /// Read the values of `parts` (pinning stored ones), merge them with `combine` and
     /// report the result with [`CoreState::handle_gathered`].
     Gather { task: TaskId, slot: usize, parts: Vec<(ObjectId, Location)>, combine: Combine },
@@ -890,6 +892,24 @@ impl CoreState {
         self.flush_frees();
     }
 
+    /// The head declared `node` dead: workers leased there are lost (their tasks retried
+    /// as for any dead worker) without waiting for their connections to time out.
+    fn on_node_died(&mut self, now: Instant, node: NodeId) {
+        // Forget the node first, so the retries below are not asked of it.
+        self.effects.push_back(Effect::ForgetNode(node));
+        self.handle_node_lost(now, node, "the node died");
+        let lost: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.role, Role::Lease { node: Some(n), .. } if n == node))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in lost {
+            self.effects.push_back(Effect::Close(conn));
+            self.on_lease_lost(now, conn, "its node died");
+        }
+    }
+
     /// Sends `msg` to the raylet of `node` (`None`: this node's). A node whose
     /// connection was lost is not written to: what the message was about died with it.
     fn send_to(&mut self, node: Option<NodeId>, msg: ToRaylet) {
@@ -965,6 +985,7 @@ impl CoreState {
                 _ => {}
             },
             FromRaylet::ObjectsSpilled { objects } => self.on_spilled(objects),
+            FromRaylet::NodeDied { node } => self.on_node_died(now, node),
             FromRaylet::ActorReply { request_id, error } => match self.requests.remove(&request_id) {
                 Some(Request::AddHold(a)) => self.on_hold_added(a, error),
                 Some(Request::WorkerLost(a)) => self.on_restart_decided(now, a, error),
