@@ -105,6 +105,11 @@ pub enum ToRaylet {
         /// The objects.
         object_ids: Vec<ObjectId>,
     },
+    /// The sending worker's task waits in `get` or `wait`: the node may lend its lease's
+    /// resources to other work until `TaskUnblocked`.
+    TaskBlocked,
+    /// The sending worker's task continues after `TaskBlocked`.
+    TaskUnblocked,
     /// Asks for the node's statistics.
     GetStats {
         /// Correlates the answer.

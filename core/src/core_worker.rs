@@ -110,6 +110,10 @@ pub(crate) struct CoreWorker {
     address: Arc<Address>,
     /// Wakes the housekeeping thread when a timer moved earlier.
     kick: (Mutex<bool>, Condvar),
+    /// A worker process (its blocked waits are reported to the raylet).
+    in_worker: bool,
+    /// Threads of this process blocked in `get` or `wait`.
+    blocked: std::sync::atomic::AtomicUsize,
     me: Weak<CoreWorker>,
 }
 
@@ -119,6 +123,8 @@ pub(crate) struct CoreConfig {
     pub(crate) max_inline: usize,
     pub(crate) max_frame: usize,
     pub(crate) max_in_flight: u32,
+    /// The process is a worker: it reports its tasks' blocked waits to the raylet.
+    pub(crate) in_worker: bool,
 }
 
 impl CoreWorker {
@@ -158,6 +164,8 @@ impl CoreWorker {
             worker_id,
             address: Arc::new(address),
             kick: (Mutex::new(false), Condvar::new()),
+            in_worker: cfg.in_worker,
+            blocked: std::sync::atomic::AtomicUsize::new(0),
             me: me.clone(),
         });
         let (weak, lost) = (Arc::downgrade(&cw), Arc::downgrade(&cw));
@@ -424,13 +432,29 @@ impl CoreWorker {
             }
             g = self.shared.lock();
         }
-        let g = self.shared.wait_while(g, pending);
+        let g = if pending(&g) {
+            drop(g);
+            let _blocked = self.block();
+            self.shared.wait_while(self.shared.lock(), pending)
+        } else {
+            g
+        };
         match g.state.status(id) {
             Some(Status::Ready(loc)) => Ok(loc.clone()),
             Some(Status::Failed(e)) => Err(Error::Task((**e).clone())),
             Some(Status::Pending) => unreachable!("waited until not pending"),
             None => Err(Error::Task(TaskError::ObjectLost { object: format!("{id} (not owned by this process)") })),
         }
+    }
+
+    /// While the returned guard lives, this process's task is blocked waiting: a worker
+    /// tells its raylet (once, however many threads wait), which lends the lease's
+    /// resources to other work, so nested tasks cannot deadlock the node.
+    fn block(&self) -> BlockGuard<'_> {
+        if self.in_worker && self.blocked.fetch_add(1, std::sync::atomic::Ordering::AcqRel) == 0 {
+            let _ = self.raylet.send(&ToRaylet::TaskBlocked);
+        }
+        BlockGuard(self)
     }
 
     /// Holds the value at `loc` for reading: inline bytes are shared, a value in the
@@ -457,6 +481,7 @@ impl CoreWorker {
         let done = |inner: &Inner, id: &ObjectId| !matches!(inner.state.status(*id), Some(Status::Pending));
         let enough = |inner: &Inner| ids.iter().filter(|id| done(inner, id)).count() >= num_returns;
         let g = self.shared.lock();
+        let _blocked = if enough(&g) { None } else { Some(self.block()) };
         let g = match timeout {
             None => self.shared.wait_while(g, |t| !enough(t)),
             Some(d) => self.shared.wait_while_timeout(g, d, |t| !enough(t)).0,
@@ -686,6 +711,18 @@ impl CoreWorker {
         let (lock, cv) = &self.kick;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_one();
+    }
+}
+
+/// See [`CoreWorker::block`].
+struct BlockGuard<'a>(&'a CoreWorker);
+
+impl Drop for BlockGuard<'_> {
+    fn drop(&mut self) {
+        let cw = self.0;
+        if cw.in_worker && cw.blocked.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            let _ = cw.raylet.send(&ToRaylet::TaskUnblocked);
+        }
     }
 }
 

@@ -110,6 +110,7 @@ pub fn init_with(config: Config) -> Result<()> {
         max_inline: config.max_inline_bytes,
         max_frame: config.max_frame_bytes,
         max_in_flight: config.max_tasks_in_flight_per_worker,
+        in_worker: false,
     };
     let worker_id = ares_common::WorkerId::from_uuid(uuid::Uuid::new_v4());
     let root = ares_common::TaskId::root(uuid::Uuid::new_v4());

@@ -152,7 +152,7 @@ fn run() -> Result<(), String> {
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
     let remote = remote_listener()?;
     let remote_addr = remote.as_ref().map(|l| l.endpoint().clone());
-    let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64 };
+    let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64, in_worker: true };
     let hello =
         ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone(), remote_addr };
     // Submissions outside any task (threads a task started) take IDs from a random root.

@@ -504,6 +504,17 @@ impl Node {
                     self.send(client, FromRaylet::Kv { request_id, value, error });
                 }
             }
+            ToRaylet::TaskBlocked => {
+                if let Some(Kind::Worker(w)) = self.clients.get(&client) {
+                    let actions = self.policy.blocked(*w);
+                    self.apply(actions);
+                }
+            }
+            ToRaylet::TaskUnblocked => {
+                if let Some(Kind::Worker(w)) = self.clients.get(&client) {
+                    self.policy.unblocked(*w);
+                }
+            }
             ToRaylet::GetNodes { request_id } => {
                 let nodes = if self.cluster.is_empty() { vec![self.summary()] } else { self.cluster.clone() };
                 self.send(client, FromRaylet::Nodes { request_id, nodes });

@@ -13,6 +13,13 @@
 //! A request is *infeasible* when the node's total resources could never hold it; it is
 //! answered at once instead of waiting forever. Requests are granted in arrival order
 //! among those that fit, so a large request does not block smaller ones behind it.
+//!
+//! A leased worker whose task blocks in `get` or `wait` gives its resources back until it
+//! continues (as Ray's workers do), and the pool may start a worker beyond its size for
+//! each blocked one, so a tree of nested tasks deeper than the CPU count completes. When
+//! it continues it takes them again even if that oversubscribes the node for a while:
+//! what it takes beyond what is free is owed (`debt`) and paid back from the next
+//! resources that come free.
 
 use std::collections::VecDeque;
 
@@ -69,6 +76,8 @@ struct Lease {
     client: ClientId,
     worker: WorkerId,
     shape: ResourceSet,
+    /// Its task waits in `get` or `wait`; its resources are lent out meanwhile.
+    blocked: bool,
 }
 
 /// The lease policy of one node.
@@ -86,6 +95,10 @@ pub struct LeasePolicy {
     max_workers: usize,
     next_lease: u64,
     start_failures: u32,
+    /// Leases whose task is blocked: the pool may have that many workers more.
+    blocked: usize,
+    /// Resources taken back by unblocked tasks beyond what was free.
+    debt: ResourceSet,
 }
 
 impl LeasePolicy {
@@ -103,6 +116,8 @@ impl LeasePolicy {
             max_workers: max_workers.max(1),
             next_lease: 1,
             start_failures: 0,
+            blocked: 0,
+            debt: ResourceSet::new(),
         }
     }
 
@@ -161,7 +176,7 @@ impl LeasePolicy {
             return Vec::new();
         }
         let lease = self.leases.remove(&lease_id).expect("checked");
-        self.available.add(&lease.shape);
+        self.release(&lease);
         let mut out = Vec::new();
         if worker_broken || self.dedicated.contains(&lease.worker) {
             out.push(Action::ReapWorker(lease.worker));
@@ -220,7 +235,7 @@ impl LeasePolicy {
         let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.worker == worker).map(|(id, _)| *id).collect();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
-            self.available.add(&lease.shape);
+            self.release(&lease);
         }
         self.schedule()
     }
@@ -233,11 +248,60 @@ impl LeasePolicy {
         let mut out = Vec::new();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
-            self.available.add(&lease.shape);
+            self.release(&lease);
             out.push(Action::ReapWorker(lease.worker));
         }
         out.extend(self.schedule());
         out
+    }
+
+    /// The task on `worker`'s lease blocked in `get` or `wait`: its resources are free
+    /// until [`LeasePolicy::unblocked`].
+    pub fn blocked(&mut self, worker: WorkerId) -> Vec<Action> {
+        let Some(lease) = self.leases.values_mut().find(|l| l.worker == worker && !l.blocked) else {
+            return Vec::new();
+        };
+        lease.blocked = true;
+        let shape = lease.shape.clone();
+        self.blocked += 1;
+        self.give_back(&shape);
+        self.schedule()
+    }
+
+    /// The task on `worker`'s lease continues: it takes its resources again.
+    pub fn unblocked(&mut self, worker: WorkerId) {
+        let Some(lease) = self.leases.values_mut().find(|l| l.worker == worker && l.blocked) else {
+            return;
+        };
+        lease.blocked = false;
+        let shape = lease.shape.clone();
+        self.blocked -= 1;
+        self.debt.add(&shape.shortfall(&self.available));
+        self.available.sub(&shape);
+    }
+
+    /// A lease ended: what it held comes back.
+    fn release(&mut self, lease: &Lease) {
+        if lease.blocked {
+            self.blocked -= 1;
+        } else {
+            self.give_back(&lease.shape);
+        }
+    }
+
+    /// Resources come free: debts are paid first.
+    fn give_back(&mut self, shape: &ResourceSet) {
+        self.available.add(shape);
+        let pay: Vec<(String, u64)> = self
+            .debt
+            .iter()
+            .map(|(name, owed)| (name.to_string(), owed.min(self.available.get_units(name))))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        for (name, n) in pay {
+            self.available.set_units(&name, self.available.get_units(&name) - n);
+            self.debt.set_units(&name, self.debt.get_units(&name) - n);
+        }
     }
 
     fn schedule(&mut self) -> Vec<Action> {
@@ -267,12 +331,13 @@ impl LeasePolicy {
                 self.available.sub(&req.shape);
                 let lease_id = LeaseId(self.next_lease);
                 self.next_lease += 1;
-                self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape });
+                self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape, blocked: false });
                 out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
             }
         }
-        // Actors get workers beyond the pool's size: they would otherwise starve tasks.
-        let room = self.max_workers.saturating_sub(self.live + self.starting) + wanting_dedicated;
+        // Actors get workers beyond the pool's size: they would otherwise starve tasks; so
+        // do requests that use the resources of blocked tasks.
+        let room = (self.max_workers + self.blocked).saturating_sub(self.live + self.starting) + wanting_dedicated;
         for _ in 0..wanting_worker.saturating_sub(self.starting).min(room) {
             self.starting += 1;
             out.push(Action::StartWorker);
@@ -309,6 +374,34 @@ mod tests {
         assert!(p.return_lease(ClientId(9), lease_id, false).is_empty(), "only the holder returns a lease");
         let a = p.return_lease(C, lease_id, false);
         assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
+    }
+
+    #[test]
+    fn a_blocked_task_lends_its_cpu_and_takes_it_back_owing_what_was_not_free() {
+        let mut p = LeasePolicy::new(cpu(1.0), 1);
+        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
+        let Action::Grant { lease_id: first, .. } = p.worker_registered(w(1))[0] else { panic!() };
+        // Its task blocks in `get`: the CPU is free and one more worker may start.
+        assert!(p.request(C, 2, cpu(1.0), false).is_empty());
+        assert_eq!(p.blocked(w(1)), vec![Action::StartWorker]);
+        assert_eq!(p.available(), &cpu(1.0));
+        let Action::Grant { lease_id: second, .. } = p.worker_registered(w(2))[0] else { panic!() };
+        assert_eq!(p.available().get_units("CPU"), 0);
+        // It continues while the second lease runs: the node is oversubscribed by one CPU.
+        p.unblocked(w(1));
+        assert_eq!(p.available().get_units("CPU"), 0);
+        // The second lease's return pays the debt; the first's frees the CPU.
+        assert!(p.return_lease(C, second, false).is_empty());
+        assert_eq!(p.available().get_units("CPU"), 0, "the returned CPU paid the debt");
+        assert!(p.return_lease(C, first, false).is_empty());
+        assert_eq!(p.available(), &cpu(1.0));
+        // A lease returned while its task is blocked gives nothing back twice.
+        assert!(p.request(C, 3, cpu(1.0), false).len() == 1);
+        let lease = p.leases.keys().copied().next().unwrap();
+        p.blocked(p.leases[&lease].worker);
+        assert_eq!(p.available(), &cpu(1.0));
+        p.return_lease(C, lease, false);
+        assert_eq!(p.available(), &cpu(1.0));
     }
 
     #[test]

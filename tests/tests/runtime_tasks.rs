@@ -210,3 +210,39 @@ fn options_with_fractional_and_custom_resources() -> anyhow::Result<()> {
     assert_eq!(ares::get_all(&refs)?.iter().sum::<i64>(), 2 * (0..20).sum::<i64>());
     Ok(())
 }
+
+/// Fibonacci by nested tasks: every task but the leaves waits in `get` for two children.
+#[ares::remote]
+fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = (ares::remote(fib).call(n - 1), ares::remote(fib).call(n - 2));
+    ares::get(&a).unwrap() + ares::get(&b).unwrap()
+}
+
+/// A chain of nested tasks, each waiting for the next with `wait` then `get`.
+#[ares::remote]
+fn chain(n: u32) -> u32 {
+    if n == 0 {
+        return 0;
+    }
+    let next = ares::remote(chain).call(n - 1);
+    ares::wait(std::slice::from_ref(&next), 1, None);
+    ares::get(&next).unwrap() + 1
+}
+
+#[test]
+fn nested_tasks_deeper_than_the_cpus_complete() {
+    // Two CPUs; the chain holds 8 tasks blocked at once and the tree up to 7 levels. A
+    // task blocked in `get` or `wait` lends its CPU (the pool starts more workers), so
+    // neither deadlocks.
+    let _c = Cluster::default_2cpu();
+    assert_eq!(ares::get(&ares::remote(chain).call(8)).unwrap(), 8);
+    assert_eq!(ares::get(&ares::remote(fib).call(8)).unwrap(), 21);
+    // Every lent CPU comes back once the idle leases are returned.
+    ares_tests::wait_for("every CPU to be free", Duration::from_secs(10), || {
+        let stats = ares::node_stats().unwrap();
+        stats.available.get_units("CPU") == stats.total.get_units("CPU")
+    });
+}
