@@ -80,6 +80,9 @@ pub(crate) struct StartArgs {
     /// (default 10000).
     #[arg(long)]
     node_timeout_ms: Option<String>,
+    /// Client connections the node serves at once (default 4096).
+    #[arg(long)]
+    max_connections: Option<String>,
     /// Where session directories (sockets, logs) are made (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).
     #[arg(long)]
     session_root: Option<String>,
@@ -98,6 +101,7 @@ impl StartArgs {
             ("max_spill_file_objects", &self.max_spill_file_objects),
             ("object_create_timeout_ms", &self.object_create_timeout_ms),
             ("node_timeout_ms", &self.node_timeout_ms),
+            ("max_connections", &self.max_connections),
             ("session_root", &self.session_root),
             ("token", &self.token),
         ];

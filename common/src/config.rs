@@ -97,6 +97,11 @@ pub struct Config {
     pub token: Option<String>,
     /// How long the head waits for a silent node before declaring it dead.
     pub node_timeout: std::time::Duration,
+    /// How long a new raylet connection may stay silent before it must have registered.
+    pub identify_timeout: std::time::Duration,
+    /// Client connections a raylet serves at once (local and from other nodes); more
+    /// are refused, with a log line at most every 10 s.
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -119,6 +124,8 @@ impl Default for Config {
             max_workers: None,
             token: None,
             node_timeout: std::time::Duration::from_secs(10),
+            identify_timeout: std::time::Duration::from_secs(5),
+            max_connections: 4096,
         }
     }
 }
@@ -236,6 +243,20 @@ impl Config {
                     return Err("must be at least 200 (nodes report every 100 ms)".into());
                 }
                 self.node_timeout = std::time::Duration::from_millis(ms)
+            }
+            "identify_timeout_ms" => {
+                let ms: u64 = num(value)?;
+                if ms < 100 {
+                    return Err("must be at least 100".into());
+                }
+                self.identify_timeout = std::time::Duration::from_millis(ms)
+            }
+            "max_connections" => {
+                let n: usize = num(value)?;
+                if n < 8 {
+                    return Err("must be at least 8 (a node's own workers connect too)".into());
+                }
+                self.max_connections = n
             }
             _ => {}
         }

@@ -102,6 +102,31 @@ struct Shared {
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
     /// Messages to the head, for the forwarder thread (in a cluster).
     head_tx: Mutex<Option<Sender<ToHead>>>,
+    /// How long a new connection may take to register.
+    identify_timeout: std::time::Duration,
+    /// Connections served at once.
+    max_connections: usize,
+    /// Refused connections and failed accepts, logged at most every 10 s.
+    refusals: Mutex<RateLog>,
+}
+
+/// A warning logged at most once per interval, with the count of the ones held back.
+struct RateLog {
+    last: Option<Instant>,
+    held: u64,
+}
+
+impl RateLog {
+    fn warn(&mut self, what: std::fmt::Arguments<'_>) {
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(10)) {
+            self.held += 1;
+            return;
+        }
+        tracing::warn!("{what} ({} more like it since the last report)", self.held);
+        self.last = Some(now);
+        self.held = 0;
+    }
 }
 
 impl Raylet {
@@ -153,6 +178,9 @@ impl Raylet {
             peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
             head_tx: Mutex::new(None),
+            identify_timeout: cfg.node.identify_timeout,
+            max_connections: cfg.node.max_connections,
+            refusals: Mutex::new(RateLog { last: None, held: 0 }),
         });
         let mut raylet = Raylet {
             shared: shared.clone(),
@@ -640,12 +668,23 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
                 if shared.stopping.load(Ordering::SeqCst) {
                     return;
                 }
-                tracing::warn!("accept failed: {e}");
+                // Out of file descriptors, say: wait a little rather than spin on it.
+                shared.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(format_args!("accept failed: {e}"));
+                std::thread::sleep(std::time::Duration::from_millis(50));
                 continue;
             }
         };
         if shared.stopping.load(Ordering::SeqCst) {
             return;
+        }
+        let open = shared.lock().clients.len();
+        if open >= shared.max_connections {
+            shared.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(format_args!(
+                "refusing a connection: {open} are open, the limit (max_connections, --max-connections) is {}",
+                shared.max_connections
+            ));
+            drop(conn);
+            continue;
         }
         let Ok((out, rx)) = conn.split(shared.max_frame, OUTBOX_LIMIT) else { continue };
         let id = {
@@ -669,6 +708,24 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
 }
 
 fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver) {
+    // A client says who it is first, and soon.
+    let why = match rx.recv_timeout::<ToRaylet>(shared.identify_timeout) {
+        Ok(msg @ (ToRaylet::RegisterDriver { .. } | ToRaylet::RegisterWorker { .. })) => {
+            shared.handle(client, msg);
+            None
+        }
+        Ok(_) => Some("its first message was not a registration".to_string()),
+        Err(FrameError::Closed) => Some(String::new()),
+        Err(e) => Some(format!("it did not register within {:?}: {e}", shared.identify_timeout)),
+    };
+    if let Some(why) = why {
+        if !why.is_empty() && !shared.stopping.load(Ordering::SeqCst) {
+            tracing::warn!(client = client.0, "closing a raylet connection: {why}");
+        }
+        rx.close();
+        shared.disconnected(client);
+        return;
+    }
     loop {
         // Clients often send their next request at once (pin after create, release after
         // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM.

@@ -89,3 +89,51 @@ fn session_directory_is_private() {
     let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
+
+/// Registers as a driver on a new connection: whether the raylet answered (`false`: it
+/// closed the connection instead).
+fn register(addr: &str, n: u8) -> (UnixStream, bool) {
+    use ares_common::frame::{FrameReader, write_msg};
+    use ares_common::wire::{FromRaylet, ToRaylet};
+    let s = UnixStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let hello = ToRaylet::RegisterDriver { pid: std::process::id(), worker_id: ares_common::WorkerId([n; 16]) };
+    let sent = write_msg(&mut &s, &hello).is_ok();
+    let answered =
+        sent && matches!(FrameReader::new(&s, 1 << 20).read::<FromRaylet>(), Ok(FromRaylet::Registered { .. }));
+    (s, answered)
+}
+
+#[test]
+fn a_connection_must_register_first_and_soon() {
+    let _c = Cluster::default_2cpu();
+    let addr = ares::raylet_address().unwrap();
+    // Silent: closed once the identify timeout (5 s) passes.
+    assert_closed(UnixStream::connect(&addr).unwrap());
+    // A request before registering: closed at once.
+    let s = UnixStream::connect(&addr).unwrap();
+    ares_common::frame::write_msg(&mut &s, &ares_common::wire::ToRaylet::GetStats { request_id: 1 }).unwrap();
+    assert_closed(s);
+    assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+}
+
+#[test]
+fn connections_past_the_cap_are_refused_and_the_raylet_keeps_serving() {
+    let mut cfg = ares::Config::default().num_cpus(2);
+    cfg.max_connections = 8;
+    let _c = Cluster::start(cfg);
+    assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+    ares_tests::wait_for("both workers to register", Duration::from_secs(30), || {
+        ares::node_stats().unwrap().workers.len() == 2
+    });
+    // The driver and two workers hold 3 of the 8; of ten more, five are served.
+    let conns: Vec<(UnixStream, bool)> = (0..10).map(|n| register(&addr_of(), n + 100)).collect();
+    assert_eq!(conns.iter().filter(|(_, ok)| *ok).count(), 5);
+    assert_eq!(ares::get(&ares::remote(inc).call(2)).unwrap(), 3);
+    drop(conns);
+    ares_tests::wait_for("a connection to be served again", Duration::from_secs(30), || register(&addr_of(), 99).1);
+}
+
+fn addr_of() -> String {
+    ares::raylet_address().unwrap()
+}
