@@ -29,6 +29,9 @@ use ares_common::hex;
 const HELLO_MAGIC: &[u8; 5] = b"ARES1";
 /// The server's answer once the secret checks out.
 const HELLO_OK: &[u8; 2] = b"OK";
+/// A refusal: followed by a `u16` length and the reason (at most [`MAX_REASON`] bytes).
+const HELLO_NO: &[u8; 2] = b"NO";
+const MAX_REASON: usize = 1024;
 /// How long an accepted connection may take to prove it knows the secret.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The name the cluster certificate is issued for (checked by hash, not by name).
@@ -357,6 +360,21 @@ pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<Qu
         let mut ok = [0u8; 2];
         match tokio::time::timeout(AUTH_TIMEOUT, recv.read_exact(&mut ok)).await {
             Ok(Ok(())) if &ok == HELLO_OK => Ok(QuicStream { conn, send, recv }),
+            Ok(Ok(())) if &ok == HELLO_NO => {
+                // The reason comes in-band: a close frame can lose the race with a reset.
+                let mut len = [0u8; 2];
+                let reason = match tokio::time::timeout(AUTH_TIMEOUT, recv.read_exact(&mut len)).await {
+                    Ok(Ok(())) => {
+                        let mut text = vec![0u8; (u16::from_le_bytes(len) as usize).min(MAX_REASON)];
+                        match tokio::time::timeout(AUTH_TIMEOUT, recv.read_exact(&mut text)).await {
+                            Ok(Ok(())) => String::from_utf8_lossy(&text).into_owned(),
+                            _ => "no reason given".to_string(),
+                        }
+                    }
+                    _ => "no reason given".to_string(),
+                };
+                Err(refused(format!("{addr} refused this connection: {reason}")))
+            }
             Ok(Ok(())) => Err(refused(format!("{addr}: not an ares node"))),
             Ok(Err(_)) => Err(refused(format!(
                 "{addr} refused this connection: {}",
@@ -480,8 +498,15 @@ async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<Qui
     // Compare without an early exit, so timing does not reveal how much matched.
     let diff = hello[HELLO_MAGIC.len()..].iter().zip(&secret).fold(0u8, |d, (a, b)| d | (a ^ b));
     if diff != 0 {
-        conn.close(quinn::VarInt::from_u32(CLOSE_REFUSED), b"wrong join token");
-        return Err("wrong join token".into());
+        let reason = "wrong join token";
+        let mut answer = HELLO_NO.to_vec();
+        answer.extend_from_slice(&(reason.len() as u16).to_le_bytes());
+        answer.extend_from_slice(reason.as_bytes());
+        if send.write_all(&answer).await.is_ok() && send.finish().is_ok() {
+            let _ = tokio::time::timeout(AUTH_TIMEOUT, send.stopped()).await;
+        }
+        conn.close(quinn::VarInt::from_u32(CLOSE_REFUSED), reason.as_bytes());
+        return Err(reason.into());
     }
     send.write_all(HELLO_OK).await.map_err(|e| e.to_string())?;
     Ok(QuicStream { conn, send, recv })

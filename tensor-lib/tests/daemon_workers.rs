@@ -30,15 +30,7 @@ fn the_ares_binary_runs_the_chunk_kernels_for_a_driver() {
     let root = std::env::temp_dir().join(format!("ares-kernels-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let _stop = StopOnDrop(root.clone());
-    let out = Command::new(ares_bin())
-        .args(["start", "--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--num-cpus", "2"])
-        .args(["--object-store-memory", "128M", "--session-root"])
-        .arg(&root)
-        .env_remove("ARES_ADDRESS")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "ares start failed:\n{text}");
+    start(&root, &["--head", "--port", "0", "--num-cpus", "2"]);
 
     let mut cfg = ares::Config::default();
     cfg.address = Some("auto".into());
@@ -67,9 +59,10 @@ fn the_ares_binary_runs_the_chunk_kernels_for_a_driver() {
     assert!(Path::new(&root).exists());
 }
 
+/// `ares start` with `args` on 127.0.0.1 and a 128 MiB pool under `root`; its summary.
 fn start(root: &Path, args: &[&str]) -> String {
     let out = Command::new(ares_bin())
-        .args(["start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", "128M"])
+        .args(["start", "--node-ip-address", "127.0.0.1", "--object-store-memory", "128M"])
         .arg("--session-root")
         .arg(root)
         .args(args)
@@ -91,10 +84,10 @@ fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_sever
     let _ = std::fs::remove_dir_all(&base);
     let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
     let _stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
-    let head = start(&roots[0], &["--head", "--port", "0"]);
+    let head = start(&roots[0], &["--head", "--port", "0", "--num-cpus", "1"]);
     let (addr, token) = (field(&head, "cluster address:"), field(&head, "join token:"));
     for r in &roots[1..] {
-        start(r, &["--address", &addr, "--token", &token]);
+        start(r, &["--address", &addr, "--token", &token, "--num-cpus", "1"]);
     }
 
     let mut cfg = ares::Config::default();

@@ -53,8 +53,10 @@ struct Node {
 }
 
 fn start(root: &Path, extra: &[&str]) -> (Node, String) {
-    let mut args = vec!["start", "--worker-program", env!("CARGO_BIN_EXE_ares-test-driver")];
-    args.extend_from_slice(&["--session-root", root.to_str().unwrap()]);
+    let mut args = vec!["start", "--session-root", root.to_str().unwrap()];
+    if !extra.contains(&"--worker-program") {
+        args.extend_from_slice(&["--worker-program", env!("CARGO_BIN_EXE_ares-test-driver")]);
+    }
     if !extra.contains(&"--object-store-memory") {
         args.extend_from_slice(&["--object-store-memory", "32M"]);
     }
@@ -64,6 +66,56 @@ fn start(root: &Path, extra: &[&str]) -> (Node, String) {
     assert!(out.status.success(), "ares start failed:\n{summary}");
     let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
     (Node { root: root.to_path_buf(), pid }, summary)
+}
+
+/// A head and `members` members on 127.0.0.1, each started with the `common` flags,
+/// under `<tmp>/ares-<name>-<pid>/node<i>`. Dropping it stops what is still running.
+struct TestCluster {
+    base: PathBuf,
+    roots: Vec<PathBuf>,
+    nodes: Vec<Node>,
+    /// The head's cluster address and the join token.
+    addr: String,
+    token: String,
+    _stop: StopOnDrop,
+}
+
+fn cluster(name: &str, members: usize, common: &[&str]) -> TestCluster {
+    let base = std::env::temp_dir().join(format!("ares-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let roots: Vec<PathBuf> = (1..=members + 1).map(|i| base.join(format!("node{i}"))).collect();
+    let stop = StopOnDrop(roots.clone());
+    let mut head_args = vec!["--head", "--port", "0", "--node-ip-address", "127.0.0.1"];
+    head_args.extend_from_slice(common);
+    let (head, summary) = start(&roots[0], &head_args);
+    let (addr, token) = (field(&summary, "cluster address:"), field(&summary, "join token:"));
+    let mut nodes = vec![head];
+    for r in &roots[1..] {
+        let mut args = vec!["--address", addr.as_str(), "--token", token.as_str(), "--node-ip-address", "127.0.0.1"];
+        args.extend_from_slice(common);
+        nodes.push(start(r, &args).0);
+    }
+    TestCluster { base, roots, nodes, addr, token, _stop: stop }
+}
+
+/// Runs `ares stop` for every node and checks that nothing is left: no daemon, nothing
+/// under a session root but the logs, no shared-memory file of a daemon.
+fn stop_and_check_clean(nodes: &[&Node]) {
+    for n in nodes {
+        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    for n in nodes {
+        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
+        let left: Vec<String> = std::fs::read_dir(&n.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "logs")
+            .collect();
+        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
+        assert!(ares_tests::shm_files_of(n.pid).is_empty(), "shared memory of {} left", n.pid);
+    }
 }
 
 fn status(head_root: &Path) -> String {
@@ -179,53 +231,22 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
 
     // `ares stop` on each machine (here: each session root) leaves nothing behind,
     // including what the killed daemon left.
-    for n in nodes {
-        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    for n in nodes {
-        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
-        let left: Vec<String> = std::fs::read_dir(&n.root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name != "logs")
-            .collect();
-        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
-    }
-    let shm: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|f| nodes.iter().any(|n| f.starts_with(&format!("ares-{}-", n.pid))))
-        .collect();
-    assert!(shm.is_empty(), "shared-memory files left: {shm:?}");
+    stop_and_check_clean(&nodes);
     let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
-    let base = std::env::temp_dir().join(format!("ares-pull-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let (ra, rb) = (base.join("a"), base.join("b"));
-    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
-    let mem = ["--object-store-memory", "256M", "--node-ip-address", "127.0.0.1"];
-    let mut head_args = vec!["--head", "--port", "0", "--num-cpus", "1"];
-    head_args.extend_from_slice(&mem);
-    let (a, summary) = start(&ra, &head_args);
-    let addr = field(&summary, "cluster address:");
-    let token = field(&summary, "join token:");
-    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str(), "--num-cpus", "1"];
-    member_args.extend_from_slice(&mem);
-    let (b, summary_b) = start(&rb, &member_args);
-    let socket_b = field(&summary_b, "local socket:");
+    let c = cluster("pull", 1, &["--num-cpus", "1", "--object-store-memory", "256M"]);
+    let (ra, rb) = (&c.roots[0], &c.roots[1]);
+    let socket_b = ares_net::daemons(rb)[0].socket.clone().expect("node.info names the socket");
 
     // A driver on node A puts 64 MiB and keeps it.
     let mut holder = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
             .args(["hold-put", "64"])
             .env("ARES_ADDRESS", "auto")
-            .env("ARES_SESSION_ROOT", &ra)
+            .env("ARES_SESSION_ROOT", ra)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap(),
@@ -256,12 +277,8 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     assert!(!out.status.success() && text(&out).contains("could not pull"), "{}", text(&out));
 
     drop(holder);
-    for n in [&a, &b] {
-        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
-        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
-    }
-    let _ = std::fs::remove_dir_all(&base);
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
+    let _ = std::fs::remove_dir_all(&c.base);
 }
 
 /// Runs the test driver in `mode` against the cluster through the node under `root`.
@@ -278,20 +295,8 @@ fn drive(root: &Path, args: &[&str]) -> String {
 
 #[test]
 fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
-    let base = std::env::temp_dir().join(format!("ares-spill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
-    let _stop = StopOnDrop(roots.clone());
-    let common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--object-store-memory", "256M"];
-    let mut head_args = vec!["--head", "--port", "0"];
-    head_args.extend_from_slice(&common);
-    let (head, summary) = start(&roots[0], &head_args);
-    let addr = field(&summary, "cluster address:");
-    let token = field(&summary, "join token:");
-    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str()];
-    member_args.extend_from_slice(&common);
-    let (n2, _) = start(&roots[1], &member_args);
-    let (n3, _) = start(&roots[2], &member_args);
+    let c = cluster("spill", 2, &["--num-cpus", "1", "--object-store-memory", "256M"]);
+    let roots = &c.roots;
 
     // The driver's node has one CPU: with it taken, lease requests spill back to the
     // other two nodes, and the tasks run on all three.
@@ -328,12 +333,8 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
         assert_eq!(c[2], "1", "the consumers' node pulled more than once: {out}");
     }
 
-    for n in [&head, &n2, &n3] {
-        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
-        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
-    }
-    let _ = std::fs::remove_dir_all(&base);
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
+    let _ = std::fs::remove_dir_all(&c.base);
 }
 
 /// Processes whose executable is `exe`.
@@ -352,33 +353,15 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     // target/<profile>/ares → target/<profile>/examples/pi (scripts/test-all builds it).
     let pi = ares_bin().with_file_name("examples").join("pi");
     assert!(pi.exists(), "{} is missing: cargo build -p ares --examples", pi.display());
-    let base = std::env::temp_dir().join(format!("ares-pi-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let (ra, rb) = (base.join("a"), base.join("b"));
-    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
-    let start_pi = |root: &Path, extra: &[&str]| {
-        let mut args =
-            vec!["start", "--worker-program", pi.to_str().unwrap(), "--session-root", root.to_str().unwrap()];
-        args.extend_from_slice(&["--num-cpus", "1", "--node-ip-address", "127.0.0.1"]);
-        args.extend_from_slice(extra);
-        let out = ares(&args);
-        assert!(out.status.success(), "ares start failed:\n{}", text(&out));
-        let summary = text(&out);
-        let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
-        (Node { root: root.to_path_buf(), pid }, summary)
-    };
-    let (a, summary) = start_pi(&ra, &["--head", "--port", "0"]);
-    let addr = field(&summary, "cluster address:");
-    let token = field(&summary, "join token:");
-    let (b, _) = start_pi(&rb, &["--address", &addr, "--token", &token]);
+    let c = cluster("pi", 1, &["--num-cpus", "1", "--worker-program", pi.to_str().unwrap()]);
 
     // The user's program, unchanged, with the cluster's address (through this machine's
     // node): 200 tasks on a node of one CPU spill to the other.
     let out = Command::new(&pi)
         .args(["200", "200000"])
-        .env("ARES_ADDRESS", &addr)
-        .env("ARES_TOKEN", &token)
-        .env("ARES_SESSION_ROOT", &ra)
+        .env("ARES_ADDRESS", &c.addr)
+        .env("ARES_TOKEN", &c.token)
+        .env("ARES_SESSION_ROOT", &c.roots[0])
         .output()
         .unwrap();
     assert!(out.status.success(), "pi failed:\n{}", text(&out));
@@ -387,46 +370,21 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     assert!((estimate - std::f64::consts::PI).abs() < 0.01, "{said}");
     assert!(processes_running(&pi).len() >= 2, "workers run on both nodes");
 
-    for n in [&a, &b] {
-        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    for n in [&a, &b] {
-        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
-        let left: Vec<String> = std::fs::read_dir(&n.root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name != "logs")
-            .collect();
-        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
-        assert!(ares_tests::shm_files_of(n.pid).is_empty(), "shared memory of {} left", n.pid);
-    }
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
     wait_for("the workers to exit", Duration::from_secs(10), || processes_running(&pi).is_empty());
-    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::remove_dir_all(&c.base);
 }
 
 #[test]
 fn tasks_on_a_killed_node_run_again_elsewhere_and_its_objects_fail_typed() {
-    let base = std::env::temp_dir().join(format!("ares-loss-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let (ra, rb) = (base.join("a"), base.join("b"));
-    let _stop = StopOnDrop(vec![ra.clone(), rb.clone()]);
-    let common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--node-timeout-ms", "2000"];
-    let mut head_args = vec!["--head", "--port", "0"];
-    head_args.extend_from_slice(&common);
-    let (a, summary) = start(&ra, &head_args);
-    let addr = field(&summary, "cluster address:");
-    let token = field(&summary, "join token:");
-    let mut member_args = vec!["--address", addr.as_str(), "--token", token.as_str()];
-    member_args.extend_from_slice(&common);
-    let (b, _) = start(&rb, &member_args);
+    let c = cluster("loss", 1, &["--num-cpus", "1", "--node-timeout-ms", "2000"]);
+    let (a, b) = (&c.nodes[0], &c.nodes[1]);
 
     let mut driver = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
             .arg("node-loss")
             .env("ARES_ADDRESS", "auto")
-            .env("ARES_SESSION_ROOT", &ra)
+            .env("ARES_SESSION_ROOT", &c.roots[0])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -448,9 +406,7 @@ fn tasks_on_a_killed_node_run_again_elsewhere_and_its_objects_fail_typed() {
     let lost = rest.lines().find_map(|l| l.strip_prefix("lost ")).unwrap_or_else(|| panic!("{rest}"));
     assert!(lost.contains("could not pull") && lost.contains("not a live node"), "{lost}");
 
-    let out = ares(&["stop", "--session-root", a.root.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
-    let _ = ares(&["stop", "--session-root", b.root.to_str().unwrap()]);
-    wait_for("the head to exit", Duration::from_secs(30), || !process_alive(a.pid));
-    let _ = std::fs::remove_dir_all(&base);
+    // What the killed daemon left is cleaned by `ares stop` on its machine.
+    stop_and_check_clean(&[a, b]);
+    let _ = std::fs::remove_dir_all(&c.base);
 }
