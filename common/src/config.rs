@@ -56,6 +56,11 @@ pub fn default_session_root() -> PathBuf {
 /// Results at most this large return inline to the owner (Ray's default: 100 KiB).
 pub const DEFAULT_MAX_INLINE_BYTES: usize = 100 << 10;
 
+/// Most CPUs (and worker processes) a node may be configured with.
+pub const MAX_CPUS: u32 = 4096;
+/// Smallest pool a node may be configured with.
+pub const MIN_POOL_BYTES: u64 = 1 << 20;
+
 /// Settings for `ares::init_with` and the raylet. `Default` gives the embedded one-node
 /// cluster a laptop user expects.
 #[derive(Clone, Debug)]
@@ -99,6 +104,9 @@ pub struct Config {
     pub node_timeout: std::time::Duration,
     /// How long a new raylet connection may stay silent before it must have registered.
     pub identify_timeout: std::time::Duration,
+    /// How long a worker process may take to register with its raylet before it is
+    /// killed and the requests waiting for it fail with `WorkerStartFailed`.
+    pub worker_register_timeout: std::time::Duration,
     /// Client connections a raylet serves at once (local and from other nodes); more
     /// are refused, with a log line at most every 10 s.
     pub max_connections: usize,
@@ -125,6 +133,7 @@ impl Default for Config {
             token: None,
             node_timeout: std::time::Duration::from_secs(10),
             identify_timeout: std::time::Duration::from_secs(5),
+            worker_register_timeout: std::time::Duration::from_secs(30),
             max_connections: 4096,
         }
     }
@@ -195,6 +204,54 @@ impl Config {
         Ok(c)
     }
 
+    /// Checks every value against its range; the error names the option, its value and
+    /// the range. `init` and a raylet's start call it, so a value set in code is checked
+    /// like one from the environment.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: String, reason: &str| {
+            Err(ConfigError { key: key.to_string(), value, reason: reason.to_string() })
+        };
+        if let Some(n) = self.num_cpus
+            && !(1..=MAX_CPUS).contains(&n)
+        {
+            return bad("num_cpus (ARES_NUM_CPUS)", n.to_string(), "a node offers 1 to 4096 CPUs");
+        }
+        if let Some(n) = self.max_workers
+            && !(1..=MAX_CPUS).contains(&n)
+        {
+            return bad("max_workers (ARES_MAX_WORKERS)", n.to_string(), "a node runs 1 to 4096 worker processes");
+        }
+        if let Some(b) = self.object_store_memory
+            && b < MIN_POOL_BYTES
+        {
+            return bad(
+                "object_store_memory (ARES_OBJECT_STORE_MEMORY)",
+                b.to_string(),
+                "the pool needs at least 1 MiB (e.g. 512M, 4G)",
+            );
+        }
+        for (name, amount) in &self.resources {
+            if !amount.is_finite() || *amount < 0.0 || *amount > 1e9 {
+                return bad("resources (ARES_RESOURCES)", format!("{name}={amount}"), "an amount is 0 to 10⁹");
+            }
+        }
+        if self.max_inline_bytes > self.max_frame_bytes / 2 {
+            return bad(
+                "max_inline_bytes (ARES_MAX_INLINE_BYTES)",
+                self.max_inline_bytes.to_string(),
+                "inline values must fit well inside a frame: at most half of max_frame_bytes (64 MiB)",
+            );
+        }
+        if self.max_tasks_in_flight_per_worker == 0 || self.max_tasks_in_flight_per_worker > 1 << 16 {
+            return bad(
+                "max_tasks_in_flight_per_worker",
+                self.max_tasks_in_flight_per_worker.to_string(),
+                "1 to 65536",
+            );
+        }
+        Ok(())
+    }
+
     /// Sets one option by its name (the lower-case name of the field, as used by the
     /// `ARES_*` environment variables and the daemon's `--name value` flags). Names that
     /// are not options are ignored, so unrelated `ARES_*` variables do no harm.
@@ -207,7 +264,20 @@ impl Config {
         }
         match name {
             "address" => self.address = Some(value.to_string()).filter(|a| !a.is_empty()),
-            "num_cpus" => self.num_cpus = Some(num(value)?),
+            "num_cpus" => {
+                let n: u32 = num(value)?;
+                if !(1..=MAX_CPUS).contains(&n) {
+                    return Err("a node offers 1 to 4096 CPUs".into());
+                }
+                self.num_cpus = Some(n)
+            }
+            "max_workers" => {
+                let n: u32 = num(value)?;
+                if !(1..=MAX_CPUS).contains(&n) {
+                    return Err("a node runs 1 to 4096 worker processes".into());
+                }
+                self.max_workers = Some(n)
+            }
             "resources" => {
                 self.resources.clear();
                 for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
@@ -215,7 +285,13 @@ impl Config {
                     self.resources.push((name.trim().to_string(), num(amount)?));
                 }
             }
-            "object_store_memory" => self.object_store_memory = Some(parse_bytes(value)?),
+            "object_store_memory" => {
+                let b = parse_bytes(value)?;
+                if b < MIN_POOL_BYTES {
+                    return Err("the pool needs at least 1 MiB (e.g. 512M, 4G)".into());
+                }
+                self.object_store_memory = Some(b)
+            }
             "object_store_memory_fraction" => {
                 let f: f64 = num(value)?;
                 if !(0.0..=1.0).contains(&f) {
@@ -250,6 +326,13 @@ impl Config {
                     return Err("must be at least 100".into());
                 }
                 self.identify_timeout = std::time::Duration::from_millis(ms)
+            }
+            "worker_register_timeout_ms" => {
+                let ms: u64 = num(value)?;
+                if ms < 100 {
+                    return Err("must be at least 100".into());
+                }
+                self.worker_register_timeout = std::time::Duration::from_millis(ms)
             }
             "max_connections" => {
                 let n: usize = num(value)?;

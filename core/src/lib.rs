@@ -93,6 +93,7 @@ pub fn init_with(config: Config) -> Result<()> {
         return Err(Error::AlreadyInitialized);
     }
     init_logging();
+    config.validate().map_err(|e| Error::Startup(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let raylet = match &config.address {
         Some(_) => None,
         None => {

@@ -352,6 +352,14 @@ impl Node {
         self.apply(actions);
     }
 
+    /// A worker this node started was killed for not registering in time: waiting
+    /// requests fail at once with `message` (another start would fare no better).
+    pub fn worker_never_registered(&mut self, worker: WorkerId, message: &str) {
+        tracing::error!(%worker, "{message}");
+        let actions = self.policy.worker_start_failed_for_good(message);
+        self.apply(actions);
+    }
+
     // ------------------------------------------------------------------ messages
 
     /// Handles every message but `CreateObject` and `PinObject` (see [`Node::try_create`]

@@ -226,6 +226,13 @@ impl LeasePolicy {
             .collect()
     }
 
+    /// A worker process failed to start in a way a retry would repeat: every queued
+    /// request fails with `message` now.
+    pub fn worker_start_failed_for_good(&mut self, message: &str) -> Vec<Action> {
+        self.start_failures = MAX_START_FAILURES - 1;
+        self.worker_start_failed(message)
+    }
+
     /// A worker process died; its lease (if any) is released.
     pub fn worker_died(&mut self, worker: WorkerId) -> Vec<Action> {
         if !self.dedicated.remove(&worker) {

@@ -132,6 +132,7 @@ impl RateLog {
 impl Raylet {
     /// Creates the session directory and the pool, and starts serving.
     pub fn start(cfg: RayletConfig) -> io::Result<Raylet> {
+        cfg.node.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         ares_net::remove_stale_session_dirs(&cfg.node.session_root);
         let tag = ares_common::hex::encode(&uuid::Uuid::new_v4().as_bytes()[..6]);
         let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
@@ -201,7 +202,12 @@ impl Raylet {
         env.push(("ARES_SESSION_DIR".into(), shared.session_dir.to_string_lossy().into_owned()));
         env.push(("ARES_MAX_FRAME_BYTES".into(), cfg.node.max_frame_bytes.to_string()));
         env.push(("ARES_MAX_INLINE_BYTES".into(), cfg.node.max_inline_bytes.to_string()));
-        let spec = SpawnSpec { program: cfg.worker_program.clone(), env, session_dir: shared.session_dir.clone() };
+        let spec = SpawnSpec {
+            program: cfg.worker_program.clone(),
+            env,
+            session_dir: shared.session_dir.clone(),
+            register_timeout: cfg.node.worker_register_timeout,
+        };
         let events = Events(Arc::downgrade(&shared));
         raylet.spawner = Some(
             std::thread::Builder::new()
@@ -414,6 +420,15 @@ impl SpawnEvents for Events {
         st.node.worker_exited(worker, &status);
         shared.carry_out(&mut st);
     }
+
+    fn never_registered(&self, worker: WorkerId, message: String) {
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let mut st = shared.lock();
+        st.node.worker_never_registered(worker, &message);
+        shared.carry_out(&mut st);
+    }
 }
 
 impl Shared {
@@ -569,6 +584,9 @@ impl Shared {
     }
 
     fn handle(&self, client: ClientId, msg: ToRaylet) {
+        if let ToRaylet::RegisterWorker { worker_id, .. } = &msg {
+            let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Registered(*worker_id)));
+        }
         let remote = matches!(msg, ToRaylet::CreateObject { .. } | ToRaylet::PinObject { .. })
             && self.lock().node.is_remote(client);
         match msg {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ares_common::WorkerId;
 use ares_common::hex;
@@ -19,6 +19,8 @@ pub(crate) enum SpawnCmd {
     Start(WorkerId),
     /// The worker is gone or unwanted: kill it if alive and reap it.
     Reap(WorkerId),
+    /// The worker registered with the raylet: it no longer runs against the clock.
+    Registered(WorkerId),
     /// Kill and reap every worker, then exit.
     Shutdown,
 }
@@ -29,12 +31,17 @@ pub(crate) struct SpawnSpec {
     pub(crate) env: Vec<(String, String)>,
     /// The session directory, where workers make their sockets.
     pub(crate) session_dir: PathBuf,
+    /// A worker that has not registered this long after its start is killed.
+    pub(crate) register_timeout: Duration,
 }
 
 /// Notifications back to the raylet.
 pub(crate) trait SpawnEvents: Send + 'static {
     /// A worker we started exited (or could not be started) before registering, or after.
     fn exited(&self, worker: WorkerId, status: String);
+    /// A worker did not register within the timeout and was killed: the program does not
+    /// act as an Ares worker, and trying again would not help.
+    fn never_registered(&self, worker: WorkerId, message: String);
 }
 
 /// A worker that exited leaves its socket behind; nobody can connect to it any more.
@@ -44,6 +51,8 @@ fn remove_socket(spec: &SpawnSpec, id: WorkerId) {
 
 pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEvents) {
     let mut children: HashMap<WorkerId, Child> = HashMap::new();
+    // Workers started and not registered yet, with their start time.
+    let mut unregistered: HashMap<WorkerId, Instant> = HashMap::new();
     let parent = rustix::process::getpid();
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -67,11 +76,16 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                 match cmd.spawn() {
                     Ok(child) => {
                         children.insert(id, child);
+                        unregistered.insert(id, Instant::now());
                     }
                     Err(e) => events.exited(id, format!("could not start {}: {e}", spec.program.display())),
                 }
             }
+            Ok(SpawnCmd::Registered(id)) => {
+                unregistered.remove(&id);
+            }
             Ok(SpawnCmd::Reap(id)) => {
+                unregistered.remove(&id);
                 if let Some(mut c) = children.remove(&id) {
                     let _ = c.kill();
                     let _ = c.wait();
@@ -97,8 +111,26 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             .collect();
         for (id, status) in exited {
             children.remove(&id);
+            unregistered.remove(&id);
             remove_socket(&spec, id);
             events.exited(id, status);
+        }
+        let late: Vec<WorkerId> =
+            unregistered.iter().filter(|(_, t)| t.elapsed() >= spec.register_timeout).map(|(id, _)| *id).collect();
+        for id in late {
+            unregistered.remove(&id);
+            if let Some(mut c) = children.remove(&id) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            remove_socket(&spec, id);
+            let message = format!(
+                "the worker program {} did not register within {:?} (it must be an executable that calls \
+                 ares::init, or the ares binary; its output is in the node's log)",
+                spec.program.display(),
+                spec.register_timeout
+            );
+            events.never_registered(id, message);
         }
     }
 }

@@ -27,12 +27,17 @@ struct Daemon {
 
 impl Daemon {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let exe = std::env::current_exe().unwrap();
+        let program: Vec<&std::ffi::OsStr> = if args.contains(&"--worker-program") {
+            Vec::new()
+        } else {
+            vec!["--worker-program".as_ref(), exe.as_os_str()]
+        };
         let mut child = Command::new(ares_bin())
             .arg("start")
             .arg("--head")
             .args(["--block", "--port", "0", "--node-ip-address", "127.0.0.1"])
-            .arg("--worker-program")
-            .arg(std::env::current_exe().unwrap())
+            .args(program)
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -243,4 +248,39 @@ fn an_unsafe_session_root_is_refused_naming_the_path() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
     let _ = std::fs::remove_file(&link);
     let _ = std::fs::remove_dir_all(&open);
+}
+
+#[test]
+fn a_worker_program_that_never_registers_fails_the_task_typed_and_soon() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("silent-worker");
+    let program = dir.join("silent-worker");
+    std::fs::write(&program, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d = Daemon::start(
+        &["--num-cpus", "1", "--worker-program", program.to_str().unwrap()],
+        &[("ARES_WORKER_REGISTER_TIMEOUT_MS", "1000")],
+    );
+    connect(&d.socket);
+    match ares::get(&ares::remote(double).call(2)) {
+        Err(ares::Error::Task(ares::TaskError::WorkerStartFailed { message })) => {
+            assert!(message.contains("did not register") && message.contains("silent-worker"), "{message}");
+        }
+        other => panic!("expected WorkerStartFailed, got {other:?}"),
+    }
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn configuration_out_of_range_is_refused_naming_the_option() {
+    let err = ares::init_with(ares::Config::default().num_cpus(1_000_000_000)).unwrap_err().to_string();
+    assert!(err.contains("num_cpus") && err.contains("1000000000") && err.contains("4096"), "{err}");
+    let out = Command::new(ares_bin())
+        .args(["start", "--head", "--worker-program", "/bin/true", "--object-store-memory", "0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("object-store-memory") && text.contains("1 MiB"), "{text}");
 }
