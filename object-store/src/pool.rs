@@ -22,6 +22,22 @@ impl Pool {
     /// Creates a pool of `size` bytes in `dir` (normally /dev/shm). The file is unlinked
     /// before this returns; [`Pool::reopen_path`] is how other processes reach it.
     pub fn create(dir: &Path, tag: &str, size: u64) -> io::Result<Pool> {
+        // A pool the filesystem cannot hold would fail later, as a SIGBUS in whichever
+        // process first touches a page past the end of the free space.
+        let fs = rustix::fs::statvfs(dir)?;
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        if size > free {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "an object store of {size} bytes does not fit in {}, which has {free} bytes free; \
+                     give a smaller object_store_memory (--object-store-memory, ARES_OBJECT_STORE_MEMORY) \
+                     or make {} larger",
+                    dir.display(),
+                    dir.display()
+                ),
+            ));
+        }
         let path = dir.join(format!("ares-{}-{tag}-pool", std::process::id()));
         let fd = rustix::fs::open(
             &path,

@@ -283,4 +283,11 @@ fn configuration_out_of_range_is_refused_naming_the_option() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && text.contains("object-store-memory") && text.contains("1 MiB"), "{text}");
+    // A pool larger than the shared-memory filesystem: refused with both sizes.
+    let shm = rustix::fs::statvfs("/dev/shm").unwrap();
+    let too_big = (shm.f_blocks * shm.f_frsize + (1 << 30)).to_string();
+    let mut cfg = ares::Config::default().num_cpus(1);
+    cfg.object_store_memory = Some(too_big.parse().unwrap());
+    let err = ares::init_with(cfg).unwrap_err().to_string();
+    assert!(err.contains(&too_big) && err.contains("/dev/shm") && err.contains("bytes free"), "{err}");
 }
