@@ -521,8 +521,8 @@ pub enum WireArg {
         object_id: ObjectId,
         /// Length in bytes.
         len: u64,
-        /// The node holding its primary copy.
-        node: NodeId,
+        /// The nodes holding a copy, the primary first (the order to pull from).
+        nodes: Vec<NodeId>,
     },
 }
 
@@ -535,6 +535,9 @@ pub enum FromWorker {
         task_id: TaskId,
         /// Its result.
         outcome: Outcome,
+        /// Stored arguments the worker's node pulled for it: the owner records the new
+        /// copies (to read from them, and to free them).
+        copies: Vec<ObjectId>,
     },
 }
 

@@ -466,9 +466,10 @@ impl CoreWorker {
             Location::Stored(s) => {
                 if s.primary != self.address.node && !s.secondary.contains(&self.address.node) {
                     // On another node: copy it into this node's store, then read in place.
-                    let mut from = vec![s.primary];
-                    from.extend(s.secondary.iter().copied());
+                    let from: Vec<ares_common::NodeId> = s.nodes().collect();
                     self.store.pull(id, &from)?;
+                    let here = self.address.node;
+                    self.run_untimed(|st| st.add_copy(id, here));
                 }
                 self.store.hold(id)
             }

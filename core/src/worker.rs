@@ -90,9 +90,16 @@ impl ReplyWriter {
 
 type Writer = Arc<Mutex<ReplyWriter>>;
 
+thread_local! {
+    /// Stored arguments this thread's current task pulled into the node (see `reply`).
+    static PULLED: std::cell::RefCell<Vec<ObjectId>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Replies for the task this thread just ran, naming the copies its arguments made.
 fn reply(writer: &Writer, task_id: ares_common::TaskId, outcome: Outcome, flush: bool) -> bool {
+    let copies = PULLED.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    w.write(&FromWorker::Done { task_id, outcome }).is_ok() && (!flush || w.flush().is_ok())
+    w.write(&FromWorker::Done { task_id, outcome, copies }).is_ok() && (!flush || w.flush().is_ok())
 }
 
 static IS_WORKER: AtomicBool = AtomicBool::new(false);
@@ -307,9 +314,17 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
     for (i, a) in spec.args.iter().enumerate() {
-        if let WireArg::Shared { object_id, node, .. } = a {
-            // An argument stored on another node is copied here first.
-            let here = if *node == cw.node() { Ok(()) } else { cw.store.pull(*object_id, &[*node]) };
+        if let WireArg::Shared { object_id, nodes, .. } = a {
+            // An argument stored on other nodes only is copied here first.
+            let here = if nodes.contains(&cw.node()) {
+                Ok(())
+            } else {
+                let pulled = cw.store.pull(*object_id, nodes);
+                if pulled.is_ok() {
+                    PULLED.with(|p| p.borrow_mut().push(*object_id));
+                }
+                pulled
+            };
             match here.and_then(|()| cw.store.pin(*object_id)) {
                 Ok(at) => {
                     pins.push(*object_id);

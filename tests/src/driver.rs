@@ -89,6 +89,12 @@ fn hash_where(data: Vec<u8>) -> (String, String, u64) {
     (blake3::hash(&data).to_hex().to_string(), hex(&stats.node_id.0), stats.pulls_started)
 }
 
+/// Objects in the store of the node a task runs on.
+#[ares::remote]
+fn stored_here() -> u64 {
+    ares::node_stats().map(|s| s.store_objects).unwrap_or(u64::MAX)
+}
+
 /// A vector of `mib` MiB of known bytes, made by a task.
 #[ares::remote]
 fn make_bytes(mib: usize) -> Vec<u8> {
@@ -154,6 +160,20 @@ fn consume() -> anyhow::Result<()> {
         let (h, node, pulls) = ares::get(u)?;
         println!("{h} {node} {pulls}");
     }
+    // Dropping the last reference frees every copy: the primary on the maker and the
+    // ones pulled to the consumers' node and to this one.
+    drop((data, uses));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let there = |node| ares::get(&ares::remote(stored_here).options(on(node)).call());
+        let left = (there(maker)?, there(consumer)?, ares::node_stats()?.store_objects);
+        if left == (0, 0, 0) {
+            break;
+        }
+        anyhow::ensure!(std::time::Instant::now() < deadline, "copies left (maker, consumer, here): {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("freed");
     ares::shutdown();
     Ok(())
 }

@@ -325,8 +325,10 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     let data: Vec<u8> = (0..64usize << 20).map(|i| (i * 31 % 251) as u8).collect();
     let want = blake3::hash(&data).to_hex().to_string();
     assert_eq!(lines.next().unwrap(), want, "the driver read other bytes");
-    let consumers: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    let consumers: Vec<Vec<&str>> =
+        lines.take_while(|l| *l != "freed").map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(consumers.len(), 10, "{out}");
+    assert!(out.lines().any(|l| l == "freed"), "every copy is freed once the value is dropped:\n{out}");
     for c in &consumers {
         assert_eq!(c[0], want, "a consumer read other bytes: {out}");
         assert_eq!(c[1], consumer, "a consumer ran elsewhere: {out}");

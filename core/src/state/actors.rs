@@ -608,7 +608,11 @@ impl CoreState {
             return;
         };
         let a = *a;
-        for FromWorker::Done { task_id, outcome } in replies {
+        for FromWorker::Done { task_id, outcome, copies } in replies {
+            let here = self.node();
+            for id in copies {
+                self.table.add_copy(id, here);
+            }
             let Some(conn) = self.conns.get_mut(&conn_id) else {
                 // The actor was declared dead meanwhile; its calls already failed, but
                 // large results they made are in the store.

@@ -409,10 +409,10 @@ impl CoreState {
                     // This node may hold a copy pulled for a `get` even when the primary
                     // is elsewhere; deleting an absent ID is a no-op.
                     ids.push(id);
-                    if s.primary != self.node() {
-                        match remote.iter_mut().find(|(n, _)| *n == s.primary) {
+                    for node in s.nodes().filter(|n| *n != self.node()) {
+                        match remote.iter_mut().find(|(n, _)| *n == node) {
                             Some((_, v)) => v.push(id),
-                            None => remote.push((s.primary, vec![id])),
+                            None => remote.push((node, vec![id])),
                         }
                     }
                 }
@@ -436,6 +436,11 @@ impl CoreState {
         if !contained.is_empty() {
             self.table.add_contained(id, contained);
         }
+    }
+
+    /// `node` now holds a copy of the stored object `id` (a `get` pulled it there).
+    pub fn add_copy(&mut self, id: ObjectId, node: NodeId) {
+        self.table.add_copy(id, node);
     }
 
     /// One more local handle family on `id`; whether this process tracks it.
@@ -1076,7 +1081,7 @@ impl CoreState {
             None => {
                 let ids = replies
                     .into_iter()
-                    .filter_map(|FromWorker::Done { task_id, outcome }| {
+                    .filter_map(|FromWorker::Done { task_id, outcome, .. }| {
                         matches!(outcome, Outcome::Shared { .. }).then(|| ObjectId::for_return(task_id, 0))
                     })
                     .collect();
@@ -1094,7 +1099,10 @@ impl CoreState {
         let node = lease_node.unwrap_or(self.node());
         let mut stale = Vec::new();
         let mut touched = Touched::default();
-        for FromWorker::Done { task_id, outcome } in replies {
+        for FromWorker::Done { task_id, outcome, copies } in replies {
+            for id in copies {
+                self.table.add_copy(id, node);
+            }
             if let Some(conn) = self.conns.get_mut(&conn_id)
                 && let Some(pos) = conn.in_flight.iter().position(|(t, _)| *t == task_id)
             {
@@ -1357,7 +1365,9 @@ fn args_node(table: &OwnershipTable, here: NodeId, t: &Task) -> Option<NodeId> {
 fn resolve(table: &OwnershipTable, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
     let wire = |id: &ObjectId| match table.status(*id) {
         Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared { object_id: *id, len: s.len, node: s.primary },
+        Some(Status::Ready(Location::Stored(s))) => {
+            WireArg::Shared { object_id: *id, len: s.len, nodes: s.nodes().collect() }
+        }
         // Submission counted the argument, so it is here and ready.
         other => unreachable!("argument {id} of a ready task is {other:?}"),
     };

@@ -94,7 +94,7 @@ fn open_lease(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<Task
 }
 
 fn done(task_id: TaskId, v: i64) -> FromWorker {
-    FromWorker::Done { task_id, outcome: Outcome::Inline(v.encode().unwrap().to_vec()) }
+    FromWorker::Done { task_id, outcome: Outcome::Inline(v.encode().unwrap().to_vec()), copies: Vec::new() }
 }
 
 #[test]
@@ -192,7 +192,11 @@ fn a_dependent_task_waits_for_its_argument_and_a_failure_propagates() {
     assert_eq!(pushed.iter().map(|s| s.task_id).collect::<Vec<_>>(), vec![a]);
 
     let boom = TaskError::Application { function: "f".into(), message: "boom".into() };
-    st.handle_replies(t0, conn, vec![FromWorker::Done { task_id: a, outcome: Outcome::Failed(boom.clone()) }]);
+    st.handle_replies(
+        t0,
+        conn,
+        vec![FromWorker::Done { task_id: a, outcome: Outcome::Failed(boom.clone()), copies: Vec::new() }],
+    );
     assert!(matches!(st.status(ra), Some(Status::Failed(e)) if **e == boom));
     assert!(matches!(st.status(rb), Some(Status::Failed(e)) if **e == boom), "the dependent fails with the cause");
 }
@@ -444,7 +448,11 @@ fn an_owner_constructs_its_actor_then_calls_run_in_order_and_a_loss_asks_the_dir
     assert_eq!(pushed[0].task_id, create);
     assert_eq!(pushed[1..].iter().map(|s| ObjectId::for_return(s.task_id, 0)).collect::<Vec<_>>(), calls);
 
-    st.handle_replies(t0, conn, vec![FromWorker::Done { task_id: create, outcome: Outcome::Inline(vec![]) }]);
+    st.handle_replies(
+        t0,
+        conn,
+        vec![FromWorker::Done { task_id: create, outcome: Outcome::Inline(vec![]), copies: Vec::new() }],
+    );
     let e = effects(&mut st);
     assert!(
         e.iter().any(|e| matches!(e, Effect::ToRaylet(ToRaylet::ActorStarted { actor_id, .. }) if *actor_id == actor))
