@@ -47,6 +47,16 @@ for b in ["a_sync_tasks", "b_async_tasks", "c_actor_calls_sync", "c_actor_calls_
     keep = f"{rec}× | {100 * ratio / rec:.0f}% {'✓' if ratio >= 0.9 * rec else '✗'}" if rec else " | "
     print(f"| `{b}` | {a['unit']} | {rv} | {a['value']:.4g} | {ratio:.1f}× | {ok} | {mcs} | {frac} | {keep} |")
 
+# Small values through the shared-memory store (Ares keeps small puts in the owner; Ray's
+# ray.put writes them to plasma): the fair pair to Ray's d, with no bar of its own.
+for b, rb in [("d_put_store", "d_put_small"), ("d_get_store", "d_get_small")]:
+    if b in ares and rb in ray:
+        print(f"| `{b}` (vs Ray's `{rb}`) | calls/s | {ray[rb]['value']:.4g} | {ares[b]['value']:.4g} | "
+              f"{ares[b]['value'] / ray[rb]['value']:.1f}× | | | | | |")
+for b in ["e_get_1MB_us", "e_get_100MB_us", "e_get_1GB_us"]:
+    if b in ares:
+        print(f"| `{b}` (a zero-copy get: pin and map) | µs | | {ares[b]['value']:.4g} | | | | | | |")
+
 store = load(f"{run}/ares_store.jsonl")
 if store:
     disk = store["disk_write_GBps"]["value"]

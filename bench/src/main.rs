@@ -43,6 +43,10 @@ enum Cmd {
         /// Comma-separated letters of the benchmarks to run (a,b,c,d,e,f,g); all by default.
         #[arg(long, default_value = "a,b,c,d,e,f,g")]
         only: String,
+        /// Values up to this size stay in the owner (default: the runtime's 100 KiB). `d`
+        /// runs a second time in a child with 0, as `d_put_store` and `d_get_store`.
+        #[arg(long)]
+        max_inline_bytes: Option<usize>,
     },
     /// The tensor workloads of tensor_workloads.py (W1, W2, W3), each in fresh child processes.
     Tensor {
@@ -177,13 +181,18 @@ struct Micro {
     n_fanin: usize,
     n_put: usize,
     only: String,
+    max_inline_bytes: Option<usize>,
 }
 
 fn micro(m: Micro) -> Result<()> {
-    let Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only } = m;
+    let Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only, max_inline_bytes } = m;
     let on = |letter: &str| only.split(',').any(|x| x.trim() == letter);
     let t = Instant::now();
-    ares::init_with(ares::Config::default().num_cpus(num_cpus))?;
+    let mut cfg = ares::Config::default().num_cpus(num_cpus);
+    if let Some(n) = max_inline_bytes {
+        cfg.max_inline_bytes = n;
+    }
+    ares::init_with(cfg)?;
     let startup = t.elapsed().as_secs_f64();
     println!(
         "{}",
@@ -251,22 +260,36 @@ fn micro(m: Micro) -> Result<()> {
         let mut gets = Vec::new();
         for _ in 0..repeats {
             let t = Instant::now();
-            let refs: Vec<_> = (0..n_put).map(|_| ares::put(0i64)).collect::<ares::Result<_>>()?;
+            let refs: Vec<_> = (0..n_put).map(|i| ares::put(i as i64)).collect::<ares::Result<_>>()?;
             puts.push(n_put as f64 / t.elapsed().as_secs_f64());
             let t = Instant::now();
-            for r in &refs {
-                std::hint::black_box(ares::get(r)?);
+            for (i, r) in refs.iter().enumerate() {
+                anyhow::ensure!(std::hint::black_box(ares::get(r)?) == i as i64, "put {i} read back wrong");
             }
             gets.push(n_put as f64 / t.elapsed().as_secs_f64());
         }
-        emit("d_put_small", "calls/s", puts);
-        emit("d_get_small", "calls/s", gets);
+        // With nothing inline, every small value goes through the shared-memory store, as
+        // Ray's `ray.put` does.
+        let store = max_inline_bytes == Some(0);
+        emit(if store { "d_put_store" } else { "d_put_small" }, "calls/s", puts);
+        emit(if store { "d_get_store" } else { "d_get_small" }, "calls/s", gets);
+        if max_inline_bytes.is_none() {
+            let out = std::process::Command::new(std::env::current_exe()?)
+                .args(["micro", "--only", "d", "--max-inline-bytes", "0"])
+                .args(["--repeats", &repeats.to_string(), "--n-put", &n_put.to_string()])
+                .output()?;
+            anyhow::ensure!(out.status.success(), "the d_*_store child failed: {}", out.status);
+            for line in String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("_store\"")) {
+                println!("{line}");
+            }
+        }
     }
     if on("e") {
         for (name, bytes) in [("1MB", 1_000_000usize), ("100MB", 100_000_000), ("1GB", 1_000_000_000)] {
             let value: Vec<f64> = vec![1.0; bytes / 8];
             let mut put_runs = Vec::new();
             let mut get_runs = Vec::new();
+            let mut get_us = Vec::new();
             for _ in 0..repeats {
                 // Like ray.put(arr): the caller keeps its array, so its free is not timed.
                 let t = Instant::now();
@@ -275,8 +298,14 @@ fn micro(m: Micro) -> Result<()> {
                 let t = Instant::now();
                 let view = ares::get_view(&r)?;
                 let n = std::hint::black_box(view.len());
-                get_runs.push(bytes as f64 / 1e9 / t.elapsed().as_secs_f64());
+                let took = t.elapsed().as_secs_f64();
+                get_runs.push(bytes as f64 / 1e9 / took);
+                get_us.push(took * 1e6);
                 anyhow::ensure!(n == bytes / 8, "view has {n} elements");
+                anyhow::ensure!(
+                    view.first().map(|v| v.to_native()) == Some(1.0) && view.last().map(|v| v.to_native()) == Some(1.0),
+                    "view reads other values"
+                );
             }
             if name == "100MB" {
                 emit("e_put_100MB", "GB/s", put_runs);
@@ -284,6 +313,8 @@ fn micro(m: Micro) -> Result<()> {
                 emit(&format!("e_put_{name}"), "GB/s", put_runs);
             }
             emit(&format!("e_get_{name}"), "GB/s", get_runs);
+            // A zero-copy get costs a pin and a map, not the bytes: its latency says more.
+            emit(&format!("e_get_{name}_us"), "us", get_us);
             emit(&format!("memcpy_{name}"), "GB/s", memcpy_gbps(bytes, repeats));
         }
     }
@@ -390,8 +421,8 @@ fn main() -> Result<()> {
         Cmd::Store { pool_mib, object_mib, times_pool, spill_dir } => {
             store(pool_mib, object_mib, times_pool, spill_dir)
         }
-        Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only } => {
-            micro(Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only })
+        Cmd::Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only, max_inline_bytes } => {
+            micro(Micro { repeats, num_cpus, n_sync, n_async, n_chain, n_fanin, n_put, only, max_inline_bytes })
         }
         Cmd::Tensor { workloads, repeats, sizes } => tensor::parent(&workloads, repeats, &sizes),
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
