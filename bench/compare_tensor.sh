@@ -21,5 +21,10 @@ timeout 900 "$PEERS_VENVS/xorbits/bin/python" "$PEERS/tensor_workloads.py" --eng
   --workloads "$WORKLOADS" --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
 timeout 900 "$PEERS_VENVS/pymars/bin/python" "$PEERS/tensor_workloads.py" --engine mars \
   --workloads "$WORKLOADS" --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
+# W3G (a @ b.T - a with two different matrices) has no peer in tensor_workloads.py:
+# bench/w3_general.py runs it on numpy.
+if [[ ",$WORKLOADS," == *,W3G,* ]]; then
+  timeout 900 "$PEERS_VENVS/main/bin/python" bench/w3_general.py --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
+fi
 timeout 900 target/release/ares-bench tensor --workloads "$WORKLOADS" --repeats "$REPEATS" | tee "$OUT/ares_tensor.jsonl"
 echo "results in $OUT"

@@ -91,7 +91,17 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
             let a = random::rand(&[s.w3_n, s.w3_n], &[c, c], 3)?;
             session.scalar(&(a.matmul(&a.t()?)? - a.clone()).std())?
         }
-        other => anyhow::bail!("unknown workload {other} (W1, W2 and W3 exist)"),
+        "W3G" => {
+            // W3 without the symmetry of a · aᵀ to exploit (see bench/w3_general.py).
+            let c = s.w3_chunk as usize;
+            let a = random::rand(&[s.w3_n, s.w3_n], &[c, c], 3)?;
+            let b = random::rand(&[s.w3_n, s.w3_n], &[c, c], 4)?;
+            let std = session.scalar(&(a.matmul(&b.t()?)? - a.clone()).std())?;
+            let expected = (s.w3_n as f64 * 7.0 / 144.0).sqrt();
+            anyhow::ensure!((std - expected).abs() < 0.05 * expected, "W3G gave {std}, expected about {expected}");
+            std
+        }
+        other => anyhow::bail!("unknown workload {other} (W1, W2, W3 and W3G exist)"),
     };
     let wall = t.elapsed().as_secs_f64();
     ares::shutdown();
