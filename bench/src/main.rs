@@ -5,6 +5,7 @@
 //! runs inside one `ares::init()` session.
 
 mod cluster;
+mod envelope;
 mod tensor;
 
 use std::time::Instant;
@@ -59,6 +60,8 @@ enum Cmd {
         #[command(flatten)]
         sizes: tensor::Sizes,
     },
+    /// The single-node scale envelope (JSON lines with time and peak RSS).
+    Envelope,
     /// The chunk GEMM kernel (one `n × n` float64 product, single-threaded), as chunk
     /// tasks run it; compare with numpy's single-threaded OpenBLAS (bench/compare_gemm.sh).
     Gemm {
@@ -427,5 +430,6 @@ fn main() -> Result<()> {
         Cmd::Tensor { workloads, repeats, sizes } => tensor::parent(&workloads, repeats, &sizes),
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
         Cmd::Gemm { n, repeats } => tensor::gemm(n, repeats),
+        Cmd::Envelope => envelope::run(),
     }
 }
