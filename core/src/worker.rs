@@ -127,6 +127,13 @@ pub(crate) fn ensure_linked() {
 
 fn main() -> ! {
     IS_WORKER.store(true, Ordering::Relaxed);
+    // Die with the raylet's spawner thread, and not outlive a raylet that died before
+    // this took effect (the raylet starts workers without a fork hook, see its spawner).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let parent = std::env::var("ARES_PARENT_PID").ok().and_then(|p| p.parse::<i32>().ok());
+    if parent.is_some() && rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != parent {
+        std::process::exit(1);
+    }
     // Before `main` Rust has not yet ignored SIGPIPE; a dead owner must be an EPIPE.
     // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
     unsafe {

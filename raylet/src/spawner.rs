@@ -1,8 +1,13 @@
 //! The thread that starts, watches and reaps worker processes.
 //!
-//! Workers are started with `PR_SET_PDEATHSIG = SIGKILL`, which fires when the *thread*
-//! that forked them exits. So all forks happen on this one long-lived thread, which lives
-//! exactly as long as the raylet; if the whole process dies, the workers die with it.
+//! Workers set `PR_SET_PDEATHSIG = SIGKILL` first thing (see `ares::worker`), which fires
+//! when the *thread* that started them exits. So all starts happen on this one
+//! long-lived thread, which lives exactly as long as the raylet; if the whole process
+//! dies, the workers die with it. No `pre_exec` hook: without one the standard library
+//! starts the child with `posix_spawn` (no copy of the parent's page tables), where a
+//! `fork` of a driver holding gigabytes would cost milliseconds per worker. The worker
+//! checks `ARES_PARENT_PID` against its parent, for a parent that died before the signal
+//! was set.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -60,19 +65,8 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                 let mut cmd = Command::new(&spec.program);
                 cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
                     .env("ARES_WORKER_ID", hex::encode(&id.0))
+                    .env("ARES_PARENT_PID", parent.as_raw_nonzero().to_string())
                     .stdin(std::process::Stdio::null());
-                // SAFETY: only async-signal-safe syscalls run between fork and exec.
-                unsafe {
-                    use std::os::unix::process::CommandExt;
-                    cmd.pre_exec(move || {
-                        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-                        // The parent may have died before the line above took effect.
-                        if rustix::process::getppid() != Some(parent) {
-                            return Err(std::io::Error::other("parent exited"));
-                        }
-                        Ok(())
-                    });
-                }
                 match cmd.spawn() {
                     Ok(child) => {
                         children.insert(id, child);
