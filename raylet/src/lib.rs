@@ -1,12 +1,14 @@
 //! The node daemon (raylet): it grants worker leases, runs the worker pool and serves the
 //! node's shared-memory object store.
 //!
-//! The scheduling decisions live in the pure [`policy`] module and the actor directory's
-//! in the pure [`actors`] module; [`server`] is the thin IO
-//! driver around it and the [`ares_object_store::StoreIndex`]. In the embedded default the
-//! raylet runs on threads inside the driver process; it speaks to every client, the driver
-//! included, over the same Unix socket protocol, so running it as a separate process later
-//! changes nothing for clients.
+//! The scheduling decisions live in the pure [`policy`] module (this node's leases),
+//! [`spillback`] (which node of the cluster) and the actor directory's in the pure
+//! [`actors`] module; [`node`] glues them with the store index; [`server`] is the thin IO
+//! driver around it. In the embedded default the raylet runs on threads inside the driver
+//! process; it speaks to every local client, the driver included, over the same Unix
+//! socket protocol, and to owners on other nodes over QUIC. In a cluster, [`membership`]
+//! joins the head (or, on the head, serves the [`cluster`] directory with its [`kv`] store
+//! and job table) and [`pulls`] copies objects from other nodes.
 //!
 //! **Must not:** put policy inside IO code, or know what tasks compute.
 #![warn(missing_docs)]
