@@ -1,6 +1,6 @@
 //! The object manager's decisions: which objects this node is pulling from other nodes,
 //! who waits for each, and which source to try next. A pure state machine; the driver
-//! ([`crate::object_manager`]) moves the bytes.
+//! (`object_manager.rs`) moves the bytes.
 //!
 //! Requests for an object already being pulled join that pull (one transfer however
 //! many tasks need it). A failed transfer moves on to the next source; when every source
