@@ -426,7 +426,10 @@ pub(crate) fn render_status(
     let pending: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.pending_leases).sum();
     let infeasible: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.infeasible_leases).sum();
     let actors: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.actors).sum();
-    let _ = writeln!(s, "Lease requests: {pending} pending, {infeasible} infeasible");
+    let _ = writeln!(
+        s,
+        "Lease requests: {pending} pending; {infeasible} refused as infeasible so far (no node could hold them)"
+    );
     let _ = writeln!(s, "Actors: {actors} alive");
     let running = jobs.iter().filter(|j| j.running).count();
     let _ = writeln!(s, "Jobs: {running} running, {} finished", jobs.len() - running);

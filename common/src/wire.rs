@@ -571,7 +571,8 @@ pub struct NodeLoad {
     pub store_spilled: u64,
     /// Lease requests waiting for resources.
     pub pending_leases: u32,
-    /// Lease requests no node of the view could hold.
+    /// Lease requests refused as infeasible since the node started (no node could ever
+    /// hold them; they are answered at once, so none waits).
     pub infeasible_leases: u32,
     /// Live actors hosted here.
     pub actors: u32,

@@ -128,6 +128,8 @@ pub struct Node {
     next_to_head: u64,
     /// Leases granted since start.
     leases_granted: u64,
+    /// Lease requests refused as infeasible since start.
+    infeasible_total: u32,
     /// Spillback's tunables.
     spill_params: crate::spillback::Params,
     /// Turns spillback's choice among equally good nodes (deterministic).
@@ -164,6 +166,7 @@ impl Node {
             to_head: DetMap::default(),
             next_to_head: 1,
             leases_granted: 0,
+            infeasible_total: 0,
             spill_params: crate::spillback::Params::default(),
             picks: 0,
             pulls: PullManager::new(),
@@ -229,6 +232,7 @@ impl Node {
                     );
                 }
                 Action::Infeasible { client, request_id, error } => {
+                    self.infeasible_total = self.infeasible_total.saturating_add(1);
                     self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
                 }
                 Action::StartWorker => {
@@ -419,6 +423,7 @@ impl Node {
                         }
                     }
                     Decision::Infeasible => {
+                        self.infeasible_total = self.infeasible_total.saturating_add(1);
                         let error = self.infeasible(&shape, &strategy);
                         self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
                     }
@@ -660,7 +665,7 @@ impl Node {
             store_capacity: s.capacity,
             store_spilled: s.spilled_bytes,
             pending_leases: self.policy.queued() as u32,
-            infeasible_leases: 0,
+            infeasible_leases: self.infeasible_total,
             actors: self.actors.len() as u32,
             workers: self.workers.len() as u32,
             leases_granted: self.leases_granted,

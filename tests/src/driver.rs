@@ -287,6 +287,17 @@ fn main() -> anyhow::Result<()> {
     if mode == "spread" {
         return spread();
     }
+    if mode == "infeasible" {
+        // Joins the cluster at ARES_ADDRESS and asks for more CPUs than any node has.
+        ares::init()?;
+        let r = ares::remote(square).options(ares::TaskOptions::new().num_cpus(64.0)).call(3);
+        match ares::get(&r) {
+            Err(ares::Error::Task(ares::TaskError::Infeasible { .. })) => println!("infeasible"),
+            other => anyhow::bail!("expected Infeasible, got {other:?}"),
+        }
+        ares::shutdown();
+        return Ok(());
+    }
     if mode == "node-loss" {
         return node_loss();
     }

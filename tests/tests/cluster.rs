@@ -309,9 +309,13 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     drive(&roots[1], &["kv-put", "colour", "blue"]);
     assert_eq!(drive(&roots[2], &["kv-get", "colour"]).trim(), "blue");
     assert_eq!(drive(&roots[0], &["kv-get", "shape"]).trim(), "-");
-    // A driver's end reaches the head a moment after its process is gone.
-    wait_for("the job table to list 4 finished drivers", Duration::from_secs(10), || {
-        status(&roots[0]).contains("Jobs: 0 running, 4 finished")
+    // A request no node can hold is refused at once, and counted.
+    assert_eq!(drive(&roots[1], &["infeasible"]).trim(), "infeasible");
+    // A driver's end reaches the head a moment after its process is gone; counts come
+    // with the next heartbeat.
+    wait_for("the job table to list 5 finished drivers", Duration::from_secs(10), || {
+        let s = status(&roots[0]);
+        s.contains("Jobs: 0 running, 5 finished") && s.contains("1 refused as infeasible")
     });
 
     // 64 MiB made by a task on one node, hashed by ten tasks held to another, and read
