@@ -20,6 +20,14 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// A duration of `ms` milliseconds, refused below `min` (with `why` appended).
+fn millis_at_least(ms: u64, min: u64, why: &str) -> Result<std::time::Duration, String> {
+    if ms < min {
+        return Err(format!("must be at least {min}{why}"));
+    }
+    Ok(std::time::Duration::from_millis(ms))
+}
+
 /// Parses a byte size: a plain number, or with a suffix K, M, G (powers of 1024) or a
 /// percent sign is rejected (use the fraction options for that).
 pub fn parse_bytes(v: &str) -> Result<u64, String> {
@@ -313,27 +321,9 @@ impl Config {
             "max_inline_bytes" => self.max_inline_bytes = parse_bytes(value)? as usize,
             "session_root" => self.session_root = PathBuf::from(value),
             "token" => self.token = Some(value.trim().to_string()).filter(|t| !t.is_empty()),
-            "node_timeout_ms" => {
-                let ms: u64 = num(value)?;
-                if ms < 200 {
-                    return Err("must be at least 200 (nodes report every 100 ms)".into());
-                }
-                self.node_timeout = std::time::Duration::from_millis(ms)
-            }
-            "identify_timeout_ms" => {
-                let ms: u64 = num(value)?;
-                if ms < 100 {
-                    return Err("must be at least 100".into());
-                }
-                self.identify_timeout = std::time::Duration::from_millis(ms)
-            }
-            "worker_register_timeout_ms" => {
-                let ms: u64 = num(value)?;
-                if ms < 100 {
-                    return Err("must be at least 100".into());
-                }
-                self.worker_register_timeout = std::time::Duration::from_millis(ms)
-            }
+            "node_timeout_ms" => self.node_timeout = millis_at_least(num(value)?, 200, " (nodes report every 100 ms)")?,
+            "identify_timeout_ms" => self.identify_timeout = millis_at_least(num(value)?, 100, "")?,
+            "worker_register_timeout_ms" => self.worker_register_timeout = millis_at_least(num(value)?, 100, "")?,
             "max_connections" => {
                 let n: usize = num(value)?;
                 if n < 8 {
