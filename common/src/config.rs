@@ -20,6 +20,18 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+fn cpus_in_range(n: u32) -> Result<u32, String> {
+    if (1..=MAX_CPUS).contains(&n) { Ok(n) } else { Err(format!("a node offers 1 to {MAX_CPUS} CPUs")) }
+}
+
+fn workers_in_range(n: u32) -> Result<u32, String> {
+    if (1..=MAX_CPUS).contains(&n) { Ok(n) } else { Err(format!("a node runs 1 to {MAX_CPUS} worker processes")) }
+}
+
+fn pool_in_range(b: u64) -> Result<u64, String> {
+    if b >= MIN_POOL_BYTES { Ok(b) } else { Err("the pool needs at least 1 MiB (e.g. 512M, 4G)".into()) }
+}
+
 /// A duration of `ms` milliseconds, refused below `min` (with `why` appended).
 fn millis_at_least(ms: u64, min: u64, why: &str) -> Result<std::time::Duration, String> {
     if ms < min {
@@ -219,24 +231,15 @@ impl Config {
         let bad = |key: &str, value: String, reason: &str| {
             Err(ConfigError { key: key.to_string(), value, reason: reason.to_string() })
         };
-        if let Some(n) = self.num_cpus
-            && !(1..=MAX_CPUS).contains(&n)
-        {
-            return bad("num_cpus (ARES_NUM_CPUS)", n.to_string(), "a node offers 1 to 4096 CPUs");
+        if let Some(Err(reason)) = self.num_cpus.map(cpus_in_range) {
+            return bad("num_cpus (ARES_NUM_CPUS)", self.num_cpus.unwrap_or(0).to_string(), &reason);
         }
-        if let Some(n) = self.max_workers
-            && !(1..=MAX_CPUS).contains(&n)
-        {
-            return bad("max_workers (ARES_MAX_WORKERS)", n.to_string(), "a node runs 1 to 4096 worker processes");
+        if let Some(Err(reason)) = self.max_workers.map(workers_in_range) {
+            return bad("max_workers (ARES_MAX_WORKERS)", self.max_workers.unwrap_or(0).to_string(), &reason);
         }
-        if let Some(b) = self.object_store_memory
-            && b < MIN_POOL_BYTES
-        {
-            return bad(
-                "object_store_memory (ARES_OBJECT_STORE_MEMORY)",
-                b.to_string(),
-                "the pool needs at least 1 MiB (e.g. 512M, 4G)",
-            );
+        if let Some(Err(reason)) = self.object_store_memory.map(pool_in_range) {
+            let value = self.object_store_memory.unwrap_or(0).to_string();
+            return bad("object_store_memory (ARES_OBJECT_STORE_MEMORY)", value, &reason);
         }
         for (name, amount) in &self.resources {
             if !amount.is_finite() || *amount < 0.0 || *amount > 1e9 {
@@ -272,20 +275,8 @@ impl Config {
         }
         match name {
             "address" => self.address = Some(value.to_string()).filter(|a| !a.is_empty()),
-            "num_cpus" => {
-                let n: u32 = num(value)?;
-                if !(1..=MAX_CPUS).contains(&n) {
-                    return Err("a node offers 1 to 4096 CPUs".into());
-                }
-                self.num_cpus = Some(n)
-            }
-            "max_workers" => {
-                let n: u32 = num(value)?;
-                if !(1..=MAX_CPUS).contains(&n) {
-                    return Err("a node runs 1 to 4096 worker processes".into());
-                }
-                self.max_workers = Some(n)
-            }
+            "num_cpus" => self.num_cpus = Some(cpus_in_range(num(value)?)?),
+            "max_workers" => self.max_workers = Some(workers_in_range(num(value)?)?),
             "resources" => {
                 self.resources.clear();
                 for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
@@ -293,13 +284,7 @@ impl Config {
                     self.resources.push((name.trim().to_string(), num(amount)?));
                 }
             }
-            "object_store_memory" => {
-                let b = parse_bytes(value)?;
-                if b < MIN_POOL_BYTES {
-                    return Err("the pool needs at least 1 MiB (e.g. 512M, 4G)".into());
-                }
-                self.object_store_memory = Some(b)
-            }
+            "object_store_memory" => self.object_store_memory = Some(pool_in_range(parse_bytes(value)?)?),
             "object_store_memory_fraction" => {
                 let f: f64 = num(value)?;
                 if !(0.0..=1.0).contains(&f) {

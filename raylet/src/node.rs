@@ -25,7 +25,7 @@ use crate::owners::OwnerDirectory;
 use crate::policy::{Action, LeasePolicy};
 use crate::pulls::{PullAction, PullManager};
 use crate::space::Progress;
-use crate::spillback::{self, Decision, NodeView, Strategy};
+use crate::spillback::{self, Decision, Strategy};
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
@@ -300,11 +300,6 @@ impl Node {
         self.clients.insert(client, Kind::Unregistered);
     }
 
-    /// Whether `client` is on another node.
-    pub fn is_remote(&self, client: ClientId) -> bool {
-        self.remote_clients.contains(&client)
-    }
-
     /// A client on another node connected (over QUIC): an owner leasing workers here.
     /// Its leases name the workers' QUIC addresses; it cannot map this node's pool.
     pub fn connected_remote(&mut self, client: ClientId) {
@@ -558,31 +553,18 @@ impl Node {
         if self.cluster.is_empty() || dedicated {
             return Decision::Local;
         }
-        let view: Vec<NodeView> = self
-            .cluster
-            .iter()
-            .filter(|n| n.node_id == local || n.addr.is_some())
-            .map(|n| {
-                let (mut total, mut available) = if n.node_id == local {
-                    // Our own figures are current; the view's are a heartbeat old.
-                    (self.policy.total().clone(), self.policy.available().clone())
-                } else {
-                    (n.total.clone(), n.load.available.clone())
-                };
-                total.set(&n.node_id.resource_name(), 1.0);
-                available.set(&n.node_id.resource_name(), 1.0);
-                NodeView { id: n.node_id, alive: n.alive || n.node_id == local, total, available }
-            })
-            .collect();
-        if !view.iter().any(|n| n.id == local) {
+        let serving = self.cluster.iter().filter(|n| n.node_id == local || n.addr.is_some());
+        let mut view = crate::cluster::view_of(serving);
+        let Some(me) = view.iter_mut().find(|n| n.id == local) else {
             return Decision::Local;
-        }
-        if spilled && shape.is_subset_of(self.policy.total()) {
-            // Sent here by another node: queue here rather than bounce it on.
-            return Decision::Local;
-        }
+        };
+        // Our own figures are current; the view's are a heartbeat old.
+        me.alive = true;
+        me.total = self.policy.total().clone();
+        me.available = self.policy.available().clone();
+        me.available.set(&local.resource_name(), 1.0);
         self.picks = self.picks.wrapping_add(1);
-        spillback::decide(&view, local, shape, strategy, &self.spill_params, false, self.picks)
+        spillback::decide(&view, local, shape, strategy, &self.spill_params, spilled, self.picks)
     }
 
     /// The error for a request no node of the cluster can hold.

@@ -281,12 +281,8 @@ impl Raylet {
         let (link, weak) = (m.head_link(), Arc::downgrade(&self.shared));
         std::thread::Builder::new().name("ares-raylet-head".into()).spawn(move || {
             while let Ok(msg) = head_rx.recv() {
-                if link.send(msg).is_err()
-                    && let Some(sh) = weak.upgrade()
-                {
-                    let mut st = sh.lock();
-                    st.node.head_lost();
-                    sh.carry_out(&mut st);
+                if link.send(msg).is_err() {
+                    with_node(&weak, Node::head_lost);
                 }
             }
         })?;
@@ -385,27 +381,24 @@ impl LocalNode for Local {
     }
 
     fn set_view(&self, nodes: Vec<NodeSummary>) {
-        if let Some(s) = self.0.upgrade() {
-            let mut st = s.lock();
-            st.node.set_cluster_view(nodes);
-            s.carry_out(&mut st);
-        }
+        with_node(&self.0, |n| n.set_cluster_view(nodes));
     }
 
     fn head_answered(&self, msg: ares_common::wire::FromHead) {
-        if let Some(s) = self.0.upgrade() {
-            let mut st = s.lock();
-            st.node.head_answered(msg);
-            s.carry_out(&mut st);
-        }
+        with_node(&self.0, |n| n.head_answered(msg));
     }
 
     fn head_lost(&self) {
-        if let Some(s) = self.0.upgrade() {
-            let mut st = s.lock();
-            st.node.head_lost();
-            s.carry_out(&mut st);
-        }
+        with_node(&self.0, Node::head_lost);
+    }
+}
+
+/// Runs `f` on the node, if the raylet still exists, and carries out what it decided.
+fn with_node(shared: &std::sync::Weak<Shared>, f: impl FnOnce(&mut Node)) {
+    if let Some(sh) = shared.upgrade() {
+        let mut st = sh.lock();
+        f(&mut st.node);
+        sh.carry_out(&mut st);
     }
 }
 
@@ -413,21 +406,11 @@ struct Events(std::sync::Weak<Shared>);
 
 impl SpawnEvents for Events {
     fn exited(&self, worker: WorkerId, status: String) {
-        let Some(shared) = self.0.upgrade() else {
-            return;
-        };
-        let mut st = shared.lock();
-        st.node.worker_exited(worker, &status);
-        shared.carry_out(&mut st);
+        with_node(&self.0, |n| n.worker_exited(worker, &status));
     }
 
     fn never_registered(&self, worker: WorkerId, message: String) {
-        let Some(shared) = self.0.upgrade() else {
-            return;
-        };
-        let mut st = shared.lock();
-        st.node.worker_never_registered(worker, &message);
-        shared.carry_out(&mut st);
+        with_node(&self.0, |n| n.worker_never_registered(worker, &message));
     }
 }
 
@@ -583,15 +566,14 @@ impl Shared {
         self.carry_out(&mut st);
     }
 
-    fn handle(&self, client: ClientId, msg: ToRaylet) {
+    /// Handles one message of `client`; `remote`: it came from another node.
+    fn handle(&self, client: ClientId, msg: ToRaylet, remote: bool) {
         if let ToRaylet::RegisterWorker { worker_id, .. } = &msg {
             let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Registered(*worker_id)));
         }
-        let remote = matches!(msg, ToRaylet::CreateObject { .. } | ToRaylet::PinObject { .. })
-            && self.lock().node.is_remote(client);
         match msg {
             // A client on another node cannot map this node's pool: the node refuses.
-            msg if remote => {
+            msg @ (ToRaylet::CreateObject { .. } | ToRaylet::PinObject { .. }) if remote => {
                 let mut st = self.lock();
                 st.node.handle(client, msg);
                 self.carry_out(&mut st);
@@ -679,6 +661,7 @@ fn start_pull(shared: &Arc<Shared>, object: ObjectId, node: NodeId, addr: std::n
 /// Accepts clients: on this node's Unix socket, or (`remote`) owners on other nodes.
 fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
     let listener = remote.as_deref().unwrap_or(&shared.listener);
+    let from_other_node = remote.is_some();
     loop {
         let conn = match listener.accept() {
             Ok(c) => c,
@@ -710,7 +693,7 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
             let id = ClientId(st.next_client);
             st.next_client += 1;
             st.clients.insert(id, out);
-            if remote.is_some() {
+            if from_other_node {
                 st.node.connected_remote(id);
             } else {
                 st.node.connected(id);
@@ -718,18 +701,20 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
             id
         };
         let s = shared.clone();
-        let spawned = std::thread::Builder::new().name("ares-raylet-conn".into()).spawn(move || serve(s, id, rx));
+        let spawned = std::thread::Builder::new()
+            .name("ares-raylet-conn".into())
+            .spawn(move || serve(s, id, rx, from_other_node));
         if spawned.is_err() {
             shared.disconnected(id);
         }
     }
 }
 
-fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver) {
+fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver, remote: bool) {
     // A client says who it is first, and soon.
     let why = match rx.recv_timeout::<ToRaylet>(shared.identify_timeout) {
         Ok(msg @ (ToRaylet::RegisterDriver { .. } | ToRaylet::RegisterWorker { .. })) => {
-            shared.handle(client, msg);
+            shared.handle(client, msg, remote);
             None
         }
         Ok(_) => Some("its first message was not a registration".to_string()),
@@ -749,7 +734,7 @@ fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver) {
         // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM.
         rx.spin_until_readable(ares_net::SPIN_BEFORE_BLOCKING);
         match rx.recv::<ToRaylet>() {
-            Ok(msg) => shared.handle(client, msg),
+            Ok(msg) => shared.handle(client, msg, remote),
             Err(FrameError::Closed) => break,
             Err(e) => {
                 if !shared.stopping.load(Ordering::SeqCst) {

@@ -58,9 +58,9 @@ pub enum Decision {
 }
 
 /// Decides where `shape` runs. `local` is the deciding node; `spilled` says the owner was
-/// already sent here by another node, so this node takes it whenever it has room (no
-/// second hop while there is space, as Ray's grant-or-reject). `pick` chooses among
-/// equally good nodes.
+/// already sent here by another node, so this node queues it whenever it could ever hold
+/// it: a second hop would be judged on the same heartbeat-old view that sent it here, and
+/// could bounce it back. `pick` chooses among equally good nodes.
 pub fn decide(
     view: &[NodeView],
     local: NodeId,
@@ -77,7 +77,7 @@ pub fn decide(
     if !view.iter().any(|n| feasible(&n)) {
         return Decision::Infeasible;
     }
-    if spilled && local_view.is_some_and(|n| has_room(&n)) {
+    if spilled && local_view.is_some_and(|n| feasible(&n)) {
         return Decision::Local;
     }
     match strategy {

@@ -743,17 +743,14 @@ impl CoreState {
         let mut failures = Vec::new();
         // Tasks that may run anywhere also use idle workers leased for the same resources
         // under another strategy, rather than wait for a CPU those leases hold (a small
-        // combine behind a node's stream of placed chunks).
-        let borrow: Vec<ConnId> = match shape.strategy {
-            Strategy::Default => self
-                .conns
-                .iter()
-                .filter_map(|(id, c)| match &c.role {
-                    Role::Lease { shape: k, .. } if k != shape && k.shape == shape.shape => Some(*id),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
+        // combine behind a node's stream of placed chunks). Looked for only when none of
+        // the queue's own leases can take more.
+        let anywhere = matches!(shape.strategy, Strategy::Default);
+        let borrowable = |c: &Conn| match &c.role {
+            Role::Lease { shape: k, .. } => {
+                k != shape && k.shape == shape.shape && c.connected && c.in_flight.is_empty()
+            }
+            Role::Actor { .. } => false,
         };
         let Some(st) = self.shapes.get_mut(shape) else {
             return;
@@ -766,7 +763,7 @@ impl CoreState {
                 .iter()
                 .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth)
                 .min_by_key(|c| conns[*c].in_flight.len());
-            let idle = || borrow.iter().find(|c| conns[*c].connected && conns[*c].in_flight.is_empty());
+            let idle = || anywhere.then(|| conns.iter().find(|(_, c)| borrowable(c)).map(|(id, _)| id)).flatten();
             let Some(&conn_id) = own.or_else(idle) else {
                 break;
             };
@@ -825,7 +822,7 @@ impl CoreState {
             // Locality (Ray's): ask first the node holding most of the first queued
             // task's argument bytes, which grants it or spills it back on its own
             // current figures.
-            Strategy::Default => {
+            Strategy::Default if st.requests.len() < want => {
                 let head = st.queue.front().and_then(|t| self.tasks.get(t));
                 let node = head.and_then(|t| args_node(&self.table, self.cfg.address.node, t));
                 (node.and_then(|n| self.nodes.get(&n).map(|a| (n, *a))), false)
