@@ -174,7 +174,7 @@ fn w2_ratio(repeats: usize, base: &Path, socket_a: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn run(repeats: usize, mib: usize) -> Result<()> {
+pub(crate) fn run(repeats: usize, mib: usize, xfer_only: bool) -> Result<()> {
     let bytes = mib << 20;
     let runs: Vec<f64> = (0..repeats).map(|_| tcp_gbps(bytes)).collect::<Result<_>>()?;
     emit("tcp_1GB_GBps", "GB/s", runs);
@@ -213,9 +213,13 @@ pub(crate) fn run(repeats: usize, mib: usize) -> Result<()> {
             let _ = b.stats()?; // the delete is processed before the next pull
         }
         drop(r);
-        remote_tasks(repeats, node_a)?;
+        if !xfer_only {
+            remote_tasks(repeats, node_a)?;
+        }
         ares::shutdown();
-        w2_ratio(repeats, &base, &field(&head, "local socket:")?)?;
+        if !xfer_only {
+            w2_ratio(repeats, &base, &field(&head, "local socket:")?)?;
+        }
         Ok(runs)
     })();
     stop(&ra);

@@ -105,6 +105,9 @@ enum Cmd {
         /// Object size in MiB.
         #[arg(long, default_value_t = 1024)]
         mib: usize,
+        /// Only the TCP and transfer figures (for tuning the transport).
+        #[arg(long)]
+        xfer_only: bool,
     },
 }
 
@@ -420,7 +423,7 @@ fn store(pool_mib: u64, object_mib: u64, times_pool: u64, spill_dir: std::path::
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Cluster { repeats, mib } => cluster::run(repeats, mib),
+        Cmd::Cluster { repeats, mib, xfer_only } => cluster::run(repeats, mib, xfer_only),
         Cmd::Store { pool_mib, object_mib, times_pool, spill_dir } => {
             store(pool_mib, object_mib, times_pool, spill_dir)
         }

@@ -25,8 +25,14 @@ use ares_common::error::FrameError;
 use ares_common::frame::READ_STEP;
 use ares_common::hex;
 
-/// Bytes a client sends first on its first stream: a magic tag, then the secret.
-const HELLO_MAGIC: &[u8; 5] = b"ARES1";
+/// Bytes a client sends first on its first stream: a magic tag, the secret, then what
+/// the connection is for ([`FOR_MESSAGES`] or [`FOR_STREAMS`]).
+const HELLO_MAGIC: &[u8; 5] = b"ARES2";
+/// The first stream carries messages: the connection queues for [`QuicListener::accept`].
+const FOR_MESSAGES: u8 = 0;
+/// Only further streams are used (bulk pulls): the connection is never queued, so no
+/// registration is expected of it.
+const FOR_STREAMS: u8 = 1;
 /// The server's answer once the secret checks out.
 const HELLO_OK: &[u8; 2] = b"OK";
 /// A refusal: followed by a `u16` length and the reason (at most [`MAX_REASON`] bytes).
@@ -333,17 +339,25 @@ fn refused(e: impl std::fmt::Display) -> io::Error {
 
 /// Connects to `addr` with this process's join token.
 pub(crate) fn connect(addr: SocketAddr) -> io::Result<QuicStream> {
-    let token = TOKEN.read().unwrap_or_else(|p| p.into_inner()).ok_or_else(|| {
+    connect_with(addr, &current_token(addr)?)
+}
+
+/// This process's join token, set by [`set_join_token`].
+fn current_token(addr: SocketAddr) -> io::Result<JoinToken> {
+    TOKEN.read().unwrap_or_else(|p| p.into_inner()).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("connecting to {addr}: no join token (set ARES_TOKEN or pass --token)"),
         )
-    })?;
-    connect_with(addr, &token)
+    })
 }
 
 /// Connects to `addr` presenting `token`.
 pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicStream> {
+    open(addr, token, FOR_MESSAGES)
+}
+
+fn open(addr: SocketAddr, token: &JoinToken, purpose: u8) -> io::Result<QuicStream> {
     let ep = client_endpoint()?;
     let cfg = client_config(token)?;
     let secret = token.secret;
@@ -356,6 +370,7 @@ pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<Qu
         let (mut send, mut recv) = conn.open_bi().await.map_err(|e| refused(format!("{addr}: {e}")))?;
         let mut hello = HELLO_MAGIC.to_vec();
         hello.extend_from_slice(&secret);
+        hello.push(purpose);
         send.write_all(&hello).await.map_err(|e| refused(format!("{addr}: {e}")))?;
         let mut ok = [0u8; 2];
         match tokio::time::timeout(AUTH_TIMEOUT, recv.read_exact(&mut ok)).await {
@@ -427,7 +442,7 @@ impl QuicListener {
                 let on_stream = on_stream.clone();
                 tokio::spawn(async move {
                     let peer = incoming.remote_address();
-                    let s = match authenticate(incoming, secret).await {
+                    let (s, purpose) = match authenticate(incoming, secret).await {
                         Ok(s) => s,
                         Err(reason) => {
                             tracing::warn!(%peer, "refused a QUIC connection: {reason}");
@@ -435,7 +450,7 @@ impl QuicListener {
                         }
                     };
                     let conn = s.conn.clone();
-                    if queue {
+                    if queue && purpose == FOR_MESSAGES {
                         let _ = tx.send(s);
                     }
                     let Some(handler) = on_stream else { return };
@@ -471,11 +486,11 @@ impl QuicListener {
 
 /// Checks a new connection's first stream for the magic and the secret; closes it with
 /// the reason otherwise.
-async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<QuicStream, String> {
+async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<(QuicStream, u8), String> {
     let conn = incoming.await.map_err(|e| format!("handshake failed: {e}"))?;
     let first = tokio::time::timeout(AUTH_TIMEOUT, async {
         let (send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
-        let mut hello = [0u8; HELLO_MAGIC.len() + 16];
+        let mut hello = [0u8; HELLO_MAGIC.len() + 17];
         recv.read_exact(&mut hello).await.map_err(|e| format!("short hello: {e}"))?;
         Ok::<_, String>((send, recv, hello))
     })
@@ -496,7 +511,7 @@ async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<Qui
         return Err("not an ares client (bad magic)".into());
     }
     // Compare without an early exit, so timing does not reveal how much matched.
-    let diff = hello[HELLO_MAGIC.len()..].iter().zip(&secret).fold(0u8, |d, (a, b)| d | (a ^ b));
+    let diff = hello[HELLO_MAGIC.len()..HELLO_MAGIC.len() + 16].iter().zip(&secret).fold(0u8, |d, (a, b)| d | (a ^ b));
     if diff != 0 {
         let reason = "wrong join token";
         let mut answer = HELLO_NO.to_vec();
@@ -508,8 +523,13 @@ async fn authenticate(incoming: quinn::Incoming, secret: [u8; 16]) -> Result<Qui
         conn.close(quinn::VarInt::from_u32(CLOSE_REFUSED), reason.as_bytes());
         return Err(reason.into());
     }
+    let purpose = hello[HELLO_MAGIC.len() + 16];
+    if purpose != FOR_MESSAGES && purpose != FOR_STREAMS {
+        conn.close(quinn::VarInt::from_u32(CLOSE_PROTOCOL), b"unknown connection purpose");
+        return Err(format!("unknown connection purpose {purpose}"));
+    }
     send.write_all(HELLO_OK).await.map_err(|e| e.to_string())?;
-    Ok(QuicStream { conn, send, recv })
+    Ok((QuicStream { conn, send, recv }, purpose))
 }
 
 /// The sending half of a QUIC stream: frames queue to a writer task.
@@ -768,12 +788,12 @@ pub struct QuicPeer {
 impl QuicPeer {
     /// Connects to `addr` with this process's join token.
     pub fn connect(addr: SocketAddr) -> io::Result<QuicPeer> {
-        Ok(Self::from_stream(connect(addr)?))
+        Self::connect_with(addr, &current_token(addr)?)
     }
 
     /// Connects to `addr` presenting `token`.
     pub fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicPeer> {
-        Ok(Self::from_stream(connect_with(addr, token)?))
+        Ok(Self::from_stream(open(addr, token, FOR_STREAMS)?))
     }
 
     fn from_stream(s: QuicStream) -> QuicPeer {

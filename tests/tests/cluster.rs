@@ -10,7 +10,13 @@ use std::time::Duration;
 use ares_tests::{ares_bin, process_alive, wait_for};
 
 fn ares(args: &[&str]) -> Output {
-    Command::new(ares_bin()).args(args).env_remove("ARES_ADDRESS").env_remove("ARES_TOKEN").output().unwrap()
+    ares_env(args, &[])
+}
+
+fn ares_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(ares_bin());
+    cmd.args(args).env_remove("ARES_ADDRESS").env_remove("ARES_TOKEN").envs(env.iter().copied());
+    cmd.output().unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -53,6 +59,11 @@ struct Node {
 }
 
 fn start(root: &Path, extra: &[&str]) -> (Node, String) {
+    start_env(root, extra, &[])
+}
+
+/// Starts a daemon with `env` added to its environment (`ARES_*` options).
+fn start_env(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Node, String) {
     let mut args = vec!["start", "--session-root", root.to_str().unwrap()];
     if !extra.contains(&"--worker-program") {
         args.extend_from_slice(&["--worker-program", env!("CARGO_BIN_EXE_ares-test-driver")]);
@@ -61,7 +72,7 @@ fn start(root: &Path, extra: &[&str]) -> (Node, String) {
         args.extend_from_slice(&["--object-store-memory", "32M"]);
     }
     args.extend_from_slice(extra);
-    let out = ares(&args);
+    let out = ares_env(&args, env);
     let summary = text(&out);
     assert!(out.status.success(), "ares start failed:\n{summary}");
     let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
@@ -81,19 +92,24 @@ struct TestCluster {
 }
 
 fn cluster(name: &str, members: usize, common: &[&str]) -> TestCluster {
+    cluster_env(name, members, common, &[])
+}
+
+/// [`cluster`] with `env` in every daemon's environment.
+fn cluster_env(name: &str, members: usize, common: &[&str], env: &[(&str, &str)]) -> TestCluster {
     let base = std::env::temp_dir().join(format!("ares-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let roots: Vec<PathBuf> = (1..=members + 1).map(|i| base.join(format!("node{i}"))).collect();
     let stop = StopOnDrop(roots.clone());
     let mut head_args = vec!["--head", "--port", "0", "--node-ip-address", "127.0.0.1"];
     head_args.extend_from_slice(common);
-    let (head, summary) = start(&roots[0], &head_args);
+    let (head, summary) = start_env(&roots[0], &head_args, env);
     let (addr, token) = (field(&summary, "cluster address:"), field(&summary, "join token:"));
     let mut nodes = vec![head];
     for r in &roots[1..] {
         let mut args = vec!["--address", addr.as_str(), "--token", token.as_str(), "--node-ip-address", "127.0.0.1"];
         args.extend_from_slice(common);
-        nodes.push(start(r, &args).0);
+        nodes.push(start_env(r, &args, env).0);
     }
     TestCluster { base, roots, nodes, addr, token, _stop: stop }
 }
@@ -237,7 +253,16 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
 
 #[test]
 fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
-    let c = cluster("pull", 1, &["--num-cpus", "1", "--object-store-memory", "256M"]);
+    // A short identify timeout: a node's pull connection must not be taken for a client
+    // that never registers (which closed it, and a pull in flight with it, 5 s after the
+    // first pull).
+    let identify = Duration::from_millis(300);
+    let c = cluster_env(
+        "pull",
+        1,
+        &["--num-cpus", "1", "--object-store-memory", "256M"],
+        &[("ARES_IDENTIFY_TIMEOUT_MS", "300")],
+    );
     let (ra, rb) = (&c.roots[0], &c.roots[1]);
     let socket_b = ares_net::daemons(rb)[0].socket.clone().expect("node.info names the socket");
 
@@ -268,6 +293,9 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     assert_eq!(got[1], "1", "ten concurrent requests share one pull");
     let pulled: u64 = got[2].parse().unwrap();
     assert!(pulled > 64 << 20, "{pulled} bytes pulled");
+    std::thread::sleep(identify * 4);
+    let log = daemon_log(ra);
+    assert!(!log.contains("did not register"), "node A closed node B's pull connection:\n{log}");
 
     // A pull from a node that is not in the cluster fails with a typed error naming it.
     let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
@@ -279,6 +307,12 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     drop(holder);
     stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&c.base);
+}
+
+/// Everything the daemon under `root` logged.
+fn daemon_log(root: &Path) -> String {
+    let logs = std::fs::read_dir(root.join("logs")).expect("the daemon keeps logs");
+    logs.flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect()
 }
 
 /// Runs the test driver in `mode` against the cluster through the node under `root`.
