@@ -130,6 +130,21 @@ pub struct Config {
     /// Client connections a raylet serves at once (local and from other nodes); more
     /// are refused, with a log line at most every 10 s.
     pub max_connections: usize,
+    /// How an embedded node starts its workers; `None` re-executes the current
+    /// executable (the Rust default). Set in code only, by drivers whose executable cannot
+    /// be a worker (the Python package starts its extension module).
+    pub worker_command: Option<WorkerCommand>,
+}
+
+/// A program an embedded node starts as its workers, with `ARES_WORKER=1` added to `env`.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -155,6 +170,7 @@ impl Default for Config {
             identify_timeout: std::time::Duration::from_secs(5),
             worker_register_timeout: std::time::Duration::from_secs(30),
             max_connections: 4096,
+            worker_command: None,
         }
     }
 }

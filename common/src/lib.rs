@@ -26,7 +26,7 @@ pub mod strategy;
 pub mod wire;
 
 pub use address::{Address, Endpoint};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, WorkerCommand};
 pub use error::{FrameError, TaskError};
 pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;

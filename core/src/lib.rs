@@ -42,10 +42,10 @@ mod worker;
 use std::time::Duration;
 
 pub use actor::{ActorBuilder, ActorCtor, ActorHandle, ActorMethod, ByMut, ByRef, IntoArgs, actor, get_actor, kill};
-pub use ares_common::Config;
 pub use ares_common::codec::Value;
 pub use ares_common::wire::{NodeLoad, NodeStats, NodeSummary, WorkerInfo};
 pub use ares_common::{ActorId, NodeId};
+pub use ares_common::{Config, WorkerCommand};
 pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError};
 pub use object_ref::{ObjectRef, View};
@@ -68,6 +68,12 @@ pub mod __private {
     /// workers run the built-in kernels).
     pub fn link_worker_mode() {
         crate::worker::ensure_linked();
+    }
+
+    /// Enters worker mode now (never returns), for a worker started with
+    /// `ARES_WORKER_DEFERRED=1` whose program loads this code after it starts.
+    pub fn worker_main() -> ! {
+        crate::worker::main()
     }
 }
 
@@ -119,6 +125,11 @@ pub fn init_with(config: Config) -> Result<()> {
     let cw = CoreWorker::start(cfg, worker_id, root, None, hello, || {})?;
     *g = Some(Runtime { cw, raylet, address: socket });
     Ok(())
+}
+
+/// Whether `init` has run in this process (and `shutdown` has not).
+pub fn is_initialized() -> bool {
+    RUNTIME.read().unwrap_or_else(|p| p.into_inner()).is_some()
 }
 
 /// Stops the runtime: pending tasks fail with `RuntimeShutdown`, workers are killed and

@@ -110,7 +110,10 @@ pub(crate) fn is_worker() -> bool {
 }
 
 extern "C" fn worker_entry() {
-    if std::env::var_os("ARES_WORKER").is_some() {
+    // A worker whose program enters worker mode itself, by calling [`main`] once loaded
+    // (a Python interpreter loading the extension module), must not enter it here: this
+    // runs inside `dlopen`, holding the loader's lock.
+    if std::env::var_os("ARES_WORKER").is_some() && std::env::var_os("ARES_WORKER_DEFERRED").is_none() {
         main();
     }
 }
@@ -125,7 +128,7 @@ pub(crate) fn ensure_linked() {
     std::hint::black_box(&WORKER_ENTRY);
 }
 
-fn main() -> ! {
+pub(crate) fn main() -> ! {
     IS_WORKER.store(true, Ordering::Relaxed);
     // Die with the raylet's spawner thread, and not outlive a raylet that died before
     // this took effect (the raylet starts workers without a fork hook, see its spawner).

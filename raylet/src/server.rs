@@ -38,6 +38,8 @@ pub struct RayletConfig {
     pub node: Config,
     /// The executable started for workers, with `ARES_WORKER=1` in its environment.
     pub worker_program: PathBuf,
+    /// Its arguments.
+    pub worker_args: Vec<String>,
     /// Extra environment for workers.
     pub worker_env: Vec<(String, String)>,
     /// Where the pool file is made (and unlinked at once).
@@ -51,10 +53,15 @@ pub struct RayletConfig {
 impl RayletConfig {
     /// Workers re-execute the current executable.
     pub fn embedded(node: Config) -> io::Result<Self> {
+        let (worker_program, worker_args, worker_env) = match node.worker_command.clone() {
+            Some(c) => (c.program, c.args, c.env),
+            None => (std::env::current_exe()?, Vec::new(), Vec::new()),
+        };
         Ok(RayletConfig {
             node,
-            worker_program: std::env::current_exe()?,
-            worker_env: Vec::new(),
+            worker_program,
+            worker_args,
+            worker_env,
             shm_dir: PathBuf::from("/dev/shm"),
             node_id: None,
             cluster: None,
@@ -204,6 +211,7 @@ impl Raylet {
         env.push(("ARES_MAX_INLINE_BYTES".into(), cfg.node.max_inline_bytes.to_string()));
         let spec = SpawnSpec {
             program: cfg.worker_program.clone(),
+            args: cfg.worker_args.clone(),
             env,
             session_dir: shared.session_dir.clone(),
             register_timeout: cfg.node.worker_register_timeout,

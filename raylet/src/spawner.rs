@@ -33,6 +33,7 @@ pub(crate) enum SpawnCmd {
 /// How workers are started.
 pub(crate) struct SpawnSpec {
     pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
     pub(crate) env: Vec<(String, String)>,
     /// The session directory, where workers make their sockets.
     pub(crate) session_dir: PathBuf,
@@ -63,7 +64,8 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(SpawnCmd::Start(id)) => {
                 let mut cmd = Command::new(&spec.program);
-                cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
+                cmd.args(&spec.args)
+                    .envs(spec.env.iter().map(|(k, v)| (k, v)))
                     .env("ARES_WORKER_ID", hex::encode(&id.0))
                     .env("ARES_PARENT_PID", parent.as_raw_nonzero().to_string())
                     .stdin(std::process::Stdio::null());

@@ -41,6 +41,8 @@ pub struct Session {
     combine_size: usize,
     id: u64,
     progress: Option<Arc<ProgressFn>>,
+    /// Set from another thread to stop a computation between chunk tasks.
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 type ProgressFn = dyn Fn(Progress) + Send + Sync;
@@ -67,7 +69,13 @@ impl std::fmt::Debug for Session {
 impl Default for Session {
     fn default() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Session { max_in_flight: 8, combine_size: 4, id: NEXT.fetch_add(1, Ordering::Relaxed), progress: None }
+        Session {
+            max_in_flight: 8,
+            combine_size: 4,
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            progress: None,
+            cancel: None,
+        }
     }
 }
 
@@ -853,6 +861,10 @@ impl<'s> Plan<'s> {
         let placement = self.assign_initial(&order, &nodes);
         let mut window = Window::new(self.session.max_in_flight, order.len(), self.session.progress.clone());
         for i in order {
+            if let Err(e) = self.session.check_cancelled() {
+                window.drain();
+                return Err(e);
+            }
             let opts = placement.get(&i).map(|&node| ares::TaskOptions::new().node_affinity(node, true));
             let obj = self.submit(i, opts.unwrap_or_default());
             match &obj {
@@ -1388,6 +1400,20 @@ impl Session {
     pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
         self
+    }
+
+    /// This session (same results, same settings) watching `flag`: once it is set, a
+    /// computation submits no further chunk task, waits for those in flight, frees its
+    /// intermediates and fails with [`TensorError::Cancelled`] (Ctrl-C in Python).
+    pub fn cancelled_by(&self, flag: Arc<std::sync::atomic::AtomicBool>) -> Session {
+        Session { cancel: Some(flag), ..self.clone() }
+    }
+
+    fn check_cancelled(&self) -> Result<()> {
+        match &self.cancel {
+            Some(f) if f.load(Ordering::Relaxed) => Err(TensorError::Cancelled),
+            _ => Ok(()),
+        }
     }
 
     /// Computes `t` and keeps its chunks (in the node's store) until `t` is dropped.

@@ -86,6 +86,9 @@ pub enum TensorError {
         /// What is wrong, and the fix.
         reason: String,
     },
+    /// The session's cancel flag was set ([`crate::Session::cancelled_by`]).
+    #[error("the computation was cancelled")]
+    Cancelled,
     /// The runtime failed (a task failed, or the runtime is not started).
     #[error(transparent)]
     Runtime(#[from] ares::Error),
@@ -303,16 +306,26 @@ impl Tensor {
 
     /// Element-wise with a scalar.
     pub fn binary_scalar(&self, op: BinOp, s: Scalar) -> Result<Tensor> {
-        // Python scalars do not upcast arrays (numpy's value-based casting): keep the
-        // array's kind unless the scalar is a float and the array is not.
-        let s = match (s, self.dtype()) {
+        self.binary(op, &full_like_scalar(self.python_scalar(s), self))
+    }
+
+    /// `s op x` for a Python scalar `s` on the left (`2 - x`), with the same value-based
+    /// casting as [`Tensor::binary_scalar`].
+    pub fn rbinary_scalar(&self, op: BinOp, s: Scalar) -> Result<Tensor> {
+        full_like_scalar(self.python_scalar(s), self).binary(op, self)
+    }
+
+    /// A Python scalar in an expression with this tensor: Python scalars do not upcast
+    /// arrays (numpy's value-based casting), so it takes the array's kind unless it is a
+    /// float and the array is not.
+    fn python_scalar(&self, s: Scalar) -> Scalar {
+        match (s, self.dtype()) {
             (Scalar::F64(v), DType::F32) => Scalar::F32(v as f32),
             (Scalar::I64(v), DType::I32) => Scalar::I32(v as i32),
             (Scalar::I64(v), DType::F32) => Scalar::F32(v as f32),
             (Scalar::I64(v), DType::F64) => Scalar::F64(v as f64),
             (s, _) => s,
-        };
-        self.binary(op, &full_like_scalar(s, self))
+        }
     }
 
     /// `sqrt(x)`.
@@ -1282,6 +1295,12 @@ fn view(t: &Tensor, shape: Vec<u64>, chunks: Vec<Vec<u64>>) -> Tensor {
 
 /// A tensor holding `a`, split into chunks of `chunks` per dimension.
 pub fn from_array<T: Elem>(a: &ArrayD<T>, chunks: &[usize]) -> Result<Tensor> {
+    from_view(a.view(), chunks)
+}
+
+/// A tensor holding a copy of the viewed elements (any strides), split into chunks of
+/// `chunks` per dimension: each chunk is copied once, straight from the view.
+pub fn from_view<T: Elem>(a: ndarray::ArrayViewD<'_, T>, chunks: &[usize]) -> Result<Tensor> {
     let shape: Vec<u64> = a.shape().iter().map(|&d| d as u64).collect();
     let g = grid(&shape, chunks)?;
     let mut out = Vec::new();

@@ -1,0 +1,243 @@
+"""Ares: a distributed futures runtime in Rust, with Mars-style tiled tensors.
+
+    import ares
+    import ares.tensor as at
+
+    ares.init(num_cpus=2)            # an embedded one-node cluster (or address="HOST:PORT")
+    a = at.random.rand(4000, 4000, chunk_size=1000)
+    print((a @ a.T).std().execute().fetch())
+    ares.shutdown()
+
+Every chunk runs as a task in a Rust worker process; Python only builds the expression.
+``ares.init`` may also be used as a context manager (``with ares.init(): ...``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+from . import _native
+from ._native import AresError
+
+__all__ = [
+    "AresError",
+    "Runtime",
+    "Session",
+    "init",
+    "shutdown",
+    "is_initialized",
+    "node_stats",
+    "new_session",
+    "get_default_session",
+]
+
+__version__ = "0.1.0"
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _bytes(v: Union[int, str, None]) -> Optional[int]:
+    """An int, or a size such as ``"2G"`` / ``"512M"``."""
+    if v is None or isinstance(v, int):
+        return v
+    s = str(v).strip().upper().removesuffix("B").removesuffix("I")
+    unit = s[-1] if s and s[-1] in _UNITS else ""
+    try:
+        return int(float(s[: len(s) - len(unit)]) * _UNITS[unit])
+    except ValueError:
+        raise ValueError(f"object_store_memory={v!r}: give bytes as an int or a size like '2G'") from None
+
+
+def _worker_command() -> tuple[str, list[str]]:
+    """Workers are a bare interpreter (no site, no numpy) that loads this package's
+    extension module and enters its Rust worker loop at once: chunk tasks never run
+    Python."""
+    path = _native.__file__
+    code = (
+        "import importlib.util as u;"
+        f"s=u.spec_from_file_location('ares._native',{path!r});"
+        "m=u.module_from_spec(s);s.loader.exec_module(m);m._worker_main()"
+    )
+    return sys.executable, ["-S", "-c", code]
+
+
+class Runtime:
+    """The running runtime, returned by :func:`init`; as a context manager it calls
+    :func:`shutdown` on exit."""
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutdown()
+
+    def __repr__(self) -> str:
+        return f"<ares.Runtime initialized={is_initialized()}>"
+
+
+def init(
+    address: Optional[str] = None,
+    num_cpus: Optional[int] = None,
+    object_store_memory: Union[int, str, None] = None,
+    spill_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None,
+) -> Runtime:
+    """Starts the runtime in this process.
+
+    With no ``address`` (and no ``ARES_ADDRESS`` in the environment) it starts an
+    embedded one-node cluster: a node daemon on threads of this process and one Rust
+    worker process per CPU. ``address="HOST:PORT"`` (with ``ARES_TOKEN`` set) joins a
+    cluster started by ``ares start --head``; ``address="auto"`` finds the daemon
+    running on this machine.
+
+    Args:
+        address: a cluster to connect to, as above.
+        num_cpus: CPUs the embedded node offers (default: all of this machine's).
+        object_store_memory: size of the shared-memory object store, in bytes or as
+            ``"2G"`` (default: 30% of RAM, capped by /dev/shm).
+        spill_dirs: directories objects are spilled to when the store is full.
+
+    Raises:
+        AresError: if the runtime is already running or cannot start.
+    """
+    program, args = _worker_command()
+    _native.init(
+        address,
+        num_cpus,
+        _bytes(object_store_memory),
+        [os.fspath(d) for d in (spill_dirs or [])],
+        program,
+        args,
+    )
+    return Runtime()
+
+
+def shutdown() -> None:
+    """Stops the runtime: workers exit, the embedded node and its store are removed.
+    Safe to call twice; tensors executed before it can no longer be fetched."""
+    global _default_session
+    _default_session = None
+    _native.shutdown()
+
+
+def is_initialized() -> bool:
+    """Whether :func:`init` has run (and :func:`shutdown` has not)."""
+    return _native.is_initialized()
+
+
+def node_stats() -> dict:
+    """This node's object store figures (bytes and objects used, pinned, spilled)."""
+    return _native.node_stats()
+
+
+def _ensure_initialized() -> None:
+    # Like Mars' default session: computing without init starts the embedded node.
+    if not _native.is_initialized():
+        init()
+
+
+class _ProgressLine:
+    """A one-line progress display on stderr (only where stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunk tasks")
+        sys.stderr.flush()
+        self.shown = True
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+class Session:
+    """Runs tensors. ``session.execute(a, b)`` computes them and keeps their chunks in
+    the object store while the tensors live; ``session.fetch(a)`` returns a numpy array.
+    Make one with :func:`new_session`."""
+
+    def __init__(self) -> None:
+        _ensure_initialized()
+        self._progress: Optional[Callable[[int, int], None]] = None
+        self._native = _native.NativeSession(self._report)
+        self._quiet = _native.NativeSession(None)
+
+    def _report(self, done: int, total: int) -> None:
+        if self._progress is not None:
+            self._progress(done, total)
+
+    def execute(self, *tensors: "Tensor", show_progress: Optional[bool] = None) -> Union["Tensor", list]:
+        """Computes the tensors (their chunks stay in the store while they live).
+
+        ``show_progress`` draws a progress line on stderr; the default shows it only
+        when stderr is a terminal. Returns the tensor, or the list of tensors when given
+        several, so ``session.execute(a).fetch()`` reads as in Mars.
+        """
+        from .tensor import Tensor
+
+        natives = [_as_tensor(t, Tensor)._t for t in tensors]
+        if show_progress is None:
+            show_progress = sys.stderr.isatty()
+        line = _ProgressLine() if show_progress else None
+        self._progress = line
+        try:
+            (self._native if line else self._quiet).execute(natives)
+        finally:
+            self._progress = None
+            if line:
+                line.end()
+        return tensors[0] if len(tensors) == 1 else list(tensors)
+
+    def fetch(self, *tensors: "Tensor"):
+        """Computes the tensors if needed and returns them as numpy arrays (one array,
+        or a list for several). A 0-d result is a 0-d array."""
+        from .tensor import Tensor
+
+        out = [self._quiet.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
+        return out[0] if len(out) == 1 else out
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "<ares.Session>"
+
+
+def _as_tensor(t: object, cls: type) -> "Tensor":
+    if not isinstance(t, cls):
+        raise TypeError(f"expected an ares.tensor.Tensor, got {type(t).__name__}")
+    return t  # type: ignore[return-value]
+
+
+_default_session: Optional[Session] = None
+
+
+def new_session() -> Session:
+    """A new session, which also becomes the default one (starting the embedded node if
+    :func:`init` was not called)."""
+    global _default_session
+    _default_session = Session()
+    return _default_session
+
+
+def get_default_session() -> Session:
+    """The session ``tensor.execute()`` and ``tensor.fetch()`` use (made on first use)."""
+    global _default_session
+    if _default_session is None or not _native.is_initialized():
+        _default_session = Session()
+    return _default_session
+
+
+atexit.register(shutdown)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor

@@ -1,0 +1,1218 @@
+"""Mars-style tiled tensors with numpy's names: ``import ares.tensor as at``.
+
+A :class:`Tensor` is a lazy expression with a shape, a dtype and a chunk grid. Nothing is
+computed until ``execute()`` or ``fetch()`` (or ``np.asarray``): then the expression is
+tiled into chunk tasks, fused, and run depth-first in Rust worker processes.
+
+Supported dtypes: ``bool``, ``int32``, ``int64``, ``float32``, ``float64``. Where numpy
+and the array API standard differ, this module follows numpy. Anything it does not
+support raises ``NotImplementedError`` naming it; it never computes something else.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+import sys
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _native, get_default_session
+
+__all__ = [
+    "Tensor",
+    "tensor",
+    "array",
+    "asarray",
+    "ones",
+    "zeros",
+    "empty",
+    "full",
+    "ones_like",
+    "zeros_like",
+    "empty_like",
+    "full_like",
+    "arange",
+    "linspace",
+    "eye",
+    "identity",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "abs",
+    "absolute",
+    "negative",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "invert",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "power",
+    "maximum",
+    "minimum",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+    "square",
+    "sum",
+    "prod",
+    "mean",
+    "std",
+    "var",
+    "min",
+    "max",
+    "amin",
+    "amax",
+    "argmin",
+    "argmax",
+    "any",
+    "all",
+    "matmul",
+    "dot",
+    "transpose",
+    "reshape",
+    "ravel",
+    "expand_dims",
+    "squeeze",
+    "concatenate",
+    "stack",
+    "vstack",
+    "hstack",
+    "where",
+    "clip",
+    "rechunk",
+    "linalg",
+    "random",
+    "bool_",
+    "int32",
+    "int64",
+    "float32",
+    "float64",
+    "newaxis",
+]
+
+bool_ = np.bool_
+int32 = np.int32
+int64 = np.int64
+float32 = np.float32
+float64 = np.float64
+newaxis = None
+
+_SUPPORTED = ("bool", "int32", "int64", "float32", "float64")
+# Target bytes per chunk when the caller gives no chunk_size (Dask picks 128 MiB; tasks
+# here are cheaper, and smaller chunks spread a mid-sized array over every worker).
+_AUTO_CHUNK_BYTES = 16 << 20
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = np.dtype(dtype).name
+    if name not in _SUPPORTED:
+        raise NotImplementedError(f"dtype {name} is not supported (supported: {', '.join(_SUPPORTED)})")
+    return name
+
+
+def _shape_of(shape: Any) -> Tuple[int, ...]:
+    if isinstance(shape, numbers.Integral):
+        shape = (int(shape),)
+    out = tuple(int(d) for d in shape)
+    if builtins.any(d < 0 for d in out):
+        raise ValueError(f"negative dimensions are not allowed: {out}")
+    return out
+
+
+def _auto_chunks(shape: Tuple[int, ...], itemsize: int) -> list:
+    """Chunk sizes of at most ``_AUTO_CHUNK_BYTES``, halving the longest chunk edge."""
+    chunks = [builtins.max(d, 1) for d in shape]
+    while math.prod(chunks) * itemsize > _AUTO_CHUNK_BYTES:
+        i = builtins.max(range(len(chunks)), key=lambda k: chunks[k])
+        if chunks[i] == 1:
+            break
+        chunks[i] = (chunks[i] + 1) // 2
+    return chunks
+
+
+def _chunks_of(chunk_size: Any, shape: Tuple[int, ...], itemsize: int) -> list:
+    """``chunk_size`` as one positive size per dimension (an int applies to all)."""
+    if chunk_size is None:
+        return _auto_chunks(shape, itemsize)
+    if isinstance(chunk_size, numbers.Real):
+        chunk_size = (int(chunk_size),) * len(shape)
+    sizes = list(chunk_size)
+    if len(sizes) != len(shape):
+        raise ValueError(f"chunk_size {tuple(sizes)} has {len(sizes)} entries for {len(shape)} dimensions")
+    out = []
+    for s, d in zip(sizes, shape):
+        if isinstance(s, (tuple, list)):
+            raise NotImplementedError("chunk_size with explicit uneven chunks; give one size per dimension")
+        s = d if s is None or s == -1 else int(s)
+        if s <= 0:
+            raise ValueError(f"chunk sizes must be positive, got {tuple(sizes)}")
+        out.append(builtins.max(builtins.min(s, builtins.max(d, 1)), 1))
+    return out
+
+
+def _axis_of(axis: Any, ndim: int) -> Optional[list]:
+    """numpy's ``axis`` (None, an int or a tuple, negatives from the end) as a list."""
+    if axis is None:
+        return None
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return out
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (bool, numbers.Number, np.generic)) and not isinstance(v, complex)
+
+
+def _uniform(chunks: Sequence[Optional[int]], n: Optional[int]) -> bool:
+    """Whether a dimension's chunks are one size repeated, then a remainder."""
+    if n is None or len(chunks) <= 1:
+        return True
+    first = chunks[0]
+    return builtins.all(c == first for c in chunks[:-1]) and chunks[-1] <= first
+
+
+class Tensor:
+    """A lazy, chunked n-dimensional array with numpy's operators and methods.
+
+    Build tensors with the functions of :mod:`ares.tensor`; compute them with
+    :meth:`execute` / :meth:`fetch` or ``np.asarray(t)``.
+    """
+
+    __slots__ = ("_t", "__weakref__")
+    # numpy defers to our reflected operators: `np_array + tensor` is a tensor.
+    __array_ufunc__ = None
+
+    def __init__(self, native: "_native.NativeTensor") -> None:
+        self._t = native
+
+    # ------------------------------------------------------------ description
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The shape; a length known only after running (a boolean mask's result) is
+        ``nan``, as in Mars and Dask."""
+        return tuple(math.nan if d is None else d for d in self._t.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype."""
+        return np.dtype(self._t.dtype)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._t.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (``nan`` if a length is not known yet)."""
+        s = self.shape
+        return math.nan if builtins.any(isinstance(d, float) for d in s) else math.prod(s)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements take."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def chunks(self) -> Tuple[Tuple[int, ...], ...]:
+        """Chunk lengths along each dimension (Dask's ``chunks``)."""
+        return tuple(tuple(math.nan if c is None else c for c in dim) for dim in self._t.chunks)
+
+    @property
+    def T(self) -> "Tensor":
+        """The transpose (axes reversed)."""
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        n = self.shape[0]
+        if isinstance(n, float):
+            raise TypeError("len() of a tensor whose length is known only after it runs; execute it first")
+        return n
+
+    def __repr__(self) -> str:
+        def fmt(s: Tuple) -> str:
+            return "(" + ", ".join(str(x) for x in s) + ("," if len(s) == 1 else "") + ")"
+
+        chunksize = tuple(c[0] if c else 0 for c in self.chunks)
+        n = math.prod(len(c) for c in self.chunks)
+        return f"ares.Tensor<shape={fmt(self.shape)}, dtype={self.dtype.name}, chunksize={fmt(chunksize)}, chunks={n}>"
+
+    # ------------------------------------------------------------ running
+
+    def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Tensor":
+        """Computes the tensor (in ``session``, default: the default session) and keeps
+        its chunks in the store while it lives. Returns itself."""
+        (session or get_default_session()).execute(self, show_progress=show_progress)
+        return self
+
+    def fetch(self, session: Any = None) -> np.ndarray:
+        """Computes the tensor if needed and returns it as a numpy array."""
+        return (session or get_default_session()).fetch(self)
+
+    def to_numpy(self) -> np.ndarray:
+        """The same as :meth:`fetch` in the default session."""
+        return self.fetch()
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        a = self.fetch()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def _item(self) -> Any:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
+        return self.fetch().reshape(()).item()
+
+    def __bool__(self) -> bool:
+        return bool(self._item())
+
+    def __float__(self) -> float:
+        return float(self._item())
+
+    def __int__(self) -> int:
+        return int(self._item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self._item())
+
+    def item(self) -> Any:
+        """The only element, as a Python scalar."""
+        return self._item()
+
+    def tolist(self) -> Any:
+        """The elements as nested Python lists."""
+        return self.fetch().tolist()
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        for i in range(len(self)):
+            yield self[i]
+
+    # ------------------------------------------------------------ element-wise
+
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> "Tensor":
+        other = _scalar(other)
+        if _is_scalar(other):
+            if isinstance(other, float) and math.isnan(other) and op in ("eq",):
+                pass
+            f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
+            return Tensor(f(op, other))
+        o = _to_tensor(other, like=self)
+        a, b = (o, self) if reflected else (self, o)
+        a, b = _unify(a, b)
+        return Tensor(a._t.binary(op, b._t))
+
+    def __add__(self, o: Any) -> "Tensor":
+        return self._binary("add", o)
+
+    def __radd__(self, o: Any) -> "Tensor":
+        return self._binary("add", o, True)
+
+    def __sub__(self, o: Any) -> "Tensor":
+        return self._binary("sub", o)
+
+    def __rsub__(self, o: Any) -> "Tensor":
+        return self._binary("sub", o, True)
+
+    def __mul__(self, o: Any) -> "Tensor":
+        return self._binary("mul", o)
+
+    def __rmul__(self, o: Any) -> "Tensor":
+        return self._binary("mul", o, True)
+
+    def __truediv__(self, o: Any) -> "Tensor":
+        return self._binary("div", o)
+
+    def __rtruediv__(self, o: Any) -> "Tensor":
+        return self._binary("div", o, True)
+
+    def __pow__(self, o: Any) -> "Tensor":
+        return self._binary("pow", o)
+
+    def __rpow__(self, o: Any) -> "Tensor":
+        return self._binary("pow", o, True)
+
+    def __floordiv__(self, o: Any) -> "Tensor":
+        raise NotImplementedError("floor_divide (//) is not supported")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, o: Any) -> "Tensor":
+        raise NotImplementedError("remainder (%) is not supported")
+
+    __rmod__ = __mod__
+
+    def __lt__(self, o: Any) -> "Tensor":
+        return self._binary("lt", o)
+
+    def __le__(self, o: Any) -> "Tensor":
+        return self._binary("le", o)
+
+    def __gt__(self, o: Any) -> "Tensor":
+        return self._binary("gt", o)
+
+    def __ge__(self, o: Any) -> "Tensor":
+        return self._binary("ge", o)
+
+    def __eq__(self, o: Any) -> "Tensor":  # type: ignore[override]
+        return self._binary("eq", o)
+
+    def __ne__(self, o: Any) -> "Tensor":  # type: ignore[override]
+        return self._binary("ne", o)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _logical(self, op: str, o: Any, reflected: bool = False) -> "Tensor":
+        o = _scalar(o)
+        other_dtype = np.result_type(o) if _is_scalar(o) else _to_tensor(o, like=self).dtype
+        if self.dtype != np.bool_ or other_dtype != np.bool_:
+            raise NotImplementedError(
+                f"bitwise_{op} of {self.dtype.name} and {np.dtype(other_dtype).name}: only bool tensors are supported"
+            )
+        return self._binary(op, o, reflected)
+
+    def __and__(self, o: Any) -> "Tensor":
+        return self._logical("and", o)
+
+    def __rand__(self, o: Any) -> "Tensor":
+        return self._logical("and", o, True)
+
+    def __or__(self, o: Any) -> "Tensor":
+        return self._logical("or", o)
+
+    def __ror__(self, o: Any) -> "Tensor":
+        return self._logical("or", o, True)
+
+    def __xor__(self, o: Any) -> "Tensor":
+        raise NotImplementedError("bitwise_xor (^) is not supported")
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> "Tensor":
+        if self.dtype != np.bool_:
+            raise NotImplementedError(f"invert (~) of {self.dtype.name}: only bool tensors are supported")
+        return Tensor(self._t.unary("not"))
+
+    def __neg__(self) -> "Tensor":
+        return Tensor(self._t.unary("negative"))
+
+    def __pos__(self) -> "Tensor":
+        return self
+
+    def __abs__(self) -> "Tensor":
+        return Tensor(self._t.unary("abs"))
+
+    def __matmul__(self, o: Any) -> "Tensor":
+        return matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> "Tensor":
+        return matmul(o, self)
+
+    # ------------------------------------------------------------ reductions
+
+    def _reduce(self, op: str, axis: Any, keepdims: bool) -> "Tensor":
+        axes = _axis_of(axis, self.ndim)
+        return Tensor(self._t.reduce(op, axes, bool(keepdims)))
+
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+        """Sum over ``axis`` (all by default). Booleans and int32 sum as int64, as in numpy."""
+        x = self if dtype is None else self.astype(dtype)
+        if dtype is None and x.dtype in (np.bool_, np.int32):
+            x = x.astype(np.int64)
+        return x._reduce("sum", axis, keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+        """Product over ``axis``. Booleans and int32 multiply as int64, as in numpy."""
+        x = self if dtype is None else self.astype(dtype)
+        if dtype is None and x.dtype in (np.bool_, np.int32):
+            x = x.astype(np.int64)
+        return x._reduce("prod", axis, keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+        """Arithmetic mean over ``axis``."""
+        x = self if dtype is None else self.astype(dtype)
+        return x._reduce("mean", axis, keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> "Tensor":
+        """Variance over ``axis`` (``ddof`` 0 or 1)."""
+        return self._moment("var", axis, dtype, ddof, keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> "Tensor":
+        """Standard deviation over ``axis`` (``ddof`` 0 or 1)."""
+        return self._moment("std", axis, dtype, ddof, keepdims)
+
+    def _moment(self, op: str, axis: Any, dtype: Any, ddof: int, keepdims: bool) -> "Tensor":
+        x = self if dtype is None else self.astype(dtype)
+        if ddof == 0:
+            return x._reduce(op, axis, keepdims)
+        v = x._reduce("var", axis, keepdims)
+        axes = _axis_of(axis, self.ndim)
+        n = math.prod(self.shape[a] for a in (axes if axes is not None else range(self.ndim)))
+        if isinstance(n, float):
+            raise NotImplementedError(f"{op} with ddof={ddof} of a tensor of unknown length")
+        v = v * (n / builtins.max(n - ddof, 0)) if n - ddof > 0 else v * math.nan
+        return v.sqrt() if op == "std" else v
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+        """Minimum over ``axis``."""
+        return self._reduce("min", axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+        """Maximum over ``axis``."""
+        return self._reduce("max", axis, keepdims)
+
+    def argmin(self, axis: Optional[int] = None, keepdims: bool = False) -> "Tensor":
+        """Index of the minimum (over the flattened tensor when ``axis`` is None)."""
+        return self._arg("argmin", axis, keepdims)
+
+    def argmax(self, axis: Optional[int] = None, keepdims: bool = False) -> "Tensor":
+        """Index of the maximum (over the flattened tensor when ``axis`` is None)."""
+        return self._arg("argmax", axis, keepdims)
+
+    def _arg(self, op: str, axis: Optional[int], keepdims: bool) -> "Tensor":
+        if axis is not None and not isinstance(axis, numbers.Integral):
+            raise TypeError(f"{op}: axis must be an int or None")
+        if axis is None and keepdims:
+            return self._reduce(op, None, False).reshape((1,) * self.ndim)
+        return self._reduce(op, axis, keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+        """Whether any element is true (non-zero)."""
+        return self._reduce("any", axis, keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+        """Whether every element is true (non-zero)."""
+        return self._reduce("all", axis, keepdims)
+
+    # ------------------------------------------------------------ shape
+
+    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
+        """The same elements in row-major order with a new shape (one entry may be -1)."""
+        if order != "C":
+            raise NotImplementedError("reshape with order other than 'C'")
+        if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+            shape = tuple(shape[0])
+        return Tensor(self._t.reshape([int(d) for d in shape]))
+
+    def ravel(self) -> "Tensor":
+        """A 1-d tensor of the elements in row-major order."""
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def transpose(self, *axes: Any) -> "Tensor":
+        """Axes permuted (reversed by default)."""
+        if len(axes) == 1 and axes[0] is not None and not isinstance(axes[0], numbers.Integral):
+            axes = tuple(axes[0])
+        if not axes or axes == (None,):
+            perm = list(range(self.ndim))[::-1]
+        else:
+            perm = _axis_of(tuple(axes), self.ndim)
+            if perm is None or len(perm) != self.ndim:
+                raise ValueError("axes don't match array")
+        if perm == list(range(self.ndim)):
+            return self
+        return Tensor(self._t.permute(perm))
+
+    def swapaxes(self, a: int, b: int) -> "Tensor":
+        """Two axes exchanged."""
+        perm = list(range(self.ndim))
+        a, b = _axis_of((a, b), self.ndim) if a % builtins.max(self.ndim, 1) != b % builtins.max(self.ndim, 1) else (a, a)
+        perm[a], perm[b] = perm[b], perm[a]
+        return self.transpose(perm)
+
+    def squeeze(self, axis: Any = None) -> "Tensor":
+        """Dimensions of length 1 removed."""
+        axes = _axis_of(axis, self.ndim)
+        if axes is None:
+            axes = [i for i, d in enumerate(self.shape) if d == 1]
+        for a in axes:
+            if self.shape[a] != 1:
+                raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+        return self.reshape([d for i, d in enumerate(self.shape) if i not in axes])
+
+    def astype(self, dtype: Any, copy: bool = True) -> "Tensor":
+        """Elements converted to ``dtype`` (numpy's casting: floats to ints truncate)."""
+        name = _dtype_name(dtype)
+        return self if name == self._t.dtype and not copy else Tensor(self._t.astype(name))
+
+    def rechunk(self, chunk_size: Any) -> "Tensor":
+        """The same elements in chunks of ``chunk_size`` (an int or one size per dimension)."""
+        return Tensor(self._t.rechunk(_chunks_of(chunk_size, self._known_shape("rechunk"), self.itemsize)))
+
+    def _known_shape(self, op: str) -> Tuple[int, ...]:
+        s = self.shape
+        if builtins.any(isinstance(d, float) for d in s):
+            raise ValueError(f"{op} needs a known shape; execute the tensor first")
+        return s  # type: ignore[return-value]
+
+    def clip(self, min: Any = None, max: Any = None) -> "Tensor":
+        """Elements limited to ``[min, max]`` (scalars)."""
+        return clip(self, min, max)
+
+    def dot(self, other: Any) -> "Tensor":
+        """``dot(self, other)``."""
+        return dot(self, other)
+
+    def sqrt(self) -> "Tensor":
+        return Tensor(self._t.unary("sqrt"))
+
+    # ------------------------------------------------------------ indexing
+
+    def __getitem__(self, index: Any) -> "Tensor":
+        if isinstance(index, Tensor) or (isinstance(index, np.ndarray) and index.dtype == np.bool_):
+            mask = _to_tensor(index, like=self)
+            if mask.dtype != np.bool_:
+                raise NotImplementedError("indexing with an integer tensor (fancy indexing) is not supported")
+            if mask.shape != self.shape:
+                if mask.ndim == 1 and self.ndim >= 1 and mask.shape[0] == self.shape[0]:
+                    raise NotImplementedError("a boolean mask over the first axis only; give a mask of the full shape")
+                raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
+            a, m = _unify(self, mask)
+            return Tensor(a._t.mask(m._t))
+        if not isinstance(index, tuple):
+            index = (index,)
+        if builtins.any(isinstance(i, (list, np.ndarray, Tensor)) for i in index):
+            raise NotImplementedError("indexing with integer arrays (fancy indexing) is not supported")
+        n_ell = builtins.sum(1 for i in index if i is Ellipsis)
+        if n_ell > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        real = [i for i in index if i is not None and i is not Ellipsis]
+        if len(real) > self.ndim:
+            raise IndexError(f"too many indices for tensor: tensor is {self.ndim}-dimensional, but {len(real)} were indexed")
+        if n_ell:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (self.ndim - len(real)) + index[at + 1 :]
+        else:
+            index = index + (slice(None),) * (self.ndim - len(real))
+        shape = self.shape
+        slices, out_shape, dim = [], [], 0
+        for i in index:
+            if i is None:
+                out_shape.append(1)
+                continue
+            n = shape[dim]
+            if isinstance(i, slice):
+                step = 1 if i.step is None else int(i.step)
+                if step == 0:
+                    raise ValueError("slice step cannot be zero")
+                start = None if i.start is None else int(i.start)
+                stop = None if i.stop is None else int(i.stop)
+                slices.append((start, stop, step))
+                out_shape.append(math.nan if isinstance(n, float) else len(range(*slice(start, stop, step).indices(n))))
+            elif isinstance(i, (numbers.Integral, np.integer)):
+                k = int(i)
+                if isinstance(n, float):
+                    raise IndexError("integer index into a dimension of unknown length; execute the tensor first")
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} is out of bounds for axis {dim} with size {n}")
+                k %= n
+                slices.append((k, k + 1, 1))
+            else:
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and boolean "
+                    f"tensors are valid indices, not {type(i).__name__}"
+                )
+            dim += 1
+        t = Tensor(self._t.slice(slices)) if builtins.any(s != (None, None, 1) for s in slices) else self
+        if tuple(out_shape) != t.shape:
+            t = t.reshape([-1 if isinstance(d, float) else d for d in out_shape])
+        return t
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise NotImplementedError("item assignment (tensors are immutable expressions; use at.where)")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _to_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
+    """A tensor for a tensor, a numpy array, a list or a scalar."""
+    if isinstance(x, Tensor):
+        return x
+    x = _scalar(x)
+    if _is_scalar(x):
+        a = np.asarray(x)
+        if like is not None:
+            a = a.astype(np.result_type(like.dtype, x))
+        return tensor(a)
+    return tensor(x)
+
+
+def _unify(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+    """Operands whose chunks differ along a dimension they share are rechunked alike (as
+    Dask does), so users never rechunk by hand for an element-wise operation."""
+    sa, sb, ca, cb = a._t.shape, b._t.shape, a._t.chunks, b._t.chunks
+    k = builtins.min(len(sa), len(sb))
+    if builtins.all(ca[-1 - i] == cb[-1 - i] or sa[-1 - i] != sb[-1 - i] for i in range(k)):
+        return a, b
+    if builtins.any(d is None for d in list(sa) + list(sb)):
+        return a, b  # unknown lengths: the library reports what it cannot line up
+    # The operand with more elements keeps its chunking (made regular if it is not);
+    # the other follows it along the dimensions they share.
+    swapped = (len(sb), math.prod(sb)) > (len(sa), math.prod(sa))
+    big, small = (b, a) if swapped else (a, b)
+    if not builtins.all(_uniform(c, n) for c, n in zip(big._t.chunks, big._t.shape)):
+        big = Tensor(big._t.rechunk([builtins.max(builtins.max(c), 1) for c in big._t.chunks]))
+    off = big.ndim - small.ndim
+    want = [
+        big._t.chunks[i + off][0] if small._t.shape[i] == big._t.shape[i + off] else small._t.chunks[i][0]
+        for i in range(small.ndim)
+    ]
+    small = Tensor(small._t.rechunk([builtins.max(w, 1) for w in want]))
+    return (small, big) if swapped else (big, small)
+
+
+# ---------------------------------------------------------------- creation
+
+
+def tensor(data: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor holding ``data`` (a numpy array, nested lists or a scalar), split into
+    chunks of ``chunk_size``. The buffer of a numpy array is read directly, chunk by
+    chunk, without an intermediate copy."""
+    if isinstance(data, Tensor):
+        t = data if dtype is None else data.astype(dtype)
+        return t if chunk_size is None else t.rechunk(chunk_size)
+    a = np.asarray(data)
+    if a.dtype == np.float16:
+        raise NotImplementedError("dtype float16 is not supported (supported: bool, int32, int64, float32, float64)")
+    if dtype is not None:
+        a = a.astype(np.dtype(_dtype_name(dtype)), copy=False)
+    elif a.dtype.name not in _SUPPORTED:
+        # Python ints and floats become numpy's defaults; other dtypes are not supported.
+        if a.dtype.kind in "iu" and a.dtype.itemsize < 8 and a.dtype != np.uint32:
+            raise NotImplementedError(f"dtype {a.dtype.name} is not supported (supported: {', '.join(_SUPPORTED)})")
+        _dtype_name(a.dtype)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    shape = a.shape
+    return Tensor(_native.from_numpy(a, _chunks_of(chunk_size, shape, a.dtype.itemsize)))
+
+
+array = tensor
+
+
+def asarray(data: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """Like :func:`tensor`, returning a tensor unchanged."""
+    return tensor(data, dtype=dtype, chunk_size=chunk_size)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``."""
+    shape = _shape_of(shape)
+    v = _scalar(fill_value)
+    if not _is_scalar(v):
+        raise NotImplementedError("full with a non-scalar fill_value")
+    name = _dtype_name(dtype if dtype is not None else np.result_type(v))
+    py = {"bool": bool, "int32": int, "int64": int, "float32": float, "float64": float}[name]
+    t = Tensor(_native.full(list(shape), py(v), _chunks_of(chunk_size, shape, np.dtype(name).itemsize)))
+    return t if t._t.dtype == name else t.astype(name)
+
+
+def ones(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor of ones (float64 by default)."""
+    return full(shape, 1.0, dtype=dtype or np.float64, chunk_size=chunk_size)
+
+
+def zeros(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor of zeros (float64 by default)."""
+    return full(shape, 0.0, dtype=dtype or np.float64, chunk_size=chunk_size)
+
+
+def empty(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor of zeros: tensors are computed, so there is no uninitialised memory."""
+    return zeros(shape, dtype=dtype, chunk_size=chunk_size)
+
+
+def _like(a: Any, dtype: Any, shape: Any, chunk_size: Any) -> Tuple[Tuple[int, ...], Any, Any]:
+    t = a if isinstance(a, Tensor) else tensor(a)
+    s = t._known_shape("*_like") if shape is None else _shape_of(shape)
+    cs = chunk_size if chunk_size is not None else (tuple(c[0] for c in t.chunks) if shape is None else None)
+    return s, dtype if dtype is not None else t.dtype, cs
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+    """A tensor like ``a`` (shape, dtype, chunks) filled with ``fill_value``."""
+    s, d, cs = _like(a, dtype, shape, chunk_size)
+    return full(s, fill_value, dtype=d, chunk_size=cs)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+    """Ones shaped like ``a``."""
+    return full_like(a, 1, dtype=dtype, shape=shape, chunk_size=chunk_size)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+    """Zeros shaped like ``a``."""
+    return full_like(a, 0, dtype=dtype, shape=shape, chunk_size=chunk_size)
+
+
+empty_like = zeros_like
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (int64 for
+    integer arguments, float64 otherwise)."""
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = _scalar(start), _scalar(stop), _scalar(step)
+    if step == 0:
+        raise ZeroDivisionError("arange: step cannot be zero")
+    ints = builtins.all(isinstance(v, numbers.Integral) for v in (start, stop, step))
+    n = builtins.max(0, math.ceil((stop - start) / step))
+    chunk = _chunks_of(chunk_size, (n,), 8)[0]
+    t = Tensor(_native.arange(float(start), float(stop), float(step), chunk))
+    want = _dtype_name(dtype) if dtype is not None else ("int64" if ints else "float64")
+    return t if t._t.dtype == want else t.astype(want)
+
+
+def linspace(
+    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None, chunk_size: Any = None
+) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (inclusive unless
+    ``endpoint=False``)."""
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if not endpoint:
+        step = (stop - start) / num if num else 0.0
+        t = linspace(start, stop - step, num, True, dtype, chunk_size) if num else zeros(0, dtype=dtype)
+        return t
+    chunk = _chunks_of(chunk_size, (num,), 8)[0]
+    t = Tensor(_native.linspace(float(start), float(stop), int(num), chunk))
+    return t if dtype is None else t.astype(dtype)
+
+
+def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """The ``N × N`` identity (``M`` other than ``N`` and ``k`` other than 0 are not
+    supported)."""
+    if (M is not None and M != N) or k != 0:
+        raise NotImplementedError("eye with M != N or k != 0")
+    chunk = _chunks_of(chunk_size, (N, N), 8)[0]
+    t = Tensor(_native.eye(int(N), chunk))
+    return t if dtype is None else t.astype(dtype)
+
+
+def identity(n: int, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+    """The ``n × n`` identity."""
+    return eye(n, dtype=dtype, chunk_size=chunk_size)
+
+
+# ---------------------------------------------------------------- ufuncs
+
+
+def _unary(op: str, x: Any) -> Tensor:
+    return Tensor(_to_tensor(x)._t.unary(op))
+
+
+def sqrt(x: Any) -> Tensor:
+    """Element-wise square root."""
+    return _unary("sqrt", x)
+
+
+def exp(x: Any) -> Tensor:
+    """Element-wise exponential."""
+    return _unary("exp", x)
+
+
+def log(x: Any) -> Tensor:
+    """Element-wise natural logarithm."""
+    return _unary("log", x)
+
+
+def sin(x: Any) -> Tensor:
+    """Element-wise sine."""
+    return _unary("sin", x)
+
+
+def cos(x: Any) -> Tensor:
+    """Element-wise cosine."""
+    return _unary("cos", x)
+
+
+def absolute(x: Any) -> Tensor:
+    """Element-wise absolute value."""
+    return _unary("abs", x)
+
+
+abs = absolute
+
+
+def negative(x: Any) -> Tensor:
+    """Element-wise negation."""
+    return -_to_tensor(x)
+
+
+def logical_not(x: Any) -> Tensor:
+    """Element-wise logical not (of the truth of each element)."""
+    return _unary("not", x)
+
+
+def invert(x: Any) -> Tensor:
+    """``~x`` for booleans."""
+    return ~_to_tensor(x)
+
+
+def square(x: Any) -> Tensor:
+    """Element-wise ``x * x``."""
+    t = _to_tensor(x)
+    return t * t
+
+
+def _binop(name: str, x: Any, y: Any) -> Tensor:
+    if isinstance(x, Tensor):
+        return x._binary(name, y)
+    if isinstance(y, Tensor):
+        return y._binary(name, x, reflected=True)
+    return _to_tensor(x)._binary(name, y)
+
+
+def add(x: Any, y: Any) -> Tensor:
+    """``x + y``."""
+    return _binop("add", x, y)
+
+
+def subtract(x: Any, y: Any) -> Tensor:
+    """``x - y``."""
+    return _binop("sub", x, y)
+
+
+def multiply(x: Any, y: Any) -> Tensor:
+    """``x * y``."""
+    return _binop("mul", x, y)
+
+
+def true_divide(x: Any, y: Any) -> Tensor:
+    """``x / y`` (true division)."""
+    return _binop("div", x, y)
+
+
+divide = true_divide
+
+
+def power(x: Any, y: Any) -> Tensor:
+    """``x ** y``."""
+    return _binop("pow", x, y)
+
+
+def maximum(x: Any, y: Any) -> Tensor:
+    """Element-wise maximum (NaN wins, as in numpy)."""
+    return _binop("maximum", x, y)
+
+
+def minimum(x: Any, y: Any) -> Tensor:
+    """Element-wise minimum (NaN wins, as in numpy)."""
+    return _binop("minimum", x, y)
+
+
+def less(x: Any, y: Any) -> Tensor:
+    """``x < y``."""
+    return _binop("lt", x, y)
+
+
+def less_equal(x: Any, y: Any) -> Tensor:
+    """``x <= y``."""
+    return _binop("le", x, y)
+
+
+def greater(x: Any, y: Any) -> Tensor:
+    """``x > y``."""
+    return _binop("gt", x, y)
+
+
+def greater_equal(x: Any, y: Any) -> Tensor:
+    """``x >= y``."""
+    return _binop("ge", x, y)
+
+
+def equal(x: Any, y: Any) -> Tensor:
+    """``x == y``."""
+    return _binop("eq", x, y)
+
+
+def not_equal(x: Any, y: Any) -> Tensor:
+    """``x != y``."""
+    return _binop("ne", x, y)
+
+
+def logical_and(x: Any, y: Any) -> Tensor:
+    """Element-wise logical and."""
+    return _to_tensor(x).astype(np.bool_, copy=False) & _to_tensor(y).astype(np.bool_, copy=False)
+
+
+def logical_or(x: Any, y: Any) -> Tensor:
+    """Element-wise logical or."""
+    return _to_tensor(x).astype(np.bool_, copy=False) | _to_tensor(y).astype(np.bool_, copy=False)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis``."""
+    return _to_tensor(a).sum(axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis``."""
+    return _to_tensor(a).prod(axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis``."""
+    return _to_tensor(a).mean(axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    """Standard deviation over ``axis``."""
+    return _to_tensor(a).std(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    """Variance over ``axis``."""
+    return _to_tensor(a).var(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+def min(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Minimum over ``axis``."""
+    return _to_tensor(a).min(axis=axis, keepdims=keepdims)
+
+
+def max(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Maximum over ``axis``."""
+    return _to_tensor(a).max(axis=axis, keepdims=keepdims)
+
+
+amin, amax = min, max
+
+
+def argmin(a: Any, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
+    """Index of the minimum."""
+    return _to_tensor(a).argmin(axis=axis, keepdims=keepdims)
+
+
+def argmax(a: Any, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
+    """Index of the maximum."""
+    return _to_tensor(a).argmax(axis=axis, keepdims=keepdims)
+
+
+def any(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Whether any element is true."""
+    return _to_tensor(a).any(axis=axis, keepdims=keepdims)
+
+
+def all(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Whether every element is true."""
+    return _to_tensor(a).all(axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------- shape and joins
+
+
+def _contract_chunks(a: Tensor, b: Tensor, ka: int, kb: int) -> Tuple[Tensor, Tensor]:
+    """``b`` rechunked so its contracted dimension is chunked like ``a``'s."""
+    ca, cb = a._t.chunks[ka], b._t.chunks[kb]
+    if ca == cb:
+        return a, b
+    if not _uniform(ca, a._t.shape[ka]):
+        a = Tensor(a._t.rechunk([c[0] if i != ka else builtins.max(ca) for i, c in enumerate(a._t.chunks)]))
+        ca = a._t.chunks[ka]
+    want = [c[0] if c else 1 for c in b._t.chunks]
+    want[kb] = ca[0]
+    want = [builtins.max(w, 1) for w in want]
+    return a, Tensor(b._t.rechunk(want))
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """Matrix product ``a @ b`` of 1-d or 2-d tensors."""
+    x, y = _to_tensor(a), _to_tensor(b)
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    if x.ndim > 2 or y.ndim > 2:
+        raise NotImplementedError("matmul of stacks of matrices (more than 2 dimensions)")
+    vx, vy = x.ndim == 1, y.ndim == 1
+    if vx:
+        x = x.reshape(1, -1)
+    if vy:
+        y = y.reshape(-1, 1)
+    if x.shape[1] != y.shape[0]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, (size {y.shape[0]} is different from {x.shape[1]})"
+        )
+    x, y = _contract_chunks(x, y, 1, 0)
+    out = Tensor(x._t.matmul(y._t))
+    if vx and vy:
+        return out.reshape(())
+    if vx:
+        return out.reshape(-1)
+    if vy:
+        return out.reshape(-1)
+    return out
+
+
+def dot(a: Any, b: Any) -> Tensor:
+    """``numpy.dot`` for scalars, 1-d and 2-d tensors."""
+    x, y = _to_tensor(a), _to_tensor(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return x * y
+    return matmul(x, y)
+
+
+def transpose(a: Any, axes: Any = None) -> Tensor:
+    """Axes permuted (reversed by default)."""
+    return _to_tensor(a).transpose(axes)
+
+
+def reshape(a: Any, newshape: Any) -> Tensor:
+    """``a`` with a new shape."""
+    return _to_tensor(a).reshape(newshape)
+
+
+def ravel(a: Any) -> Tensor:
+    """``a`` flattened."""
+    return _to_tensor(a).ravel()
+
+
+def expand_dims(a: Any, axis: Any) -> Tensor:
+    """A dimension of length 1 inserted at ``axis`` (an int or a tuple)."""
+    t = _to_tensor(a)
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    nd = t.ndim + len(axes)
+    pos = sorted(_axis_of(tuple(axes), nd) or [])
+    shape = list(t._known_shape("expand_dims"))
+    for p in pos:
+        shape.insert(p, 1)
+    return t.reshape(shape)
+
+
+def squeeze(a: Any, axis: Any = None) -> Tensor:
+    """Dimensions of length 1 removed."""
+    return _to_tensor(a).squeeze(axis)
+
+
+def concatenate(arrays: Sequence[Any], axis: Optional[int] = 0) -> Tensor:
+    """Tensors joined along ``axis`` (flattened first when ``axis`` is None)."""
+    ts = [_to_tensor(a) for a in arrays]
+    if not ts:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        ts, axis = [t.ravel() for t in ts], 0
+    nd = ts[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    for i, t in enumerate(ts[1:], 1):
+        if t.ndim != nd:
+            raise ValueError(
+                "all the input array dimensions except for the concatenation axis must match exactly, but along "
+                f"dimension 0, the array at index 0 has {nd} dimension(s) and the array at index {i} has {t.ndim}"
+            )
+    ax = _axis_of(axis, nd)[0]
+    dt = np.result_type(*[t.dtype for t in ts])
+    ts = [t.astype(dt, copy=False) for t in ts]
+    return Tensor(_native.concatenate([t._t for t in ts], ax))
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Tensor:
+    """Tensors of one shape joined along a new axis."""
+    ts = [_to_tensor(a) for a in arrays]
+    if not ts:
+        raise ValueError("need at least one array to stack")
+    if builtins.any(t.shape != ts[0].shape for t in ts):
+        raise ValueError("all input arrays must have the same shape")
+    ax = _axis_of(axis, ts[0].ndim + 1)[0]
+    dt = np.result_type(*[t.dtype for t in ts])
+    return concatenate([expand_dims(t.astype(dt, copy=False), ax) for t in ts], axis=ax)
+
+
+def vstack(arrays: Sequence[Any]) -> Tensor:
+    """Tensors joined along the first axis (1-d ones as rows)."""
+    ts = [_to_tensor(a) for a in arrays]
+    return concatenate([t.reshape(1, -1) if t.ndim == 1 else t for t in ts], axis=0)
+
+
+def hstack(arrays: Sequence[Any]) -> Tensor:
+    """Tensors joined along the second axis (the first for 1-d ones)."""
+    ts = [_to_tensor(a) for a in arrays]
+    return concatenate(ts, axis=0 if ts and ts[0].ndim == 1 else 1)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast)."""
+    if x is None or y is None:
+        raise NotImplementedError("where with only a condition (nonzero)")
+    c = _to_tensor(condition)
+    if c.dtype != np.bool_:
+        c = c != 0
+    xt = _to_tensor(x) if not _is_scalar(_scalar(x)) else None
+    yt = _to_tensor(y) if not _is_scalar(_scalar(y)) else None
+    # Scalars take the other operand's dtype where numpy's promotion would.
+    if xt is None and yt is None:
+        dt = np.result_type(_scalar(x), _scalar(y))
+        xt, yt = _to_tensor(np.asarray(x, dtype=dt)), _to_tensor(np.asarray(y, dtype=dt))
+    elif xt is None:
+        xt = _to_tensor(x, like=yt)
+    elif yt is None:
+        yt = _to_tensor(y, like=xt)
+    dt = np.result_type(xt.dtype, yt.dtype)
+    xt, yt = xt.astype(dt, copy=False), yt.astype(dt, copy=False)
+    c, xt = _unify(c, xt)
+    c, yt = _unify(c, yt)
+    xt, yt = _unify(xt, yt)
+    return Tensor(_native.where_(c._t, xt._t, yt._t))
+
+
+def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Tensor:
+    """Elements limited to ``[a_min, a_max]`` (scalars; one may be None)."""
+    t = _to_tensor(a)
+    if a_min is None and a_max is None:
+        raise ValueError("One of max or min must be given")
+    lo, hi = _scalar(a_min), _scalar(a_max)
+    if (lo is not None and not _is_scalar(lo)) or (hi is not None and not _is_scalar(hi)):
+        raise NotImplementedError("clip with tensor bounds; give scalars")
+    if t.dtype.kind in "iub" and ((lo is not None and isinstance(lo, float)) or (hi is not None and isinstance(hi, float))):
+        t = t.astype(np.float64)
+    if t.dtype == np.bool_:
+        t = t.astype(np.int64)
+    return Tensor(t._t.clip(-math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
+
+
+def rechunk(a: Any, chunk_size: Any) -> Tensor:
+    """``a`` in chunks of ``chunk_size``."""
+    return _to_tensor(a).rechunk(chunk_size)
+
+
+from . import linalg, random  # noqa: E402  (they use Tensor)

@@ -1,0 +1,82 @@
+"""``ares.tensor.linalg``: numpy.linalg's names on tensors (QR, SVD and Cholesky are
+tiled as in Mars; ``solve`` and ``inv`` go through them)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Tuple
+
+import numpy as np
+
+from . import Tensor, _axis_of, _to_tensor
+
+__all__ = ["qr", "svd", "cholesky", "solve", "inv", "norm", "LinAlgError"]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+def _matrix(a: Any, op: str) -> Tensor:
+    t = _to_tensor(a)
+    if t.ndim != 2:
+        raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
+    if t.dtype.kind != "f":
+        t = t.astype(np.float64)
+    return t
+
+
+def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
+    """``Q, R`` with ``a = Q @ R`` (``mode='reduced'`` only), for a tall-and-skinny or
+    square matrix chunked by rows."""
+    if mode != "reduced":
+        raise NotImplementedError(f"qr with mode={mode!r}; only 'reduced' is supported")
+    q, r = _matrix(a, "qr")._t.qr()
+    return Tensor(q), Tensor(r)
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh`` (the reduced form: pass
+    ``full_matrices=False``, as Mars requires)."""
+    if full_matrices:
+        raise NotImplementedError("svd with full_matrices=True; pass full_matrices=False")
+    u, s, v = _matrix(a, "svd")._t.svd()
+    return (Tensor(u), Tensor(s), Tensor(v)) if compute_uv else Tensor(s)
+
+
+def cholesky(a: Any) -> Tensor:
+    """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive definite)."""
+    return Tensor(_matrix(a, "cholesky")._t.cholesky())
+
+
+def inv(a: Any) -> Tensor:
+    """The inverse of a square matrix."""
+    return Tensor(_matrix(a, "inv")._t.inv())
+
+
+def solve(a: Any, b: Any) -> Tensor:
+    """``x`` with ``a @ x = b`` (``b`` a vector or a matrix)."""
+    from .. import _native
+
+    x = _matrix(a, "solve")
+    y = _to_tensor(b)
+    if y.dtype.kind != "f":
+        y = y.astype(np.float64)
+    vec = y.ndim == 1
+    if vec:
+        y = y.reshape(-1, 1)
+    out = Tensor(_native.solve(x._t, y._t))
+    return out.reshape(-1) if vec else out
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The 2-norm of vectors (``axis`` an int) or the Frobenius norm (``axis`` None or a
+    pair); other ``ord`` values are not supported."""
+    t = _to_tensor(x)
+    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and t.ndim == 2 or not isinstance(axis, (numbers.Integral, type(None))))):
+        raise NotImplementedError(f"norm with ord={ord!r}; only the 2-norm of vectors and the Frobenius norm")
+    if ord == "fro" and isinstance(axis, numbers.Integral):
+        raise ValueError("Invalid norm order 'fro' for vectors")
+    if t.dtype.kind != "f":
+        t = t.astype(np.float64)
+    axes = _axis_of(axis, t.ndim)
+    return (t * t).sum(axis=None if axes is None else tuple(axes), keepdims=keepdims).sqrt()

@@ -1,0 +1,561 @@
+//! `ares._native`: the Python extension module under the `ares` package. It exposes the
+//! Rust runtime (`init`, `shutdown`) and the tensor library (`ares-tensor`) as thin,
+//! low-level classes and functions; the numpy-shaped API (argument handling, operators,
+//! indexing, `repr`) lives in the pure-Python package on top, so it can follow numpy
+//! closely without this layer growing.
+//!
+//! This module owns the conversion between Python values and the tensor library's types,
+//! and the mapping of its errors to numpy's exception types. It must not compute
+//! anything itself: every operation is the tensor library's, and chunk tasks run in Rust
+//! worker processes (the extension module loaded by a bare interpreter that enters
+//! worker mode at once), never in Python.
+//!
+//! Long calls (`execute`, `fetch`) release the GIL and run on a thread of their own while
+//! the calling thread polls for signals, so Ctrl-C interrupts the wait.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ares_tensor::kernel::BinOp;
+use ares_tensor::{DType, Elem, ReduceOp, Scalar, Session, Slice, Tensor, TensorError};
+use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+
+pyo3::create_exception!(
+    _native,
+    AresError,
+    PyRuntimeError,
+    "A failure of the Ares runtime (a task, a worker, the object store or the node)."
+);
+
+/// How often a thread waiting on a long call looks for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// numpy's exception for each tensor error: shapes are `ValueError`, an axis out of range
+/// is `numpy.exceptions.AxisError`, a dtype an operation does not take is `TypeError`,
+/// a bad index `IndexError`, a singular or non-square matrix `numpy.linalg.LinAlgError`.
+fn to_py(py: Python<'_>, e: TensorError) -> PyErr {
+    let numpy_error = |path: &[&str], args: Bound<'_, PyTuple>| -> PyResult<PyErr> {
+        let mut obj = py.import("numpy")?.into_any();
+        for p in path {
+            obj = obj.getattr(*p)?;
+        }
+        Ok(PyErr::from_value(obj.call1(args)?))
+    };
+    let msg = e.to_string();
+    match e {
+        TensorError::BadAxis { axis, ndim } => {
+            let args = PyTuple::new(py, [axis, ndim]).expect("a tuple of two ints");
+            numpy_error(&["exceptions", "AxisError"], args).unwrap_or_else(|err| err)
+        }
+        TensorError::BadMatrix { .. } => {
+            let args = PyTuple::new(py, [msg]).expect("a tuple of one string");
+            numpy_error(&["linalg", "LinAlgError"], args).unwrap_or_else(|err| err)
+        }
+        TensorError::BadDType { .. } => PyTypeError::new_err(msg),
+        TensorError::BadIndex { .. } => PyIndexError::new_err(msg),
+        TensorError::Runtime(_) => AresError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+fn runtime_err(e: ares::Error) -> PyErr {
+    AresError::new_err(e.to_string())
+}
+
+/// A tensor error raised on a thread that holds the GIL.
+trait OrRaise<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for Result<T, TensorError> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}
+
+/// Runs `f(cancel)` on a thread of its own with the GIL released, waking every
+/// [`SIGNAL_POLL`] to let Python handle signals. On Ctrl-C it sets `cancel`, waits for
+/// the call to stop (the tensor executor submits nothing more and waits only for the
+/// chunk tasks in flight), then raises `KeyboardInterrupt`: the session stays usable and
+/// the abandoned computation's objects are freed.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    f: impl FnOnce(Arc<AtomicBool>) -> T + Send + 'static,
+) -> PyResult<T> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let flag = cancel.clone();
+    std::thread::Builder::new()
+        .name("ares-py-call".into())
+        .spawn(move || {
+            let _ = tx.send(f(flag));
+        })
+        .map_err(|e| AresError::new_err(format!("no thread for the call: {e}")))?;
+    let mut rx = Some(rx);
+    let mut interrupted: Option<PyErr> = None;
+    loop {
+        // The receiver moves into the detached closure and back (it is `Send`, not `Sync`).
+        let (back, got) = py.detach(move || {
+            let rx = rx.take().expect("put back after every wait");
+            let got = rx.recv_timeout(SIGNAL_POLL);
+            (rx, got)
+        });
+        rx = Some(back);
+        match got {
+            Ok(v) => return interrupted.map_or(Ok(v), Err),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if interrupted.is_none() {
+                    if let Err(e) = py.check_signals() {
+                        cancel.store(true, Ordering::Relaxed);
+                        interrupted = Some(e);
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(interrupted
+                    .unwrap_or_else(|| AresError::new_err("the call's thread ended without an answer (it panicked)")));
+            }
+        }
+    }
+}
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+    }
+}
+
+fn parse_dtype(name: &str) -> PyResult<DType> {
+    Ok(match name {
+        "bool" => DType::Bool,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        other => {
+            return Err(PyNotImplementedError::new_err(format!(
+                "dtype {other} is not supported (supported: bool, int32, int64, float32, float64)"
+            )));
+        }
+    })
+}
+
+/// A Python `bool`, `int` or `float` as a scalar (`bool` first: it is also an `int`).
+fn scalar(v: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if v.is_instance_of::<PyBool>() {
+        Ok(Scalar::Bool(v.extract()?))
+    } else if v.is_instance_of::<PyInt>() {
+        v.extract::<i64>().map(Scalar::I64).map_err(|_| {
+            PyNotImplementedError::new_err(format!("the integer {v} does not fit in int64, the widest integer dtype"))
+        })
+    } else if v.is_instance_of::<PyFloat>() {
+        Ok(Scalar::F64(v.extract()?))
+    } else {
+        Err(PyTypeError::new_err(format!("expected a bool, int or float, got {}", v.get_type().name()?)))
+    }
+}
+
+fn bin_op(name: &str) -> PyResult<BinOp> {
+    Ok(match name {
+        "add" => BinOp::Add,
+        "sub" => BinOp::Sub,
+        "mul" => BinOp::Mul,
+        "div" => BinOp::Div,
+        "pow" => BinOp::Pow,
+        "lt" => BinOp::Lt,
+        "le" => BinOp::Le,
+        "gt" => BinOp::Gt,
+        "ge" => BinOp::Ge,
+        "eq" => BinOp::Eq,
+        "ne" => BinOp::Ne,
+        "and" => BinOp::And,
+        "or" => BinOp::Or,
+        "maximum" => BinOp::Maximum,
+        "minimum" => BinOp::Minimum,
+        other => return Err(PyNotImplementedError::new_err(format!("binary operation {other}"))),
+    })
+}
+
+fn reduce_op(name: &str) -> PyResult<ReduceOp> {
+    Ok(match name {
+        "sum" => ReduceOp::Sum,
+        "prod" => ReduceOp::Prod,
+        "min" => ReduceOp::Min,
+        "max" => ReduceOp::Max,
+        "mean" => ReduceOp::Mean,
+        "var" => ReduceOp::Var,
+        "std" => ReduceOp::Std,
+        "any" => ReduceOp::Any,
+        "all" => ReduceOp::All,
+        "argmin" => ReduceOp::ArgMin,
+        "argmax" => ReduceOp::ArgMax,
+        other => return Err(PyNotImplementedError::new_err(format!("reduction {other}"))),
+    })
+}
+
+/// A lazy, chunked tensor (the Python `ares.tensor.Tensor` wraps one).
+#[pyclass(name = "NativeTensor", module = "ares._native", frozen)]
+#[derive(Clone)]
+struct PyTensor {
+    t: Tensor,
+}
+
+fn wrap(t: Tensor) -> PyTensor {
+    PyTensor { t }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The shape; `None` for a length known only after running.
+    #[getter]
+    fn shape(&self) -> Vec<Option<u64>> {
+        self.t.shape().iter().map(|&d| (d != ares_tensor::UNKNOWN).then_some(d)).collect()
+    }
+
+    /// The dtype's numpy name.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        dtype_name(self.t.dtype())
+    }
+
+    /// Chunk lengths along each dimension (`None` where unknown).
+    #[getter]
+    fn chunks(&self) -> Vec<Vec<Option<u64>>> {
+        self.t.chunks().iter().map(|c| c.iter().map(|&d| (d != ares_tensor::UNKNOWN).then_some(d)).collect()).collect()
+    }
+
+    fn binary(&self, py: Python<'_>, op: &str, other: &PyTensor) -> PyResult<PyTensor> {
+        self.t.binary(bin_op(op)?, &other.t).or_raise(py).map(wrap)
+    }
+
+    fn binary_scalar(&self, py: Python<'_>, op: &str, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.t.binary_scalar(bin_op(op)?, scalar(value)?).or_raise(py).map(wrap)
+    }
+
+    fn rbinary_scalar(&self, py: Python<'_>, op: &str, value: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        self.t.rbinary_scalar(bin_op(op)?, scalar(value)?).or_raise(py).map(wrap)
+    }
+
+    fn unary(&self, py: Python<'_>, op: &str) -> PyResult<PyTensor> {
+        Ok(wrap(match op {
+            "sqrt" => self.t.sqrt(),
+            "exp" => self.t.exp(),
+            "log" => self.t.log(),
+            "sin" => self.t.sin(),
+            "cos" => self.t.cos(),
+            "abs" => self.t.abs(),
+            "not" => self.t.not(),
+            "negative" => return self.t.negate().or_raise(py).map(wrap),
+            other => return Err(PyNotImplementedError::new_err(format!("unary operation {other}"))),
+        }))
+    }
+
+    #[pyo3(signature = (op, axes, keepdims))]
+    fn reduce(&self, py: Python<'_>, op: &str, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<PyTensor> {
+        self.t.reduce(reduce_op(op)?, axes.as_deref(), keepdims).or_raise(py).map(wrap)
+    }
+
+    fn matmul(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
+        self.t.matmul(&other.t).or_raise(py).map(wrap)
+    }
+
+    fn permute(&self, py: Python<'_>, axes: Vec<usize>) -> PyResult<PyTensor> {
+        self.t.permute(&axes).or_raise(py).map(wrap)
+    }
+
+    /// Basic slicing: one `(start, stop, step)` per dimension.
+    fn slice(&self, py: Python<'_>, index: Vec<(Option<i64>, Option<i64>, i64)>) -> PyResult<PyTensor> {
+        let index: Vec<Slice> = index.into_iter().map(|(a, b, s)| Slice::new(a, b, s)).collect();
+        self.t.slice(&index).or_raise(py).map(wrap)
+    }
+
+    fn mask(&self, py: Python<'_>, mask: &PyTensor) -> PyResult<PyTensor> {
+        self.t.mask(&mask.t).or_raise(py).map(wrap)
+    }
+
+    fn reshape(&self, py: Python<'_>, shape: Vec<i64>) -> PyResult<PyTensor> {
+        self.t.reshape(&shape).or_raise(py).map(wrap)
+    }
+
+    fn rechunk(&self, py: Python<'_>, chunks: Vec<usize>) -> PyResult<PyTensor> {
+        self.t.rechunk(&chunks).or_raise(py).map(wrap)
+    }
+
+    fn astype(&self, dtype: &str) -> PyResult<PyTensor> {
+        Ok(wrap(self.t.astype(parse_dtype(dtype)?)))
+    }
+
+    fn clip(&self, lo: f64, hi: f64) -> PyTensor {
+        wrap(self.t.clip(lo, hi))
+    }
+
+    fn expand_dims(&self, py: Python<'_>, axis: usize) -> PyResult<PyTensor> {
+        self.t.expand_dims(axis).or_raise(py).map(wrap)
+    }
+
+    fn qr(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor)> {
+        let (q, r) = self.t.qr().or_raise(py)?;
+        Ok((wrap(q), wrap(r)))
+    }
+
+    fn svd(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let (u, s, v) = self.t.svd().or_raise(py)?;
+        Ok((wrap(u), wrap(s), wrap(v)))
+    }
+
+    fn cholesky(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.t.cholesky().or_raise(py).map(wrap)
+    }
+
+    fn inv(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.t.inv().or_raise(py).map(wrap)
+    }
+}
+
+/// Runs tensors: computes them, keeps executed results, and fetches them into numpy.
+#[pyclass(name = "NativeSession", module = "ares._native", frozen)]
+struct PySession {
+    s: Arc<Session>,
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    #[pyo3(signature = (progress=None))]
+    fn new(progress: Option<Py<PyAny>>) -> Self {
+        let mut s = Session::new();
+        if let Some(cb) = progress {
+            s = s.on_progress(move |p| {
+                Python::attach(|py| {
+                    // A failing progress callback must not fail the computation.
+                    let _ = cb.call1(py, (p.done, p.total));
+                })
+            });
+        }
+        PySession { s: Arc::new(s) }
+    }
+
+    /// Computes the tensors and keeps their chunks while they live.
+    fn execute(&self, py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>) -> PyResult<()> {
+        let s = self.s.clone();
+        let tensors: Vec<PyTensor> = tensors.iter().map(|t| t.get().clone()).collect();
+        let results = interruptible(py, move |cancel| {
+            let s = s.cancelled_by(cancel);
+            tensors.iter().map(|t| s.execute(&t.t)).collect::<Result<Vec<()>, _>>()
+        })?;
+        results.map(|_| ()).or_raise(py)
+    }
+
+    /// Computes the tensor and returns it as a numpy array (its own memory).
+    fn fetch<'py>(&self, py: Python<'py>, tensor: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
+        fn run<'py, T: Elem + numpy::Element>(
+            py: Python<'py>,
+            s: &Arc<Session>,
+            t: &Tensor,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let (s, t) = (s.clone(), t.clone());
+            let a = interruptible(py, move |cancel| s.cancelled_by(cancel).fetch::<T>(&t))?.or_raise(py)?;
+            Ok(a.into_pyarray(py).into_any())
+        }
+        match tensor.t.dtype() {
+            DType::Bool => run::<bool>(py, &self.s, &tensor.t),
+            DType::I32 => run::<i32>(py, &self.s, &tensor.t),
+            DType::I64 => run::<i64>(py, &self.s, &tensor.t),
+            DType::F32 => run::<f32>(py, &self.s, &tensor.t),
+            DType::F64 => run::<f64>(py, &self.s, &tensor.t),
+        }
+    }
+}
+
+/// Starts the runtime: an embedded one-node cluster whose workers are this module loaded
+/// by `python` (a bare interpreter that enters worker mode at once), or a connection to a
+/// running cluster at `address`.
+#[pyfunction]
+#[pyo3(signature = (address, num_cpus, object_store_memory, spill_dirs, worker_program, worker_args))]
+fn init(
+    py: Python<'_>,
+    address: Option<String>,
+    num_cpus: Option<u32>,
+    object_store_memory: Option<u64>,
+    spill_dirs: Vec<String>,
+    worker_program: String,
+    worker_args: Vec<String>,
+) -> PyResult<()> {
+    let mut cfg = ares::Config::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if address.is_some() {
+        cfg.address = address;
+    }
+    if num_cpus.is_some() {
+        cfg.num_cpus = num_cpus;
+    }
+    if object_store_memory.is_some() {
+        cfg.object_store_memory = object_store_memory;
+    }
+    if !spill_dirs.is_empty() {
+        cfg.spill_dirs = spill_dirs.into_iter().map(Into::into).collect();
+    }
+    let mut command = ares::WorkerCommand::default();
+    command.program = worker_program.into();
+    command.args = worker_args;
+    command.env = vec![("ARES_WORKER_DEFERRED".into(), "1".into())];
+    cfg.worker_command = Some(command);
+    py.detach(|| ares::init_with(cfg)).map_err(|e| match e {
+        ares::Error::AlreadyInitialized => {
+            AresError::new_err("ares is already initialized in this process; call ares.shutdown() first")
+        }
+        e => runtime_err(e),
+    })
+}
+
+/// Stops the runtime (workers, the embedded node, its store). Safe to call twice.
+#[pyfunction]
+fn shutdown(py: Python<'_>) {
+    py.detach(ares::shutdown)
+}
+
+/// Whether the runtime is running in this process.
+#[pyfunction]
+fn is_initialized() -> bool {
+    ares::is_initialized()
+}
+
+/// This node's object store figures: capacity, used bytes and objects, pinned, spilled.
+#[pyfunction]
+fn node_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let s = py.detach(ares::node_stats).map_err(runtime_err)?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("store_capacity", s.store_capacity)?;
+    d.set_item("store_used", s.store_used)?;
+    d.set_item("store_objects", s.store_objects)?;
+    d.set_item("store_pinned_bytes", s.store_pinned_bytes)?;
+    d.set_item("store_spilled_bytes", s.store_spilled_bytes)?;
+    d.set_item("store_spilled_objects", s.store_spilled_objects)?;
+    Ok(d)
+}
+
+/// Enters worker mode (never returns): what a worker process started by `init` runs.
+#[pyfunction]
+fn _worker_main(py: Python<'_>) {
+    py.detach(|| ares::__private::worker_main())
+}
+
+#[pyfunction]
+fn full(py: Python<'_>, shape: Vec<u64>, value: &Bound<'_, PyAny>, chunks: Vec<usize>) -> PyResult<PyTensor> {
+    ares_tensor::full(&shape, scalar(value)?, &chunks).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn arange(py: Python<'_>, start: f64, stop: f64, step: f64, chunk: usize) -> PyResult<PyTensor> {
+    ares_tensor::arange(start, stop, step, chunk).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn linspace(py: Python<'_>, start: f64, stop: f64, num: u64, chunk: usize) -> PyResult<PyTensor> {
+    ares_tensor::linspace(start, stop, num, chunk).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn eye(py: Python<'_>, n: u64, chunk: usize) -> PyResult<PyTensor> {
+    ares_tensor::eye(n, chunk).or_raise(py).map(wrap)
+}
+
+/// A tensor holding the array's elements, copied chunk by chunk straight from its buffer
+/// (any strides; no intermediate copy).
+#[pyfunction]
+fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: Vec<usize>) -> PyResult<PyTensor> {
+    fn go<T: Elem + numpy::Element>(
+        py: Python<'_>,
+        array: &Bound<'_, PyUntypedArray>,
+        chunks: &[usize],
+    ) -> PyResult<PyTensor> {
+        let a = array.cast::<PyArrayDyn<T>>()?.readonly();
+        ares_tensor::from_view(a.as_array(), chunks).or_raise(py).map(wrap)
+    }
+    let dtype = array.dtype();
+    let name = dtype.str()?.to_string();
+    match parse_dtype(&name)? {
+        DType::Bool => go::<bool>(py, array, &chunks),
+        DType::I32 => go::<i32>(py, array, &chunks),
+        DType::I64 => go::<i64>(py, array, &chunks),
+        DType::F32 => go::<f32>(py, array, &chunks),
+        DType::F64 => go::<f64>(py, array, &chunks),
+    }
+}
+
+#[pyfunction]
+fn random(
+    py: Python<'_>,
+    kind: &str,
+    shape: Vec<u64>,
+    chunks: Vec<usize>,
+    seed: u64,
+    low: f64,
+    high: f64,
+) -> PyResult<PyTensor> {
+    use ares_tensor::random as r;
+    let t = match kind {
+        "uniform" => r::uniform(low, high, &shape, &chunks, seed),
+        "normal" => r::randn(&shape, &chunks, seed),
+        "randint" => r::randint(low as i64, high as i64, &shape, &chunks, seed),
+        other => return Err(PyNotImplementedError::new_err(format!("random.{other}"))),
+    };
+    t.or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn concatenate(py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>, axis: usize) -> PyResult<PyTensor> {
+    let ts: Vec<Tensor> = tensors.iter().map(|t| t.get().t.clone()).collect();
+    ares_tensor::concatenate(&ts, axis).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn stack(py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>, axis: usize) -> PyResult<PyTensor> {
+    let ts: Vec<Tensor> = tensors.iter().map(|t| t.get().t.clone()).collect();
+    ares_tensor::stack(&ts, axis).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn where_(py: Python<'_>, cond: &PyTensor, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
+    ares_tensor::where_(&cond.t, &a.t, &b.t).or_raise(py).map(wrap)
+}
+
+#[pyfunction]
+fn solve(py: Python<'_>, a: &PyTensor, b: &PyTensor) -> PyResult<PyTensor> {
+    ares_tensor::solve(&a.t, &b.t).or_raise(py).map(wrap)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("AresError", m.py().get_type::<AresError>())?;
+    m.add_class::<PyTensor>()?;
+    m.add_class::<PySession>()?;
+    for f in [
+        wrap_pyfunction!(init, m)?,
+        wrap_pyfunction!(shutdown, m)?,
+        wrap_pyfunction!(is_initialized, m)?,
+        wrap_pyfunction!(node_stats, m)?,
+        wrap_pyfunction!(_worker_main, m)?,
+        wrap_pyfunction!(full, m)?,
+        wrap_pyfunction!(arange, m)?,
+        wrap_pyfunction!(linspace, m)?,
+        wrap_pyfunction!(eye, m)?,
+        wrap_pyfunction!(from_numpy, m)?,
+        wrap_pyfunction!(random, m)?,
+        wrap_pyfunction!(concatenate, m)?,
+        wrap_pyfunction!(stack, m)?,
+        wrap_pyfunction!(where_, m)?,
+        wrap_pyfunction!(solve, m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    Ok(())
+}

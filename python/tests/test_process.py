@@ -1,0 +1,141 @@
+"""Whole programs in their own interpreter, as a user runs them: the README's example,
+Ctrl-C in the middle of an execute, the context-manager form, and what is left after."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ARES_")},
+    )
+
+
+def alive(pid: str) -> bool:
+    """Whether the process exists and is not a zombie (an orphan may wait to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def ares_shm_files() -> set:
+    return {f for f in os.listdir("/dev/shm") if f.startswith("ares-")}
+
+
+def test_readme_python_example_runs_as_written():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "the README has a Python example"
+    before = ares_shm_files()
+    out = run(blocks[0])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip(), "the example prints its results"
+    assert ares_shm_files() <= before, "the example's store is gone after it exits"
+
+
+def test_context_manager_starts_and_stops_the_runtime():
+    out = run(
+        """
+        import ares, ares.tensor as at
+        with ares.init(num_cpus=1, object_store_memory="64M"):
+            assert ares.is_initialized()
+            print(float(at.arange(10, chunk_size=3).sum()))
+        assert not ares.is_initialized()
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["45.0"]
+
+
+def test_ctrl_c_during_execute_interrupts_and_the_session_keeps_working():
+    code = """
+        import time
+        import ares, ares.tensor as at
+        ares.init(num_cpus=2, object_store_memory="512M")
+        base = ares.node_stats()["store_objects"]
+        a = at.random.rand(4000, 4000, chunk_size=500, seed=1)
+        print("ready", flush=True)
+        try:
+            # Minutes of GEMMs on two cores: still running when the signal comes.
+            (a @ a.T @ a @ a.T).sum().execute(show_progress=False)
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        assert float(at.ones((10, 10), chunk_size=5).sum()) == 100.0
+        # Frees reach the store asynchronously: wait (bounded) for it to settle.
+        deadline = time.time() + 20
+        while ares.node_stats()["store_objects"] > base and time.time() < deadline:
+            time.sleep(0.05)
+        print("objects", ares.node_stats()["store_objects"] - base, flush=True)
+        ares.shutdown()
+        print("stopped", flush=True)
+    """
+    p = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ARES_")},
+    )
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        # The execute starts right after "ready"; the signal lands inside it.
+        import time
+
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    lines = out.split("\n")
+    assert "interrupted" in lines, out + err
+    # Nothing of the abandoned computation is left in the store.
+    objects = [l for l in lines if l.startswith("objects")]
+    assert objects == ["objects 0"], out + err
+    assert "stopped" in lines
+
+
+def test_a_driver_killed_leaves_no_process_or_shared_memory():
+    before = ares_shm_files()
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import ares, ares.tensor as at, time\n"
+            "ares.init(num_cpus=2, object_store_memory='64M')\n"
+            "at.ones((100, 100), chunk_size=10).sum().fetch()\n"
+            "print('up', flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ARES_")},
+    )
+    assert p.stdout.readline().strip() == "up"
+    workers = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    assert workers, "the embedded node started worker processes"
+    p.kill()
+    p.wait()
+    import time
+
+    deadline = time.time() + 30
+    while time.time() < deadline and any(alive(w) for w in workers):
+        time.sleep(0.1)
+    assert not any(alive(w) for w in workers), "workers outlived their driver"
+    assert ares_shm_files() <= before
