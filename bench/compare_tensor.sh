@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tensor workloads of ../shared/peers/tensor_workloads.py on numpy, Dask, Xorbits
 # and Mars, then `ares-bench tensor`, back to back on this machine, into
-# bench/results/<date>-<time>/ (tensor_peers.jsonl, ares_tensor.jsonl).
+# bench/results/<date>-<time>/ (tensor_peers.jsonl, ares_tensor.jsonl, and
+# ares_python.jsonl: the same workloads through the Python package).
 #   WORKLOADS (default W1,W2) and REPEATS (default 3) select what runs.
 #   PEERS_VENVS defaults to ~/.cache/ares-peers (made by ../shared/peers/setup_venvs.sh).
 set -euo pipefail
@@ -27,4 +28,14 @@ if [[ ",$WORKLOADS," == *,W3G,* ]]; then
   timeout 900 "$PEERS_VENVS/main/bin/python" bench/w3_general.py --repeats "$REPEATS" --out "$OUT/tensor_peers.jsonl"
 fi
 timeout 900 target/release/ares-bench tensor --workloads "$WORKLOADS" --repeats "$REPEATS" | tee "$OUT/ares_tensor.jsonl"
+# The same workloads driven from Python, as a Mars user writes them (the peer script's
+# `--engine ares`), from a venv where `pip install ./python` was done: ARES_VENV, by
+# default the one scripts/test-all makes. Skipped when there is none.
+ARES_VENV=${ARES_VENV:-${CARGO_TARGET_DIR:-target}/pyvenv}
+PY_WORKLOADS=$(echo ",$WORKLOADS," | sed 's/,W3G,/,/g; s/^,//; s/,$//')
+if [[ -x "$ARES_VENV/bin/python" && -n "$PY_WORKLOADS" ]]; then
+  "$ARES_VENV/bin/pip" install --quiet --disable-pip-version-check psutil
+  timeout 900 "$ARES_VENV/bin/python" "$PEERS/tensor_workloads.py" --engine ares \
+    --workloads "$PY_WORKLOADS" --repeats "$REPEATS" --out "$OUT/ares_python.jsonl"
+fi
 echo "results in $OUT"

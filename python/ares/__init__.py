@@ -188,6 +188,8 @@ class Session:
         self._progress = line
         try:
             (self._native if line else self._quiet).execute(natives)
+        except AresError as e:
+            raise _numeric_failure(e) from e
         finally:
             self._progress = None
             if line:
@@ -199,7 +201,10 @@ class Session:
         or a list for several). A 0-d result is a 0-d array."""
         from .tensor import Tensor
 
-        out = [self._quiet.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
+        try:
+            out = [self._quiet.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
+        except AresError as e:
+            raise _numeric_failure(e) from e
         return out[0] if len(out) == 1 else out
 
     def __enter__(self) -> "Session":
@@ -210,6 +215,17 @@ class Session:
 
     def __repr__(self) -> str:
         return "<ares.Session>"
+
+
+def _numeric_failure(e: AresError) -> Exception:
+    """A chunk kernel's numeric failure (a singular or not positive definite matrix) as
+    numpy reports it, ``numpy.linalg.LinAlgError``; anything else unchanged."""
+    msg = str(e)
+    if "the matrix is singular" in msg or "not positive definite" in msg:
+        import numpy as np
+
+        return np.linalg.LinAlgError(msg)
+    return e
 
 
 def _as_tensor(t: object, cls: type) -> "Tensor":

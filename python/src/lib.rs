@@ -403,11 +403,11 @@ fn init(
     if !spill_dirs.is_empty() {
         cfg.spill_dirs = spill_dirs.into_iter().map(Into::into).collect();
     }
-    let mut command = ares::WorkerCommand::default();
-    command.program = worker_program.into();
-    command.args = worker_args;
-    command.env = vec![("ARES_WORKER_DEFERRED".into(), "1".into())];
-    cfg.worker_command = Some(command);
+    cfg.worker_command = Some(ares::WorkerCommand {
+        program: worker_program.into(),
+        args: worker_args,
+        env: vec![("ARES_WORKER_DEFERRED".into(), "1".into())],
+    });
     py.detach(|| ares::init_with(cfg)).map_err(|e| match e {
         ares::Error::AlreadyInitialized => {
             AresError::new_err("ares is already initialized in this process; call ares.shutdown() first")

@@ -1090,7 +1090,15 @@ impl<'p, 's> Builder<'p, 's> {
     fn emit_broadcast(&mut self, child: &Tensor, parent: &Tensor, g: &[usize]) -> Result<u32> {
         let k = parent.ndim() - child.ndim();
         let gc: Vec<usize> = (0..child.ndim())
-            .map(|d| if child.shape()[d] == 1 && parent.shape()[d + k] != 1 { 0 } else { g[d + k] })
+            // A dimension the child holds in one chunk reads that chunk (a length-1
+            // dimension broadcast, or one split as `[1, 0]` after a mask ran).
+            .map(|d| {
+                if child.chunks()[d].len() == 1 || (child.shape()[d] == 1 && parent.shape()[d + k] != 1) {
+                    0
+                } else {
+                    g[d + k]
+                }
+            })
             .collect();
         let node = self.emit(child, &gc)?;
         let want = chunk_shape(parent, g);

@@ -296,8 +296,18 @@ impl Tensor {
 
     /// Element-wise `a op b` with numpy broadcasting and type promotion.
     pub fn binary(&self, op: BinOp, other: &Tensor) -> Result<Tensor> {
-        if matches!(op, BinOp::Sub) && self.dtype() == DType::Bool && other.dtype() == DType::Bool {
-            return Err(TensorError::BadDType { op: "subtraction of booleans".into(), dtype: DType::Bool });
+        if self.dtype() == DType::Bool && other.dtype() == DType::Bool {
+            // numpy refuses the first and gives int8 (not a dtype here) for the second;
+            // the kernels have no boolean form of either.
+            match op {
+                BinOp::Sub => {
+                    return Err(TensorError::BadDType { op: "subtraction of booleans".into(), dtype: DType::Bool });
+                }
+                BinOp::Pow => {
+                    return Err(TensorError::BadDType { op: "power of booleans".into(), dtype: DType::Bool });
+                }
+                _ => {}
+            }
         }
         let (shape, chunks) = broadcast(self, other)?;
         let dtype = binary_dtype(op, self.dtype(), other.dtype());
@@ -902,6 +912,12 @@ fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
         match (sa[d], sb[d]) {
             (x, y) if (x == UNKNOWN) != (y == UNKNOWN) && x != 1 && y != 1 => {
                 return Err(TensorError::UnknownShape { op: "broadcasting against a known length".into() });
+            }
+            // Length 1 in one chunk broadcasts against any split of length 1 (a mask's
+            // result can come out as `[1, 0]`).
+            (1, 1) if ca[d] != cb[d] && (ca[d].len() == 1 || cb[d].len() == 1) => {
+                shape.push(1);
+                chunks.push(if ca[d].len() == 1 { cb[d].clone() } else { ca[d].clone() });
             }
             (x, y) if x == y => {
                 if ca[d] != cb[d] {

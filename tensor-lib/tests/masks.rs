@@ -149,3 +149,19 @@ fn tensors_built_on_unknown_shapes_are_rechunked_once_the_lengths_are_known() {
     assert_eq!(r.chunks()[0].len(), picked.len().div_ceil(4));
     ares::shutdown();
 }
+
+#[test]
+fn a_mask_result_of_one_element_split_over_chunks_broadcasts_with_scalars() {
+    // [F, F] in chunks of 1 masked by [T, F]: one element, its chunks `[1, 0]`, which a
+    // 0-d operand (a scalar) must broadcast against (it failed as a chunk mismatch).
+    cluster();
+    let s = Session::new();
+    let x = from_array(&ArrayD::from_shape_vec(IxDyn(&[2]), vec![1.0f64, 2.0]).unwrap(), &[1]).unwrap();
+    let m = from_array(&ArrayD::from_shape_vec(IxDyn(&[2]), vec![true, false]).unwrap(), &[1]).unwrap();
+    let picked = x.mask(&m).unwrap();
+    let t = (&picked * 2.0 + 1.0).sum();
+    assert_eq!(s.scalar(&t).unwrap(), 3.0);
+    let got = (&picked * 2.0).fetch::<f64>(&s).unwrap();
+    assert_eq!(got.into_raw_vec_and_offset().0, vec![2.0]);
+    ares::shutdown();
+}

@@ -156,6 +156,8 @@ def _chunks_of(chunk_size: Any, shape: Tuple[int, ...], itemsize: int) -> list:
         if isinstance(s, (tuple, list)):
             raise NotImplementedError("chunk_size with explicit uneven chunks; give one size per dimension")
         s = d if s is None or s == -1 else int(s)
+        if s == 0 and d == 0:
+            s = 1  # an empty dimension is one empty chunk whatever the size asked
         if s <= 0:
             raise ValueError(f"chunk sizes must be positive, got {tuple(sizes)}")
         out.append(builtins.max(builtins.min(s, builtins.max(d, 1)), 1))
@@ -292,12 +294,14 @@ class Tensor:
 
     def _item(self) -> Any:
         if self.size != 1:
-            raise ValueError(
-                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
-            )
+            raise TypeError("only length-1 tensors can be converted to Python scalars")
         return self.fetch().reshape(()).item()
 
     def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
         return bool(self._item())
 
     def __float__(self) -> float:
@@ -326,10 +330,15 @@ class Tensor:
     # ------------------------------------------------------------ element-wise
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> "Tensor":
-        other = _scalar(other)
+        if op == "pow" and self.dtype == np.bool_ and np.result_type(other) == np.bool_:
+            raise NotImplementedError("power of booleans (numpy gives int8, which is not supported)")
+        if isinstance(other, np.generic):
+            # numpy 2 (NEP 50): a numpy scalar keeps its dtype in promotion, unlike a
+            # Python scalar; it takes part as a 0-d tensor.
+            other = tensor(np.asarray(other))
         if _is_scalar(other):
-            if isinstance(other, float) and math.isnan(other) and op in ("eq",):
-                pass
+            if op == "pow" and self.dtype.kind == "i" and isinstance(other, int) and other < 0 and not reflected:
+                raise ValueError("Integers to negative integer powers are not allowed.")
             f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
             return Tensor(f(op, other))
         o = _to_tensor(other, like=self)
@@ -432,6 +441,8 @@ class Tensor:
         return Tensor(self._t.unary("negative"))
 
     def __pos__(self) -> "Tensor":
+        if self.dtype == np.bool_:
+            raise TypeError("positive (+) is not defined for booleans (numpy 2 refuses it too)")
         return self
 
     def __abs__(self) -> "Tensor":
@@ -447,6 +458,11 @@ class Tensor:
 
     def _reduce(self, op: str, axis: Any, keepdims: bool) -> "Tensor":
         axes = _axis_of(axis, self.ndim)
+        if op in ("min", "max", "argmin", "argmax"):
+            over = range(self.ndim) if axes is None else axes
+            if builtins.any(self.shape[a] == 0 for a in over):
+                name = {"min": "minimum", "max": "maximum"}.get(op, op)
+                raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         return Tensor(self._t.reduce(op, axes, bool(keepdims)))
 
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
@@ -478,6 +494,8 @@ class Tensor:
 
     def _moment(self, op: str, axis: Any, dtype: Any, ddof: int, keepdims: bool) -> "Tensor":
         x = self if dtype is None else self.astype(dtype)
+        if x.dtype == np.bool_:
+            x = x.astype(np.float64)  # numpy computes moments of booleans as floats
         if ddof == 0:
             return x._reduce(op, axis, keepdims)
         v = x._reduce("var", axis, keepdims)
@@ -635,6 +653,8 @@ class Tensor:
                 stop = None if i.stop is None else int(i.stop)
                 slices.append((start, stop, step))
                 out_shape.append(math.nan if isinstance(n, float) else len(range(*slice(start, stop, step).indices(n))))
+            elif isinstance(i, (bool, np.bool_)):
+                raise NotImplementedError("a boolean scalar as an index (numpy adds an axis)")
             elif isinstance(i, (numbers.Integral, np.integer)):
                 k = int(i)
                 if isinstance(n, float):
@@ -696,6 +716,17 @@ def _unify(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
     ]
     small = Tensor(small._t.rechunk([builtins.max(w, 1) for w in want]))
     return (small, big) if swapped else (big, small)
+
+
+def _unify_all(*ts: Tensor) -> Tuple[Tensor, ...]:
+    """:func:`_unify` for several operands: each follows the largest."""
+    ref = builtins.max(ts, key=lambda t: (t.ndim, 0 if t._t.shape.count(None) else math.prod(t._t.shape)))
+    out = []
+    for t in ts:
+        r, u = _unify(ref, t)
+        ref = r
+        out.append(u)
+    return tuple(_unify(ref, u)[1] for u in out)
 
 
 # ---------------------------------------------------------------- creation
@@ -1189,9 +1220,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
         yt = _to_tensor(y, like=xt)
     dt = np.result_type(xt.dtype, yt.dtype)
     xt, yt = xt.astype(dt, copy=False), yt.astype(dt, copy=False)
-    c, xt = _unify(c, xt)
-    c, yt = _unify(c, yt)
-    xt, yt = _unify(xt, yt)
+    c, xt, yt = _unify_all(c, xt, yt)
     return Tensor(_native.where_(c._t, xt._t, yt._t))
 
 
@@ -1203,10 +1232,16 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Tensor:
     lo, hi = _scalar(a_min), _scalar(a_max)
     if (lo is not None and not _is_scalar(lo)) or (hi is not None and not _is_scalar(hi)):
         raise NotImplementedError("clip with tensor bounds; give scalars")
-    if t.dtype.kind in "iub" and ((lo is not None and isinstance(lo, float)) or (hi is not None and isinstance(hi, float))):
-        t = t.astype(np.float64)
-    if t.dtype == np.bool_:
-        t = t.astype(np.int64)
+    if t.dtype.kind != "f":
+        # Integer bounds keep an integer dtype (numpy's promotion with Python scalars);
+        # a float bound makes the result float64.
+        if t.dtype == np.bool_:
+            t = t.astype(np.int64)
+        if lo is not None:
+            t = t._binary("maximum", lo)
+        if hi is not None:
+            t = t._binary("minimum", hi)
+        return t
     return Tensor(t._t.clip(-math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
 
 
