@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ares_tensor::kernel::BinOp;
-use ares_tensor::{DType, Elem, ReduceOp, Scalar, Session, Slice, Tensor, TensorError};
+use ares_tensor::{Chunk, DType, Elem, ReduceOp, Scalar, Session, Slice, Tensor, TensorError};
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -355,25 +355,64 @@ impl PySession {
         results.map(|_| ()).or_raise(py)
     }
 
-    /// Computes the tensor and returns it as a numpy array (its own memory).
+    /// Computes the tensor and returns it as a numpy array: a read-only view of the
+    /// stored chunk when the result is one chunk (zero copy; the array keeps the object
+    /// alive, as `ray.get` does), else an array of its own assembled from the chunks.
     fn fetch<'py>(&self, py: Python<'py>, tensor: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
-        fn run<'py, T: Elem + numpy::Element>(
-            py: Python<'py>,
-            s: &Arc<Session>,
-            t: &Tensor,
-        ) -> PyResult<Bound<'py, PyAny>> {
-            let (s, t) = (s.clone(), t.clone());
-            let a = interruptible(py, move |cancel| s.cancelled_by(cancel).fetch::<T>(&t))?.or_raise(py)?;
-            Ok(a.into_pyarray(py).into_any())
-        }
         match tensor.t.dtype() {
-            DType::Bool => run::<bool>(py, &self.s, &tensor.t),
-            DType::I32 => run::<i32>(py, &self.s, &tensor.t),
-            DType::I64 => run::<i64>(py, &self.s, &tensor.t),
-            DType::F32 => run::<f32>(py, &self.s, &tensor.t),
-            DType::F64 => run::<f64>(py, &self.s, &tensor.t),
+            DType::Bool => fetch_as::<bool>(py, &self.s, &tensor.t),
+            DType::I32 => fetch_as::<i32>(py, &self.s, &tensor.t),
+            DType::I64 => fetch_as::<i64>(py, &self.s, &tensor.t),
+            DType::F32 => fetch_as::<f32>(py, &self.s, &tensor.t),
+            DType::F64 => fetch_as::<f64>(py, &self.s, &tensor.t),
         }
     }
+}
+
+/// A stored chunk a numpy array views: the array's `base`, so the object lives as long
+/// as the array.
+#[pyclass(name = "StoredChunk", module = "ares._native", frozen)]
+struct StoredChunk {
+    view: ares::View<Chunk>,
+}
+
+enum Fetched<T> {
+    InStore(ares::View<Chunk>),
+    Copied(ndarray::ArrayD<T>),
+}
+
+fn fetch_as<'py, T: Elem + numpy::Element>(
+    py: Python<'py>,
+    s: &Arc<Session>,
+    t: &Tensor,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (s, t) = (s.clone(), t.clone());
+    let got = interruptible(py, move |cancel| -> Result<Fetched<T>, TensorError> {
+        let s = s.cancelled_by(cancel);
+        match s.view(&t)? {
+            Some(v) if ares_tensor::elements_in_place::<T>(&v).is_some() => Ok(Fetched::InStore(v)),
+            _ => Ok(Fetched::Copied(s.fetch::<T>(&t)?)),
+        }
+    })?
+    .or_raise(py)?;
+    let view = match got {
+        Fetched::Copied(a) => return Ok(a.into_pyarray(py).into_any()),
+        Fetched::InStore(v) => v,
+    };
+    let shape: Vec<usize> = view.shape.iter().map(|d| d.to_native() as usize).collect();
+    let holder = Bound::new(py, StoredChunk { view })?;
+    let elems = ares_tensor::elements_in_place::<T>(&holder.get().view).expect("checked above");
+    // SAFETY: `elems` lives in the stored chunk that `holder` keeps (and that nothing
+    // writes once sealed); the array made below holds `holder` as its base, and is made
+    // read-only so numpy never writes through it either.
+    let array = unsafe {
+        let v = ndarray::ArrayViewD::from_shape_ptr(ndarray::IxDyn(&shape), elems.as_ptr());
+        numpy::PyArray::borrow_from_array(&v, holder.into_any())
+    };
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("write", false)?;
+    array.call_method("setflags", (), Some(&kwargs))?;
+    Ok(array.into_any())
 }
 
 /// Starts the runtime: an embedded one-node cluster whose workers are this module loaded
@@ -538,6 +577,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AresError", m.py().get_type::<AresError>())?;
     m.add_class::<PyTensor>()?;
     m.add_class::<PySession>()?;
+    m.add_class::<StoredChunk>()?;
     for f in [
         wrap_pyfunction!(init, m)?,
         wrap_pyfunction!(shutdown, m)?,

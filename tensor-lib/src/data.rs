@@ -365,6 +365,27 @@ impl Chunk {
     }
 }
 
+/// The elements of an archived chunk (read in place from the object store) as a slice
+/// of `T`, without a copy: `None` if the chunk holds another dtype, or on a big-endian
+/// machine (where archived numbers are not laid out as native ones).
+pub fn elements_in_place<T: Elem>(c: &ArchivedChunk) -> Option<&[T]> {
+    let (ptr, len, dtype): (*const u8, usize, DType) = match &c.data {
+        ArchivedBuf::Bool(v) => (v.as_ptr().cast(), v.len(), DType::Bool),
+        ArchivedBuf::I32(v) => (v.as_ptr().cast(), v.len(), DType::I32),
+        ArchivedBuf::I64(v) => (v.as_ptr().cast(), v.len(), DType::I64),
+        ArchivedBuf::F32(v) => (v.as_ptr().cast(), v.len(), DType::F32),
+        ArchivedBuf::F64(v) => (v.as_ptr().cast(), v.len(), DType::F64),
+    };
+    if dtype != T::DTYPE || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return None;
+    }
+    // SAFETY: the archived vector holds `len` elements of `T`'s dtype; on a little-endian
+    // machine rkyv's archived primitives (`f64_le`, …, and `bool`) have the size and bit
+    // layout of the native type, and the pointer was checked to be aligned for `T`. The
+    // slice borrows `c`, which the caller keeps alive.
+    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), len) })
+}
+
 /// Number of elements of `shape`.
 pub fn numel(shape: &[u64]) -> usize {
     shape.iter().product::<u64>() as usize

@@ -1455,6 +1455,17 @@ impl Session {
         Ok(out)
     }
 
+    /// Computes `t` and, when its result is one chunk, returns a zero-copy view of that
+    /// chunk as stored (it keeps the object alive while it lives); `None` for a result of
+    /// several chunks, which [`Session::fetch`] assembles.
+    pub fn view(&self, t: &Tensor) -> Result<Option<ares::View<Chunk>>> {
+        let refs = materialize(self, t)?;
+        match &refs[..] {
+            [one] => Ok(Some(ares::get_view(one)?)),
+            _ => Ok(None),
+        }
+    }
+
     /// Computes a 0-d (or single-element) tensor and returns its value as a float64.
     pub fn scalar(&self, t: &Tensor) -> Result<f64> {
         let a = self.fetch::<f64>(t)?;

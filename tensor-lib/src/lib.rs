@@ -37,7 +37,7 @@ pub mod kernel;
 mod linalg;
 mod tensor;
 
-pub use data::{Chunk, DType, Elem, Scalar};
+pub use data::{Chunk, DType, Elem, Scalar, elements_in_place};
 pub use exec::{Progress, ReduceSpec, Session, scalar};
 
 /// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
