@@ -4,6 +4,9 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Longest Unix socket path Linux accepts (`sun_path` is 108 bytes with the final NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
 /// Where worker `worker_hex` (its ID in hex) of the session in `session_dir` listens.
 /// The worker binds it; its raylet removes it once the worker has exited.
 pub fn worker_socket_path(session_dir: &Path, worker_hex: &str) -> PathBuf {
@@ -68,6 +71,23 @@ fn check_session_root_exists(
 pub fn create_session_dir(root: &Path, tag: &str) -> io::Result<PathBuf> {
     check_session_root(root)?;
     let dir = root.join(format!("session_{}_{tag}", std::process::id()));
+    // Sockets live in the session directory, and a Unix socket path holds at most
+    // `MAX_SOCKET_PATH` bytes: refuse a root too long for them now, rather than have
+    // every worker fail to bind later.
+    let longest = worker_socket_path(&dir, "000000000000");
+    if longest.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "session root {} is too long: sockets under it, such as {}, would be {} bytes and a Unix socket path \
+                 holds at most {MAX_SOCKET_PATH}; choose a root of at most {} bytes (--session-root, ARES_SESSION_ROOT)",
+                root.display(),
+                longest.display(),
+                longest.as_os_str().len(),
+                root.as_os_str().len().saturating_sub(longest.as_os_str().len() - MAX_SOCKET_PATH),
+            ),
+        ));
+    }
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     // The mode above is filtered by the umask; make it exact.
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
@@ -218,6 +238,20 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         let _ = std::fs::remove_file(&d);
         d
+    }
+
+    #[test]
+    fn a_root_too_long_for_socket_paths_is_refused_naming_the_limit() {
+        let base = scratch("long");
+        let long = base.join("x".repeat(90));
+        let e = create_session_dir(&long, "0123456789ab").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        let msg = e.to_string();
+        assert!(msg.contains("is too long") && msg.contains("--session-root"), "{msg}");
+        assert!(std::fs::read_dir(&long).unwrap().next().is_none(), "no session directory was made");
+        let dir = create_session_dir(&base, "0123456789ab").unwrap();
+        assert!(worker_socket_path(&dir, "0123456789ab").as_os_str().len() <= MAX_SOCKET_PATH);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

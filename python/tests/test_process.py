@@ -139,3 +139,62 @@ def test_a_driver_killed_leaves_no_process_or_shared_memory():
         time.sleep(0.1)
     assert not any(alive(w) for w in workers), "workers outlived their driver"
     assert ares_shm_files() <= before
+
+
+def ares_bin() -> str:
+    """The `ares` binary scripts/test-all builds (ARES_BIN), else the default dev build."""
+    path = os.environ.get("ARES_BIN") or str(ROOT / "target" / "debug" / "ares")
+    assert os.path.exists(path), f"{path} is missing: cargo build -p ares-cli --bin ares (or set ARES_BIN)"
+    return path
+
+
+def test_a_python_driver_runs_on_a_daemon_started_with_ares_start(tmp_path):
+    # A short root: socket paths under it must fit in a Unix socket address (pytest's
+    # tmp_path is too deep; `ares start` refuses it, naming the limit).
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="ares-py-"))
+    long_root = tmp_path / ("r" * 60)
+    refused = subprocess.run([ares_bin(), "start", "--head", "--port", "0", "--session-root", str(long_root)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "is too long" in refused.stdout + refused.stderr, refused
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARES_")}
+    start = subprocess.run(
+        [ares_bin(), "start", "--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
+         "--object-store-memory", "256M", "--session-root", str(root)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert start.returncode == 0, start.stdout + start.stderr
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(
+                """
+                import numpy as np, os
+                import ares, ares.tensor as at
+                ares.init(address="auto")
+                x = np.arange(20.0).reshape(4, 5)
+                t = at.tensor(x, chunk_size=2)
+                np.testing.assert_allclose((t @ t.T).fetch(), x @ x.T)
+                print("workers", " ".join(sorted(set(os.path.basename(os.readlink(f"/proc/{p}/exe"))
+                      for p in os.popen(f"pgrep -P {os.environ['DAEMON_PID']}").read().split()))))
+                ares.shutdown()
+                """)],
+            capture_output=True, text=True, timeout=120,
+            env={**env, "ARES_SESSION_ROOT": str(root), "DAEMON_PID": daemon_pid(start.stdout)},
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        # The chunk tasks ran in the daemon's own workers: the `ares` binary, not Python.
+        assert out.stdout.split() == ["workers", "ares"], out.stdout
+    finally:
+        stop = subprocess.run([ares_bin(), "stop", "--session-root", str(root)], capture_output=True, text=True, env=env)
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+
+
+def daemon_pid(summary: str) -> str:
+    """The pid in the `ares: ... (pid N)` line `ares start` prints."""
+    m = re.search(r"\(pid (\d+)\)", summary)
+    assert m, summary
+    return m.group(1)
