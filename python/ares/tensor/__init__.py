@@ -466,17 +466,14 @@ class Tensor:
         return Tensor(self._t.reduce(op, axes, bool(keepdims)))
 
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
-        """Sum over ``axis`` (all by default). Booleans and int32 sum as int64, as in numpy."""
+        """Sum over ``axis`` (all by default). Booleans and int32 sum as int64, as in numpy
+        (the kernel accumulates them so, without a cast pass)."""
         x = self if dtype is None else self.astype(dtype)
-        if dtype is None and x.dtype in (np.bool_, np.int32):
-            x = x.astype(np.int64)
         return x._reduce("sum", axis, keepdims)
 
     def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
         """Product over ``axis``. Booleans and int32 multiply as int64, as in numpy."""
         x = self if dtype is None else self.astype(dtype)
-        if dtype is None and x.dtype in (np.bool_, np.int32):
-            x = x.astype(np.int64)
         return x._reduce("prod", axis, keepdims)
 
     def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
