@@ -5,7 +5,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Longest Unix socket path Linux accepts (`sun_path` is 108 bytes with the final NUL).
-pub const MAX_SOCKET_PATH: usize = 107;
+pub(crate) const MAX_SOCKET_PATH: usize = 107;
 
 /// Where worker `worker_hex` (its ID in hex) of the session in `session_dir` listens.
 /// The worker binds it; its raylet removes it once the worker has exited.

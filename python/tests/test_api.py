@@ -277,3 +277,21 @@ def test_len():
     m.execute()
     assert len(m) == 3
     npt.assert_array_equal(m.fetch(), [7, 8, 9])
+
+
+def test_numpy_names_not_built_here_raise_not_implemented_naming_them():
+    t = at.ones((3, 3), chunk_size=2)
+    for call, name in [
+        (lambda: at.cumsum(t), "cumsum"),
+        (lambda: t.cumsum(), "cumsum"),
+        (lambda: at.linalg.det(t), "det"),
+        (lambda: at.random.choice(3), "choice"),
+        (lambda: at.median(t), "median"),
+    ]:
+        with pytest.raises(NotImplementedError, match=name):
+            call()
+    with pytest.raises(AttributeError):
+        at.not_a_numpy_function
+    with pytest.raises(AttributeError):
+        t.not_an_ndarray_attribute
+    assert at.pi == np.pi and np.isnan(at.nan) and at.inf == np.inf

@@ -100,8 +100,16 @@ __all__ = [
     "float32",
     "float64",
     "newaxis",
+    "pi",
+    "e",
+    "inf",
+    "nan",
 ]
 
+pi = np.pi
+e = np.e
+inf = np.inf
+nan = np.nan
 bool_ = np.bool_
 int32 = np.int32
 int64 = np.int64
@@ -673,6 +681,12 @@ class Tensor:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raise NotImplementedError("item assignment (tensors are immutable expressions; use at.where)")
+
+    def __getattr__(self, name: str) -> Any:
+        # An ndarray attribute not built here is named as unsupported, not missing.
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise NotImplementedError(f"Tensor.{name} is not supported (numpy's ndarray.{name} has no tiled form here yet)")
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- helpers
@@ -1248,3 +1262,10 @@ def rechunk(a: Any, chunk_size: Any) -> Tensor:
 
 
 from . import linalg, random  # noqa: E402  (they use Tensor)
+
+
+def __getattr__(name: str) -> Any:
+    # A numpy function not built here is named as unsupported, not missing.
+    if not name.startswith("_") and hasattr(np, name):
+        raise NotImplementedError(f"ares.tensor.{name} is not supported (numpy.{name} has no tiled form here yet)")
+    raise AttributeError(f"module 'ares.tensor' has no attribute {name!r}")

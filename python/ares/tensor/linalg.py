@@ -80,3 +80,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> T
         t = t.astype(np.float64)
     axes = _axis_of(axis, t.ndim)
     return (t * t).sum(axis=None if axes is None else tuple(axes), keepdims=keepdims).sqrt()
+
+
+def __getattr__(name: str) -> Any:
+    # A np.linalg function not built here is named as unsupported, not missing.
+    if not name.startswith("_") and hasattr(np.linalg, name):
+        raise NotImplementedError(f"ares.tensor.linalg.{name} is not supported (numpy.linalg.{name} has no tiled form here yet)")
+    raise AttributeError(f"module 'ares.tensor.linalg' has no attribute {name!r}")

@@ -87,3 +87,10 @@ def randint(low: int, high: Optional[int] = None, size: Any = None, dtype: Any =
     t = _make("randint", size, chunk_size, seed, float(low), float(high))
     name = np.dtype(dtype).name
     return t if name == "int64" else t.astype(dtype)
+
+
+def __getattr__(name: str) -> Any:
+    # A np.random function not built here is named as unsupported, not missing.
+    if not name.startswith("_") and hasattr(np.random, name):
+        raise NotImplementedError(f"ares.tensor.random.{name} is not supported (numpy.random.{name} has no tiled form here yet)")
+    raise AttributeError(f"module 'ares.tensor.random' has no attribute {name!r}")
