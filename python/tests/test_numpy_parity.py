@@ -1274,3 +1274,24 @@ def test_runtime_still_works_after_errors():
     # Whatever failed above, the session computes on.
     check(at.ones((4, 4), chunk_size=3).sum(), np.float64(16.0))
     assert ares.is_initialized()
+
+
+@given(data=st.data())
+def test_svd_of_a_wide_matrix_goes_through_its_transpose(data):
+    m = data.draw(st.integers(1, 6))
+    n = data.draw(st.integers(m + 1, 12))
+    x = data.draw(arrays(np.float64, (m, n), elements=elements(np.float64, -1, 1)))
+    x[:, :m] += (m + 1) * np.eye(m)
+    c = data.draw(chunkings((m, n)))
+    u, s, vt = at.linalg.svd(make(x, c), full_matrices=False)
+    assert u.shape == (m, m) and s.shape == (m,) and vt.shape == (m, n)
+    uv, sv, vtv = u.fetch(), s.fetch(), vt.fetch()
+    npt.assert_allclose(sv, np.linalg.svd(x, compute_uv=False), rtol=1e-6, atol=1e-9)
+    npt.assert_allclose((uv * sv) @ vtv, x, atol=1e-9)
+
+
+def test_integer_matmul_and_wide_qr_are_named_as_unsupported():
+    with pytest.raises(NotImplementedError, match="int64"):
+        at.arange(4).reshape(2, 2) @ at.arange(4).reshape(2, 2)
+    with pytest.raises(NotImplementedError, match="wide"):
+        at.linalg.qr(at.ones((2, 5)))

@@ -1106,6 +1106,10 @@ def matmul(a: Any, b: Any) -> Tensor:
         raise ValueError("matmul: Input operand does not have enough dimensions")
     if x.ndim > 2 or y.ndim > 2:
         raise NotImplementedError("matmul of stacks of matrices (more than 2 dimensions)")
+    if x.dtype.kind != "f" or y.dtype.kind != "f":
+        raise NotImplementedError(
+            f"matmul of {x.dtype.name} and {y.dtype.name}: only float tensors; cast with .astype(float) first"
+        )
     vx, vy = x.ndim == 1, y.ndim == 1
     if vx:
         x = x.reshape(1, -1)

@@ -30,7 +30,10 @@ def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
     square matrix chunked by rows."""
     if mode != "reduced":
         raise NotImplementedError(f"qr with mode={mode!r}; only 'reduced' is supported")
-    q, r = _matrix(a, "qr")._t.qr()
+    t = _matrix(a, "qr")
+    if t.shape[0] < t.shape[1]:
+        raise NotImplementedError("qr of a wide matrix (fewer rows than columns); only tall or square ones")
+    q, r = t._t.qr()
     return Tensor(q), Tensor(r)
 
 
@@ -39,7 +42,13 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     ``full_matrices=False``, as Mars requires)."""
     if full_matrices:
         raise NotImplementedError("svd with full_matrices=True; pass full_matrices=False")
-    u, s, v = _matrix(a, "svd")._t.svd()
+    t = _matrix(a, "svd")
+    if t.shape[0] < t.shape[1]:
+        # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
+        u2, s, vh2 = t.T._t.svd()
+        u, v = Tensor(vh2).T, Tensor(u2).T
+        return (u, Tensor(s), v) if compute_uv else Tensor(s)
+    u, s, v = t._t.svd()
     return (Tensor(u), Tensor(s), Tensor(v)) if compute_uv else Tensor(s)
 
 
