@@ -376,7 +376,7 @@ pub fn elements_in_place<T: Elem>(c: &ArchivedChunk) -> Option<&[T]> {
         ArchivedBuf::F32(v) => (v.as_ptr().cast(), v.len(), DType::F32),
         ArchivedBuf::F64(v) => (v.as_ptr().cast(), v.len(), DType::F64),
     };
-    if dtype != T::DTYPE || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
+    if dtype != T::DTYPE || cfg!(target_endian = "big") || (ptr as usize) % std::mem::align_of::<T>() != 0 {
         return None;
     }
     // SAFETY: the archived vector holds `len` elements of `T`'s dtype; on a little-endian

@@ -309,9 +309,10 @@ impl Tensor {
                 _ => {}
             }
         }
-        let (shape, chunks) = broadcast(self, other)?;
-        let dtype = binary_dtype(op, self.dtype(), other.dtype());
-        Ok(Tensor::new(Op::Binary(op, self.clone(), other.clone()), shape, dtype, chunks))
+        let (a, b) = unify(self, other)?;
+        let (shape, chunks) = broadcast(&a, &b)?;
+        let dtype = binary_dtype(op, a.dtype(), b.dtype());
+        Ok(Tensor::new(Op::Binary(op, a, b), shape, dtype, chunks))
     }
 
     /// Element-wise with a scalar.
@@ -893,6 +894,35 @@ fn full_like_scalar(s: Scalar, like: &Tensor) -> Tensor {
     Tensor::new(Op::Full(s), Vec::new(), s.dtype(), Vec::new())
 }
 
+/// Operands chunked differently along a dimension of the same length (`x[1:] - x[:-1]`,
+/// a reversed view plus the original, a mask combined with another tensor) are rechunked
+/// alike, as Dask does: the cheaper side, the operand with fewer elements, takes the
+/// other's chunk boundaries (irregular ones included). Returns the operands unchanged
+/// when they already line up, or while a length is not known yet (they are unified again
+/// when the expression is rebuilt on known lengths).
+fn unify(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let k = sa.len().min(sb.len());
+    let aligned = (1..=k).all(|i| {
+        let (da, db) = (sa.len() - i, sb.len() - i);
+        sa[da] != sb[db] || a.chunks()[da] == b.chunks()[db]
+    });
+    if aligned || a.has_unknown_shape() || b.has_unknown_shape() {
+        return Ok((a.clone(), b.clone()));
+    }
+    let swapped = (sb.len(), b.size()) > (sa.len(), a.size());
+    let (big, small) = if swapped { (b, a) } else { (a, b) };
+    let off = big.ndim() - small.ndim();
+    let grid: Vec<Vec<u64>> = (0..small.ndim())
+        .map(|d| {
+            let same = small.shape()[d] == big.shape()[d + off];
+            if same { big.chunks()[d + off].clone() } else { small.chunks()[d].clone() }
+        })
+        .collect();
+    let small = small.rechunk_to(grid);
+    Ok(if swapped { (small, big.clone()) } else { (big.clone(), small) })
+}
+
 /// numpy broadcasting of two operands' shapes and chunk grids.
 fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
     let nd = a.ndim().max(b.ndim());
@@ -920,7 +950,9 @@ fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
                 chunks.push(if ca[d].len() == 1 { cb[d].clone() } else { ca[d].clone() });
             }
             (x, y) if x == y => {
-                if ca[d] != cb[d] {
+                // Two unknown lengths (two masks' results) are lined up, or found to
+                // differ, when the expression is rebuilt on the known ones.
+                if ca[d] != cb[d] && x != UNKNOWN {
                     return Err(TensorError::ChunkMismatch { dim: d, a: ca[d].clone(), b: cb[d].clone() });
                 }
                 shape.push(x);
@@ -1237,6 +1269,12 @@ pub(crate) fn squeeze_chunks(x: &Tensor, shape: &[u64]) -> Option<Vec<Vec<u64>>>
 
 /// `c ? a : b`, element-wise with broadcasting.
 pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    // Every operand follows the largest one's chunks (see `unify`).
+    let (a, b) = unify(a, b)?;
+    let (c, a) = unify(c, &a)?;
+    let (c, b) = unify(&c, &b)?;
+    let (a, b) = (&a, &b);
+    let c = &c;
     let ab = a.binary(BinOp::Add, b)?;
     let probe = Tensor::new(Op::Full(Scalar::Bool(false)), ab.shape().to_vec(), DType::Bool, ab.chunks().to_vec());
     let (shape, chunks) = broadcast(c, &probe)?;

@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use ares_tensor::{DType, ReduceOp, Scalar, Session, Tensor, TensorError, from_array, random};
+use ares_tensor::{DType, ReduceOp, Scalar, Session, Slice, Tensor, TensorError, from_array, random};
 use ndarray::{ArrayD, Axis, IxDyn};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -77,11 +77,9 @@ fn broadcasting_and_promotion_follow_numpy() {
     close(&(&r - &c).fetch::<f64>(&s).unwrap(), &(&row - &col));
     let bad = from_array(&data(&[5], 1), &[3]).unwrap();
     assert!(matches!(a.binary(ares_tensor::kernel::BinOp::Add, &bad), Err(TensorError::ShapeMismatch { .. })));
+    // Differently chunked operands are rechunked alike (the cheaper side follows).
     let other_chunks = from_array(&x, &[3, 3]).unwrap();
-    assert!(matches!(
-        a.binary(ares_tensor::kernel::BinOp::Add, &other_chunks),
-        Err(TensorError::ChunkMismatch { dim: 0, .. })
-    ));
+    close(&(&a + &other_chunks).fetch::<f64>(&s).unwrap(), &(&x + &x));
 
     let i = from_array(&x.mapv(|v| v as i32), &[4, 3]).unwrap();
     let f = from_array(&x.mapv(|v| v as f32), &[4, 3]).unwrap();
@@ -245,4 +243,31 @@ fn full_shape_constants_empty_axes_and_irregular_chunks_are_handled() {
     assert_eq!(picked.into_raw_vec_and_offset().0, want);
 
     assert!(matches!(ares_tensor::arange(0.0, 5.0, 0.0, 2), Err(TensorError::BadIndex { .. })));
+}
+
+#[test]
+fn differently_chunked_operands_are_rechunked_alike() {
+    let _c = Cluster::start();
+    let s = Session::new();
+    let x = data(&[23], 7);
+    let t = from_array(&x, &[5]).unwrap();
+    let n = 23i64;
+    // x[1:] - x[:-1]: chunks [4, 5, 5, 5, 3] against [5, 5, 5, 5, 2].
+    let d = t.slice(&[Slice::range(1, n)]).unwrap() - t.slice(&[Slice::range(0, n - 1)]).unwrap();
+    let want = ndarray::Zip::from(x.slice(ndarray::s![1..])).and(x.slice(ndarray::s![..-1])).map_collect(|a, b| a - b);
+    close(&d.fetch::<f64>(&s).unwrap(), &want.into_dyn());
+    // A reversed view plus the original.
+    let r = t.slice(&[Slice::new(None, None, -1)]).unwrap() + &t;
+    let want: Vec<f64> = (0..23).map(|i| x[[22 - i]] + x[[i]]).collect();
+    assert_eq!(r.fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, want);
+    // Two masks' results, chunked differently, combined once their lengths are known.
+    let u = from_array(&x, &[3]).unwrap();
+    let m = t.mask(&t.gt_scalar(0.0)).unwrap() * u.mask(&u.gt_scalar(0.0)).unwrap();
+    let want: f64 = x.iter().filter(|v| **v > 0.0).map(|v| v * v).sum();
+    assert!((s.scalar(&m.sum()).unwrap() - want).abs() < 1e-9 * want.abs().max(1.0));
+    // where() with three operands chunked three ways.
+    let c = from_array(&x.mapv(|v| v > 0.0), &[4]).unwrap();
+    let w = ares_tensor::where_(&c, &t, &u.negate().unwrap()).unwrap();
+    let want: Vec<f64> = x.iter().map(|&v| if v > 0.0 { v } else { -v }).collect();
+    assert_eq!(w.fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, want);
 }
