@@ -350,8 +350,8 @@ class Tensor:
             f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
             return Tensor(f(op, other))
         o = _to_tensor(other, like=self)
+        # Operands chunked differently are rechunked alike by the library.
         a, b = (o, self) if reflected else (self, o)
-        a, b = _unify(a, b)
         return Tensor(a._t.binary(op, b._t))
 
     def __add__(self, o: Any) -> "Tensor":
@@ -626,8 +626,7 @@ class Tensor:
                 if mask.ndim == 1 and self.ndim >= 1 and mask.shape[0] == self.shape[0]:
                     raise NotImplementedError("a boolean mask over the first axis only; give a mask of the full shape")
                 raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
-            a, m = _unify(self, mask)
-            return Tensor(a._t.mask(m._t))
+            return Tensor(self._t.mask(mask._t))
         if not isinstance(index, tuple):
             index = (index,)
         if builtins.any(isinstance(i, (list, np.ndarray, Tensor)) for i in index):
@@ -703,41 +702,6 @@ def _to_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
             a = a.astype(np.result_type(like.dtype, x))
         return tensor(a)
     return tensor(x)
-
-
-def _unify(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
-    """Operands whose chunks differ along a dimension they share are rechunked alike (as
-    Dask does), so users never rechunk by hand for an element-wise operation."""
-    sa, sb, ca, cb = a._t.shape, b._t.shape, a._t.chunks, b._t.chunks
-    k = builtins.min(len(sa), len(sb))
-    if builtins.all(ca[-1 - i] == cb[-1 - i] or sa[-1 - i] != sb[-1 - i] for i in range(k)):
-        return a, b
-    if builtins.any(d is None for d in list(sa) + list(sb)):
-        return a, b  # unknown lengths: the library reports what it cannot line up
-    # The operand with more elements keeps its chunking (made regular if it is not);
-    # the other follows it along the dimensions they share.
-    swapped = (len(sb), math.prod(sb)) > (len(sa), math.prod(sa))
-    big, small = (b, a) if swapped else (a, b)
-    if not builtins.all(_uniform(c, n) for c, n in zip(big._t.chunks, big._t.shape)):
-        big = Tensor(big._t.rechunk([builtins.max(builtins.max(c), 1) for c in big._t.chunks]))
-    off = big.ndim - small.ndim
-    want = [
-        big._t.chunks[i + off][0] if small._t.shape[i] == big._t.shape[i + off] else small._t.chunks[i][0]
-        for i in range(small.ndim)
-    ]
-    small = Tensor(small._t.rechunk([builtins.max(w, 1) for w in want]))
-    return (small, big) if swapped else (big, small)
-
-
-def _unify_all(*ts: Tensor) -> Tuple[Tensor, ...]:
-    """:func:`_unify` for several operands: each follows the largest."""
-    ref = builtins.max(ts, key=lambda t: (t.ndim, 0 if t._t.shape.count(None) else math.prod(t._t.shape)))
-    out = []
-    for t in ts:
-        r, u = _unify(ref, t)
-        ref = r
-        out.append(u)
-    return tuple(_unify(ref, u)[1] for u in out)
 
 
 # ---------------------------------------------------------------- creation
@@ -1235,7 +1199,6 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
         yt = _to_tensor(y, like=xt)
     dt = np.result_type(xt.dtype, yt.dtype)
     xt, yt = xt.astype(dt, copy=False), yt.astype(dt, copy=False)
-    c, xt, yt = _unify_all(c, xt, yt)
     return Tensor(_native.where_(c._t, xt._t, yt._t))
 
 
