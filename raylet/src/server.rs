@@ -503,8 +503,21 @@ impl Shared {
     }
 
     fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
-        let st = self.lock();
-        let (mut st, res) = self.with_space(st, size, |n| n.try_create(client, object_id, size, owner));
+        let deadline = Instant::now() + self.create_timeout;
+        let mut st = self.lock();
+        let res = loop {
+            let (g, res) = self.with_space(st, size, |n| n.try_create(client, object_id, size, owner));
+            st = g;
+            match res {
+                // A retried task makes its result again (same ID) while the killed
+                // attempt's unsealed copy may still be there: the dead worker's
+                // disconnect frees it and wakes this wait. A reader's pin ends likewise.
+                Err(StoreError::InProgress(_)) if Instant::now() < deadline => {
+                    st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                other => break other,
+            }
+        };
         let reply = match res {
             Ok(offset) => FromRaylet::ObjectCreated { request_id, offset },
             Err(e) => FromRaylet::CreateFailed { request_id, error: st.node.no_space(e) },

@@ -14,15 +14,8 @@ fn square(x: i64) -> i64 {
 /// `raw-create <raylet socket>`: registers as a client, creates a 10 MiB object, says
 /// so, and then waits to be killed before sealing it.
 fn raw_create(socket: &str) -> anyhow::Result<()> {
-    use ares_common::frame::{FrameReader, write_msg};
-    use ares_common::wire::{FromRaylet, ToRaylet};
-    let s = std::os::unix::net::UnixStream::connect(socket)?;
-    let mut r = FrameReader::new(s.try_clone()?, 1 << 20);
-    let worker_id = ares_common::WorkerId([7; 16]);
-    write_msg(&mut &s, &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id })?;
-    anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::Registered { .. }));
-    let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
-    write_msg(&mut &s, &ToRaylet::CreateObject { request_id: 1, object_id, size: 10 << 20, owner: worker_id })?;
+    use ares_common::wire::FromRaylet;
+    let (_s, mut r) = ares_tests::raw_create(socket, 7)?;
     anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::ObjectCreated { .. }));
     println!("created");
     std::io::stdout().flush()?;

@@ -79,3 +79,23 @@ pub fn shm_files_of(pid: u32) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// A client that speaks the raylet's wire protocol itself: registers with the raylet at
+/// `socket` as a driver named `worker`, and asks it to create the 10 MiB object the
+/// `raw-create` driver mode makes (without sealing it). Returns the connection and its
+/// reader, whose next message answers the create.
+pub fn raw_create(
+    socket: &str,
+    worker: u8,
+) -> anyhow::Result<(std::os::unix::net::UnixStream, ares_common::frame::FrameReader<std::os::unix::net::UnixStream>)> {
+    use ares_common::frame::{FrameReader, write_msg};
+    use ares_common::wire::{FromRaylet, ToRaylet};
+    let s = std::os::unix::net::UnixStream::connect(socket)?;
+    let mut r = FrameReader::new(s.try_clone()?, 1 << 20);
+    let worker_id = ares_common::WorkerId([worker; 16]);
+    write_msg(&mut &s, &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id })?;
+    anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::Registered { .. }));
+    let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
+    write_msg(&mut &s, &ToRaylet::CreateObject { request_id: 1, object_id, size: 10 << 20, owner: worker_id })?;
+    Ok((s, r))
+}

@@ -176,12 +176,36 @@ fn a_process_killed_between_create_and_seal_has_its_space_reclaimed() -> anyhow:
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line)?;
     assert_eq!(line.trim(), "created");
     assert!(ares::node_stats()?.store_used >= base + (10 << 20) as u64);
+    // A second client makes the same object (a retried task makes its result again under
+    // the same ID) while the first still holds it unsealed: it waits for the first rather
+    // than failing, and gets the object once the first is killed.
+    let (second, created) = raw_create_waiting(&ares::raylet_address()?)?;
     child.kill()?;
     child.wait()?;
-    wait_for("the unsealed object to be reclaimed", Duration::from_secs(30), || {
+    let reply = created.recv_timeout(Duration::from_secs(30))?;
+    assert!(reply.starts_with("ObjectCreated"), "the second create failed: {reply}");
+    drop(second);
+    wait_for("the unsealed objects to be reclaimed", Duration::from_secs(30), || {
         ares::node_stats().unwrap().store_used == base
     });
     Ok(())
+}
+
+/// Asks the raylet at `socket` (as a raw client, on a thread) to create the object
+/// `raw-create` makes; the answer, as its debug text, arrives on the channel. The
+/// connection stays open until the stream returned is dropped.
+fn raw_create_waiting(
+    socket: &str,
+) -> anyhow::Result<(std::os::unix::net::UnixStream, std::sync::mpsc::Receiver<String>)> {
+    let (s, mut r) = ares_tests::raw_create(socket, 8)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(match r.read::<ares_common::wire::FromRaylet>() {
+            Ok(m) => format!("{m:?}"),
+            Err(e) => format!("error: {e}"),
+        });
+    });
+    Ok((s, rx))
 }
 
 #[test]
