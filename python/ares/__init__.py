@@ -165,8 +165,9 @@ class Session:
     def __init__(self) -> None:
         _ensure_initialized()
         self._progress: Optional[Callable[[int, int], None]] = None
+        # One native session: results are cached per session, so executing in one and
+        # fetching from another would compute twice. Progress goes where `_progress` says.
         self._native = _native.NativeSession(self._report)
-        self._quiet = _native.NativeSession(None)
 
     def _report(self, done: int, total: int) -> None:
         if self._progress is not None:
@@ -187,7 +188,7 @@ class Session:
         line = _ProgressLine() if show_progress else None
         self._progress = line
         try:
-            (self._native if line else self._quiet).execute(natives)
+            self._native.execute(natives)
         except AresError as e:
             raise _numeric_failure(e) from e
         finally:
@@ -202,7 +203,7 @@ class Session:
         from .tensor import Tensor
 
         try:
-            out = [self._quiet.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
+            out = [self._native.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
         except AresError as e:
             raise _numeric_failure(e) from e
         return out[0] if len(out) == 1 else out

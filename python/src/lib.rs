@@ -82,7 +82,7 @@ impl<T> OrRaise<T> for Result<T, TensorError> {
 /// [`SIGNAL_POLL`] to let Python handle signals. On Ctrl-C it sets `cancel`, waits for
 /// the call to stop (the tensor executor submits nothing more and waits only for the
 /// chunk tasks in flight), then raises `KeyboardInterrupt`: the session stays usable and
-/// the abandoned computation's objects are freed.
+/// the abandoned computation's objects are freed. A second Ctrl-C raises at once.
 fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     f: impl FnOnce(Arc<AtomicBool>) -> T + Send + 'static,
@@ -109,11 +109,14 @@ fn interruptible<T: Send + 'static>(
         match got {
             Ok(v) => return interrupted.map_or(Ok(v), Err),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if interrupted.is_none() {
-                    if let Err(e) = py.check_signals() {
-                        cancel.store(true, Ordering::Relaxed);
-                        interrupted = Some(e);
+                if let Err(e) = py.check_signals() {
+                    if interrupted.is_some() {
+                        // A second Ctrl-C stops waiting for the tasks in flight; the
+                        // call ends on its own thread and drops its results.
+                        return Err(e);
                     }
+                    cancel.store(true, Ordering::Relaxed);
+                    interrupted = Some(e);
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {

@@ -295,3 +295,38 @@ def test_numpy_names_not_built_here_raise_not_implemented_naming_them():
     with pytest.raises(AttributeError):
         t.not_an_ndarray_attribute
     assert at.pi == np.pi and np.isnan(at.nan) and at.inf == np.inf
+
+
+def test_numpy_idioms_a_converted_program_uses():
+    x = np.arange(12.0).reshape(3, 4)
+    t = at.tensor(x, chunk_size=2)
+    # numpy's functions on a tensor: reductions call the method (passing out=None),
+    # others convert through __array__.
+    assert float(np.sum(t)) == x.sum() and float(np.mean(t)) == x.mean()
+    npt.assert_array_equal(np.cumsum(t), np.cumsum(x))
+    # np.array(t) is a writable copy even when fetch() would be a view of the store.
+    one = at.ones((4, 4), chunk_size=4) * 2
+    a = np.array(one)
+    a[0, 0] = 7
+    assert a.flags.writeable and one.fetch()[0, 0] == 2
+    # Formatting and rounding of 0-d results, indexing with a 0-d integer result.
+    assert f"{t.mean():.2f}" == f"{x.mean():.2f}" and round(t.mean(), 1) == round(x.mean(), 1)
+    assert float(t.ravel()[t.argmax()]) == x.max()
+    # int @ float promotes as numpy does; an explicit reduction dtype is the result's.
+    npt.assert_allclose((at.tensor(x.astype(np.int64)).T @ at.ones(3)).fetch(), x.T @ np.ones(3))
+    assert at.tensor(x.astype(np.int32)).sum(dtype=np.int32).dtype == np.int32
+    assert t.copy() is t and at.int_ is np.int64
+    npt.assert_allclose(at.linalg.svd(t, compute_uv=False).fetch(), np.linalg.svd(x, compute_uv=False), atol=1e-9)
+
+
+def test_a_mask_that_selects_nothing_has_no_minimum():
+    x = at.tensor(np.array([1.0, 2.0, 3.0]), chunk_size=2)
+    with pytest.raises(ValueError, match="no identity"):
+        x[x > 5].max().fetch()
+    assert float(x[x > 5].sum()) == 0.0
+
+
+def test_python_ints_beyond_int32_do_not_wrap():
+    x = at.tensor(np.arange(3, dtype=np.int32))
+    npt.assert_array_equal((x > 2**32).fetch(), np.zeros(3, dtype=bool))
+    npt.assert_array_equal((x + 2**40).fetch(), np.arange(3, dtype=np.int64) + 2**40)

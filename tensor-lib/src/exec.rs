@@ -433,6 +433,11 @@ impl<'s> Plan<'s> {
         x: &Tensor,
         depth: u32,
     ) -> Result<Vec<Src>> {
+        // The lengths are known now: a mask's result that selected nothing has no minimum.
+        let no_identity = matches!(op, ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax);
+        if no_identity && axes.iter().any(|&a| x.shape()[a] == 0) {
+            return Err(TensorError::EmptyReduction { op: format!("{op:?}") });
+        }
         let all = axes.len() == x.ndim() && !op.is_arg();
         let out_grid = grid_indices(t.chunks());
         // Partials waiting to be combined, per output chunk, with their tree level.

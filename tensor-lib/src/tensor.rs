@@ -86,6 +86,13 @@ pub enum TensorError {
         /// What is wrong, and the fix.
         reason: String,
     },
+    /// A reduction without an identity (min, max, argmin, argmax) over an empty axis; a
+    /// mask's result that selected nothing is found so when the expression runs.
+    #[error("zero-size array to reduction operation {op} which has no identity")]
+    EmptyReduction {
+        /// The reduction.
+        op: String,
+    },
     /// The session's cancel flag was set ([`crate::Session::cancelled_by`]).
     #[error("the computation was cancelled")]
     Cancelled,
@@ -332,7 +339,9 @@ impl Tensor {
     fn python_scalar(&self, s: Scalar) -> Scalar {
         match (s, self.dtype()) {
             (Scalar::F64(v), DType::F32) => Scalar::F32(v as f32),
-            (Scalar::I64(v), DType::I32) => Scalar::I32(v as i32),
+            // An int that does not fit int32 stays int64 (numpy 2 refuses it; wrapping
+            // would compare and compute with another number).
+            (Scalar::I64(v), DType::I32) => i32::try_from(v).map_or(Scalar::I64(v), Scalar::I32),
             (Scalar::I64(v), DType::F32) => Scalar::F32(v as f32),
             (Scalar::I64(v), DType::F64) => Scalar::F64(v as f64),
             (s, _) => s,
@@ -461,7 +470,7 @@ impl Tensor {
         }
         let no_identity = matches!(op, ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax);
         if no_identity && axes.iter().any(|&a| self.shape()[a] == 0) {
-            return Err(TensorError::BadIndex { reason: format!("{op:?} of an empty axis has no identity") });
+            return Err(TensorError::EmptyReduction { op: format!("{op:?}") });
         }
         if op.is_arg() && axes.len() > 1 && axes.len() < nd {
             return Err(TensorError::BadIndex { reason: format!("{op:?} takes one axis or none, not {axes:?}") });

@@ -222,7 +222,12 @@ fn full_shape_constants_empty_axes_and_irregular_chunks_are_handled() {
     );
     let mean = empty.reduce(ReduceOp::Mean, Some(&[1]), false).unwrap().fetch::<f64>(&s).unwrap();
     assert!(mean.iter().all(|v| v.is_nan()) && mean.len() == 3);
-    assert!(matches!(empty.reduce(ReduceOp::Min, Some(&[1]), false), Err(TensorError::BadIndex { .. })));
+    assert!(matches!(empty.reduce(ReduceOp::Min, Some(&[1]), false), Err(TensorError::EmptyReduction { .. })));
+    // A mask that selects nothing: its length is known only when it runs.
+    let x = from_array(&data(&[5], 3), &[2]).unwrap();
+    let none = x.mask(&x.gt_scalar(1e9)).unwrap();
+    assert!(matches!(none.max().fetch::<f64>(&s), Err(TensorError::EmptyReduction { .. })));
+    assert_eq!(none.sum().fetch::<f64>(&s).unwrap().into_raw_vec_and_offset().0, vec![0.0]);
 
     // Concatenating onto irregular chunks (from a slice) rechunks the other operand to them.
     let m = data(&[6, 6], 2);

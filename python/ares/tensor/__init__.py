@@ -100,12 +100,18 @@ __all__ = [
     "float32",
     "float64",
     "newaxis",
+    "int_",
+    "double",
+    "single",
     "pi",
     "e",
     "inf",
     "nan",
 ]
 
+int_ = np.int64
+double = np.float64
+single = np.float32
 pi = np.pi
 e = np.e
 inf = np.inf
@@ -121,6 +127,21 @@ _SUPPORTED = ("bool", "int32", "int64", "float32", "float64")
 # Target bytes per chunk when the caller gives no chunk_size (Dask picks 128 MiB; tasks
 # here are cheaper, and smaller chunks spread a mid-sized array over every worker).
 _AUTO_CHUNK_BYTES = 16 << 20
+
+
+def _check_out(name: str, out: Any, kw: dict) -> None:
+    """numpy's reductions pass ``out`` (None) and may pass ``where``/``initial``."""
+    if out is not None:
+        raise NotImplementedError(f"{name} with out=: tensors are immutable; use the result")
+    for k, v in kw.items():
+        if v is not None and not (k == "where" and v is True):
+            raise NotImplementedError(f"{name} with {k}=")
+
+
+class Unsupported(NotImplementedError, AttributeError):
+    """What numpy has and this module does not build: a NotImplementedError naming it,
+    and an AttributeError so that ``getattr(t, name, default)`` and numpy's own
+    functions (which convert through ``__array__``) still work."""
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -298,7 +319,10 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         a = self.fetch()
-        return a if dtype is None else a.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)  # a new array
+        # np.array(t) asks for a copy: a view of the store is read-only.
+        return a.copy() if copy or (copy is None and not a.flags.writeable) else a
 
     def _item(self) -> Any:
         if self.size != 1:
@@ -322,6 +346,20 @@ class Tensor:
         if self.dtype.kind not in "iu":
             raise TypeError("only integer tensors can be used as an index")
         return int(self._item())
+
+    def __format__(self, spec: str) -> str:
+        if spec and self.ndim == 0:
+            return format(self._item(), spec)
+        return format(repr(self), spec)
+
+    def __round__(self, ndigits: Optional[int] = None) -> Any:
+        if self.ndim != 0:
+            raise NotImplementedError("round() of a tensor with dimensions (numpy.round has no tiled form here yet)")
+        return round(self._item(), ndigits)
+
+    def copy(self) -> "Tensor":
+        """The same tensor: tensors are immutable expressions, so a copy is itself."""
+        return self
 
     def item(self) -> Any:
         """The only element, as a Python scalar."""
@@ -473,28 +511,36 @@ class Tensor:
                 raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         return Tensor(self._t.reduce(op, axes, bool(keepdims)))
 
-    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Sum over ``axis`` (all by default). Booleans and int32 sum as int64, as in numpy
         (the kernel accumulates them so, without a cast pass)."""
+        _check_out("sum", out, kw)
         x = self if dtype is None else self.astype(dtype)
-        return x._reduce("sum", axis, keepdims)
+        r = x._reduce("sum", axis, keepdims)
+        # The kernel accumulates integers in int64; an explicit dtype is the result's.
+        return r if dtype is None else r.astype(dtype, copy=False)
 
-    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Product over ``axis``. Booleans and int32 multiply as int64, as in numpy."""
+        _check_out("prod", out, kw)
         x = self if dtype is None else self.astype(dtype)
-        return x._reduce("prod", axis, keepdims)
+        r = x._reduce("prod", axis, keepdims)
+        return r if dtype is None else r.astype(dtype, copy=False)
 
-    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> "Tensor":
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Arithmetic mean over ``axis``."""
+        _check_out("mean", out, kw)
         x = self if dtype is None else self.astype(dtype)
         return x._reduce("mean", axis, keepdims)
 
-    def var(self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> "Tensor":
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Variance over ``axis`` (``ddof`` 0 or 1)."""
+        _check_out("var", out, kw)
         return self._moment("var", axis, dtype, ddof, keepdims)
 
-    def std(self, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> "Tensor":
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Standard deviation over ``axis`` (``ddof`` 0 or 1)."""
+        _check_out("std", out, kw)
         return self._moment("std", axis, dtype, ddof, keepdims)
 
     def _moment(self, op: str, axis: Any, dtype: Any, ddof: int, keepdims: bool) -> "Tensor":
@@ -511,20 +557,24 @@ class Tensor:
         v = v * (n / builtins.max(n - ddof, 0)) if n - ddof > 0 else v * math.nan
         return v.sqrt() if op == "std" else v
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Minimum over ``axis``."""
+        _check_out("min", out, kw)
         return self._reduce("min", axis, keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Maximum over ``axis``."""
+        _check_out("max", out, kw)
         return self._reduce("max", axis, keepdims)
 
-    def argmin(self, axis: Optional[int] = None, keepdims: bool = False) -> "Tensor":
+    def argmin(self, axis: Optional[int] = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Index of the minimum (over the flattened tensor when ``axis`` is None)."""
+        _check_out("argmin", out, kw)
         return self._arg("argmin", axis, keepdims)
 
-    def argmax(self, axis: Optional[int] = None, keepdims: bool = False) -> "Tensor":
+    def argmax(self, axis: Optional[int] = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Index of the maximum (over the flattened tensor when ``axis`` is None)."""
+        _check_out("argmax", out, kw)
         return self._arg("argmax", axis, keepdims)
 
     def _arg(self, op: str, axis: Optional[int], keepdims: bool) -> "Tensor":
@@ -534,12 +584,14 @@ class Tensor:
             return self._reduce(op, None, False).reshape((1,) * self.ndim)
         return self._reduce(op, axis, keepdims)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Whether any element is true (non-zero)."""
+        _check_out("any", out, kw)
         return self._reduce("any", axis, keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Whether every element is true (non-zero)."""
+        _check_out("all", out, kw)
         return self._reduce("all", axis, keepdims)
 
     # ------------------------------------------------------------ shape
@@ -592,7 +644,8 @@ class Tensor:
     def astype(self, dtype: Any, copy: bool = True) -> "Tensor":
         """Elements converted to ``dtype`` (numpy's casting: floats to ints truncate)."""
         name = _dtype_name(dtype)
-        return self if name == self._t.dtype and not copy else Tensor(self._t.astype(name))
+        # Tensors are immutable: the same dtype needs no copy.
+        return self if name == self._t.dtype else Tensor(self._t.astype(name))
 
     def rechunk(self, chunk_size: Any) -> "Tensor":
         """The same elements in chunks of ``chunk_size`` (an int or one size per dimension)."""
@@ -618,6 +671,9 @@ class Tensor:
     # ------------------------------------------------------------ indexing
 
     def __getitem__(self, index: Any) -> "Tensor":
+        # A 0-d integer tensor or array (a[a.argmax()]) is an integer index, as in numpy.
+        if isinstance(index, (Tensor, np.ndarray)) and index.ndim == 0 and index.dtype.kind in "iu":
+            index = int(index)
         if isinstance(index, Tensor) or (isinstance(index, np.ndarray) and index.dtype == np.bool_):
             mask = _to_tensor(index, like=self)
             if mask.dtype != np.bool_:
@@ -682,9 +738,10 @@ class Tensor:
         raise NotImplementedError("item assignment (tensors are immutable expressions; use at.where)")
 
     def __getattr__(self, name: str) -> Any:
-        # An ndarray attribute not built here is named as unsupported, not missing.
+        # An ndarray attribute not built here is named as unsupported, not missing; the
+        # error is an AttributeError too, so numpy's functions fall back to __array__.
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise NotImplementedError(f"Tensor.{name} is not supported (numpy's ndarray.{name} has no tiled form here yet)")
+            raise Unsupported(f"Tensor.{name} is not supported (numpy's ndarray.{name} has no tiled form here yet)")
         raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
 
@@ -1070,10 +1127,12 @@ def matmul(a: Any, b: Any) -> Tensor:
         raise ValueError("matmul: Input operand does not have enough dimensions")
     if x.ndim > 2 or y.ndim > 2:
         raise NotImplementedError("matmul of stacks of matrices (more than 2 dimensions)")
-    if x.dtype.kind != "f" or y.dtype.kind != "f":
+    dt = np.result_type(x.dtype, y.dtype)
+    if dt.kind != "f":
         raise NotImplementedError(
-            f"matmul of {x.dtype.name} and {y.dtype.name}: only float tensors; cast with .astype(float) first"
+            f"matmul of {x.dtype.name} and {y.dtype.name}: only products with a float result; cast with .astype(float)"
         )
+    x, y = x.astype(dt, copy=False), y.astype(dt, copy=False)
     vx, vy = x.ndim == 1, y.ndim == 1
     if vx:
         x = x.reshape(1, -1)

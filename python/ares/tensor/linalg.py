@@ -40,7 +40,7 @@ def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """``U, S, Vh`` with ``a = U @ diag(S) @ Vh`` (the reduced form: pass
     ``full_matrices=False``, as Mars requires)."""
-    if full_matrices:
+    if full_matrices and compute_uv:
         raise NotImplementedError("svd with full_matrices=True; pass full_matrices=False")
     t = _matrix(a, "svd")
     if t.shape[0] < t.shape[1]:
