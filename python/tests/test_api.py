@@ -330,3 +330,12 @@ def test_python_ints_beyond_int32_do_not_wrap():
     x = at.tensor(np.arange(3, dtype=np.int32))
     npt.assert_array_equal((x > 2**32).fetch(), np.zeros(3, dtype=bool))
     npt.assert_array_equal((x + 2**40).fetch(), np.arange(3, dtype=np.int64) + 2**40)
+
+
+def test_linspace_ends_at_stop_and_floors_for_integer_dtypes():
+    for start, stop, num in [(0, 1, 50), (0.1, 0.7, 7), (-1, 0, 3), (0, 1, 1), (3, -2, 11)]:
+        npt.assert_array_equal(at.linspace(start, stop, num, chunk_size=4).fetch(), np.linspace(start, stop, num))
+        for dt in (np.int64, np.int32):
+            got = at.linspace(start, stop, num, dtype=dt, chunk_size=4).fetch()
+            npt.assert_array_equal(got, np.linspace(start, stop, num, dtype=dt))
+            assert got.dtype == dt

@@ -873,11 +873,24 @@ def linspace(
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     if not endpoint:
         step = (stop - start) / num if num else 0.0
-        t = linspace(start, stop - step, num, True, dtype, chunk_size) if num else zeros(0, dtype=dtype)
-        return t
+        t = linspace(start, stop - step, num, True, None, chunk_size) if num else zeros(0)
+        return _linspace_dtype(t, dtype)
     chunk = _chunks_of(chunk_size, (num,), 8)[0]
     t = Tensor(_native.linspace(float(start), float(stop), int(num), chunk))
-    return t if dtype is None else t.astype(dtype)
+    if num > 1:
+        # numpy sets the last value to `stop` exactly (start + step·(num-1) may miss it).
+        t = where(arange(num, chunk_size=chunk) == num - 1, float(stop), t)
+    return _linspace_dtype(t, dtype)
+
+
+def _linspace_dtype(t: Tensor, dtype: Any) -> Tensor:
+    """numpy 2's linspace rounds towards -inf for an integer dtype (a cast truncates)."""
+    if dtype is None:
+        return t
+    if np.dtype(dtype).kind in "iu":
+        whole = t.astype(np.int64)
+        t = whole - (whole > t)
+    return t.astype(dtype)
 
 
 def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None, chunk_size: Any = None) -> Tensor:
