@@ -17,7 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _native
 from ._native import AresError
@@ -164,14 +164,9 @@ class Session:
 
     def __init__(self) -> None:
         _ensure_initialized()
-        self._progress: Optional[Callable[[int, int], None]] = None
         # One native session: results are cached per session, so executing in one and
-        # fetching from another would compute twice. Progress goes where `_progress` says.
-        self._native = _native.NativeSession(self._report)
-
-    def _report(self, done: int, total: int) -> None:
-        if self._progress is not None:
-            self._progress(done, total)
+        # fetching from another would compute twice.
+        self._native = _native.NativeSession()
 
     def execute(self, *tensors: "Tensor", show_progress: Optional[bool] = None) -> Union["Tensor", list]:
         """Computes the tensors (their chunks stay in the store while they live).
@@ -186,13 +181,11 @@ class Session:
         if show_progress is None:
             show_progress = sys.stderr.isatty()
         line = _ProgressLine() if show_progress else None
-        self._progress = line
         try:
-            self._native.execute(natives)
+            self._native.execute(natives, line)
         except AresError as e:
             raise _numeric_failure(e) from e
         finally:
-            self._progress = None
             if line:
                 line.end()
         return tensors[0] if len(tensors) == 1 else list(tensors)

@@ -333,9 +333,16 @@ struct PySession {
 #[pymethods]
 impl PySession {
     #[new]
-    #[pyo3(signature = (progress=None))]
-    fn new(progress: Option<Py<PyAny>>) -> Self {
-        let mut s = Session::new();
+    fn new() -> Self {
+        PySession { s: Arc::new(Session::new()) }
+    }
+
+    /// Computes the tensors and keeps their chunks while they live; `progress(done,
+    /// total)` is called as chunk tasks finish (only when given: each call takes the GIL).
+    #[pyo3(signature = (tensors, progress=None))]
+    fn execute(&self, py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>, progress: Option<Py<PyAny>>) -> PyResult<()> {
+        // The same session (results are cached per session), reporting for this call only.
+        let mut s = Session::clone(&self.s);
         if let Some(cb) = progress {
             s = s.on_progress(move |p| {
                 Python::attach(|py| {
@@ -344,12 +351,6 @@ impl PySession {
                 })
             });
         }
-        PySession { s: Arc::new(s) }
-    }
-
-    /// Computes the tensors and keeps their chunks while they live.
-    fn execute(&self, py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>) -> PyResult<()> {
-        let s = self.s.clone();
         let tensors: Vec<PyTensor> = tensors.iter().map(|t| t.get().clone()).collect();
         let results = interruptible(py, move |cancel| {
             let s = s.cancelled_by(cancel);

@@ -3,13 +3,14 @@ Ctrl-C in the middle of an execute, the context-manager form, and what is left a
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,8 +96,6 @@ def test_ctrl_c_during_execute_interrupts_and_the_session_keeps_working():
     try:
         assert p.stdout.readline().strip() == "ready"
         # The execute starts right after "ready"; the signal lands inside it.
-        import time
-
         time.sleep(1.0)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)
@@ -132,8 +131,6 @@ def test_a_driver_killed_leaves_no_process_or_shared_memory():
     assert workers, "the embedded node started worker processes"
     p.kill()
     p.wait()
-    import time
-
     deadline = time.time() + 30
     while time.time() < deadline and any(alive(w) for w in workers):
         time.sleep(0.1)
@@ -151,8 +148,6 @@ def ares_bin() -> str:
 def test_a_python_driver_runs_on_a_daemon_started_with_ares_start(tmp_path):
     # A short root: socket paths under it must fit in a Unix socket address (pytest's
     # tmp_path is too deep; `ares start` refuses it, naming the limit).
-    import tempfile
-
     root = Path(tempfile.mkdtemp(prefix="ares-py-"))
     long_root = tmp_path / ("r" * 60)
     refused = subprocess.run([ares_bin(), "start", "--head", "--port", "0", "--session-root", str(long_root)],
@@ -187,8 +182,6 @@ def test_a_python_driver_runs_on_a_daemon_started_with_ares_start(tmp_path):
         assert out.stdout.split() == ["workers", "ares"], out.stdout
     finally:
         stop = subprocess.run([ares_bin(), "stop", "--session-root", str(root)], capture_output=True, text=True, env=env)
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
     assert stop.returncode == 0, stop.stdout + stop.stderr
 

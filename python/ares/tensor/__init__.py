@@ -14,8 +14,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-import sys
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 

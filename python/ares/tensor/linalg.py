@@ -3,12 +3,12 @@ tiled as in Mars; ``solve`` and ``inv`` go through them)."""
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, Tuple
 
 import numpy as np
 
+from .. import _native
 from . import Tensor, _axis_of, _to_tensor
 
 __all__ = ["qr", "svd", "cholesky", "solve", "inv", "norm", "LinAlgError"]
@@ -16,7 +16,7 @@ __all__ = ["qr", "svd", "cholesky", "solve", "inv", "norm", "LinAlgError"]
 LinAlgError = np.linalg.LinAlgError
 
 
-def _matrix(a: Any, op: str) -> Tensor:
+def _matrix(a: Any) -> Tensor:
     t = _to_tensor(a)
     if t.ndim != 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
@@ -30,7 +30,7 @@ def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
     square matrix chunked by rows."""
     if mode != "reduced":
         raise NotImplementedError(f"qr with mode={mode!r}; only 'reduced' is supported")
-    t = _matrix(a, "qr")
+    t = _matrix(a)
     if t.shape[0] < t.shape[1]:
         raise NotImplementedError("qr of a wide matrix (fewer rows than columns); only tall or square ones")
     q, r = t._t.qr()
@@ -42,7 +42,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     ``full_matrices=False``, as Mars requires)."""
     if full_matrices and compute_uv:
         raise NotImplementedError("svd with full_matrices=True; pass full_matrices=False")
-    t = _matrix(a, "svd")
+    t = _matrix(a)
     if t.shape[0] < t.shape[1]:
         # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
         u2, s, vh2 = t.T._t.svd()
@@ -54,19 +54,17 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 def cholesky(a: Any) -> Tensor:
     """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive definite)."""
-    return Tensor(_matrix(a, "cholesky")._t.cholesky())
+    return Tensor(_matrix(a)._t.cholesky())
 
 
 def inv(a: Any) -> Tensor:
     """The inverse of a square matrix."""
-    return Tensor(_matrix(a, "inv")._t.inv())
+    return Tensor(_matrix(a)._t.inv())
 
 
 def solve(a: Any, b: Any) -> Tensor:
     """``x`` with ``a @ x = b`` (``b`` a vector or a matrix)."""
-    from .. import _native
-
-    x = _matrix(a, "solve")
+    x = _matrix(a)
     y = _to_tensor(b)
     if y.dtype.kind != "f":
         y = y.astype(np.float64)

@@ -15,8 +15,7 @@ from . import Tensor, _chunks_of, _shape_of
 
 __all__ = ["seed", "rand", "randn", "random", "random_sample", "uniform", "normal", "standard_normal", "randint"]
 
-_seeds = np.random.SeedSequence()
-_rng = np.random.default_rng(_seeds)
+_rng = np.random.default_rng()
 
 
 def seed(s: Optional[int] = None) -> None:
