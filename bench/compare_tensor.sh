@@ -37,5 +37,22 @@ if [[ -x "$ARES_VENV/bin/python" && -n "$PY_WORKLOADS" ]]; then
   "$ARES_VENV/bin/pip" install --quiet --disable-pip-version-check psutil
   timeout 900 "$ARES_VENV/bin/python" "$PEERS/tensor_workloads.py" --engine ares \
     --workloads "$PY_WORKLOADS" --repeats "$REPEATS" --out "$OUT/ares_python.jsonl"
+  # The peer script records results without judging them: check ours against their
+  # expected values, as ares-bench tensor does (pi; 3 per element of W2; W3's std about
+  # sqrt(n/18), see bench/src/tensor.rs).
+  python3 - "$OUT/ares_python.jsonl" <<'PY'
+import json, math, sys
+want = {"W1": (math.pi, 1e-3), "W2": (3 * 4e8, 1e-3), "W3": (math.sqrt(5000 / 18), 0.05)}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d.get("bench") in want:
+        v, tol = want[d["bench"]]
+        got = d.get("result")
+        if got is None or abs(got - v) > tol * v:
+            sys.exit(f"{d['bench']} from Python gave {got}, expected {v} within {tol:.0%}")
+    elif d.get("bench", "").endswith("_error"):
+        sys.exit(f"{d['bench']}: {d.get('error')}")
+print("ares_python.jsonl: every result checked")
+PY
 fi
 echo "results in $OUT"

@@ -80,16 +80,29 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
     let result = match workload {
         "W1" => {
             let a = random::uniform(-1.0, 1.0, &[s.w1_n, 2], &[s.w1_chunk as usize, 2], 1)?;
-            session.scalar(&a.norm(1)?.lt_scalar(1.0).sum())? * 4.0 / s.w1_n as f64
+            let pi = session.scalar(&a.norm(1)?.lt_scalar(1.0).sum())? * 4.0 / s.w1_n as f64;
+            // The estimate's standard error is about 1.64 / sqrt(n).
+            let tol = 10.0 / (s.w1_n as f64).sqrt();
+            anyhow::ensure!((pi - std::f64::consts::PI).abs() < tol, "W1 gave {pi}, expected pi within {tol}");
+            pi
         }
         "W2" => {
             let a = random::rand(&[s.w2_n], &[s.w2_chunk as usize], 2)?;
-            session.scalar(&((&a + 1.0) * 2.0).sum())?
+            let sum = session.scalar(&((&a + 1.0) * 2.0).sum())?;
+            // Each element is 3 on average with a standard deviation of 1/sqrt(3).
+            let (n, want) = (s.w2_n as f64, 3.0 * s.w2_n as f64);
+            anyhow::ensure!((sum - want).abs() < 10.0 * n.sqrt() + 1e-9 * want, "W2 gave {sum}, expected about {want}");
+            sum
         }
         "W3" => {
             let c = s.w3_chunk as usize;
             let a = random::rand(&[s.w3_n, s.w3_n], &[c, c], 3)?;
-            session.scalar(&(a.matmul(&a.t()?)? - a.clone()).std())?
+            let std = session.scalar(&(a.matmul(&a.t()?)? - a.clone()).std())?;
+            // Off-diagonal entries of a·aᵀ have variance 7n/144; the n diagonal ones sit
+            // n/12 above them, which adds n/144: about n/18 in all.
+            let expected = (s.w3_n as f64 / 18.0).sqrt();
+            anyhow::ensure!((std - expected).abs() < 0.05 * expected, "W3 gave {std}, expected about {expected}");
+            std
         }
         "W3G" => {
             // W3 without the symmetry of a · aᵀ to exploit (see bench/w3_general.py).

@@ -53,9 +53,17 @@ impl Rng {
     }
 }
 
-fn arg(name: &str) -> Option<u64> {
+/// The value after `--name`, if given; a value that is not a number is an error naming it.
+fn arg(name: &str) -> Result<Option<u64>> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+    for a in &args[1..] {
+        if a.starts_with("--") && a != "--seconds" && a != "--seed" {
+            bail!("unknown option {a} (usage: ares-soak [--seconds N] [--seed S])");
+        }
+    }
+    let Some(i) = args.iter().position(|a| a == name) else { return Ok(None) };
+    let v = args.get(i + 1).with_context(|| format!("{name} needs a value"))?;
+    v.parse().map(Some).with_context(|| format!("{name} {v:?}: expected a non-negative integer"))
 }
 
 fn retrying() -> ares::TaskOptions {
@@ -193,8 +201,8 @@ fn round(rng: &mut Rng, c: &mut Counts) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    let seconds = arg("--seconds").unwrap_or(60);
-    let seed = arg("--seed").unwrap_or(0x5eed) | 1;
+    let seconds = arg("--seconds")?.unwrap_or(60);
+    let seed = arg("--seed")?.unwrap_or(0x5eed) | 1;
     ares::init_with(ares::Config::default().num_cpus(2).object_store_memory(256 << 20)).context("init")?;
     let session_dir = std::path::PathBuf::from(ares::raylet_address()?)
         .parent()
