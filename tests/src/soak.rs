@@ -106,17 +106,6 @@ fn children() -> HashSet<u32> {
     out
 }
 
-fn shm_files_of(pid: u32) -> Vec<String> {
-    let prefix = format!("ares-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
-}
-
 /// Waits (bounded) until `cond` holds; false if it never did.
 fn eventually(limit: Duration, mut cond: impl FnMut() -> Result<bool>) -> Result<bool> {
     let start = Instant::now();
@@ -265,9 +254,9 @@ fn main() -> Result<()> {
     let gone = eventually(Duration::from_secs(10), || Ok(children().is_empty()))?;
     ensure!(gone, "worker processes outlived shutdown: {:?}", children());
     ensure!(
-        shm_files_of(std::process::id()).is_empty(),
+        ares_tests::shm_files_of(std::process::id()).is_empty(),
         "shared-memory files left: {:?}",
-        shm_files_of(std::process::id())
+        ares_tests::shm_files_of(std::process::id())
     );
     ensure!(!session_dir.exists(), "the session directory {} is left", session_dir.display());
     println!(
