@@ -80,6 +80,10 @@ pub(crate) struct StartArgs {
     /// (default 10000).
     #[arg(long)]
     node_timeout_ms: Option<String>,
+    /// Utilisation under which the node keeps lease requests instead of spilling them
+    /// back to other nodes (default 0.5).
+    #[arg(long)]
+    scheduler_spread_threshold: Option<String>,
     /// Client connections the node serves at once (default 4096).
     #[arg(long)]
     max_connections: Option<String>,
@@ -101,6 +105,7 @@ impl StartArgs {
             ("max_spill_file_objects", &self.max_spill_file_objects),
             ("object_create_timeout_ms", &self.object_create_timeout_ms),
             ("node_timeout_ms", &self.node_timeout_ms),
+            ("scheduler_spread_threshold", &self.scheduler_spread_threshold),
             ("max_connections", &self.max_connections),
             ("session_root", &self.session_root),
             ("token", &self.token),
@@ -407,7 +412,7 @@ pub(crate) fn render_status(
             store,
             gib(n.load.store_spilled),
             n.load.workers,
-            n.load.actors
+            n.load.actors.alive
         );
     }
     let _ = writeln!(s, "Resources (alive nodes):");
@@ -423,14 +428,42 @@ pub(crate) fn render_status(
     let used: u64 = nodes.iter().filter(|n| n.alive).map(|n| n.load.store_used).sum();
     let cap: u64 = nodes.iter().filter(|n| n.alive).map(|n| n.load.store_capacity).sum();
     let _ = writeln!(s, "  {} / {} object store", gib(used), gib(cap));
-    let pending: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.pending_leases).sum();
-    let infeasible: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.infeasible_leases).sum();
-    let actors: u32 = nodes.iter().filter(|n| n.alive).map(|n| n.load.actors).sum();
+    let live = || nodes.iter().filter(|n| n.alive);
+    let pending: u32 = live().map(|n| n.load.pending_leases).sum();
+    let infeasible: u32 = live().map(|n| n.load.infeasible_leases).sum();
+    let _ = writeln!(s, "Demands:");
+    // Shapes summed over the nodes, as `ray status` lists them.
+    let mut demands: Vec<(String, bool, u32)> = Vec::new();
+    for d in live().flat_map(|n| n.load.demands.iter()) {
+        let shape = d.shape.to_string();
+        match demands.iter_mut().find(|(s, a, _)| *s == shape && *a == d.actor) {
+            Some(e) => e.2 += d.count,
+            None => demands.push((shape, d.actor, d.count)),
+        }
+    }
+    demands.sort_by(|a, b| b.2.cmp(&a.2));
+    if pending == 0 {
+        let _ = writeln!(s, "  (no lease requests waiting)");
+    }
+    for (shape, actor, count) in &demands {
+        let what = if *actor { "actor" } else { "task" };
+        let _ = writeln!(s, "  {shape}: {count} {what} lease request(s) waiting");
+    }
+    let listed: u32 = demands.iter().map(|d| d.2).sum();
+    if pending > listed {
+        let _ = writeln!(s, "  (and {} more of other shapes)", pending - listed);
+    }
     let _ = writeln!(
         s,
-        "Lease requests: {pending} pending; {infeasible} refused as infeasible so far (no node could hold them)"
+        "  {infeasible} request(s) refused as infeasible so far (no node could ever hold them; the caller got Infeasible)"
     );
-    let _ = writeln!(s, "Actors: {actors} alive");
+    let a = live().fold(ares_common::wire::ActorCounts::default(), |mut a, n| {
+        a.pending += n.load.actors.pending;
+        a.alive += n.load.actors.alive;
+        a.restarting += n.load.actors.restarting;
+        a
+    });
+    let _ = writeln!(s, "Actors: {} alive, {} pending creation, {} restarting", a.alive, a.pending, a.restarting);
     let running = jobs.iter().filter(|j| j.running).count();
     let _ = writeln!(s, "Jobs: {running} running, {} finished", jobs.len() - running);
     for j in jobs {
@@ -491,4 +524,59 @@ pub(crate) fn stop(args: StopArgs) -> Result<()> {
         n => println!("ares: stopped {n} node daemon(s)"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ares_common::wire::{ActorCounts, Demand, NodeLoad};
+    use ares_common::{NodeId, ResourceSet};
+
+    fn node(n: u8, alive: bool, load: NodeLoad) -> NodeSummary {
+        NodeSummary {
+            node_id: NodeId([n; 16]),
+            pid: 100 + n as u32,
+            host: "h".into(),
+            addr: Some(format!("127.0.0.1:{}", 7000 + n as u16).parse().unwrap()),
+            head: n == 1,
+            alive,
+            total: ResourceSet::new().with("CPU", 2.0),
+            load,
+            silent_ms: 0,
+        }
+    }
+
+    #[test]
+    fn status_sums_demands_by_shape_and_counts_actors_by_state() {
+        let one = ResourceSet::new().with("CPU", 1.0);
+        let gpu = ResourceSet::new().with("CPU", 1.0).with("GPU", 1.0);
+        let a = NodeLoad {
+            pending_leases: 5,
+            demands: vec![
+                Demand { shape: one.clone(), actor: false, count: 3 },
+                Demand { shape: gpu.clone(), actor: true, count: 2 },
+            ],
+            actors: ActorCounts { pending: 1, alive: 2, restarting: 0 },
+            ..NodeLoad::default()
+        };
+        let b = NodeLoad {
+            pending_leases: 9,
+            demands: vec![Demand { shape: one.clone(), actor: false, count: 4 }],
+            actors: ActorCounts { pending: 0, alive: 1, restarting: 1 },
+            ..NodeLoad::default()
+        };
+        // A dead node's last report is not counted.
+        let dead = NodeLoad { actors: ActorCounts { alive: 50, ..ActorCounts::default() }, ..b.clone() };
+        let s = render_status(
+            "127.0.0.1:7001".parse().unwrap(),
+            &[node(1, true, a), node(2, true, b), node(3, false, dead)],
+            10_000,
+            &[],
+        );
+        assert!(s.contains("{CPU: 1}: 7 task lease request(s) waiting"), "{s}");
+        assert!(s.contains("{CPU: 1, GPU: 1}: 2 actor lease request(s) waiting"), "{s}");
+        assert!(s.contains("(and 5 more of other shapes)"), "{s}");
+        assert!(s.contains("Actors: 3 alive, 1 pending creation, 1 restarting"), "{s}");
+        assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
+    }
 }

@@ -24,6 +24,10 @@ fn cpus_in_range(n: u32) -> Result<u32, String> {
     if (1..=MAX_CPUS).contains(&n) { Ok(n) } else { Err(format!("a node offers 1 to {MAX_CPUS} CPUs")) }
 }
 
+fn fraction(f: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&f) { Ok(f) } else { Err("must be between 0 and 1".into()) }
+}
+
 fn workers_in_range(n: u32) -> Result<u32, String> {
     if (1..=MAX_CPUS).contains(&n) { Ok(n) } else { Err(format!("a node runs 1 to {MAX_CPUS} worker processes")) }
 }
@@ -122,6 +126,9 @@ pub struct Config {
     pub token: Option<String>,
     /// How long the head waits for a silent node before declaring it dead.
     pub node_timeout: std::time::Duration,
+    /// Utilisation under which a node keeps a lease request rather than spilling it back
+    /// to another node (Ray's `scheduler_spread_threshold`).
+    pub scheduler_spread_threshold: f64,
     /// How long a new raylet connection may stay silent before it must have registered.
     pub identify_timeout: std::time::Duration,
     /// How long a worker process may take to register with its raylet before it is
@@ -167,6 +174,7 @@ impl Default for Config {
             max_workers: None,
             token: None,
             node_timeout: std::time::Duration::from_secs(10),
+            scheduler_spread_threshold: 0.5,
             identify_timeout: std::time::Duration::from_secs(5),
             worker_register_timeout: std::time::Duration::from_secs(30),
             max_connections: 4096,
@@ -269,6 +277,14 @@ impl Config {
                 "inline values must fit well inside a frame: at most half of max_frame_bytes (64 MiB)",
             );
         }
+        for (key, f) in [
+            ("spill_threshold (ARES_SPILL_THRESHOLD)", self.spill_threshold),
+            ("scheduler_spread_threshold (ARES_SCHEDULER_SPREAD_THRESHOLD)", self.scheduler_spread_threshold),
+        ] {
+            if let Err(reason) = fraction(f) {
+                return bad(key, f.to_string(), &reason);
+            }
+        }
         if self.max_tasks_in_flight_per_worker == 0 || self.max_tasks_in_flight_per_worker > 1 << 16 {
             return bad(
                 "max_tasks_in_flight_per_worker",
@@ -301,21 +317,10 @@ impl Config {
                 }
             }
             "object_store_memory" => self.object_store_memory = Some(pool_in_range(parse_bytes(value)?)?),
-            "object_store_memory_fraction" => {
-                let f: f64 = num(value)?;
-                if !(0.0..=1.0).contains(&f) {
-                    return Err("must be between 0 and 1".into());
-                }
-                self.object_store_memory_fraction = Some(f)
-            }
+            "object_store_memory_fraction" => self.object_store_memory_fraction = Some(fraction(num(value)?)?),
             "spill_dirs" => self.spill_dirs = value.split(':').filter(|d| !d.is_empty()).map(PathBuf::from).collect(),
-            "spill_threshold" => {
-                let f: f64 = num(value)?;
-                if !(0.0..=1.0).contains(&f) {
-                    return Err("must be between 0 and 1".into());
-                }
-                self.spill_threshold = f
-            }
+            "spill_threshold" => self.spill_threshold = fraction(num(value)?)?,
+            "scheduler_spread_threshold" => self.scheduler_spread_threshold = fraction(num(value)?)?,
             "min_spill_size" => self.min_spill_size = parse_bytes(value)?,
             "max_spill_file_objects" => self.max_spill_file_objects = num::<usize>(value)?.max(1),
             "object_create_timeout_ms" => self.object_create_timeout = std::time::Duration::from_millis(num(value)?),
@@ -355,6 +360,11 @@ mod tests {
         assert_eq!(c.effective_object_store_memory(), 64 << 20);
         assert_eq!(c.spill_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert!(c.set("spill_threshold", "1.5").is_err());
+        c.set("scheduler_spread_threshold", "0.25").unwrap();
+        assert_eq!(c.scheduler_spread_threshold, 0.25);
+        assert!(c.set("scheduler_spread_threshold", "-1").unwrap_err().contains("between 0 and 1"));
+        let e = Config { scheduler_spread_threshold: 2.0, ..Config::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("ARES_SCHEDULER_SPREAD_THRESHOLD"), "{e}");
         assert!(c.set("object_store_memory_fraction", "x").is_err());
         c.set("not_an_option", "x").unwrap();
     }

@@ -557,6 +557,31 @@ pub enum Outcome {
     Failed(TaskError),
 }
 
+/// Lease request shapes a node reports at most (the rest are summed into the count).
+pub const MAX_DEMANDS: usize = 16;
+
+/// Actors of a node by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ActorCounts {
+    /// Registered, not yet constructed.
+    pub pending: u32,
+    /// Running.
+    pub alive: u32,
+    /// Their process died; restarting, or waiting for the owner to decide.
+    pub restarting: u32,
+}
+
+/// Lease requests of one shape waiting on a node.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Demand {
+    /// What each request asks for.
+    pub shape: ResourceSet,
+    /// Whether they are for actors (a dedicated worker each).
+    pub actor: bool,
+    /// How many wait.
+    pub count: u32,
+}
+
 /// What a node reports about itself with every heartbeat: what the head's resource view
 /// and `ares status` show.
 #[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -574,8 +599,11 @@ pub struct NodeLoad {
     /// Lease requests refused as infeasible since the node started (no node could ever
     /// hold them; they are answered at once, so none waits).
     pub infeasible_leases: u32,
-    /// Live actors hosted here.
-    pub actors: u32,
+    /// Actors registered on this node, by state.
+    pub actors: ActorCounts,
+    /// The shapes of the lease requests waiting here, most requested first (at most
+    /// [`MAX_DEMANDS`]).
+    pub demands: Vec<Demand>,
     /// Live worker processes.
     pub workers: u32,
     /// Leases granted since the node started (tasks' and actors' workers).

@@ -129,6 +129,19 @@ impl ActorDirectory {
         self.live.len()
     }
 
+    /// Live actors by state.
+    pub fn counts(&self) -> ares_common::wire::ActorCounts {
+        let mut c = ares_common::wire::ActorCounts::default();
+        for e in self.live.values() {
+            match e.state {
+                State::Pending => c.pending += 1,
+                State::Alive { .. } => c.alive += 1,
+                State::Lost | State::Restarting => c.restarting += 1,
+            }
+        }
+        c
+    }
+
     /// Whether no actor is live.
     pub fn is_empty(&self) -> bool {
         self.live.is_empty()
@@ -494,6 +507,7 @@ mod tests {
         assert_eq!(d.worker_lost(OWNER, 9, id(1)), vec![ActorAction::KillWorker(w(1)), ok(9, OWNER)]);
         d.started(OWNER, id(1), LeaseId(3), w(3), ep("c"));
         assert!(d.worker_died(w(3)).is_empty());
+        assert_eq!(d.counts().restarting, 1, "lost, waiting for its owner");
         assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
         assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
@@ -531,6 +545,7 @@ mod tests {
         d.register(OWNER, 1, actor(1, None, false, 5));
         d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         d.register(OWNER, 2, actor(2, None, false, 5));
+        assert_eq!(d.counts(), ares_common::wire::ActorCounts { pending: 1, alive: 1, restarting: 0 });
         assert!(d.lookup(OTHER, 3, &ActorKey::Id(id(2))).is_empty());
         let a = d.client_gone(OWNER);
         assert!(a.contains(&ActorAction::KillWorker(w(1))));

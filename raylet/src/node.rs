@@ -78,6 +78,8 @@ pub struct NodeConfig {
     pub spill: SpillPolicy,
     /// What registration answers: the path that opens the pool.
     pub pool_path: String,
+    /// Utilisation under which lease requests stay on this node (spillback's threshold).
+    pub spread_threshold: f64,
 }
 
 #[derive(Debug)]
@@ -167,7 +169,10 @@ impl Node {
             next_to_head: 1,
             leases_granted: 0,
             infeasible_total: 0,
-            spill_params: crate::spillback::Params::default(),
+            spill_params: crate::spillback::Params {
+                threshold: cfg.spread_threshold,
+                ..crate::spillback::Params::default()
+            },
             picks: 0,
             pulls: PullManager::new(),
             pulled_bytes: 0,
@@ -648,7 +653,8 @@ impl Node {
             store_spilled: s.spilled_bytes,
             pending_leases: self.policy.queued() as u32,
             infeasible_leases: self.infeasible_total,
-            actors: self.actors.len() as u32,
+            actors: self.actors.counts(),
+            demands: self.policy.demands(ares_common::wire::MAX_DEMANDS),
             workers: self.workers.len() as u32,
             leases_granted: self.leases_granted,
         }
@@ -892,6 +898,7 @@ mod tests {
             pool_size: 1 << 20,
             spill: SpillPolicy::default(),
             pool_path: "/proc/self/fd/3".into(),
+            spread_threshold: 0.5,
         };
         let mut n = 0u8;
         Node::new(

@@ -131,6 +131,22 @@ impl LeasePolicy {
         self.queue.len()
     }
 
+    /// The queued requests grouped by shape, most numerous first (ties in order of
+    /// arrival), at most `limit` groups.
+    pub fn demands(&self, limit: usize) -> Vec<ares_common::wire::Demand> {
+        let mut groups: Vec<ares_common::wire::Demand> = Vec::new();
+        for r in &self.queue {
+            match groups.iter_mut().find(|d| d.shape == r.shape && d.actor == r.dedicated) {
+                Some(d) => d.count += 1,
+                None => groups.push(ares_common::wire::Demand { shape: r.shape.clone(), actor: r.dedicated, count: 1 }),
+            }
+        }
+        // A stable sort keeps arrival order among equal counts.
+        groups.sort_by(|a, b| b.count.cmp(&a.count));
+        groups.truncate(limit);
+        groups
+    }
+
     /// Resources not held by leases.
     pub fn available(&self) -> &ResourceSet {
         &self.available

@@ -164,6 +164,7 @@ impl Raylet {
                 max_file_objects: cfg.node.max_spill_file_objects,
             },
             pool_path: pool.reopen_path(),
+            spread_threshold: cfg.node.scheduler_spread_threshold,
         };
         let node = Node::new(node_cfg, Box::new(|| WorkerId::from_uuid(uuid::Uuid::new_v4())));
         let (spawn_tx, spawn_rx) = mpsc::channel();

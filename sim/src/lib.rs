@@ -238,6 +238,7 @@ impl Sim {
                 pool_size: cfg.pool_size,
                 spill: SpillPolicy { threshold: 1.0, ..SpillPolicy::default() },
                 pool_path: format!("sim-pool-{n}"),
+                spread_threshold: 0.5,
             };
             let mut ids = Rng::new(rng.next_u64());
             let node = Node::new(node_cfg, Box::new(move || WorkerId(ids.bytes16())));

@@ -294,6 +294,16 @@ fn main() -> anyhow::Result<()> {
     if mode == "node-loss" {
         return node_loss();
     }
+    if mode == "nodes" {
+        // Joins the cluster at ARES_ADDRESS and prints `<alive nodes> <dead nodes>` as
+        // `ares::nodes()` reports them.
+        ares::init()?;
+        let nodes = ares::nodes()?;
+        let alive = nodes.iter().filter(|n| n.alive).count();
+        println!("{alive} {}", nodes.len() - alive);
+        ares::shutdown();
+        return Ok(());
+    }
     if mode == "consume" {
         return consume();
     }

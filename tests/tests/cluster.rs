@@ -244,6 +244,12 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
     let s = status(&roots[0]);
     assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
     assert!(s.contains("0.0/3.0 CPU"), "only live nodes' resources count:\n{s}");
+    assert!(s.contains("(no lease requests waiting)") && s.contains("Actors: 0 alive"), "{s}");
+    // The API says so too, from a driver on another node (its view comes from the head).
+    // (Members learn of it with the head's next view, every 100 ms.)
+    wait_for("ares::nodes() to report the dead node", Duration::from_secs(10), || {
+        drive(&roots[1], &["nodes"]).trim() == "2 1"
+    });
 
     // `ares stop` on each machine (here: each session root) leaves nothing behind,
     // including what the killed daemon left.
@@ -349,7 +355,7 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     // with the next heartbeat.
     wait_for("the job table to list 5 finished drivers", Duration::from_secs(10), || {
         let s = status(&roots[0]);
-        s.contains("Jobs: 0 running, 5 finished") && s.contains("1 refused as infeasible")
+        s.contains("Jobs: 0 running, 5 finished") && s.contains("1 request(s) refused as infeasible")
     });
 
     // 64 MiB made by a task on one node, hashed by ten tasks held to another, and read
