@@ -441,7 +441,7 @@ pub(crate) fn render_status(
             None => demands.push((shape, d.actor, d.count)),
         }
     }
-    demands.sort_by(|a, b| b.2.cmp(&a.2));
+    demands.sort_by_key(|d| std::cmp::Reverse(d.2));
     if pending == 0 {
         let _ = writeln!(s, "  (no lease requests waiting)");
     }

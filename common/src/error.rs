@@ -157,6 +157,16 @@ pub enum TaskError {
     /// The runtime shut down before the task finished.
     #[error("the runtime shut down before the task finished")]
     RuntimeShutdown,
+    /// The node could not reach the cluster's head for something only the head keeps
+    /// (actor names, the key-value store).
+    #[error(
+        "the cluster's head is unreachable ({reason}): actor names and the key-value store are kept there. \
+         Check that the head's daemon runs (`ares status`)"
+    )]
+    HeadUnavailable {
+        /// What failed.
+        reason: String,
+    },
     /// The connection to this process's node daemon ended: nothing can be scheduled,
     /// stored or read through it any more.
     #[error(

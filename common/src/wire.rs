@@ -259,6 +259,22 @@ pub struct ActorInfo {
     pub max_task_retries: u32,
 }
 
+/// A named actor as the head's name table knows it: which actor, and the node whose
+/// actor directory keeps it (its owner's node).
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct NamedActor {
+    /// The actor.
+    pub actor_id: ActorId,
+    /// Its Rust type.
+    pub class: String,
+    /// How often a call interrupted by its process's death is re-run.
+    pub max_task_retries: u32,
+    /// The node whose directory keeps it.
+    pub node: NodeId,
+    /// Where that node serves QUIC (filled in by the head when it answers).
+    pub addr: Option<std::net::SocketAddr>,
+}
+
 /// A raylet's message to a client.
 #[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum FromRaylet {
@@ -357,6 +373,14 @@ pub enum FromRaylet {
         request_id: u64,
         /// The actor.
         info: ActorInfo,
+    },
+    /// Answer to `LookupActor` by name when the actor's directory entry is on another
+    /// node: ask that node's raylet (its lookups, holds and kills go there).
+    ActorElsewhere {
+        /// The request answered.
+        request_id: u64,
+        /// The actor and its node.
+        actor: NamedActor,
     },
     /// Answer to `PullObject`: `None` when the object is now in this node's store.
     Pulled {
@@ -685,6 +709,30 @@ pub enum ToHead {
         /// The driver's core-worker ID.
         job: WorkerId,
     },
+    /// Reserves a name for an actor registered on the sending node (names are unique
+    /// in the cluster); answered with `ActorName`.
+    ReserveActorName {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The name.
+        name: String,
+        /// The actor (its `node` is the sender's; `addr` is ignored).
+        actor: NamedActor,
+    },
+    /// The actor holding `name` died: the name is free again.
+    ReleaseActorName {
+        /// The name.
+        name: String,
+        /// The actor that held it (a stale release of a reused name does nothing).
+        actor_id: ActorId,
+    },
+    /// Finds the actor named `name`; answered with `ActorName`.
+    LookupActorName {
+        /// Correlates the answer.
+        request_id: u64,
+        /// The name.
+        name: String,
+    },
 }
 
 /// Messages from the head's cluster directory.
@@ -723,6 +771,16 @@ pub enum FromHead {
         value: Option<Vec<u8>>,
         /// Why the operation was refused.
         error: Option<String>,
+    },
+    /// Answers `ReserveActorName` (`error`: the name is taken) and `LookupActorName`
+    /// (`actor`, or `error`: no live actor has that name).
+    ActorName {
+        /// The request.
+        request_id: u64,
+        /// The actor found.
+        actor: Option<NamedActor>,
+        /// Why it was refused.
+        error: Option<TaskError>,
     },
     /// The connection broke the protocol (the reason), and is closed.
     Refused {

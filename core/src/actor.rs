@@ -33,12 +33,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use ares_common::codec::Value;
-use ares_common::{ActorId, ResourceSet};
+use ares_common::{ActorId, NodeId, ResourceSet};
 use rkyv::rancor::{Fallible, Source};
 use rkyv::with::{ArchiveWith, DeserializeWith, SerializeWith};
 use rkyv::{Archive, Place, Serialize};
 
-use crate::core_worker::{ArgSpec, CoreWorker, SpawnSpec};
+use crate::core_worker::{ArgSpec, CoreWorker, Home, SpawnSpec};
 use crate::error::{Error, Result, TaskError};
 use crate::object_ref::ObjectRef;
 use crate::remote::{IntoArg, Keep, PreparedArg};
@@ -49,6 +49,8 @@ pub(crate) struct HandleInner {
     pub(crate) id: ActorId,
     pub(crate) class: Arc<str>,
     pub(crate) max_task_retries: u32,
+    /// The node whose directory keeps the actor, if not this process's.
+    pub(crate) home: Home,
     pub(crate) cw: Arc<CoreWorker>,
     /// Whether the core worker counts this family (not for copies decoded only to be
     /// re-encoded, see `capture::without_borrowing`).
@@ -128,11 +130,25 @@ pub struct HandleWire {
     actor_id: ActorId,
     class: String,
     max_task_retries: u32,
+    /// The node whose actor directory keeps the actor (its owner's node) and where
+    /// that node serves QUIC (`None` outside a cluster).
+    home_node: NodeId,
+    home_addr: Option<std::net::SocketAddr>,
 }
 
 impl HandleWire {
     fn of(h: &HandleInner) -> Self {
-        HandleWire { actor_id: h.id, class: h.class.to_string(), max_task_retries: h.max_task_retries }
+        let (home_node, home_addr) = match h.home {
+            Some((node, addr)) => (node, Some(addr)),
+            None => (h.cw.node(), h.cw.own_node_addr()),
+        };
+        HandleWire {
+            actor_id: h.id,
+            class: h.class.to_string(),
+            max_task_retries: h.max_task_retries,
+            home_node,
+            home_addr,
+        }
     }
 }
 
@@ -172,17 +188,23 @@ where
         let cw = crate::runtime::current().map_err(|e| D::Error::new(BorrowFailed(e.to_string())))?;
         let class: Arc<str> = Arc::from(a.class.as_str());
         let retries = a.max_task_retries.to_native();
+        let node = NodeId(a.home_node.0);
+        let home = match a.home_addr.as_ref() {
+            Some(addr) if node != cw.node() => Some((node, addr.as_socket_addr())),
+            _ => None,
+        };
         if crate::capture::passive() {
-            return Ok(Arc::new(HandleInner { id, class, max_task_retries: retries, cw, counted: false }));
+            return Ok(Arc::new(HandleInner { id, class, max_task_retries: retries, home, cw, counted: false }));
         }
-        Ok(borrow(cw, id, class, retries))
+        Ok(borrow(cw, id, class, retries, home))
     }
 }
 
-/// A new handle family in this process (registering it with the node if it is the first).
-fn borrow(cw: Arc<CoreWorker>, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Arc<HandleInner> {
-    cw.actor_borrow(id, class.clone(), max_task_retries);
-    Arc::new(HandleInner { id, class, max_task_retries, cw, counted: true })
+/// A new handle family in this process (registering it with the actor's directory if
+/// it is the first).
+fn borrow(cw: Arc<CoreWorker>, id: ActorId, class: Arc<str>, max_task_retries: u32, home: Home) -> Arc<HandleInner> {
+    cw.actor_borrow(id, class.clone(), max_task_retries, home);
+    Arc::new(HandleInner { id, class, max_task_retries, home, cw, counted: true })
 }
 
 /// Arguments of an actor call: `()`, one argument, or a tuple of up to 6.
@@ -383,7 +405,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
         drop(keep);
         let max_task_retries = self.opts.max_task_retries;
         Ok(ActorHandle {
-            inner: Arc::new(HandleInner { id, class, max_task_retries, cw, counted: true }),
+            inner: Arc::new(HandleInner { id, class, max_task_retries, home: None, cw, counted: true }),
             _a: PhantomData,
         })
     }
@@ -404,7 +426,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
                     },
                 };
                 cw.dead_actor(id, class.clone(), error);
-                let inner = HandleInner { id, class, max_task_retries: 0, cw, counted: true };
+                let inner = HandleInner { id, class, max_task_retries: 0, home: None, cw, counted: true };
                 ActorHandle { inner: Arc::new(inner), _a: PhantomData }
             }
         }
@@ -445,22 +467,23 @@ spawn_arity!(A0 a0, A1 a1, A2 a2, A3 a3, A4 a4, A5 a5);
 /// Kills the actor now, whatever its restart budget: calls in flight and later calls fail
 /// with `ActorDied`. Works on detached actors, from any process holding a handle.
 pub fn kill<A>(handle: &ActorHandle<A>) -> Result<()> {
-    handle.inner.cw.kill_actor(handle.inner.id)
+    handle.inner.cw.kill_actor(handle.inner.id, handle.inner.home)
 }
 
-/// Finds the live actor registered under `name` on this node (from any driver) and
-/// returns a handle to it; this process becomes a borrower.
+/// Finds the live actor registered under `name` (names are unique in the cluster, so
+/// from any driver on any node) and returns a handle to it; this process becomes a
+/// borrower.
 pub fn get_actor<A: 'static>(name: &str) -> Result<ActorHandle<A>> {
     let cw = crate::runtime::current()?;
-    let info = cw.lookup_actor_by_name(name)?;
+    let (actor_id, class, max_task_retries, home) = cw.lookup_actor_by_name(name)?;
     let requested = std::any::type_name::<A>();
-    if info.class != requested {
+    if class != requested {
         return Err(Error::Task(TaskError::ActorTypeMismatch {
             name: name.to_string(),
-            actual: info.class,
+            actual: class,
             requested: requested.to_string(),
         }));
     }
-    let inner = borrow(cw, info.actor_id, Arc::from(info.class.as_str()), info.max_task_retries);
+    let inner = borrow(cw, actor_id, Arc::from(class.as_str()), max_task_retries, home);
     Ok(ActorHandle { inner, _a: PhantomData })
 }

@@ -114,8 +114,16 @@ pub(crate) struct CoreWorker {
     in_worker: bool,
     /// Threads of this process blocked in `get` or `wait`.
     blocked: std::sync::atomic::AtomicUsize,
+    /// Whether this process's node is part of a cluster.
+    in_cluster: bool,
+    /// Where this process's node serves QUIC, once known (see [`Self::own_node_addr`]).
+    node_addr: Mutex<Option<std::net::SocketAddr>>,
     me: Weak<CoreWorker>,
 }
+
+/// The node whose actor directory keeps an actor, when it is not this process's own
+/// node: its ID and QUIC address.
+pub(crate) type Home = Option<(ares_common::NodeId, std::net::SocketAddr)>;
 
 /// Settings a core worker needs.
 pub(crate) struct CoreConfig {
@@ -143,6 +151,7 @@ impl CoreWorker {
         let FromRaylet::Registered { pool_path, pool_size, node_id, cluster_token } = registered else {
             return Err(Error::RayletUnavailable(format!("unexpected answer to registration: {registered:?}")));
         };
+        let in_cluster = cluster_token.is_some();
         if let Some(t) = cluster_token {
             // What this process presents to workers and raylets on other nodes.
             let token = t.parse::<ares_net::JoinToken>().map_err(|e| Error::RayletUnavailable(e.to_string()))?;
@@ -166,6 +175,8 @@ impl CoreWorker {
             kick: (Mutex::new(false), Condvar::new()),
             in_worker: cfg.in_worker,
             blocked: std::sync::atomic::AtomicUsize::new(0),
+            in_cluster,
+            node_addr: Mutex::new(None),
             me: me.clone(),
         });
         let (weak, lost) = (Arc::downgrade(&cw), Arc::downgrade(&cw));
@@ -202,6 +213,21 @@ impl CoreWorker {
     /// The node this process runs on.
     pub(crate) fn node(&self) -> ares_common::NodeId {
         self.address.node
+    }
+
+    /// Where this process's node serves other nodes (QUIC), in a cluster: handles to
+    /// actors this process owns carry it, so that a process on another node reaches the
+    /// actor's directory here.
+    pub(crate) fn own_node_addr(&self) -> Option<std::net::SocketAddr> {
+        if !self.in_cluster {
+            return None;
+        }
+        let mut known = self.node_addr.lock().unwrap_or_else(|p| p.into_inner());
+        if known.is_none() {
+            let me = self.node();
+            *known = self.nodes().ok().and_then(|v| v.into_iter().find(|n| n.node_id == me)).and_then(|n| n.addr);
+        }
+        *known
     }
 
     /// This process as an owner.
@@ -299,6 +325,25 @@ impl CoreWorker {
                 }
                 Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
             }
+        }
+    }
+
+    /// The connection to `node`'s raylet (made if there is none).
+    fn node_client(&self, node: NodeId, addr: std::net::SocketAddr) -> Result<Arc<RayletClient>> {
+        if let Some(c) = self.shared.lock().nodes.get(&node) {
+            return Ok(c.clone());
+        }
+        let c = self.connect_node(node, addr)?;
+        let mut g = self.shared.lock();
+        // Another thread may have connected meanwhile: keep the first.
+        Ok(g.nodes.entry(node).or_insert(c).clone())
+    }
+
+    /// A blocking request to the actor directory of `home` (`None`: this node's).
+    fn dir_call(&self, home: Home, make: impl FnOnce(u64) -> ToRaylet) -> Result<FromRaylet> {
+        match home {
+            Some((node, addr)) if node != self.node() => self.node_client(node, addr)?.call(make),
+            _ => self.raylet.call(make),
         }
     }
 
@@ -661,10 +706,11 @@ impl CoreWorker {
     }
 
     /// A handle family on `id` was decoded in this process; returns once the directory
-    /// counts this process as a holder.
-    pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32) {
+    /// (on `home`) counts this process as a holder.
+    pub(crate) fn actor_borrow(&self, id: ActorId, class: Arc<str>, max_task_retries: u32, home: Home) {
+        let home = home.filter(|(n, _)| *n != self.node());
         loop {
-            let step = self.run_untimed(|st| st.borrow_actor(id, class.clone(), max_task_retries));
+            let step = self.run_untimed(|st| st.borrow_actor(id, class.clone(), max_task_retries, home));
             let g = self.shared.lock();
             drop(self.shared.wait_while(g, |inner| inner.state.hold_pending(id) && !inner.state.stopped()));
             if step != Borrow::Busy {
@@ -679,8 +725,8 @@ impl CoreWorker {
     }
 
     /// `ares::kill`: the directory ends the actor; its calls fail from now on.
-    pub(crate) fn kill_actor(&self, id: ActorId) -> Result<()> {
-        let answer = self.raylet.call(|request_id| ToRaylet::KillActor { request_id, actor_id: id });
+    pub(crate) fn kill_actor(&self, id: ActorId, home: Home) -> Result<()> {
+        let answer = self.dir_call(home, |request_id| ToRaylet::KillActor { request_id, actor_id: id });
         if let Some(e) = actor_reply_error(answer) {
             return Err(Error::Task(e));
         }
@@ -688,11 +734,22 @@ impl CoreWorker {
         Ok(())
     }
 
-    /// Finds a live actor by name (waits while it is being constructed or restarted).
-    pub(crate) fn lookup_actor_by_name(&self, name: &str) -> Result<ares_common::wire::ActorInfo> {
+    /// Finds a live actor by name, in the cluster (waits while one on this node is being
+    /// constructed or restarted): its ID, type, retry budget and home.
+    pub(crate) fn lookup_actor_by_name(&self, name: &str) -> Result<(ActorId, String, u32, Home)> {
         let by = ares_common::wire::ActorKey::Name(name.into());
         match self.raylet.call(|request_id| ToRaylet::LookupActor { request_id, by })? {
-            FromRaylet::ActorFound { info, .. } => Ok(info),
+            FromRaylet::ActorFound { info, .. } => Ok((info.actor_id, info.class, info.max_task_retries, None)),
+            FromRaylet::ActorElsewhere { actor, .. } => {
+                let Some(addr) = actor.addr else {
+                    return Err(Error::Task(TaskError::ActorDied {
+                        actor: actor.actor_id.to_string(),
+                        class: actor.class,
+                        reason: format!("its node {} serves no address for other nodes", actor.node),
+                    }));
+                };
+                Ok((actor.actor_id, actor.class, actor.max_task_retries, Some((actor.node, addr))))
+            }
             FromRaylet::ActorReply { error: Some(e), .. } => Err(Error::Task(e)),
             other => Err(Error::RayletUnavailable(format!("unexpected answer to an actor lookup: {other:?}"))),
         }

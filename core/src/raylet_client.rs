@@ -44,6 +44,7 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::Kv { request_id, .. }
         | FromRaylet::ActorReply { request_id, .. }
         | FromRaylet::ActorFound { request_id, .. }
+        | FromRaylet::ActorElsewhere { request_id, .. }
         | FromRaylet::Pulled { request_id, .. } => Some(*request_id),
     }
 }

@@ -43,8 +43,17 @@ pub enum ActorAction {
         client: ClientId,
         /// Their request.
         request_id: u64,
-        /// The actor.
+        /// The actor (its address as its owner reported it, for clients on this node).
         info: ActorInfo,
+        /// The worker hosting it (clients on other nodes reach it at its QUIC address).
+        worker: WorkerId,
+    },
+    /// A named actor died: its name is free again (in a cluster the head is told).
+    NameFreed {
+        /// The name.
+        name: String,
+        /// The actor that held it.
+        actor_id: ActorId,
     },
     /// Kill the actor's process (it is dead).
     KillWorker(WorkerId),
@@ -232,7 +241,7 @@ impl ActorDirectory {
         let mut out: Vec<ActorAction> = e
             .waiters
             .drain(..)
-            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone() })
+            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone(), worker })
             .collect();
         if e.detached {
             out.push(ActorAction::DetachLease { client, lease_id });
@@ -357,14 +366,14 @@ impl ActorDirectory {
             return vec![ActorAction::Reply { client, request_id, error: Some(self.dead_error(id)) }];
         };
         match &e.state {
-            State::Alive { addr, .. } => {
+            State::Alive { worker, addr } => {
                 let info = ActorInfo {
                     actor_id: id,
                     class: e.class.clone(),
                     addr: addr.clone(),
                     max_task_retries: e.max_task_retries,
                 };
-                vec![ActorAction::Found { client, request_id, info }]
+                vec![ActorAction::Found { client, request_id, info, worker: *worker }]
             }
             State::Pending | State::Lost | State::Restarting => {
                 e.waiters.push((client, request_id));
@@ -411,8 +420,10 @@ impl ActorDirectory {
         let Some(e) = self.live.remove(&actor_id) else {
             return Vec::new();
         };
+        let mut freed = None;
         if let Some(name) = &e.name {
             self.names.remove(name);
+            freed = Some(ActorAction::NameFreed { name: name.clone(), actor_id });
         }
         self.dead.insert(actor_id, (e.class.clone(), reason));
         self.dead_order.push_back(actor_id);
@@ -429,7 +440,13 @@ impl ActorDirectory {
         if let State::Alive { worker, .. } = e.state {
             out.push(ActorAction::KillWorker(worker));
         }
+        out.extend(freed);
         out
+    }
+
+    /// Whether a live actor on this node has `name`.
+    pub fn has_name(&self, name: &str) -> bool {
+        self.names.contains_key(name)
     }
 }
 
@@ -478,7 +495,10 @@ mod tests {
         assert_eq!(d.register(OWNER, 1, actor(1, Some("x"), false, 0)), vec![ok(1, OWNER)]);
         let a = d.register(OTHER, 2, actor(2, Some("x"), false, 0));
         assert!(matches!(&a[..], [ActorAction::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
-        d.kill_request(OTHER, 3, id(1));
+        assert!(d.has_name("x"));
+        let freed = ActorAction::NameFreed { name: "x".into(), actor_id: id(1) };
+        assert_eq!(d.kill_request(OTHER, 3, id(1)), vec![freed, ok(3, OTHER)]);
+        assert!(!d.has_name("x"));
         assert_eq!(d.register(OTHER, 4, actor(2, Some("x"), false, 0)), vec![ok(4, OTHER)]);
         let again = d.register(OTHER, 5, actor(1, None, false, 0));
         assert!(failed(&again)[0].contains("already registered"), "an ID is never reused");
@@ -491,7 +511,7 @@ mod tests {
         assert!(d.lookup(OTHER, 7, &ActorKey::Name("x".into())).is_empty());
         let a = d.started(OWNER, id(1), LeaseId(1), w(1), ep("sock"));
         assert!(
-            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info }] if info.addr == ep("sock"))
+            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info, worker }] if info.addr == ep("sock") && *worker == w(1))
         );
         assert!(matches!(&d.lookup(OTHER, 8, &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
         let a = d.lookup(OTHER, 9, &ActorKey::Name("y".into()));

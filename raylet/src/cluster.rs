@@ -9,15 +9,19 @@
 //! had its tasks retried and its objects failed elsewhere, so it must not come back
 //! under the same name.
 //!
-//! It also keeps the cluster's key-value store ([`KvStore`]) and the job table (drivers
-//! that connected to any node, running or recently finished). The head's own node talks
+//! It also keeps the cluster's key-value store ([`KvStore`]), the job table (drivers
+//! that connected to any node, running or recently finished) and the names of actors:
+//! a name is unique in the cluster, and maps to the actor and the node whose actor
+//! directory keeps it (its owner's node, see [`crate::actors`]). A dead node's names are
+//! freed with it. The head's own node talks
 //! to it as the pseudo-peer [`HEAD_PEER`].
 
 use std::time::Duration;
 
 use ares_common::det::DetMap;
-use ares_common::wire::{FromHead, JobSummary, KvOp, NodeLoad, NodeSummary};
-use ares_common::{NodeId, ResourceSet, WorkerId};
+use ares_common::error::TaskError;
+use ares_common::wire::{FromHead, JobSummary, KvOp, NamedActor, NodeLoad, NodeSummary};
+use ares_common::{ActorId, NodeId, ResourceSet, WorkerId};
 
 use crate::kv::KvStore;
 
@@ -64,6 +68,8 @@ pub struct ClusterDirectory {
     kv: KvStore,
     /// Every job, in the order they started.
     jobs: Vec<JobSummary>,
+    /// Named actors: name → the actor and its node.
+    names: DetMap<String, NamedActor>,
     out: Vec<DirOutput>,
 }
 
@@ -90,7 +96,8 @@ impl ClusterDirectory {
         let mut peers = peers;
         peers.insert(HEAD_PEER, head);
         let (kv, jobs, out) = (KvStore::new(), Vec::new(), Vec::new());
-        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, out }
+        let names = DetMap::default();
+        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, names, out }
     }
 
     /// Takes the outputs queued so far.
@@ -141,6 +148,29 @@ impl ClusterDirectory {
         let (cert, key) = (self.cert.clone(), self.key.clone());
         self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head, cert, key }));
         self.broadcast(now);
+    }
+
+    /// A message from `peer` (the head's own node is [`HEAD_PEER`]).
+    pub fn handle(&mut self, now: Duration, peer: PeerId, msg: ares_common::wire::ToHead) {
+        use ares_common::wire::ToHead;
+        match msg {
+            ToHead::RegisterNode { node_id, pid, host, addr, total } => {
+                tracing::info!(node = %node_id, %host, pid, %total, "node joined");
+                self.register(now, peer, Registration { node_id, pid, host, addr, total })
+            }
+            ToHead::Heartbeat { load } => self.heartbeat(now, peer, load),
+            ToHead::Serving { addr } => self.serving(now, peer, addr),
+            ToHead::Leaving => self.leaving(now, peer),
+            ToHead::GetStatus { request_id } => self.status(now, peer, request_id),
+            ToHead::Kv { request_id, op } => self.kv(peer, request_id, op),
+            ToHead::JobStarted { job, pid } => self.job_started(peer, job, pid),
+            ToHead::JobFinished { job } => self.job_finished(peer, job),
+            ToHead::ReserveActorName { request_id, name, actor } => {
+                self.reserve_actor_name(peer, request_id, name, actor)
+            }
+            ToHead::ReleaseActorName { name, actor_id } => self.release_actor_name(peer, &name, actor_id),
+            ToHead::LookupActorName { request_id, name } => self.lookup_actor_name(peer, request_id, name),
+        }
     }
 
     /// A heartbeat from the node on `peer`. Messages from an unregistered peer break the
@@ -218,10 +248,11 @@ impl ClusterDirectory {
         e.summary.alive = false;
         e.peer = None;
         e.summary.load.available = ResourceSet::new();
-        // Its drivers went with it.
+        // Its drivers, and the actors its directory kept, went with it.
         for j in self.jobs.iter_mut().filter(|j| j.node == id) {
             j.running = false;
         }
+        self.names.retain(|_, a| a.node != id);
         self.out.push(DirOutput::NodeDied(id, reason));
         self.broadcast(now);
     }
@@ -256,6 +287,50 @@ impl ClusterDirectory {
             Err(e) => (None, Some(e)),
         };
         self.out.push(DirOutput::Send(peer, FromHead::Kv { request_id, value, error }));
+    }
+
+    /// The node on `peer` registers an actor named `name`: the name is reserved unless
+    /// another live actor holds it.
+    pub fn reserve_actor_name(&mut self, peer: PeerId, request_id: u64, name: String, mut actor: NamedActor) {
+        let Some(node) = self.peers.get(&peer).copied() else {
+            self.refuse(peer, "actor name before registration");
+            return;
+        };
+        actor.node = node;
+        actor.addr = None;
+        let error = match self.names.get(&name) {
+            Some(held) if held.actor_id != actor.actor_id => Some(TaskError::ActorNameTaken { name }),
+            _ => {
+                self.names.insert(name, actor);
+                None
+            }
+        };
+        self.out.push(DirOutput::Send(peer, FromHead::ActorName { request_id, actor: None, error }));
+    }
+
+    /// The actor `actor_id` no longer holds `name`.
+    pub fn release_actor_name(&mut self, peer: PeerId, name: &str, actor_id: ActorId) {
+        let Some(node) = self.peers.get(&peer).copied() else { return };
+        if self.names.get(name).is_some_and(|a| a.actor_id == actor_id && a.node == node) {
+            self.names.remove(name);
+        }
+    }
+
+    /// Finds the actor named `name` for a client of the node on `peer`.
+    pub fn lookup_actor_name(&mut self, peer: PeerId, request_id: u64, name: String) {
+        if !self.peers.contains_key(&peer) {
+            self.refuse(peer, "actor lookup before registration");
+            return;
+        }
+        let found = self.names.get(&name).cloned().map(|mut a| {
+            a.addr = self.nodes.get(&a.node).and_then(|e| e.summary.addr);
+            a
+        });
+        let (actor, error) = match found {
+            Some(a) => (Some(a), None),
+            None => (None, Some(TaskError::ActorNotFound { name })),
+        };
+        self.out.push(DirOutput::Send(peer, FromHead::ActorName { request_id, actor, error }));
     }
 
     /// A driver connected to the node on `peer`.
@@ -400,6 +475,61 @@ mod tests {
         assert!(out.iter().any(|o| matches!(o, DirOutput::Close(PeerId(2)))));
         assert!(!d.is_alive(NodeId([2; 16])) && d.is_alive(NodeId([1; 16])));
         assert!(!d.view().iter().find(|v| v.id == NodeId([2; 16])).unwrap().alive);
+    }
+
+    fn named(n: u8) -> NamedActor {
+        NamedActor {
+            actor_id: ActorId([n; 16]),
+            class: "C".into(),
+            max_task_retries: 2,
+            node: NodeId([99; 16]),
+            addr: None,
+        }
+    }
+
+    fn name_answer(d: &mut ClusterDirectory) -> (Option<NamedActor>, Option<TaskError>) {
+        match d.take_outputs().pop() {
+            Some(DirOutput::Send(_, FromHead::ActorName { actor, error, .. })) => (actor, error),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn actor_names_are_unique_in_the_cluster_and_die_with_their_node() {
+        let mut d = dir();
+        let mut r1 = reg(1);
+        r1.addr = Some("127.0.0.1:7001".parse().unwrap());
+        d.register(ms(0), PeerId(1), r1);
+        d.register(ms(0), PeerId(2), reg(2));
+        d.take_outputs();
+        d.reserve_actor_name(PeerId(1), 1, "a".into(), named(1));
+        assert_eq!(name_answer(&mut d), (None, None));
+        d.reserve_actor_name(PeerId(1), 2, "a".into(), named(1));
+        assert_eq!(name_answer(&mut d).1, None, "the same actor again is no conflict");
+        d.reserve_actor_name(PeerId(2), 3, "a".into(), named(2));
+        assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNameTaken { .. })));
+        // Found from any node, with the node the sender really is (not what it claimed).
+        d.lookup_actor_name(PeerId(2), 4, "a".into());
+        let found = name_answer(&mut d).0.unwrap();
+        assert_eq!((found.actor_id, found.node), (ActorId([1; 16]), NodeId([1; 16])));
+        assert_eq!(found.addr, Some("127.0.0.1:7001".parse().unwrap()));
+        // A release by another node, or of another actor, does nothing.
+        d.release_actor_name(PeerId(2), "a", ActorId([1; 16]));
+        d.release_actor_name(PeerId(1), "a", ActorId([2; 16]));
+        d.lookup_actor_name(PeerId(2), 5, "a".into());
+        assert!(name_answer(&mut d).0.is_some());
+        d.release_actor_name(PeerId(1), "a", ActorId([1; 16]));
+        d.lookup_actor_name(PeerId(2), 6, "a".into());
+        assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNotFound { .. })));
+        // A node's names go when it dies.
+        d.reserve_actor_name(PeerId(2), 7, "b".into(), named(3));
+        name_answer(&mut d);
+        d.disconnected(ms(10), PeerId(2));
+        d.take_outputs();
+        d.lookup_actor_name(PeerId(1), 8, "b".into());
+        assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNotFound { .. })));
+        d.reserve_actor_name(PeerId(1), 9, "b".into(), named(4));
+        assert_eq!(name_answer(&mut d).1, None);
     }
 
     #[test]

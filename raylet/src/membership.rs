@@ -193,12 +193,14 @@ impl HeadLink {
         match self {
             HeadLink::Remote(tx) => tx.send(&msg),
             HeadLink::Local(h) => {
+                let now = h.now();
                 let mut st = h.lock();
                 match msg {
-                    ToHead::Kv { request_id, op } => st.dir.kv(HEAD_PEER, request_id, op),
-                    ToHead::JobStarted { job, pid } => st.dir.job_started(HEAD_PEER, job, pid),
-                    ToHead::JobFinished { job } => st.dir.job_finished(HEAD_PEER, job),
-                    other => tracing::warn!("the head's node sent itself {other:?}; ignored"),
+                    // The head's own entry is kept by its driver (see `head_load`).
+                    ToHead::RegisterNode { .. } | ToHead::Heartbeat { .. } | ToHead::Serving { .. } => {
+                        tracing::warn!("the head's node sent itself {msg:?}; ignored")
+                    }
+                    msg => st.dir.handle(now, HEAD_PEER, msg),
                 }
                 h.carry_out(&mut st);
                 Ok(())
@@ -356,19 +358,7 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
         };
         let now = shared.now();
         let mut st = shared.lock();
-        match msg {
-            ToHead::RegisterNode { node_id, pid, host, addr, total } => {
-                tracing::info!(node = %node_id, %host, pid, %total, "node joined");
-                st.dir.register(now, peer, Registration { node_id, pid, host, addr, total })
-            }
-            ToHead::Heartbeat { load } => st.dir.heartbeat(now, peer, load),
-            ToHead::Serving { addr } => st.dir.serving(now, peer, addr),
-            ToHead::Leaving => st.dir.leaving(now, peer),
-            ToHead::GetStatus { request_id } => st.dir.status(now, peer, request_id),
-            ToHead::Kv { request_id, op } => st.dir.kv(peer, request_id, op),
-            ToHead::JobStarted { job, pid } => st.dir.job_started(peer, job, pid),
-            ToHead::JobFinished { job } => st.dir.job_finished(peer, job),
-        }
+        st.dir.handle(now, peer, msg);
         shared.carry_out(&mut st);
     }
     rx.close();
@@ -417,7 +407,7 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
         loop {
             match rx.recv::<FromHead>() {
                 Ok(FromHead::View { nodes }) => l.set_view(nodes),
-                Ok(msg @ FromHead::Kv { .. }) => l.head_answered(msg),
+                Ok(msg @ (FromHead::Kv { .. } | FromHead::ActorName { .. })) => l.head_answered(msg),
                 Ok(FromHead::Refused { reason }) => {
                     tracing::error!("the head dropped this node: {reason}");
                     break;

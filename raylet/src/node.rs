@@ -15,7 +15,8 @@ use std::time::Duration;
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
 use ares_common::wire::{
-    FromHead, FromRaylet, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToHead, ToRaylet, WorkerInfo,
+    ActorKey, FromHead, FromRaylet, NamedActor, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToHead, ToRaylet,
+    WorkerInfo,
 };
 use ares_common::{Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
@@ -89,6 +90,23 @@ enum Kind {
     Worker(WorkerId),
 }
 
+/// A client's request waiting for the head's answer.
+#[derive(Debug)]
+struct Forwarded {
+    client: ClientId,
+    request_id: u64,
+    what: ForwardedOp,
+}
+
+#[derive(Debug)]
+enum ForwardedOp {
+    Kv,
+    /// A named actor's registration, waiting for its name to be reserved.
+    Register(NewActor),
+    /// A name not known on this node.
+    LookupName(String),
+}
+
 #[derive(Debug)]
 struct WorkerRec {
     pid: u32,
@@ -125,8 +143,8 @@ pub struct Node {
     cluster_token: Option<String>,
     /// The key-value store of a node on its own (in a cluster the head keeps it).
     kv: crate::kv::KvStore,
-    /// Key-value requests forwarded to the head: our ID → the client's.
-    to_head: DetMap<u64, (ClientId, u64)>,
+    /// Requests forwarded to the head, by the ID they went under.
+    to_head: DetMap<u64, Forwarded>,
     next_to_head: u64,
     /// Leases granted since start.
     leases_granted: u64,
@@ -258,8 +276,29 @@ impl Node {
                 ActorAction::Reply { client, request_id, error } => {
                     self.send(client, FromRaylet::ActorReply { request_id, error })
                 }
-                ActorAction::Found { client, request_id, info } => {
+                ActorAction::Found { client, request_id, mut info, worker } => {
+                    if self.remote_clients.contains(&client) {
+                        // A caller on another node reaches the worker over QUIC.
+                        match self.workers.get(&worker).and_then(|w| w.remote_addr.clone()) {
+                            Some(addr) => info.addr = addr,
+                            None => {
+                                let reason = "its worker serves no QUIC address for other nodes".to_string();
+                                let error = TaskError::ActorDied {
+                                    actor: info.actor_id.to_string(),
+                                    class: info.class,
+                                    reason,
+                                };
+                                self.send(client, FromRaylet::ActorReply { request_id, error: Some(error) });
+                                continue;
+                            }
+                        }
+                    }
                     self.send(client, FromRaylet::ActorFound { request_id, info })
+                }
+                ActorAction::NameFreed { name, actor_id } => {
+                    if self.cluster_token.is_some() {
+                        self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
+                    }
                 }
                 ActorAction::KillWorker(w) => self.out.push_back(Output::ReapWorker(w)),
                 ActorAction::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
@@ -276,20 +315,68 @@ impl Node {
         }
     }
 
+    /// Sends `msg` to the head for `client`'s request; the answer comes to
+    /// [`Self::head_answered`] under the ID it went with.
+    fn forward(&mut self, client: ClientId, request_id: u64, what: ForwardedOp, msg: impl FnOnce(u64) -> ToHead) {
+        let id = self.next_to_head;
+        self.next_to_head += 1;
+        self.to_head.insert(id, Forwarded { client, request_id, what });
+        self.out.push_back(Output::ToHead(msg(id)));
+    }
+
     /// The head answered a request this node forwarded.
     pub fn head_answered(&mut self, msg: FromHead) {
-        if let FromHead::Kv { request_id, value, error } = msg
-            && let Some((client, request_id)) = self.to_head.remove(&request_id)
-        {
-            self.send(client, FromRaylet::Kv { request_id, value, error });
+        let id = match &msg {
+            FromHead::Kv { request_id, .. } | FromHead::ActorName { request_id, .. } => *request_id,
+            _ => return,
+        };
+        let Some(Forwarded { client, request_id, what }) = self.to_head.remove(&id) else {
+            // The client left meanwhile (a reserved name was released then).
+            return;
+        };
+        match (what, msg) {
+            (ForwardedOp::Kv, FromHead::Kv { value, error, .. }) => {
+                self.send(client, FromRaylet::Kv { request_id, value, error })
+            }
+            (ForwardedOp::Register(a), FromHead::ActorName { error: None, .. }) => {
+                let (name, actor_id) = (a.name.clone(), a.actor_id);
+                let actions = self.actors.register(client, request_id, a);
+                let refused = matches!(&actions[..], [ActorAction::Reply { error: Some(_), .. }]);
+                if let (true, Some(name)) = (refused, name) {
+                    self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
+                }
+                self.apply_actors(actions);
+            }
+            (ForwardedOp::Register(_) | ForwardedOp::LookupName(_), FromHead::ActorName { error: Some(e), .. }) => {
+                self.send(client, FromRaylet::ActorReply { request_id, error: Some(e) })
+            }
+            (ForwardedOp::LookupName(name), FromHead::ActorName { actor: Some(actor), .. }) => {
+                if actor.node == self.cfg.node_id {
+                    // Registered here since this node looked.
+                    let actions = self.actors.lookup(client, request_id, &ActorKey::Name(name));
+                    self.apply_actors(actions);
+                } else {
+                    self.send(client, FromRaylet::ActorElsewhere { request_id, actor });
+                }
+            }
+            (what, msg) => tracing::warn!(?what, "the head answered {msg:?}; dropped"),
         }
     }
 
     /// The link to the head is gone: requests waiting for it fail.
     pub fn head_lost(&mut self) {
-        for (_, (client, request_id)) in std::mem::take(&mut self.to_head) {
-            let error = Some("the cluster's head is unreachable".to_string());
-            self.send(client, FromRaylet::Kv { request_id, value: None, error });
+        for (_, Forwarded { client, request_id, what }) in std::mem::take(&mut self.to_head) {
+            let reason = "the connection to the head is gone".to_string();
+            match what {
+                ForwardedOp::Kv => {
+                    let error = Some("the cluster's head is unreachable".to_string());
+                    self.send(client, FromRaylet::Kv { request_id, value: None, error });
+                }
+                ForwardedOp::Register(_) | ForwardedOp::LookupName(_) => {
+                    let error = Some(TaskError::HeadUnavailable { reason });
+                    self.send(client, FromRaylet::ActorReply { request_id, error });
+                }
+            }
         }
     }
 
@@ -321,7 +408,15 @@ impl Node {
         if let (Kind::Driver(job), false, true) = (&kind, remote, self.cluster_token.is_some()) {
             self.out.push_back(Output::ToHead(ToHead::JobFinished { job: *job }));
         }
-        self.to_head.retain(|_, (c, _)| *c != client);
+        let gone: Vec<u64> = self.to_head.iter().filter(|(_, f)| f.client == client).map(|(id, _)| *id).collect();
+        for id in gone {
+            if let Some(Forwarded { what: ForwardedOp::Register(a), .. }) = self.to_head.remove(&id)
+                && let Some(name) = a.name
+            {
+                // The head may reserve it before it reads this; its answer is dropped here.
+                self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id: a.actor_id }));
+            }
+        }
         self.store.client_gone(client);
         for id in self.owners.client_gone(client) {
             self.store.delete(id);
@@ -443,8 +538,28 @@ impl Node {
             }
             ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts, max_task_retries } => {
                 let a = NewActor { actor_id, class, name, detached, max_restarts, max_task_retries };
-                let actions = self.actors.register(client, request_id, a);
-                self.apply_actors(actions);
+                match a.name.clone() {
+                    // Names are the cluster's: the head reserves it first (a name taken on
+                    // this node is refused without asking).
+                    Some(name) if self.cluster_token.is_some() && !self.actors.has_name(&name) => {
+                        let actor = NamedActor {
+                            actor_id,
+                            class: a.class.clone(),
+                            max_task_retries,
+                            node: self.cfg.node_id,
+                            addr: None,
+                        };
+                        self.forward(client, request_id, ForwardedOp::Register(a), |id| ToHead::ReserveActorName {
+                            request_id: id,
+                            name,
+                            actor,
+                        });
+                    }
+                    _ => {
+                        let actions = self.actors.register(client, request_id, a);
+                        self.apply_actors(actions);
+                    }
+                }
             }
             ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
                 let holder = self.policy.lease_of(lease_id);
@@ -472,10 +587,16 @@ impl Node {
                 let actions = self.actors.kill_request(client, request_id, actor_id);
                 self.apply_actors(actions);
             }
-            ToRaylet::LookupActor { request_id, by } => {
-                let actions = self.actors.lookup(client, request_id, &by);
-                self.apply_actors(actions);
-            }
+            ToRaylet::LookupActor { request_id, by } => match by {
+                ActorKey::Name(name) if self.cluster_token.is_some() && !self.actors.has_name(&name) => {
+                    let what = ForwardedOp::LookupName(name.clone());
+                    self.forward(client, request_id, what, |id| ToHead::LookupActorName { request_id: id, name });
+                }
+                by => {
+                    let actions = self.actors.lookup(client, request_id, &by);
+                    self.apply_actors(actions);
+                }
+            },
             ToRaylet::ReleaseObjects { object_ids } => {
                 for id in object_ids {
                     self.store.release(id, client);
@@ -505,10 +626,7 @@ impl Node {
             }
             ToRaylet::Kv { request_id, op } => {
                 if self.cluster_token.is_some() {
-                    let id = self.next_to_head;
-                    self.next_to_head += 1;
-                    self.to_head.insert(id, (client, request_id));
-                    self.out.push_back(Output::ToHead(ToHead::Kv { request_id: id, op }));
+                    self.forward(client, request_id, ForwardedOp::Kv, |id| ToHead::Kv { request_id: id, op });
                 } else {
                     let (value, error) = match self.kv.apply(op) {
                         Ok(v) => (v, None),

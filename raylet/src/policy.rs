@@ -142,7 +142,7 @@ impl LeasePolicy {
             }
         }
         // A stable sort keeps arrival order among equal counts.
-        groups.sort_by(|a, b| b.count.cmp(&a.count));
+        groups.sort_by_key(|d| std::cmp::Reverse(d.count));
         groups.truncate(limit);
         groups
     }

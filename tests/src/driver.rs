@@ -94,6 +94,89 @@ fn make_bytes(mib: usize) -> Vec<u8> {
     (0..mib << 20).map(|i| (i * 31 % 251) as u8).collect()
 }
 
+/// This task's node, as hex.
+fn here() -> String {
+    ares::node_stats().map(|s| hex(&s.node_id.0)).unwrap_or_default()
+}
+
+/// Finds the counter named `name` (from wherever this runs) and adds `by`: `<value>
+/// <node>`, or `error: <why>`.
+#[ares::remote]
+fn named_incr(name: String, by: i64) -> String {
+    use ares_tests::actors::Counter;
+    match ares::get_actor::<Counter>(&name).and_then(|c| ares::get(&c.call(Counter::incr, by))) {
+        Ok(v) => format!("{v} {}", here()),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Adds `by` through a handle passed as an argument: `<value> <node>`, or `error: <why>`.
+#[ares::remote]
+fn handle_incr(c: ares::ActorHandle<ares_tests::actors::Counter>, by: i64) -> String {
+    match ares::get(&c.call(ares_tests::actors::Counter::incr, by)) {
+        Ok(v) => format!("{v} {}", here()),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Spawns a counter named `name` and calls it once: `spawned`, or `error: <why>`.
+#[ares::remote]
+fn spawn_named(name: String) -> String {
+    use ares_tests::actors::Counter;
+    match ares::actor(Counter::new).name(&name).try_spawn(0).and_then(|c| ares::get(&c.call(Counter::get, ()))) {
+        Ok(_) => "spawned".into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Kills the actor through a handle passed as an argument.
+#[ares::remote]
+fn kill_via(c: ares::ActorHandle<ares_tests::actors::Counter>) -> String {
+    match ares::kill(&c) {
+        Ok(()) => "killed".into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// `actors-across`: joins the cluster at `ARES_ADDRESS` (3 nodes) and spawns a counter
+/// named `shared` here; tasks held to the other two nodes find it by name, call it
+/// through a handle passed to them, fail to take its name, and kill it; then the name
+/// is free on every node. Prints one line per step.
+fn actors_across() -> anyhow::Result<()> {
+    use ares_tests::actors::Counter;
+    ares::init()?;
+    wait_for_nodes(3)?;
+    let me = ares::node_id()?;
+    let mut others: Vec<ares::NodeId> =
+        ares::nodes()?.into_iter().filter(|n| n.alive && n.node_id != me).map(|n| n.node_id).collect();
+    others.sort();
+    let on = |n: ares::NodeId| ares::TaskOptions::new().node_affinity(n, false);
+    let c = ares::actor(Counter::new).name("shared").spawn(10);
+    anyhow::ensure!(ares::get(&c.call(Counter::incr, 1))? == 11);
+    println!("by name: {}", ares::get(&ares::remote(named_incr).options(on(others[0])).call("shared".to_string(), 5))?);
+    println!("by handle: {}", ares::get(&ares::remote(handle_incr).options(on(others[1])).call(c.clone(), 100))?);
+    println!("taken: {}", ares::get(&ares::remote(spawn_named).options(on(others[0])).call("shared".to_string()))?);
+    println!("value: {}", ares::get(&c.call(Counter::get, ()))?);
+    println!("kill: {}", ares::get(&ares::remote(kill_via).options(on(others[1])).call(c.clone()))?);
+    match ares::get(&c.call(Counter::get, ())) {
+        Err(ares::Error::Task(ares::TaskError::ActorDied { .. })) => println!("after kill: dead"),
+        other => println!("after kill: {other:?}"),
+    }
+    // The name is freed on the head a moment after the kill (the owner's node tells it).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let again = loop {
+        let r = ares::get(&ares::remote(spawn_named).options(on(others[0])).call("shared".to_string()))?;
+        if r == "spawned" || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    println!("again: {again}");
+    println!("nodes: {} {}", hex(&others[0].0), hex(&others[1].0));
+    ares::shutdown();
+    Ok(())
+}
+
 /// Waits until this node's view of the cluster lists `n` live nodes serving.
 fn wait_for_nodes(n: usize) -> anyhow::Result<()> {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -293,6 +376,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "node-loss" {
         return node_loss();
+    }
+    if mode == "actors-across" {
+        return actors_across();
     }
     if mode == "nodes" {
         // Joins the cluster at ARES_ADDRESS and prints `<alive nodes> <dead nodes>` as

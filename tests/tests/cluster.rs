@@ -383,6 +383,28 @@ fn tasks_spill_back_to_every_node_and_read_objects_made_on_others() {
     let _ = std::fs::remove_dir_all(&c.base);
 }
 
+#[test]
+fn named_actors_and_handles_work_from_every_node() {
+    let c = cluster("actors", 2, &["--num-cpus", "1"]);
+    let out = drive(&c.roots[0], &["actors-across"]);
+    let line = |key: &str| {
+        out.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} in:\n{out}")).to_string()
+    };
+    let nodes: Vec<String> = line("nodes: ").split_whitespace().map(str::to_string).collect();
+    // Found by name from a task on a second node, called through a handle from a third.
+    assert_eq!(line("by name: "), format!("16 {}", nodes[0]), "{out}");
+    assert_eq!(line("by handle: "), format!("116 {}", nodes[1]), "{out}");
+    // Names are the cluster's: another node cannot take it while the actor lives.
+    assert!(line("taken: ").contains("already exists"), "{out}");
+    assert_eq!(line("value: "), "116", "{out}");
+    // A kill through a handle on another node ends it, and frees the name everywhere.
+    assert_eq!(line("kill: "), "killed", "{out}");
+    assert_eq!(line("after kill: "), "dead", "{out}");
+    assert_eq!(line("again: "), "spawned", "{out}");
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
+    let _ = std::fs::remove_dir_all(&c.base);
+}
+
 /// Processes whose executable is `exe`.
 fn processes_running(exe: &Path) -> Vec<u32> {
     let exe = std::fs::canonicalize(exe).unwrap();

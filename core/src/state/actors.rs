@@ -54,6 +54,9 @@ pub(super) struct Caller {
     registering: bool,
     max_task_retries: u32,
     owned: Option<Owned>,
+    /// The node whose directory keeps the actor, if not this process's own (its holds,
+    /// lookups and releases go there).
+    home: crate::core_worker::Home,
 }
 
 struct Owned {
@@ -78,6 +81,7 @@ impl Caller {
             registering: false,
             max_task_retries: 0,
             owned: None,
+            home: None,
         }
     }
 
@@ -187,7 +191,13 @@ impl CoreState {
     /// return before the hold is counted (the task that carried the handle may finish
     /// next and let the sender's hold go), so the driver waits while
     /// [`CoreState::hold_pending`] says so.
-    pub fn borrow_actor(&mut self, id: ActorId, class: Arc<str>, max_task_retries: u32) -> Borrow {
+    pub fn borrow_actor(
+        &mut self,
+        id: ActorId,
+        class: Arc<str>,
+        max_task_retries: u32,
+        home: crate::core_worker::Home,
+    ) -> Borrow {
         let need = match self.callers.get_mut(&id) {
             Some(c) if c.registering => return Borrow::Busy,
             Some(c) => {
@@ -200,6 +210,7 @@ impl CoreState {
                 let mut c = Caller::new(class);
                 c.registering = true;
                 c.max_task_retries = max_task_retries;
+                c.home = home;
                 self.callers.insert(id, c);
                 true
             }
@@ -209,8 +220,45 @@ impl CoreState {
         }
         let request_id = self.request_id();
         self.requests.insert(request_id, Request::AddHold(id));
-        self.send_raylet(ToRaylet::AddActorHold { request_id, actor_id: id });
+        self.send_dir(id, ToRaylet::AddActorHold { request_id, actor_id: id });
         Borrow::Registering
+    }
+
+    /// Sends `msg` to the directory that keeps `a`: its home node's raylet, or this
+    /// node's.
+    fn send_dir(&mut self, a: ActorId, msg: ToRaylet) {
+        match self.callers.get(&a).and_then(|c| c.home) {
+            Some((node, addr)) => self.effects.push_back(Effect::ToNode { node, addr, msg }),
+            None => self.send_raylet(msg),
+        }
+    }
+
+    /// The connection to `node`'s raylet ended: actors whose directory is there cannot
+    /// be held or found any more (that node dropped this process's holds with the
+    /// connection), so their calls fail.
+    pub(super) fn actor_home_lost(&mut self, node: NodeId, reason: &str) {
+        let lost: Vec<ActorId> =
+            self.callers.iter().filter(|(_, c)| c.home.is_some_and(|(n, _)| n == node)).map(|(a, _)| *a).collect();
+        for a in lost {
+            let waiting: Vec<u64> = self
+                .requests
+                .iter()
+                .filter(|(_, r)| matches!(r, Request::AddHold(x) | Request::Lookup(x) if *x == a))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in waiting {
+                self.requests.remove(&id);
+            }
+            let class = self.callers.get(&a).map(|c| c.class.to_string()).unwrap_or_default();
+            let error = died(a, &class, &format!("lost the connection to node {node}, which keeps it ({reason})"));
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.registering = false;
+                c.registered = false;
+                c.resolving = false;
+            }
+            self.kill_caller(a, error);
+            self.maybe_release(a);
+        }
     }
 
     /// Whether this process's hold on `id` awaits the directory's answer.
@@ -225,7 +273,7 @@ impl CoreState {
                 c.registering = false;
                 match error {
                     None if c.dead.is_none() => c.registered = true,
-                    None => self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: id }),
+                    None => self.send_dir(id, ToRaylet::ReleaseActorHold { actor_id: id }),
                     Some(e) => self.kill_caller(id, e),
                 }
                 self.maybe_release(id);
@@ -276,7 +324,7 @@ impl CoreState {
         }
         if c.registered && c.dead.is_none() {
             c.registered = false;
-            self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: a });
+            self.send_dir(a, ToRaylet::ReleaseActorHold { actor_id: a });
         }
         let c = self.callers.get(&a).expect("present");
         if c.owned.is_some() && c.dead.is_none() {
@@ -320,7 +368,7 @@ impl CoreState {
         let owned = c.owned.as_mut().map(|o| (o.create_tid, o.request.take()));
         if unregister {
             // Harmless if the directory already declared it dead; needed if only we did.
-            self.send_raylet(ToRaylet::ReleaseActorHold { actor_id: a });
+            self.send_dir(a, ToRaylet::ReleaseActorHold { actor_id: a });
         }
         if let Some((_, Some(request_id))) = owned {
             self.requests.remove(&request_id);
@@ -458,7 +506,7 @@ impl CoreState {
     fn lookup(&mut self, a: ActorId) {
         let request_id = self.request_id();
         self.requests.insert(request_id, Request::Lookup(a));
-        self.send_raylet(ToRaylet::LookupActor { request_id, by: ares_common::wire::ActorKey::Id(a) });
+        self.send_dir(a, ToRaylet::LookupActor { request_id, by: ares_common::wire::ActorKey::Id(a) });
     }
 
     /// The raylet connection (to `socket`) ended for `reason`: requests about actors

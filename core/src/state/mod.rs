@@ -870,6 +870,7 @@ impl CoreState {
         tracing::debug!(%node, "lost the raylet of another node: {reason}");
         self.nodes.remove(&node);
         self.unreachable.insert(node, now);
+        self.actor_home_lost(node, reason);
         let lost: Vec<(u64, SchedKey)> = self
             .requests
             .iter()

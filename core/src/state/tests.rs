@@ -492,7 +492,7 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
     let mut st = state();
     let t0 = Instant::now();
     let actor = ActorId([4; 16]);
-    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0), Borrow::Registering);
+    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, None), Borrow::Registering);
     assert!(st.hold_pending(actor));
     let e = effects(&mut st);
     let hold = e
@@ -502,11 +502,11 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0), Borrow::Busy, "one registration at a time");
+    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, None), Borrow::Busy, "one registration at a time");
     st.handle_raylet(t0, FromRaylet::ActorReply { request_id: hold, error: None });
     assert!(!st.hold_pending(actor));
     assert!(st.take_changed(), "waiters for the hold wake");
-    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0), Borrow::Done);
+    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, None), Borrow::Done);
 
     let t = st.next_task_id(None);
     let call = st.submit_actor_call(t0, t, actor, "Counter::incr", vec![value(1)], Vec::new(), Vec::new());
@@ -556,7 +556,7 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
 fn losing_the_raylet_fails_a_hold_being_registered() {
     let mut st = state();
     let actor = ActorId([5; 16]);
-    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0), Borrow::Registering);
+    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, None), Borrow::Registering);
     effects(&mut st);
     st.handle_raylet_lost("sock", "the connection closed");
     assert!(!st.hold_pending(actor), "a waiter for the hold is released");
@@ -577,4 +577,36 @@ fn losing_the_raylet_fails_waiting_tasks_and_every_later_one() {
     let later = st.submit(t0, tid, submit_spec("g"), vec![value(2)]);
     assert!(unavailable(st.status(later)), "{:?}", st.status(later));
     assert!(lease_requests(&effects(&mut st)).is_empty(), "nothing is asked of a raylet that is gone");
+}
+
+#[test]
+fn a_borrower_of_an_actor_homed_on_another_node_asks_that_node_and_fails_when_it_is_lost() {
+    let mut st = state();
+    let t0 = Instant::now();
+    let actor = ActorId([6; 16]);
+    let home = NodeId([9; 16]);
+    let addr: std::net::SocketAddr = "127.0.0.1:7009".parse().unwrap();
+    assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, Some((home, addr))), Borrow::Registering);
+    let hold = match &effects(&mut st)[..] {
+        [Effect::ToNode { node, addr: a, msg: ToRaylet::AddActorHold { request_id, actor_id } }] => {
+            assert_eq!((*node, *a, *actor_id), (home, addr, actor));
+            *request_id
+        }
+        other => panic!("the hold goes to the actor's home node: {other:?}"),
+    };
+    st.handle_node(t0, home, FromRaylet::ActorReply { request_id: hold, error: None });
+    assert!(!st.hold_pending(actor));
+    let t = st.next_task_id(None);
+    let call = st.submit_actor_call(t0, t, actor, "Counter::incr", vec![value(1)], Vec::new(), Vec::new());
+    assert!(
+        matches!(&effects(&mut st)[..], [Effect::ToNode { node, msg: ToRaylet::LookupActor { .. }, .. }] if *node == home),
+        "the lookup goes there too"
+    );
+    // The home node's connection ends (its directory dropped our hold with it): the call
+    // fails, naming the node, instead of waiting for an answer that will not come.
+    st.handle_node_lost(t0, home, "connection reset");
+    match st.status(call) {
+        Some(Status::Failed(e)) => assert!(e.to_string().contains("lost the connection to node"), "{e}"),
+        other => panic!("{other:?}"),
+    }
 }
