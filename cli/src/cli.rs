@@ -347,8 +347,8 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match rx.recv_timeout::<FromHead>(deadline.saturating_duration_since(Instant::now())) {
-            Ok(FromHead::Status { nodes, node_timeout_ms, jobs, .. }) => {
-                print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs));
+            Ok(FromHead::Status { nodes, node_timeout_ms, jobs, detached, .. }) => {
+                print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs, detached));
                 tx.close();
                 return Ok(());
             }
@@ -380,6 +380,7 @@ pub(crate) fn render_status(
     nodes: &[NodeSummary],
     node_timeout_ms: u64,
     jobs: &[ares_common::wire::JobSummary],
+    detached: u32,
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -463,7 +464,12 @@ pub(crate) fn render_status(
         a.restarting += n.load.actors.restarting;
         a
     });
-    let _ = writeln!(s, "Actors: {} alive, {} pending creation, {} restarting", a.alive, a.pending, a.restarting);
+    let _ = writeln!(
+        s,
+        "Actors: {} alive, {} pending creation, {} restarting; {detached} detached, restarted by the head if their \
+         node dies",
+        a.alive, a.pending, a.restarting
+    );
     let running = jobs.iter().filter(|j| j.running).count();
     let _ = writeln!(s, "Jobs: {running} running, {} finished", jobs.len() - running);
     for j in jobs {
@@ -572,11 +578,12 @@ mod tests {
             &[node(1, true, a), node(2, true, b), node(3, false, dead)],
             10_000,
             &[],
+            1,
         );
         assert!(s.contains("{CPU: 1}: 7 task lease request(s) waiting"), "{s}");
         assert!(s.contains("{CPU: 1, GPU: 1}: 2 actor lease request(s) waiting"), "{s}");
         assert!(s.contains("(and 5 more of other shapes)"), "{s}");
-        assert!(s.contains("Actors: 3 alive, 1 pending creation, 1 restarting"), "{s}");
+        assert!(s.contains("Actors: 3 alive, 1 pending creation, 1 restarting; 1 detached"), "{s}");
         assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
     }
 }

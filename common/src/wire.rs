@@ -155,6 +155,9 @@ pub enum ToRaylet {
         worker_id: WorkerId,
         /// Where callers push its method calls.
         addr: Endpoint,
+        /// For a detached actor whose constructor arguments are all inline: its
+        /// construction, which the head runs again on another node if this one dies.
+        restart: Option<RestartSpec>,
     },
     /// The actor's constructor failed; the actor is dead.
     ActorCreateFailed {
@@ -257,6 +260,31 @@ pub struct ActorInfo {
     pub addr: Endpoint,
     /// How often a call interrupted by its process's death is re-run.
     pub max_task_retries: u32,
+}
+
+/// How to construct an actor again: the construction task as it was pushed (every
+/// argument inline) and the resources the actor holds.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct RestartSpec {
+    /// The construction.
+    pub spec: TaskSpec,
+    /// The resources its worker holds.
+    pub shape: ResourceSet,
+}
+
+/// A detached actor the head can restart elsewhere when its node dies.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct DetachedActor {
+    /// The actor, and the node it runs on now.
+    pub actor: NamedActor,
+    /// Its name, if any.
+    pub name: Option<String>,
+    /// Its restart budget (`u32::MAX`: unlimited).
+    pub max_restarts: u32,
+    /// Restarts used so far.
+    pub restarts: u32,
+    /// How to construct it.
+    pub restart: RestartSpec,
 }
 
 /// A named actor as the head's name table knows it: which actor, and the node whose
@@ -498,7 +526,7 @@ pub enum ToWorker {
 }
 
 /// What a worker needs to run one task.
-#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct TaskSpec {
     /// The task; its return object is `ObjectId::for_return(task_id, 0)`.
     pub task_id: TaskId,
@@ -534,7 +562,7 @@ pub enum TaskKind {
 }
 
 /// A resolved argument.
-#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum WireArg {
     /// The encoded value itself.
     Inline(Vec<u8>),
@@ -726,6 +754,17 @@ pub enum ToHead {
         /// The actor that held it (a stale release of a reused name does nothing).
         actor_id: ActorId,
     },
+    /// A detached actor runs on the sending node: the head restarts it elsewhere if the
+    /// node dies (within its budget).
+    DetachedStarted {
+        /// The actor (its `actor.node` is the sender's).
+        actor: Box<DetachedActor>,
+    },
+    /// A detached actor of the sending node ended for good (killed, or out of restarts).
+    DetachedGone {
+        /// The actor.
+        actor_id: ActorId,
+    },
     /// Finds the actor named `name`; answered with `ActorName`.
     LookupActorName {
         /// Correlates the answer.
@@ -762,6 +801,8 @@ pub enum FromHead {
         node_timeout_ms: u64,
         /// Drivers, running first (the most recent finished ones kept too).
         jobs: Vec<JobSummary>,
+        /// Detached actors the head would restart if their node died.
+        detached: u32,
     },
     /// Answers `Kv`.
     Kv {
@@ -781,6 +822,11 @@ pub enum FromHead {
         actor: Option<NamedActor>,
         /// Why it was refused.
         error: Option<TaskError>,
+    },
+    /// Construct this detached actor here: its node died.
+    RestartActor {
+        /// The actor (`restarts` already counts this restart).
+        actor: Box<DetachedActor>,
     },
     /// The connection broke the protocol (the reason), and is closed.
     Refused {

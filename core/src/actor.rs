@@ -396,6 +396,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
                 shape,
                 max_task_retries: self.opts.max_task_retries,
                 max_concurrency: self.opts.max_concurrency,
+                detached: self.opts.detached,
             },
             name: self.opts.name.clone(),
             detached: self.opts.detached,

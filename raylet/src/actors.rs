@@ -48,6 +48,8 @@ pub enum ActorAction {
         /// The worker hosting it (clients on other nodes reach it at its QUIC address).
         worker: WorkerId,
     },
+    /// A detached actor died for good (in a cluster the head forgets it).
+    DetachedGone(ActorId),
     /// A named actor died: its name is free again (in a cluster the head is told).
     NameFreed {
         /// The name.
@@ -275,7 +277,12 @@ impl ActorDirectory {
         };
         let e = self.live.get_mut(&id).expect("found");
         if e.owner.is_none() {
-            return self.kill(id, "its process died and its owner, which would restart it, is gone".into());
+            return self.kill(
+                id,
+                "its process died and its owner, which would restart it, is gone (the head restarts a detached \
+                 actor only when its node dies)"
+                    .into(),
+            );
         }
         e.state = State::Lost;
         Vec::new()
@@ -420,7 +427,11 @@ impl ActorDirectory {
         let Some(e) = self.live.remove(&actor_id) else {
             return Vec::new();
         };
+        let mut out_gone = None;
         let mut freed = None;
+        if e.detached {
+            out_gone = Some(ActorAction::DetachedGone(actor_id));
+        }
         if let Some(name) = &e.name {
             self.names.remove(name);
             freed = Some(ActorAction::NameFreed { name: name.clone(), actor_id });
@@ -440,8 +451,65 @@ impl ActorDirectory {
         if let State::Alive { worker, .. } = e.state {
             out.push(ActorAction::KillWorker(worker));
         }
+        out.extend(out_gone);
         out.extend(freed);
         out
+    }
+
+    /// What the head needs to restart a running detached actor elsewhere: its class,
+    /// name, retry budget for calls, restart budget and restarts used.
+    pub fn detached_info(&self, actor_id: ActorId) -> Option<(String, Option<String>, u32, u32, u32)> {
+        let e = self.live.get(&actor_id).filter(|e| e.detached && matches!(e.state, State::Alive { .. }))?;
+        Some((e.class.clone(), e.name.clone(), e.max_task_retries, e.max_restarts, e.restarts))
+    }
+
+    /// The head moved a detached actor here (its node died): it is restarting, owned by
+    /// nobody, until [`Self::adopted_started`] or [`Self::adoption_failed`]. Fails if the
+    /// ID or the name is taken here.
+    pub fn adopt(&mut self, a: NewActor, restarts: u32) -> Result<(), String> {
+        if self.live.contains_key(&a.actor_id) {
+            return Err("an actor with this ID is live on this node".into());
+        }
+        if let Some(name) = &a.name {
+            if self.names.contains_key(name) {
+                return Err(format!("the name `{name}` is taken on this node"));
+            }
+            self.names.insert(name.clone(), a.actor_id);
+        }
+        self.dead.remove(&a.actor_id);
+        let entry = Entry {
+            class: a.class,
+            name: a.name,
+            owner: None,
+            detached: true,
+            max_restarts: a.max_restarts,
+            max_task_retries: a.max_task_retries,
+            restarts,
+            state: State::Restarting,
+            holds: DetMap::default(),
+            waiters: Vec::new(),
+        };
+        self.live.insert(a.actor_id, entry);
+        Ok(())
+    }
+
+    /// The node constructed an adopted actor on `worker`: lookups waiting for it are
+    /// answered. A worker that died meanwhile, or an actor killed meanwhile, is reaped.
+    pub fn adopted_started(&mut self, actor_id: ActorId, worker: WorkerId, addr: Endpoint) -> Vec<ActorAction> {
+        let Some(e) = self.live.get_mut(&actor_id).filter(|e| e.owner.is_none()) else {
+            return vec![ActorAction::KillWorker(worker)];
+        };
+        e.state = State::Alive { worker, addr: addr.clone() };
+        let info = ActorInfo { actor_id, class: e.class.clone(), addr, max_task_retries: e.max_task_retries };
+        e.waiters
+            .drain(..)
+            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone(), worker })
+            .collect()
+    }
+
+    /// Constructing an adopted actor failed: it is dead.
+    pub fn adoption_failed(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorAction> {
+        self.kill(actor_id, format!("restarting it after its node died failed: {reason}"))
     }
 
     /// Whether a live actor on this node has `name`.
@@ -593,5 +661,28 @@ mod tests {
         assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), ep("a")), vec![ActorAction::KillWorker(w(1))]);
         let a = d.worker_lost(OWNER, 3, id(1));
         assert!(failed(&a)[0].contains("killed with ares::kill"));
+    }
+
+    #[test]
+    fn an_adopted_detached_actor_answers_lookups_once_constructed_or_dies_naming_why() {
+        let mut d = ActorDirectory::new();
+        assert!(d.adopt(actor(1, Some("k"), true, 3), 1).is_ok());
+        assert!(d.adopt(actor(1, Some("k"), true, 3), 1).is_err(), "not twice");
+        assert!(d.has_name("k"));
+        assert!(d.lookup(OTHER, 1, &ActorKey::Name("k".into())).is_empty(), "lookups wait while it restarts");
+        let a = d.adopted_started(id(1), w(5), ep("w5"));
+        assert!(matches!(&a[..], [ActorAction::Found { request_id: 1, worker, .. }] if *worker == w(5)));
+        assert_eq!(d.detached_info(id(1)), Some(("C".into(), Some("k".into()), 0, 3, 1)));
+        // Its process dying now ends it: nobody owns it here (the head restarts on node death only).
+        let a = d.worker_died(w(5));
+        assert!(a.contains(&ActorAction::DetachedGone(id(1))), "{a:?}");
+        assert!(!d.has_name("k"));
+
+        d.adopt(actor(2, None, true, 3), 1).unwrap();
+        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(2))).is_empty());
+        let a = d.adoption_failed(id(2), "no worker".into());
+        assert!(failed(&a)[0].contains("restarting it after its node died failed: no worker"), "{a:?}");
+        assert!(a.contains(&ActorAction::DetachedGone(id(2))));
+        assert_eq!(d.adopted_started(id(2), w(6), ep("w6")), vec![ActorAction::KillWorker(w(6))], "too late");
     }
 }

@@ -13,14 +13,17 @@
 //! that connected to any node, running or recently finished) and the names of actors:
 //! a name is unique in the cluster, and maps to the actor and the node whose actor
 //! directory keeps it (its owner's node, see [`crate::actors`]). A dead node's names are
-//! freed with it. The head's own node talks
+//! freed with it. Detached actors are registered here once they run (with their
+//! construction, when its arguments are all inline): when their node dies, the head picks
+//! a live node that can hold them and has it construct them again, within their
+//! `max_restarts`; their name moves with them. The head's own node talks
 //! to it as the pseudo-peer [`HEAD_PEER`].
 
 use std::time::Duration;
 
 use ares_common::det::DetMap;
 use ares_common::error::TaskError;
-use ares_common::wire::{FromHead, JobSummary, KvOp, NamedActor, NodeLoad, NodeSummary};
+use ares_common::wire::{DetachedActor, FromHead, JobSummary, KvOp, NamedActor, NodeLoad, NodeSummary};
 use ares_common::{ActorId, NodeId, ResourceSet, WorkerId};
 
 use crate::kv::KvStore;
@@ -70,6 +73,8 @@ pub struct ClusterDirectory {
     jobs: Vec<JobSummary>,
     /// Named actors: name → the actor and its node.
     names: DetMap<String, NamedActor>,
+    /// Detached actors, with the node each runs on.
+    detached: DetMap<ActorId, DetachedActor>,
     out: Vec<DirOutput>,
 }
 
@@ -96,8 +101,8 @@ impl ClusterDirectory {
         let mut peers = peers;
         peers.insert(HEAD_PEER, head);
         let (kv, jobs, out) = (KvStore::new(), Vec::new(), Vec::new());
-        let names = DetMap::default();
-        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, names, out }
+        let (names, detached) = (DetMap::default(), DetMap::default());
+        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, names, detached, out }
     }
 
     /// Takes the outputs queued so far.
@@ -170,6 +175,8 @@ impl ClusterDirectory {
             }
             ToHead::ReleaseActorName { name, actor_id } => self.release_actor_name(peer, &name, actor_id),
             ToHead::LookupActorName { request_id, name } => self.lookup_actor_name(peer, request_id, name),
+            ToHead::DetachedStarted { actor } => self.detached_started(peer, *actor),
+            ToHead::DetachedGone { actor_id } => self.detached_gone(peer, actor_id),
         }
     }
 
@@ -248,9 +255,16 @@ impl ClusterDirectory {
         e.summary.alive = false;
         e.peer = None;
         e.summary.load.available = ResourceSet::new();
-        // Its drivers, and the actors its directory kept, went with it.
+        // Its drivers, and the actors its directory kept, went with it; its detached
+        // actors start again elsewhere (their names move with them).
         for j in self.jobs.iter_mut().filter(|j| j.node == id) {
             j.running = false;
+        }
+        let mut lost: Vec<ActorId> =
+            self.detached.iter().filter(|(_, d)| d.actor.node == id).map(|(a, _)| *a).collect();
+        lost.sort(); // in ID order, so which actor gets the room left is reproducible
+        for a in lost {
+            self.restart_detached(a);
         }
         self.names.retain(|_, a| a.node != id);
         self.out.push(DirOutput::NodeDied(id, reason));
@@ -273,7 +287,8 @@ impl ClusterDirectory {
         let node_timeout_ms = self.node_timeout.as_millis() as u64;
         let mut jobs = self.jobs.clone();
         jobs.sort_by_key(|j| !j.running);
-        self.out.push(DirOutput::Send(peer, FromHead::Status { request_id, nodes, node_timeout_ms, jobs }));
+        let detached = self.detached.len() as u32;
+        self.out.push(DirOutput::Send(peer, FromHead::Status { request_id, nodes, node_timeout_ms, jobs, detached }));
     }
 
     /// A key-value operation for a client of the node on `peer`.
@@ -314,6 +329,65 @@ impl ClusterDirectory {
         if self.names.get(name).is_some_and(|a| a.actor_id == actor_id && a.node == node) {
             self.names.remove(name);
         }
+    }
+
+    /// A detached actor runs on the node on `peer`.
+    pub fn detached_started(&mut self, peer: PeerId, mut actor: DetachedActor) {
+        let Some(node) = self.peers.get(&peer).copied() else {
+            self.refuse(peer, "actor report before registration");
+            return;
+        };
+        actor.actor.node = node;
+        actor.actor.addr = None;
+        self.detached.insert(actor.actor.actor_id, actor);
+    }
+
+    /// A detached actor of the node on `peer` ended for good.
+    pub fn detached_gone(&mut self, peer: PeerId, actor_id: ActorId) {
+        let Some(node) = self.peers.get(&peer).copied() else { return };
+        if self.detached.get(&actor_id).is_some_and(|d| d.actor.node == node) {
+            self.detached.remove(&actor_id);
+        }
+    }
+
+    /// Detached actors the head would restart.
+    pub fn detached_len(&self) -> usize {
+        self.detached.len()
+    }
+
+    /// The node of detached actor `a` died: construct it on the live node with the most
+    /// CPUs free among those that can hold it (ties to the lower ID), if its budget lasts.
+    fn restart_detached(&mut self, a: ActorId) {
+        let Some(mut d) = self.detached.remove(&a) else { return };
+        if d.restarts >= d.max_restarts {
+            tracing::warn!(actor = %a, restarts = d.restarts, "a detached actor's node died and its restart budget is spent");
+            return;
+        }
+        let fits = |e: &&Entry| e.summary.alive && d.restart.shape.is_subset_of(&e.summary.total);
+        let free_cpu = |e: &Entry| e.summary.load.available.get_units("CPU");
+        let target = self
+            .nodes
+            .values()
+            .filter(fits)
+            .max_by(|x, y| free_cpu(x).cmp(&free_cpu(y)).then(y.summary.node_id.cmp(&x.summary.node_id)))
+            .map(|e| (e.summary.node_id, e.peer));
+        let Some((node, peer)) = target else {
+            tracing::warn!(actor = %a, shape = %d.restart.shape, "no live node can hold a detached actor whose node died");
+            return;
+        };
+        let peer = match peer {
+            Some(p) => p,
+            None if node == self.head => HEAD_PEER,
+            None => return,
+        };
+        d.restarts += 1;
+        d.actor.node = node;
+        if let Some(name) = &d.name {
+            self.names.insert(name.clone(), d.actor.clone());
+        }
+        tracing::info!(actor = %a, %node, restarts = d.restarts, "restarting a detached actor whose node died");
+        self.out.push(DirOutput::Send(peer, FromHead::RestartActor { actor: Box::new(d.clone()) }));
+        self.detached.insert(a, d);
     }
 
     /// Finds the actor named `name` for a client of the node on `peer`.
@@ -530,6 +604,79 @@ mod tests {
         assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNotFound { .. })));
         d.reserve_actor_name(PeerId(1), 9, "b".into(), named(4));
         assert_eq!(name_answer(&mut d).1, None);
+    }
+
+    fn detached(n: u8, cpus: f64, max_restarts: u32) -> DetachedActor {
+        use ares_common::wire::{RestartSpec, TaskKind, TaskSpec};
+        let actor_id = ActorId([n; 16]);
+        DetachedActor {
+            actor: NamedActor { node: NodeId([99; 16]), ..named(n) },
+            name: Some(format!("d{n}")),
+            max_restarts,
+            restarts: 0,
+            restart: RestartSpec {
+                spec: TaskSpec {
+                    task_id: ares_common::TaskId([n; 16]),
+                    function: "C::new".into(),
+                    owner: WorkerId([1; 16]),
+                    args: Vec::new(),
+                    attempt: 0,
+                    kind: TaskKind::ActorCreate { actor_id, max_concurrency: 1 },
+                },
+                shape: ResourceSet::new().with("CPU", cpus),
+            },
+        }
+    }
+
+    fn restarts(out: &[DirOutput]) -> Vec<(PeerId, ActorId, u32)> {
+        out.iter()
+            .filter_map(|o| match o {
+                DirOutput::Send(p, FromHead::RestartActor { actor }) => {
+                    Some((*p, actor.actor.actor_id, actor.restarts))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn detached_actors_of_a_dead_node_restart_where_they_fit_within_their_budget() {
+        let mut d = dir(); // the head has 2 CPUs
+        d.register(ms(0), PeerId(1), reg(1));
+        let mut big = reg(2);
+        big.total = ResourceSet::new().with("CPU", 8.0);
+        d.register(ms(0), PeerId(2), big);
+        d.take_outputs();
+        d.detached_started(PeerId(1), detached(1, 1.0, 1)); // fits anywhere: most free CPUs wins
+        d.detached_started(PeerId(1), detached(2, 4.0, 5)); // fits node 2 only
+        d.detached_started(PeerId(1), detached(3, 1.0, 0)); // no restarts allowed
+        d.detached_started(PeerId(1), detached(4, 64.0, 5)); // fits nowhere
+        d.detached_started(PeerId(1), detached(5, 1.0, 5));
+        d.detached_gone(PeerId(1), ActorId([5; 16])); // killed before the node died
+        assert_eq!(d.detached_len(), 4);
+        d.heartbeat(
+            ms(1),
+            PeerId(2),
+            NodeLoad { available: ResourceSet::new().with("CPU", 8.0), ..NodeLoad::default() },
+        );
+        d.disconnected(ms(10), PeerId(1));
+        let out = d.take_outputs();
+        assert_eq!(restarts(&out), vec![(PeerId(2), ActorId([1; 16]), 1), (PeerId(2), ActorId([2; 16]), 1)]);
+        // Their names moved with them; the others' names went with the node.
+        d.lookup_actor_name(PeerId(2), 1, "d1".into());
+        assert_eq!(name_answer(&mut d).0.map(|a| a.node), Some(NodeId([2; 16])));
+        d.lookup_actor_name(PeerId(2), 2, "d3".into());
+        assert!(name_answer(&mut d).1.is_some());
+        assert_eq!(d.detached_len(), 2);
+        // Node 2 dies too: actor 1 spent its single restart; actor 2 goes to the head.
+        d.disconnected(ms(20), PeerId(2));
+        let out = d.take_outputs();
+        assert!(restarts(&out).is_empty(), "actor 2 needs 4 CPUs, the head has 2: {out:?}");
+        assert_eq!(d.detached_len(), 0);
+        d.register(ms(30), PeerId(3), reg(3));
+        d.detached_started(PeerId(3), detached(6, 1.0, 3));
+        d.disconnected(ms(40), PeerId(3));
+        assert_eq!(restarts(&d.take_outputs()), vec![(HEAD_PEER, ActorId([6; 16]), 1)], "the head's own node");
     }
 
     #[test]

@@ -407,7 +407,9 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
         loop {
             match rx.recv::<FromHead>() {
                 Ok(FromHead::View { nodes }) => l.set_view(nodes),
-                Ok(msg @ (FromHead::Kv { .. } | FromHead::ActorName { .. })) => l.head_answered(msg),
+                Ok(msg @ (FromHead::Kv { .. } | FromHead::ActorName { .. } | FromHead::RestartActor { .. })) => {
+                    l.head_answered(msg)
+                }
                 Ok(FromHead::Refused { reason }) => {
                     tracing::error!("the head dropped this node: {reason}");
                     break;

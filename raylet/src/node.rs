@@ -15,15 +15,15 @@ use std::time::Duration;
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
 use ares_common::wire::{
-    ActorKey, FromHead, FromRaylet, NamedActor, NodeLoad, NodeStats, NodeSummary, SpilledObject, ToHead, ToRaylet,
-    WorkerInfo,
+    ActorKey, DetachedActor, FromHead, FromRaylet, NamedActor, NodeLoad, NodeStats, NodeSummary, SpilledObject,
+    TaskSpec, ToHead, ToRaylet, WorkerInfo,
 };
-use ares_common::{Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_common::{ActorId, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
 use crate::actors::{ActorAction, ActorDirectory, NewActor};
 use crate::owners::OwnerDirectory;
-use crate::policy::{Action, LeasePolicy};
+use crate::policy::{Action, LeasePolicy, NODE_CLIENT};
 use crate::pulls::{PullAction, PullManager};
 use crate::space::Progress;
 use crate::spillback::{self, Decision, Strategy};
@@ -57,6 +57,20 @@ pub enum Output {
         node: NodeId,
         /// Where it serves pulls.
         addr: std::net::SocketAddr,
+    },
+    /// Push `spec` (a detached actor's construction) to `worker` at `addr`, wait for its
+    /// answer, and report with [`Node::actor_constructed`].
+    ConstructActor {
+        /// The actor.
+        actor_id: ActorId,
+        /// The lease the node holds for it.
+        lease_id: LeaseId,
+        /// The worker.
+        worker: WorkerId,
+        /// Where the worker listens.
+        addr: Endpoint,
+        /// The construction.
+        spec: TaskSpec,
     },
 }
 
@@ -145,6 +159,9 @@ pub struct Node {
     kv: crate::kv::KvStore,
     /// Requests forwarded to the head, by the ID they went under.
     to_head: DetMap<u64, Forwarded>,
+    /// Detached actors the head moved here, waiting for a worker: lease request → the
+    /// actor and its construction.
+    adopting: DetMap<u64, (ActorId, TaskSpec)>,
     next_to_head: u64,
     /// Leases granted since start.
     leases_granted: u64,
@@ -184,6 +201,7 @@ impl Node {
             cluster_token: None,
             kv: crate::kv::KvStore::new(),
             to_head: DetMap::default(),
+            adopting: DetMap::default(),
             next_to_head: 1,
             leases_granted: 0,
             infeasible_total: 0,
@@ -239,6 +257,29 @@ impl Node {
     fn apply(&mut self, actions: Vec<Action>) {
         for a in actions {
             match a {
+                Action::Grant { client: NODE_CLIENT, request_id, lease_id, worker } => {
+                    self.leases_granted += 1;
+                    let addr = self.workers.get(&worker).map(|w| w.addr.clone());
+                    match (self.adopting.remove(&request_id), addr) {
+                        (Some((actor_id, spec)), Some(addr)) => {
+                            self.out.push_back(Output::ConstructActor { actor_id, lease_id, worker, addr, spec })
+                        }
+                        (adopted, _) => {
+                            let actions = self.policy.return_lease(NODE_CLIENT, lease_id, true);
+                            self.apply(actions);
+                            if let Some((actor_id, _)) = adopted {
+                                let actions = self.actors.adoption_failed(actor_id, "its worker is gone".into());
+                                self.apply_actors(actions);
+                            }
+                        }
+                    }
+                }
+                Action::Infeasible { client: NODE_CLIENT, request_id, error } => {
+                    if let Some((actor_id, _)) = self.adopting.remove(&request_id) {
+                        let actions = self.actors.adoption_failed(actor_id, error.to_string());
+                        self.apply_actors(actions);
+                    }
+                }
                 Action::Grant { client, request_id, lease_id, worker } => {
                     self.leases_granted += 1;
                     // A granted worker is registered; an empty path would fail the owner's
@@ -295,6 +336,11 @@ impl Node {
                     }
                     self.send(client, FromRaylet::ActorFound { request_id, info })
                 }
+                ActorAction::DetachedGone(actor_id) => {
+                    if self.cluster_token.is_some() {
+                        self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
+                    }
+                }
                 ActorAction::NameFreed { name, actor_id } => {
                     if self.cluster_token.is_some() {
                         self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
@@ -324,8 +370,12 @@ impl Node {
         self.out.push_back(Output::ToHead(msg(id)));
     }
 
-    /// The head answered a request this node forwarded.
+    /// The head answered a request this node forwarded, or moved a detached actor here.
     pub fn head_answered(&mut self, msg: FromHead) {
+        if let FromHead::RestartActor { actor } = msg {
+            self.adopt(*actor);
+            return;
+        }
         let id = match &msg {
             FromHead::Kv { request_id, .. } | FromHead::ActorName { request_id, .. } => *request_id,
             _ => return,
@@ -361,6 +411,53 @@ impl Node {
             }
             (what, msg) => tracing::warn!(?what, "the head answered {msg:?}; dropped"),
         }
+    }
+
+    /// The head restarts detached actor `d` here (its node died): lease a dedicated
+    /// worker for it as the node itself, then construct it there.
+    fn adopt(&mut self, d: DetachedActor) {
+        let actor_id = d.actor.actor_id;
+        let a = NewActor {
+            actor_id,
+            class: d.actor.class.clone(),
+            name: d.name.clone(),
+            detached: true,
+            max_restarts: d.max_restarts,
+            max_task_retries: d.actor.max_task_retries,
+        };
+        if let Err(reason) = self.actors.adopt(a, d.restarts) {
+            tracing::warn!(actor = %actor_id, "cannot restart a detached actor here: {reason}");
+            self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
+            return;
+        }
+        tracing::info!(actor = %actor_id, class = %d.actor.class, "restarting a detached actor whose node died");
+        let request_id = self.next_to_head;
+        self.next_to_head += 1;
+        self.adopting.insert(request_id, (actor_id, d.restart.spec));
+        let actions = self.policy.request(NODE_CLIENT, request_id, d.restart.shape, true);
+        self.apply(actions);
+    }
+
+    /// A detached actor's construction on `worker` (see [`Output::ConstructActor`])
+    /// ended: `Err` says why it failed.
+    pub fn actor_constructed(
+        &mut self,
+        actor_id: ActorId,
+        lease_id: LeaseId,
+        worker: WorkerId,
+        result: Result<(), String>,
+    ) {
+        let addr = self.workers.get(&worker).map(|w| w.addr.clone());
+        let actions = match (result, addr) {
+            (Ok(()), Some(addr)) => self.actors.adopted_started(actor_id, worker, addr),
+            (result, _) => {
+                let reason = result.err().unwrap_or_else(|| "its worker exited".into());
+                let actions = self.policy.return_lease(NODE_CLIENT, lease_id, true);
+                self.apply(actions);
+                self.actors.adoption_failed(actor_id, reason)
+            }
+        };
+        self.apply_actors(actions);
     }
 
     /// The link to the head is gone: requests waiting for it fail.
@@ -561,11 +658,20 @@ impl Node {
                     }
                 }
             }
-            ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr } => {
+            ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr, restart } => {
                 let holder = self.policy.lease_of(lease_id);
                 let alive = self.workers.contains_key(&worker_id);
                 let actions = self.actors.report_started(client, actor_id, lease_id, worker_id, addr, holder, alive);
                 self.apply_actors(actions);
+                // The head can restart a detached actor elsewhere if this node dies.
+                if let (Some(restart), true) = (restart, self.cluster_token.is_some())
+                    && let Some((class, name, max_task_retries, max_restarts, restarts)) =
+                        self.actors.detached_info(actor_id)
+                {
+                    let actor = NamedActor { actor_id, class, max_task_retries, node: self.cfg.node_id, addr: None };
+                    let d = DetachedActor { actor, name, max_restarts, restarts, restart };
+                    self.out.push_back(Output::ToHead(ToHead::DetachedStarted { actor: Box::new(d) }));
+                }
             }
             ToRaylet::ActorCreateFailed { actor_id, error } => {
                 let actions = self.actors.create_failed(client, actor_id, &error);
@@ -1140,7 +1246,13 @@ mod tests {
         // A lease the owner does not hold: the actor is killed.
         n.handle(
             owner,
-            ToRaylet::ActorStarted { actor_id: actor, lease_id: LeaseId(77), worker_id: WorkerId([1; 16]), addr },
+            ToRaylet::ActorStarted {
+                actor_id: actor,
+                lease_id: LeaseId(77),
+                worker_id: WorkerId([1; 16]),
+                addr,
+                restart: None,
+            },
         );
         drain(&mut n);
         n.handle(owner, ToRaylet::LookupActor { request_id: 3, by: ares_common::wire::ActorKey::Id(actor) });

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use ares_common::det::DetMap;
 use ares_common::error::{FrameError, TaskError};
-use ares_common::wire::{FromRaylet, NodeLoad, NodeSummary, ToHead, ToRaylet};
-use ares_common::{Config, Endpoint, NodeId, ObjectId, ResourceSet, WorkerId};
+use ares_common::wire::{FromRaylet, FromWorker, NodeLoad, NodeSummary, Outcome, TaskSpec, ToHead, ToRaylet, ToWorker};
+use ares_common::{ActorId, Config, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
 use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError};
 
@@ -107,6 +107,8 @@ struct Shared {
     peers: Mutex<hashbrown::HashMap<std::net::SocketAddr, ares_net::QuicPeer>>,
     /// Pulls to start, for the pull dispatcher thread.
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
+    /// Detached actors to construct, for the construction dispatcher thread.
+    construct_tx: Mutex<Sender<Construct>>,
     /// Messages to the head, for the forwarder thread (in a cluster).
     head_tx: Mutex<Option<Sender<ToHead>>>,
     /// How long a new connection may take to register.
@@ -170,6 +172,7 @@ impl Raylet {
         let (spawn_tx, spawn_rx) = mpsc::channel();
         let (spill_tx, spill_rx) = mpsc::channel();
         let (pull_tx, pull_rx) = mpsc::channel();
+        let (construct_tx, construct_rx) = mpsc::channel::<Construct>();
         let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1 }),
@@ -186,6 +189,7 @@ impl Raylet {
             listener,
             peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
+            construct_tx: Mutex::new(construct_tx),
             head_tx: Mutex::new(None),
             identify_timeout: cfg.node.identify_timeout,
             max_connections: cfg.node.max_connections,
@@ -237,6 +241,13 @@ impl Raylet {
             while let Ok((object, node, addr)) = pull_rx.recv() {
                 let Some(sh) = weak.upgrade() else { return };
                 start_pull(&sh, object, node, addr);
+            }
+        })?;
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new().name("ares-raylet-construct".into()).spawn(move || {
+            while let Ok(c) = construct_rx.recv() {
+                let Some(sh) = weak.upgrade() else { return };
+                start_construct(&sh, c);
             }
         })?;
         let s = shared.clone();
@@ -358,8 +369,12 @@ impl Raylet {
                 c.close();
             }
         }
-        // A new channel ends the pull dispatcher (pulls in flight finish on their own).
+        // New channels end the pull and construction dispatchers (what is in flight
+        // finishes on its own).
         if let Ok(mut tx) = self.shared.pull_tx.lock() {
+            *tx = mpsc::channel().0;
+        }
+        if let Ok(mut tx) = self.shared.construct_tx.lock() {
             *tx = mpsc::channel().0;
         }
         // Closing the job channel ends the spill thread after its current job.
@@ -468,6 +483,13 @@ impl Shared {
                     let tx = self.pull_tx.lock().unwrap_or_else(|p| p.into_inner());
                     if tx.send((object, node, addr)).is_err() {
                         st.node.pull_finished(object, node, Err("the node is shutting down".into()), 0);
+                    }
+                }
+                Output::ConstructActor { actor_id, lease_id, worker, addr, spec } => {
+                    let tx = self.construct_tx.lock().unwrap_or_else(|p| p.into_inner());
+                    if tx.send(Construct { actor_id, lease_id, worker, addr, spec }).is_err() {
+                        let stopping = Err("the node is shutting down".to_string());
+                        st.node.actor_constructed(actor_id, lease_id, worker, stopping);
                     }
                 }
             }
@@ -659,6 +681,45 @@ impl TransferHost for Shared {
         let p = ares_net::QuicPeer::connect(addr)?;
         peers.insert(addr, p.clone());
         Ok(p)
+    }
+}
+
+/// A detached actor to construct (see [`Output::ConstructActor`]).
+struct Construct {
+    actor_id: ActorId,
+    lease_id: LeaseId,
+    worker: WorkerId,
+    addr: Endpoint,
+    spec: TaskSpec,
+}
+
+/// Constructs a detached actor the head moved here: pushes its construction to the
+/// leased worker as an owner would, on a thread of its own, and reports the outcome.
+fn start_construct(shared: &Arc<Shared>, c: Construct) {
+    let Construct { actor_id, lease_id, worker, addr, spec } = c;
+    let weak = Arc::downgrade(shared);
+    let max_frame = shared.max_frame;
+    let run = move || {
+        let result = (|| -> Result<(), String> {
+            let conn = ares_net::Connection::connect(&addr).map_err(|e| format!("connecting to its worker: {e}"))?;
+            let (tx, mut rx) = conn.split(max_frame, max_frame).map_err(|e| e.to_string())?;
+            tx.send(&ToWorker::Push(spec)).map_err(|e| format!("sending the construction: {e}"))?;
+            // The constructor may take a while; the worker's death ends the wait.
+            match rx.recv::<FromWorker>() {
+                Ok(FromWorker::Done { outcome: Outcome::Failed(e), .. }) => Err(e.to_string()),
+                Ok(FromWorker::Done { .. }) => Ok(()),
+                Err(e) => Err(format!("its worker: {e}")),
+            }
+        })();
+        let Some(sh) = weak.upgrade() else { return };
+        let mut st = sh.lock();
+        st.node.actor_constructed(actor_id, lease_id, worker, result);
+        sh.carry_out(&mut st);
+    };
+    if let Err(e) = std::thread::Builder::new().name("ares-construct".into()).spawn(run) {
+        let mut st = shared.lock();
+        st.node.actor_constructed(actor_id, lease_id, worker, Err(format!("no thread to construct it: {e}")));
+        shared.carry_out(&mut st);
     }
 }
 

@@ -652,6 +652,11 @@ impl Sim {
                 Output::Pull { object, node, .. } => {
                     self.nodes[n].node.pull_finished(object, node, Err("the simulation moves no bytes".into()), 0)
                 }
+                // Only a head moves detached actors to a node, and there is none here.
+                Output::ConstructActor { actor_id, lease_id, worker, .. } => {
+                    let no = Err("the simulation has no head to restart actors".to_string());
+                    self.nodes[n].node.actor_constructed(actor_id, lease_id, worker, no)
+                }
             }
         }
     }

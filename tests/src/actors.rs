@@ -50,6 +50,11 @@ impl Counter {
         std::process::id()
     }
 
+    /// The node hosting the actor, as hex.
+    pub fn node(&self) -> String {
+        ares::node_id().map(|n| ares_common::hex::encode(&n.0)).unwrap_or_default()
+    }
+
     /// Panics.
     pub fn fail(&self, message: String) -> i64 {
         panic!("{message}")

@@ -177,6 +177,40 @@ fn actors_across() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `detached-spawn <name>`: joins the cluster at `ARES_ADDRESS`, spawns a detached
+/// counter named `name` (from 10, one restart allowed), adds 1 and prints `<value>
+/// <node>`; the actor outlives this driver.
+fn detached_spawn() -> anyhow::Result<()> {
+    use ares_tests::actors::Counter;
+    let name = std::env::args().nth(2).unwrap_or_default();
+    ares::init()?;
+    let c = ares::actor(Counter::new).name(&name).detached().max_restarts(1).try_spawn(10)?;
+    println!("{} {}", ares::get(&c.call(Counter::incr, 1))?, ares::get(&c.call(Counter::node, ()))?);
+    ares::shutdown();
+    Ok(())
+}
+
+/// `detached-call <name>`: joins the cluster at `ARES_ADDRESS`, finds the counter named
+/// `name` (retrying while it restarts elsewhere, up to 60 s) and prints `<value> <node>`.
+fn detached_call() -> anyhow::Result<()> {
+    use ares_tests::actors::Counter;
+    let name = std::env::args().nth(2).unwrap_or_default();
+    ares::init()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (value, node) = loop {
+        let got = ares::get_actor::<Counter>(&name)
+            .and_then(|c| Ok((ares::get(&c.call(Counter::get, ()))?, ares::get(&c.call(Counter::node, ()))?)));
+        match got {
+            Ok(v) => break v,
+            Err(e) if std::time::Instant::now() > deadline => anyhow::bail!("`{name}` never came back: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    println!("{value} {node}");
+    ares::shutdown();
+    Ok(())
+}
+
 /// Waits until this node's view of the cluster lists `n` live nodes serving.
 fn wait_for_nodes(n: usize) -> anyhow::Result<()> {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -376,6 +410,12 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "node-loss" {
         return node_loss();
+    }
+    if mode == "detached-spawn" {
+        return detached_spawn();
+    }
+    if mode == "detached-call" {
+        return detached_call();
     }
     if mode == "actors-across" {
         return actors_across();

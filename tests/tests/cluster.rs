@@ -405,6 +405,36 @@ fn named_actors_and_handles_work_from_every_node() {
     let _ = std::fs::remove_dir_all(&c.base);
 }
 
+#[test]
+fn a_detached_actor_whose_node_dies_is_restarted_by_the_head_on_another() {
+    let c = cluster("detached", 2, &["--num-cpus", "1", "--node-timeout-ms", "2000"]);
+    let spawned = drive(&c.roots[2], &["detached-spawn", "keeper"]);
+    let spawned: Vec<&str> = spawned.split_whitespace().collect();
+    assert_eq!(spawned[0], "11", "{spawned:?}");
+    let first_node = spawned[1].to_string();
+    // The head learns of it once it runs.
+    wait_for("the head to list the detached actor", Duration::from_secs(10), || {
+        status(&c.roots[0]).contains("; 1 detached")
+    });
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(c.nodes[2].pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for("the killed node to be declared dead", Duration::from_secs(60), || {
+        status(&c.roots[0]).contains("Nodes: 2 alive, 1 dead")
+    });
+    // Found by name from another node, constructed again from its arguments (its state
+    // is new, as a restarted actor's is in Ray) on a live node.
+    let called = drive(&c.roots[1], &["detached-call", "keeper"]);
+    let called: Vec<&str> = called.split_whitespace().collect();
+    assert_eq!(called[0], "10", "{called:?}");
+    assert_ne!(called[1], first_node, "it runs elsewhere now");
+    assert!(status(&c.roots[0]).contains("; 1 detached"), "still kept for its next restart (none left)");
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
+    let _ = std::fs::remove_dir_all(&c.base);
+}
+
 /// Processes whose executable is `exe`.
 fn processes_running(exe: &Path) -> Vec<u32> {
     let exe = std::fs::canonicalize(exe).unwrap();

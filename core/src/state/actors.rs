@@ -32,6 +32,9 @@ pub struct ActorSpawn {
     pub shape: ResourceSet,
     pub max_task_retries: u32,
     pub max_concurrency: u32,
+    /// It outlives its owner: its construction is reported with `ActorStarted`, so the
+    /// head can restart it elsewhere.
+    pub detached: bool,
 }
 
 pub(super) struct Caller {
@@ -61,6 +64,8 @@ pub(super) struct Caller {
 
 struct Owned {
     create_tid: TaskId,
+    /// For a detached actor, the resources it holds (reported with its construction).
+    detached_shape: Option<ResourceSet>,
     request: Option<u64>,
     /// The directory is deciding whether to restart the actor.
     deciding: bool,
@@ -133,7 +138,8 @@ impl CoreState {
         let mut c = Caller::new(spawn.class.clone());
         c.registered = true;
         c.max_task_retries = spawn.max_task_retries;
-        c.owned = Some(Owned { create_tid, request: None, deciding: false });
+        let detached_shape = spawn.detached.then(|| spawn.shape.clone());
+        c.owned = Some(Owned { create_tid, detached_shape, request: None, deciding: false });
         self.callers.insert(id, c);
         let submit = Submit {
             function: spawn.ctor,
@@ -703,8 +709,20 @@ impl CoreState {
         let conn = &self.conns[&conn_id];
         if let Role::Actor { lease: Some((lease_id, worker_id)), .. } = conn.role {
             let addr = conn.endpoint.clone();
-            self.send_raylet(ToRaylet::ActorStarted { actor_id: a, lease_id, worker_id, addr });
+            let restart = self.restart_spec(a);
+            self.send_raylet(ToRaylet::ActorStarted { actor_id: a, lease_id, worker_id, addr, restart });
         }
+    }
+
+    /// A detached actor's construction as pushed, if every argument is inline: the head
+    /// can run it again on another node (stored arguments die with their owner).
+    fn restart_spec(&self, a: ActorId) -> Option<ares_common::wire::RestartSpec> {
+        let o = self.callers.get(&a)?.owned.as_ref()?;
+        let shape = o.detached_shape.clone()?;
+        let task = self.tasks.get(&o.create_tid)?;
+        let spec = resolve(&self.table, self.cfg.address.worker, o.create_tid, task).ok()?;
+        let inline = spec.args.iter().all(|arg| matches!(arg, WireArg::Inline(_)));
+        inline.then_some(ares_common::wire::RestartSpec { spec, shape })
     }
 
     /// The connection to an actor's worker broke: its process died, or was killed.

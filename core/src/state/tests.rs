@@ -414,6 +414,7 @@ fn spawn(st: &mut CoreState, t0: Instant, actor: ActorId) -> (TaskId, u64) {
         shape: ResourceSet::new(),
         max_task_retries: 0,
         max_concurrency: 1,
+        detached: false,
     };
     st.create_actor(t0, actor, spawn, create, vec![value(10)], Vec::new(), Vec::new());
     let e = effects(st);
