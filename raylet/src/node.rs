@@ -58,6 +58,8 @@ pub enum Output {
         /// Where it serves pulls.
         addr: std::net::SocketAddr,
     },
+    /// Spilling failed and is paused: call [`Node::resume_spill`] after this long.
+    ResumeSpillAfter(Duration),
     /// Push `spec` (a detached actor's construction) to `worker` at `addr`, wait for its
     /// answer, and report with [`Node::actor_constructed`].
     ConstructActor {
@@ -145,6 +147,9 @@ pub struct Node {
     worker_ids: Box<dyn FnMut() -> WorkerId + Send>,
     /// The last spill failure, until a spill succeeds.
     spill_error: Option<String>,
+    /// Spill failures in a row; while paused after one, no spill is planned.
+    spill_failures: u32,
+    spill_paused: bool,
     /// Time the driver reported spending in spill writes and restore reads.
     spill_time: Duration,
     restore_time: Duration,
@@ -193,6 +198,8 @@ impl Node {
             registered_ever: DetSet::default(),
             worker_ids,
             spill_error: None,
+            spill_failures: 0,
+            spill_paused: false,
             spill_time: Duration::ZERO,
             restore_time: Duration::ZERO,
             stopping: false,
@@ -979,6 +986,9 @@ impl Node {
     /// Plans spilling if primaries pass the threshold or `need` bytes did not fit.
     /// Returns whether anything was done (spill jobs queued, or memory freed at once).
     pub fn request_space(&mut self, need: u64) -> bool {
+        if self.spill_paused {
+            return false;
+        }
         let jobs = self.store.plan_spill(need);
         let dropped = self.store.freed_by_last_plan() > 0;
         let sent = !jobs.is_empty();
@@ -996,7 +1006,15 @@ impl Node {
             spilling: self.store.spilling(),
             pinned_objects: self.store.stats().pinned_objects,
             stopping: self.stopping,
+            spill_failed: self.spill_paused,
         }
+    }
+
+    /// The pause after a spill failure is over: plan spilling again if still needed.
+    pub fn resume_spill(&mut self) {
+        self.spill_paused = false;
+        self.request_space(0);
+        self.out.push_back(Output::SpaceFreed);
     }
 
     fn close_dead_files(&mut self) {
@@ -1082,9 +1100,26 @@ impl Node {
         let ok = written.is_ok();
         let outcome = self.store.finish_spill(job, written.clone());
         match written {
-            Ok(_) => self.spill_error = None,
+            Ok(_) => {
+                if self.spill_failures > 0 {
+                    tracing::info!(failures = self.spill_failures, "spilling works again");
+                }
+                self.spill_error = None;
+                self.spill_failures = 0;
+            }
             Err(e) => {
-                tracing::error!("{e}");
+                self.spill_failures += 1;
+                // Only the failure that starts a pause is logged (a job already in flight
+                // may fail too): at most one line per pause, and pauses grow to 10 s.
+                if !self.spill_paused {
+                    let pause = spill_pause(self.spill_failures);
+                    tracing::error!(
+                        failures = self.spill_failures,
+                        "spilling failed: {e}; retrying in {pause:?}, and until then a put that needs room fails at once"
+                    );
+                    self.spill_paused = true;
+                    self.out.push_back(Output::ResumeSpillAfter(pause));
+                }
                 self.spill_error = Some(e);
             }
         }
@@ -1107,6 +1142,13 @@ impl Node {
         }
         self.out.push_back(Output::SpaceFreed);
     }
+}
+
+/// How long spilling pauses after `failures` failures in a row: 100 ms, doubling, at
+/// most 10 s.
+fn spill_pause(failures: u32) -> Duration {
+    let ms = 100u64.saturating_mul(1 << failures.saturating_sub(1).min(7));
+    Duration::from_millis(ms.min(10_000))
 }
 
 #[cfg(test)]
@@ -1280,5 +1322,60 @@ mod tests {
         let p = n.space_progress(500 << 10);
         assert!(p.spilling, "a waiter has hope while the spill runs");
         assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
+    }
+
+    #[test]
+    fn a_failed_spill_pauses_spilling_and_waiters_give_up_until_it_resumes() {
+        let mut n = node();
+        let c = ClientId(1);
+        n.connected(c);
+        n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
+        n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
+        let job = drain(&mut n)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Spill(j) => Some(j),
+                _ => None,
+            })
+            .expect("past the threshold: a spill");
+        n.spill_finished(&job, Err("spill dir /x: read-only".into()), Duration::ZERO, |_| String::new());
+        let out = drain(&mut n);
+        assert!(out.iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(100))));
+        // Paused: asking for room plans nothing (no busy loop), and a waiter gives up at once.
+        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
+        let p = n.space_progress(500 << 10);
+        assert!(p.spill_failed && !p.spilling && !p.acted, "{p:?}");
+        assert!(!drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
+        match n.no_space(e) {
+            TaskError::SpillFailed { error, .. } => assert!(error.contains("/x: read-only")),
+            other => panic!("{other:?}"),
+        }
+        // The pause ends: spilling is tried again; a second failure pauses twice as long.
+        n.resume_spill();
+        let job = drain(&mut n)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Spill(j) => Some(j),
+                _ => None,
+            })
+            .expect("spilling is planned again");
+        n.spill_finished(&job, Err("still read-only".into()), Duration::ZERO, |_| String::new());
+        assert!(
+            drain(&mut n).iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(200)))
+        );
+        assert_eq!(spill_pause(30), Duration::from_secs(10), "at most 10 s");
+        // Room returns: the next spill works and clears the error.
+        n.resume_spill();
+        let job = drain(&mut n)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Spill(j) => Some(j),
+                _ => None,
+            })
+            .unwrap();
+        let offsets = vec![0u64; job.items.len()];
+        n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
+        assert!(!n.space_progress(0).spill_failed);
     }
 }

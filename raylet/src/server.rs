@@ -109,6 +109,8 @@ struct Shared {
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
     /// Detached actors to construct, for the construction dispatcher thread.
     construct_tx: Mutex<Sender<Construct>>,
+    /// Pauses of spilling after a failure, for the timer thread that ends them.
+    resume_tx: Mutex<Sender<std::time::Duration>>,
     /// Messages to the head, for the forwarder thread (in a cluster).
     head_tx: Mutex<Option<Sender<ToHead>>>,
     /// How long a new connection may take to register.
@@ -173,6 +175,7 @@ impl Raylet {
         let (spill_tx, spill_rx) = mpsc::channel();
         let (pull_tx, pull_rx) = mpsc::channel();
         let (construct_tx, construct_rx) = mpsc::channel::<Construct>();
+        let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
         let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1 }),
@@ -190,6 +193,7 @@ impl Raylet {
             peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
             construct_tx: Mutex::new(construct_tx),
+            resume_tx: Mutex::new(resume_tx),
             head_tx: Mutex::new(None),
             identify_timeout: cfg.node.identify_timeout,
             max_connections: cfg.node.max_connections,
@@ -241,6 +245,16 @@ impl Raylet {
             while let Ok((object, node, addr)) = pull_rx.recv() {
                 let Some(sh) = weak.upgrade() else { return };
                 start_pull(&sh, object, node, addr);
+            }
+        })?;
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new().name("ares-raylet-spill-pause".into()).spawn(move || {
+            while let Ok(pause) = resume_rx.recv() {
+                std::thread::sleep(pause);
+                let Some(sh) = weak.upgrade() else { return };
+                let mut st = sh.lock();
+                st.node.resume_spill();
+                sh.carry_out(&mut st);
             }
         })?;
         let weak = Arc::downgrade(&shared);
@@ -377,6 +391,9 @@ impl Raylet {
         if let Ok(mut tx) = self.shared.construct_tx.lock() {
             *tx = mpsc::channel().0;
         }
+        if let Ok(mut tx) = self.shared.resume_tx.lock() {
+            *tx = mpsc::channel().0;
+        }
         // Closing the job channel ends the spill thread after its current job.
         let (dead_tx, _) = mpsc::channel();
         if let Ok(mut tx) = self.shared.spill_tx.lock() {
@@ -472,6 +489,11 @@ impl Shared {
                     }
                 }
                 Output::RemoveSpillFile(f) => self.spill_dirs.remove(f),
+                Output::ResumeSpillAfter(pause) => {
+                    let tx = self.resume_tx.lock().unwrap_or_else(|p| p.into_inner());
+                    // Shutting down: spilling stays paused.
+                    let _ = tx.send(pause);
+                }
                 Output::SpaceFreed => self.space.notify_all(),
                 Output::ToHead(msg) => {
                     let tx = self.head_tx.lock().unwrap_or_else(|p| p.into_inner());

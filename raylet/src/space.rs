@@ -4,8 +4,12 @@
 //! ```text
 //!  Full ─(spilling freed memory at once, no spill in flight)─▶ RetryNow
 //!   │ ─(a spill is under way or readers hold pins, before the deadline)─▶ Wait(≤ 100 ms)
-//!   └─(nothing can free space, the deadline passed, or the node is stopping)─▶ GiveUp
+//!   └─(nothing can free space, spilling just failed, the deadline passed, or the node
+//!      is stopping)─▶ GiveUp
 //! ```
+//!
+//! A failed spill pauses spilling for a while (see `Node`); a waiter then gives up at
+//! once rather than wait out its deadline for spills that are not being attempted.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +27,8 @@ pub struct Progress {
     pub pinned_objects: u64,
     /// The node is shutting down.
     pub stopping: bool,
+    /// Spilling failed recently and is paused.
+    pub spill_failed: bool,
 }
 
 /// The next step of a waiter.
@@ -54,7 +60,7 @@ impl SpaceWait {
             return Step::RetryNow; // memory was freed at once
         }
         // Only wait while something can still free space.
-        let hope = p.spilling || p.pinned_objects > 0;
+        let hope = p.spilling || (p.pinned_objects > 0 && !p.spill_failed);
         if !hope || now >= self.deadline || p.stopping {
             return Step::GiveUp;
         }
@@ -81,5 +87,7 @@ mod tests {
         assert_eq!(w.next(t0, Progress::default()), Step::GiveUp, "nothing can free space");
         let stopping = Progress { acted: true, spilling: true, stopping: true, ..Default::default() };
         assert_eq!(w.next(t0, stopping), Step::GiveUp);
+        let failed = Progress { pinned_objects: 2, spill_failed: true, ..Default::default() };
+        assert_eq!(w.next(t0, failed), Step::GiveUp, "spilling is paused: nothing will make room soon");
     }
 }

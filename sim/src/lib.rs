@@ -645,6 +645,8 @@ impl Sim {
                 // The sim has no disk: spill jobs leave the objects in memory.
                 Output::Spill(job) => self.nodes[n].node.spill_abandoned(&job),
                 Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
+                // No spill runs here, so none fails; resume at once if asked.
+                Output::ResumeSpillAfter(_) => self.nodes[n].node.resume_spill(),
                 // Simulated nodes are not part of a cluster and have no head.
                 Output::ToHead(_) => self.nodes[n].node.head_lost(),
                 // Simulated nodes have no cluster view, so no pull is ever asked for; if

@@ -212,7 +212,8 @@ fn raw_create_waiting(
 fn an_unwritable_spill_dir_is_reported_and_data_stays_intact() -> anyhow::Result<()> {
     let spill = spill_root("unwritable");
     let mut cfg = config(64 * MIB, &spill);
-    cfg.object_create_timeout = Duration::from_secs(2);
+    // Long: a put that cannot be spilled for must fail at once, not wait this out.
+    cfg.object_create_timeout = Duration::from_secs(30);
     let _c = Cluster::start(cfg);
     // Replace the session's spill directory by a plain file: every spill now fails
     // (this works as root too, unlike removing write permission).
@@ -221,12 +222,33 @@ fn an_unwritable_spill_dir_is_reported_and_data_stays_intact() -> anyhow::Result
     std::fs::write(&session_dir, b"not a directory")?;
     let data: Vec<_> = (0..3).map(|i| contents(i, 20 * MIB)).collect();
     let refs: Vec<_> = data.iter().map(ares::put_ref).collect::<Result<_, _>>()?;
-    let err = ares::put(contents(9, 20 * MIB)).unwrap_err().to_string();
-    assert!(err.contains("spilling failed") && err.contains(&*session_dir.to_string_lossy()), "{err}");
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let err = ares::put(contents(9, 20 * MIB)).unwrap_err().to_string();
+        assert!(err.contains("spilling failed") && err.contains(&*session_dir.to_string_lossy()), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "failed only after {:?}", started.elapsed());
+    }
     assert!(ares::node_stats()?.store_spill_error.is_some());
     for (r, d) in refs.iter().zip(&data) {
         assert!(ares::get_view(r)?[..] == d[..], "objects in memory stay intact");
     }
+    // The directory is back: spilling resumes after its pause, and puts fit again.
     std::fs::remove_file(&session_dir)?;
+    std::fs::create_dir(&session_dir)?;
+    let mut extra = Vec::new();
+    ares_tests::wait_for("a put to fit once spilling works again", Duration::from_secs(60), || {
+        match ares::put(contents(9, 20 * MIB)) {
+            Ok(r) => {
+                extra.push(r);
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(ares::node_stats()?.store_spill_error.is_none());
+    for (r, d) in refs.iter().zip(&data) {
+        assert!(ares::get_view(r)?[..] == d[..], "spilled and read back intact");
+    }
+    drop(extra);
     Ok(())
 }
