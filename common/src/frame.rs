@@ -16,6 +16,20 @@ pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
 /// Largest step by which a frame buffer grows before the bytes to fill it have arrived.
 pub const READ_STEP: usize = 256 << 10;
 
+/// The first step: a frame buffer starts this small and at most doubles with each step,
+/// so a peer that announces a large frame and stalls costs this, not a whole step.
+pub const FIRST_READ_STEP: usize = 16 << 10;
+
+/// Bound on the first frame of a connection whose first message must be a small hello
+/// (a registration): a peer that has not said who it is gets no more than this.
+pub const MAX_HELLO_FRAME: usize = 64 << 10;
+
+/// How much a frame buffer holding `have` of `len` bytes grows next: at least
+/// [`FIRST_READ_STEP`], at most what it holds already and at most [`READ_STEP`].
+pub fn next_step(have: usize, len: usize) -> usize {
+    (len - have).min(have.clamp(FIRST_READ_STEP, READ_STEP))
+}
+
 /// Encodes `msg` into a new aligned buffer (payload only, no length prefix).
 pub fn encode<T: Value>(msg: &T) -> Bytes {
     msg.encode().expect("wire messages always serialize")
@@ -38,12 +52,20 @@ pub struct FrameReader<R: Read> {
     inner: BufReader<R>,
     buf: Bytes,
     max: usize,
+    /// The bound of the first frame, until it is read.
+    first_max: Option<usize>,
 }
 
 impl<R: Read> FrameReader<R> {
     /// A reader that rejects frames over `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
-        FrameReader { inner: BufReader::with_capacity(256 << 10, inner), buf: Bytes::new(), max }
+        FrameReader { inner: BufReader::with_capacity(256 << 10, inner), buf: Bytes::new(), max, first_max: None }
+    }
+
+    /// A reader that rejects a first frame over `first_max` bytes and later ones over
+    /// `max` (see [`MAX_HELLO_FRAME`]).
+    pub fn with_first_limit(inner: R, first_max: usize, max: usize) -> Self {
+        FrameReader { first_max: Some(first_max.min(max)), ..Self::new(inner, max) }
     }
 
     /// Whether bytes of a further frame are already buffered (so the caller can delay
@@ -62,16 +84,16 @@ impl<R: Read> FrameReader<R> {
         }
         self.inner.read_exact(&mut len[1..])?;
         let len = u32::from_le_bytes(len) as usize;
-        if len > self.max {
-            return Err(FrameError::TooLarge { len: len as u64, max: self.max as u64 });
+        let max = self.first_max.take().unwrap_or(self.max);
+        if len > max {
+            return Err(FrameError::TooLarge { len: len as u64, max: max as u64 });
         }
         // Grow only as bytes arrive: a peer that announces a large frame and sends
-        // little costs at most one step, not the announced size.
+        // little costs one small step, not the announced size.
         self.buf.clear();
         while self.buf.len() < len {
             let start = self.buf.len();
-            let step = (len - start).min(READ_STEP);
-            self.buf.resize(start + step, 0);
+            self.buf.resize(start + next_step(start, len), 0);
             self.inner.read_exact(&mut self.buf[start..])?;
         }
         Ok(&self.buf[..])
@@ -99,9 +121,19 @@ mod tests {
         // 60 MiB announced (under the bound), 4 bytes sent.
         let mut bytes = (60u32 << 20).to_le_bytes().to_vec();
         bytes.extend_from_slice(&[1, 2, 3, 4]);
-        let mut r = FrameReader::new(io::Cursor::new(bytes), 64 << 20);
+        let mut r = FrameReader::new(io::Cursor::new(bytes.clone()), 64 << 20);
         assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::Io(_))));
-        assert!(r.buf.capacity() <= 2 * READ_STEP, "{} bytes reserved", r.buf.capacity());
+        assert!(r.buf.capacity() <= 2 * FIRST_READ_STEP, "{} bytes reserved", r.buf.capacity());
+        // Before its hello, a peer may not even announce it.
+        let mut r = FrameReader::with_first_limit(io::Cursor::new(bytes), MAX_HELLO_FRAME, 64 << 20);
+        assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::TooLarge { max, .. }) if max == MAX_HELLO_FRAME as u64));
+        assert_eq!(r.buf.capacity(), 0);
+        // Steps double from the first one up to READ_STEP.
+        assert_eq!(next_step(0, 1 << 30), FIRST_READ_STEP);
+        assert_eq!(next_step(FIRST_READ_STEP, 1 << 30), FIRST_READ_STEP);
+        assert_eq!(next_step(100 << 10, 1 << 30), 100 << 10);
+        assert_eq!(next_step(10 << 20, 1 << 30), READ_STEP);
+        assert_eq!(next_step(10, 12), 2);
         // A real frame longer than a step still arrives whole.
         let big = vec![7u8; 3 * READ_STEP + 5];
         let mut framed = Vec::new();

@@ -148,16 +148,29 @@ impl Connection {
     /// are queued for a peer that does not read) and a receiver of frames up to
     /// `max_frame` bytes.
     pub fn split(self, max_frame: usize, outbox_limit: usize) -> io::Result<(Sender, Receiver)> {
+        self.split_hello_first(max_frame, max_frame, outbox_limit)
+    }
+
+    /// Like [`Connection::split`], but the first frame received may be at most
+    /// `first_max` bytes: for servers whose clients must first send a small hello
+    /// (`ares_common::frame::MAX_HELLO_FRAME`), so a peer that has not said who it is can
+    /// make them hold no more than that.
+    pub fn split_hello_first(
+        self,
+        first_max: usize,
+        max_frame: usize,
+        outbox_limit: usize,
+    ) -> io::Result<(Sender, Receiver)> {
         match self.inner {
             ConnInner::Unix(stream) => {
                 let w = stream.try_clone()?;
                 Ok((
                     Sender { out: SendInner::Unix(Outbox::new(w, outbox_limit)) },
-                    Receiver { inner: RecvInner::Unix(FrameReader::new(stream, max_frame)) },
+                    Receiver { inner: RecvInner::Unix(FrameReader::with_first_limit(stream, first_max, max_frame)) },
                 ))
             }
             ConnInner::Quic(q) => {
-                let (tx, rx) = q.split(max_frame, outbox_limit);
+                let (tx, rx) = q.split(first_max, max_frame, outbox_limit);
                 Ok((Sender { out: SendInner::Quic(tx) }, Receiver { inner: RecvInner::Quic(rx) }))
             }
         }

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
-use ares_common::frame::READ_STEP;
+use ares_common::frame::next_step;
 use ares_common::hex;
 
 /// Bytes a client sends first on its first stream: a magic tag, the secret, then what
@@ -621,7 +621,7 @@ impl QuicReceiver {
 
 impl QuicStream {
     /// Splits into halves; see the module docs.
-    pub(crate) fn split(self, max_frame: usize, outbox_limit: usize) -> (QuicSender, QuicReceiver) {
+    pub(crate) fn split(self, first_max: usize, max_frame: usize, outbox_limit: usize) -> (QuicSender, QuicReceiver) {
         let QuicStream { conn, mut send, recv } = self;
         let (tx, mut wrx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
         let queued = Arc::new(AtomicUsize::new(0));
@@ -647,7 +647,7 @@ impl QuicStream {
         });
         let (ftx, frx) = tokio::sync::mpsc::channel(RECV_QUEUE);
         let c = conn.clone();
-        runtime().spawn(read_frames(recv, max_frame, ftx, c));
+        runtime().spawn(read_frames(recv, first_max.min(max_frame), max_frame, ftx, c));
         (
             QuicSender { tx, queued, limit: outbox_limit, conn: conn.clone() },
             QuicReceiver { rx: frx, peeked: None, conn },
@@ -659,6 +659,7 @@ impl QuicStream {
 /// stream with the error (and closes the connection, so its writer stops too).
 async fn read_frames(
     mut recv: quinn::RecvStream,
+    first_max: usize,
     max: usize,
     out: tokio::sync::mpsc::Sender<Result<Bytes, FrameError>>,
     conn: quinn::Connection,
@@ -673,6 +674,7 @@ async fn read_frames(
             let _ = out.send(Err(e)).await;
         }
     };
+    let mut bound = first_max;
     loop {
         let mut len = [0u8; 4];
         match recv.read_exact(&mut len).await {
@@ -692,14 +694,14 @@ async fn read_frames(
             }
         }
         let len = u32::from_le_bytes(len) as usize;
-        if len > max {
-            return end(FrameError::TooLarge { len: len as u64, max: max as u64 }).await;
+        if len > bound {
+            return end(FrameError::TooLarge { len: len as u64, max: bound as u64 }).await;
         }
-        let mut buf = Bytes::with_capacity(len.min(READ_STEP));
+        bound = max;
+        let mut buf = Bytes::new();
         while buf.len() < len {
-            let want = (len - buf.len()).min(READ_STEP);
             let start = buf.len();
-            buf.resize(start + want, 0);
+            buf.resize(start + next_step(start, len), 0);
             match recv.read_exact(&mut buf[start..]).await {
                 Ok(()) => {}
                 Err(e) => {

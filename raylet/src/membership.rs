@@ -328,7 +328,9 @@ fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
                 continue;
             }
         };
-        let Ok((tx, rx)) = conn.split(MAX_FRAME, OUTBOX_LIMIT) else { continue };
+        // A node's first message is its registration (or `ares status`'s request).
+        let hello = ares_common::frame::MAX_HELLO_FRAME;
+        let Ok((tx, rx)) = conn.split_hello_first(hello, MAX_FRAME, OUTBOX_LIMIT) else { continue };
         let peer = {
             let mut st = shared.lock();
             let p = PeerId(st.next_peer);

@@ -792,7 +792,10 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
             drop(conn);
             continue;
         }
-        let Ok((out, rx)) = conn.split(shared.max_frame, OUTBOX_LIMIT) else { continue };
+        // Its first message must be a small registration: a peer that has not said who it
+        // is may announce no more than that.
+        let hello = ares_common::frame::MAX_HELLO_FRAME;
+        let Ok((out, rx)) = conn.split_hello_first(hello, shared.max_frame, OUTBOX_LIMIT) else { continue };
         let id = {
             let mut st = shared.lock();
             let id = ClientId(st.next_client);

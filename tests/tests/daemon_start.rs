@@ -291,3 +291,73 @@ fn configuration_out_of_range_is_refused_naming_the_option() {
     let err = ares::init_with(cfg).unwrap_err().to_string();
     assert!(err.contains(&too_big) && err.contains("/dev/shm") && err.contains("bytes free"), "{err}");
 }
+
+/// Peak resident memory of process `pid`, in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/<pid>/status");
+    kb << 10
+}
+
+#[test]
+fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let _serial = ares_tests::serial();
+    // 1 000 sockets here and as many in the daemon: raise the soft limit if it is low.
+    let (soft, hard) = {
+        let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        (l.current.unwrap_or(u64::MAX), l.maximum.unwrap_or(u64::MAX))
+    };
+    if soft < 2048 {
+        let want = hard.min(4096);
+        let _ = rustix::process::setrlimit(
+            rustix::process::Resource::Nofile,
+            rustix::process::Rlimit { current: Some(want), maximum: Some(hard) },
+        );
+    }
+    let sessions = scratch("huge-frames");
+    let d = Daemon::start(
+        &["--num-cpus", "1", "--object-store-memory", "32M", "--session-root", sessions.to_str().unwrap()],
+        &[],
+    );
+    let pid = d.child.id();
+    // 500 strangers announce 1 GiB and 60 MiB frames before saying who they are, and 500
+    // registered clients announce 60 MiB: each sends 4 bytes and stalls.
+    let mut conns = Vec::new();
+    for i in 0..1000u32 {
+        let mut s = UnixStream::connect(&d.socket).unwrap();
+        if i >= 500 {
+            let hello = ares_common::wire::ToRaylet::RegisterDriver {
+                pid: 1,
+                worker_id: ares_common::WorkerId([(i % 251) as u8; 16]),
+            };
+            ares_common::frame::write_msg(&mut s, &hello).unwrap();
+        }
+        let announced: u32 = if i % 2 == 0 { 1 << 30 } else { 60 << 20 };
+        s.write_all(&announced.to_le_bytes()).unwrap();
+        s.write_all(&[1, 2, 3, 4]).unwrap();
+        conns.push(s);
+    }
+    // A normal driver runs alongside meanwhile.
+    connect(&d.socket);
+    let refs: Vec<_> = (0..200).map(|i| ares::remote(double).call(i)).collect();
+    assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), 2 * (0..200).sum::<i64>());
+    // The strangers were refused at their first frame (over the hello bound).
+    for s in conns.iter_mut().take(500) {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(s.read(&mut buf).unwrap(), 0, "a stranger's oversized first frame closes its connection");
+    }
+    // The bar is 200 MB; this one is tighter (about 50 MiB here), so that growing
+    // buffers by a whole step per announced frame again (about 175 MiB) would fail it.
+    let peak = peak_rss(pid);
+    assert!(peak < 100 << 20, "the daemon peaked at {} MiB", peak >> 20);
+    ares::shutdown();
+    drop(conns);
+    d.stop();
+}
