@@ -195,11 +195,17 @@ fn run() -> Result<(), String> {
             })
             .map_err(|e| format!("starting the remote accept thread: {e}"))?;
     }
+    let mut last_warning: Option<std::time::Instant> = None;
     loop {
         let conn = match listener.accept() {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!("worker accept failed: {e}");
+                // Out of descriptors, say: log at most every 10 s and pause rather than spin.
+                if last_warning.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(10)) {
+                    tracing::warn!("worker accept failed: {e}");
+                    last_warning = Some(std::time::Instant::now());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
                 continue;
             }
         };

@@ -324,7 +324,10 @@ fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
                 if shared.stopping.load(Ordering::SeqCst) {
                     return;
                 }
+                // Connections are authenticated before they get here; an error is the
+                // process running out of something: pause rather than spin.
                 tracing::warn!("cluster accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(200));
                 continue;
             }
         };

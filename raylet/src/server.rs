@@ -109,6 +109,10 @@ struct Shared {
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
     /// Detached actors to construct, for the construction dispatcher thread.
     construct_tx: Mutex<Sender<Construct>>,
+    /// Connections that have not registered yet, with the time by which they must have:
+    /// a watchdog closes the late ones (a per-read timeout alone lets a peer that sends
+    /// its hello a byte at a time hold a connection for hours).
+    hello_deadlines: Mutex<DetMap<ClientId, Instant>>,
     /// Pauses of spilling after a failure, for the timer thread that ends them.
     resume_tx: Mutex<Sender<std::time::Duration>>,
     /// Messages to the head, for the forwarder thread (in a cluster).
@@ -194,6 +198,7 @@ impl Raylet {
             pull_tx: Mutex::new(pull_tx),
             construct_tx: Mutex::new(construct_tx),
             resume_tx: Mutex::new(resume_tx),
+            hello_deadlines: Mutex::new(DetMap::default()),
             head_tx: Mutex::new(None),
             identify_timeout: cfg.node.identify_timeout,
             max_connections: cfg.node.max_connections,
@@ -245,6 +250,18 @@ impl Raylet {
             while let Ok((object, node, addr)) = pull_rx.recv() {
                 let Some(sh) = weak.upgrade() else { return };
                 start_pull(&sh, object, node, addr);
+            }
+        })?;
+        let weak = Arc::downgrade(&shared);
+        let tick = (cfg.node.identify_timeout / 4).max(std::time::Duration::from_millis(20));
+        std::thread::Builder::new().name("ares-raylet-hello".into()).spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                let Some(sh) = weak.upgrade() else { return };
+                if sh.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                sh.close_late_hellos(Instant::now());
             }
         })?;
         let weak = Arc::downgrade(&shared);
@@ -458,6 +475,33 @@ impl SpawnEvents for Events {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the connections that have not registered by their deadline.
+    fn close_late_hellos(&self, now: Instant) {
+        let late: Vec<ClientId> = {
+            let mut d = self.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner());
+            let late: Vec<ClientId> = d.iter().filter(|(_, t)| **t <= now).map(|(c, _)| *c).collect();
+            for c in &late {
+                d.remove(c);
+            }
+            late
+        };
+        if late.is_empty() {
+            return;
+        }
+        let st = self.lock();
+        for c in late {
+            tracing::warn!(
+                client = c.0,
+                "closing a raylet connection: it did not register within {:?}",
+                self.identify_timeout
+            );
+            // Its reader sees the end and cleans up.
+            if let Some(s) = st.clients.get(&c) {
+                s.close();
+            }
+        }
     }
 
     /// Carries out the node's outputs, in order (none of them blocks).
@@ -801,6 +845,8 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
             let id = ClientId(st.next_client);
             st.next_client += 1;
             st.clients.insert(id, out);
+            let deadline = Instant::now() + shared.identify_timeout;
+            shared.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner()).insert(id, deadline);
             if from_other_node {
                 st.node.connected_remote(id);
             } else {
@@ -819,8 +865,11 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
 }
 
 fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver, remote: bool) {
-    // A client says who it is first, and soon.
-    let why = match rx.recv_timeout::<ToRaylet>(shared.identify_timeout) {
+    // A client says who it is first, and soon (the watchdog enforces the deadline for
+    // the whole hello; this timeout only ends a silent wait early).
+    let first = rx.recv_timeout::<ToRaylet>(shared.identify_timeout);
+    shared.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner()).remove(&client);
+    let why = match first {
         Ok(msg @ (ToRaylet::RegisterDriver { .. } | ToRaylet::RegisterWorker { .. })) => {
             shared.handle(client, msg, remote);
             None

@@ -68,16 +68,41 @@ pub fn ares_bin() -> std::path::PathBuf {
     bin
 }
 
-/// Names in /dev/shm that look like an Ares pool of process `pid`.
+/// What keeps the shared-memory pool of the raylet in process `pid` alive: its file in
+/// /dev/shm (if it was ever left linked), and any process that still maps it or holds
+/// it open.
 pub fn shm_files_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
+    let prefix = format!("ares-{pid}-");
+    let mut left: Vec<String> = std::fs::read_dir("/dev/shm")
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&format!("ares-{pid}-")))
+                .filter(|n| n.starts_with(&prefix))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // The pool file is unlinked as soon as it is made, so its memory lives while any
+    // process maps it or holds it open: look for those too.
+    let needle = format!("/dev/shm/{prefix}");
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let name = proc_dir.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(maps) = std::fs::read_to_string(proc_dir.path().join("maps"))
+            && let Some(line) = maps.lines().find(|l| l.contains(&needle))
+        {
+            left.push(format!("process {name} maps {}", line.split_whitespace().last().unwrap_or("")));
+        }
+        for fd in std::fs::read_dir(proc_dir.path().join("fd")).into_iter().flatten().flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && target.to_string_lossy().contains(&needle)
+            {
+                left.push(format!("process {name} holds {} open", target.display()));
+            }
+        }
+    }
+    left
 }
 
 /// A client that speaks the raylet's wire protocol itself: registers with the raylet at

@@ -93,10 +93,15 @@ fn in_process_shutdown_kills_and_reaps_workers() {
         workers.len() == 2
     });
     let socket = ares::raylet_address().unwrap();
+    // The check below can fail: while the node runs, this process and its workers map
+    // the (unlinked) pool.
+    let live = shm_files_of(std::process::id());
+    assert!(live.iter().filter(|l| l.contains(" maps ")).count() >= 3, "{live:?}");
     drop(c);
     for w in &workers {
         assert!(!process_alive(w.pid), "worker {} survived shutdown", w.pid);
     }
-    assert!(shm_files_of(std::process::id()).is_empty());
+    let left = shm_files_of(std::process::id());
+    assert!(left.is_empty(), "{left:?}");
     assert!(!Path::new(&socket).parent().unwrap().exists());
 }

@@ -118,6 +118,28 @@ fn a_connection_must_register_first_and_soon() {
 }
 
 #[test]
+fn a_hello_sent_a_byte_at_a_time_is_cut_off_at_the_identify_timeout() {
+    let mut cfg = ares::Config::default().num_cpus(2);
+    // Long enough for the node's own workers to register under load.
+    cfg.identify_timeout = Duration::from_secs(2);
+    let _c = Cluster::start(cfg);
+    let addr = ares::raylet_address().unwrap();
+    let mut hello = Vec::new();
+    let msg = ares_common::wire::ToRaylet::RegisterDriver { pid: 1, worker_id: ares_common::WorkerId([3; 16]) };
+    ares_common::frame::write_msg(&mut hello, &msg).unwrap();
+    // One byte every 200 ms: each read returns well within the timeout, but the whole
+    // hello takes twice as long. The raylet closes the connection on its deadline.
+    assert!(hello.len() >= 20, "{} bytes", hello.len());
+    let mut s = UnixStream::connect(&addr).unwrap();
+    let sent = hello.iter().position(|b| {
+        std::thread::sleep(Duration::from_millis(200));
+        s.write_all(&[*b]).is_err()
+    });
+    assert!(sent.is_some(), "the raylet took a {}-byte hello sent a byte at a time", hello.len());
+    assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
+}
+
+#[test]
 fn connections_past_the_cap_are_refused_and_the_raylet_keeps_serving() {
     let mut cfg = ares::Config::default().num_cpus(2);
     cfg.max_connections = 8;
