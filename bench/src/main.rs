@@ -215,8 +215,8 @@ fn micro(m: Micro) -> Result<()> {
             "tasks/s",
             repeat(repeats, || {
                 let t = Instant::now();
-                for _ in 0..n_sync {
-                    ares::get(&ares::remote(noop).call())?;
+                for i in 0..n_sync {
+                    anyhow::ensure!(ares::get(&ares::remote(noop).call())? == 0, "task {i} returned a wrong value");
                 }
                 Ok(n_sync as f64 / t.elapsed().as_secs_f64())
             })?,
@@ -229,8 +229,10 @@ fn micro(m: Micro) -> Result<()> {
             repeat(repeats, || {
                 let t = Instant::now();
                 let refs: Vec<_> = (0..n_async).map(|_| ares::remote(noop).call()).collect();
-                ares::get_all(&refs)?;
-                Ok(n_async as f64 / t.elapsed().as_secs_f64())
+                let got = ares::get_all(&refs)?;
+                let secs = t.elapsed().as_secs_f64();
+                anyhow::ensure!(got.len() == n_async && got.iter().all(|v| *v == 0), "wrong task results");
+                Ok(n_async as f64 / secs)
             })?,
         );
     }
@@ -243,8 +245,8 @@ fn micro(m: Micro) -> Result<()> {
             "calls/s",
             repeat(repeats, || {
                 let t = Instant::now();
-                for _ in 0..n_sync {
-                    ares::get(&actor.call(Actor::call, ()))?;
+                for i in 0..n_sync {
+                    anyhow::ensure!(ares::get(&actor.call(Actor::call, ()))? == 0, "call {i} returned a wrong value");
                 }
                 Ok(n_sync as f64 / t.elapsed().as_secs_f64())
             })?,
@@ -255,8 +257,10 @@ fn micro(m: Micro) -> Result<()> {
             repeat(repeats, || {
                 let t = Instant::now();
                 let refs: Vec<_> = (0..n_async).map(|_| actor.call(Actor::call, ())).collect();
-                ares::get_all(&refs)?;
-                Ok(n_async as f64 / t.elapsed().as_secs_f64())
+                let got = ares::get_all(&refs)?;
+                let secs = t.elapsed().as_secs_f64();
+                anyhow::ensure!(got.len() == n_async && got.iter().all(|v| *v == 0), "wrong call results");
+                Ok(n_async as f64 / secs)
             })?,
         );
         ares::kill(&actor)?;

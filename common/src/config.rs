@@ -285,6 +285,28 @@ impl Config {
                 return bad(key, f.to_string(), &reason);
             }
         }
+        // Values that only code sets, or that `set` already checks from text, checked
+        // again here for `Config` built in code.
+        let millis = |d: std::time::Duration| d.as_millis().min(u64::MAX as u128) as u64;
+        for (key, d, min) in [
+            ("node_timeout (ARES_NODE_TIMEOUT_MS)", self.node_timeout, 200),
+            ("identify_timeout (ARES_IDENTIFY_TIMEOUT_MS)", self.identify_timeout, 100),
+            ("worker_register_timeout (ARES_WORKER_REGISTER_TIMEOUT_MS)", self.worker_register_timeout, 100),
+        ] {
+            if let Err(reason) = millis_at_least(millis(d), min, " ms") {
+                return bad(key, format!("{} ms", millis(d)), &reason);
+            }
+        }
+        if self.max_connections < 8 {
+            return bad("max_connections (ARES_MAX_CONNECTIONS)", self.max_connections.to_string(), "at least 8");
+        }
+        if !(crate::frame::MAX_HELLO_FRAME..=1 << 30).contains(&self.max_frame_bytes) {
+            return bad("max_frame_bytes", self.max_frame_bytes.to_string(), "64 KiB to 1 GiB");
+        }
+        if self.object_create_timeout > std::time::Duration::from_secs(24 * 3600) {
+            let value = format!("{} ms", millis(self.object_create_timeout));
+            return bad("object_create_timeout (ARES_OBJECT_CREATE_TIMEOUT_MS)", value, "at most a day");
+        }
         if self.max_tasks_in_flight_per_worker == 0 || self.max_tasks_in_flight_per_worker > 1 << 16 {
             return bad(
                 "max_tasks_in_flight_per_worker",
@@ -365,6 +387,13 @@ mod tests {
         assert!(c.set("scheduler_spread_threshold", "-1").unwrap_err().contains("between 0 and 1"));
         let e = Config { scheduler_spread_threshold: 2.0, ..Config::default() }.validate().unwrap_err();
         assert!(e.to_string().contains("ARES_SCHEDULER_SPREAD_THRESHOLD"), "{e}");
+        let e = Config { identify_timeout: std::time::Duration::ZERO, ..Config::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("identify_timeout") && e.to_string().contains("at least 100"), "{e}");
+        let e = Config { max_frame_bytes: 10, ..Config::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("max_frame_bytes"), "{e}");
+        let e = Config { max_connections: 1, ..Config::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("max_connections"), "{e}");
+        Config::default().validate().unwrap();
         assert!(c.set("object_store_memory_fraction", "x").is_err());
         c.set("not_an_option", "x").unwrap();
     }

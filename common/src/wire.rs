@@ -426,6 +426,12 @@ pub enum FromRaylet {
         /// Why the operation was refused.
         error: Option<String>,
     },
+    /// The node daemon is stopping (sent to every client before it closes their
+    /// connections): why, for the errors the clients' calls then fail with.
+    ShuttingDown {
+        /// Why.
+        reason: String,
+    },
     /// A node of the cluster was declared dead (sent to this node's drivers and workers):
     /// its workers and stored objects are gone.
     NodeDied {

@@ -672,9 +672,7 @@ impl CoreWorker {
             max_restarts: spawn.max_restarts,
             max_task_retries: spawn.state.max_task_retries,
         });
-        if let Some(e) = actor_reply_error(answer) {
-            return Err(Error::Task(e));
-        }
+        actor_reply(answer)?;
         self.submit_in_state(spawn.state.ctor, args, |st, now, create_tid, args, early| match early {
             Some(e) => {
                 st.dead_actor(id, spawn.state.class.clone(), e.clone());
@@ -727,9 +725,7 @@ impl CoreWorker {
     /// `ares::kill`: the directory ends the actor; its calls fail from now on.
     pub(crate) fn kill_actor(&self, id: ActorId, home: Home) -> Result<()> {
         let answer = self.dir_call(home, |request_id| ToRaylet::KillActor { request_id, actor_id: id });
-        if let Some(e) = actor_reply_error(answer) {
-            return Err(Error::Task(e));
-        }
+        actor_reply(answer)?;
         self.run_untimed(|st| st.actor_killed(id));
         Ok(())
     }
@@ -784,15 +780,12 @@ impl Drop for BlockGuard<'_> {
     }
 }
 
-fn actor_reply_error(r: Result<FromRaylet>) -> Option<TaskError> {
-    match r {
-        Ok(FromRaylet::ActorReply { error, .. }) => error,
-        Ok(other) => Some(TaskError::ActorDied {
-            actor: "?".into(),
-            class: "?".into(),
-            reason: format!("unexpected answer from the raylet: {other:?}"),
-        }),
-        Err(e) => Some(TaskError::ActorDied { actor: "?".into(), class: "?".into(), reason: e.to_string() }),
+/// The outcome of a directory request: its error, or the connection's (the daemon gone).
+fn actor_reply(r: Result<FromRaylet>) -> Result<()> {
+    match r? {
+        FromRaylet::ActorReply { error: None, .. } => Ok(()),
+        FromRaylet::ActorReply { error: Some(e), .. } => Err(Error::Task(e)),
+        other => Err(Error::RayletUnavailable(format!("unexpected answer to an actor request: {other:?}"))),
     }
 }
 

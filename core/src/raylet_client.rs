@@ -30,7 +30,10 @@ const OUTBOX_LIMIT: usize = 256 << 20;
 
 fn request_id(msg: &FromRaylet) -> Option<u64> {
     match msg {
-        FromRaylet::Registered { .. } | FromRaylet::ObjectsSpilled { .. } | FromRaylet::NodeDied { .. } => None,
+        FromRaylet::Registered { .. }
+        | FromRaylet::ObjectsSpilled { .. }
+        | FromRaylet::NodeDied { .. }
+        | FromRaylet::ShuttingDown { .. } => None,
         FromRaylet::LeaseGranted { request_id, .. }
         | FromRaylet::LeaseSpillback { request_id, .. }
         | FromRaylet::LeaseInfeasible { request_id, .. }

@@ -376,6 +376,14 @@ impl Raylet {
         if self.shared.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
+        {
+            // Clients learn why their calls are about to fail before anything goes.
+            let st = self.shared.lock();
+            let reason = "the node daemon is stopping (ares stop, SIGTERM, or its driver's shutdown)".to_string();
+            for c in st.clients.values() {
+                let _ = c.send(&FromRaylet::ShuttingDown { reason: reason.clone() });
+            }
+        }
         if let Some(mut m) = self.membership.take() {
             m.shutdown();
         }

@@ -182,21 +182,43 @@ fn calls_fail_typed_when_the_daemon_goes(signal: rustix::process::Signal, name: 
     let running = ares::remote(sleepy).call(600_000);
     let queued = ares::remote(sleepy).call(1); // waits for the only CPU
     let workers = ares::node_stats().unwrap().workers;
+    // A get already waiting when the daemon goes.
+    let waiting = std::thread::spawn(move || {
+        let e = ares::get(&running).unwrap_err();
+        (e, std::time::Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(100)); // let it block
     let pid = rustix::process::Pid::from_raw(d.child.id() as i32).unwrap();
+    let killed = std::time::Instant::now();
     rustix::process::kill_process(pid, signal).unwrap();
-    d.child.wait().unwrap();
+    let socket = d.socket.clone();
     let gone = |e: ares::Error| match e {
-        ares::Error::Task(ares::TaskError::RayletUnavailable { socket, .. }) => socket == d.socket,
-        ares::Error::RayletUnavailable(_) => true,
+        ares::Error::Task(ares::TaskError::RayletUnavailable { socket: s, reason }) => {
+            assert_eq!(s, socket);
+            reason
+        }
+        ares::Error::RayletUnavailable(reason) => reason,
         other => panic!("expected RayletUnavailable, got {other}"),
     };
-    let started = std::time::Instant::now();
-    assert!(gone(ares::get(&queued).unwrap_err()));
-    eprintln!("{name}: a waiting get failed {:?} after the daemon exited", started.elapsed());
-    assert!(gone(ares::get(&running).unwrap_err()));
-    // Later calls fail at once, with the same error.
-    assert!(gone(ares::get(&ares::remote(double).call(1)).unwrap_err()));
-    assert!(gone(ares::node_stats().unwrap_err()));
+    let (e, failed_at) = waiting.join().unwrap();
+    let reason = gone(e);
+    let took = failed_at.duration_since(killed);
+    assert!(took < Duration::from_secs(2), "{name}: the waiting get failed only after {took:?}");
+    if signal == rustix::process::Signal::TERM {
+        assert!(reason.contains("stopping"), "a stopped daemon says so: {reason}");
+    }
+    d.child.wait().unwrap();
+    gone(ares::get(&queued).unwrap_err());
+    // Later calls fail at once, with the same error: tasks, puts large and small, waits,
+    // actors, stats.
+    gone(ares::get(&ares::remote(double).call(1)).unwrap_err());
+    gone(ares::put(vec![7u8; 1 << 20]).unwrap_err());
+    let small = ares::put(5u64);
+    assert!(small.is_err() || ares::get(&small.unwrap()).unwrap() == 5, "a small put stays in this process");
+    let (ready, _) = ares::wait(&[ares::remote(double).call(2)], 1, Some(Duration::from_secs(5)));
+    assert_eq!(ready.len(), 1, "a failed task counts as ready");
+    gone(ares::actor(ares_tests::actors::Counter::new).try_spawn(1).unwrap_err());
+    gone(ares::node_stats().unwrap_err());
     // The daemon's workers do not linger.
     for w in workers {
         wait_for("the daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));

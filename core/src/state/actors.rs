@@ -519,6 +519,9 @@ impl CoreState {
     /// will not be answered, and every pending and later task fails with
     /// `RayletUnavailable` (its workers and stored values went with it).
     pub fn handle_raylet_lost(&mut self, socket: &str, reason: &str) {
+        // The daemon said why it went, if it could.
+        let goodbye = self.raylet_goodbye.take();
+        let reason = goodbye.as_deref().unwrap_or(reason);
         let requests: Vec<(u64, Request)> = self.requests.drain().collect();
         for (_, r) in requests {
             match r {

@@ -264,6 +264,8 @@ pub struct CoreState {
     nodes: DetMap<NodeId, std::net::SocketAddr>,
     /// Nodes whose raylet connection failed, and when.
     unreachable: DetMap<NodeId, Instant>,
+    /// Why this node's daemon said it is stopping, if it did.
+    raylet_goodbye: Option<String>,
     /// Queues that ask for no lease before this time (they were sent to an unreachable
     /// node).
     backoff: DetMap<SchedKey, Instant>,
@@ -296,6 +298,7 @@ impl CoreState {
             shapes: DetMap::default(),
             nodes: DetMap::default(),
             unreachable: DetMap::default(),
+            raylet_goodbye: None,
             backoff: DetMap::default(),
             conns: DetMap::default(),
             requests: DetMap::default(),
@@ -989,6 +992,7 @@ impl CoreState {
             },
             FromRaylet::ObjectsSpilled { objects } => self.on_spilled(objects),
             FromRaylet::NodeDied { node } => self.on_node_died(now, node),
+            FromRaylet::ShuttingDown { reason } if from.is_none() => self.raylet_goodbye = Some(reason),
             FromRaylet::ActorReply { request_id, error } => match self.requests.remove(&request_id) {
                 Some(Request::AddHold(a)) => self.on_hold_added(a, error),
                 Some(Request::WorkerLost(a)) => self.on_restart_decided(now, a, error),
