@@ -6,11 +6,9 @@
 //! - `env_queued_1M`: 1 000 000 no-op tasks submitted from one driver, then all got.
 //! - `env_args_10k`: one task taking 10 000 `ObjectRef`s (a `Vec<ObjectRef<i64>>` for its
 //!   `Vec<i64>` parameter).
+//! - `env_returns_3k`: one task with 3 000 return values (`num_returns(3000)`), all got.
 //! - `env_get_10k`: one `get_all` of 10 000 objects of 100 KiB (each in the store).
 //! - `env_actors_200`: 200 actors started (a process each), called once each, killed.
-//!
-//! Not measured: Ray's "3 000 return values of one task"; Ares tasks have one return
-//! value (a task may return a `Vec`), see docs/benchmarks.md.
 
 use std::time::Instant;
 
@@ -77,6 +75,14 @@ pub(crate) fn run() -> Result<()> {
     let secs = t.elapsed().as_secs_f64();
     ensure!(total == 10_000, "the task saw {total} arguments");
     emit("env_args_10k", secs, 2.0)?;
+
+    let t = Instant::now();
+    let returns = ares::remote(crate::count_to).num_returns(3000).call(3000);
+    let got = ares::get_all(&returns)?;
+    let secs = t.elapsed().as_secs_f64();
+    ensure!(got.len() == 3000 && got.iter().enumerate().all(|(i, v)| *v == i as u32), "wrong return values");
+    drop(returns);
+    emit("env_returns_3k", secs, 2.0)?;
 
     let objects: Vec<_> =
         (0..10_000u32).map(|i| ares::put(vec![(i % 251) as u8; 100 << 10])).collect::<ares::Result<_>>()?;

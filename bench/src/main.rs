@@ -111,6 +111,12 @@ enum Cmd {
     },
 }
 
+/// `0..n`, for a task of `n` return values (the envelope's `env_returns_3k`).
+#[ares::remote]
+fn count_to(n: u32) -> Vec<u32> {
+    (0..n).collect()
+}
+
 #[ares::remote]
 fn noop() -> i64 {
     0

@@ -546,6 +546,9 @@ pub struct TaskSpec {
     pub attempt: u32,
     /// A plain task, an actor's construction, or a method call on it.
     pub kind: TaskKind,
+    /// How many return values: the function's `Vec` result is split into this many
+    /// objects, `ObjectId::for_return(task_id, 0..num_returns)` (1: the result is one).
+    pub num_returns: u32,
 }
 
 /// What a task spec asks the worker to do.
@@ -613,6 +616,22 @@ pub enum Outcome {
     },
     /// The task failed.
     Failed(TaskError),
+    /// A task of several return values (`num_returns`): one per return, in order.
+    Returns(Vec<ReturnValue>),
+}
+
+/// One of several return values of a task.
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ReturnValue {
+    /// Small, encoded inline.
+    Inline(Vec<u8>),
+    /// Large, sealed in the node's pool as `ObjectId::for_return(task, index)`.
+    Shared {
+        /// Offset in the pool.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
 }
 
 /// Lease request shapes a node reports at most (the rest are summed into the count).

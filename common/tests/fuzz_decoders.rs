@@ -36,6 +36,7 @@ fn seeds() -> Vec<Vec<u8>> {
         ],
         attempt: 1,
         kind: TaskKind::Normal,
+        num_returns: 1,
     };
     let mut out = vec![
         ToRaylet::RegisterDriver { pid: 42, worker_id: worker }.encode().unwrap().to_vec(),

@@ -646,9 +646,15 @@ impl CoreWorker {
 
     /// Records a call that failed before submission (its arguments could not be encoded).
     pub(crate) fn submit_failed(&self, error: TaskError) -> ObjectId {
+        self.submit_failed_n(1, error)
+    }
+
+    /// [`CoreWorker::submit_failed`] for a task of `num_returns` return values; returns
+    /// the first.
+    pub(crate) fn submit_failed_n(&self, num_returns: u32, error: TaskError) -> ObjectId {
         self.run_untimed(|st| {
             let task_id = Self::with_scope(|scope| st.next_task_id(scope));
-            st.submit_failed(task_id, error)
+            st.submit_failed_n(task_id, num_returns, error)
         })
     }
 

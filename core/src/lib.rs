@@ -49,7 +49,7 @@ pub use ares_common::{Config, WorkerCommand};
 pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError};
 pub use object_ref::{ObjectRef, View};
-pub use remote::{IntoArg, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
+pub use remote::{IntoArg, MultiFn, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
 
 use core_worker::{CoreConfig, CoreWorker};
 use runtime::{RUNTIME, Runtime, current, init_logging};
@@ -58,8 +58,8 @@ use runtime::{RUNTIME, Runtime, current, init_logging};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::registry::{
-        ACTOR_CONSTRUCTORS, ACTOR_METHODS, ActorConstructor, ActorInstance, ActorMethodEntry, Invoker, Probe,
-        REMOTE_FUNCTIONS, RemoteFunction, TaskContext, WrapSend, WrapSync, with_mut, with_ref,
+        ACTOR_CONSTRUCTORS, ACTOR_METHODS, ActorConstructor, ActorInstance, ActorMethodEntry, FinishEach, FinishWhole,
+        Invoker, Probe, REMOTE_FUNCTIONS, RemoteFunction, Returns, TaskContext, WrapSend, WrapSync, with_mut, with_ref,
     };
     pub use ares_common::wire::Outcome;
     pub use linkme;

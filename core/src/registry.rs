@@ -159,6 +159,8 @@ pub struct TaskContext<'a> {
     pub(crate) task_id: TaskId,
     pub(crate) function: &'a str,
     pub(crate) owner: ares_common::WorkerId,
+    /// Return values asked for (`TaskSpec::num_returns`).
+    pub(crate) num_returns: u32,
 }
 impl TaskContext<'_> {
     /// Decodes argument `i` as a `T`.
@@ -179,6 +181,58 @@ impl TaskContext<'_> {
         Outcome::Failed(TaskError::Application { function: self.function.to_string(), message: panic_message(&panic) })
     }
 
+    /// The outcome of a task asked for several return values whose function returns one.
+    fn not_a_list(&self) -> Outcome {
+        Outcome::Failed(TaskError::Decode {
+            function: self.function.to_string(),
+            what: "the return values".into(),
+            reason: format!(
+                "num_returns is {}, but the function does not return a Vec to split into that many values",
+                self.num_returns
+            ),
+        })
+    }
+
+    /// Splits a `Vec` result into `num_returns` objects, each inline when small or in
+    /// the node's pool when large (a result of the wrong length fails the task).
+    fn finish_each<T: Value>(&self, result: std::thread::Result<Vec<T>>) -> Outcome
+    where
+        Vec<T>: Value,
+    {
+        let values = match result {
+            Err(panic) => return self.panicked(panic),
+            Ok(v) if self.num_returns <= 1 => return self.finish(Ok(v)),
+            Ok(v) => v,
+        };
+        if values.len() != self.num_returns as usize {
+            return Outcome::Failed(TaskError::Decode {
+                function: self.function.to_string(),
+                what: "the return values".into(),
+                reason: format!("it returned {} values; num_returns is {}", values.len(), self.num_returns),
+            });
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for (i, v) in values.iter().enumerate() {
+            let id = ObjectId::for_return(self.task_id, i as u32);
+            match self.cw.store.store_value(id, v, self.owner) {
+                Ok(Stored::Inline(bytes)) => out.push(ares_common::wire::ReturnValue::Inline(bytes.to_vec())),
+                Ok(Stored::Shared { offset, len }) => out.push(ares_common::wire::ReturnValue::Shared { offset, len }),
+                Err(e) => {
+                    // Those already stored are deleted by the owner, which sees the failure.
+                    return Outcome::Failed(match e {
+                        crate::Error::Task(e) => e,
+                        e => TaskError::Decode {
+                            function: self.function.to_string(),
+                            what: format!("return value {i}"),
+                            reason: e.to_string(),
+                        },
+                    });
+                }
+            }
+        }
+        Outcome::Returns(out)
+    }
+
     /// Turns the function's result (or its panic) into an outcome: inline when small,
     /// in the node's pool when large.
     pub fn finish<R: Value>(&self, result: std::thread::Result<R>) -> Outcome {
@@ -195,6 +249,50 @@ impl TaskContext<'_> {
                 }),
             },
         }
+    }
+}
+
+/// Picks how a remote function's result becomes its outcome by its type (autoref
+/// specialization, as [`Probe`]): the macro calls `(&Returns::<R>::new()).finish(ctx, r)`;
+/// [`FinishEach`] applies to a `Vec<T>` (split into `num_returns` objects when asked),
+/// [`FinishWhole`] to any other `R` (one object).
+pub struct Returns<R>(PhantomData<R>);
+
+impl<R> Returns<R> {
+    /// A probe for `R`.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Returns(PhantomData)
+    }
+}
+
+/// The outcome of a `Vec` result.
+pub trait FinishEach<R> {
+    /// Stores `r` as one object, or as `num_returns` objects.
+    fn finish(&self, ctx: &TaskContext<'_>, r: std::thread::Result<R>) -> Outcome;
+}
+
+impl<T: Value> FinishEach<Vec<T>> for Returns<Vec<T>>
+where
+    Vec<T>: Value,
+{
+    fn finish(&self, ctx: &TaskContext<'_>, r: std::thread::Result<Vec<T>>) -> Outcome {
+        ctx.finish_each(r)
+    }
+}
+
+/// The outcome of any other result.
+pub trait FinishWhole<R> {
+    /// Stores `r` as one object (a task asked for several fails).
+    fn finish(&self, ctx: &TaskContext<'_>, r: std::thread::Result<R>) -> Outcome;
+}
+
+impl<R: Value> FinishWhole<R> for &Returns<R> {
+    fn finish(&self, ctx: &TaskContext<'_>, r: std::thread::Result<R>) -> Outcome {
+        if ctx.num_returns > 1 {
+            return ctx.not_a_list();
+        }
+        ctx.finish(r)
     }
 }
 

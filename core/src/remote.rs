@@ -223,7 +223,42 @@ where
         self
     }
 
+    /// Splits the function's `Vec` result into `n` objects, as Ray's `num_returns`: the
+    /// call returns `n` refs, each to one element, freed and passed on separately. A
+    /// result of another length fails every one of them, naming both lengths.
+    ///
+    /// ```no_run
+    /// #[ares::remote]
+    /// fn min_max(v: Vec<i64>) -> Vec<i64> {
+    ///     vec![*v.iter().min().unwrap(), *v.iter().max().unwrap()]
+    /// }
+    /// # fn main() -> anyhow::Result<()> {
+    /// # ares::init()?;
+    /// let refs = ares::remote(min_max).num_returns(2).call(vec![3, 1, 4]);
+    /// assert_eq!((ares::get(&refs[0])?, ares::get(&refs[1])?), (1, 4));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `n` is 0 (a task has at least one return value).
+    pub fn num_returns(self, n: u32) -> MultiFn<F, Args> {
+        assert!(n > 0, "num_returns(0): a task has at least one return value");
+        MultiFn { inner: self, n }
+    }
+
     fn submit(&self, args: Vec<PreparedArg>) -> ObjectRef<F::Output> {
+        let (cw, id) = self.submit_n(args, 1);
+        ObjectRef::new(id, cw)
+    }
+
+    /// Submits the task for `num_returns` return values; returns the first one's ID.
+    fn submit_n(
+        &self,
+        args: Vec<PreparedArg>,
+        num_returns: u32,
+    ) -> (Arc<crate::core_worker::CoreWorker>, ares_common::ObjectId) {
         let cw = crate::runtime::current().unwrap_or_else(|e| panic!("ares::remote(..).call(..): {e}"));
         let function = std::any::type_name::<F>();
         let (specs, keep, encode_error) = prepare(args);
@@ -236,17 +271,34 @@ where
             kind: ares_common::wire::TaskKind::Normal,
             keeps: keep.actor_ids(),
             carried: keep.carried(cw.worker_id()),
+            num_returns,
         };
         let id = match encode_error {
             None => cw.submit(submit, specs),
-            Some((i, reason)) => cw.submit_failed(crate::TaskError::Decode {
-                function: function.to_string(),
-                what: format!("argument {i}"),
-                reason,
-            }),
+            Some((i, reason)) => cw.submit_failed_n(
+                num_returns,
+                crate::TaskError::Decode { function: function.to_string(), what: format!("argument {i}"), reason },
+            ),
         };
         drop(keep);
-        ObjectRef::new(id, cw)
+        (cw, id)
+    }
+}
+
+/// A remote function whose `Vec` result becomes several objects; see
+/// [`RemoteFn::num_returns`].
+pub struct MultiFn<F, Args> {
+    inner: RemoteFn<F, Args>,
+    n: u32,
+}
+
+impl<F, Args> MultiFn<F, Args>
+where
+    F: RemoteFunc<Args>,
+{
+    fn submit<T>(&self, args: Vec<PreparedArg>) -> Vec<ObjectRef<T>> {
+        let (cw, first) = self.inner.submit_n(args, self.n);
+        (0..self.n).map(|i| ObjectRef::new(ares_common::ObjectId::for_return(first.task, i), cw.clone())).collect()
     }
 }
 
@@ -268,6 +320,17 @@ macro_rules! arity {
             /// before the task runs).
             #[allow(clippy::too_many_arguments)]
             pub fn call(&self, $($v: impl IntoArg<$a>),*) -> ObjectRef<F::Output> {
+                self.submit(vec![$($v.into_arg()),*])
+            }
+        }
+
+        impl<F, T, $($a,)*> MultiFn<F, ($($a,)*)>
+        where
+            F: RemoteFunc<($($a,)*), Output = Vec<T>>,
+        {
+            /// Submits the task; returns one ref per element of its result.
+            #[allow(clippy::too_many_arguments)]
+            pub fn call(&self, $($v: impl IntoArg<$a>),*) -> Vec<ObjectRef<T>> {
                 self.submit(vec![$($v.into_arg()),*])
             }
         }

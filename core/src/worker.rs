@@ -406,6 +406,12 @@ fn invoke_with_args(
             }
         }
     }
-    let ctx = TaskContext { cw, task_id: spec.task_id, function: &spec.function, owner: spec.owner };
+    let ctx = TaskContext {
+        cw,
+        task_id: spec.task_id,
+        function: &spec.function,
+        owner: spec.owner,
+        num_returns: spec.num_returns,
+    };
     invoke(&ctx, &slices)
 }

@@ -622,6 +622,7 @@ mod tests {
                     args: Vec::new(),
                     attempt: 0,
                     kind: TaskKind::ActorCreate { actor_id, max_concurrency: 1 },
+                    num_returns: 1,
                 },
                 shape: ResourceSet::new().with("CPU", cpus),
             },

@@ -327,6 +327,7 @@ impl Sim {
             kind: TaskKind::Normal,
             keeps: Vec::new(),
             carried: Vec::new(),
+            num_returns: 1,
         };
         let st = &mut self.procs[p].state;
         let tid = st.next_task_id(None);
@@ -761,6 +762,7 @@ impl Sim {
                     kind: TaskKind::Normal,
                     keeps: Vec::new(),
                     carried: Vec::new(),
+                    num_returns: 1,
                 };
                 let st = &mut self.procs[w].state;
                 let mut scope = TaskScope::new(spec.task_id);

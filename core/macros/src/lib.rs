@@ -44,6 +44,10 @@ fn expand(func: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let invoke = format_ident!("__ares_invoke_{}", name);
     let entry = format_ident!("__ARES_ENTRY_{}", name.to_string().to_uppercase());
     let name_fn = format_ident!("__ares_name_{}", name);
+    let ret = match &sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => quote!(#ty),
+    };
     Ok(quote! {
         #func
 
@@ -53,8 +57,12 @@ fn expand(func: &ItemFn) -> syn::Result<proc_macro2::TokenStream> {
             __ctx: &::ares::__private::TaskContext<'_>,
             __args: &[&[u8]],
         ) -> ::ares::__private::Outcome {
+            #[allow(unused_imports)]
+            use ::ares::__private::{FinishEach as _, FinishWhole as _};
             #(#decls)*
-            __ctx.finish(::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(move || #name(#(#names),*))))
+            let __result = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(move || #name(#(#names),*)));
+            // A `Vec` result may be split into `num_returns` objects (see `Returns`).
+            (&::ares::__private::Returns::<#ret>::new()).finish(__ctx, __result)
         }
 
         #[doc(hidden)]

@@ -150,6 +150,7 @@ impl CoreState {
             kind: TaskKind::ActorCreate { actor_id: id, max_concurrency: spawn.max_concurrency },
             keeps,
             carried,
+            num_returns: 1,
         };
         // The construction's return object is held by the actor's record until it dies.
         self.submit(now, create_tid, submit, args);
@@ -188,6 +189,7 @@ impl CoreState {
             kind: TaskKind::ActorCall { actor_id: actor },
             keeps,
             carried,
+            num_returns: 1,
         };
         self.submit(now, task_id, submit, args)
     }

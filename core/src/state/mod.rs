@@ -34,7 +34,9 @@ use std::time::{Duration, Instant};
 use ares_common::codec::Bytes;
 use ares_common::det::DetMap;
 use ares_common::frame;
-use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::wire::{
+    FromRaylet, FromWorker, Outcome, ReturnValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg,
+};
 use ares_common::{
     ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
 };
@@ -165,6 +167,8 @@ pub struct Submit {
     pub keeps: Vec<ActorId>,
     /// Owned refs encoded inside argument values: kept in scope until the task is done.
     pub carried: Vec<ObjectId>,
+    /// Return values (at least 1): `ObjectId::for_return(task, 0..num_returns)`.
+    pub num_returns: u32,
 }
 
 struct Task {
@@ -183,12 +187,38 @@ struct Task {
     target: Target,
     kind: TaskKind,
     keeps: Vec<ActorId>,
+    num_returns: u32,
 }
 
 impl Task {
     fn ready(&self) -> bool {
         self.unresolved == 0 && self.unmerged == 0
     }
+}
+
+/// The return objects of `task_id` that `outcome` says are sealed in a store.
+fn stored_returns(task_id: TaskId, outcome: &Outcome) -> Vec<ObjectId> {
+    match outcome {
+        Outcome::Shared { .. } => vec![ObjectId::for_return(task_id, 0)],
+        Outcome::Returns(v) => v
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, ReturnValue::Shared { .. }))
+            .map(|(i, _)| ObjectId::for_return(task_id, i as u32))
+            .collect(),
+        Outcome::Inline(_) | Outcome::Failed(_) => Vec::new(),
+    }
+}
+
+fn inline_location(v: &[u8]) -> Location {
+    let mut b = Bytes::with_capacity(v.len());
+    b.extend_from_slice(v);
+    Location::Inline(Arc::new(b))
+}
+
+/// The return objects of task `tid` of `n` return values.
+fn returns_of(tid: TaskId, n: u32) -> impl Iterator<Item = ObjectId> {
+    (0..n.max(1)).map(move |i| ObjectId::for_return(tid, i))
 }
 
 #[derive(Default)]
@@ -482,7 +512,10 @@ impl CoreState {
         early: Option<TaskError>,
     ) -> ObjectId {
         let return_id = ObjectId::for_return(task_id, 0);
-        self.table.add_owned(return_id, Status::Pending);
+        let num_returns = s.num_returns.max(1);
+        for rid in returns_of(task_id, num_returns) {
+            self.table.add_owned(rid, Status::Pending);
+        }
         let mut slots = Vec::with_capacity(args.len());
         let mut arg_ids = Vec::new();
         let mut temps = Vec::new();
@@ -552,6 +585,7 @@ impl CoreState {
             target: s.target,
             kind: s.kind,
             keeps,
+            num_returns,
         };
         self.tasks.insert(task_id, task);
         if let Target::Actor(a) = s.target {
@@ -571,9 +605,16 @@ impl CoreState {
 
     /// Records a call that failed before submission (its arguments could not be encoded).
     pub fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
-        let return_id = ObjectId::for_return(task_id, 0);
-        self.table.add_owned(return_id, Status::Failed(Box::new(error)));
-        return_id
+        self.submit_failed_n(task_id, 1, error)
+    }
+
+    /// [`CoreState::submit_failed`] for a task of `num_returns` return values; returns
+    /// the first.
+    pub fn submit_failed_n(&mut self, task_id: TaskId, num_returns: u32, error: TaskError) -> ObjectId {
+        for rid in returns_of(task_id, num_returns) {
+            self.table.add_owned(rid, Status::Failed(Box::new(error.clone())));
+        }
+        ObjectId::for_return(task_id, 0)
     }
 
     /// Every argument of `tid` is ready: merge its gathered lists, or queue it.
@@ -680,7 +721,12 @@ impl CoreState {
                 continue;
             };
             let rid = ObjectId::for_return(tid, 0);
-            self.table.set_failed(rid, error.clone());
+            for r in returns_of(tid, task.num_returns) {
+                self.table.set_failed(r, error.clone());
+                if let Some(waiters) = self.waiting.remove(&r) {
+                    stack.extend(waiters);
+                }
+            }
             self.table.remove_submitted(&task.arg_ids);
             match task.target {
                 Target::Create(a) => {
@@ -690,9 +736,6 @@ impl CoreState {
                 }
                 Target::Actor(a) if !failed_calls.contains(&a) => failed_calls.push(a),
                 _ => {}
-            }
-            if let Some(waiters) = self.waiting.remove(&rid) {
-                stack.extend(waiters);
             }
             self.retire(task);
         }
@@ -1083,9 +1126,7 @@ impl CoreState {
             None => {
                 let ids = replies
                     .into_iter()
-                    .filter_map(|FromWorker::Done { task_id, outcome, .. }| {
-                        matches!(outcome, Outcome::Shared { .. }).then(|| ObjectId::for_return(task_id, 0))
-                    })
+                    .flat_map(|FromWorker::Done { task_id, outcome, .. }| stored_returns(task_id, &outcome))
                     .collect();
                 self.delete_stale(ids);
             }
@@ -1151,48 +1192,74 @@ impl CoreState {
         stale: &mut Vec<ObjectId>,
         touched: &mut Touched,
     ) {
-        let rid = ObjectId::for_return(task_id, 0);
         let Some(task) = self.tasks.remove(&task_id) else {
             // Nobody waits for it any more (the runtime stopped): free what it made.
-            if matches!(outcome, Outcome::Shared { .. }) {
-                stale.push(rid);
-            }
+            stale.extend(stored_returns(task_id, &outcome));
             return;
         };
-        if task.attempts > 0 && !matches!(outcome, Outcome::Shared { .. }) {
-            // An earlier attempt may have sealed a copy before its worker died.
-            stale.push(rid);
-        }
-        let location = match outcome {
-            Outcome::Inline(v) => {
-                let mut b = Bytes::with_capacity(v.len());
-                b.extend_from_slice(&v);
-                Location::Inline(Arc::new(b))
-            }
-            Outcome::Shared { len, .. } => Location::stored(node, len),
+        // One location per return value, or the task's failure.
+        let values: Vec<Location> = match outcome {
             Outcome::Failed(e) => {
                 // Put the task back so fail_task handles it and its dependents alike.
                 self.tasks.insert(task_id, task);
                 self.fail_task(task_id, e);
                 return;
             }
+            Outcome::Returns(v) if v.len() != task.num_returns as usize || task.num_returns < 2 => {
+                let e = TaskError::Decode {
+                    function: task.function.to_string(),
+                    what: "the return values".into(),
+                    reason: format!("the worker sent {} return values for a task of {}", v.len(), task.num_returns),
+                };
+                stale.extend(stored_returns(task_id, &Outcome::Returns(v)));
+                self.tasks.insert(task_id, task);
+                self.fail_task(task_id, e);
+                return;
+            }
+            Outcome::Inline(_) | Outcome::Shared { .. } if task.num_returns > 1 => {
+                stale.extend(stored_returns(task_id, &outcome));
+                let e = TaskError::Decode {
+                    function: task.function.to_string(),
+                    what: "the return values".into(),
+                    reason: format!("the worker sent one return value for a task of {}", task.num_returns),
+                };
+                self.tasks.insert(task_id, task);
+                self.fail_task(task_id, e);
+                return;
+            }
+            Outcome::Inline(v) => vec![inline_location(&v)],
+            Outcome::Shared { len, .. } => vec![Location::stored(node, len)],
+            Outcome::Returns(v) => v
+                .into_iter()
+                .map(|r| match r {
+                    ReturnValue::Inline(b) => inline_location(&b),
+                    ReturnValue::Shared { len, .. } => Location::stored(node, len),
+                })
+                .collect(),
         };
-        self.table.set_ready(rid, location);
-        self.table.remove_submitted(&task.arg_ids);
-        self.retire(task);
-        for tid in self.waiting.remove(&rid).unwrap_or_default() {
-            let Some(t) = self.tasks.get_mut(&tid) else {
-                continue;
-            };
-            t.unresolved -= 1;
-            if t.unresolved == 0 {
-                if t.unmerged > 0 {
-                    self.emit_gathers(tid);
-                } else {
-                    self.enqueue_ready(tid, touched);
+        for (i, location) in values.into_iter().enumerate() {
+            let rid = ObjectId::for_return(task_id, i as u32);
+            if task.attempts > 0 && matches!(location, Location::Inline(_)) {
+                // An earlier attempt may have sealed a copy before its worker died.
+                stale.push(rid);
+            }
+            self.table.set_ready(rid, location);
+            for tid in self.waiting.remove(&rid).unwrap_or_default() {
+                let Some(t) = self.tasks.get_mut(&tid) else {
+                    continue;
+                };
+                t.unresolved -= 1;
+                if t.unresolved == 0 {
+                    if t.unmerged > 0 {
+                        self.emit_gathers(tid);
+                    } else {
+                        self.enqueue_ready(tid, touched);
+                    }
                 }
             }
         }
+        self.table.remove_submitted(&task.arg_ids);
+        self.retire(task);
     }
 
     /// Deletes store copies no owner record points at; deleting an unknown ID is a no-op.
@@ -1235,7 +1302,7 @@ impl CoreState {
             attempts: task.attempts,
         });
         // The dead worker may have sealed results before dying.
-        let stale = failed.into_iter().map(|t| ObjectId::for_return(t, 0)).collect();
+        let stale = failed;
         if let Some(st) = self.shapes.get_mut(&shape) {
             for tid in retry.into_iter().rev() {
                 st.queue.push_front(tid);
@@ -1247,12 +1314,12 @@ impl CoreState {
 
     /// Counts an attempt for each task that was in flight on a lost connection: those
     /// with retries left are returned (in order) to be queued again, the others fail with
-    /// `error(task)` and are returned second.
+    /// `error(task)` and their return objects are returned second.
     fn retry_or_fail(
         &mut self,
         in_flight: impl IntoIterator<Item = TaskId>,
         error: impl Fn(&Task) -> TaskError,
-    ) -> (Vec<TaskId>, Vec<TaskId>) {
+    ) -> (Vec<TaskId>, Vec<ObjectId>) {
         let (mut retry, mut failed) = (Vec::new(), Vec::new());
         for tid in in_flight {
             let Some(task) = self.tasks.get_mut(&tid) else {
@@ -1264,8 +1331,8 @@ impl CoreState {
                 retry.push(tid);
             } else {
                 let e = error(task);
+                failed.extend(returns_of(tid, task.num_returns));
                 self.fail_task(tid, e);
-                failed.push(tid);
             }
         }
         (retry, failed)
@@ -1389,6 +1456,7 @@ fn resolve(table: &OwnershipTable, owner: WorkerId, tid: TaskId, task: &Task) ->
         args,
         attempt: task.attempts,
         kind: task.kind.clone(),
+        num_returns: task.num_returns,
     })
 }
 

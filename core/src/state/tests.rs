@@ -32,6 +32,7 @@ fn submit_spec(function: &'static str) -> Submit {
         kind: TaskKind::Normal,
         keeps: Vec::new(),
         carried: Vec::new(),
+        num_returns: 1,
     }
 }
 
@@ -609,5 +610,39 @@ fn a_borrower_of_an_actor_homed_on_another_node_asks_that_node_and_fails_when_it
     match st.status(call) {
         Some(Status::Failed(e)) => assert!(e.to_string().contains("lost the connection to node"), "{e}"),
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all() {
+    use ares_common::wire::ReturnValue;
+    let mut st = state();
+    let t0 = Instant::now();
+    let (a, b) = (st.next_task_id(None), st.next_task_id(None));
+    let three = Submit { num_returns: 3, ..submit_spec("f") };
+    st.submit(t0, a, three, vec![value(1)]);
+    let two = Submit { num_returns: 2, ..submit_spec("f") };
+    st.submit(t0, b, two, vec![value(1)]);
+    let (conn, pushed) = open_lease(&mut st, t0, 1);
+    assert_eq!(pushed[0].num_returns, 3);
+    let inline = |v: i64| ReturnValue::Inline(v.encode().unwrap().to_vec());
+    let returns = vec![inline(7), ReturnValue::Shared { offset: 0, len: 100 }, inline(9)];
+    let reply = FromWorker::Done { task_id: a, outcome: Outcome::Returns(returns), copies: Vec::new() };
+    st.handle_replies(t0, conn, vec![reply]);
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!((pushed[0].task_id, pushed[0].num_returns), (b, 2));
+    let wrong = FromWorker::Done { task_id: b, outcome: Outcome::Returns(vec![inline(1)]), copies: Vec::new() };
+    st.handle_replies(t0, conn, vec![wrong]);
+    match st.status(ObjectId::for_return(a, 0)) {
+        Some(Status::Ready(Location::Inline(v))) => assert_eq!(i64::decode(v).unwrap(), 7),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(st.status(ObjectId::for_return(a, 1)), Some(Status::Ready(Location::Stored(_)))));
+    assert!(matches!(st.status(ObjectId::for_return(a, 2)), Some(Status::Ready(Location::Inline(_)))));
+    for i in 0..2 {
+        match st.status(ObjectId::for_return(b, i)) {
+            Some(Status::Failed(e)) => assert!(e.to_string().contains("sent 1 return values for a task of 2"), "{e}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
