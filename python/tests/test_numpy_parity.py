@@ -1290,8 +1290,56 @@ def test_svd_of_a_wide_matrix_goes_through_its_transpose(data):
     npt.assert_allclose((uv * sv) @ vtv, x, atol=1e-9)
 
 
-def test_integer_matmul_and_wide_qr_are_named_as_unsupported():
-    with pytest.raises(NotImplementedError, match="int64"):
-        at.arange(4).reshape(2, 2) @ at.arange(4).reshape(2, 2)
-    with pytest.raises(NotImplementedError, match="wide"):
-        at.linalg.qr(at.ones((2, 5)))
+@given(data=st.data(), dta=st.sampled_from([np.bool_, np.int32, np.int64]), dtb=st.sampled_from([np.bool_, np.int32, np.int64]))
+def test_integer_and_boolean_matmul_are_exact(data, dta, dtb):
+    m, k, n = (data.draw(st.integers(1, 9)) for _ in range(3))
+    x, ca = data.draw(chunked_arrays(dta, (m, k), lo=-1000, hi=1000))
+    y, cb = data.draw(chunked_arrays(dtb, (k, n), lo=-1000, hi=1000))
+    check(make(x, ca) @ make(y, cb), x @ y)
+    check(at.dot(make(x, ca), make(y, cb)), np.dot(x, y))
+
+
+def test_int32_products_wrap_as_numpy_does():
+    x = np.full((2, 3), 100_000, dtype=np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = x @ x.T
+    check(at.tensor(x, chunk_size=1) @ at.tensor(x.T, chunk_size=2), expected)
+
+
+@st.composite
+def wide_matrices(draw):
+    """An ``m × n`` matrix with ``m < n`` whose leading square block is well conditioned."""
+    m = draw(st.integers(1, 6))
+    n = draw(st.integers(m + 1, 12))
+    x = draw(arrays(np.float64, (m, n), elements=elements(np.float64, -1, 1)))
+    x[:, :m] += (m + 1) * np.eye(m)
+    return x, draw(chunkings((m, n)))
+
+
+@given(xc=wide_matrices())
+def test_qr_of_wide_matrices(xc):
+    x, c = xc
+    m, n = x.shape
+    q, r = at.linalg.qr(make(x, c))
+    assert q.shape == (m, m) and r.shape == (m, n)
+    qv, rv = q.fetch(), r.fetch()
+    npt.assert_allclose(qv @ rv, x, atol=1e-9)
+    npt.assert_allclose(qv.T @ qv, np.eye(m), atol=1e-9)
+    npt.assert_allclose(np.tril(rv, -1), 0, atol=1e-12)
+    npt.assert_allclose(np.abs(rv), np.abs(np.linalg.qr(x)[1]), atol=1e-9)
+
+
+@given(data=st.data(), dtype=st.sampled_from([np.int64, np.float64]))
+def test_tensordot(data, dtype):
+    shape_a = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    n = data.draw(st.integers(0, len(shape_a)))
+    shape_b = shape_a[len(shape_a) - n :] + tuple(data.draw(st.lists(st.integers(1, 4), max_size=2)))
+    x, ca = data.draw(chunked_arrays(dtype, shape_a, lo=-10, hi=10))
+    y, cb = data.draw(chunked_arrays(dtype, shape_b, lo=-10, hi=10))
+    check(at.tensordot(make(x, ca), make(y, cb), axes=n), np.tensordot(x, y, axes=n), atol=1e-9)
+    if n:
+        pairs = (list(range(len(shape_a) - n, len(shape_a))), list(range(n)))
+        check(at.tensordot(make(x, ca), make(y, cb), axes=pairs), np.tensordot(x, y, axes=pairs), atol=1e-9)
+    with pytest.raises(ValueError):
+        at.tensordot(at.ones((2, 3)), at.ones((4, 5)), axes=1)

@@ -28,6 +28,10 @@ pub(crate) const MIRROR: u8 = 8;
 /// `acc + a · b` (or `a · b` without `acc`), as the flags above say.
 /// Panics on chunks that are not 2-d or do not conform (the planner never makes them).
 pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
+    let dtype = DType::promote(a.dtype(), b.dtype());
+    if !dtype.is_float() {
+        return gemm_int(acc, a, b, flags, dtype);
+    }
     let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
     let (upper, mirror) = (flags & UPPER != 0, flags & MIRROR != 0);
     let (m, k) = dims(&a, ta);
@@ -70,6 +74,45 @@ pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
         }};
     }
     if single { run!(f32, F32) } else { run!(f64, F64) }
+}
+
+/// [`gemm`] of integer or boolean chunks, as numpy computes them: integers accumulate
+/// with wrap-around in the result's width (computing in `i64` and truncating gives the
+/// same bits), and a boolean product is true where some `a[i, k] && b[k, j]` is (an
+/// accumulated sum that is not zero). Every block is computed in full (the symmetric
+/// halving of `UPPER` is a float-speed concern).
+fn gemm_int(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8, dtype: DType) -> Chunk {
+    let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+    let (m, k) = dims(&a, ta);
+    let (k2, n) = dims(&b, tb);
+    assert_eq!(k, k2, "gemm of {:?} and {:?} (flags {flags}) does not conform", a.shape, b.shape);
+    let (ac, bc) = (a.shape[1] as usize, b.shape[1] as usize);
+    let (Buf::I64(av), Buf::I64(bv)) = (a.data.cast(DType::I64), b.data.cast(DType::I64)) else {
+        unreachable!("cast above")
+    };
+    let mut out = match acc.map(|c| c.data.cast(DType::I64)) {
+        Some(Buf::I64(v)) => v,
+        _ => vec![0i64; m * n],
+    };
+    for i in 0..m {
+        for kk in 0..k {
+            let x = if ta { av[kk * ac + i] } else { av[i * ac + kk] };
+            if x == 0 {
+                continue;
+            }
+            let row = &mut out[i * n..(i + 1) * n];
+            for (j, o) in row.iter_mut().enumerate() {
+                let y = if tb { bv[j * bc + kk] } else { bv[kk * bc + j] };
+                *o = o.wrapping_add(x.wrapping_mul(y));
+            }
+        }
+    }
+    let data = match dtype {
+        DType::Bool => Buf::Bool(out.iter().map(|v| *v != 0).collect()),
+        DType::I32 => Buf::I32(out.iter().map(|v| *v as i32).collect()),
+        _ => Buf::I64(out),
+    };
+    Chunk { shape: vec![m as u64, n as u64], data }
 }
 
 /// A dense row-major float64 matrix, the operand of the decompositions below.

@@ -577,10 +577,8 @@ impl Tensor {
         if self.chunks()[1] != b.chunks()[0] {
             return Err(TensorError::ChunkMismatch { dim: 1, a: self.chunks()[1].clone(), b: b.chunks()[0].clone() });
         }
+        // Integers and booleans multiply as numpy's do (see `linalg::gemm`).
         let dtype = DType::promote(self.dtype(), b.dtype());
-        if !dtype.is_float() {
-            return Err(TensorError::BadDType { op: "matmul (cast to a float type first)".into(), dtype });
-        }
         let shape = vec![self.shape()[0], b.shape()[1]];
         let chunks = vec![self.chunks()[0].clone(), b.chunks()[1].clone()];
         Ok(Tensor::new(Op::MatMul(self.clone(), b.clone()), shape, dtype, chunks))
@@ -782,6 +780,19 @@ impl Tensor {
     /// stacked `R`s): `(Q, R)` with `Q` `m × n` (orthonormal columns) and `R` `n × n`
     /// upper triangular, numpy's `linalg.qr(a)` (`mode="reduced"`).
     pub fn qr(&self) -> Result<(Tensor, Tensor)> {
+        let w = self.matrix("qr")?;
+        let (m, n) = (w.shape()[0], w.shape()[1]);
+        if m > 0 && m < n {
+            // Wide (numpy's reduced form: `Q` `m × m`, `R` `m × n`): factor the leading
+            // square block, `A[:, :m] = Q·R₁`; the rest of `R` is `Qᵀ·A[:, m:]`.
+            let left = w.slice(&[Slice::all(), Slice::range(0, m as i64)])?;
+            let right = w.slice(&[Slice::all(), Slice::range(m as i64, n as i64)])?;
+            let (q, r1) = left.qr()?;
+            let right = right.rechunk_to(vec![q.chunks()[0].clone(), right.chunks()[1].clone()]);
+            let r2 = q.t()?.matmul(&right)?;
+            let r2 = r2.rechunk_to(vec![r1.chunks()[0].clone(), r2.chunks()[1].clone()]);
+            return Ok((q, concatenate(&[r1, r2], 1)?));
+        }
         let x = self.tall_skinny("qr")?;
         let n = x.shape()[1];
         let q = Tensor::factor(&x, Factor::Q, x.shape().to_vec(), x.chunks().to_vec());
@@ -1138,9 +1149,8 @@ pub fn tensordot(a: &Tensor, b: &Tensor, axes_a: &[usize], axes_b: &[usize]) -> 
         axes_a.iter().map(|&d| a.shape()[d]).product::<u64>(),
         free_b.iter().map(|&d| b.shape()[d]).product::<u64>(),
     );
-    let to_float = |t: Tensor| if t.dtype().is_float() { t } else { t.astype(DType::F64) };
-    let am = to_float(a.permute(&pa)?.reshape(&[m as i64, k as i64])?);
-    let bm = to_float(b.permute(&pb)?.reshape(&[k as i64, n as i64])?);
+    let am = a.permute(&pa)?.reshape(&[m as i64, k as i64])?;
+    let bm = b.permute(&pb)?.reshape(&[k as i64, n as i64])?;
     // The shared dimension must be chunked alike: use b's row chunks for both.
     let am = am.rechunk_to(vec![am.chunks()[0].clone(), bm.chunks()[0].clone()]);
     let prod = am.matmul(&bm)?;

@@ -49,8 +49,6 @@ fn blocked_products_match_ndarray() {
     let b = from_array(&data(6, 4, 2), &[2, 2]).unwrap();
     assert!(matches!(a.matmul(&b), Err(TensorError::ChunkMismatch { .. })));
     assert!(matches!(a.matmul(&a), Err(TensorError::ShapeMismatch { .. })));
-    let ints = from_array(&data(4, 4, 1).mapv(|v| v as i64), &[2, 2]).unwrap();
-    assert!(matches!(ints.matmul(&ints), Err(TensorError::BadDType { .. })));
     ares::shutdown();
 }
 
@@ -105,8 +103,60 @@ fn tsqr_and_its_svd_reconstruct_tall_skinny_matrices() {
         near(&uv.t().dot(&uv), &Array2::eye(n), 1e-9);
         assert!(svv.iter().zip(svv.iter().skip(1)).all(|(a, b)| a >= b && *b >= 0.0), "decreasing: {svv}");
     }
-    let wide = from_array(&noise(3, 5, 1).into_dyn(), &[3, 5]).unwrap();
-    assert!(matches!(wide.qr(), Err(TensorError::BadMatrix { .. })));
+    // Wide matrices: numpy's reduced form, Q m×m and R m×n (any column chunking).
+    for (m, n, cols) in [(3, 5, 5), (4, 11, 3), (2, 9, 1)] {
+        let mut x = noise(m, n, 7);
+        for i in 0..m {
+            x[(i, i)] += (m + 1) as f64;
+        }
+        let a = from_array(&x.clone().into_dyn(), &[m, cols]).unwrap();
+        let (q, r) = a.qr().unwrap();
+        assert_eq!((q.shape(), r.shape()), (&[m as u64, m as u64][..], &[m as u64, n as u64][..]));
+        let (qv, rv) = (mat(&q.fetch::<f64>(&s).unwrap()), mat(&r.fetch::<f64>(&s).unwrap()));
+        near(&qv.dot(&rv), &x, 1e-10);
+        near(&qv.t().dot(&qv), &Array2::eye(m), 1e-10);
+        assert!((0..m).all(|i| (0..i).all(|j| rv[(i, j)] == 0.0)), "R is upper triangular");
+    }
+    let vector = from_array(&noise(1, 5, 1).into_dyn().into_shape_with_order(vec![5]).unwrap(), &[5]).unwrap();
+    assert!(matches!(vector.qr(), Err(TensorError::BadMatrix { .. })));
+    ares::shutdown();
+}
+
+#[test]
+fn integer_and_boolean_products_are_exact_as_numpy_computes_them() {
+    use ndarray::Array2;
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    let x = Array2::from_shape_fn((5, 7), |(i, j)| (i as i64 * 3 - j as i64 * 2) * 1_000_003).into_dyn();
+    let y = Array2::from_shape_fn((7, 4), |(i, j)| (i as i64 - j as i64 * 5) * 999_983).into_dyn();
+    let (a, b) = (from_array(&x, &[2, 3]).unwrap(), from_array(&y, &[3, 3]).unwrap());
+    let p = a.matmul(&b).unwrap();
+    assert_eq!(p.dtype(), ares_tensor::DType::I64);
+    let (x2, y2) = (x.view().into_dimensionality::<Ix2>().unwrap(), y.view().into_dimensionality::<Ix2>().unwrap());
+    let want = Array2::from_shape_fn((5, 4), |(i, j)| {
+        (0..7).fold(0i64, |acc, k| acc.wrapping_add(x2[(i, k)].wrapping_mul(y2[(k, j)])))
+    });
+    assert_eq!(p.fetch::<i64>(&s).unwrap(), want.into_dyn());
+    // a · aᵀ of integers (the symmetric path).
+    let gram = a.matmul(&a.t().unwrap()).unwrap().fetch::<i64>(&s).unwrap();
+    assert_eq!(gram, x2.dot(&x2.t()).into_dyn());
+    // int32 wraps in 32 bits, as numpy's does.
+    let big = from_array(&Array2::from_elem((2, 3), 100_000i32).into_dyn(), &[1, 2]).unwrap();
+    let wrapped = big.matmul(&big.t().unwrap()).unwrap();
+    assert_eq!(wrapped.dtype(), ares_tensor::DType::I32);
+    let w = 3i32.wrapping_mul(100_000i32.wrapping_mul(100_000));
+    assert!(wrapped.fetch::<i32>(&s).unwrap().iter().all(|v| *v == w));
+    // Booleans: true where some a[i, k] && b[k, j].
+    let bx = Array2::from_shape_fn((4, 6), |(i, j)| (i + j) % 5 == 0).into_dyn();
+    let by = Array2::from_shape_fn((6, 3), |(i, j)| i == 2 * j).into_dyn();
+    let bp = from_array(&bx, &[3, 4]).unwrap().matmul(&from_array(&by, &[4, 2]).unwrap()).unwrap();
+    assert_eq!(bp.dtype(), ares_tensor::DType::Bool);
+    let (bx2, by2) = (bx.view().into_dimensionality::<Ix2>().unwrap(), by.view().into_dimensionality::<Ix2>().unwrap());
+    let want = Array2::from_shape_fn((4, 3), |(i, j)| (0..6).any(|k| bx2[(i, k)] && by2[(k, j)]));
+    assert_eq!(bp.fetch::<bool>(&s).unwrap(), want.into_dyn());
+    // Integer tensordot keeps its dtype.
+    let td = ares_tensor::tensordot(&a, &b, &[1], &[0]).unwrap();
+    assert_eq!(td.dtype(), ares_tensor::DType::I64);
     ares::shutdown();
 }
 

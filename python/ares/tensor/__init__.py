@@ -79,6 +79,7 @@ __all__ = [
     "all",
     "matmul",
     "dot",
+    "tensordot",
     "transpose",
     "reshape",
     "ravel",
@@ -1139,11 +1140,9 @@ def matmul(a: Any, b: Any) -> Tensor:
         raise ValueError("matmul: Input operand does not have enough dimensions")
     if x.ndim > 2 or y.ndim > 2:
         raise NotImplementedError("matmul of stacks of matrices (more than 2 dimensions)")
+    # Integers wrap around in the result's width and booleans give "some a[i,k] and
+    # b[k,j]", as numpy computes them.
     dt = np.result_type(x.dtype, y.dtype)
-    if dt.kind != "f":
-        raise NotImplementedError(
-            f"matmul of {x.dtype.name} and {y.dtype.name}: only products with a float result; cast with .astype(float)"
-        )
     x, y = x.astype(dt, copy=False), y.astype(dt, copy=False)
     vx, vy = x.ndim == 1, y.ndim == 1
     if vx:
@@ -1163,6 +1162,49 @@ def matmul(a: Any, b: Any) -> Tensor:
     if vy:
         return out.reshape(-1)
     return out
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Tensor:
+    """``numpy.tensordot``: sums products over ``axes`` (an int ``N``: the last ``N`` of
+    ``a`` with the first ``N`` of ``b``; or a pair of axis sequences). The result has
+    ``a``'s other axes, then ``b``'s. Computed as one blocked matrix product."""
+    x, y = _to_tensor(a), _to_tensor(b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > x.ndim or n > y.ndim:
+            raise ValueError(f"tensordot: axes={n} does not fit operands of {x.ndim} and {y.ndim} dimensions")
+        axes_a, axes_b = list(range(x.ndim - n, x.ndim)), list(range(n))
+    else:
+        try:
+            axes_a, axes_b = axes
+        except (TypeError, ValueError):
+            raise ValueError("tensordot: axes must be an int or a pair of axis sequences") from None
+        axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+        if len(axes_a) != len(axes_b):
+            raise ValueError("shape-mismatch for sum")
+
+    def norm(ax: Any, nd: int) -> int:
+        ax = int(ax)
+        if not -nd <= ax < nd:
+            raise np.exceptions.AxisError(ax, nd)
+        return ax % nd
+
+    axes_a = [norm(i, x.ndim) for i in axes_a]
+    axes_b = [norm(i, y.ndim) for i in axes_b]
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
+        raise ValueError("tensordot: repeated axis")
+    if builtins.any(x.shape[i] != y.shape[j] for i, j in zip(axes_a, axes_b)):
+        raise ValueError("shape-mismatch for sum")
+    free_a = [i for i in range(x.ndim) if i not in axes_a]
+    free_b = [j for j in range(y.ndim) if j not in axes_b]
+    m = math.prod(x.shape[i] for i in free_a)
+    k = math.prod(x.shape[i] for i in axes_a)
+    n = math.prod(y.shape[j] for j in free_b)
+    xm = x.transpose(free_a + axes_a).reshape(m, k)
+    ym = y.transpose(axes_b + free_b).reshape(k, n)
+    out_shape = tuple(x.shape[i] for i in free_a) + tuple(y.shape[j] for j in free_b)
+    return matmul(xm, ym).reshape(out_shape)
 
 
 def dot(a: Any, b: Any) -> Tensor:

@@ -26,13 +26,12 @@ def _matrix(a: Any) -> Tensor:
 
 
 def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
-    """``Q, R`` with ``a = Q @ R`` (``mode='reduced'`` only), for a tall-and-skinny or
-    square matrix chunked by rows."""
+    """``Q, R`` with ``a = Q @ R`` (``mode='reduced'`` only): for an ``m × n`` matrix, ``Q``
+    is ``m × k`` with orthonormal columns and ``R`` ``k × n`` upper triangular, ``k =
+    min(m, n)``."""
     if mode != "reduced":
         raise NotImplementedError(f"qr with mode={mode!r}; only 'reduced' is supported")
     t = _matrix(a)
-    if t.shape[0] < t.shape[1]:
-        raise NotImplementedError("qr of a wide matrix (fewer rows than columns); only tall or square ones")
     q, r = t._t.qr()
     return Tensor(q), Tensor(r)
 
