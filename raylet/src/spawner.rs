@@ -51,6 +51,52 @@ pub(crate) trait SpawnEvents: Send + 'static {
 }
 
 /// A worker that exited leaves its socket behind; nobody can connect to it any more.
+/// The last bytes a worker wrote to stderr, kept to explain a worker that never
+/// registered (everything it writes is passed on to this process's stderr as before).
+#[derive(Clone, Default)]
+struct Tail(std::sync::Arc<(std::sync::Mutex<(std::collections::VecDeque<u8>, bool)>, std::sync::Condvar)>);
+
+/// Bytes of a worker's stderr kept for its failure message.
+const TAIL_BYTES: usize = 2048;
+
+impl Tail {
+    /// Passes `stderr` on to ours on a thread of its own, keeping its last bytes.
+    fn follow(stderr: std::process::ChildStderr) -> Tail {
+        use std::io::{Read, Write};
+        let tail = Tail::default();
+        let keep = tail.clone();
+        let _ = std::thread::Builder::new().name("ares-worker-stderr".into()).spawn(move || {
+            let mut stderr = stderr;
+            let mut buf = [0u8; 4096];
+            // Ends at EOF: the worker (and whatever inherited its stderr) is gone.
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let _ = std::io::stderr().write_all(&buf[..n]);
+                let mut t = keep.0.0.lock().unwrap_or_else(|p| p.into_inner());
+                t.0.extend(&buf[..n]);
+                let extra = t.0.len().saturating_sub(TAIL_BYTES);
+                t.0.drain(..extra);
+            }
+            keep.0.0.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+            keep.0.1.notify_all();
+        });
+        tail
+    }
+
+    /// ", its last output: …" when it wrote anything. The worker is gone: waits (at
+    /// most a second, in case something it started still holds its stderr) until all of
+    /// its output has been read.
+    fn describe(&self) -> String {
+        let (lock, ended) = &*self.0;
+        let t = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (t, _) = ended.wait_timeout_while(t, Duration::from_secs(1), |t| !t.1).unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&t.0.iter().copied().collect::<Vec<u8>>()).trim().to_string();
+        if text.is_empty() { String::new() } else { format!("; its last output: {text}") }
+    }
+}
+
 fn remove_socket(spec: &SpawnSpec, id: WorkerId) {
     let _ = std::fs::remove_file(ares_net::worker_socket_path(&spec.session_dir, &hex::encode(&id.0)));
 }
@@ -59,6 +105,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
     let mut children: HashMap<WorkerId, Child> = HashMap::new();
     // Workers started and not registered yet, with their start time.
     let mut unregistered: HashMap<WorkerId, Instant> = HashMap::new();
+    let mut tails: HashMap<WorkerId, Tail> = HashMap::new();
     let parent = rustix::process::getpid();
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -68,9 +115,13 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                     .envs(spec.env.iter().map(|(k, v)| (k, v)))
                     .env("ARES_WORKER_ID", hex::encode(&id.0))
                     .env("ARES_PARENT_PID", parent.as_raw_nonzero().to_string())
-                    .stdin(std::process::Stdio::null());
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped());
                 match cmd.spawn() {
-                    Ok(child) => {
+                    Ok(mut child) => {
+                        if let Some(e) = child.stderr.take() {
+                            tails.insert(id, Tail::follow(e));
+                        }
                         children.insert(id, child);
                         unregistered.insert(id, Instant::now());
                     }
@@ -79,9 +130,11 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             }
             Ok(SpawnCmd::Registered(id)) => {
                 unregistered.remove(&id);
+                tails.remove(&id);
             }
             Ok(SpawnCmd::Reap(id)) => {
                 unregistered.remove(&id);
+                tails.remove(&id);
                 if let Some(mut c) = children.remove(&id) {
                     let _ = c.kill();
                     let _ = c.wait();
@@ -107,9 +160,13 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             .collect();
         for (id, status) in exited {
             children.remove(&id);
-            unregistered.remove(&id);
+            // A worker that dies before registering says why, if it wrote anything.
+            let why = match (unregistered.remove(&id), tails.remove(&id)) {
+                (Some(_), Some(tail)) => tail.describe(),
+                _ => String::new(),
+            };
             remove_socket(&spec, id);
-            events.exited(id, status);
+            events.exited(id, format!("{status}{why}"));
         }
         let late: Vec<WorkerId> =
             unregistered.iter().filter(|(_, t)| t.elapsed() >= spec.register_timeout).map(|(id, _)| *id).collect();
@@ -120,9 +177,10 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                 let _ = c.wait();
             }
             remove_socket(&spec, id);
+            let output = tails.remove(&id).map(|t| t.describe()).unwrap_or_default();
             let message = format!(
                 "the worker program {} did not register within {:?} (it must be an executable that calls \
-                 ares::init, or the ares binary; its output is in the node's log)",
+                 ares::init, or the ares binary){output}",
                 spec.program.display(),
                 spec.register_timeout
             );

@@ -277,7 +277,7 @@ fn a_worker_program_that_never_registers_fails_the_task_typed_and_soon() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("silent-worker");
     let program = dir.join("silent-worker");
-    std::fs::write(&program, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::write(&program, "#!/bin/sh\necho 'boom: libfoo.so not found' >&2\nexec sleep 600\n").unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     let d = Daemon::start(
         &["--num-cpus", "1", "--worker-program", program.to_str().unwrap()],
@@ -287,6 +287,27 @@ fn a_worker_program_that_never_registers_fails_the_task_typed_and_soon() {
     match ares::get(&ares::remote(double).call(2)) {
         Err(ares::Error::Task(ares::TaskError::WorkerStartFailed { message })) => {
             assert!(message.contains("did not register") && message.contains("silent-worker"), "{message}");
+            assert!(message.contains("its last output: boom: libfoo.so not found"), "{message}");
+        }
+        other => panic!("expected WorkerStartFailed, got {other:?}"),
+    }
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_program_that_exits_at_once_fails_the_task_with_its_output() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("failing-worker");
+    let program = dir.join("failing-worker");
+    std::fs::write(&program, "#!/bin/sh\necho 'cannot open shared object libbar.so' >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d = Daemon::start(&["--num-cpus", "1", "--worker-program", program.to_str().unwrap()], &[]);
+    connect(&d.socket);
+    match ares::get(&ares::remote(double).call(2)) {
+        Err(ares::Error::Task(ares::TaskError::WorkerStartFailed { message })) => {
+            assert!(message.contains("exit status: 3") && message.contains("libbar.so"), "{message}");
         }
         other => panic!("expected WorkerStartFailed, got {other:?}"),
     }
