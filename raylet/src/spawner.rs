@@ -54,7 +54,10 @@ pub(crate) trait SpawnEvents: Send + 'static {
 /// The last bytes a worker wrote to stderr, kept to explain a worker that never
 /// registered (everything it writes is passed on to this process's stderr as before).
 #[derive(Clone, Default)]
-struct Tail(std::sync::Arc<(std::sync::Mutex<(std::collections::VecDeque<u8>, bool)>, std::sync::Condvar)>);
+struct Tail(std::sync::Arc<(std::sync::Mutex<TailState>, std::sync::Condvar)>);
+
+/// The kept bytes, and whether the stream ended.
+type TailState = (std::collections::VecDeque<u8>, bool);
 
 /// Bytes of a worker's stderr kept for its failure message.
 const TAIL_BYTES: usize = 2048;
