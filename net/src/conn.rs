@@ -225,6 +225,15 @@ impl Sender {
         self.send_framed(&buf)
     }
 
+    /// Whether the peer has closed the connection (checked without reading it: for a
+    /// thread busy with one of the peer's requests).
+    pub fn peer_closed(&self) -> bool {
+        match &self.out {
+            SendInner::Unix(o) => o.peer_closed(),
+            SendInner::Quic(q) => q.peer_closed(),
+        }
+    }
+
     /// Closes both directions, waking the connection's reader.
     pub fn close(&self) {
         match &self.out {
@@ -434,6 +443,19 @@ mod tests {
         let reason = done_rx.recv().unwrap();
         assert_eq!(reason, "connection closed");
         assert_eq!(*seen.lock().unwrap(), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_sender_sees_its_peer_go_without_reading() {
+        let (a, b) = Connection::pair().unwrap();
+        let (tx, _rx) = a.split(1 << 20, 1 << 20).unwrap();
+        let (tx_b, rx_b) = b.split(1 << 20, 1 << 20).unwrap();
+        assert!(!tx.peer_closed());
+        // Unread data from the peer is not an end.
+        tx_b.send(&ToRaylet::GetStats { request_id: 1 }).unwrap();
+        assert!(!tx.peer_closed());
+        drop((tx_b, rx_b));
+        assert!(tx.peer_closed());
     }
 
     #[test]

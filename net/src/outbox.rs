@@ -102,6 +102,18 @@ impl Outbox {
         }
     }
 
+    /// Whether the peer has closed its end (or the connection broke): a non-blocking
+    /// check, for a thread that is not reading the connection right now.
+    pub fn peer_closed(&self) -> bool {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
+        match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
+            Ok(0) => false,
+            Ok(_) => fds[0].revents().intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),
+            Err(_) => false,
+        }
+    }
+
     /// Closes both directions of the stream (wakes its reader).
     pub fn close(&self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);

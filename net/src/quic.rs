@@ -542,6 +542,11 @@ pub(crate) struct QuicSender {
 }
 
 impl QuicSender {
+    /// Whether the connection has ended.
+    pub(crate) fn peer_closed(&self) -> bool {
+        self.conn.close_reason().is_some()
+    }
+
     pub(crate) fn send(&self, bytes: &[u8]) -> io::Result<()> {
         let now = self.queued.fetch_add(bytes.len(), Ordering::AcqRel) + bytes.len();
         if now > self.limit {

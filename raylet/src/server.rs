@@ -571,17 +571,25 @@ impl Shared {
     }
 
     /// Runs `attempt` until it succeeds or fails for good; while it only lacks space,
-    /// asks for spilling and waits as [`SpaceWait`] decides.
+    /// asks for spilling and waits as [`SpaceWait`] decides. A wait on behalf of
+    /// `for_client` ends as soon as that client's connection does (its process died, say
+    /// because the owner of its task did and the worker was reaped): nothing is
+    /// allocated for a process that is gone, and the thread is free again.
     fn with_space<'a, T>(
         &'a self,
         mut st: MutexGuard<'a, State>,
         size: u64,
+        for_client: Option<ClientId>,
         mut attempt: impl FnMut(&mut Node) -> Result<T, StoreError>,
     ) -> (MutexGuard<'a, State>, Result<T, StoreError>) {
         let wait = SpaceWait::new(Instant::now(), self.create_timeout);
         loop {
             match attempt(&mut st.node) {
-                Err(StoreError::Full { .. }) => {
+                Err(full @ StoreError::Full { .. }) => {
+                    if for_client.and_then(|c| st.clients.get(&c)).is_some_and(|c| c.peer_closed()) {
+                        tracing::debug!(size, "a client waiting for space is gone");
+                        return (st, Err(full));
+                    }
                     let progress = st.node.space_progress(size);
                     self.carry_out(&mut st);
                     match wait.next(Instant::now(), progress) {
@@ -603,7 +611,7 @@ impl Shared {
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
         let res = loop {
-            let (g, res) = self.with_space(st, size, |n| n.try_create(client, object_id, size, owner));
+            let (g, res) = self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner));
             st = g;
             match res {
                 // A retried task makes its result again (same ID) while the killed
@@ -643,7 +651,7 @@ impl Shared {
                 }
                 Ok(Pin::Spilled) => {
                     let size = st.node.size_of(id).unwrap_or(0);
-                    let (g, job) = self.with_space(st, size, |n| n.begin_restore(id));
+                    let (g, job) = self.with_space(st, size, Some(client), |n| n.begin_restore(id));
                     st = g;
                     let job = match job {
                         Ok(job) => job,
@@ -735,7 +743,7 @@ impl TransferHost for Shared {
 
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String> {
         let st = self.lock();
-        let (mut st, r) = self.with_space(st, size, |n| n.try_create_copy(id, size));
+        let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size));
         let r = r.map_err(|e| st.node.no_space(e).to_string());
         self.carry_out(&mut st);
         r
