@@ -1198,7 +1198,8 @@ impl CoreState {
             return;
         };
         // One location per return value, or the task's failure.
-        let values: Vec<Location> = match outcome {
+        let attempts = task.attempts;
+        match outcome {
             Outcome::Failed(e) => {
                 // Put the task back so fail_task handles it and its dependents alike.
                 self.tasks.insert(task_id, task);
@@ -1227,39 +1228,55 @@ impl CoreState {
                 self.fail_task(task_id, e);
                 return;
             }
-            Outcome::Inline(v) => vec![inline_location(&v)],
-            Outcome::Shared { len, .. } => vec![Location::stored(node, len)],
-            Outcome::Returns(v) => v
-                .into_iter()
-                .map(|r| match r {
-                    ReturnValue::Inline(b) => inline_location(&b),
-                    ReturnValue::Shared { len, .. } => Location::stored(node, len),
-                })
-                .collect(),
-        };
-        for (i, location) in values.into_iter().enumerate() {
-            let rid = ObjectId::for_return(task_id, i as u32);
-            if task.attempts > 0 && matches!(location, Location::Inline(_)) {
-                // An earlier attempt may have sealed a copy before its worker died.
-                stale.push(rid);
+            // The common case: one return value, no allocation beyond its bytes.
+            Outcome::Inline(v) => self.set_return(task_id, 0, inline_location(&v), attempts, stale, touched),
+            Outcome::Shared { len, .. } => {
+                self.set_return(task_id, 0, Location::stored(node, len), attempts, stale, touched)
             }
-            self.table.set_ready(rid, location);
-            for tid in self.waiting.remove(&rid).unwrap_or_default() {
-                let Some(t) = self.tasks.get_mut(&tid) else {
-                    continue;
-                };
-                t.unresolved -= 1;
-                if t.unresolved == 0 {
-                    if t.unmerged > 0 {
-                        self.emit_gathers(tid);
-                    } else {
-                        self.enqueue_ready(tid, touched);
-                    }
+            Outcome::Returns(v) => {
+                for (i, r) in v.into_iter().enumerate() {
+                    let location = match r {
+                        ReturnValue::Inline(b) => inline_location(&b),
+                        ReturnValue::Shared { len, .. } => Location::stored(node, len),
+                    };
+                    self.set_return(task_id, i as u32, location, attempts, stale, touched);
                 }
             }
         }
         self.table.remove_submitted(&task.arg_ids);
         self.retire(task);
+    }
+
+    /// Return value `index` of `task_id` is at `location`: record it and make the tasks
+    /// waiting on it ready.
+    fn set_return(
+        &mut self,
+        task_id: TaskId,
+        index: u32,
+        location: Location,
+        attempts: u32,
+        stale: &mut Vec<ObjectId>,
+        touched: &mut Touched,
+    ) {
+        let rid = ObjectId::for_return(task_id, index);
+        if attempts > 0 && matches!(location, Location::Inline(_)) {
+            // An earlier attempt may have sealed a copy before its worker died.
+            stale.push(rid);
+        }
+        self.table.set_ready(rid, location);
+        for tid in self.waiting.remove(&rid).unwrap_or_default() {
+            let Some(t) = self.tasks.get_mut(&tid) else {
+                continue;
+            };
+            t.unresolved -= 1;
+            if t.unresolved == 0 {
+                if t.unmerged > 0 {
+                    self.emit_gathers(tid);
+                } else {
+                    self.enqueue_ready(tid, touched);
+                }
+            }
+        }
     }
 
     /// Deletes store copies no owner record points at; deleting an unknown ID is a no-op.
