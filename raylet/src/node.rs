@@ -1324,6 +1324,14 @@ mod tests {
         assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
     }
 
+    /// The first spill job among the node's pending outputs.
+    fn next_spill(n: &mut Node) -> Option<SpillJob> {
+        drain(n).into_iter().find_map(|o| match o {
+            Output::Spill(j) => Some(j),
+            _ => None,
+        })
+    }
+
     #[test]
     fn a_failed_spill_pauses_spilling_and_waiters_give_up_until_it_resumes() {
         let mut n = node();
@@ -1332,13 +1340,7 @@ mod tests {
         n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
         n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
         n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
-        let job = drain(&mut n)
-            .into_iter()
-            .find_map(|o| match o {
-                Output::Spill(j) => Some(j),
-                _ => None,
-            })
-            .expect("past the threshold: a spill");
+        let job = next_spill(&mut n).expect("past the threshold: a spill");
         n.spill_finished(&job, Err("spill dir /x: read-only".into()), Duration::ZERO, |_| String::new());
         let out = drain(&mut n);
         assert!(out.iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(100))));
@@ -1353,13 +1355,7 @@ mod tests {
         }
         // The pause ends: spilling is tried again; a second failure pauses twice as long.
         n.resume_spill();
-        let job = drain(&mut n)
-            .into_iter()
-            .find_map(|o| match o {
-                Output::Spill(j) => Some(j),
-                _ => None,
-            })
-            .expect("spilling is planned again");
+        let job = next_spill(&mut n).expect("spilling is planned again");
         n.spill_finished(&job, Err("still read-only".into()), Duration::ZERO, |_| String::new());
         assert!(
             drain(&mut n).iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(200)))
@@ -1367,13 +1363,7 @@ mod tests {
         assert_eq!(spill_pause(30), Duration::from_secs(10), "at most 10 s");
         // Room returns: the next spill works and clears the error.
         n.resume_spill();
-        let job = drain(&mut n)
-            .into_iter()
-            .find_map(|o| match o {
-                Output::Spill(j) => Some(j),
-                _ => None,
-            })
-            .unwrap();
+        let job = next_spill(&mut n).unwrap();
         let offsets = vec![0u64; job.items.len()];
         n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
         assert!(!n.space_progress(0).spill_failed);
