@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use ares_common::codec::Value;
-use ares_common::wire::Outcome;
+use ares_common::wire::{Outcome, ReturnValue};
 use ares_common::{ObjectId, TaskId};
 use hashbrown::HashMap;
 
@@ -213,42 +213,41 @@ impl TaskContext<'_> {
         }
         let mut out = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
-            let id = ObjectId::for_return(self.task_id, i as u32);
-            match self.cw.store.store_value(id, v, self.owner) {
-                Ok(Stored::Inline(bytes)) => out.push(ares_common::wire::ReturnValue::Inline(bytes.to_vec())),
-                Ok(Stored::Shared { offset, len }) => out.push(ares_common::wire::ReturnValue::Shared { offset, len }),
-                Err(e) => {
-                    // Those already stored are deleted by the owner, which sees the failure.
-                    return Outcome::Failed(match e {
-                        crate::Error::Task(e) => e,
-                        e => TaskError::Decode {
-                            function: self.function.to_string(),
-                            what: format!("return value {i}"),
-                            reason: e.to_string(),
-                        },
-                    });
-                }
+            match self.store_return(i as u32, v) {
+                Ok(r) => out.push(r),
+                // Those already stored are deleted by the owner, which sees the failure.
+                Err(e) => return Outcome::Failed(task_error(e, self.function, format!("return value {i}"))),
             }
         }
         Outcome::Returns(out)
     }
 
+    /// Stores return value `index`: inline when small, in the node's pool when large.
+    fn store_return<R: Value>(&self, index: u32, value: &R) -> crate::Result<ReturnValue> {
+        Ok(match self.cw.store.store_value(ObjectId::for_return(self.task_id, index), value, self.owner)? {
+            Stored::Inline(bytes) => ReturnValue::Inline(bytes.to_vec()),
+            Stored::Shared { offset, len } => ReturnValue::Shared { offset, len },
+        })
+    }
+
     /// Turns the function's result (or its panic) into an outcome: inline when small,
     /// in the node's pool when large.
     pub fn finish<R: Value>(&self, result: std::thread::Result<R>) -> Outcome {
-        match result {
+        match result.map(|value| self.store_return(0, &value)) {
             Err(panic) => self.panicked(panic),
-            Ok(value) => match self.cw.store.store_value(ObjectId::for_return(self.task_id, 0), &value, self.owner) {
-                Ok(Stored::Inline(bytes)) => Outcome::Inline(bytes.to_vec()),
-                Ok(Stored::Shared { offset, len }) => Outcome::Shared { offset, len },
-                Err(crate::Error::Task(e)) => Outcome::Failed(e),
-                Err(e) => Outcome::Failed(TaskError::Decode {
-                    function: self.function.to_string(),
-                    what: "the return value".into(),
-                    reason: e.to_string(),
-                }),
-            },
+            Ok(Ok(ReturnValue::Inline(bytes))) => Outcome::Inline(bytes),
+            Ok(Ok(ReturnValue::Shared { offset, len })) => Outcome::Shared { offset, len },
+            Ok(Err(e)) => Outcome::Failed(task_error(e, self.function, "the return value")),
         }
+    }
+}
+
+/// `e` as a task's error: its own when it is one, else a `Decode` error naming `what` of
+/// `function` (an argument or a return value that could not be handled).
+pub(crate) fn task_error(e: crate::Error, function: &str, what: impl Into<String>) -> TaskError {
+    match e {
+        crate::Error::Task(t) => t,
+        other => TaskError::Decode { function: function.to_string(), what: what.into(), reason: other.to_string() },
     }
 }
 

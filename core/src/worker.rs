@@ -348,14 +348,7 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
                 }
                 Err(e) => {
                     cw.store.release(pins);
-                    return Outcome::Failed(match e {
-                        crate::Error::Task(t) => t,
-                        other => TaskError::Decode {
-                            function: spec.function.clone(),
-                            what: format!("argument {i}"),
-                            reason: other.to_string(),
-                        },
-                    });
+                    return Outcome::Failed(registry::task_error(e, &spec.function, format!("argument {i}")));
                 }
             }
         }
