@@ -1201,6 +1201,10 @@ impl CoreState {
         let attempts = task.attempts;
         match outcome {
             Outcome::Failed(e) => {
+                if task.num_returns > 1 {
+                    // The worker may have stored some return values before one failed.
+                    stale.extend(returns_of(task_id, task.num_returns));
+                }
                 // Put the task back so fail_task handles it and its dependents alike.
                 self.tasks.insert(task_id, task);
                 self.fail_task(task_id, e);

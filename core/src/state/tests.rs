@@ -639,6 +639,22 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
     }
     assert!(matches!(st.status(ObjectId::for_return(a, 1)), Some(Status::Ready(Location::Stored(_)))));
     assert!(matches!(st.status(ObjectId::for_return(a, 2)), Some(Status::Ready(Location::Inline(_)))));
+    // A failure after some values were stored deletes them from the store.
+    let (c, d) = (st.next_task_id(None), st.next_task_id(None));
+    st.submit(t0, c, Submit { num_returns: 2, ..submit_spec("f") }, vec![value(1)]);
+    st.submit(t0, d, Submit { num_returns: 1, ..submit_spec("f") }, vec![value(1)]);
+    effects(&mut st);
+    let failed =
+        |t| FromWorker::Done { task_id: t, outcome: Outcome::Failed(TaskError::RuntimeShutdown), copies: vec![] };
+    st.handle_replies(t0, conn, vec![failed(c), failed(d)]);
+    let deleted: Vec<ObjectId> = effects(&mut st)
+        .into_iter()
+        .flat_map(|e| match e {
+            Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) => object_ids,
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(deleted, vec![ObjectId::for_return(c, 0), ObjectId::for_return(c, 1)]);
     for i in 0..2 {
         match st.status(ObjectId::for_return(b, i)) {
             Some(Status::Failed(e)) => assert!(e.to_string().contains("sent 1 return values for a task of 2"), "{e}"),
