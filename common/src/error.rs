@@ -108,12 +108,17 @@ pub enum TaskError {
         /// The argument's own error, rendered.
         cause: String,
     },
-    /// The object's owner is gone (for example an `ObjectRef` kept across
-    /// `shutdown` and a new `init`), so its value can no longer be found.
-    #[error("the owner of object {object} is gone; objects do not outlive the runtime that created them")]
+    /// The object's owner is gone (its process died or shut down, or its node died),
+    /// and with it the record of where the value is.
+    #[error(
+        "the owner of object {object} ({owner}) is gone; an object does not outlive the process that \
+         created it, so keep that process (the driver, or the task that made it) alive while others use it"
+    )]
     OwnerDied {
         /// The object, rendered.
         object: String,
+        /// The owner, rendered.
+        owner: String,
     },
     /// The node could not start worker processes for the task.
     #[error("could not start a worker process: {message}")]

@@ -201,6 +201,85 @@ pub enum ToRaylet {
         /// Which actor.
         by: ActorKey,
     },
+    /// Deliver `msg` to the core worker `to`, connected to this raylet (the owner or
+    /// borrower of an object). Answered with `PeerGone` if `to` is not connected here.
+    Relay {
+        /// The receiving core worker.
+        to: WorkerId,
+        /// The message.
+        msg: PeerMsg,
+    },
+}
+
+/// A message between two core workers (an owner and a borrower of objects), relayed by
+/// the raylet of the node both are connected to: the receiver's own node. The raylet
+/// tells each side when the other's connection ends (`PeerGone`), which is how a
+/// borrower learns its owner died.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum PeerMsg {
+    /// Borrower → owner: answer with `Location` once `object` is ready or failed (at
+    /// once if it is, or if the owner does not have it).
+    GetLocation {
+        /// The object.
+        object: ObjectId,
+    },
+    /// Owner → borrower: where `object`'s value is.
+    Location {
+        /// The object.
+        object: ObjectId,
+        /// Its value or where it is.
+        location: PeerLocation,
+    },
+    /// Borrower → owner: count `borrower` (the sender, or the caller a task returned the
+    /// refs to) as a borrower of `objects` until it sends `RefRemoved`. Answered by
+    /// `BorrowersAdded`.
+    AddBorrower {
+        /// Correlates the answer.
+        request: u64,
+        /// The objects.
+        objects: Vec<ObjectId>,
+        /// The borrowing core worker.
+        borrower: WorkerId,
+    },
+    /// Owner → borrower: the objects of the request the owner no longer has (freed or
+    /// never its own); the others are now held for the borrower.
+    BorrowersAdded {
+        /// The request answered.
+        request: u64,
+        /// Objects not held.
+        missing: Vec<ObjectId>,
+    },
+    /// Borrower → owner: the sender no longer holds `objects`.
+    RefRemoved {
+        /// The objects.
+        objects: Vec<ObjectId>,
+    },
+    /// Borrower → owner: a read pulled a copy of the stored `object` into `node`'s
+    /// store; the owner frees it there too.
+    Copied {
+        /// The object.
+        object: ObjectId,
+        /// The node now holding a copy.
+        node: NodeId,
+    },
+}
+
+/// Where a borrowed object's value is, as its owner answers.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum PeerLocation {
+    /// Small: the encoded value itself.
+    Inline(Vec<u8>),
+    /// In the shared-memory stores of these nodes, the primary first.
+    Stored {
+        /// Length in bytes.
+        len: u64,
+        /// The nodes holding a copy.
+        nodes: Vec<NodeId>,
+    },
+    /// Its task failed for good.
+    Failed(TaskError),
+    /// The owner does not have it (freed, or not its object).
+    Unknown,
 }
 
 /// An operation on the cluster's key-value store.
@@ -445,6 +524,19 @@ pub enum FromRaylet {
         request_id: u64,
         /// The nodes.
         nodes: Vec<NodeSummary>,
+    },
+    /// A message relayed from the core worker `from` (see [`PeerMsg`]).
+    Relayed {
+        /// The sending core worker.
+        from: WorkerId,
+        /// The message.
+        msg: PeerMsg,
+    },
+    /// The core worker `worker`, which this client exchanged relayed messages with (or
+    /// tried to), is not connected to this raylet: it exited, died, or never was.
+    PeerGone {
+        /// The core worker.
+        worker: WorkerId,
     },
     /// Node statistics.
     Stats {

@@ -102,9 +102,7 @@ impl<A> ActorHandle<A> {
         let function = std::any::type_name::<F>();
         let (specs, keep, error) = prepare_args(args.into_args(), function);
         let id = match error {
-            None => {
-                cw.submit_actor_call(self.inner.id, function, specs, keep.actor_ids(), keep.carried(cw.worker_id()))
-            }
+            None => cw.submit_actor_call(self.inner.id, function, specs, keep.actor_ids(), keep.carried()),
             Some(e) => cw.submit_failed(e),
         };
         drop(keep);
@@ -402,7 +400,7 @@ impl<F: ActorCtor<Args>, Args> ActorBuilder<F, Args> {
             detached: self.opts.detached,
             max_restarts: self.opts.max_restarts,
         };
-        cw.create_actor(id, spawn, specs, keep.actor_ids(), keep.carried(cw.worker_id()))?;
+        cw.create_actor(id, spawn, specs, keep.actor_ids(), keep.carried())?;
         drop(keep);
         let max_task_retries = self.opts.max_task_retries;
         Ok(ActorHandle {

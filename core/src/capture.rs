@@ -49,6 +49,18 @@ impl Captured {
 thread_local! {
     static CAPTURED: RefCell<Option<Captured>> = const { RefCell::new(None) };
     static PASSIVE: Cell<bool> = const { Cell::new(false) };
+    static BORROWED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Records that a borrowed ref was decoded on this thread.
+pub(crate) fn record_borrowed() {
+    BORROWED.with(|b| b.set(b.get() + 1));
+}
+
+/// Borrowed refs decoded on this thread so far: a decode that changed it made refs that
+/// must be registered with their owners.
+pub(crate) fn borrowed_decoded() -> u64 {
+    BORROWED.with(|b| b.get())
 }
 
 /// Runs `f` and returns what it encoded.

@@ -23,7 +23,7 @@ use ares_common::wire::{FromRaylet, FromWorker, NodeStats, ToRaylet};
 use ares_common::{ActorId, Address, NodeId, ObjectId, TaskError, TaskId, WorkerId};
 use ares_net::{Connection, Sender};
 use ares_object_store::Pool;
-use ares_ownership::{Location, Shared, Status};
+use ares_ownership::{Location, Owner, Shared, Status};
 
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
@@ -116,6 +116,9 @@ pub(crate) struct CoreWorker {
     blocked: std::sync::atomic::AtomicUsize,
     /// Whether this process's node is part of a cluster.
     in_cluster: bool,
+    /// Whether this process ever decoded a borrowed ref (else registering is skipped
+    /// without taking the lock).
+    ever_borrowed: std::sync::atomic::AtomicBool,
     /// Where this process's node serves QUIC, once known (see [`Self::own_node_addr`]).
     node_addr: Mutex<Option<std::net::SocketAddr>>,
     me: Weak<CoreWorker>,
@@ -176,6 +179,7 @@ impl CoreWorker {
             in_worker: cfg.in_worker,
             blocked: std::sync::atomic::AtomicUsize::new(0),
             in_cluster,
+            ever_borrowed: std::sync::atomic::AtomicBool::new(false),
             node_addr: Mutex::new(None),
             me: me.clone(),
         });
@@ -543,6 +547,54 @@ impl CoreWorker {
     /// One local handle family on `id` fewer.
     pub(crate) fn remove_local_ref(&self, id: ObjectId) {
         self.run_untimed(|st| st.remove_local_ref(id));
+    }
+
+    /// A borrowed ref to `id`, owned by `owner`, was decoded: count it. `home` is where
+    /// the owner's node serves other nodes.
+    pub(crate) fn add_borrowed(&self, id: ObjectId, owner: &Address, home: Option<std::net::SocketAddr>) {
+        let owner = Owner { worker: owner.worker, node: owner.node };
+        self.run_untimed(|st| st.add_borrowed(id, owner, home));
+        self.ever_borrowed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// One handle family on the borrowed `id` fewer.
+    pub(crate) fn remove_borrowed(&self, id: ObjectId) {
+        self.run_untimed(|st| st.remove_borrowed(id));
+    }
+
+    /// Registers the borrowed refs the owners do not know about yet and waits for their
+    /// answers. Runs before whatever kept those refs alive may let go: before a task's
+    /// reply (its caller holds the arguments until then) and after a `get` decoded refs.
+    pub(crate) fn register_borrows(&self) {
+        if !self.ever_borrowed.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        if self.run_untimed(|st| st.register_borrows()) {
+            let g = self.shared.lock();
+            drop(self.shared.wait_while(g, |inner| inner.state.registering()));
+        }
+    }
+
+    /// Blocks until the owner of the borrowed `id` says where its value is.
+    pub(crate) fn wait_borrowed(&self, id: ObjectId, owner: &Address) -> Result<Location> {
+        if !self.run(|st, _| st.begin_lookup(id)) {
+            return Err(Error::NotOwned { object: id.to_string(), owner: owner.to_string() });
+        }
+        let pending = |inner: &Inner| matches!(inner.state.lookup_status(id), Some(Status::Pending));
+        let mut g = self.shared.lock();
+        if pending(&g) {
+            drop(g);
+            let _blocked = self.block();
+            g = self.shared.wait_while(self.shared.lock(), pending);
+        }
+        let r = match g.state.lookup_status(id) {
+            Some(Status::Ready(loc)) => Ok(loc.clone()),
+            Some(Status::Failed(e)) => Err(Error::Task((**e).clone())),
+            _ => Err(Error::NotOwned { object: id.to_string(), owner: owner.to_string() }),
+        };
+        drop(g);
+        self.run_untimed(|st| st.end_lookup(id));
+        r
     }
 
     /// Where the node's store spilled `id`, as this owner was told.

@@ -25,12 +25,12 @@ pub enum Error {
         /// The validator's message.
         reason: String,
     },
-    /// The ref was received inside a value from another process, and reading an object
-    /// outside its owner is not supported yet.
+    /// The ref is tracked neither as owned nor as borrowed by this process: it is an
+    /// uncounted copy (decoded from a value read as a raw view, or by a runtime that has
+    /// since shut down).
     #[error(
-        "object {object} is owned by {owner}; a ref received inside a value cannot be read outside \
-         its owner yet: pass the ObjectRef itself as a task argument (it is resolved before the task \
-         runs), or read it in the owner"
+        "object {object} (owned by {owner}) is not tracked by this process: the ref is an uncounted \
+         copy; read the value holding it with ares::get (which counts the refs inside), not a view"
     )]
     NotOwned {
         /// The object, rendered.

@@ -164,16 +164,22 @@ pub fn put_ref<T: Value>(value: &T) -> Result<ObjectRef<T>> {
 /// Waits for the object and returns a copy of its value.
 pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
     let held = hold(r)?;
-    T::decode(held.bytes()).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })
+    let before = capture::borrowed_decoded();
+    let value =
+        T::decode(held.bytes()).map_err(|e| Error::Decode { object: r.id().to_string(), reason: e.to_string() })?;
+    if capture::borrowed_decoded() != before {
+        // Refs inside the value are borrowed from their owners: registered before the
+        // outer object (which keeps them alive until then) can go.
+        r.inner.cw.register_borrows();
+    }
+    Ok(value)
 }
 
-/// Waits for the object and holds its bytes for reading.
+/// Waits for the object and holds its bytes for reading. A borrowed ref asks its owner
+/// where the value is.
 fn hold<T>(r: &ObjectRef<T>) -> Result<store_client::Held> {
-    if !r.inner.owned() {
-        return Err(Error::NotOwned { object: r.id().to_string(), owner: r.owner().to_string() });
-    }
     let cw = &r.inner.cw;
-    let loc = cw.wait_location(r.id())?;
+    let loc = if r.inner.owned() { cw.wait_location(r.id())? } else { cw.wait_borrowed(r.id(), r.owner())? };
     cw.hold(r.id(), &loc)
 }
 

@@ -1,14 +1,16 @@
 //! `ObjectRef<T>`, the typed future, and `View<T>`, a zero-copy read of its value.
 //!
-//! A ref knows its owner's [`Address`] and encodes as (object ID, owner address), so it
-//! can travel inside values: encoding one records it (see [`crate::capture`]), and the
-//! submission or `put` carrying the value keeps the object alive while the value needs
-//! it. Decoding one in the owner's process gives an ordinary counted handle; in any other
-//! process it is a *borrowed* ref, which cannot be read yet (borrowers asking owners
-//! come with the distributed ownership protocol).
+//! A ref knows its owner's [`Address`] and encodes as (object ID, owner address, and
+//! where the owner's node serves other nodes), so it can travel inside values: encoding
+//! one records it (see [`crate::capture`]), and the submission or `put` carrying the
+//! value keeps the object alive while the value needs it. Decoding one in the owner's
+//! process gives an ordinary counted handle; in any other process it is a *borrowed*
+//! ref, counted in the process's borrow table: the owner keeps the object while the
+//! borrower holds it, and a `get` asks the owner where the value is.
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::net::SocketAddr;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -27,15 +29,29 @@ pub(crate) struct RefInner {
     pub(crate) id: ObjectId,
     pub(crate) owner: Arc<Address>,
     pub(crate) cw: Arc<CoreWorker>,
-    /// Counted in this process's ownership table (false for a borrowed ref, or a copy
-    /// decoded only to be re-encoded).
-    counted: bool,
+    /// Where the owner's node serves other nodes (for a borrowed ref; an owned one asks
+    /// its core worker when encoded).
+    home: Option<SocketAddr>,
+    counted: Counted,
+}
+
+/// Which table of this process counts a handle family.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    /// The ownership table (this process owns the object).
+    Owned,
+    /// The borrow table.
+    Borrowed,
+    /// Neither: a copy decoded only to be re-encoded, or of an object already gone.
+    No,
 }
 
 impl Drop for RefInner {
     fn drop(&mut self) {
-        if self.counted {
-            self.cw.remove_local_ref(self.id);
+        match self.counted {
+            Counted::Owned => self.cw.remove_local_ref(self.id),
+            Counted::Borrowed => self.cw.remove_borrowed(self.id),
+            Counted::No => {}
         }
     }
 }
@@ -61,7 +77,7 @@ impl<T> ObjectRef<T> {
     /// A handle on an object this process just made (its table counts one reference).
     pub(crate) fn new(id: ObjectId, cw: Arc<CoreWorker>) -> Self {
         let owner = cw.address();
-        ObjectRef { inner: Arc::new(RefInner { id, owner, cw, counted: true }), _t: PhantomData }
+        ObjectRef { inner: Arc::new(RefInner { id, owner, cw, home: None, counted: Counted::Owned }), _t: PhantomData }
     }
 
     /// The object's ID.
@@ -93,6 +109,15 @@ impl<T> fmt::Debug for ObjectRef<T> {
 pub struct RefWire {
     id: ObjectId,
     owner: Address,
+    /// Where the owner's node serves other nodes, in a cluster.
+    home: Option<SocketAddr>,
+}
+
+impl RefInner {
+    fn wire(&self) -> RefWire {
+        let home = if self.owned() { self.cw.own_node_addr() } else { self.home };
+        RefWire { id: self.id, owner: (*self.owner).clone(), home }
+    }
 }
 
 /// Encodes a ref as (object ID, owner address) and records it; see the module docs.
@@ -104,7 +129,7 @@ impl ArchiveWith<Arc<RefInner>> for RefCodec {
     type Resolver = RefWireResolver;
 
     fn resolve_with(field: &Arc<RefInner>, resolver: Self::Resolver, out: Place<Self::Archived>) {
-        RefWire { id: field.id, owner: (*field.owner).clone() }.resolve(resolver, out);
+        field.wire().resolve(resolver, out);
     }
 }
 
@@ -114,7 +139,7 @@ where
 {
     fn serialize_with(field: &Arc<RefInner>, s: &mut S) -> Result<Self::Resolver, S::Error> {
         crate::capture::record_object(field.id, field.owner.worker, field.clone());
-        RefWire { id: field.id, owner: (*field.owner).clone() }.serialize(s)
+        field.wire().serialize(s)
     }
 }
 
@@ -129,13 +154,22 @@ where
     fn deserialize_with(a: &ArchivedRefWire, d: &mut D) -> Result<Arc<RefInner>, D::Error> {
         let id: ObjectId = rkyv::Deserialize::deserialize(&a.id, d)?;
         let owner: Address = rkyv::Deserialize::deserialize(&a.owner, d)?;
+        let home: Option<SocketAddr> = rkyv::Deserialize::deserialize(&a.home, d)?;
         let cw = crate::runtime::current().map_err(|e| D::Error::new(NoRuntime(e.to_string())))?;
         let mine = owner.worker == cw.worker_id();
-        let owner = if mine { cw.address() } else { Arc::new(owner) };
         // In the owner a decoded ref is one more handle family, unless the object is
-        // already gone or the copy is only re-encoded.
-        let counted = mine && !crate::capture::passive() && cw.add_local_ref(id);
-        Ok(Arc::new(RefInner { id, owner, cw, counted }))
+        // already gone or the copy is only re-encoded; elsewhere it is borrowed.
+        let counted = if crate::capture::passive() {
+            Counted::No
+        } else if mine {
+            if cw.add_local_ref(id) { Counted::Owned } else { Counted::No }
+        } else {
+            cw.add_borrowed(id, &owner, home);
+            crate::capture::record_borrowed();
+            Counted::Borrowed
+        };
+        let owner = if mine { cw.address() } else { Arc::new(owner) };
+        Ok(Arc::new(RefInner { id, owner, cw, home, counted }))
     }
 }
 

@@ -33,6 +33,8 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         FromRaylet::Registered { .. }
         | FromRaylet::ObjectsSpilled { .. }
         | FromRaylet::NodeDied { .. }
+        | FromRaylet::Relayed { .. }
+        | FromRaylet::PeerGone { .. }
         | FromRaylet::ShuttingDown { .. } => None,
         FromRaylet::LeaseGranted { request_id, .. }
         | FromRaylet::LeaseSpillback { request_id, .. }

@@ -117,9 +117,10 @@ impl Keep {
         self.captured.actor_ids()
     }
 
-    /// The refs owned by `owner` that argument values carry (the task keeps them alive).
-    pub(crate) fn carried(&self, owner: ares_common::WorkerId) -> Vec<ares_common::ObjectId> {
-        self.captured.owned_by(owner)
+    /// The refs that argument values carry, owned or borrowed (the task keeps them
+    /// alive).
+    pub(crate) fn carried(&self) -> Vec<ares_common::ObjectId> {
+        self.captured.objects.iter().map(|(id, _)| *id).collect()
     }
 }
 
@@ -270,7 +271,7 @@ where
             target: Target::Pool,
             kind: ares_common::wire::TaskKind::Normal,
             keeps: keep.actor_ids(),
-            carried: keep.carried(cw.worker_id()),
+            carried: keep.carried(),
             num_returns,
         };
         let id = match encode_error {

@@ -275,6 +275,14 @@ fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
 }
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
+    let outcome = execute_in_scope(cw, spec);
+    // Refs the task kept (in an actor's state, say) are borrowed: their owners learn of
+    // it before the reply lets the caller release the task's arguments.
+    cw.register_borrows();
+    outcome
+}
+
+fn execute_in_scope(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     // What the task submits and puts is named after it, the same in every attempt.
     let _scope = crate::core_worker::enter_task(spec.task_id);
     let not_found = |name: &str| Outcome::Failed(TaskError::FunctionNotFound { name: name.to_string() });

@@ -23,8 +23,10 @@
 //! that `RUSTFLAGS="--cfg loom" cargo test -p ares-ownership --release` model-checks it.
 #![warn(missing_docs)]
 
+mod borrowed;
 pub mod sync;
 mod table;
 
+pub use borrowed::{BorrowEffect, BorrowTable, Owner, Registration};
 pub use sync::Shared;
 pub use table::{Effect, Lineage, Location, OwnershipTable, Status, Stored};

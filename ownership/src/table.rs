@@ -16,7 +16,7 @@ use std::sync::Arc;
 use ares_common::codec::Bytes;
 use ares_common::det::DetMap;
 use ares_common::error::TaskError;
-use ares_common::{Address, NodeId, ObjectId, TaskId};
+use ares_common::{NodeId, ObjectId, TaskId, WorkerId};
 
 /// A value held by nodes' shared-memory stores.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +139,7 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Cold {
     /// Other processes holding the ref; each must report it gone.
-    borrowers: Vec<Address>,
+    borrowers: Vec<WorkerId>,
     /// Owned refs inside this object's value, kept in scope while it is.
     contained: Vec<ObjectId>,
 }
@@ -235,21 +235,36 @@ impl OwnershipTable {
 
     /// Another process holds the ref; the object stays in scope until it reports the
     /// ref gone with [`OwnershipTable::remove_borrower`].
-    pub fn add_borrower(&mut self, id: ObjectId, borrower: Address) {
-        if let Some(e) = self.objects.get_mut(&id)
-            && !e.cold().borrowers.contains(&borrower)
-        {
+    /// Returns whether the object is tracked here (else the borrower is not counted:
+    /// the object is gone, or was never this process's).
+    pub fn add_borrower(&mut self, id: ObjectId, borrower: WorkerId) -> bool {
+        let Some(e) = self.objects.get_mut(&id) else { return false };
+        if !e.cold().borrowers.contains(&borrower) {
             e.cold().borrowers.push(borrower);
+        }
+        true
+    }
+
+    /// A borrower no longer holds the ref; may free the object.
+    pub fn remove_borrower(&mut self, id: ObjectId, borrower: WorkerId) {
+        if let Some(e) = self.objects.get_mut(&id) {
+            if let Some(c) = &mut e.cold {
+                c.borrowers.retain(|b| *b != borrower);
+            }
+            self.maybe_free(id);
         }
     }
 
-    /// A borrower no longer holds the ref (or died); may free the object.
-    pub fn remove_borrower(&mut self, id: ObjectId, borrower: &Address) {
-        if let Some(e) = self.objects.get_mut(&id) {
-            if let Some(c) = &mut e.cold {
-                c.borrowers.retain(|b| b != borrower);
-            }
-            self.maybe_free(id);
+    /// A borrower died: it holds nothing any more; may free objects.
+    pub fn remove_borrower_everywhere(&mut self, borrower: WorkerId) {
+        let held: Vec<ObjectId> = self
+            .objects
+            .iter()
+            .filter(|(_, e)| e.cold.as_ref().is_some_and(|c| c.borrowers.contains(&borrower)))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            self.remove_borrower(id, borrower);
         }
     }
 
@@ -311,7 +326,7 @@ impl OwnershipTable {
     }
 
     /// The processes borrowing the object.
-    pub fn borrowers(&self, id: ObjectId) -> &[Address] {
+    pub fn borrowers(&self, id: ObjectId) -> &[WorkerId] {
         self.objects.get(&id).and_then(|e| e.cold.as_ref()).map_or(&[], |c| &c.borrowers[..])
     }
 
@@ -376,7 +391,6 @@ impl OwnershipTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ares_common::{Endpoint, WorkerId};
 
     fn oid(n: u64) -> ObjectId {
         ObjectId::for_return(TaskId::root(Default::default()).child(n), 0)
@@ -485,20 +499,36 @@ mod tests {
     #[test]
     fn borrowers_keep_an_object_until_each_reports() {
         let mut t = OwnershipTable::new();
-        let b = |n: u8| Address { node: NodeId([n; 16]), worker: WorkerId([n; 16]), endpoint: None };
+        let b = |n: u8| WorkerId([n; 16]);
         t.add_owned(oid(1), Status::Ready(stored()));
-        t.add_borrower(oid(1), b(1));
-        t.add_borrower(oid(1), b(2));
-        t.add_borrower(oid(1), b(2));
+        assert!(t.add_borrower(oid(1), b(1)));
+        assert!(t.add_borrower(oid(1), b(2)));
+        assert!(t.add_borrower(oid(1), b(2)));
+        assert!(!t.add_borrower(oid(7), b(2)), "not tracked here");
         assert_eq!(t.borrowers(oid(1)).len(), 2);
         t.remove_local_ref(oid(1));
-        t.remove_borrower(oid(1), &b(1));
+        t.remove_borrower(oid(1), b(1));
         assert!(frees(&mut t).is_empty());
-        let with_endpoint = Address { endpoint: Some(Endpoint::Unix("x".into())), ..b(2) };
-        t.remove_borrower(oid(1), &with_endpoint);
-        assert!(frees(&mut t).is_empty(), "a different address is a different borrower");
-        t.remove_borrower(oid(1), &b(2));
+        t.remove_borrower(oid(1), b(3));
+        assert!(frees(&mut t).is_empty(), "a stranger's report changes nothing");
+        t.remove_borrower(oid(1), b(2));
         assert_eq!(frees(&mut t), vec![oid(1)]);
+    }
+
+    #[test]
+    fn a_dead_borrower_releases_everything_it_held() {
+        let mut t = OwnershipTable::new();
+        let b = WorkerId([5; 16]);
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_owned(oid(2), Status::Pending);
+        t.add_borrower(oid(1), b);
+        t.add_borrower(oid(2), b);
+        t.remove_local_ref(oid(1));
+        t.remove_local_ref(oid(2));
+        assert!(frees(&mut t).is_empty());
+        t.remove_borrower_everywhere(b);
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+        assert_eq!(t.len(), 1, "a pending object waits for its value");
     }
 
     #[test]

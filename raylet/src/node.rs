@@ -522,8 +522,14 @@ impl Node {
             }
         }
         self.store.client_gone(client);
-        for id in self.owners.client_gone(client) {
+        let gone = self.owners.client_gone(client);
+        for id in gone.orphans {
             self.store.delete(id);
+        }
+        for (worker, watchers) in gone.peers {
+            for c in watchers {
+                self.send(c, FromRaylet::PeerGone { worker });
+            }
         }
         let store = &self.store;
         self.owners.retain(|id| store.contains(id));
@@ -746,6 +752,25 @@ impl Node {
                         Err(e) => (None, Some(e)),
                     };
                     self.send(client, FromRaylet::Kv { request_id, value, error });
+                }
+            }
+            ToRaylet::Relay { to, msg } => {
+                let from = match self.clients.get(&client) {
+                    Some(Kind::Driver(w) | Kind::Worker(w)) => *w,
+                    _ => {
+                        tracing::warn!(client = client.0, "relay from an unregistered client; closing the connection");
+                        self.out.push_back(Output::Close(client));
+                        return;
+                    }
+                };
+                match self.owners.client_of(to) {
+                    Some(dest) => {
+                        // Each side hears when the other's connection ends.
+                        self.owners.watch(to, client);
+                        self.owners.watch(from, dest);
+                        self.send(dest, FromRaylet::Relayed { from, msg });
+                    }
+                    None => self.send(client, FromRaylet::PeerGone { worker: to }),
                 }
             }
             ToRaylet::TaskBlocked => {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use ares::{Error, ObjectRef};
+use ares::ObjectRef;
 use ares_tests::Cluster;
 
 #[ares::remote]
@@ -54,8 +54,8 @@ fn a_task_run_again_names_its_children_and_puts_the_same() {
     std::fs::remove_file(&m2).unwrap();
 }
 
-/// Reports what a worker can do with refs it received inside a value: it sees their
-/// owner, and reading them there is a typed error naming it. Waits for `gate` first.
+/// Reports what a worker sees of refs it received inside a value: their owner, and
+/// their values (read by asking the owner). Waits for `gate` first.
 #[ares::remote]
 fn inspect_refs(refs: Vec<ObjectRef<Vec<u8>>>, gate: String) -> Vec<String> {
     while !std::path::Path::new(&gate).exists() {
@@ -63,8 +63,8 @@ fn inspect_refs(refs: Vec<ObjectRef<Vec<u8>>>, gate: String) -> Vec<String> {
     }
     refs.iter()
         .map(|r| match ares::get(r) {
-            Err(Error::NotOwned { owner, .. }) => format!("not owned: {owner} / {}", r.owner().worker),
-            other => format!("unexpected: {:?}", other.map(|v| v.len())),
+            Ok(v) => format!("owner {} / {} bytes", r.owner().worker, v.len()),
+            Err(e) => format!("unexpected: {e}"),
         })
         .collect()
 }
@@ -105,7 +105,7 @@ fn a_ref_inside_an_argument_lives_until_the_task_is_done_and_names_its_owner() -
     assert_eq!(ares::node_stats()?.store_objects, base.store_objects + 1);
     std::fs::write(&gate, "go")?;
     let seen = ares::get(&out)?;
-    assert_eq!(seen, vec![format!("not owned: {me} / {}", me.worker)]);
+    assert_eq!(seen, vec![format!("owner {} / {} bytes", me.worker, 1 << 20)]);
     // Freed when the task finished (the delete reached the raylet before this call).
     assert_eq!(ares::node_stats()?.store_objects, base.store_objects);
     std::fs::remove_file(&gate)?;

@@ -355,7 +355,7 @@ impl CoreState {
     /// Forgets an actor's construction task (its arguments and handles are released).
     fn drop_create(&mut self, create_tid: TaskId) {
         if let Some(task) = self.tasks.remove(&create_tid) {
-            self.table.remove_submitted(&task.arg_ids);
+            self.release_args(&task.arg_ids);
             self.table.remove_local_ref(ObjectId::for_return(create_tid, 0));
             self.retire(task);
         }
@@ -490,7 +490,7 @@ impl CoreState {
                 break;
             }
             c.queue.pop_front();
-            match resolve(&self.table, self.cfg.address.worker, tid, task)
+            match resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
                 .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
@@ -578,7 +578,7 @@ impl CoreState {
                 return;
             };
             let task = self.tasks.get(&create_tid).expect("a live actor keeps its construction");
-            match resolve(&self.table, self.cfg.address.worker, create_tid, task)
+            match resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, create_tid, task)
                 .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
@@ -725,7 +725,9 @@ impl CoreState {
         let o = self.callers.get(&a)?.owned.as_ref()?;
         let shape = o.detached_shape.clone()?;
         let task = self.tasks.get(&o.create_tid)?;
-        let spec = resolve(&self.table, self.cfg.address.worker, o.create_tid, task).ok()?;
+        let spec =
+            resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, o.create_tid, task)
+                .ok()?;
         let inline = spec.args.iter().all(|arg| matches!(arg, WireArg::Inline(_)));
         inline.then_some(ares_common::wire::RestartSpec { spec, shape })
     }

@@ -22,6 +22,7 @@
 //! running task's ID and its submission counter, so re-running a task makes the same IDs.
 
 mod actors;
+mod borrow;
 #[cfg(test)]
 mod tests;
 
@@ -40,7 +41,7 @@ use ares_common::wire::{
 use ares_common::{
     ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
 };
-use ares_ownership::{Effect as OwnershipEffect, Location, OwnershipTable, Status};
+use ares_ownership::{BorrowTable, Effect as OwnershipEffect, Location, Owner, OwnershipTable, Status};
 
 /// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
 pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
@@ -303,6 +304,15 @@ pub struct CoreState {
     requests: DetMap<u64, Request>,
     /// Actors this process calls (owned or borrowed).
     callers: DetMap<ActorId, actors::Caller>,
+    /// Refs this process holds to objects other processes own.
+    borrowed: BorrowTable,
+    /// Borrowed objects whose location was asked of their owners.
+    lookups: DetMap<ObjectId, borrow::Lookup>,
+    /// Borrower registrations sent and not yet answered, by request ID.
+    registrations: DetMap<u64, (Owner, Vec<ObjectId>)>,
+    /// Borrowers waiting for owned objects to be ready: who, and through which node's
+    /// raylet to answer.
+    location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
     next_conn: u64,
     next_request: u64,
     /// Moving average of the time a worker spends per task, in seconds.
@@ -333,6 +343,10 @@ impl CoreState {
             conns: DetMap::default(),
             requests: DetMap::default(),
             callers: DetMap::default(),
+            borrowed: BorrowTable::new(),
+            lookups: DetMap::default(),
+            registrations: DetMap::default(),
+            location_waiters: DetMap::default(),
             next_conn: 1,
             next_request: 1,
             avg_task_secs: None,
@@ -458,6 +472,10 @@ impl CoreState {
         for (node, ids) in remote {
             self.send_to(Some(node), ToRaylet::DeleteObjects { object_ids: ids });
         }
+        self.flush_borrows();
+        if !self.location_waiters.is_empty() {
+            self.answer_locations();
+        }
     }
 
     // ------------------------------------------------------------------ references
@@ -473,7 +491,11 @@ impl CoreState {
 
     /// `node` now holds a copy of the stored object `id` (a `get` pulled it there).
     pub fn add_copy(&mut self, id: ObjectId, node: NodeId) {
-        self.table.add_copy(id, node);
+        if self.table.status(id).is_some() {
+            self.table.add_copy(id, node);
+        } else {
+            self.borrowed_copy(id, node);
+        }
     }
 
     /// One more local handle family on `id`; whether this process tracks it.
@@ -547,19 +569,34 @@ impl CoreState {
         }
         self.table.add_submitted(&arg_ids);
         self.table.add_submitted(&s.carried);
+        self.borrowed.add_submitted(&arg_ids);
+        self.borrowed.add_submitted(&s.carried);
+        for id in &arg_ids {
+            // A borrowed argument: its owner says where the value is.
+            if self.table.status(*id).is_none()
+                && let Some(owner) = self.borrowed.owner(*id)
+            {
+                self.hold_lookup(*id, owner);
+            }
+        }
         for id in &temps {
             // The task now holds its temporary argument; the handle is not needed.
             self.table.remove_local_ref(*id);
         }
         let mut unresolved = 0;
         for id in &arg_ids {
-            match self.table.status(*id) {
+            match Values::new(&self.table, &self.lookups).status(*id) {
                 Some(Status::Pending) => {
                     unresolved += 1;
                     self.waiting.entry(*id).or_default().push(task_id);
                 }
                 Some(Status::Failed(e)) if failed.is_none() => failed = Some((**e).clone()),
-                None if failed.is_none() => failed = Some(TaskError::OwnerDied { object: id.to_string() }),
+                None if failed.is_none() => {
+                    failed = Some(TaskError::OwnerDied {
+                        object: id.to_string(),
+                        owner: "a runtime of this process that was shut down".into(),
+                    })
+                }
                 _ => {}
             }
         }
@@ -641,7 +678,7 @@ impl CoreState {
             if let Slot::Gather { ids, combine, merged: None } = s {
                 let parts = ids
                     .iter()
-                    .map(|id| match self.table.status(*id) {
+                    .map(|id| match Values::new(&self.table, &self.lookups).status(*id) {
                         Some(Status::Ready(l)) => (*id, l.clone()),
                         // Submission counted the argument, so it is here and ready.
                         other => unreachable!("argument {id} of a resolved task is {other:?}"),
@@ -727,7 +764,7 @@ impl CoreState {
                     stack.extend(waiters);
                 }
             }
-            self.table.remove_submitted(&task.arg_ids);
+            self.release_args(&task.arg_ids);
             match task.target {
                 Target::Create(a) => {
                     // The actor's record held the construction's result.
@@ -756,6 +793,7 @@ impl CoreState {
     /// carried.
     fn retire(&mut self, task: Task) {
         self.table.remove_submitted(&task.carried);
+        self.borrowed.remove_submitted(&task.carried);
         for a in task.keeps {
             if let Some(c) = self.callers.get_mut(&a) {
                 c.handles = c.handles.saturating_sub(1);
@@ -817,7 +855,7 @@ impl CoreState {
             let Some(task) = self.tasks.get(&tid) else {
                 continue;
             };
-            let payload = match resolve(&self.table, self.cfg.address.worker, tid, task)
+            let payload = match resolve(&Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
                 .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(p) => p,
@@ -870,7 +908,8 @@ impl CoreState {
             // current figures.
             Strategy::Default if st.requests.len() < want => {
                 let head = st.queue.front().and_then(|t| self.tasks.get(t));
-                let node = head.and_then(|t| args_node(&self.table, self.cfg.address.node, t));
+                let node =
+                    head.and_then(|t| args_node(&Values::new(&self.table, &self.lookups), self.cfg.address.node, t));
                 (node.and_then(|n| self.nodes.get(&n).map(|a| (n, *a))), false)
             }
             _ => (None, false),
@@ -917,6 +956,7 @@ impl CoreState {
         self.nodes.remove(&node);
         self.unreachable.insert(node, now);
         self.actor_home_lost(node, reason);
+        self.owner_node_gone(node, reason);
         let lost: Vec<(u64, SchedKey)> = self
             .requests
             .iter()
@@ -1050,6 +1090,11 @@ impl CoreState {
                     self.on_actor_found(a, info);
                 }
             }
+            FromRaylet::Relayed { from: peer, msg } => {
+                let via = from.unwrap_or(self.node());
+                self.on_relayed(now, via, peer, msg);
+            }
+            FromRaylet::PeerGone { worker } => self.on_peer_gone(worker),
             other => tracing::debug!("ignoring unsolicited raylet message {other:?}"),
         }
         self.flush_frees();
@@ -1247,8 +1292,15 @@ impl CoreState {
                 }
             }
         }
-        self.table.remove_submitted(&task.arg_ids);
+        self.release_args(&task.arg_ids);
         self.retire(task);
+    }
+
+    /// A task that took these arguments finished or failed for good.
+    fn release_args(&mut self, ids: &[ObjectId]) {
+        self.release_lookups(ids);
+        self.table.remove_submitted(ids);
+        self.borrowed.remove_submitted(ids);
     }
 
     /// Return value `index` of `task_id` is at `location`: record it and make the tasks
@@ -1269,17 +1321,7 @@ impl CoreState {
         }
         self.table.set_ready(rid, location);
         for tid in self.waiting.remove(&rid).unwrap_or_default() {
-            let Some(t) = self.tasks.get_mut(&tid) else {
-                continue;
-            };
-            t.unresolved -= 1;
-            if t.unresolved == 0 {
-                if t.unmerged > 0 {
-                    self.emit_gathers(tid);
-                } else {
-                    self.enqueue_ready(tid, touched);
-                }
-            }
+            self.arg_ready(tid, touched);
         }
     }
 
@@ -1437,13 +1479,37 @@ impl CoreState {
         }
         self.callers.clear();
         self.requests.clear();
+        self.registrations.clear();
+        for l in self.lookups.values_mut() {
+            if matches!(l.status, Status::Pending) {
+                l.status = Status::Failed(Box::new(error.clone()));
+            }
+        }
+        self.location_waiters.clear();
         self.flush_frees();
     }
 }
 
 /// The node other than `here` holding the most bytes of `t`'s stored arguments (`None`
 /// when `here` holds the most, or none is stored).
-fn args_node(table: &OwnershipTable, here: NodeId, t: &Task) -> Option<NodeId> {
+/// The values a task's arguments can take: owned objects, and borrowed ones whose
+/// owners answered.
+struct Values<'a> {
+    table: &'a OwnershipTable,
+    lookups: &'a DetMap<ObjectId, borrow::Lookup>,
+}
+
+impl<'a> Values<'a> {
+    fn new(table: &'a OwnershipTable, lookups: &'a DetMap<ObjectId, borrow::Lookup>) -> Self {
+        Values { table, lookups }
+    }
+
+    fn status(&self, id: ObjectId) -> Option<&'a Status> {
+        self.table.status(id).or_else(|| self.lookups.get(&id).map(|l| &l.status))
+    }
+}
+
+fn args_node(table: &Values<'_>, here: NodeId, t: &Task) -> Option<NodeId> {
     let stored = t.arg_ids.iter().filter_map(|id| match table.status(*id) {
         Some(Status::Ready(Location::Stored(s))) => Some((s.primary, s.len)),
         _ => None,
@@ -1452,7 +1518,7 @@ fn args_node(table: &OwnershipTable, here: NodeId, t: &Task) -> Option<NodeId> {
 }
 
 /// Builds the wire spec of a ready task from the current values of its arguments.
-fn resolve(table: &OwnershipTable, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
+fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
     let wire = |id: &ObjectId| match table.status(*id) {
         Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
         Some(Status::Ready(Location::Stored(s))) => {

@@ -1,0 +1,334 @@
+//! Owners and borrowers talking (see `ares_ownership::BorrowTable` for the borrower's
+//! rules and `PeerMsg` for the messages). Both sides live in every core worker:
+//!
+//! - as a **borrower**, this process counts the refs it holds to other processes'
+//!   objects, registers them with their owners before whatever kept them alive lets go
+//!   ([`CoreState::register_borrows`], which the driver runs before a task's reply and
+//!   after a `get` decoded refs), reports them gone when dropped, and asks owners where a
+//!   value is ([`CoreState::begin_lookup`]: a `get`, or a task taking a borrowed ref as an
+//!   argument);
+//! - as an **owner**, it answers those questions when the value is ready and counts
+//!   borrowers in its [`ares_ownership::OwnershipTable`].
+//!
+//! Messages go through the raylet of the receiver's node, which says `PeerGone` when
+//! the other side's connection ends: a gone owner fails lookups with `OwnerDied`, a gone
+//! borrower holds nothing any more.
+
+use std::time::Instant;
+
+use ares_common::wire::{PeerLocation, PeerMsg, ToRaylet};
+use ares_common::{NodeId, ObjectId, TaskError, TaskId, WorkerId};
+use ares_ownership::{BorrowEffect, Location, Owner, Status, Stored};
+
+use super::{CoreState, Touched};
+
+/// A borrowed object whose location was asked of its owner.
+pub(super) struct Lookup {
+    owner: Owner,
+    /// `get`s and pending tasks that need the answer.
+    holders: u32,
+    pub(super) status: Status,
+}
+
+/// How an owner's answer reads as a location.
+fn from_peer(object: ObjectId, owner: Owner, location: PeerLocation) -> Status {
+    match location {
+        PeerLocation::Inline(v) => Status::Ready(super::inline_location(&v)),
+        PeerLocation::Stored { len, nodes } if !nodes.is_empty() => Status::Ready(Location::Stored(Box::new(Stored {
+            len,
+            primary: nodes[0],
+            spilled: None,
+            secondary: nodes[1..].to_vec(),
+        }))),
+        PeerLocation::Failed(e) => Status::Failed(Box::new(e)),
+        PeerLocation::Stored { .. } | PeerLocation::Unknown => Status::Failed(Box::new(TaskError::ObjectLost {
+            object: format!("{object} (its owner, worker {} on node {}, no longer has it)", owner.worker, owner.node),
+        })),
+    }
+}
+
+/// How an owned object's status reads to a borrower.
+fn to_peer(status: Option<&Status>) -> PeerLocation {
+    match status {
+        Some(Status::Ready(Location::Inline(b))) => PeerLocation::Inline(b.to_vec()),
+        Some(Status::Ready(Location::Stored(s))) => PeerLocation::Stored { len: s.len, nodes: s.nodes().collect() },
+        Some(Status::Failed(e)) => PeerLocation::Failed((**e).clone()),
+        Some(Status::Pending) | None => PeerLocation::Unknown,
+    }
+}
+
+fn owner_died(object: ObjectId, owner: Owner, why: &str) -> TaskError {
+    TaskError::OwnerDied {
+        object: object.to_string(),
+        owner: format!("worker {} on node {}: {why}", owner.worker, owner.node),
+    }
+}
+
+impl CoreState {
+    // ------------------------------------------------------------------ borrower
+
+    /// A borrowed ref to `id`, owned by `owner`, was decoded here: one more handle
+    /// family. `addr` is where the owner's node serves other nodes, if it is another.
+    pub fn add_borrowed(&mut self, id: ObjectId, owner: Owner, addr: Option<std::net::SocketAddr>) {
+        if let Some(addr) = addr
+            && owner.node != self.node()
+        {
+            self.nodes.entry(owner.node).or_insert(addr);
+        }
+        self.borrowed.add_local(id, owner);
+    }
+
+    /// One handle family on the borrowed `id` fewer.
+    pub fn remove_borrowed(&mut self, id: ObjectId) {
+        self.borrowed.remove_local(id);
+        self.flush_borrows();
+    }
+
+    /// Whether this process holds a ref to `id` that another process owns.
+    pub fn is_borrowed(&self, id: ObjectId) -> bool {
+        self.borrowed.owner(id).is_some()
+    }
+
+    /// Registers every borrowed ref the owners do not know about yet; returns whether
+    /// registrations are outstanding (the caller waits with [`Self::registering`]
+    /// before letting go of what kept the refs alive).
+    pub fn register_borrows(&mut self) -> bool {
+        let me = self.worker_id();
+        for (owner, objects) in self.borrowed.take_unregistered() {
+            let request = self.request_id();
+            let msg = PeerMsg::AddBorrower { request, objects: objects.clone(), borrower: me };
+            if self.relay(owner.node, owner.worker, msg) {
+                self.registrations.insert(request, (owner, objects));
+            } else {
+                self.owner_node_gone(owner.node, "its node cannot be reached");
+            }
+        }
+        self.registering()
+    }
+
+    /// Whether registrations sent by [`Self::register_borrows`] are unanswered.
+    pub fn registering(&self) -> bool {
+        !self.registrations.is_empty() && self.stopped.is_none()
+    }
+
+    /// A `get` of the borrowed `id` starts: asks its owner where it is (once for all
+    /// concurrent readers). Returns false if `id` is not borrowed here.
+    pub fn begin_lookup(&mut self, id: ObjectId) -> bool {
+        let Some(owner) = self.borrowed.owner(id) else { return false };
+        self.hold_lookup(id, owner);
+        true
+    }
+
+    /// The answer of a lookup, once there is one.
+    pub fn lookup_status(&self, id: ObjectId) -> Option<&Status> {
+        self.lookups.get(&id).map(|l| &l.status)
+    }
+
+    /// A `get` begun with [`Self::begin_lookup`] is done with the answer.
+    pub fn end_lookup(&mut self, id: ObjectId) {
+        if let Some(l) = self.lookups.get_mut(&id) {
+            l.holders = l.holders.saturating_sub(1);
+            if l.holders == 0 {
+                self.lookups.remove(&id);
+            }
+        }
+    }
+
+    pub(super) fn hold_lookup(&mut self, id: ObjectId, owner: Owner) {
+        if let Some(l) = self.lookups.get_mut(&id) {
+            l.holders += 1;
+            return;
+        }
+        let status = match self.stopped.clone() {
+            Some(e) => Status::Failed(Box::new(e)),
+            None if self.relay(owner.node, owner.worker, PeerMsg::GetLocation { object: id }) => Status::Pending,
+            None => Status::Failed(Box::new(owner_died(id, owner, "its node cannot be reached"))),
+        };
+        self.lookups.insert(id, Lookup { owner, holders: 1, status });
+    }
+
+    /// `ids` (a task's arguments, an ID may repeat) no longer need their lookups.
+    pub(super) fn release_lookups(&mut self, ids: &[ObjectId]) {
+        for id in ids {
+            if self.table.status(*id).is_none() {
+                self.end_lookup(*id);
+            }
+        }
+    }
+
+    /// A copy of the stored `id` was made on `node`; its owner frees it there too.
+    pub(super) fn borrowed_copy(&mut self, id: ObjectId, node: NodeId) {
+        if let Some(owner) = self.borrowed.owner(id) {
+            self.relay(owner.node, owner.worker, PeerMsg::Copied { object: id, node });
+        }
+    }
+
+    /// Reports dropped borrowed refs to their owners (one message per owner).
+    pub(super) fn flush_borrows(&mut self) {
+        let mut gone: Vec<(Owner, Vec<ObjectId>)> = Vec::new();
+        while let Some(BorrowEffect::Removed { owner, id }) = self.borrowed.poll() {
+            match gone.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, ids)) => ids.push(id),
+                None => gone.push((owner, vec![id])),
+            }
+        }
+        for (owner, objects) in gone {
+            self.relay(owner.node, owner.worker, PeerMsg::RefRemoved { objects });
+        }
+    }
+
+    fn on_location(&mut self, now: Instant, object: ObjectId, location: PeerLocation) {
+        let Some(l) = self.lookups.get_mut(&object) else { return };
+        if !matches!(l.status, Status::Pending) {
+            return;
+        }
+        l.status = from_peer(object, l.owner, location);
+        let failed = match &l.status {
+            Status::Failed(e) => Some((**e).clone()),
+            _ => None,
+        };
+        self.lookup_done(now, object, failed);
+    }
+
+    /// A lookup was answered: tasks waiting on it go on (or fail with `failed`).
+    fn lookup_done(&mut self, now: Instant, object: ObjectId, failed: Option<TaskError>) {
+        self.changed = true;
+        let waiters = self.waiting.remove(&object).unwrap_or_default();
+        match failed {
+            Some(e) => {
+                for tid in waiters {
+                    self.fail_task(tid, e.clone());
+                }
+            }
+            None => {
+                let mut touched = Touched::default();
+                for tid in waiters {
+                    self.arg_ready(tid, &mut touched);
+                }
+                self.dispatch_touched(now, touched);
+            }
+        }
+    }
+
+    /// Owners matching `gone` are gone: their refs are orphaned, lookups of them fail
+    /// with `OwnerDied`, their registrations are dropped.
+    pub(super) fn owners_gone(&mut self, gone: impl Fn(&Owner) -> bool, why: &str) {
+        self.registrations.retain(|_, (o, _)| !gone(o));
+        let failed: Vec<(ObjectId, Owner)> = self
+            .lookups
+            .iter()
+            .filter(|(_, l)| gone(&l.owner) && matches!(l.status, Status::Pending))
+            .map(|(id, l)| (*id, l.owner))
+            .collect();
+        for (id, owner) in failed {
+            let e = owner_died(id, owner, why);
+            if let Some(l) = self.lookups.get_mut(&id) {
+                l.status = Status::Failed(Box::new(e.clone()));
+            }
+            let waiters = self.waiting.remove(&id).unwrap_or_default();
+            for tid in waiters {
+                self.fail_task(tid, e.clone());
+            }
+        }
+        self.changed = true;
+    }
+
+    /// Every owner on `node` is gone (the node died, or its raylet cannot be reached).
+    pub(super) fn owner_node_gone(&mut self, node: NodeId, why: &str) {
+        self.borrowed.node_gone(node);
+        self.owners_gone(|o| o.node == node, why);
+    }
+
+    // ------------------------------------------------------------------ owner
+
+    /// Answers the borrowers waiting for objects that are no longer pending.
+    pub(super) fn answer_locations(&mut self) {
+        let ready: Vec<ObjectId> = self
+            .location_waiters
+            .keys()
+            .filter(|id| !matches!(self.table.status(**id), Some(Status::Pending)))
+            .copied()
+            .collect();
+        for object in ready {
+            let location = to_peer(self.table.status(object));
+            for (worker, via) in self.location_waiters.remove(&object).unwrap_or_default() {
+                self.relay(via, worker, PeerMsg::Location { object, location: location.clone() });
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ both
+
+    /// A message relayed from core worker `from` by the raylet of node `via`.
+    pub(super) fn on_relayed(&mut self, now: Instant, via: NodeId, from: WorkerId, msg: PeerMsg) {
+        match msg {
+            PeerMsg::GetLocation { object } => match self.table.status(object) {
+                Some(Status::Pending) => self.location_waiters.entry(object).or_default().push((from, via)),
+                status => {
+                    let location = to_peer(status);
+                    self.relay(via, from, PeerMsg::Location { object, location });
+                }
+            },
+            PeerMsg::AddBorrower { request, objects, borrower } => {
+                let missing = objects.into_iter().filter(|id| !self.table.add_borrower(*id, borrower)).collect();
+                self.relay(via, from, PeerMsg::BorrowersAdded { request, missing });
+            }
+            PeerMsg::RefRemoved { objects } => {
+                for id in objects {
+                    self.table.remove_borrower(id, from);
+                }
+            }
+            PeerMsg::Copied { object, node } => self.table.add_copy(object, node),
+            PeerMsg::Location { object, location } => self.on_location(now, object, location),
+            PeerMsg::BorrowersAdded { request, missing } => {
+                if let Some((_, ids)) = self.registrations.remove(&request) {
+                    self.borrowed.registered(&ids, &missing);
+                    self.changed = true;
+                }
+            }
+        }
+    }
+
+    /// The raylet says core worker `worker` is gone.
+    pub(super) fn on_peer_gone(&mut self, worker: WorkerId) {
+        // As an owner: a dead borrower holds nothing.
+        self.table.remove_borrower_everywhere(worker);
+        for waiters in self.location_waiters.values_mut() {
+            waiters.retain(|(w, _)| *w != worker);
+        }
+        self.location_waiters.retain(|_, w| !w.is_empty());
+        // As a borrower: its objects cannot be found any more.
+        self.borrowed.owner_gone(worker);
+        self.owners_gone(|o| o.worker == worker, "its process exited or died");
+    }
+
+    /// Sends `msg` to core worker `to` through the raylet of `node`. Returns false if
+    /// that node's raylet cannot be reached from here.
+    fn relay(&mut self, node: NodeId, to: WorkerId, msg: PeerMsg) -> bool {
+        let msg = ToRaylet::Relay { to, msg };
+        if node == self.node() {
+            self.send_raylet(msg);
+            return true;
+        }
+        if !self.nodes.contains_key(&node) {
+            return false;
+        }
+        self.send_to(Some(node), msg);
+        true
+    }
+
+    /// The task `tid` no longer waits for one of its arguments.
+    pub(super) fn arg_ready(&mut self, tid: TaskId, touched: &mut Touched) {
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            return;
+        };
+        t.unresolved -= 1;
+        if t.unresolved == 0 {
+            if t.unmerged > 0 {
+                self.emit_gathers(tid);
+            } else {
+                self.enqueue_ready(tid, touched);
+            }
+        }
+    }
+}

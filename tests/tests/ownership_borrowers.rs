@@ -1,0 +1,199 @@
+//! Borrowers, with real workers: a process that receives an `ObjectRef` inside a value
+//! reads it by asking the owner, keeps the object alive for as long as it holds the ref
+//! (however many hands the ref passed through), and learns with `OwnerDied` when the
+//! owner is gone.
+
+use std::time::{Duration, Instant};
+
+use ares::{ActorHandle, Error, ObjectRef, TaskError, TaskOptions};
+use ares_tests::{Cluster, wait_for};
+
+type Refs = Vec<ObjectRef<Vec<u8>>>;
+
+/// Keeps refs it was given, past the call that gave them.
+#[derive(Default)]
+pub struct Holder {
+    refs: Refs,
+    /// Refs kept without reading them.
+    pending: Refs,
+}
+
+fn render(r: ares::Result<Vec<u8>>) -> String {
+    match r {
+        Ok(v) => format!("ok {}", v[0]),
+        Err(Error::Task(TaskError::OwnerDied { owner, .. })) => format!("owner died: {owner}"),
+        Err(e) => format!("other error: {e}"),
+    }
+}
+
+#[ares::actor]
+impl Holder {
+    pub fn new() -> Self {
+        Holder::default()
+    }
+
+    /// Keeps `refs`; returns the sum of their first bytes, read here.
+    pub fn keep(&mut self, refs: Refs) -> u64 {
+        self.refs.extend(refs);
+        self.sum()
+    }
+
+    /// Reads every kept ref again, read or not before.
+    pub fn sum(&self) -> u64 {
+        self.refs.iter().chain(&self.pending).map(|r| ares::get(r).map_or(0, |v| v[0] as u64 + v.len() as u64)).sum()
+    }
+
+    /// Reads the first kept ref: its first byte, or the error, rendered.
+    pub fn read_first(&self) -> String {
+        render(ares::get(&self.refs[0]))
+    }
+
+    /// Keeps `refs` without reading them.
+    pub fn keep_pending(&mut self, refs: Refs) {
+        self.pending.extend(refs);
+    }
+
+    /// Reads the first ref kept unread (waiting for it if it is not ready).
+    pub fn read_pending(&self) -> String {
+        render(ares::get(&self.pending[0]))
+    }
+
+    /// Drops every kept ref.
+    pub fn forget(&mut self) {
+        self.refs.clear();
+        self.pending.clear();
+    }
+}
+
+/// Reads refs received inside a value: (length, first byte) of each.
+#[ares::remote]
+fn read_all(refs: Refs) -> Vec<(u64, u8)> {
+    refs.iter().map(|r| ares::get(r).map(|v| (v.len() as u64, v[0])).unwrap()).collect()
+}
+
+/// Passes `refs` down `depth` levels of nested tasks; the last gives them to `holder`,
+/// which keeps them unread. Returns the depth reached.
+#[ares::remote]
+fn pass_down(refs: Refs, holder: ActorHandle<Holder>, depth: u32) -> u64 {
+    if depth == 0 {
+        ares::get(&holder.call(Holder::keep_pending, refs)).unwrap();
+        return 0;
+    }
+    ares::get(&ares::remote(pass_down).call(refs, holder, depth - 1)).unwrap()
+}
+
+/// Passes each borrowed ref on as a direct argument of a nested task.
+#[ares::remote]
+fn first_byte(v: Vec<u8>) -> u8 {
+    v[0]
+}
+
+#[ares::remote]
+fn forward_direct(refs: Refs) -> Vec<u8> {
+    let calls: Vec<_> = refs.iter().map(|r| ares::remote(first_byte).call(r)).collect();
+    calls.iter().map(|c| ares::get(c).unwrap()).collect()
+}
+
+/// Waits for `gate`, then returns `n` bytes of `byte`.
+#[ares::remote]
+fn slow_value(gate: String, byte: u8, n: u64) -> Vec<u8> {
+    while !std::path::Path::new(&gate).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    vec![byte; n as usize]
+}
+
+/// Owns two objects (one ready, one pending on `gate`), gives them to `holder`, writes
+/// its pid to `pid_file` and waits to be killed.
+#[ares::remote]
+fn own_and_share(holder: ActorHandle<Holder>, gate: String, pid_file: String) -> u64 {
+    let ready = ares::put(vec![5u8; 1 << 20]).unwrap();
+    let pending = ares::remote(slow_value).call(gate, 6, 10);
+    ares::get(&holder.call(Holder::keep, vec![ready])).unwrap();
+    let pending_holder = holder.call(Holder::keep_pending, vec![pending.clone()]);
+    ares::get(&pending_holder).unwrap();
+    let tmp = format!("{pid_file}.tmp");
+    std::fs::write(&tmp, std::process::id().to_string()).unwrap();
+    std::fs::rename(&tmp, &pid_file).unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+fn temp(name: &str) -> String {
+    let p = std::env::temp_dir().join(format!("ares-borrow-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p.to_string_lossy().into_owned()
+}
+
+fn objects() -> u64 {
+    ares::node_stats().unwrap().store_objects
+}
+
+#[test]
+fn a_worker_reads_refs_it_received_inside_a_value_small_and_stored() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    let small = ares::put(vec![7u8; 10])?;
+    let large = ares::put(vec![9u8; 1 << 20])?;
+    let gate = temp("read-gate");
+    let computed = ares::remote(slow_value).call(gate.clone(), 4, 3);
+    std::fs::write(&gate, "go")?;
+    let got = ares::get(&ares::remote(read_all).call(vec![small.clone(), large.clone(), computed.clone()]))?;
+    assert_eq!(got, vec![(10, 7), (1 << 20, 9), (3, 4)]);
+    // Borrowed refs passed on as direct arguments of nested tasks resolve through the owner.
+    let firsts = ares::get(&ares::remote(forward_direct).call(vec![small, large, computed]))?;
+    assert_eq!(firsts, vec![7, 9, 4]);
+    std::fs::remove_file(&gate)?;
+    Ok(())
+}
+
+#[test]
+fn a_ref_passed_down_three_levels_lives_until_the_last_borrower_drops_it() -> anyhow::Result<()> {
+    let _c = Cluster::start(ares::Config::default().num_cpus(4));
+    let base = objects();
+    let holder = ares::actor(Holder::new).spawn();
+    let x = ares::put(vec![3u8; 1 << 20])?;
+    let id = x.id();
+    ares::get(&ares::remote(pass_down).call(vec![x.clone()], holder.clone(), 3))?;
+    drop(x);
+    // The driver, and every task the ref passed through, let go; the actor still holds it.
+    assert_eq!(objects(), base + 1, "object {id} must live while the actor borrows it");
+    assert_eq!(ares::get(&holder.call(Holder::sum, ()))?, 3 + (1 << 20), "the borrower still reads it");
+    ares::get(&holder.call(Holder::forget, ()))?;
+    // The borrower's report travels apart from the call's reply: wait for it.
+    wait_for("the object to be freed after its last borrower dropped it", Duration::from_secs(10), || {
+        objects() == base
+    });
+    Ok(())
+}
+
+#[test]
+fn borrowers_of_a_killed_owner_get_owner_died_within_two_seconds() -> anyhow::Result<()> {
+    let _c = Cluster::start(ares::Config::default().num_cpus(4));
+    let holder = ares::actor(Holder::new).spawn();
+    let (gate, pid_file) = (temp("owner-gate"), temp("owner-pid"));
+    let owner = ares::remote(own_and_share).options(TaskOptions::new().max_retries(0)).call(
+        holder.clone(),
+        gate.clone(),
+        pid_file.clone(),
+    );
+    wait_for("the owner to share its objects", Duration::from_secs(30), || std::path::Path::new(&pid_file).exists());
+    assert_eq!(ares::get(&holder.call(Holder::read_first, ()))?, "ok 5", "read through the live owner");
+    // A read of the pending object waits in the actor while the owner is killed.
+    let waiting = holder.call(Holder::read_pending, ());
+    std::thread::sleep(Duration::from_millis(200));
+    let pid: i32 = std::fs::read_to_string(&pid_file)?.parse()?;
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid).unwrap(), rustix::process::Signal::KILL)?;
+    let killed = Instant::now();
+    let answer = ares::get(&waiting)?;
+    let waited = killed.elapsed();
+    assert!(answer.starts_with("owner died: "), "{answer}");
+    assert!(waited < Duration::from_secs(2), "the waiting read took {waited:?} to fail");
+    // Later reads fail at once too, naming the owner.
+    let later = ares::get(&holder.call(Holder::read_first, ()))?;
+    assert!(later.starts_with("owner died: worker "), "{later}");
+    assert!(matches!(ares::get(&owner), Err(Error::Task(TaskError::WorkerDied { .. }))));
+    std::fs::remove_file(&pid_file)?;
+    let _ = std::fs::remove_file(&gate);
+    Ok(())
+}
