@@ -19,6 +19,9 @@
 //! - when all reach zero the object is out of scope and its value is freed, at once if it
 //!   is ready, or as soon as the task producing it reports.
 //!
+//! The borrower's side is [`BorrowTable`]: the refs this process holds to objects other
+//! processes own, and whether each owner knows (see `borrowed.rs` for the protocol).
+//!
 //! The path that crosses threads ([`Shared`]) is written against the [`sync`] shim so
 //! that `RUSTFLAGS="--cfg loom" cargo test -p ares-ownership --release` model-checks it.
 #![warn(missing_docs)]

@@ -16,7 +16,9 @@
 //!   loaded leased worker up to an adaptive depth, retries when a worker dies, and the
 //!   return of leases idle for [`IDLE_LEASE_TIMEOUT`];
 //! - actors (see [`actors`]): per-actor in-order queues, construction, restarts and
-//!   holds, on the same connections as leased workers.
+//!   holds, on the same connections as leased workers;
+//! - borrowing (see [`borrow`]): refs to other processes' objects, asked of and
+//!   registered with their owners, and the owner's answers to its borrowers.
 //!
 //! Task IDs are given to it (see [`TaskScope`]): a nested task's ID derives from the
 //! running task's ID and its submission counter, so re-running a task makes the same IDs.
@@ -166,7 +168,8 @@ pub struct Submit {
     pub kind: TaskKind,
     /// Actors whose handles the arguments carry: held until the task is done.
     pub keeps: Vec<ActorId>,
-    /// Owned refs encoded inside argument values: kept in scope until the task is done.
+    /// Refs (owned or borrowed) encoded inside argument values: kept in scope until the
+    /// task is done.
     pub carried: Vec<ObjectId>,
     /// Return values (at least 1): `ObjectId::for_return(task, 0..num_returns)`.
     pub num_returns: u32,

@@ -3,7 +3,7 @@
 use super::*;
 use ares_common::codec::Value;
 use ares_common::frame::FrameReader;
-use ares_common::wire::{ActorInfo, ActorKey};
+use ares_common::wire::{ActorInfo, ActorKey, PeerLocation, PeerMsg};
 
 fn node() -> NodeId {
     NodeId([7; 16])
@@ -661,4 +661,99 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
             other => panic!("{other:?}"),
         }
     }
+}
+
+fn relays(effects: &[Effect]) -> Vec<(WorkerId, PeerMsg)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ToRaylet(ToRaylet::Relay { to, msg }) => Some((*to, msg.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_owner_answers_a_borrower_when_the_value_is_ready_and_keeps_it_while_borrowed() {
+    let t0 = Instant::now();
+    let mut st = state();
+    let borrower = WorkerId([5; 16]);
+    let rid = st.submit(t0, TaskId::root(uuid::Uuid::from_u128(1)).child(0), submit_spec("f"), vec![value(1)]);
+    let (conn, pushed) = open_lease(&mut st, t0, 1);
+    // Asked while pending: answered once the task reports.
+    st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: PeerMsg::GetLocation { object: rid } });
+    assert!(relays(&effects(&mut st)).is_empty());
+    let req = PeerMsg::AddBorrower { request: 9, objects: vec![rid], borrower };
+    st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: req });
+    assert_eq!(relays(&effects(&mut st)), vec![(borrower, PeerMsg::BorrowersAdded { request: 9, missing: vec![] })]);
+    st.handle_replies(t0, conn, vec![done(pushed[0].task_id, 42)]);
+    let answered = relays(&effects(&mut st));
+    assert!(
+        matches!(&answered[..], [(w, PeerMsg::Location { object, location: PeerLocation::Inline(_) })] if *w == borrower && *object == rid),
+        "{answered:?}"
+    );
+    // The owner drops its handle; the borrower still holds the object.
+    st.remove_local_ref(rid);
+    assert!(st.status(rid).is_some());
+    st.handle_raylet(t0, FromRaylet::PeerGone { worker: borrower });
+    assert!(st.status(rid).is_none(), "a dead borrower holds nothing");
+    // An object the owner no longer has is reported missing, and unknown to a reader.
+    st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: PeerMsg::GetLocation { object: rid } });
+    let req = PeerMsg::AddBorrower { request: 10, objects: vec![rid], borrower };
+    st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: req });
+    assert_eq!(
+        relays(&effects(&mut st)),
+        vec![
+            (borrower, PeerMsg::Location { object: rid, location: PeerLocation::Unknown }),
+            (borrower, PeerMsg::BorrowersAdded { request: 10, missing: vec![rid] }),
+        ]
+    );
+}
+
+#[test]
+fn a_borrower_asks_the_owner_registers_reports_the_ref_gone_and_fails_on_owner_death() {
+    let t0 = Instant::now();
+    let mut st = state();
+    let owner = Owner { worker: WorkerId([3; 16]), node: node() };
+    let (x, y) = (
+        ObjectId::for_put(TaskId::root(uuid::Uuid::from_u128(3)), 0),
+        ObjectId::for_put(TaskId::root(uuid::Uuid::from_u128(3)), 1),
+    );
+    st.add_borrowed(x, owner, None);
+    st.add_borrowed(y, owner, None);
+    assert!(st.begin_lookup(x));
+    assert!(st.begin_lookup(x), "a second reader shares the question");
+    assert_eq!(relays(&effects(&mut st)), vec![(owner.worker, PeerMsg::GetLocation { object: x })]);
+    assert!(matches!(st.lookup_status(x), Some(Status::Pending)));
+    let loc = PeerLocation::Stored { len: 10, nodes: vec![NodeId([8; 16])] };
+    st.handle_raylet(
+        t0,
+        FromRaylet::Relayed { from: owner.worker, msg: PeerMsg::Location { object: x, location: loc } },
+    );
+    assert!(matches!(st.lookup_status(x), Some(Status::Ready(Location::Stored(s))) if s.primary == NodeId([8; 16])));
+    st.end_lookup(x);
+    st.end_lookup(x);
+    assert!(st.lookup_status(x).is_none());
+    // Registration: one message per owner, answered before letting go.
+    assert!(st.register_borrows());
+    let sent = relays(&effects(&mut st));
+    let [(to, PeerMsg::AddBorrower { request, objects, .. })] = &sent[..] else { panic!("{sent:?}") };
+    assert_eq!((*to, objects.len()), (owner.worker, 2));
+    let request = *request;
+    st.handle_raylet(
+        t0,
+        FromRaylet::Relayed { from: owner.worker, msg: PeerMsg::BorrowersAdded { request, missing: vec![] } },
+    );
+    assert!(!st.registering());
+    st.remove_borrowed(x);
+    assert_eq!(relays(&effects(&mut st)), vec![(owner.worker, PeerMsg::RefRemoved { objects: vec![x] })]);
+    // The owner dies while a read waits: the read fails with OwnerDied, and dropping the
+    // ref afterwards sends nothing.
+    assert!(st.begin_lookup(y));
+    effects(&mut st);
+    st.handle_raylet(t0, FromRaylet::PeerGone { worker: owner.worker });
+    assert!(matches!(st.lookup_status(y), Some(Status::Failed(e)) if matches!(**e, TaskError::OwnerDied { .. })));
+    st.end_lookup(y);
+    st.remove_borrowed(y);
+    assert!(relays(&effects(&mut st)).is_empty());
 }
