@@ -528,15 +528,39 @@ impl CoreWorker {
     /// Waits until `num_returns` of `ids` are ready or failed, or `timeout` passes.
     /// Returns the readiness of each ID.
     pub(crate) fn wait_many(&self, ids: &[ObjectId], num_returns: usize, timeout: Option<Duration>) -> Vec<bool> {
-        let done = |inner: &Inner, id: &ObjectId| !matches!(inner.state.status(*id), Some(Status::Pending));
+        // Borrowed objects are asked of their owners (once each, however often listed).
+        let borrows = self.ever_borrowed.load(std::sync::atomic::Ordering::Acquire);
+        let asked: Vec<ObjectId> = if !borrows {
+            Vec::new()
+        } else {
+            self.run_untimed(|st| {
+                let mut asked: Vec<ObjectId> = Vec::new();
+                for id in ids {
+                    if st.status(*id).is_none() && !asked.contains(id) && st.begin_lookup(*id) {
+                        asked.push(*id);
+                    }
+                }
+                asked
+            })
+        };
+        let done = |inner: &Inner, id: &ObjectId| match inner.state.status(*id) {
+            Some(s) => !matches!(s, Status::Pending),
+            None => !matches!(inner.state.lookup_status(*id), Some(Status::Pending)),
+        };
         let enough = |inner: &Inner| ids.iter().filter(|id| done(inner, id)).count() >= num_returns;
         let g = self.shared.lock();
-        let _blocked = if enough(&g) { None } else { Some(self.block()) };
+        let blocked = if enough(&g) { None } else { Some(self.block()) };
         let g = match timeout {
             None => self.shared.wait_while(g, |t| !enough(t)),
             Some(d) => self.shared.wait_while_timeout(g, d, |t| !enough(t)).0,
         };
-        ids.iter().map(|id| done(&g, id)).collect()
+        let out = ids.iter().map(|id| done(&g, id)).collect();
+        drop(g);
+        drop(blocked);
+        if !asked.is_empty() {
+            self.run_untimed(|st| asked.iter().for_each(|id| st.end_lookup(*id)));
+        }
+        out
     }
 
     /// One more local handle family on `id`; whether this process owns it.

@@ -197,3 +197,25 @@ fn borrowers_of_a_killed_owner_get_owner_died_within_two_seconds() -> anyhow::Re
     let _ = std::fs::remove_file(&gate);
     Ok(())
 }
+
+/// `ares::wait` for `n` of refs received inside a value: how many were ready.
+#[ares::remote]
+fn count_ready(refs: Refs, n: u64) -> u64 {
+    let (ready, _) = ares::wait(&refs, n as usize, Some(Duration::from_secs(60)));
+    ready.len() as u64
+}
+
+#[test]
+fn wait_on_borrowed_refs_asks_their_owner() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    let gate = temp("wait-gate");
+    let done = ares::put(vec![1u8; 4])?;
+    let pending = ares::remote(slow_value).call(gate.clone(), 2, 4);
+    // Waiting for one returns the ready one; the pending one cannot be ready while its
+    // gate is closed (before, borrowed refs all counted as ready).
+    assert_eq!(ares::get(&ares::remote(count_ready).call(vec![done.clone(), pending.clone()], 1))?, 1);
+    std::fs::write(&gate, "go")?;
+    assert_eq!(ares::get(&ares::remote(count_ready).call(vec![done, pending], 2))?, 2);
+    std::fs::remove_file(&gate)?;
+    Ok(())
+}
