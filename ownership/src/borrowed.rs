@@ -106,6 +106,9 @@ impl BorrowTable {
 
     /// Tasks this process submitted carry these refs (IDs not borrowed are ignored).
     pub fn add_submitted(&mut self, ids: &[ObjectId]) {
+        if self.refs.is_empty() {
+            return;
+        }
         for id in ids {
             if let Some(e) = self.refs.get_mut(id) {
                 e.submitted += 1;
@@ -115,6 +118,9 @@ impl BorrowTable {
 
     /// A task that carried these refs is done.
     pub fn remove_submitted(&mut self, ids: &[ObjectId]) {
+        if self.refs.is_empty() {
+            return;
+        }
         for id in ids {
             if let Some(e) = self.refs.get_mut(id) {
                 e.submitted = e.submitted.saturating_sub(1);
@@ -152,17 +158,9 @@ impl BorrowTable {
         }
     }
 
-    /// The owner `worker` is gone: its refs are orphaned. Returns them.
-    pub fn owner_gone(&mut self, worker: WorkerId) -> Vec<ObjectId> {
-        self.orphan(|o| o.worker == worker)
-    }
-
-    /// Every owner on `node` is gone (the node died, or its raylet cannot be reached).
-    pub fn node_gone(&mut self, node: NodeId) -> Vec<ObjectId> {
-        self.orphan(|o| o.node == node)
-    }
-
-    fn orphan(&mut self, gone: impl Fn(&Owner) -> bool) -> Vec<ObjectId> {
+    /// The owners matching `gone` are gone (a process exited, a node died or cannot be
+    /// reached): their refs are orphaned. Returns the refs newly orphaned.
+    pub fn orphan(&mut self, gone: impl Fn(&Owner) -> bool) -> Vec<ObjectId> {
         let mut ids = Vec::new();
         for (id, e) in self.refs.iter_mut() {
             if gone(&e.owner) && e.reg != Registration::Orphaned {
@@ -275,9 +273,9 @@ mod tests {
         t.add_local(oid(1), owner(1));
         t.add_local(oid(2), owner(2));
         t.take_unregistered();
-        assert_eq!(t.owner_gone(WorkerId([1; 16])), vec![oid(1)]);
-        assert!(t.owner_gone(WorkerId([1; 16])).is_empty(), "once");
-        assert_eq!(t.node_gone(NodeId([2; 16])), vec![oid(2)]);
+        assert_eq!(t.orphan(|o| o.worker == WorkerId([1; 16])), vec![oid(1)]);
+        assert!(t.orphan(|o| o.worker == WorkerId([1; 16])).is_empty(), "once");
+        assert_eq!(t.orphan(|o| o.node == NodeId([2; 16])), vec![oid(2)]);
         assert_eq!(t.registration(oid(1)), Some(Registration::Orphaned));
         // A late answer does not revive it.
         t.registered(&[oid(1)], &[]);

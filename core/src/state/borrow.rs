@@ -84,11 +84,6 @@ impl CoreState {
         self.flush_borrows();
     }
 
-    /// Whether this process holds a ref to `id` that another process owns.
-    pub fn is_borrowed(&self, id: ObjectId) -> bool {
-        self.borrowed.owner(id).is_some()
-    }
-
     /// Registers every borrowed ref the owners do not know about yet; returns whether
     /// registrations are outstanding (the caller waits with [`Self::registering`]
     /// before letting go of what kept the refs alive).
@@ -149,6 +144,9 @@ impl CoreState {
 
     /// `ids` (a task's arguments, an ID may repeat) no longer need their lookups.
     pub(super) fn release_lookups(&mut self, ids: &[ObjectId]) {
+        if self.lookups.is_empty() {
+            return;
+        }
         for id in ids {
             if self.table.status(*id).is_none() {
                 self.end_lookup(*id);
@@ -213,6 +211,7 @@ impl CoreState {
     /// Owners matching `gone` are gone: their refs are orphaned, lookups of them fail
     /// with `OwnerDied`, their registrations are dropped.
     pub(super) fn owners_gone(&mut self, gone: impl Fn(&Owner) -> bool, why: &str) {
+        self.borrowed.orphan(&gone);
         self.registrations.retain(|_, (o, _)| !gone(o));
         let failed: Vec<(ObjectId, Owner)> = self
             .lookups
@@ -235,7 +234,6 @@ impl CoreState {
 
     /// Every owner on `node` is gone (the node died, or its raylet cannot be reached).
     pub(super) fn owner_node_gone(&mut self, node: NodeId, why: &str) {
-        self.borrowed.node_gone(node);
         self.owners_gone(|o| o.node == node, why);
     }
 
@@ -298,7 +296,6 @@ impl CoreState {
         }
         self.location_waiters.retain(|_, w| !w.is_empty());
         // As a borrower: its objects cannot be found any more.
-        self.borrowed.owner_gone(worker);
         self.owners_gone(|o| o.worker == worker, "its process exited or died");
     }
 

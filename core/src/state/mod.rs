@@ -574,7 +574,8 @@ impl CoreState {
         self.table.add_submitted(&s.carried);
         self.borrowed.add_submitted(&arg_ids);
         self.borrowed.add_submitted(&s.carried);
-        for id in &arg_ids {
+        let borrowing = !self.borrowed.is_empty();
+        for id in arg_ids.iter().filter(|_| borrowing) {
             // A borrowed argument: its owner says where the value is.
             if self.table.status(*id).is_none()
                 && let Some(owner) = self.borrowed.owner(*id)
