@@ -17,7 +17,7 @@ use ares_common::error::FrameError;
 use ares_common::frame::FrameReader;
 use ares_common::wire::{
     ActorCounts, Demand, DetachedActor, FromHead, FromRaylet, FromWorker, NamedActor, NodeLoad, NodeSummary, Outcome,
-    RestartSpec, ReturnValue, TaskKind, TaskSpec, ToHead, ToRaylet, ToWorker, WireArg,
+    PeerLocation, PeerMsg, RestartSpec, ReturnValue, TaskKind, TaskSpec, ToHead, ToRaylet, ToWorker, WireArg,
 };
 use ares_common::{ActorId, Endpoint, NodeId, ObjectId, ResourceSet, TaskId, WorkerId};
 use proptest::prelude::*;
@@ -162,6 +162,27 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
             FromHead::ActorName { request_id: 4, actor: Some(named), error: None }.encode().unwrap().to_vec(),
         ),
         ("from_head_restart", FromHead::RestartActor { actor: Box::new(detached) }.encode().unwrap().to_vec()),
+        (
+            "to_raylet_relay_add_borrower",
+            ToRaylet::Relay {
+                to: WorkerId([4; 16]),
+                msg: PeerMsg::AddBorrower { request: 5, objects: vec![object, object], borrower: WorkerId([6; 16]) },
+            }
+            .encode()
+            .unwrap()
+            .to_vec(),
+        ),
+        (
+            "from_raylet_relayed_location",
+            FromRaylet::Relayed {
+                from: WorkerId([4; 16]),
+                msg: PeerMsg::Location { object, location: PeerLocation::Stored { len: 1 << 20, nodes: vec![node] } },
+            }
+            .encode()
+            .unwrap()
+            .to_vec(),
+        ),
+        ("from_raylet_peer_gone", FromRaylet::PeerGone { worker: WorkerId([4; 16]) }.encode().unwrap().to_vec()),
     ];
     out.retain(|(_, b)| !b.is_empty());
     out
