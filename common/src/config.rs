@@ -8,6 +8,9 @@ pub const DEFAULT_STORE_FRACTION: f64 = 0.3;
 /// Cap on the default pool size (an explicit size is not capped).
 pub const MAX_DEFAULT_STORE_BYTES: u64 = 64 << 30;
 
+/// Lineage an owner keeps by default (Ray's default `max_lineage_bytes`).
+pub const DEFAULT_MAX_LINEAGE_BYTES: u64 = 1 << 30;
+
 /// A configuration value that could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("bad value {value:?} for {key}: {reason}")]
@@ -120,6 +123,9 @@ pub struct Config {
     pub session_root: PathBuf,
     /// Tasks pushed to one leased worker before the owner waits for replies.
     pub max_tasks_in_flight_per_worker: u32,
+    /// Bytes of finished tasks' specs an owner keeps to rebuild lost objects (Ray's
+    /// `max_lineage_bytes`); 0 keeps none, so a lost object made by a task fails.
+    pub max_lineage_bytes: u64,
     /// Worker processes started at most; `None` means one per CPU.
     pub max_workers: Option<u32>,
     /// The cluster's join token (`ares start --head` prints it).
@@ -171,6 +177,7 @@ impl Default for Config {
             max_frame_bytes: crate::frame::DEFAULT_MAX_FRAME,
             session_root: default_session_root(),
             max_tasks_in_flight_per_worker: 64,
+            max_lineage_bytes: DEFAULT_MAX_LINEAGE_BYTES,
             max_workers: None,
             token: None,
             node_timeout: std::time::Duration::from_secs(10),
@@ -347,6 +354,7 @@ impl Config {
             "max_spill_file_objects" => self.max_spill_file_objects = num::<usize>(value)?.max(1),
             "object_create_timeout_ms" => self.object_create_timeout = std::time::Duration::from_millis(num(value)?),
             "max_inline_bytes" => self.max_inline_bytes = parse_bytes(value)? as usize,
+            "max_lineage_bytes" => self.max_lineage_bytes = parse_bytes(value)?,
             "session_root" => self.session_root = PathBuf::from(value),
             "token" => self.token = Some(value.trim().to_string()).filter(|t| !t.is_empty()),
             "node_timeout_ms" => self.node_timeout = millis_at_least(num(value)?, 200, " (nodes report every 100 ms)")?,
@@ -396,6 +404,8 @@ mod tests {
         Config::default().validate().unwrap();
         assert!(c.set("object_store_memory_fraction", "x").is_err());
         c.set("not_an_option", "x").unwrap();
+        c.set("max_lineage_bytes", "64M").unwrap();
+        assert_eq!(c.max_lineage_bytes, 64 << 20);
     }
 
     #[test]

@@ -184,6 +184,49 @@ pub enum TaskError {
         /// How the connection ended.
         reason: String,
     },
+    /// A stored argument could not be copied to the worker's node: no node holding a
+    /// copy could serve it (they died). The owner rebuilds it when it can and runs the
+    /// task again; this reaches the caller only when it cannot.
+    #[error("task `{function}`: argument {index} ({object}) could not be read: {reason}")]
+    ArgumentUnavailable {
+        /// Registered name of the function.
+        function: String,
+        /// The argument's position.
+        index: u32,
+        /// The object, rendered.
+        object: String,
+        /// Why no copy could be read.
+        reason: String,
+    },
+    /// Every copy of the object was lost (the nodes holding it died) and it cannot be
+    /// rebuilt from its lineage; `reason` says why.
+    #[error("object {object} was lost with the node(s) holding it and cannot be rebuilt: {reason}")]
+    ObjectUnrecoverable {
+        /// The object, rendered.
+        object: String,
+        /// Why it cannot be rebuilt.
+        reason: Unrecoverable,
+    },
+}
+
+/// Why a lost object cannot be rebuilt by running its task again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Unrecoverable {
+    /// The owner dropped the task's spec to stay within its lineage budget.
+    #[error(
+        "the spec of the task that made it was dropped to stay within the lineage budget; \
+         raise max_lineage_bytes (ARES_MAX_LINEAGE_BYTES)"
+    )]
+    LineageEvicted,
+    /// The task was run again as often as its `max_retries` allows.
+    #[error("its task was already re-run max_retries times; raise max_retries with .options(..)")]
+    RetriesExhausted,
+    /// The task is not kept for re-running: it has `max_retries` 0 or is an actor call.
+    #[error(
+        "its task is not kept for re-running (max_retries is 0, or it is an actor call, whose state a \
+         re-run would not reproduce)"
+    )]
+    NotRetriable,
 }
 
 /// Errors of the framing layer. Any of these closes the connection it happened on.

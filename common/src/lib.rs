@@ -27,7 +27,7 @@ pub mod wire;
 
 pub use address::{Address, Endpoint};
 pub use config::{Config, ConfigError, WorkerCommand};
-pub use error::{FrameError, TaskError};
+pub use error::{FrameError, TaskError, Unrecoverable};
 pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;
 pub use strategy::Strategy;

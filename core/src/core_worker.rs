@@ -134,6 +134,8 @@ pub(crate) struct CoreConfig {
     pub(crate) max_inline: usize,
     pub(crate) max_frame: usize,
     pub(crate) max_in_flight: u32,
+    /// Bytes of lineage kept (see `Config::max_lineage_bytes`).
+    pub(crate) max_lineage_bytes: u64,
     /// The process is a worker: it reports its tasks' blocked waits to the raylet.
     pub(crate) in_worker: bool,
 }
@@ -167,6 +169,7 @@ impl CoreWorker {
             root,
             max_frame: cfg.max_frame,
             max_in_flight: cfg.max_in_flight.max(1),
+            max_lineage_bytes: cfg.max_lineage_bytes,
         });
         let cw = Arc::new_cyclic(|me| CoreWorker {
             shared: Shared::new(Inner { state, conns: DetMap::default(), nodes: DetMap::default() }),
@@ -493,6 +496,33 @@ impl CoreWorker {
             Some(Status::Failed(e)) => Err(Error::Task((**e).clone())),
             Some(Status::Pending) => unreachable!("waited until not pending"),
             None => Err(Error::Task(TaskError::ObjectLost { object: format!("{id} (not owned by this process)") })),
+        }
+    }
+
+    /// Waits for the owned object `id` and holds its value. If no node holding a copy
+    /// can serve it, the object is lost: it is rebuilt from its lineage when it can be
+    /// (the wait starts again) and fails with a typed error otherwise.
+    pub(crate) fn hold_owned(&self, id: ObjectId) -> Result<Held> {
+        loop {
+            let loc = self.wait_location(id)?;
+            match self.hold(id, &loc) {
+                Err(Error::Task(TaskError::ObjectLost { object })) => {
+                    let Location::Stored(s) = &loc else {
+                        return Err(Error::Task(TaskError::ObjectLost { object }));
+                    };
+                    let here = self.address.node;
+                    let tried: Vec<ares_common::NodeId> = s.nodes().filter(|n| *n != here).collect();
+                    if !self.run_untimed(|st| st.object_unreachable(Instant::now(), id, &tried)) {
+                        // Failed for good (its status says why), or another copy is left.
+                        if let Ok(Location::Stored(now)) = self.wait_location(id)
+                            && now.nodes().eq(s.nodes())
+                        {
+                            return Err(Error::Task(TaskError::ObjectLost { object }));
+                        }
+                    }
+                }
+                other => return other,
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! The errors of the public API.
 
-pub use ares_common::error::TaskError;
+pub use ares_common::error::{TaskError, Unrecoverable};
 
 /// What can go wrong in an `ares` call.
 #[derive(Debug, thiserror::Error)]

@@ -47,7 +47,7 @@ pub use ares_common::wire::{NodeLoad, NodeStats, NodeSummary, WorkerInfo};
 pub use ares_common::{ActorId, NodeId};
 pub use ares_common::{Config, WorkerCommand};
 pub use ares_macros::{actor, remote};
-pub use error::{Error, Result, TaskError};
+pub use error::{Error, Result, TaskError, Unrecoverable};
 pub use object_ref::{ObjectRef, View};
 pub use remote::{IntoArg, MultiFn, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
 
@@ -117,6 +117,7 @@ pub fn init_with(config: Config) -> Result<()> {
         max_inline: config.max_inline_bytes,
         max_frame: config.max_frame_bytes,
         max_in_flight: config.max_tasks_in_flight_per_worker,
+        max_lineage_bytes: config.max_lineage_bytes,
         in_worker: false,
     };
     let worker_id = ares_common::WorkerId::from_uuid(uuid::Uuid::new_v4());
@@ -179,7 +180,10 @@ pub fn get<T: Value>(r: &ObjectRef<T>) -> Result<T> {
 /// where the value is.
 fn hold<T>(r: &ObjectRef<T>) -> Result<store_client::Held> {
     let cw = &r.inner.cw;
-    let loc = if r.inner.owned() { cw.wait_location(r.id())? } else { cw.wait_borrowed(r.id(), r.owner())? };
+    if r.inner.owned() {
+        return cw.hold_owned(r.id());
+    }
+    let loc = cw.wait_borrowed(r.id(), r.owner())?;
     cw.hold(r.id(), &loc)
 }
 

@@ -169,7 +169,14 @@ fn run() -> Result<(), String> {
     let listener = Listener::bind(&listen_addr).map_err(|e| format!("bind {listen_addr}: {e}"))?;
     let remote = remote_listener()?;
     let remote_addr = remote.as_ref().map(|l| l.endpoint().clone());
-    let cfg = CoreConfig { raylet_socket, max_inline, max_frame, max_in_flight: 64, in_worker: true };
+    let cfg = CoreConfig {
+        raylet_socket,
+        max_inline,
+        max_frame,
+        max_in_flight: 64,
+        max_lineage_bytes: ares_common::config::DEFAULT_MAX_LINEAGE_BYTES,
+        in_worker: true,
+    };
     let hello =
         ToRaylet::RegisterWorker { worker_id, pid: std::process::id(), listen_addr: listen_addr.clone(), remote_addr };
     // Submissions outside any task (threads a task started) take IDs from a random root.
@@ -343,11 +350,24 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
             let here = if nodes.contains(&cw.node()) {
                 Ok(())
             } else {
-                let pulled = cw.store.pull(*object_id, nodes);
-                if pulled.is_ok() {
-                    PULLED.with(|p| p.borrow_mut().push(*object_id));
+                match cw.store.pull(*object_id, nodes) {
+                    Ok(()) => {
+                        PULLED.with(|p| p.borrow_mut().push(*object_id));
+                        Ok(())
+                    }
+                    // No holder could serve it: the owner may rebuild it and run this
+                    // task again, so say which argument.
+                    Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
+                        cw.store.release(pins);
+                        return Outcome::Failed(TaskError::ArgumentUnavailable {
+                            function: spec.function.clone(),
+                            index: i as u32,
+                            object: object_id.to_string(),
+                            reason: object,
+                        });
+                    }
+                    Err(e) => Err(e),
                 }
-                pulled
             };
             match here.and_then(|()| cw.store.pin(*object_id)) {
                 Ok(at) => {

@@ -9,6 +9,13 @@
 //! An object is *in scope* while any of these holds it: a local `ObjectRef` family, a
 //! pending task that takes it as an argument, an object whose value contains it, or a
 //! borrower (another process that received the ref).
+//!
+//! Lineage: an object may also be *referenced by lineage*: the owner keeps the spec of a
+//! finished task that took it as an argument, to re-run that task if its output is lost.
+//! An object only lineage refers to is *released*: its value is freed (the usual `Free`)
+//! but its entry stays, value-less and invisible to [`OwnershipTable::status`], so that
+//! its own task can be re-run in turn ([`OwnershipTable::restart`]). The entry goes (a
+//! second `Free`, without location) when the last lineage reference does.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -132,6 +139,11 @@ struct Entry {
     contained_in: u32,
     /// The task that made it is no longer kept (see [`Lineage::Evicted`]).
     lineage_evicted: bool,
+    /// Out of scope, value freed, entry kept for the kept task specs that take it as an
+    /// argument (see the module docs).
+    released: bool,
+    /// Kept task specs taking it as an argument.
+    lineage_refs: u32,
     status: Status,
     cold: Option<Box<Cold>>,
 }
@@ -172,18 +184,27 @@ impl OwnershipTable {
 
     /// Records a new object with one local reference (the handle returned to the user).
     pub fn add_owned(&mut self, id: ObjectId, status: Status) {
-        let entry = Entry { local: 1, submitted: 0, contained_in: 0, lineage_evicted: false, status, cold: None };
+        let entry = Entry {
+            local: 1,
+            submitted: 0,
+            contained_in: 0,
+            lineage_evicted: false,
+            released: false,
+            lineage_refs: 0,
+            status,
+            cold: None,
+        };
         self.objects.insert(id, entry);
     }
 
     /// One more local handle family. Returns whether the object is tracked here.
     pub fn add_local_ref(&mut self, id: ObjectId) -> bool {
         match self.objects.get_mut(&id) {
-            Some(e) => {
+            Some(e) if !e.released => {
                 e.local += 1;
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
@@ -238,7 +259,7 @@ impl OwnershipTable {
     /// Returns whether the object is tracked here (else the borrower is not counted:
     /// the object is gone, or was never this process's).
     pub fn add_borrower(&mut self, id: ObjectId, borrower: WorkerId) -> bool {
-        let Some(e) = self.objects.get_mut(&id) else { return false };
+        let Some(e) = self.objects.get_mut(&id).filter(|e| !e.released) else { return false };
         if !e.cold().borrowers.contains(&borrower) {
             e.cold().borrowers.push(borrower);
         }
@@ -306,18 +327,92 @@ impl OwnershipTable {
         }
     }
 
-    /// The task that could rebuild the object is no longer kept.
+    /// The task that could rebuild the object is no longer kept. A released object
+    /// goes: it could never be rebuilt.
     pub fn evict_lineage(&mut self, id: ObjectId) {
         if let Some(e) = self.objects.get_mut(&id)
             && !id.is_put()
         {
             e.lineage_evicted = true;
+            if e.released {
+                self.objects.remove(&id);
+                self.effects.push_back(Effect::Free { id, location: None });
+            }
+        }
+    }
+
+    /// A kept task spec takes these objects as arguments: they keep an entry (released,
+    /// once out of scope) while it is kept. Objects made by `put` are not kept this way
+    /// (they could not be rebuilt anyway).
+    pub fn add_lineage_refs(&mut self, ids: &[ObjectId]) {
+        for id in ids.iter().filter(|id| !id.is_put()) {
+            if let Some(e) = self.objects.get_mut(id) {
+                e.lineage_refs += 1;
+            }
+        }
+    }
+
+    /// A kept task spec that took these arguments was dropped; released objects nothing
+    /// else refers to go.
+    pub fn remove_lineage_refs(&mut self, ids: &[ObjectId]) {
+        for id in ids.iter().filter(|id| !id.is_put()) {
+            if let Some(e) = self.objects.get_mut(id) {
+                e.lineage_refs = e.lineage_refs.saturating_sub(1);
+                if e.released && e.lineage_refs == 0 {
+                    self.objects.remove(id);
+                    self.effects.push_back(Effect::Free { id: *id, location: None });
+                }
+            }
+        }
+    }
+
+    /// The object's task is run again to rebuild it: it is pending (and in scope again
+    /// if it was released, through the tasks that will take it). Returns its location
+    /// before, whose remaining copies the caller deletes, or `None` if it is not tracked.
+    pub fn restart(&mut self, id: ObjectId) -> Option<Option<Location>> {
+        let e = self.objects.get_mut(&id)?;
+        e.released = false;
+        let before = std::mem::replace(&mut e.status, Status::Pending);
+        Some(if let Status::Ready(l) = before { Some(l) } else { None })
+    }
+
+    /// Whether the object was released (value freed, entry kept for lineage).
+    pub fn is_released(&self, id: ObjectId) -> bool {
+        self.objects.get(&id).is_some_and(|e| e.released)
+    }
+
+    /// Whether the table has an entry for the object (in scope or released).
+    pub fn tracks(&self, id: ObjectId) -> bool {
+        self.objects.contains_key(&id)
+    }
+
+    /// `node` died: its copies are gone. Returns the ready objects that had no other
+    /// copy (their value is lost; their status is left for the caller to decide).
+    pub fn take_lost(&mut self, node: NodeId) -> Vec<ObjectId> {
+        let mut lost = Vec::new();
+        for (id, e) in self.objects.iter_mut() {
+            if let Status::Ready(Location::Stored(s)) = &mut e.status
+                && !e.released
+                && drop_copies(s, &[node])
+            {
+                lost.push(*id);
+            }
+        }
+        lost
+    }
+
+    /// No copy of the object could be read from `nodes` (every pull failed). Returns
+    /// whether the object is ready, stored and now has no copy left.
+    pub fn copies_unreachable(&mut self, id: ObjectId, nodes: &[NodeId]) -> bool {
+        match self.objects.get_mut(&id) {
+            Some(Entry { status: Status::Ready(Location::Stored(s)), released: false, .. }) => drop_copies(s, nodes),
+            _ => false,
         }
     }
 
     /// The object's status, if this process owns it and it is in scope.
     pub fn status(&self, id: ObjectId) -> Option<&Status> {
-        self.objects.get(&id).map(|e| &e.status)
+        self.objects.get(&id).filter(|e| !e.released).map(|e| &e.status)
     }
 
     /// How the object could be rebuilt.
@@ -330,7 +425,7 @@ impl OwnershipTable {
         self.objects.get(&id).and_then(|e| e.cold.as_ref()).map_or(&[], |c| &c.borrowers[..])
     }
 
-    /// Number of objects tracked.
+    /// Number of objects tracked (released ones included).
     pub fn len(&self) -> usize {
         self.objects.len()
     }
@@ -364,12 +459,22 @@ impl OwnershipTable {
     /// scope keeps its record until its task reports, so the value is freed then).
     /// Returns the refs its value contained, which it held.
     fn free_if_unused(&mut self, id: ObjectId) -> Option<Vec<ObjectId>> {
-        let e = self.objects.get(&id)?;
-        if e.in_scope() || matches!(e.status, Status::Pending) {
+        let e = self.objects.get_mut(&id)?;
+        if e.in_scope() || e.released || matches!(e.status, Status::Pending) {
             return None;
         }
-        let mut e = self.objects.remove(&id).expect("present");
         let contained = e.cold.take().map(|c| c.contained).unwrap_or_default();
+        // Kept for lineage: only a ready value can be remade, and only by its task.
+        if e.lineage_refs > 0 && !e.lineage_evicted && matches!(e.status, Status::Ready(_)) {
+            e.released = true;
+            let location = match std::mem::replace(&mut e.status, Status::Pending) {
+                Status::Ready(l) => Some(l),
+                _ => None,
+            };
+            self.effects.push_back(Effect::Free { id, location });
+            return Some(contained);
+        }
+        let e = self.objects.remove(&id).expect("present");
         let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
         self.effects.push_back(Effect::Free { id, location });
         Some(contained)
@@ -386,6 +491,23 @@ impl OwnershipTable {
             stack.extend(self.free_if_unused(id).unwrap_or_default());
         }
     }
+}
+
+/// Removes `nodes` from the copies of `s`; returns whether no copy is left (a spilled
+/// primary is on its node's disk, so it goes with the node).
+fn drop_copies(s: &mut Stored, nodes: &[NodeId]) -> bool {
+    s.secondary.retain(|n| !nodes.contains(n));
+    if nodes.contains(&s.primary) {
+        match s.secondary.first().copied() {
+            Some(next) => {
+                s.secondary.remove(0);
+                s.primary = next;
+                s.spilled = None;
+            }
+            None => return true,
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -567,5 +689,88 @@ mod tests {
         t.drain();
         assert_eq!(frees(&mut t).len(), 2);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn an_object_only_lineage_refers_to_is_released_then_goes_with_the_last_spec() {
+        let mut t = OwnershipTable::new();
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_lineage_refs(&[oid(1)]);
+        t.add_lineage_refs(&[oid(1)]);
+        t.remove_local_ref(oid(1));
+        match t.poll() {
+            Some(Effect::Free { id, location: Some(_) }) => assert_eq!(id, oid(1)),
+            other => panic!("the value is freed at once, got {other:?}"),
+        }
+        assert!(t.status(oid(1)).is_none(), "a released object is invisible");
+        assert!(t.tracks(oid(1)) && t.is_released(oid(1)));
+        assert!(!t.add_local_ref(oid(1)), "nobody can hold a released object again");
+        t.remove_lineage_refs(&[oid(1)]);
+        assert!(t.poll().is_none());
+        t.remove_lineage_refs(&[oid(1)]);
+        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_restarted_object_is_pending_and_freed_again_when_done() {
+        let mut t = OwnershipTable::new();
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_lineage_refs(&[oid(1)]);
+        t.remove_local_ref(oid(1));
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+        assert!(matches!(t.restart(oid(1)), Some(None)), "a released object has no location left");
+        t.add_submitted(&[oid(1)]);
+        assert!(matches!(t.status(oid(1)), Some(Status::Pending)));
+        t.set_ready(oid(1), stored());
+        assert!(frees(&mut t).is_empty(), "the task that needs it holds it");
+        t.remove_submitted(&[oid(1)]);
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+        assert!(t.is_released(oid(1)), "still referred to by lineage");
+        assert!(t.restart(oid(9)).is_none());
+    }
+
+    #[test]
+    fn put_objects_and_failed_ones_are_not_kept_for_lineage() {
+        let mut t = OwnershipTable::new();
+        let put = ObjectId::for_put(TaskId::root(Default::default()), 0);
+        t.add_owned(put, Status::Ready(stored()));
+        t.add_owned(oid(2), Status::Failed(Box::new(TaskError::RuntimeShutdown)));
+        t.add_lineage_refs(&[put, oid(2)]);
+        t.remove_local_ref(put);
+        t.remove_local_ref(oid(2));
+        assert_eq!(frees(&mut t).len(), 2);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn evicting_the_lineage_of_a_released_object_removes_it() {
+        let mut t = OwnershipTable::new();
+        t.add_owned(oid(1), Status::Ready(stored()));
+        t.add_lineage_refs(&[oid(1)]);
+        t.remove_local_ref(oid(1));
+        assert_eq!(frees(&mut t), vec![oid(1)]);
+        t.evict_lineage(oid(1));
+        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_dead_node_loses_the_objects_it_alone_held() {
+        let mut t = OwnershipTable::new();
+        let (n1, n2) = (NodeId([1; 16]), NodeId([2; 16]));
+        t.add_owned(oid(1), Status::Ready(Location::stored(n1, 10)));
+        t.add_owned(oid(2), Status::Ready(Location::stored(n1, 10)));
+        t.add_copy(oid(2), n2);
+        t.add_owned(oid(3), Status::Ready(Location::stored(n2, 10)));
+        t.add_copy(oid(3), n1);
+        t.add_owned(oid(4), Status::Ready(Location::Inline(Arc::new(Bytes::new()))));
+        assert_eq!(t.take_lost(n1), vec![oid(1)]);
+        let Some(Status::Ready(Location::Stored(s))) = t.status(oid(2)) else { panic!() };
+        assert_eq!((s.primary, s.secondary.len()), (n2, 0), "the copy became the primary");
+        let Some(Status::Ready(Location::Stored(s))) = t.status(oid(3)) else { panic!() };
+        assert_eq!(s.nodes().collect::<Vec<_>>(), vec![n2]);
+        assert!(t.copies_unreachable(oid(3), &[n2]));
+        assert!(!t.copies_unreachable(oid(4), &[n1, n2]), "an inline value is never lost");
     }
 }

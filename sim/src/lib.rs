@@ -275,7 +275,13 @@ impl Sim {
         let client = ClientId(self.next_client);
         self.next_client += 1;
         let address = Address { node: self.nodes[node].node.node_id(), worker, endpoint: endpoint.clone() };
-        let state = CoreState::new(StateConfig { address, root, max_frame: 64 << 20, max_in_flight: 64 });
+        let state = CoreState::new(StateConfig {
+            address,
+            root,
+            max_frame: 64 << 20,
+            max_in_flight: 64,
+            max_lineage_bytes: 1 << 20,
+        });
         let p = self.procs.len();
         self.procs.push(Proc { node, client, state, alive: true, worker: endpoint.map(|e| (worker, e)) });
         self.by_client.insert((node, client), p);

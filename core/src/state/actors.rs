@@ -357,7 +357,7 @@ impl CoreState {
         if let Some(task) = self.tasks.remove(&create_tid) {
             self.release_args(&task.arg_ids);
             self.table.remove_local_ref(ObjectId::for_return(create_tid, 0));
-            self.retire(task);
+            self.retire(&mut { task });
         }
     }
 
@@ -490,7 +490,7 @@ impl CoreState {
                 break;
             }
             c.queue.pop_front();
-            match resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
+            match resolve_now(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
                 .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
@@ -578,8 +578,13 @@ impl CoreState {
                 return;
             };
             let task = self.tasks.get(&create_tid).expect("a live actor keeps its construction");
-            match resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, create_tid, task)
-                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
+            match resolve_now(
+                &super::Values::new(&self.table, &self.lookups),
+                self.cfg.address.worker,
+                create_tid,
+                task,
+            )
+            .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
                     let conn = self.conns.get_mut(&conn_id).expect("connected");
@@ -689,7 +694,7 @@ impl CoreState {
             if is_create {
                 self.on_created(a, conn_id, outcome);
             } else {
-                self.complete(task_id, outcome, self.node(), &mut stale, &mut touched);
+                self.complete(now, task_id, outcome, self.node(), &mut stale, &mut touched);
             }
         }
         if let Some(c) = self.callers.get_mut(&a)
@@ -726,7 +731,7 @@ impl CoreState {
         let shape = o.detached_shape.clone()?;
         let task = self.tasks.get(&o.create_tid)?;
         let spec =
-            resolve(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, o.create_tid, task)
+            resolve_now(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, o.create_tid, task)
                 .ok()?;
         let inline = spec.args.iter().all(|arg| matches!(arg, WireArg::Inline(_)));
         inline.then_some(ares_common::wire::RestartSpec { spec, shape })

@@ -25,6 +25,7 @@
 
 mod actors;
 mod borrow;
+mod lineage;
 #[cfg(test)]
 mod tests;
 
@@ -284,6 +285,8 @@ pub struct StateConfig {
     pub max_frame: usize,
     /// Deepest pipeline per leased worker.
     pub max_in_flight: u32,
+    /// Bytes of finished tasks' specs kept to rebuild lost objects (0: none kept).
+    pub max_lineage_bytes: u64,
 }
 
 /// The state of one core worker. See the module docs.
@@ -316,6 +319,12 @@ pub struct CoreState {
     /// Borrowers waiting for owned objects to be ready: who, and through which node's
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
+    /// Specs of finished tasks kept to rebuild their lost outputs (see [`lineage`]).
+    lineage: DetMap<TaskId, Task>,
+    /// Kept specs, oldest first (may name specs already dropped).
+    lineage_order: VecDeque<TaskId>,
+    /// What the kept specs count against `max_lineage_bytes`.
+    lineage_bytes: u64,
     next_conn: u64,
     next_request: u64,
     /// Moving average of the time a worker spends per task, in seconds.
@@ -350,6 +359,9 @@ impl CoreState {
             lookups: DetMap::default(),
             registrations: DetMap::default(),
             location_waiters: DetMap::default(),
+            lineage: DetMap::default(),
+            lineage_order: VecDeque::new(),
+            lineage_bytes: 0,
             next_conn: 1,
             next_request: 1,
             avg_task_secs: None,
@@ -454,6 +466,8 @@ impl CoreState {
         let mut ids = Vec::new();
         let mut remote: Vec<(NodeId, Vec<ObjectId>)> = Vec::new();
         while let Some(e) = self.table.poll() {
+            let OwnershipEffect::Free { id, .. } = &e;
+            self.lineage_freed(*id);
             match e {
                 OwnershipEffect::Free { id, location: Some(Location::Stored(s)) } => {
                     // This node may hold a copy pulled for a `get` even when the primary
@@ -778,7 +792,7 @@ impl CoreState {
                 Target::Actor(a) if !failed_calls.contains(&a) => failed_calls.push(a),
                 _ => {}
             }
-            self.retire(task);
+            self.retire(&mut { task });
         }
         self.changed = true;
         // At shutdown the node ends owned actors itself, and detached ones must live on.
@@ -795,10 +809,11 @@ impl CoreState {
 
     /// Drops what a finished task kept alive: the refs and actor handles its arguments
     /// carried.
-    fn retire(&mut self, task: Task) {
-        self.table.remove_submitted(&task.carried);
-        self.borrowed.remove_submitted(&task.carried);
-        for a in task.keeps {
+    fn retire(&mut self, task: &mut Task) {
+        let carried = std::mem::take(&mut task.carried);
+        self.table.remove_submitted(&carried);
+        self.borrowed.remove_submitted(&carried);
+        for a in std::mem::take(&mut task.keeps) {
             if let Some(c) = self.callers.get_mut(&a) {
                 c.handles = c.handles.saturating_sub(1);
                 self.maybe_release(a);
@@ -844,6 +859,7 @@ impl CoreState {
             return;
         };
         let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
+        let mut unready: Vec<(TaskId, Vec<ObjectId>)> = Vec::new();
         while !st.queue.is_empty() {
             let conns = &self.conns;
             let own = st
@@ -860,11 +876,16 @@ impl CoreState {
                 continue;
             };
             let payload = match resolve(&Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
-                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
+                .and_then(|spec| encode_push(spec, self.cfg.max_frame).map_err(Unready::Failed))
             {
                 Ok(p) => p,
-                Err(e) => {
+                Err(Unready::Failed(e)) => {
                     failures.push((tid, e));
+                    continue;
+                }
+                Err(Unready::Pending(ids)) => {
+                    // An argument was lost since the task was queued and is being rebuilt.
+                    unready.push((tid, ids));
                     continue;
                 }
             };
@@ -935,6 +956,14 @@ impl CoreState {
                 None => Effect::ToRaylet(msg),
             });
         }
+        for (tid, ids) in unready {
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                t.unresolved += ids.len();
+                for id in ids {
+                    self.waiting.entry(id).or_default().push(tid);
+                }
+            }
+        }
         for (tid, e) in failures {
             self.fail_task(tid, e);
         }
@@ -1001,6 +1030,9 @@ impl CoreState {
             self.effects.push_back(Effect::Close(conn));
             self.on_lease_lost(now, conn, "its node died");
         }
+        // After its leases are gone, so that nothing rebuilt is pushed there.
+        self.lose_node_copies(now, node);
+        self.flush_frees();
     }
 
     /// Sends `msg` to the raylet of `node` (`None`: this node's). A node whose
@@ -1208,7 +1240,7 @@ impl CoreState {
                     });
                 }
             }
-            self.complete(task_id, outcome, node, &mut stale, &mut touched);
+            self.complete(now, task_id, outcome, node, &mut stale, &mut touched);
         }
         self.changed = true;
         if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role) {
@@ -1235,6 +1267,7 @@ impl CoreState {
     /// waiting on its result ready.
     fn complete(
         &mut self,
+        now: Instant,
         task_id: TaskId,
         outcome: Outcome,
         node: NodeId,
@@ -1249,6 +1282,17 @@ impl CoreState {
         // One location per return value, or the task's failure.
         let attempts = task.attempts;
         match outcome {
+            Outcome::Failed(TaskError::ArgumentUnavailable { index, function, object, reason }) => {
+                // A lost argument of ours is rebuilt and the task runs again.
+                if let Some(task) = self.argument_unavailable(now, task_id, task, index, node, touched) {
+                    if task.num_returns > 1 {
+                        stale.extend(returns_of(task_id, task.num_returns));
+                    }
+                    self.tasks.insert(task_id, task);
+                    self.fail_task(task_id, TaskError::ArgumentUnavailable { index, function, object, reason });
+                }
+                return;
+            }
             Outcome::Failed(e) => {
                 if task.num_returns > 1 {
                     // The worker may have stored some return values before one failed.
@@ -1296,8 +1340,16 @@ impl CoreState {
                 }
             }
         }
+        let keep = self.keeps_lineage(&task);
+        if keep {
+            self.hold_lineage_args(&task);
+        }
         self.release_args(&task.arg_ids);
-        self.retire(task);
+        let mut task = task;
+        self.retire(&mut task);
+        if keep {
+            self.keep_lineage(task_id, task);
+        }
     }
 
     /// A task that took these arguments finished or failed for good.
@@ -1490,6 +1542,9 @@ impl CoreState {
             }
         }
         self.location_waiters.clear();
+        self.lineage.clear();
+        self.lineage_order.clear();
+        self.lineage_bytes = 0;
         self.flush_frees();
     }
 }
@@ -1521,15 +1576,36 @@ fn args_node(table: &Values<'_>, here: NodeId, t: &Task) -> Option<NodeId> {
     ares_raylet::spillback::preferred_node(stored).filter(|n| *n != here)
 }
 
+/// Why a queued task cannot be pushed.
+enum Unready {
+    /// It fails with this error.
+    Failed(TaskError),
+    /// These arguments were lost after it was queued and are being rebuilt.
+    Pending(Vec<ObjectId>),
+}
+
 /// Builds the wire spec of a ready task from the current values of its arguments.
-fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
-    let wire = |id: &ObjectId| match table.status(*id) {
+fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, Unready> {
+    let mut pending = Vec::new();
+    let mut failed = None;
+    let mut wire = |id: &ObjectId| match table.status(*id) {
         Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
         Some(Status::Ready(Location::Stored(s))) => {
             WireArg::Shared { object_id: *id, len: s.len, nodes: s.nodes().collect() }
         }
-        // Submission counted the argument, so it is here and ready.
-        other => unreachable!("argument {id} of a ready task is {other:?}"),
+        // Submission saw it ready; it was lost since (rebuilding), or rebuilding failed.
+        Some(Status::Pending) => {
+            pending.push(*id);
+            WireArg::Inline(Vec::new())
+        }
+        Some(Status::Failed(e)) => {
+            failed = Some((**e).clone());
+            WireArg::Inline(Vec::new())
+        }
+        None => {
+            failed = Some(TaskError::ObjectLost { object: format!("{id} (an argument, freed or lost)") });
+            WireArg::Inline(Vec::new())
+        }
     };
     let mut args = Vec::with_capacity(task.args.len());
     for slot in &task.args {
@@ -1540,6 +1616,12 @@ fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Res
             Slot::Gather { merged: None, .. } => unreachable!("a ready task's lists are merged"),
         });
     }
+    if let Some(e) = failed {
+        return Err(Unready::Failed(e));
+    }
+    if !pending.is_empty() {
+        return Err(Unready::Pending(pending));
+    }
     Ok(TaskSpec {
         task_id: tid,
         function: task.function.to_string(),
@@ -1548,6 +1630,17 @@ fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Res
         attempt: task.attempts,
         kind: task.kind.clone(),
         num_returns: task.num_returns,
+    })
+}
+
+/// [`resolve`] for actor calls and constructions, which do not wait for rebuilt
+/// arguments (they would reorder an actor's calls): a lost argument fails the call.
+fn resolve_now(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
+    resolve(table, owner, tid, task).map_err(|u| match u {
+        Unready::Failed(e) => e,
+        Unready::Pending(ids) => TaskError::ObjectLost {
+            object: format!("{} (an argument of an actor call, lost with its node; being rebuilt)", ids[0]),
+        },
     })
 }
 

@@ -1,0 +1,289 @@
+//! Lineage reconstruction, the owner's side: the specs of finished tasks kept to re-run
+//! them, and what happens when every copy of an owned object is lost.
+//!
+//! - A finished pool task is *kept* (its spec, with inline and merged arguments) while
+//!   any of its return objects is tracked, within `max_lineage_bytes`, oldest dropped
+//!   first. A kept spec holds a lineage reference on each argument it takes by ref, so
+//!   that argument's entry stays (released, value freed) and can be rebuilt in turn.
+//! - An object is *lost* when the node holding its only copies dies (`NodeDied`), or when
+//!   no holder could serve a copy (a worker's pull or this process's `get` failed at
+//!   every node). A lost object made by a kept task is rebuilt by running the task again
+//!   under the same ID (IDs are deterministic, so its own submissions and puts are named
+//!   as before), first rebuilding any released argument, recursively; waiting `get`s and
+//!   tasks just see it pending again. Each re-run spends one of the task's retries.
+//! - A lost object that cannot be rebuilt fails: `ObjectLost` for a `put`,
+//!   `ObjectUnrecoverable` (lineage evicted, retries spent, task not kept) otherwise.
+
+use std::time::Instant;
+
+use ares_common::{NodeId, ObjectId, TaskError, TaskId, Unrecoverable};
+use ares_ownership::{Lineage, Location, Status};
+
+use super::{CoreState, Slot, Target, Task, Touched, returns_of};
+
+/// What a kept spec costs beyond its argument bytes (maps, slots, names).
+const SPEC_OVERHEAD: u64 = 256;
+
+/// The objects `task` takes by ref (gathered lists are kept merged, so their parts are
+/// not needed to re-run it).
+fn ref_args(task: &Task) -> Vec<ObjectId> {
+    task.args
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Ref(id) => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bytes a kept spec counts against the budget.
+fn spec_bytes(task: &Task) -> u64 {
+    let args: usize = task
+        .args
+        .iter()
+        .map(|s| match s {
+            Slot::Inline(b) => b.len(),
+            Slot::Gather { merged: Some(b), .. } => b.len(),
+            _ => 32,
+        })
+        .sum();
+    SPEC_OVERHEAD + task.function.len() as u64 + args as u64
+}
+
+impl CoreState {
+    /// Whether a finished task's spec is worth keeping: a pool task (an actor call's
+    /// result depends on the actor's state) that may run again.
+    pub(super) fn keeps_lineage(&self, task: &Task) -> bool {
+        self.cfg.max_lineage_bytes > 0 && matches!(task.target, Target::Pool) && task.retries_left > 0
+    }
+
+    /// Takes lineage references on the arguments of a task about to be kept (before its
+    /// submitted counts are released, so its arguments stay tracked).
+    pub(super) fn hold_lineage_args(&mut self, task: &Task) {
+        self.table.add_lineage_refs(&ref_args(task));
+    }
+
+    /// Keeps the spec of the finished task `tid` (whose arguments' lineage references
+    /// [`CoreState::hold_lineage_args`] took), unless none of its return objects is
+    /// tracked any more.
+    pub(super) fn keep_lineage(&mut self, tid: TaskId, mut task: Task) {
+        if !returns_of(tid, task.num_returns).any(|r| self.table.tracks(r)) {
+            self.table.remove_lineage_refs(&ref_args(&task));
+            return;
+        }
+        task.unresolved = 0;
+        self.lineage_bytes += spec_bytes(&task);
+        self.lineage.insert(tid, task);
+        self.lineage_order.push_back(tid);
+        while self.lineage_bytes > self.cfg.max_lineage_bytes
+            && let Some(old) = self.lineage_order.pop_front()
+        {
+            if let Some(t) = self.lineage.remove(&old) {
+                self.lineage_bytes -= spec_bytes(&t);
+                for r in returns_of(old, t.num_returns) {
+                    self.table.evict_lineage(r);
+                }
+                self.table.remove_lineage_refs(&ref_args(&t));
+            }
+        }
+        // The order keeps IDs of specs already dropped; compact it now and then.
+        if self.lineage_order.len() > 2 * self.lineage.len() + 64 {
+            let lineage = &self.lineage;
+            self.lineage_order.retain(|t| lineage.contains_key(t));
+        }
+    }
+
+    /// `id` left the table (or was released): drops its task's spec once none of the
+    /// task's return objects is tracked. Called for every `Free` the table yields.
+    pub(super) fn lineage_freed(&mut self, id: ObjectId) {
+        if id.is_put() || self.lineage.is_empty() {
+            return;
+        }
+        let Some(t) = self.lineage.get(&id.task) else {
+            return;
+        };
+        if returns_of(id.task, t.num_returns).any(|r| self.table.tracks(r)) {
+            return;
+        }
+        let t = self.lineage.remove(&id.task).expect("present");
+        self.lineage_bytes -= spec_bytes(&t);
+        self.table.remove_lineage_refs(&ref_args(&t));
+    }
+
+    /// Specs kept and the bytes they count (for tests and statistics).
+    pub fn lineage_kept(&self) -> (usize, u64) {
+        (self.lineage.len(), self.lineage_bytes)
+    }
+
+    /// `node` died: the owned objects whose only copies it held are lost.
+    pub(super) fn lose_node_copies(&mut self, now: Instant, node: NodeId) {
+        let lost = self.table.take_lost(node);
+        if !lost.is_empty() {
+            tracing::info!(%node, objects = lost.len(), "objects lost with their node; rebuilding them");
+            self.recover(now, lost);
+        }
+    }
+
+    /// No copy of the owned object `id` could be read from `nodes` (a pull from each
+    /// failed). Returns whether the object is pending again (being rebuilt): the reader
+    /// waits for it once more. Otherwise it is failed, or still has a copy elsewhere.
+    pub fn object_unreachable(&mut self, now: Instant, id: ObjectId, nodes: &[NodeId]) -> bool {
+        if self.table.copies_unreachable(id, nodes) {
+            self.recover(now, vec![id]);
+        }
+        self.flush_frees();
+        matches!(self.table.status(id), Some(Status::Pending))
+    }
+
+    /// Rebuilds the lost objects `lost` (and the released arguments their tasks need),
+    /// or fails those that cannot be rebuilt, with their dependents.
+    pub(super) fn recover(&mut self, now: Instant, lost: Vec<ObjectId>) {
+        let mut work = lost;
+        let mut touched = Touched::default();
+        while let Some(id) = work.pop() {
+            if !self.table.tracks(id) {
+                continue;
+            }
+            if let Err(e) = self.rebuild(id, &mut work, &mut touched) {
+                tracing::warn!(object = %id, "a lost object cannot be rebuilt: {e}");
+                self.fail_object(id, e);
+            }
+        }
+        self.changed = true;
+        self.dispatch_touched(now, touched);
+    }
+
+    /// Runs the task that made `id` again, unless it is already running. Released
+    /// arguments it needs are made pending and pushed on `work` to be rebuilt in turn.
+    fn rebuild(&mut self, id: ObjectId, work: &mut Vec<ObjectId>, touched: &mut Touched) -> Result<(), TaskError> {
+        let tid = id.task;
+        if self.tasks.contains_key(&tid) {
+            // Its task is already running again (rebuilt for a sibling return value).
+            self.table.restart(id);
+            return Ok(());
+        }
+        let unrecoverable = |reason| TaskError::ObjectUnrecoverable { object: id.to_string(), reason };
+        match self.table.lineage(id) {
+            Some(Lineage::Put) => {
+                return Err(TaskError::ObjectLost {
+                    object: format!("{id}, made by put, whose every copy was lost (a put object cannot be rebuilt)"),
+                });
+            }
+            Some(Lineage::Evicted) => return Err(unrecoverable(Unrecoverable::LineageEvicted)),
+            _ => {}
+        }
+        let Some(mut task) = self.lineage.remove(&tid) else {
+            return Err(unrecoverable(Unrecoverable::NotRetriable));
+        };
+        self.lineage_bytes -= spec_bytes(&task);
+        if task.retries_left == 0 {
+            self.lineage_bytes += spec_bytes(&task);
+            self.lineage.insert(tid, task);
+            return Err(unrecoverable(Unrecoverable::RetriesExhausted));
+        }
+        task.retries_left -= 1;
+        task.attempts += 1;
+        tracing::debug!(task = %tid, function = %task.function, "re-running a task to rebuild its lost output");
+        for r in returns_of(tid, task.num_returns) {
+            // Copies of other return values that survived are replaced by the re-run's.
+            if let Some(Some(Location::Stored(s))) = self.table.restart(r) {
+                for n in s.nodes() {
+                    self.send_to(Some(n), ares_common::wire::ToRaylet::DeleteObjects { object_ids: vec![r] });
+                }
+            }
+        }
+        let deps = ref_args(&task);
+        for d in &deps {
+            if self.table.is_released(*d) {
+                self.table.restart(*d);
+                work.push(*d);
+            }
+        }
+        // The re-run holds its arguments as a submitted task does; the spec's lineage
+        // references move to it (and come back when it is kept again).
+        self.table.add_submitted(&deps);
+        self.table.remove_lineage_refs(&deps);
+        let mut missing = None;
+        let mut unresolved = 0;
+        for d in &deps {
+            match self.table.status(*d) {
+                Some(Status::Pending) => {
+                    unresolved += 1;
+                    self.waiting.entry(*d).or_default().push(tid);
+                }
+                Some(Status::Failed(e)) => missing = Some((**e).clone()),
+                Some(Status::Ready(_)) => {}
+                None => {
+                    missing = Some(TaskError::ObjectLost {
+                        object: format!(
+                            "{id}: rebuilding it needs argument {d}, which is gone (a put object, or one \
+                             whose lineage was dropped)"
+                        ),
+                    })
+                }
+            }
+        }
+        task.unresolved = unresolved;
+        task.arg_ids = deps;
+        self.tasks.insert(tid, task);
+        if let Some(e) = missing {
+            self.fail_task(tid, e);
+        } else if unresolved == 0 {
+            self.enqueue_ready(tid, touched);
+        }
+        Ok(())
+    }
+
+    /// Fails the owned object `id` with `error`, and every task waiting on it.
+    fn fail_object(&mut self, id: ObjectId, error: TaskError) {
+        self.table.set_failed(id, error.clone());
+        for tid in self.waiting.remove(&id).unwrap_or_default() {
+            self.fail_task(tid, error.clone());
+        }
+        self.changed = true;
+    }
+
+    /// A worker could not read argument `index` of `task` (every holder failed to serve
+    /// it). If it is an owned stored object, its copies there are dropped (rebuilding it
+    /// if none is left) and the task waits for it again, spending a retry; returns the
+    /// task back otherwise, to fail as it did.
+    pub(super) fn argument_unavailable(
+        &mut self,
+        now: Instant,
+        tid: TaskId,
+        mut task: Task,
+        index: u32,
+        ran_on: NodeId,
+        touched: &mut Touched,
+    ) -> Option<Task> {
+        let Some(Slot::Ref(id)) = task.args.get(index as usize) else {
+            return Some(task);
+        };
+        let id = *id;
+        let Some(Status::Ready(Location::Stored(s))) = self.table.status(id) else {
+            return Some(task);
+        };
+        if task.retries_left == 0 {
+            return Some(task);
+        }
+        let tried: Vec<NodeId> = s.nodes().filter(|n| *n != ran_on).collect();
+        if self.table.copies_unreachable(id, &tried) {
+            self.recover(now, vec![id]);
+        }
+        task.retries_left -= 1;
+        task.attempts += 1;
+        match self.table.status(id) {
+            Some(Status::Pending) => {
+                task.unresolved += 1;
+                self.waiting.entry(id).or_default().push(tid);
+                self.tasks.insert(tid, task);
+            }
+            Some(Status::Ready(_)) => {
+                self.tasks.insert(tid, task);
+                self.enqueue_ready(tid, touched);
+            }
+            _ => return Some(task),
+        }
+        None
+    }
+}
