@@ -31,3 +31,13 @@ pub use error::{FrameError, TaskError, Unrecoverable};
 pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 pub use resources::ResourceSet;
 pub use strategy::Strategy;
+
+/// Whether `pid` exists and is not a zombie (a killed process its parent has not
+/// reaped yet is dead for every purpose here).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(s) => !matches!(s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('Z' | 'X') | None),
+        Err(_) => false,
+    }
+}

@@ -108,7 +108,8 @@ pub fn remove_stale_session_dirs(root: &Path) {
         let Some(pid) = rest.split('_').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        // A killed daemon not reaped yet (a zombie) is dead too.
+        if !crate::process_alive(pid) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -178,14 +179,7 @@ pub fn daemons(root: &Path) -> Vec<DaemonInfo> {
     out
 }
 
-/// Whether `pid` exists and is not a zombie.
-pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(s) => !matches!(s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()), Some('Z' | 'X') | None),
-        Err(_) => false,
-    }
-}
+pub use ares_common::process_alive;
 
 /// The local socket a driver on this machine uses for `address`:
 /// - a path is a daemon's socket, used as is;

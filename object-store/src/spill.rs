@@ -132,7 +132,7 @@ pub fn remove_stale(root: &Path) {
         let name = e.file_name();
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ares-spill-")) else { continue };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        if !ares_common::process_alive(pid) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

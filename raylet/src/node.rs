@@ -949,6 +949,10 @@ impl Node {
             .map(|n| n.node_id)
             .collect();
         self.cluster = nodes;
+        for node in &died {
+            let actions = self.pulls.node_died(*node);
+            self.apply_pulls(actions);
+        }
         for node in died {
             let local: Vec<ClientId> = self
                 .clients

@@ -40,6 +40,8 @@ struct Pull {
     rest: Vec<NodeId>,
     /// Sources tried, with why each failed.
     failures: Vec<String>,
+    /// The source being tried (a transfer that ends from another is stale: ignored).
+    current: Option<NodeId>,
 }
 
 /// Pulls in progress. See the module docs.
@@ -85,13 +87,17 @@ impl PullManager {
         let mut rest = from;
         rest.dedup();
         rest.reverse(); // popped from the back: first source first
-        let pull = Pull { waiters: vec![(client, request_id)], rest, failures: Vec::new() };
+        let pull = Pull { waiters: vec![(client, request_id)], rest, failures: Vec::new(), current: None };
         self.pulls.insert(object, pull);
         self.next_source(object)
     }
 
     /// The transfer of `object` from `node` ended (`Err`: why it failed).
     pub fn finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>) -> Vec<PullAction> {
+        if self.pulls.get(&object).is_some_and(|p| p.current != Some(node)) {
+            // A transfer given up on when its node died: the pull moved on.
+            return Vec::new();
+        }
         match result {
             Ok(()) => {
                 let Some(p) = self.pulls.remove(&object) else { return Vec::new() };
@@ -113,6 +119,7 @@ impl PullManager {
     fn next_source(&mut self, object: ObjectId) -> Vec<PullAction> {
         let Some(p) = self.pulls.get_mut(&object) else { return Vec::new() };
         if let Some(node) = p.rest.pop() {
+            p.current = Some(node);
             self.started += 1;
             return vec![PullAction::Start { object, node }];
         }
@@ -123,6 +130,18 @@ impl PullManager {
             .into_iter()
             .map(|(client, request_id)| PullAction::Done { client, request_id, error: Some(error.clone()) })
             .collect()
+    }
+
+    /// `node` died: transfers from it are given up at once (they would wait for the
+    /// connection to time out) and their pulls move on to the next source.
+    pub fn node_died(&mut self, node: NodeId) -> Vec<PullAction> {
+        let from: Vec<ObjectId> =
+            self.pulls.iter().filter(|(_, p)| p.current == Some(node)).map(|(id, _)| *id).collect();
+        let mut out = Vec::new();
+        for object in from {
+            out.extend(self.finished(object, node, Err("the node died".into())));
+        }
+        out
     }
 
     /// `client` is gone: its waits end (the pulls go on; their copies stay here).
@@ -187,5 +206,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(m.request(ClientId(3), 3, obj(), vec![], false).len(), 1, "no source: fails at once");
+    }
+
+    #[test]
+    fn a_transfer_from_a_node_that_died_is_given_up_and_its_late_end_ignored() {
+        let mut m = PullManager::new();
+        let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
+        m.request(ClientId(1), 1, obj(), vec![a, b], false);
+        assert!(m.node_died(b).is_empty(), "nothing is pulled from b yet");
+        assert_eq!(m.node_died(a), vec![PullAction::Start { object: obj(), node: b }]);
+        assert!(m.finished(obj(), a, Err("timed out".into())).is_empty(), "the stale transfer is ignored");
+        assert!(m.in_progress(obj()));
+        let done = m.finished(obj(), b, Ok(()));
+        assert_eq!(done, vec![PullAction::Done { client: ClientId(1), request_id: 1, error: None }]);
     }
 }

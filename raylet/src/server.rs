@@ -756,13 +756,22 @@ impl TransferHost for Shared {
     }
 
     fn peer(&self, addr: std::net::SocketAddr) -> io::Result<ares_net::QuicPeer> {
-        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = peers.get(&addr).filter(|p| !p.is_closed()) {
+        let lock = || self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = lock().get(&addr).filter(|p| !p.is_closed()) {
             return Ok(p.clone());
         }
+        // Connect without the lock: a dead node's connect waits out its timeout, and
+        // must not hold up pulls from every other node meanwhile.
         let p = ares_net::QuicPeer::connect(addr)?;
-        peers.insert(addr, p.clone());
-        Ok(p)
+        let mut peers = lock();
+        match peers.get(&addr).filter(|q| !q.is_closed()) {
+            // Another pull connected first: keep one connection per node.
+            Some(q) => Ok(q.clone()),
+            None => {
+                peers.insert(addr, p.clone());
+                Ok(p)
+            }
+        }
     }
 }
 

@@ -94,6 +94,24 @@ fn make_bytes(mib: usize) -> Vec<u8> {
     (0..mib << 20).map(|i| (i * 31 % 251) as u8).collect()
 }
 
+/// Block `i` of the two-stage job: 1 MiB of bytes known from `i`. Records in the
+/// cluster's key-value store that it was made on this node (`made-<i>-<node>`).
+#[ares::remote]
+fn make_block(i: u64) -> Vec<u8> {
+    let _ = ares::kv_put(&format!("made-{i}-{}", here()), b"1");
+    block_bytes(i)
+}
+
+fn block_bytes(i: u64) -> Vec<u8> {
+    (0..1u64 << 20).map(|j| ((j * 7 + i * 13) % 251) as u8).collect()
+}
+
+/// Stage two: the sum of a block's bytes.
+#[ares::remote]
+fn block_sum(b: Vec<u8>) -> u64 {
+    b.iter().map(|x| *x as u64).sum()
+}
+
 /// This task's node, as hex.
 fn here() -> String {
     ares::node_stats().map(|s| hex(&s.node_id.0)).unwrap_or_default()
@@ -288,6 +306,62 @@ fn consume() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `two-stage`: joins the cluster at `ARES_ADDRESS` (three nodes). Stage one makes 12
+/// blocks of 1 MiB, block `i` preferring node `i % 3` (by ID order); the driver prints
+/// `ready` and waits for a line on stdin (the test kills a node holding blocks). Stage
+/// two sums every block in a task; the driver checks the sums and reads every block
+/// itself. Prints `made <i> <nodes>` (the nodes each block was made on) and `freed`
+/// once every live node's store is empty after the job's refs are dropped.
+fn two_stage() -> anyhow::Result<()> {
+    ares::init()?;
+    wait_for_nodes(3)?;
+    let mut nodes: Vec<ares::NodeId> = ares::nodes()?.into_iter().filter(|s| s.alive).map(|s| s.node_id).collect();
+    nodes.sort();
+    let n = 12u64;
+    let prefer = |i: u64| ares::TaskOptions::new().node_affinity(nodes[(i % 3) as usize], true);
+    let blocks: Vec<_> = (0..n).map(|i| ares::remote(make_block).options(prefer(i)).call(i)).collect();
+    ares::wait(&blocks, blocks.len(), None);
+    println!("ready");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let sums: Vec<_> = blocks.iter().map(|b| ares::remote(block_sum).call(b)).collect();
+    for (i, s) in sums.iter().enumerate() {
+        let want: u64 = block_bytes(i as u64).iter().map(|x| *x as u64).sum();
+        anyhow::ensure!(ares::get(s)? == want, "the sum of block {i} is wrong");
+    }
+    for (i, b) in blocks.iter().enumerate() {
+        anyhow::ensure!(ares::get(b)? == block_bytes(i as u64), "block {i} read back wrong");
+    }
+    for i in 0..n {
+        let mut made = Vec::new();
+        for node in &nodes {
+            if ares::kv_get(&format!("made-{i}-{}", hex(&node.0)))?.is_some() {
+                made.push(hex(&node.0));
+            }
+        }
+        println!("made {i} {}", made.join(","));
+    }
+    drop((sums, blocks));
+    let live: Vec<ares::NodeId> = ares::nodes()?.into_iter().filter(|s| s.alive).map(|s| s.node_id).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let on = |node| ares::TaskOptions::new().node_affinity(node, false);
+        let left: Vec<u64> = live
+            .iter()
+            .map(|n| ares::get(&ares::remote(stored_here).options(on(*n)).call()))
+            .collect::<ares::Result<_>>()?;
+        if left.iter().all(|l| *l == 0) {
+            break;
+        }
+        anyhow::ensure!(std::time::Instant::now() < deadline, "objects left on the live nodes: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("freed");
+    ares::shutdown();
+    Ok(())
+}
+
 /// `node-loss`: joins the cluster at `ARES_ADDRESS` (two nodes). Makes 1 MiB on the other
 /// node and four 2-second tasks that prefer it, prints `ready`, and waits for a line on
 /// stdin (the test kills the other node first). Then prints where each task ran
@@ -410,6 +484,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "node-loss" {
         return node_loss();
+    }
+    if mode == "two-stage" {
+        return two_stage();
     }
     if mode == "detached-spawn" {
         return detached_spawn();

@@ -260,15 +260,19 @@ impl CoreState {
             return Some(task);
         };
         let id = *id;
-        let Some(Status::Ready(Location::Stored(s))) = self.table.status(id) else {
-            return Some(task);
-        };
         if task.retries_left == 0 {
             return Some(task);
         }
-        let tried: Vec<NodeId> = s.nodes().filter(|n| *n != ran_on).collect();
-        if self.table.copies_unreachable(id, &tried) {
-            self.recover(now, vec![id]);
+        match self.table.status(id) {
+            Some(Status::Ready(Location::Stored(s))) => {
+                let tried: Vec<NodeId> = s.nodes().filter(|n| *n != ran_on).collect();
+                if self.table.copies_unreachable(id, &tried) {
+                    self.recover(now, vec![id]);
+                }
+            }
+            // Already being rebuilt (its node was declared dead meanwhile).
+            Some(Status::Pending) => {}
+            _ => return Some(task),
         }
         task.retries_left -= 1;
         task.attempts += 1;

@@ -1,9 +1,9 @@
 //! The core worker's state driven by hand: no processes, no sockets, no clock.
 
 use super::*;
+use ares_common::Unrecoverable;
 use ares_common::codec::Value;
 use ares_common::frame::FrameReader;
-use ares_common::Unrecoverable;
 use ares_common::wire::{ActorInfo, ActorKey, PeerLocation, PeerMsg};
 
 fn node() -> NodeId {
@@ -882,10 +882,9 @@ fn objects_that_cannot_be_rebuilt_fail_saying_why() {
         other => panic!("{other:?}"),
     }
     match st.status(r1) {
-        Some(Status::Failed(e)) => assert!(
-            matches!(**e, TaskError::ObjectUnrecoverable { reason: Unrecoverable::NotRetriable, .. }),
-            "{e}"
-        ),
+        Some(Status::Failed(e)) => {
+            assert!(matches!(**e, TaskError::ObjectUnrecoverable { reason: Unrecoverable::NotRetriable, .. }), "{e}")
+        }
         other => panic!("{other:?}"),
     }
 
@@ -897,10 +896,9 @@ fn objects_that_cannot_be_rebuilt_fail_saying_why() {
     assert_eq!(st.lineage_kept(), (0, 0), "over the budget: dropped at once");
     st.handle_raylet(t0, FromRaylet::NodeDied { node: node_b() });
     match st.status(r1) {
-        Some(Status::Failed(e)) => assert!(
-            matches!(**e, TaskError::ObjectUnrecoverable { reason: Unrecoverable::LineageEvicted, .. }),
-            "{e}"
-        ),
+        Some(Status::Failed(e)) => {
+            assert!(matches!(**e, TaskError::ObjectUnrecoverable { reason: Unrecoverable::LineageEvicted, .. }), "{e}")
+        }
         other => panic!("{other:?}"),
     }
 }
