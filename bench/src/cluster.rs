@@ -28,7 +28,7 @@ fn ares_bin() -> Result<PathBuf> {
 }
 
 /// Starts a daemon; returns its summary.
-fn start(root: &Path, args: &[&str]) -> Result<String> {
+pub(crate) fn start(root: &Path, args: &[&str]) -> Result<String> {
     let exe = std::env::current_exe()?;
     let cpus: &[&str] = if args.contains(&"--num-cpus") { &[] } else { &["--num-cpus", "1"] };
     let out = Command::new(ares_bin()?)
@@ -45,14 +45,14 @@ fn start(root: &Path, args: &[&str]) -> Result<String> {
     Ok(text)
 }
 
-fn field(summary: &str, key: &str) -> Result<String> {
+pub(crate) fn field(summary: &str, key: &str) -> Result<String> {
     summary
         .lines()
         .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
         .ok_or_else(|| anyhow!("no {key} in:\n{summary}"))
 }
 
-fn stop(root: &Path) {
+pub(crate) fn stop(root: &Path) {
     if let Ok(bin) = ares_bin() {
         let _ = Command::new(bin).args(["stop", "--session-root"]).arg(root).stdout(Stdio::null()).status();
     }

@@ -6,6 +6,7 @@
 
 mod cluster;
 mod envelope;
+mod recovery;
 mod tensor;
 
 use std::time::Instant;
@@ -95,6 +96,16 @@ enum Cmd {
         /// Spill directory (also where the disk figure is measured).
         #[arg(long, default_value = "/tmp/ares-bench-spill")]
         spill_dir: std::path::PathBuf,
+    },
+    /// Lineage reconstruction on two nodes on loopback: a chain of tasks with and
+    /// without one node killed halfway (`recovery_ratio_small`, `recovery_ratio_10MB`).
+    Recovery {
+        /// Links in the chain.
+        #[arg(long, default_value_t = 100)]
+        n: usize,
+        /// Milliseconds each link's task takes.
+        #[arg(long, default_value_t = 100)]
+        ms: u64,
     },
     /// Between nodes on loopback (daemons started with the `ares` binary beside this
     /// one): an object pulled from one node into another, beside a raw TCP copy.
@@ -444,5 +455,6 @@ fn main() -> Result<()> {
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
         Cmd::Gemm { n, repeats } => tensor::gemm(n, repeats),
         Cmd::Envelope => envelope::run(),
+        Cmd::Recovery { n, ms } => recovery::run(n, ms),
     }
 }
