@@ -114,7 +114,7 @@ fn run_chain<T: ares::Value>(
         links.push(r);
     }
     if kill_b {
-        let last_b = (0..n).filter(|i| on_b(*i)).last().ok_or_else(|| anyhow!("no link on B"))?;
+        let last_b = (0..n).rev().find(|i| on_b(*i)).ok_or_else(|| anyhow!("no link on B"))?;
         ares::wait(std::slice::from_ref(&links[last_b - 1]), 1, None);
         kill(nodes.b_pid)?;
     }
