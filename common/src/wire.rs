@@ -691,7 +691,23 @@ pub enum FromWorker {
         /// Stored arguments the worker's node pulled for it: the owner records the new
         /// copies (to read from them, and to free them).
         copies: Vec<ObjectId>,
+        /// Refs inside the return values: the caller holds them while the return objects
+        /// live (their owners already count the caller as a borrower).
+        contained: Vec<RefInValue>,
     },
+}
+
+/// A ref inside a value, as whoever holds the value must know it.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct RefInValue {
+    /// The object.
+    pub id: ObjectId,
+    /// Its owner.
+    pub owner: WorkerId,
+    /// The owner's node.
+    pub node: NodeId,
+    /// Where the owner's node serves QUIC, in a cluster.
+    pub home: Option<std::net::SocketAddr>,
 }
 
 /// The result of one task.

@@ -100,17 +100,27 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("to_worker_push", ToWorker::Push(spec).encode().unwrap().to_vec()),
         (
             "from_worker_inline",
-            FromWorker::Done { task_id: task, outcome: Outcome::Inline(vec![9; 16]), copies: vec![object] }
-                .encode()
-                .unwrap()
-                .to_vec(),
+            FromWorker::Done {
+                task_id: task,
+                outcome: Outcome::Inline(vec![9; 16]),
+                copies: vec![object],
+                contained: vec![],
+            }
+            .encode()
+            .unwrap()
+            .to_vec(),
         ),
         (
             "from_worker_shared",
-            FromWorker::Done { task_id: task, outcome: Outcome::Shared { offset: 64, len: 1 << 30 }, copies: vec![] }
-                .encode()
-                .unwrap()
-                .to_vec(),
+            FromWorker::Done {
+                task_id: task,
+                outcome: Outcome::Shared { offset: 64, len: 1 << 30 },
+                copies: vec![],
+                contained: vec![],
+            }
+            .encode()
+            .unwrap()
+            .to_vec(),
         ),
         (
             "from_worker_returns",
@@ -121,6 +131,12 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
                     ReturnValue::Shared { offset: 0, len: 8 },
                 ]),
                 copies: vec![],
+                contained: vec![ares_common::wire::RefInValue {
+                    id: object,
+                    owner: ares_common::WorkerId([4; 16]),
+                    node: ares_common::NodeId([5; 16]),
+                    home: Some("127.0.0.1:7000".parse().unwrap()),
+                }],
             }
             .encode()
             .unwrap()

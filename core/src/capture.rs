@@ -11,6 +11,7 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
+use ares_common::wire::RefInValue;
 use ares_common::{ActorId, ObjectId, WorkerId};
 
 /// The refs and handles met while encoding one value.
@@ -20,6 +21,8 @@ pub(crate) struct Captured {
     pub(crate) actors: Vec<ActorId>,
     /// Objects whose refs were encoded, with their owners.
     pub(crate) objects: Vec<(ObjectId, WorkerId)>,
+    /// The same refs with their owners' nodes (for whoever will hold the value).
+    wire: Vec<RefInValue>,
     /// The handle families themselves, kept alive until the submission counted them.
     keep: Vec<Arc<dyn Any + Send + Sync>>,
 }
@@ -29,6 +32,7 @@ impl Captured {
     pub(crate) fn extend(&mut self, other: Captured) {
         self.actors.extend(other.actors);
         self.objects.extend(other.objects);
+        self.wire.extend(other.wire);
         self.keep.extend(other.keep);
     }
 
@@ -40,9 +44,15 @@ impl Captured {
         ids
     }
 
-    /// The objects met that `owner` owns (the ones it can keep alive).
-    pub(crate) fn owned_by(&self, owner: WorkerId) -> Vec<ObjectId> {
-        self.objects.iter().filter(|(_, o)| *o == owner).map(|(id, _)| *id).collect()
+    /// The refs met, each once, with their owners.
+    pub(crate) fn refs(&self) -> Vec<RefInValue> {
+        let mut out: Vec<RefInValue> = Vec::with_capacity(self.wire.len());
+        for r in &self.wire {
+            if !out.iter().any(|o| o.id == r.id) {
+                out.push(r.clone());
+            }
+        }
+        out
     }
 }
 
@@ -92,10 +102,11 @@ pub(crate) fn record_actor(id: ActorId, keep: Arc<dyn Any + Send + Sync>) {
 }
 
 /// Records an object ref being encoded.
-pub(crate) fn record_object(id: ObjectId, owner: WorkerId, keep: Arc<dyn Any + Send + Sync>) {
+pub(crate) fn record_object(r: RefInValue, keep: Arc<dyn Any + Send + Sync>) {
     CAPTURED.with(|c| {
         if let Some(v) = c.borrow_mut().as_mut() {
-            v.objects.push((id, owner));
+            v.objects.push((r.id, r.owner));
+            v.wire.push(r);
             v.keep.push(keep);
         }
     });

@@ -441,7 +441,7 @@ impl CoreWorker {
             // Small: encoded here, named and recorded in one trip through the state.
             let (encoded, captured) = crate::capture::capture(|| value.encode());
             let location = Location::Inline(Arc::new(encoded.map_err(|e| Error::Encode(e.to_string()))?));
-            let contained = captured.owned_by(self.worker_id);
+            let contained = captured.refs();
             return Ok(self.run_untimed(|st| {
                 let id = Self::with_scope(|s| st.next_put_id(s));
                 st.add_put(id, location, &contained);
@@ -451,7 +451,7 @@ impl CoreWorker {
         let id = self.run_untimed(|st| Self::with_scope(|s| st.next_put_id(s)));
         let (stored, captured) = crate::capture::capture(|| self.store.store_value(id, value, self.worker_id));
         let stored = stored?;
-        let contained = captured.owned_by(self.worker_id);
+        let contained = captured.refs();
         self.run_untimed(|st| {
             let location = match stored {
                 Stored::Inline(b) => Location::Inline(Arc::new(b)),
@@ -624,6 +624,15 @@ impl CoreWorker {
             return;
         }
         if self.run_untimed(|st| st.register_borrows()) {
+            let g = self.shared.lock();
+            drop(self.shared.wait_while(g, |inner| inner.state.registering()));
+        }
+    }
+
+    /// This worker's task returns values holding `refs` to `caller`: waits until their
+    /// owners count the caller as a borrower (see `CoreState::lend`).
+    pub(crate) fn lend_returned(&self, caller: WorkerId, refs: &[ares_common::wire::RefInValue]) {
+        if self.run_untimed(|st| st.lend(caller, refs)) {
             let g = self.shared.lock();
             drop(self.shared.wait_while(g, |inner| inner.state.registering()));
         }

@@ -138,8 +138,15 @@ where
     RefWire: Serialize<S>,
 {
     fn serialize_with(field: &Arc<RefInner>, s: &mut S) -> Result<Self::Resolver, S::Error> {
-        crate::capture::record_object(field.id, field.owner.worker, field.clone());
-        field.wire().serialize(s)
+        let wire = field.wire();
+        let r = ares_common::wire::RefInValue {
+            id: wire.id,
+            owner: wire.owner.worker,
+            node: wire.owner.node,
+            home: wire.home,
+        };
+        crate::capture::record_object(r, field.clone());
+        wire.serialize(s)
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
-use ares_common::wire::{FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::wire::{FromWorker, Outcome, RefInValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{ActorId, Endpoint, ObjectId, WorkerId};
 use ares_net::{BufferedWriter, Connection, Listener, SPIN_BEFORE_BLOCKING};
 
@@ -93,13 +93,16 @@ type Writer = Arc<Mutex<ReplyWriter>>;
 thread_local! {
     /// Stored arguments this thread's current task pulled into the node (see `reply`).
     static PULLED: std::cell::RefCell<Vec<ObjectId>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Refs inside the return values of this thread's current task (see `execute`).
+    static RETURNED: std::cell::RefCell<Vec<RefInValue>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Replies for the task this thread just ran, naming the copies its arguments made.
 fn reply(writer: &Writer, task_id: ares_common::TaskId, outcome: Outcome, flush: bool) -> bool {
     let copies = PULLED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    let contained = RETURNED.with(|r| std::mem::take(&mut *r.borrow_mut()));
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    w.write(&FromWorker::Done { task_id, outcome, copies }).is_ok() && (!flush || w.flush().is_ok())
+    w.write(&FromWorker::Done { task_id, outcome, copies, contained }).is_ok() && (!flush || w.flush().is_ok())
 }
 
 static IS_WORKER: AtomicBool = AtomicBool::new(false);
@@ -282,7 +285,18 @@ fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
 }
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
-    let outcome = execute_in_scope(cw, spec);
+    let caller = spec.owner;
+    // What the return values encode is captured (nested submissions and puts capture
+    // their own values apart).
+    let (outcome, returned) = crate::capture::capture(|| execute_in_scope(cw, spec));
+    if !returned.objects.is_empty() && !matches!(outcome, Outcome::Failed(_)) {
+        // The caller will hold the refs the return values carry: their owners count it
+        // as a borrower before this task's own handles can go.
+        let refs = returned.refs();
+        cw.lend_returned(caller, &refs);
+        RETURNED.with(|r| *r.borrow_mut() = refs);
+    }
+    drop(returned);
     // Refs the task kept (in an actor's state, say) are borrowed: their owners learn of
     // it before the reply lets the caller release the task's arguments.
     cw.register_borrows();

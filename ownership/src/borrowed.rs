@@ -67,12 +67,18 @@ struct Borrowed {
     local: u32,
     /// Pending tasks of this process carrying it inside an argument.
     submitted: u32,
+    /// Owned objects whose value (a `put`'s, or a task's return) holds the ref.
+    contained: u32,
     reg: Registration,
 }
 
 impl Borrowed {
+    fn new(owner: Owner) -> Self {
+        Borrowed { owner, local: 0, submitted: 0, contained: 0, reg: Registration::Unregistered }
+    }
+
     fn in_scope(&self) -> bool {
-        self.local > 0 || self.submitted > 0
+        self.local > 0 || self.submitted > 0 || self.contained > 0
     }
 }
 
@@ -91,9 +97,22 @@ impl BorrowTable {
 
     /// One more handle family on `id`, owned by `owner`.
     pub fn add_local(&mut self, id: ObjectId, owner: Owner) {
-        let e =
-            self.refs.entry(id).or_insert(Borrowed { owner, local: 0, submitted: 0, reg: Registration::Unregistered });
+        let e = self.refs.entry(id).or_insert_with(|| Borrowed::new(owner));
         e.local += 1;
+    }
+
+    /// The value of an object this process owns holds `id` (owned by `owner`): the ref
+    /// stays in scope while that object lives.
+    pub fn add_contained(&mut self, id: ObjectId, owner: Owner) {
+        self.refs.entry(id).or_insert_with(|| Borrowed::new(owner)).contained += 1;
+    }
+
+    /// An owned object whose value held `id` is gone.
+    pub fn remove_contained(&mut self, id: ObjectId) {
+        if let Some(e) = self.refs.get_mut(&id) {
+            e.contained = e.contained.saturating_sub(1);
+            self.maybe_forget(id);
+        }
     }
 
     /// One handle family on `id` fewer.
@@ -283,6 +302,20 @@ mod tests {
         t.remove_local(oid(1));
         t.remove_local(oid(2));
         assert!(t.poll().is_none());
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_ref_inside_an_owned_value_lives_as_long_as_the_value() {
+        let mut t = BorrowTable::new();
+        t.add_contained(oid(1), owner(1));
+        assert_eq!(t.take_unregistered(), vec![(owner(1), vec![oid(1)])], "a contained ref registers");
+        t.registered(&[oid(1)], &[]);
+        t.add_local(oid(1), owner(1));
+        t.remove_local(oid(1));
+        assert!(t.poll().is_none(), "the value still holds it");
+        t.remove_contained(oid(1));
+        assert_eq!(t.poll(), Some(BorrowEffect::Removed { owner: owner(1), id: oid(1) }));
         assert!(t.is_empty());
     }
 }

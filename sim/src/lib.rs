@@ -540,7 +540,7 @@ impl Sim {
                 while let Ok(ToWorker::Push(spec)) = r.read::<ToWorker>() {
                     let task_id = spec.task_id;
                     let outcome = self.execute(worker, spec);
-                    replies.push(FromWorker::Done { task_id, outcome, copies: Vec::new() });
+                    replies.push(FromWorker::Done { task_id, outcome, copies: Vec::new(), contained: Vec::new() });
                 }
                 if self.procs[worker].alive && !replies.is_empty() {
                     self.push(Chan::Reply(c), Msg::Replies(replies));

@@ -219,3 +219,73 @@ fn wait_on_borrowed_refs_asks_their_owner() -> anyhow::Result<()> {
     std::fs::remove_file(&gate)?;
     Ok(())
 }
+
+/// Puts `n` stored values of `byte` in this worker and returns their refs.
+#[ares::remote]
+fn make_refs(n: u64, byte: u8) -> Refs {
+    (0..n).map(|i| ares::put(vec![byte + i as u8; 1 << 20]).unwrap()).collect()
+}
+
+/// Returns the refs it was given (owned by the caller) beside one it made.
+#[ares::remote]
+fn echo_refs(refs: Refs) -> Refs {
+    let mut out = refs;
+    out.push(ares::put(vec![8u8; 1 << 20]).unwrap());
+    out
+}
+
+#[test]
+fn refs_returned_by_a_task_live_while_the_return_object_does() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    let base = objects();
+    // The worker owns the two objects; the driver holds the return value.
+    let r = ares::remote(make_refs).call(2, 1);
+    let inner = ares::get(&r)?;
+    assert_eq!(inner.len(), 2);
+    assert_eq!(ares::get(&inner[1])?[0], 2, "read through the worker that owns it");
+    drop(inner);
+    // The task is done and its handles gone: the return object keeps the objects.
+    assert_eq!(objects(), base + 2, "the return object holds its refs");
+    let again = ares::get(&r)?;
+    assert_eq!(ares::get(&again[0])?[0], 1);
+    drop((again, r));
+    wait_for("the returned refs to be freed with their return object", Duration::from_secs(10), || objects() == base);
+
+    // A return value never read is freed with its refs too.
+    let r = ares::remote(make_refs).call(3, 4);
+    ares::wait(std::slice::from_ref(&r), 1, None);
+    drop(r);
+    wait_for("unread returned refs to be freed", Duration::from_secs(10), || objects() == base);
+
+    // Refs the caller owns, returned back, are its own again.
+    let mine = ares::put(vec![6u8; 1 << 20])?;
+    let r = ares::remote(echo_refs).call(vec![mine.clone()]);
+    let back = ares::get(&r)?;
+    assert_eq!(back[0].id(), mine.id());
+    assert_eq!((ares::get(&back[0])?[0], ares::get(&back[1])?[0]), (6, 8));
+    drop((mine, back));
+    assert_eq!(objects(), base + 2, "the return object holds both");
+    drop(r);
+    wait_for("the echoed refs to be freed", Duration::from_secs(10), || objects() == base);
+    Ok(())
+}
+
+#[test]
+fn refs_owned_elsewhere_inside_a_put_value_live_while_the_put_object_does() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    let base = objects();
+    let r = ares::remote(make_refs).call(2, 3);
+    let borrowed = ares::get(&r)?;
+    // The driver borrows the worker's objects and nests them in a put of its own.
+    let outer = ares::put(borrowed.clone())?;
+    drop((borrowed, r));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(objects(), base + 2, "the put object holds the refs inside it");
+    let inner = ares::get(&outer)?;
+    assert_eq!(ares::get(&inner[1])?[0], 4);
+    // A task reading the put object reads the refs inside through their owner.
+    assert_eq!(ares::get(&ares::remote(read_all).call(inner.clone()))?, vec![(1 << 20, 3), (1 << 20, 4)]);
+    drop((inner, outer));
+    wait_for("the nested refs to be freed with the put object", Duration::from_secs(10), || objects() == base);
+    Ok(())
+}

@@ -672,7 +672,10 @@ impl CoreState {
             return;
         };
         let a = *a;
-        for FromWorker::Done { task_id, outcome, copies } in replies {
+        for FromWorker::Done { task_id, outcome, copies, contained } in replies {
+            if !contained.is_empty() {
+                self.hold_returned(task_id, &contained);
+            }
             let here = self.node();
             for id in copies {
                 self.table.add_copy(id, here);

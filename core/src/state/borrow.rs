@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use ares_common::wire::{PeerLocation, PeerMsg, ToRaylet};
+use ares_common::wire::{PeerLocation, PeerMsg, RefInValue, ToRaylet};
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, WorkerId};
 use ares_ownership::{BorrowEffect, Location, Owner, Status, Stored};
 
@@ -327,5 +327,76 @@ impl CoreState {
                 self.enqueue_ready(tid, touched);
             }
         }
+    }
+
+    /// Refs inside the value of the owned object `outer` stay alive while it does: owned
+    /// ones by its contained-in count, borrowed ones held by this process (registered
+    /// with their owners as any borrowed ref).
+    pub(super) fn hold_contained(&mut self, outer: ObjectId, refs: &[RefInValue]) {
+        let me = self.worker_id();
+        let owned: Vec<ObjectId> = refs.iter().filter(|r| r.owner == me).map(|r| r.id).collect();
+        if !owned.is_empty() {
+            self.table.add_contained(outer, &owned);
+        }
+        let mut held = Vec::new();
+        for r in refs.iter().filter(|r| r.owner != me) {
+            if let Some(addr) = r.home
+                && r.node != self.node()
+            {
+                self.nodes.entry(r.node).or_insert(addr);
+            }
+            self.borrowed.add_contained(r.id, Owner { worker: r.owner, node: r.node });
+            held.push(r.id);
+        }
+        if !held.is_empty() {
+            if self.table.tracks(outer) {
+                self.contained_borrowed.entry(outer).or_default().extend(held);
+            } else {
+                for id in held {
+                    self.borrowed.remove_contained(id);
+                }
+            }
+        }
+    }
+
+    /// Task `tid` returned values holding `refs`: each return object holds them. Their
+    /// owners already count this process (the worker saw to it before replying); it
+    /// registers too, so that an owner learns of this process's death.
+    pub(super) fn hold_returned(&mut self, tid: TaskId, refs: &[RefInValue]) {
+        let n = self.tasks.get(&tid).map_or(1, |t| t.num_returns);
+        for r in super::returns_of(tid, n) {
+            if self.table.tracks(r) {
+                self.hold_contained(r, refs);
+            }
+        }
+        self.register_borrows();
+    }
+
+    /// This worker's task returns values holding `refs` to `caller`: owners must count
+    /// the caller before this task's handles go. Refs this process owns count it at once;
+    /// owners of borrowed ones are asked (`AddBorrower` on the caller's behalf). Returns
+    /// whether answers are awaited (see [`Self::registering`]).
+    pub fn lend(&mut self, caller: WorkerId, refs: &[RefInValue]) -> bool {
+        let me = self.worker_id();
+        let mut asks: Vec<(Owner, Vec<ObjectId>)> = Vec::new();
+        for r in refs.iter().filter(|r| r.owner != caller) {
+            if r.owner == me {
+                self.table.add_borrower(r.id, caller);
+                continue;
+            }
+            let owner = Owner { worker: r.owner, node: r.node };
+            match asks.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, ids)) => ids.push(r.id),
+                None => asks.push((owner, vec![r.id])),
+            }
+        }
+        for (owner, objects) in asks {
+            let request = self.request_id();
+            let msg = PeerMsg::AddBorrower { request, objects: objects.clone(), borrower: caller };
+            if self.relay(owner.node, owner.worker, msg) {
+                self.registrations.insert(request, (owner, objects));
+            }
+        }
+        self.registering()
     }
 }

@@ -39,7 +39,7 @@ use ares_common::codec::Bytes;
 use ares_common::det::DetMap;
 use ares_common::frame;
 use ares_common::wire::{
-    FromRaylet, FromWorker, Outcome, ReturnValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg,
+    FromRaylet, FromWorker, Outcome, RefInValue, ReturnValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg,
 };
 use ares_common::{
     ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
@@ -316,6 +316,9 @@ pub struct CoreState {
     lookups: DetMap<ObjectId, borrow::Lookup>,
     /// Borrower registrations sent and not yet answered, by request ID.
     registrations: DetMap<u64, (Owner, Vec<ObjectId>)>,
+    /// Borrowed refs held by the values of owned objects, by object (released when its
+    /// value is freed).
+    contained_borrowed: DetMap<ObjectId, Vec<ObjectId>>,
     /// Borrowers waiting for owned objects to be ready: who, and through which node's
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
@@ -359,6 +362,7 @@ impl CoreState {
             lookups: DetMap::default(),
             registrations: DetMap::default(),
             location_waiters: DetMap::default(),
+            contained_borrowed: DetMap::default(),
             lineage: DetMap::default(),
             lineage_order: VecDeque::new(),
             lineage_bytes: 0,
@@ -468,6 +472,13 @@ impl CoreState {
         while let Some(e) = self.table.poll() {
             let OwnershipEffect::Free { id, .. } = &e;
             self.lineage_freed(*id);
+            if !self.contained_borrowed.is_empty()
+                && let Some(inner) = self.contained_borrowed.remove(id)
+            {
+                for i in inner {
+                    self.borrowed.remove_contained(i);
+                }
+            }
             match e {
                 OwnershipEffect::Free { id, location: Some(Location::Stored(s)) } => {
                     // This node may hold a copy pulled for a `get` even when the primary
@@ -497,12 +508,12 @@ impl CoreState {
 
     // ------------------------------------------------------------------ references
 
-    /// Records an object this process just put (one local handle); `contained` are owned
+    /// Records an object this process just put (one local handle); `contained` are the
     /// refs inside its value, kept alive while it is.
-    pub fn add_put(&mut self, id: ObjectId, location: Location, contained: &[ObjectId]) {
+    pub fn add_put(&mut self, id: ObjectId, location: Location, contained: &[RefInValue]) {
         self.table.add_owned(id, Status::Ready(location));
         if !contained.is_empty() {
-            self.table.add_contained(id, contained);
+            self.hold_contained(id, contained);
         }
     }
 
@@ -1223,9 +1234,12 @@ impl CoreState {
         let node = lease_node.unwrap_or(self.node());
         let mut stale = Vec::new();
         let mut touched = Touched::default();
-        for FromWorker::Done { task_id, outcome, copies } in replies {
+        for FromWorker::Done { task_id, outcome, copies, contained } in replies {
             for id in copies {
                 self.table.add_copy(id, node);
+            }
+            if !contained.is_empty() {
+                self.hold_returned(task_id, &contained);
             }
             if let Some(conn) = self.conns.get_mut(&conn_id)
                 && let Some(pos) = conn.in_flight.iter().position(|(t, _)| *t == task_id)

@@ -97,7 +97,12 @@ fn open_lease(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<Task
 }
 
 fn done(task_id: TaskId, v: i64) -> FromWorker {
-    FromWorker::Done { task_id, outcome: Outcome::Inline(v.encode().unwrap().to_vec()), copies: Vec::new() }
+    FromWorker::Done {
+        task_id,
+        outcome: Outcome::Inline(v.encode().unwrap().to_vec()),
+        copies: Vec::new(),
+        contained: Vec::new(),
+    }
 }
 
 #[test]
@@ -198,7 +203,12 @@ fn a_dependent_task_waits_for_its_argument_and_a_failure_propagates() {
     st.handle_replies(
         t0,
         conn,
-        vec![FromWorker::Done { task_id: a, outcome: Outcome::Failed(boom.clone()), copies: Vec::new() }],
+        vec![FromWorker::Done {
+            task_id: a,
+            outcome: Outcome::Failed(boom.clone()),
+            copies: Vec::new(),
+            contained: Vec::new(),
+        }],
     );
     assert!(matches!(st.status(ra), Some(Status::Failed(e)) if **e == boom));
     assert!(matches!(st.status(rb), Some(Status::Failed(e)) if **e == boom), "the dependent fails with the cause");
@@ -455,7 +465,12 @@ fn an_owner_constructs_its_actor_then_calls_run_in_order_and_a_loss_asks_the_dir
     st.handle_replies(
         t0,
         conn,
-        vec![FromWorker::Done { task_id: create, outcome: Outcome::Inline(vec![]), copies: Vec::new() }],
+        vec![FromWorker::Done {
+            task_id: create,
+            outcome: Outcome::Inline(vec![]),
+            copies: Vec::new(),
+            contained: Vec::new(),
+        }],
     );
     let e = effects(&mut st);
     assert!(
@@ -629,11 +644,17 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
     assert_eq!(pushed[0].num_returns, 3);
     let inline = |v: i64| ReturnValue::Inline(v.encode().unwrap().to_vec());
     let returns = vec![inline(7), ReturnValue::Shared { offset: 0, len: 100 }, inline(9)];
-    let reply = FromWorker::Done { task_id: a, outcome: Outcome::Returns(returns), copies: Vec::new() };
+    let reply =
+        FromWorker::Done { task_id: a, outcome: Outcome::Returns(returns), copies: Vec::new(), contained: Vec::new() };
     st.handle_replies(t0, conn, vec![reply]);
     let pushed = sent(&effects(&mut st), conn);
     assert_eq!((pushed[0].task_id, pushed[0].num_returns), (b, 2));
-    let wrong = FromWorker::Done { task_id: b, outcome: Outcome::Returns(vec![inline(1)]), copies: Vec::new() };
+    let wrong = FromWorker::Done {
+        task_id: b,
+        outcome: Outcome::Returns(vec![inline(1)]),
+        copies: Vec::new(),
+        contained: Vec::new(),
+    };
     st.handle_replies(t0, conn, vec![wrong]);
     match st.status(ObjectId::for_return(a, 0)) {
         Some(Status::Ready(Location::Inline(v))) => assert_eq!(i64::decode(v).unwrap(), 7),
@@ -646,8 +667,12 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
     st.submit(t0, c, Submit { num_returns: 2, ..submit_spec("f") }, vec![value(1)]);
     st.submit(t0, d, Submit { num_returns: 1, ..submit_spec("f") }, vec![value(1)]);
     effects(&mut st);
-    let failed =
-        |t| FromWorker::Done { task_id: t, outcome: Outcome::Failed(TaskError::RuntimeShutdown), copies: vec![] };
+    let failed = |t| FromWorker::Done {
+        task_id: t,
+        outcome: Outcome::Failed(TaskError::RuntimeShutdown),
+        copies: vec![],
+        contained: vec![],
+    };
     st.handle_replies(t0, conn, vec![failed(c), failed(d)]);
     let deleted: Vec<ObjectId> = effects(&mut st)
         .into_iter()
@@ -790,7 +815,12 @@ fn lease_on_b(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<Task
 }
 
 fn stored_done(task_id: TaskId) -> FromWorker {
-    FromWorker::Done { task_id, outcome: Outcome::Shared { offset: 0, len: 1 << 20 }, copies: Vec::new() }
+    FromWorker::Done {
+        task_id,
+        outcome: Outcome::Shared { offset: 0, len: 1 << 20 },
+        copies: Vec::new(),
+        contained: Vec::new(),
+    }
 }
 
 fn spec(function: &'static str, max_retries: u32) -> Submit {
@@ -926,7 +956,11 @@ fn a_task_whose_argument_could_not_be_read_waits_for_it_to_be_rebuilt() {
         object: a.to_string(),
         reason: "could not pull a copy".into(),
     };
-    st.handle_replies(t0, conn, vec![FromWorker::Done { task_id: tb, outcome: Outcome::Failed(lost), copies: vec![] }]);
+    st.handle_replies(
+        t0,
+        conn,
+        vec![FromWorker::Done { task_id: tb, outcome: Outcome::Failed(lost), copies: vec![], contained: vec![] }],
+    );
     assert!(matches!(st.status(a), Some(Status::Pending)), "a is rebuilt");
     assert!(matches!(st.status(b), Some(Status::Pending)), "b waits for it, not failed");
     let pushed = sent(&effects(&mut st), conn);
