@@ -2,8 +2,9 @@
 //! daemons on loopback (started with the `ares` binary beside this one); this process
 //! drives from node A. A chain of `n` tasks of `ms` milliseconds each, task `i` taking
 //! task `i - 1`'s output, runs once undisturbed and once with node B killed (SIGKILL)
-//! when half the chain is done, while B runs a link. In the first half the links prefer node A and B in
-//! turn; in the second half, node A, in both runs: the two runs place the same work
+//! when half the chain is done, while B runs a link. In the first half, runs of 10 links
+//! prefer node A and B in turn (links 10-19, 30-39, ... on B); in the second half, node A,
+//! in both runs: the two runs place the same work
 //! alike and differ only by the failure (otherwise the failed run's second half would
 //! skip the transfers between nodes the undisturbed run pays, and look cheaper). The
 //! driver keeps a ref to every link (the whole trajectory, as an iterative job keeping
@@ -11,9 +12,11 @@
 //!
 //! - `recovery_ratio_small`: links are 8-byte integers, kept inline in the owner: the
 //!   kill costs the link running on B (retried) and the time to declare B dead.
-//! - `recovery_ratio_10MB`: links are 10 MiB byte vectors in the nodes' stores: the
-//!   links B held are lost and rebuilt by re-running their tasks (each needs its
-//!   predecessor, held on A), alongside the rest of the chain.
+//! - `recovery_ratio_10MB`: links are 10 MiB byte vectors in the nodes' stores. A run of
+//!   links on B is consumed on B, so only its last link has a copy on A (pulled by the
+//!   next link): the others are lost with B and rebuilt by re-running their tasks, each
+//!   from its predecessor, from the last link before the run (on A); the link B was
+//!   running needs the run it ends rebuilt first.
 //!
 //! Each figure is the chain's wall time with the failure divided by its wall time
 //! without, in the same run. The daemons declare a node dead after 1 s of silence
@@ -105,7 +108,7 @@ fn run_chain<T: ares::Value>(
     kill_b: bool,
     link: impl Fn(Option<&ares::ObjectRef<T>>, usize, ares::TaskOptions) -> ares::ObjectRef<T>,
 ) -> Result<(f64, Vec<ares::ObjectRef<T>>)> {
-    let on_b = |i: usize| i % 2 == 1 && i <= n / 2;
+    let on_b = |i: usize| i <= n / 2 && (i / 10) % 2 == 1;
     let prefer = |i: usize| ares::TaskOptions::new().node_affinity(if on_b(i) { nodes.b } else { nodes.a }, true);
     let t = Instant::now();
     let mut links: Vec<ares::ObjectRef<T>> = Vec::with_capacity(n);
