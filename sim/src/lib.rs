@@ -16,6 +16,7 @@
 //!
 //! **Must not:** do real IO (no sockets, no threads, no clock but its own).
 
+mod borrowers;
 pub mod program;
 
 use std::collections::VecDeque;
@@ -268,6 +269,8 @@ impl Sim {
         let root = TaskId::root(uuid_from(self.rng.bytes16()));
         let p = self.add_proc(node, worker, root, None);
         self.send_to_node(p, ToRaylet::RegisterDriver { pid: p as u32, worker_id: worker });
+        // A real driver waits for the answer before it does anything.
+        self.flush(Chan::ToNode(p));
         p
     }
 
@@ -832,12 +835,13 @@ impl Sim {
     pub fn check_clean(&self) -> Result<(), String> {
         for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.alive) {
             let st = &p.state;
-            if st.owned_len() > 0 || st.pending_tasks() > 0 || st.open_conns() > 0 {
+            if st.owned_len() > 0 || st.pending_tasks() > 0 || st.open_conns() > 0 || st.borrowed_len() > 0 {
                 return Err(format!(
-                    "process {i} still tracks {} objects, {} tasks, {} connections",
+                    "process {i} still tracks {} objects, {} tasks, {} connections, {} borrowed refs",
                     st.owned_len(),
                     st.pending_tasks(),
-                    st.open_conns()
+                    st.open_conns(),
+                    st.borrowed_len()
                 ));
             }
         }

@@ -3,8 +3,11 @@
 //! its faults explain; and once every handle is dropped, nothing is left anywhere.
 //!
 //! A program is drawn from the seed: drivers submit tasks (whose arguments are literals,
-//! futures and lists of futures), put small and large values, read, drop handles, while
-//! messages are delivered in a random order, time passes, and workers are killed.
+//! futures and lists of futures), put small and large values, read, drop handles, lend
+//! refs to other drivers (which register with the owner, read through it and drop them),
+//! while messages are delivered in a random order, time passes, and workers and owners
+//! are killed. Reads of a dead owner's objects must fail with `OwnerDied`, and the dead
+//! owner's objects must be gone from the store.
 
 use std::time::Duration;
 
@@ -23,6 +26,11 @@ pub struct ProgramConfig {
     pub drivers: usize,
     /// Probability that an operation is followed by killing a random worker.
     pub kill_prob: f64,
+    /// Probability that an operation is followed by killing a random driver (an owner),
+    /// while another is left.
+    pub owner_kill_prob: f64,
+    /// Probability that an operation is followed by a borrowing one (lend, read, drop).
+    pub borrow_prob: f64,
     /// The simulated cluster.
     pub sim: SimConfig,
 }
@@ -36,8 +44,10 @@ impl ProgramConfig {
         sim.max_delay_us = [0, 50, 2_000][(seed % 3) as usize];
         ProgramConfig {
             ops: 100,
-            drivers: 1 + (seed % 2) as usize,
+            drivers: 2 + (seed % 2) as usize,
             kill_prob: if seed % 4 == 1 { 0.03 } else { 0.0 },
+            owner_kill_prob: if seed % 6 == 5 { 0.02 } else { 0.0 },
+            borrow_prob: 0.2,
             sim,
         }
     }
@@ -56,7 +66,20 @@ pub struct Summary {
     pub kills: u32,
     /// Task connections broken.
     pub breaks: u32,
+    /// Borrowed reads checked.
+    pub borrowed_reads: usize,
+    /// Owners killed.
+    pub owners_killed: usize,
 }
+
+/// A ref lent to another driver.
+#[derive(Clone, Debug)]
+struct Borrow {
+    holder: ProcId,
+    r: Ref,
+}
+
+const STEPS: u64 = 2_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Kind {
@@ -91,8 +114,12 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
     let drivers: Vec<ProcId> = (0..cfg.drivers).map(|_| sim.add_driver(0)).collect();
     let mut refs: Vec<Ref> = Vec::new();
     let mut gets: Vec<Ref> = Vec::new();
+    let mut borrows: Vec<Borrow> = Vec::new();
+    let mut dead: Vec<ProcId> = Vec::new();
+    let mut borrowed_reads = 0;
     for _ in 0..cfg.ops {
-        let d = drivers[sim.rng().below(drivers.len() as u64) as usize];
+        let live: Vec<ProcId> = drivers.iter().copied().filter(|d| !dead.contains(d)).collect();
+        let d = live[sim.rng().below(live.len() as u64) as usize];
         let mine: Vec<usize> = (0..refs.len()).filter(|i| refs[*i].owner == d).collect();
         let pick = |sim: &mut Sim, kind: Kind| -> Option<Ref> {
             let of: Vec<&usize> = mine.iter().filter(|i| refs[**i].kind == kind).collect();
@@ -221,20 +248,101 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                 sim.kill_process(w);
             }
         }
+        if sim.rng().chance(cfg.borrow_prob) {
+            borrowed_reads += borrow_op(&mut sim, &live, &refs, &mut borrows, &dead)?;
+        }
+        if live.len() > 1 && cfg.owner_kill_prob > 0.0 && sim.rng().chance(cfg.owner_kill_prob) {
+            // An owner dies: its handles go with it; what it lent stays with the borrowers.
+            let victim = live[sim.rng().below(live.len() as u64) as usize];
+            sim.kill_process(victim);
+            dead.push(victim);
+            refs.retain(|r| r.owner != victim);
+            gets.retain(|r| r.owner != victim);
+            borrows.retain(|b| b.holder != victim);
+        }
     }
-    sim.run_until_quiescent(2_000_000)?;
+    sim.run_until_quiescent(STEPS)?;
     for g in &gets {
         check_get(&sim, g)?;
+    }
+    // Every borrowed ref still held resolves, through its owner or to its owner's death.
+    for b in &borrows {
+        let got = sim.read_borrowed(b.holder, b.r.id, STEPS)?;
+        check_borrowed(&sim, b, got, &dead)?;
+        borrowed_reads += 1;
+    }
+    for b in &borrows {
+        sim.drop_borrowed(b.holder, b.r.id);
     }
     for r in refs.iter().chain(gets.iter()) {
         sim.drop_ref(r.owner, r.id);
     }
-    sim.run_until_quiescent(2_000_000)?;
+    sim.run_until_quiescent(STEPS)?;
     // Idle leases go back after their timeout.
     sim.advance(Duration::from_secs(1));
-    sim.run_until_quiescent(2_000_000)?;
+    sim.run_until_quiescent(STEPS)?;
     sim.check_clean()?;
-    Ok(Summary { ops: cfg.ops, gets: gets.len(), delivered: sim.delivered, kills: sim.kills, breaks: sim.breaks })
+    Ok(Summary {
+        ops: cfg.ops,
+        gets: gets.len(),
+        delivered: sim.delivered,
+        kills: sim.kills,
+        breaks: sim.breaks,
+        borrowed_reads,
+        owners_killed: dead.len(),
+    })
+}
+
+/// One borrowing operation: lend a live owner's ref to another driver, read a borrowed
+/// ref (checked against the model), or drop one. Returns the reads checked.
+fn borrow_op(
+    sim: &mut Sim,
+    live: &[ProcId],
+    refs: &[Ref],
+    borrows: &mut Vec<Borrow>,
+    dead: &[ProcId],
+) -> Result<usize, String> {
+    match sim.rng().below(3) {
+        0 if !refs.is_empty() && live.len() > 1 => {
+            let r = refs[sim.rng().below(refs.len() as u64) as usize].clone();
+            let others: Vec<ProcId> = live.iter().copied().filter(|p| *p != r.owner).collect();
+            let holder = others[sim.rng().below(others.len() as u64) as usize];
+            sim.lend(r.owner, r.id, holder, STEPS)?;
+            borrows.push(Borrow { holder, r });
+            Ok(0)
+        }
+        1 if !borrows.is_empty() => {
+            let b = borrows[sim.rng().below(borrows.len() as u64) as usize].clone();
+            let got = sim.read_borrowed(b.holder, b.r.id, STEPS)?;
+            check_borrowed(sim, &b, got, dead)?;
+            Ok(1)
+        }
+        2 if !borrows.is_empty() => {
+            let b = borrows.remove(sim.rng().below(borrows.len() as u64) as usize);
+            sim.drop_borrowed(b.holder, b.r.id);
+            Ok(0)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// A borrower's read: the model's value or error while the owner lives, `OwnerDied`
+/// once it is dead.
+fn check_borrowed(sim: &Sim, b: &Borrow, got: Result<Vec<u8>, TaskError>, dead: &[ProcId]) -> Result<(), String> {
+    let id = b.r.id;
+    if dead.contains(&b.r.owner) {
+        return match got {
+            Err(TaskError::OwnerDied { .. }) => Ok(()),
+            other => Err(format!("borrowed read of {id} after its owner died gave {other:?}, not OwnerDied")),
+        };
+    }
+    match (got, &b.r.expect) {
+        (Ok(v), Expect::Value(want)) if v == *want => Ok(()),
+        (Ok(v), expect) => Err(format!("borrowed read of {id} gave {} bytes; the model expects {expect:?}", v.len())),
+        (Err(e), Expect::Fails(list)) if list.contains(&e.to_string()) => Ok(()),
+        (Err(TaskError::WorkerDied { .. }), _) if sim.kills + sim.breaks > 0 => Ok(()),
+        (Err(e), expect) => Err(format!("borrowed read of {id} failed with `{e}`; the model expects {expect:?}")),
+    }
 }
 
 fn check_get(sim: &Sim, g: &Ref) -> Result<(), String> {

@@ -26,6 +26,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         }
     };
     let (mut gets, mut kills, mut breaks, mut delivered) = (0, 0, 0, 0);
+    let (mut borrowed_reads, mut owners_killed) = (0, 0);
     for seed in &seeds {
         match run_seed(*seed) {
             Ok(s) => {
@@ -33,6 +34,8 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
                 kills += s.kills;
                 breaks += s.breaks;
                 delivered += s.delivered;
+                borrowed_reads += s.borrowed_reads;
+                owners_killed += s.owners_killed;
             }
             Err(e) => panic!(
                 "sim seed {seed} failed: {e}\nreplay: ARES_SIM_SEED={seed} cargo test -p ares-sim --test properties"
@@ -40,12 +43,14 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         }
     }
     eprintln!(
-        "{} seeds: {gets} gets checked, {kills} workers killed, {breaks} connections broken, {delivered} messages",
+        "{} seeds: {gets} gets and {borrowed_reads} borrowed reads checked, {kills} workers and {owners_killed} \
+         owners killed, {breaks} connections broken, {delivered} messages",
         seeds.len()
     );
     // The runs must have exercised what they claim to.
     if seeds.len() >= 100 {
         assert!(gets > 0 && kills > 0 && breaks > 0, "the programs exercised too little");
+        assert!(borrowed_reads > 0 && owners_killed > 0, "the programs borrowed or killed owners too little");
     }
 }
 
@@ -54,6 +59,9 @@ fn a_seed_replays_exactly() {
     for seed in [3, 17] {
         let a = run_seed(seed).unwrap();
         let b = run_seed(seed).unwrap();
-        assert_eq!((a.gets, a.delivered, a.kills, a.breaks), (b.gets, b.delivered, b.kills, b.breaks));
+        assert_eq!(
+            (a.gets, a.delivered, a.kills, a.breaks, a.borrowed_reads),
+            (b.gets, b.delivered, b.kills, b.breaks, b.borrowed_reads)
+        );
     }
 }

@@ -423,6 +423,11 @@ impl CoreState {
         self.table.len()
     }
 
+    /// Refs to other processes' objects this process holds.
+    pub fn borrowed_len(&self) -> usize {
+        self.borrowed.len()
+    }
+
     /// Tasks submitted and not yet finished.
     pub fn pending_tasks(&self) -> usize {
         self.tasks.len()
