@@ -187,6 +187,19 @@ fn hold<T>(r: &ObjectRef<T>) -> Result<store_client::Held> {
     cw.hold(r.id(), &loc)
 }
 
+/// Waits until the object's value exists, or fails with the error of the task that
+/// was to make it, without reading the value (a value stored on another node stays
+/// there). A borrowed ref asks its owner.
+pub fn ready<T>(r: &ObjectRef<T>) -> Result<()> {
+    let cw = &r.inner.cw;
+    if r.inner.owned() {
+        cw.wait_location(r.id())?;
+    } else {
+        cw.wait_borrowed(r.id(), r.owner())?;
+    }
+    Ok(())
+}
+
 /// Waits for every object and returns their values in order; the first failure wins.
 pub fn get_all<T: Value>(refs: &[ObjectRef<T>]) -> Result<Vec<T>> {
     refs.iter().map(get).collect()

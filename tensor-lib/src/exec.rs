@@ -1429,13 +1429,14 @@ impl Session {
         }
     }
 
-    /// Computes `t` and keeps its chunks (in the node's store) until `t` is dropped.
-    /// Intermediate chunks are freed as soon as their consumers have run.
+    /// Computes `t` and keeps its chunks (in the stores of the nodes that made them)
+    /// until `t` is dropped. Intermediate chunks are freed as soon as their consumers
+    /// have run.
     pub fn execute(&self, t: &Tensor) -> Result<()> {
         let refs = materialize(self, t)?;
-        // Wait for every chunk; a failed chunk task is this call's error.
+        // Wait for every chunk, where it is; a failed chunk task is this call's error.
         for r in refs.iter() {
-            ares::get_view(r)?;
+            ares::ready(r)?;
         }
         Ok(())
     }

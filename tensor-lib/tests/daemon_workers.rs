@@ -125,3 +125,63 @@ fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_sever
     }
     ares::shutdown();
 }
+
+/// The pid in a daemon's summary line `ares: … (pid N)`.
+fn pid_of(summary: &str) -> i32 {
+    field(summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap()
+}
+
+#[test]
+fn a_tensor_whose_chunks_are_partly_on_a_killed_node_still_gives_ndarrays_answer() {
+    let base = std::env::temp_dir().join(format!("ares-kernels-loss-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
+    let _stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
+    let common = ["--num-cpus", "1", "--node-timeout-ms", "1000"];
+    let mut head_args = vec!["--head", "--port", "0"];
+    head_args.extend_from_slice(&common);
+    let head = start(&roots[0], &head_args);
+    let (addr, token) = (field(&head, "cluster address:"), field(&head, "join token:"));
+    let mut pids = Vec::new();
+    for r in &roots[1..] {
+        let mut args = vec!["--address", addr.as_str(), "--token", token.as_str()];
+        args.extend_from_slice(&common);
+        pids.push(pid_of(&start(r, &args)));
+    }
+
+    let mut cfg = ares::Config::default();
+    cfg.address = Some("auto".into());
+    cfg.session_root = roots[0].clone();
+    ares::init_with(cfg).unwrap();
+    let serving = || ares::nodes().unwrap().iter().filter(|n| n.alive && n.addr.is_some()).count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while serving() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the view never listed 3 nodes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Chunks made by tasks (a seeded generator), so that they can be made again, and
+    // large enough (200 kB) to live in the nodes' stores rather than in the driver.
+    let s = Session::new();
+    let a = ares_tensor::random::rand(&[2000, 100], &[250, 100], 7).unwrap();
+    let x = a.fetch::<f64>(&s).unwrap();
+    let b = (&a * 2.0) + 1.0;
+    s.execute(&b).unwrap();
+    // b's chunks stay where they were made, spread over the nodes; one node dies with
+    // its share.
+    // Heartbeats carry each node's lease count to the view within about 100 ms.
+    let victim = pids[1] as u32;
+    let ran_there = || ares::nodes().unwrap().iter().any(|n| n.pid == victim && n.load.leases_granted > 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ran_there() {
+        assert!(std::time::Instant::now() < deadline, "no chunk ran on the node to be killed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pids[1]).unwrap(), rustix::process::Signal::KILL)
+        .unwrap();
+    let got = b.fetch::<f64>(&s).unwrap();
+    assert_eq!(got, x.mapv(|v| v * 2.0 + 1.0), "b read back after the loss");
+    let total = s.scalar(&(&b * 3.0).sum()).unwrap();
+    let want: f64 = x.iter().map(|v| (v * 2.0 + 1.0) * 3.0).sum();
+    assert!((total - want).abs() < 1e-9 * want.abs().max(1.0), "{total} vs {want}");
+    ares::shutdown();
+}

@@ -129,6 +129,7 @@ impl CoreState {
     /// waits for it once more. Otherwise it is failed, or still has a copy elsewhere.
     pub fn object_unreachable(&mut self, now: Instant, id: ObjectId, nodes: &[NodeId]) -> bool {
         if self.table.copies_unreachable(id, nodes) {
+            tracing::info!(object = %id, "no node holding the object could serve it; rebuilding it");
             self.recover(now, vec![id]);
         }
         self.flush_frees();
@@ -267,6 +268,7 @@ impl CoreState {
             Some(Status::Ready(Location::Stored(s))) => {
                 let tried: Vec<NodeId> = s.nodes().filter(|n| *n != ran_on).collect();
                 if self.table.copies_unreachable(id, &tried) {
+                    tracing::info!(object = %id, "a worker could not read the argument anywhere; rebuilding it");
                     self.recover(now, vec![id]);
                 }
             }
