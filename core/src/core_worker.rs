@@ -441,23 +441,29 @@ impl CoreWorker {
             // Small: encoded here, named and recorded in one trip through the state.
             let (encoded, captured) = crate::capture::capture(|| value.encode());
             let location = Location::Inline(Arc::new(encoded.map_err(|e| Error::Encode(e.to_string()))?));
-            let contained = captured.refs();
+            let (contained, actors) = (captured.refs(), captured.actor_ids());
             return Ok(self.run_untimed(|st| {
                 let id = Self::with_scope(|s| st.next_put_id(s));
                 st.add_put(id, location, &contained);
+                if !actors.is_empty() {
+                    st.hold_actors_in(id, &actors);
+                }
                 id
             }));
         }
         let id = self.run_untimed(|st| Self::with_scope(|s| st.next_put_id(s)));
         let (stored, captured) = crate::capture::capture(|| self.store.store_value(id, value, self.worker_id));
         let stored = stored?;
-        let contained = captured.refs();
+        let (contained, actors) = (captured.refs(), captured.actor_ids());
         self.run_untimed(|st| {
             let location = match stored {
                 Stored::Inline(b) => Location::Inline(Arc::new(b)),
                 Stored::Shared { len, .. } => Location::stored(st.node(), len),
             };
             st.add_put(id, location, &contained);
+            if !actors.is_empty() {
+                st.hold_actors_in(id, &actors);
+            }
         });
         Ok(id)
     }

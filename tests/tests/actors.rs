@@ -294,6 +294,23 @@ fn a_call_whose_argument_failed_does_not_keep_the_actor_alive() {
 }
 
 #[test]
+fn a_handle_inside_a_put_value_keeps_its_actor_alive_while_the_object_lives() {
+    let _c = Cluster::default_2cpu();
+    let counter = ares::actor(Counter::new).spawn(5);
+    let pid = ares::get(&counter.call(Counter::pid, ())).unwrap();
+    let boxed = ares::put(counter).unwrap();
+    // The driver's only handle is inside the object now.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(process_alive(pid), "the put object holds the actor");
+    // A task reads the handle out of the object and calls through it.
+    assert_eq!(ares::get(&ares::remote(incr_all).call(vec![boxed.clone()])).unwrap(), 6);
+    let back: ActorHandle<Counter> = ares::get(&boxed).unwrap();
+    assert_eq!(ares::get(&back.call(Counter::get, ())).unwrap(), 6);
+    drop((back, boxed));
+    wait_for("the actor to end with the last object holding it", LONG, || !process_alive(pid));
+}
+
+#[test]
 fn handles_inside_a_list_of_futures_reach_the_task() {
     let _c = Cluster::default_2cpu();
     let a = ares::actor(Counter::new).spawn(10);

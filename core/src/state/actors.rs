@@ -291,6 +291,29 @@ impl CoreState {
         }
     }
 
+    /// The value of the owned object `outer` holds handles to `actors`: this process
+    /// keeps holding them while the object lives (a process that reads the handles
+    /// registers its own hold first).
+    pub fn hold_actors_in(&mut self, outer: ObjectId, actors: &[ActorId]) {
+        let mut held = Vec::new();
+        for a in actors {
+            if let Some(c) = self.callers.get_mut(a) {
+                c.handles += 1;
+                held.push(*a);
+            }
+        }
+        if held.is_empty() {
+            return;
+        }
+        if self.table.tracks(outer) {
+            self.actors_in_values.entry(outer).or_default().extend(held);
+        } else {
+            for a in held {
+                self.actor_handle_dropped(a);
+            }
+        }
+    }
+
     /// One handle family (or task carrying a handle) on `id` fewer.
     pub fn actor_handle_dropped(&mut self, id: ActorId) {
         if let Some(c) = self.callers.get_mut(&id) {

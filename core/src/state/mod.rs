@@ -319,6 +319,9 @@ pub struct CoreState {
     /// Borrowed refs held by the values of owned objects, by object (released when its
     /// value is freed).
     contained_borrowed: DetMap<ObjectId, Vec<ObjectId>>,
+    /// Actors whose handles the values of owned objects hold, by object (held until its
+    /// value is freed).
+    actors_in_values: DetMap<ObjectId, Vec<ActorId>>,
     /// Borrowers waiting for owned objects to be ready: who, and through which node's
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
@@ -363,6 +366,7 @@ impl CoreState {
             registrations: DetMap::default(),
             location_waiters: DetMap::default(),
             contained_borrowed: DetMap::default(),
+            actors_in_values: DetMap::default(),
             lineage: DetMap::default(),
             lineage_order: VecDeque::new(),
             lineage_bytes: 0,
@@ -482,6 +486,16 @@ impl CoreState {
             {
                 for i in inner {
                     self.borrowed.remove_contained(i);
+                }
+            }
+            if !self.actors_in_values.is_empty()
+                && let Some(actors) = self.actors_in_values.remove(id)
+            {
+                for a in actors {
+                    if let Some(c) = self.callers.get_mut(&a) {
+                        c.handles = c.handles.saturating_sub(1);
+                        self.maybe_release(a);
+                    }
                 }
             }
             match e {
