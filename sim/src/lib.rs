@@ -9,6 +9,13 @@
 //! message delays (the virtual clock advances to each delivery), worker IDs, and the
 //! programs of [`program`]. A failing seed replays exactly.
 //!
+//! Several nodes form a cluster: every raylet sees the same view (each node's fake QUIC
+//! address, its resources and load as last published), so lease requests spill back
+//! between them; a process's messages to another node's raylet travel on a connection
+//! of their own, as QUIC connections do; workers read arguments stored on other nodes by
+//! copying them (a pull); and a killed node is published dead, so the other raylets tell
+//! their processes (`NodeDied`), as the head's view does.
+//!
 //! Faults: [`Sim::kill_process`], [`Sim::kill_node`], [`Sim::cut`] and
 //! [`Sim::partition`] (connections between processes break and do not reconnect until
 //! [`Sim::heal`]), a probability of breaking a task connection on any message
@@ -116,6 +123,10 @@ enum Chan {
     Push(usize),
     /// Worker → owner on task connection `n`.
     Reply(usize),
+    /// Process → the raylet of another node.
+    ToRemote(ProcId, usize),
+    /// The raylet of another node → process.
+    FromRemote(ProcId, usize),
 }
 
 enum Msg {
@@ -134,6 +145,10 @@ struct Proc {
     alive: bool,
     /// A worker's ID and the endpoint owners connect to.
     worker: Option<(WorkerId, Endpoint)>,
+    /// Where owners on other nodes connect to the worker.
+    remote_endpoint: Option<Endpoint>,
+    /// Its connections to other nodes' raylets: node index → its client there.
+    remote: DetMap<usize, ClientId>,
 }
 
 /// A task connection between an owner and a worker.
@@ -147,6 +162,8 @@ struct TaskConn {
 struct SimNode {
     node: Node,
     alive: bool,
+    /// Where it "serves QUIC" (only a name: the sim routes by it).
+    addr: std::net::SocketAddr,
     /// The bytes of stored objects (the pool's content).
     data: DetMap<ObjectId, Vec<u8>>,
 }
@@ -160,6 +177,8 @@ pub struct Sim {
     nodes: Vec<SimNode>,
     procs: Vec<Proc>,
     by_client: DetMap<(usize, ClientId), ProcId>,
+    /// Connections of processes to other nodes' raylets, by (node, client).
+    by_remote: DetMap<(usize, ClientId), ProcId>,
     next_client: u64,
     task_conns: Vec<TaskConn>,
     by_conn: DetMap<(ProcId, ConnId), usize>,
@@ -220,6 +239,7 @@ impl Sim {
             nodes: Vec::new(),
             procs: Vec::new(),
             by_client: DetMap::default(),
+            by_remote: DetMap::default(),
             next_client: 1,
             task_conns: Vec::new(),
             by_conn: DetMap::default(),
@@ -243,9 +263,11 @@ impl Sim {
             };
             let mut ids = Rng::new(rng.next_u64());
             let node = Node::new(node_cfg, Box::new(move || WorkerId(ids.bytes16())));
-            sim.nodes.push(SimNode { node, alive: true, data: DetMap::default() });
+            let addr = std::net::SocketAddr::from(([10, 0, 0, n as u8 + 1], 7000));
+            sim.nodes.push(SimNode { node, alive: true, addr, data: DetMap::default() });
         }
         sim.rng = rng;
+        sim.publish_view();
         for n in 0..cfg.nodes {
             sim.nodes[n].node.prestart();
             sim.pump_node(n);
@@ -286,10 +308,23 @@ impl Sim {
             max_lineage_bytes: 1 << 20,
         });
         let p = self.procs.len();
-        self.procs.push(Proc { node, client, state, alive: true, worker: endpoint.map(|e| (worker, e)) });
+        self.procs.push(Proc {
+            node,
+            client,
+            state,
+            alive: true,
+            worker: endpoint.map(|e| (worker, e)),
+            remote_endpoint: None,
+            remote: DetMap::default(),
+        });
         self.by_client.insert((node, client), p);
         self.nodes[node].node.connected(client);
         p
+    }
+
+    /// The ID of node `n`.
+    pub fn node_id(&self, n: usize) -> NodeId {
+        self.nodes[n].node.node_id()
     }
 
     /// The state of process `p`.
@@ -318,6 +353,18 @@ impl Sim {
 
     /// Driver `p` submits `function(args)` with `max_retries`; returns its return object.
     pub fn submit(&mut self, p: ProcId, function: &'static str, args: Vec<SimArg>, max_retries: u32) -> ObjectId {
+        self.submit_on(p, function, args, max_retries, ares_common::Strategy::Default)
+    }
+
+    /// [`Sim::submit`] with a placement strategy.
+    pub fn submit_on(
+        &mut self,
+        p: ProcId,
+        function: &'static str,
+        args: Vec<SimArg>,
+        max_retries: u32,
+        strategy: ares_common::Strategy,
+    ) -> ObjectId {
         let now = self.now();
         let args = args
             .into_iter()
@@ -330,7 +377,7 @@ impl Sim {
         let s = Submit {
             function,
             shape: ResourceSet::new().with("CPU", 1.0),
-            strategy: ares_common::Strategy::Default,
+            strategy,
             max_retries,
             target: Target::Pool,
             kind: TaskKind::Normal,
@@ -377,12 +424,14 @@ impl Sim {
     pub fn read(&self, p: ProcId, id: ObjectId) -> Result<Vec<u8>, String> {
         match self.procs[p].state.status(id) {
             Some(Status::Ready(Location::Inline(b))) => Ok(b.to_vec()),
-            Some(Status::Ready(Location::Stored(_))) => {
-                let n = &self.nodes[self.procs[p].node];
-                if !n.node.store().contains(id) {
-                    return Err(format!("{id} is ready but not in the store"));
-                }
-                n.data.get(&id).cloned().ok_or_else(|| format!("{id} has no bytes"))
+            Some(Status::Ready(Location::Stored(s))) => {
+                // Read where a copy is, as a pull would (checks do not copy it here).
+                let n = s
+                    .nodes()
+                    .filter_map(|node| self.node_index(node))
+                    .find(|n| self.nodes[*n].alive && self.nodes[*n].node.store().contains(id))
+                    .ok_or_else(|| format!("{id} is ready but no live node's store holds it"))?;
+                self.nodes[n].data.get(&id).cloned().ok_or_else(|| format!("{id} has no bytes"))
             }
             other => Err(format!("{id} is not ready: {other:?}")),
         }
@@ -408,7 +457,8 @@ impl Sim {
         }
     }
 
-    /// Kills node `n` and every process on it.
+    /// Kills node `n` and every process on it. Processes connected to its raylet see
+    /// the connection end, and the other raylets publish it dead.
     pub fn kill_node(&mut self, n: usize) {
         for p in 0..self.procs.len() {
             if self.procs[p].node == n {
@@ -416,6 +466,50 @@ impl Sim {
             }
         }
         self.nodes[n].alive = false;
+        self.queues.retain(|c, _| !matches!(c, Chan::ToRemote(_, m) | Chan::FromRemote(_, m) if *m == n));
+        let node = self.nodes[n].node.node_id();
+        for p in 0..self.procs.len() {
+            if self.procs[p].alive && self.procs[p].remote.remove(&n).is_some() {
+                let now = self.now();
+                self.procs[p].state.handle_node_lost(now, node, "the connection closed");
+                self.pump(p);
+            }
+        }
+        self.publish_view();
+    }
+
+    /// Gives every live raylet the cluster's view: each node, alive or not, with its
+    /// address, resources and load now.
+    fn publish_view(&mut self) {
+        if self.nodes.len() < 2 {
+            return;
+        }
+        let view: Vec<ares_common::wire::NodeSummary> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ares_common::wire::NodeSummary {
+                node_id: n.node.node_id(),
+                pid: i as u32,
+                host: format!("sim{i}"),
+                addr: Some(n.addr),
+                head: i == 0,
+                alive: n.alive,
+                total: n.node.total(),
+                load: n.node.load(),
+                silent_ms: 0,
+            })
+            .collect();
+        for n in 0..self.nodes.len() {
+            if self.nodes[n].alive {
+                self.nodes[n].node.set_cluster_view(view.clone());
+                self.pump_node(n);
+            }
+        }
+    }
+
+    fn node_index(&self, id: NodeId) -> Option<usize> {
+        self.nodes.iter().position(|n| n.node.node_id() == id)
     }
 
     /// Breaks every task connection between `a` and `b`.
@@ -542,8 +636,9 @@ impl Sim {
                 let mut replies = Vec::new();
                 while let Ok(ToWorker::Push(spec)) = r.read::<ToWorker>() {
                     let task_id = spec.task_id;
-                    let outcome = self.execute(worker, spec);
-                    replies.push(FromWorker::Done { task_id, outcome, copies: Vec::new(), contained: Vec::new() });
+                    let mut copies = Vec::new();
+                    let outcome = self.execute(worker, spec, &mut copies);
+                    replies.push(FromWorker::Done { task_id, outcome, copies, contained: Vec::new() });
                 }
                 if self.procs[worker].alive && !replies.is_empty() {
                     self.push(Chan::Reply(c), Msg::Replies(replies));
@@ -562,6 +657,29 @@ impl Sim {
                 }
                 self.procs[owner].state.handle_replies(now, conn, replies);
                 self.pump(owner);
+            }
+            (Chan::ToRemote(p, n), Msg::ToRaylet(m)) => {
+                if let Some(&client) = self.procs[p].remote.get(&n).filter(|_| self.nodes[n].alive) {
+                    self.nodes[n].node.handle(client, m);
+                    self.pump_node(n);
+                }
+            }
+            (Chan::ToRemote(p, n), Msg::Disconnect) => {
+                if let Some(client) = self.procs[p].remote.remove(&n).filter(|_| self.nodes[n].alive) {
+                    self.by_remote.remove(&(n, client));
+                    self.nodes[n].node.disconnected(client);
+                    self.pump_node(n);
+                }
+            }
+            (Chan::FromRemote(p, n), Msg::FromRaylet(m)) => {
+                if !self.procs[p].alive || !self.procs[p].remote.contains_key(&n) {
+                    return;
+                }
+                if !matches!(m, FromRaylet::Registered { .. }) {
+                    let node = self.nodes[n].node.node_id();
+                    self.procs[p].state.handle_node(now, node, m);
+                    self.pump(p);
+                }
             }
             (Chan::Reply(c), Msg::Closed) => {
                 let (owner, conn) = (self.task_conns[c].owner, self.task_conns[c].conn);
@@ -582,7 +700,9 @@ impl Sim {
                 Effect::Connect { conn, endpoint } => {
                     let target = (0..self.procs.len()).find(|w| {
                         let pr = &self.procs[*w];
-                        pr.alive && pr.worker.as_ref().is_some_and(|(_, e)| *e == endpoint)
+                        pr.alive
+                            && (pr.worker.as_ref().is_some_and(|(_, e)| *e == endpoint)
+                                || pr.remote_endpoint.as_ref() == Some(&endpoint))
                     });
                     match target.filter(|w| !self.blocked.contains(&(p.min(*w), p.max(*w)))) {
                         Some(worker) => {
@@ -607,9 +727,29 @@ impl Sim {
                     }
                 }
                 Effect::ToRaylet(msg) => self.send_to_node(p, msg),
-                // The simulation runs one node: there is no other to reach.
-                Effect::ToNode { node, .. } => self.procs[p].state.handle_node_lost(now, node, "no such node"),
-                Effect::ForgetNode(_) => {}
+                Effect::ToNode { node, msg, .. } => match self.node_index(node).filter(|n| self.nodes[*n].alive) {
+                    Some(n) => {
+                        if !self.procs[p].remote.contains_key(&n) {
+                            let client = ClientId(self.next_client);
+                            self.next_client += 1;
+                            self.nodes[n].node.connected_remote(client);
+                            self.procs[p].remote.insert(n, client);
+                            self.by_remote.insert((n, client), p);
+                            let worker_id = self.procs[p].state.worker_id();
+                            let hello = ToRaylet::RegisterDriver { pid: p as u32, worker_id };
+                            self.push(Chan::ToRemote(p, n), Msg::ToRaylet(hello));
+                        }
+                        self.push(Chan::ToRemote(p, n), Msg::ToRaylet(msg));
+                    }
+                    None => self.procs[p].state.handle_node_lost(now, node, "connection refused"),
+                },
+                Effect::ForgetNode(node) => {
+                    if let Some(n) = self.node_index(node)
+                        && self.procs[p].remote.contains_key(&n)
+                    {
+                        self.push(Chan::ToRemote(p, n), Msg::Disconnect);
+                    }
+                }
                 Effect::Gather { task, slot, parts, combine } => {
                     let merged = self.merge(p, &parts, combine);
                     self.procs[p].state.handle_gathered(now, task, slot, merged);
@@ -636,11 +776,19 @@ impl Sim {
                 Output::Send(client, msg) => {
                     if let Some(&p) = self.by_client.get(&(n, client)) {
                         self.push(Chan::FromNode(p), Msg::FromRaylet(msg));
+                    } else if let Some(&p) = self.by_remote.get(&(n, client)) {
+                        self.push(Chan::FromRemote(p, n), Msg::FromRaylet(msg));
                     }
                 }
                 Output::Close(client) => {
                     if let Some(&p) = self.by_client.get(&(n, client)) {
                         self.kill_process(p);
+                    } else if let Some(p) = self.by_remote.remove(&(n, client)) {
+                        self.procs[p].remote.remove(&n);
+                        self.nodes[n].node.disconnected(client);
+                        let (now, node) = (self.now(), self.nodes[n].node.node_id());
+                        self.procs[p].state.handle_node_lost(now, node, "the raylet closed the connection");
+                        self.pump(p);
                     }
                 }
                 Output::StartWorker(id) => self.start_worker(n, id),
@@ -659,10 +807,11 @@ impl Sim {
                 Output::ResumeSpillAfter(_) => self.nodes[n].node.resume_spill(),
                 // Simulated nodes are not part of a cluster and have no head.
                 Output::ToHead(_) => self.nodes[n].node.head_lost(),
-                // Simulated nodes have no cluster view, so no pull is ever asked for; if
-                // one were, it fails as a transfer would.
+                // A transfer: the bytes are copied from the source node, if it lives.
                 Output::Pull { object, node, .. } => {
-                    self.nodes[n].node.pull_finished(object, node, Err("the simulation moves no bytes".into()), 0)
+                    let result = self.copy_object(object, node, n);
+                    let bytes = self.nodes[n].data.get(&object).map_or(0, |d| d.len() as u64);
+                    self.nodes[n].node.pull_finished(object, node, result, bytes)
                 }
                 // Only a head moves detached actors to a node, and there is none here.
                 Output::ConstructActor { actor_id, lease_id, worker, .. } => {
@@ -677,10 +826,37 @@ impl Sim {
         let endpoint = Endpoint::Unix(format!("sim/node{n}/worker-{id}"));
         let root = TaskId::root(uuid_from(self.rng.bytes16()));
         let p = self.add_proc(n, id, root, Some(endpoint.clone()));
+        let port = 20_000 + p as u16;
+        let remote = Endpoint::Quic {
+            node: self.nodes[n].node.node_id(),
+            addr: std::net::SocketAddr::from(([10, 0, 0, n as u8 + 1], port)),
+        };
+        self.procs[p].remote_endpoint = Some(remote.clone());
         self.send_to_node(
             p,
-            ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint, remote_addr: None },
+            ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint, remote_addr: Some(remote) },
         );
+    }
+
+    /// Copies the stored `object` from node `from` into node `to`'s store as a secondary
+    /// copy, as a pull does.
+    fn copy_object(&mut self, object: ObjectId, from: NodeId, to: usize) -> Result<(), String> {
+        let src = self.node_index(from).ok_or("no such node")?;
+        if !self.nodes[src].alive {
+            return Err("the node is dead".into());
+        }
+        if !self.nodes[src].node.store().contains(object) {
+            return Err("the source does not hold it".into());
+        }
+        let bytes = self.nodes[src].data.get(&object).cloned().ok_or("the source has no bytes")?;
+        if self.nodes[to].node.store().contains(object) {
+            return Ok(());
+        }
+        self.nodes[to].node.try_create_copy(object, bytes.len() as u64).map_err(|e| e.to_string())?;
+        self.nodes[to].data.insert(object, bytes);
+        self.nodes[to].node.finish_copy(object, true);
+        self.pump_node(to);
+        Ok(())
     }
 
     // ------------------------------------------------------------------ the store
@@ -725,15 +901,46 @@ impl Sim {
 
     // ------------------------------------------------------------------ workers
 
-    fn execute(&mut self, w: ProcId, spec: TaskSpec) -> Outcome {
+    /// Makes sure the stored argument `id` is in worker `w`'s node, copying it from the
+    /// first of `nodes` that serves it. Returns whether a copy was made.
+    fn pull_arg(&mut self, w: ProcId, id: ObjectId, nodes: &[NodeId]) -> Result<bool, String> {
+        let n = self.procs[w].node;
+        if self.nodes[n].node.store().contains(id) {
+            return Ok(false);
+        }
+        let mut why = Vec::new();
+        for from in nodes {
+            match self.copy_object(id, *from, n) {
+                Ok(()) => return Ok(true),
+                Err(e) => why.push(format!("node {from}: {e}")),
+            }
+        }
+        Err(format!("could not pull a copy: {}", why.join("; ")))
+    }
+
+    fn execute(&mut self, w: ProcId, spec: TaskSpec, copies: &mut Vec<ObjectId>) -> Outcome {
         let mut args = Vec::with_capacity(spec.args.len());
-        for a in &spec.args {
+        for (i, a) in spec.args.iter().enumerate() {
             match a {
                 WireArg::Inline(v) => args.push(v.clone()),
-                WireArg::Shared { object_id, .. } => match self.read_pinned(w, *object_id) {
-                    Ok(b) => args.push(b),
-                    Err(e) => return Outcome::Failed(e),
-                },
+                WireArg::Shared { object_id, nodes, .. } => {
+                    match self.pull_arg(w, *object_id, nodes) {
+                        Ok(true) => copies.push(*object_id),
+                        Ok(false) => {}
+                        Err(reason) => {
+                            return Outcome::Failed(TaskError::ArgumentUnavailable {
+                                function: spec.function.clone(),
+                                index: i as u32,
+                                object: object_id.to_string(),
+                                reason,
+                            });
+                        }
+                    }
+                    match self.read_pinned(w, *object_id) {
+                        Ok(b) => args.push(b),
+                        Err(e) => return Outcome::Failed(e),
+                    }
+                }
             }
         }
         let int = |i: usize| args.get(i).and_then(|b| i64::decode(b).ok());

@@ -104,3 +104,43 @@ fn a_killed_owner_frees_what_it_owned_on_its_node() {
     sim.run_until_quiescent(100_000).unwrap();
     sim.check_clean().unwrap();
 }
+
+#[test]
+fn a_task_spills_to_another_node_and_what_was_lost_with_it_is_rebuilt() {
+    let mut cfg = SimConfig::new(5);
+    cfg.nodes = 3;
+    let mut sim = Sim::new(cfg);
+    let d = sim.add_driver(0);
+    sim.run_until_quiescent(100_000).unwrap();
+    let on = |n: usize, sim: &Sim| ares_common::Strategy::NodeAffinity { node: sim.node_id(n), soft: true };
+    // A stored value made on node 1, and a task on node 2 reading it from there.
+    let big = sim.submit_on(d, functions::BIG, vec![SimArg::Int(7)], 2, on(1, &sim));
+    let measured = sim.submit_on(d, functions::MEASURE, vec![SimArg::Ref(big)], 2, on(2, &sim));
+    sim.run_until_quiescent(100_000).unwrap();
+    match sim.status(d, big) {
+        Some(Status::Ready(ares_ownership::Location::Stored(s))) => {
+            assert_eq!(s.primary, sim.node_id(1), "made on node 1");
+            assert_eq!(s.secondary, vec![sim.node_id(2)], "the reader's node holds a copy");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(value(&sim, d, measured), ares_sim::BIG as i64 + 7);
+    // Node 2 dies: the copy there goes, the primary stays.
+    sim.kill_node(2);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert!(matches!(sim.status(d, big), Some(Status::Ready(_))));
+    // Node 1 dies with the only copy: the task runs again elsewhere, same value.
+    sim.kill_node(1);
+    sim.run_until_quiescent(100_000).unwrap();
+    match sim.status(d, big) {
+        Some(Status::Ready(ares_ownership::Location::Stored(s))) => assert_eq!(s.primary, sim.node_id(0)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(sim.read(d, big).unwrap(), vec![7u8; ares_sim::BIG].encode().unwrap().to_vec());
+    for id in [big, measured] {
+        sim.drop_ref(d, id);
+    }
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
