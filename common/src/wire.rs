@@ -86,6 +86,8 @@ pub enum ToRaylet {
         object_id: ObjectId,
         /// Nodes holding a copy, in the order to try them.
         from: Vec<NodeId>,
+        /// The object's owner: the copy goes when the owner does, as the primary.
+        owner: WorkerId,
     },
     /// Releases pins taken with `PinObject` (one per listed ID).
     ReleaseObjects {
@@ -676,6 +678,8 @@ pub enum WireArg {
         len: u64,
         /// The nodes holding a copy, the primary first (the order to pull from).
         nodes: Vec<NodeId>,
+        /// The object's owner (a copy pulled for the task goes when the owner does).
+        owner: WorkerId,
     },
 }
 

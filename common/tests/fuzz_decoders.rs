@@ -39,7 +39,12 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         owner: worker,
         args: vec![
             WireArg::Inline(vec![1, 2, 3, 4]),
-            WireArg::Shared { object_id: object, len: 1 << 20, nodes: vec![node] },
+            WireArg::Shared {
+                object_id: object,
+                len: 1 << 20,
+                nodes: vec![node],
+                owner: ares_common::WorkerId([4; 16]),
+            },
         ],
         attempt: 1,
         kind: TaskKind::Normal,

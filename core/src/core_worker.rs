@@ -552,7 +552,8 @@ impl CoreWorker {
                 if s.primary != self.address.node && !s.secondary.contains(&self.address.node) {
                     // On another node: copy it into this node's store, then read in place.
                     let from: Vec<ares_common::NodeId> = s.nodes().collect();
-                    self.store.pull(id, &from)?;
+                    let owner = self.run_untimed(|st| st.owner_of(id));
+                    self.store.pull(id, &from, owner)?;
                     let here = self.address.node;
                     self.run_untimed(|st| st.add_copy(id, here));
                 }

@@ -143,9 +143,9 @@ impl StoreClient {
 
     /// Makes a copy of `id` in this node's store, pulled from the first of `from` that
     /// has it (no-op when it is here already; concurrent pulls of one object share one).
-    pub(crate) fn pull(&self, id: ObjectId, from: &[ares_common::NodeId]) -> Result<()> {
+    pub(crate) fn pull(&self, id: ObjectId, from: &[ares_common::NodeId], owner: ares_common::WorkerId) -> Result<()> {
         let from = from.to_vec();
-        match self.raylet.call(|request_id| ToRaylet::PullObject { request_id, object_id: id, from })? {
+        match self.raylet.call(|request_id| ToRaylet::PullObject { request_id, object_id: id, from, owner })? {
             FromRaylet::Pulled { error: None, .. } => Ok(()),
             FromRaylet::Pulled { error: Some(e), .. } => Err(Error::Task(e)),
             other => Err(Error::RayletUnavailable(format!("unexpected answer to pull: {other:?}"))),

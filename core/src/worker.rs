@@ -359,12 +359,12 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
     for (i, a) in spec.args.iter().enumerate() {
-        if let WireArg::Shared { object_id, nodes, .. } = a {
+        if let WireArg::Shared { object_id, nodes, owner, .. } = a {
             // An argument stored on other nodes only is copied here first.
             let here = if nodes.contains(&cw.node()) {
                 Ok(())
             } else {
-                match cw.store.pull(*object_id, nodes) {
+                match cw.store.pull(*object_id, nodes, *owner) {
                     Ok(()) => {
                         PULLED.with(|p| p.borrow_mut().push(*object_id));
                         Ok(())

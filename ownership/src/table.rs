@@ -36,12 +36,15 @@ pub struct Stored {
     pub spilled: Option<String>,
     /// Nodes holding secondary copies (pulled there; evictable).
     pub secondary: Vec<NodeId>,
+    /// Nodes that may hold a copy nobody reported: a task taking the object ran there on
+    /// a worker that was lost before replying. Never read from; deleted there on free.
+    pub maybe: Vec<NodeId>,
 }
 
 impl Stored {
     /// A value whose only copy is in `node`'s store.
     pub fn on(node: NodeId, len: u64) -> Self {
-        Stored { len, primary: node, spilled: None, secondary: Vec::new() }
+        Stored { len, primary: node, spilled: None, secondary: Vec::new(), maybe: Vec::new() }
     }
 
     /// Every node holding a copy, the primary first.
@@ -316,6 +319,17 @@ impl OwnershipTable {
             && !s.secondary.contains(&node)
         {
             s.secondary.push(node);
+        }
+    }
+
+    /// `node` may hold a copy of a ready stored object that no reply reported (see
+    /// [`Stored::maybe`]).
+    pub fn add_maybe_copy(&mut self, id: ObjectId, node: NodeId) {
+        if let Some(Entry { status: Status::Ready(Location::Stored(s)), .. }) = self.objects.get_mut(&id)
+            && !s.nodes().any(|n| n == node)
+            && !s.maybe.contains(&node)
+        {
+            s.maybe.push(node);
         }
     }
 

@@ -158,6 +158,8 @@ pub struct Node {
     cluster: Vec<NodeSummary>,
     /// Clients on other nodes (owners that lease workers here over QUIC).
     remote_clients: DetSet<ClientId>,
+    /// Owners of objects being pulled here, as the requests named them.
+    copy_owners: DetMap<ObjectId, WorkerId>,
     /// The cluster's join token, in a cluster.
     cluster_token: Option<String>,
     /// The key-value store of a node on its own (in a cluster the head keeps it).
@@ -205,6 +207,7 @@ impl Node {
             stopping: false,
             cluster: Vec::new(),
             remote_clients: DetSet::default(),
+            copy_owners: DetMap::default(),
             cluster_token: None,
             kv: crate::kv::KvStore::new(),
             to_head: DetMap::default(),
@@ -635,8 +638,11 @@ impl Node {
                 }
             }
             ToRaylet::CancelLeaseRequests { request_ids } => self.policy.cancel(client, &request_ids),
-            ToRaylet::PullObject { request_id, object_id, from } => {
+            ToRaylet::PullObject { request_id, object_id, from, owner } => {
                 let local = self.store.contains(object_id);
+                if !local {
+                    self.copy_owners.insert(object_id, owner);
+                }
                 let actions = self.pulls.request(client, request_id, object_id, from, local);
                 self.apply_pulls(actions);
             }
@@ -865,6 +871,9 @@ impl Node {
 
     /// The transfer of `object` from `node` ended, having moved `bytes`.
     pub fn pull_finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>, bytes: u64) {
+        if result.is_err() && !self.pulls.in_progress(object) {
+            self.copy_owners.remove(&object);
+        }
         self.pulled_bytes += bytes;
         if let Err(e) = &result {
             tracing::warn!(%object, %node, "pull failed: {e}");
@@ -873,9 +882,15 @@ impl Node {
         self.apply_pulls(actions);
     }
 
-    /// Allocates a secondary (evictable, never spilled) copy of a pulled object.
-    pub fn try_create_copy(&mut self, id: ObjectId, size: u64) -> Result<u64, StoreError> {
-        self.store.create(id, size, TRANSFER_CLIENT, false)
+    /// Allocates a secondary (evictable, never spilled) copy of a pulled object. It is
+    /// deleted when its owner's connection here ends, as primaries are; `owner` names it
+    /// when the pull was not asked for here (else the request said).
+    pub fn try_create_copy(&mut self, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Result<u64, StoreError> {
+        let offset = self.store.create(id, size, TRANSFER_CLIENT, false)?;
+        if let Some(o) = owner.or_else(|| self.copy_owners.remove(&id)) {
+            self.owners.created(id, o);
+        }
+        Ok(offset)
     }
 
     /// Seals a pulled copy, or drops it if its transfer failed.

@@ -743,7 +743,7 @@ impl TransferHost for Shared {
 
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String> {
         let st = self.lock();
-        let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size));
+        let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size, None));
         let r = r.map_err(|e| st.node.no_space(e).to_string());
         self.carry_out(&mut st);
         r

@@ -56,7 +56,8 @@ impl ToolClient {
     pub fn pull(&mut self, object: ObjectId, from: &[NodeId], n: usize) -> io::Result<()> {
         for _ in 0..n {
             let request_id = self.id();
-            self.send(&ToRaylet::PullObject { request_id, object_id: object, from: from.to_vec() })?;
+            let owner = ares_common::WorkerId::default();
+            self.send(&ToRaylet::PullObject { request_id, object_id: object, from: from.to_vec(), owner })?;
         }
         let mut first_error = None;
         for _ in 0..n {

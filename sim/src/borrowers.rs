@@ -53,7 +53,22 @@ impl Sim {
         self.pump(p);
         Ok(match status {
             Some(Status::Ready(Location::Inline(b))) => Ok(b.to_vec()),
-            Some(Status::Ready(Location::Stored(_))) => self.read_pinned(p, id),
+            Some(Status::Ready(Location::Stored(s))) => {
+                // A copy on another node is pulled here first, and the owner told.
+                let nodes: Vec<_> = s.nodes().collect();
+                let owner = self.procs[p].state.owner_of(id);
+                match self.pull_arg(p, id, &nodes, owner) {
+                    Ok(copied) => {
+                        if copied {
+                            let here = self.procs[p].state.node();
+                            self.procs[p].state.add_copy(id, here);
+                            self.pump(p);
+                        }
+                        self.read_pinned(p, id)
+                    }
+                    Err(why) => Err(TaskError::ObjectLost { object: format!("{id} ({why})") }),
+                }
+            }
             Some(Status::Failed(e)) => Err(*e),
             other => return Err(format!("read of borrowed {id} ended as {other:?}")),
         })

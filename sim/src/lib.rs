@@ -190,6 +190,8 @@ pub struct Sim {
     pub kills: u32,
     /// Task connections broken so far (cuts, partitions, random breaks).
     pub breaks: u32,
+    /// Nodes killed so far.
+    pub node_kills: u32,
 }
 
 /// Functions the simulated workers run, by name: every value is an rkyv `i64`, `Vec<u8>`
@@ -248,6 +250,7 @@ impl Sim {
             delivered: 0,
             kills: 0,
             breaks: 0,
+            node_kills: 0,
             rng: Rng::new(0),
             cfg: cfg.clone(),
         };
@@ -449,6 +452,11 @@ impl Sim {
             self.kills += 1;
         }
         self.push(Chan::ToNode(p), Msg::Disconnect);
+        // Its connections to other nodes' raylets end too.
+        let remote: Vec<usize> = self.procs[p].remote.keys().copied().collect();
+        for n in remote {
+            self.push(Chan::ToRemote(p, n), Msg::Disconnect);
+        }
         for c in 0..self.task_conns.len() {
             let tc = &self.task_conns[c];
             if tc.open && (tc.worker == p || tc.owner == p) {
@@ -466,6 +474,7 @@ impl Sim {
             }
         }
         self.nodes[n].alive = false;
+        self.node_kills += 1;
         self.queues.retain(|c, _| !matches!(c, Chan::ToRemote(_, m) | Chan::FromRemote(_, m) if *m == n));
         let node = self.nodes[n].node.node_id();
         for p in 0..self.procs.len() {
@@ -809,7 +818,7 @@ impl Sim {
                 Output::ToHead(_) => self.nodes[n].node.head_lost(),
                 // A transfer: the bytes are copied from the source node, if it lives.
                 Output::Pull { object, node, .. } => {
-                    let result = self.copy_object(object, node, n);
+                    let result = self.copy_object(object, node, n, None);
                     let bytes = self.nodes[n].data.get(&object).map_or(0, |d| d.len() as u64);
                     self.nodes[n].node.pull_finished(object, node, result, bytes)
                 }
@@ -840,7 +849,13 @@ impl Sim {
 
     /// Copies the stored `object` from node `from` into node `to`'s store as a secondary
     /// copy, as a pull does.
-    fn copy_object(&mut self, object: ObjectId, from: NodeId, to: usize) -> Result<(), String> {
+    fn copy_object(
+        &mut self,
+        object: ObjectId,
+        from: NodeId,
+        to: usize,
+        owner: Option<WorkerId>,
+    ) -> Result<(), String> {
         let src = self.node_index(from).ok_or("no such node")?;
         if !self.nodes[src].alive {
             return Err("the node is dead".into());
@@ -852,7 +867,7 @@ impl Sim {
         if self.nodes[to].node.store().contains(object) {
             return Ok(());
         }
-        self.nodes[to].node.try_create_copy(object, bytes.len() as u64).map_err(|e| e.to_string())?;
+        self.nodes[to].node.try_create_copy(object, bytes.len() as u64, owner).map_err(|e| e.to_string())?;
         self.nodes[to].data.insert(object, bytes);
         self.nodes[to].node.finish_copy(object, true);
         self.pump_node(to);
@@ -903,14 +918,14 @@ impl Sim {
 
     /// Makes sure the stored argument `id` is in worker `w`'s node, copying it from the
     /// first of `nodes` that serves it. Returns whether a copy was made.
-    fn pull_arg(&mut self, w: ProcId, id: ObjectId, nodes: &[NodeId]) -> Result<bool, String> {
+    fn pull_arg(&mut self, w: ProcId, id: ObjectId, nodes: &[NodeId], owner: WorkerId) -> Result<bool, String> {
         let n = self.procs[w].node;
         if self.nodes[n].node.store().contains(id) {
             return Ok(false);
         }
         let mut why = Vec::new();
         for from in nodes {
-            match self.copy_object(id, *from, n) {
+            match self.copy_object(id, *from, n, Some(owner)) {
                 Ok(()) => return Ok(true),
                 Err(e) => why.push(format!("node {from}: {e}")),
             }
@@ -923,8 +938,8 @@ impl Sim {
         for (i, a) in spec.args.iter().enumerate() {
             match a {
                 WireArg::Inline(v) => args.push(v.clone()),
-                WireArg::Shared { object_id, nodes, .. } => {
-                    match self.pull_arg(w, *object_id, nodes) {
+                WireArg::Shared { object_id, nodes, owner, .. } => {
+                    match self.pull_arg(w, *object_id, nodes, *owner) {
                         Ok(true) => copies.push(*object_id),
                         Ok(false) => {}
                         Err(reason) => {
@@ -1055,9 +1070,14 @@ impl Sim {
         for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.alive) {
             let s = n.node.stats();
             if s.store_objects > 0 || s.store_used > 0 || s.store_pinned_objects > 0 {
+                let ids: Vec<String> =
+                    n.data.keys().filter(|id| n.node.store().contains(**id)).map(|id| id.to_string()).collect();
                 return Err(format!(
-                    "node {i} store still holds {} objects ({} bytes, {} pinned)",
-                    s.store_objects, s.store_used, s.store_pinned_objects
+                    "node {i} store still holds {} objects ({} bytes, {} pinned): {}",
+                    s.store_objects,
+                    s.store_used,
+                    s.store_pinned_objects,
+                    ids.join(", ")
                 ));
             }
             if s.available != s.total {

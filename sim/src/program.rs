@@ -31,6 +31,9 @@ pub struct ProgramConfig {
     pub owner_kill_prob: f64,
     /// Probability that an operation is followed by a borrowing one (lend, read, drop).
     pub borrow_prob: f64,
+    /// Probability that an operation is followed by killing a node other than the
+    /// drivers' (node 0), while one is left.
+    pub node_kill_prob: f64,
     /// The simulated cluster.
     pub sim: SimConfig,
 }
@@ -42,12 +45,15 @@ impl ProgramConfig {
         // Vary the faults with the seed, so a run over many seeds covers each mix.
         sim.break_prob = if seed % 5 == 3 { 0.02 } else { 0.0 };
         sim.max_delay_us = [0, 50, 2_000][(seed % 3) as usize];
+        // One, two or three nodes; tasks spread over them.
+        sim.nodes = 1 + (seed / 3 % 3) as usize;
         ProgramConfig {
             ops: 100,
             drivers: 2 + (seed % 2) as usize,
             kill_prob: if seed % 4 == 1 { 0.03 } else { 0.0 },
             owner_kill_prob: if seed % 6 == 5 { 0.02 } else { 0.0 },
             borrow_prob: 0.2,
+            node_kill_prob: if seed % 7 == 2 { 0.02 } else { 0.0 },
             sim,
         }
     }
@@ -70,6 +76,8 @@ pub struct Summary {
     pub borrowed_reads: usize,
     /// Owners killed.
     pub owners_killed: usize,
+    /// Nodes killed.
+    pub nodes_killed: usize,
 }
 
 /// A ref lent to another driver.
@@ -117,6 +125,8 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
     let mut borrows: Vec<Borrow> = Vec::new();
     let mut dead: Vec<ProcId> = Vec::new();
     let mut borrowed_reads = 0;
+    let mut live_nodes: Vec<usize> = (0..cfg.sim.nodes).collect();
+    let mut nodes_killed = 0;
     for _ in 0..cfg.ops {
         let live: Vec<ProcId> = drivers.iter().copied().filter(|d| !dead.contains(d)).collect();
         let d = live[sim.rng().below(live.len() as u64) as usize];
@@ -126,6 +136,15 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
             (!of.is_empty()).then(|| refs[*of[sim.rng().below(of.len() as u64) as usize]].clone())
         };
         let retries = sim.rng().below(3) as u32;
+        // Where the op's task prefers to run (a soft preference, as the tensor library's
+        // placement), or anywhere.
+        let pick_node = sim.rng().below(live_nodes.len() as u64 + 1) as usize;
+        let strategy = match live_nodes.get(pick_node) {
+            Some(&n) if cfg.sim.nodes > 1 => ares_common::Strategy::NodeAffinity { node: sim.node_id(n), soft: true },
+            _ => ares_common::Strategy::Default,
+        };
+        let submit =
+            |sim: &mut Sim, f: &'static str, args: Vec<SimArg>| sim.submit_on(d, f, args, retries, strategy.clone());
         match sim.rng().below(100) {
             0..25 => {
                 let n = 1 + sim.rng().below(3);
@@ -148,13 +167,13 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                         }
                     }
                 }
-                let id = sim.submit(d, functions::ADD, args, retries);
+                let id = submit(&mut sim, functions::ADD, args);
                 let expect = if errors.is_empty() { Expect::Value(enc(&sum)) } else { Expect::Fails(errors) };
                 refs.push(Ref { owner: d, id, kind: Kind::Int, expect, int: sum });
             }
             25..33 => {
                 let n = sim.rng().below(200) as i64;
-                let id = sim.submit(d, functions::BIG, vec![SimArg::Int(n)], retries);
+                let id = submit(&mut sim, functions::BIG, vec![SimArg::Int(n)]);
                 refs.push(Ref {
                     owner: d,
                     id,
@@ -165,7 +184,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
             }
             33..41 => {
                 let Some(r) = pick(&mut sim, Kind::Bytes) else { continue };
-                let id = sim.submit(d, functions::MEASURE, vec![SimArg::Ref(r.id)], retries);
+                let id = submit(&mut sim, functions::MEASURE, vec![SimArg::Ref(r.id)]);
                 let v = BIG as i64 + i64::from(r.int as u8);
                 let expect = match &r.expect {
                     Expect::Fails(e) => Expect::Fails(e.clone()),
@@ -188,24 +207,20 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                     })
                     .flatten()
                     .collect();
-                let id = sim.submit(
-                    d,
-                    functions::SUM_LIST,
-                    vec![SimArg::List(parts.iter().map(|r| r.id).collect())],
-                    retries,
-                );
+                let id =
+                    submit(&mut sim, functions::SUM_LIST, vec![SimArg::List(parts.iter().map(|r| r.id).collect())]);
                 let expect = if errors.is_empty() { Expect::Value(enc(&sum)) } else { Expect::Fails(errors) };
                 refs.push(Ref { owner: d, id, kind: Kind::Int, expect, int: sum });
             }
             47..51 => {
                 let k = sim.rng().below(10) as i64;
-                let id = sim.submit(d, functions::FAIL, vec![SimArg::Int(k)], retries);
+                let id = submit(&mut sim, functions::FAIL, vec![SimArg::Int(k)]);
                 let e = TaskError::Application { function: functions::FAIL.into(), message: format!("boom {k}") };
                 refs.push(Ref { owner: d, id, kind: Kind::Int, expect: Expect::Fails(vec![e.to_string()]), int: 0 });
             }
             51..55 => {
                 let n = sim.rng().below(50) as i64;
-                let id = sim.submit(d, functions::SPAWN, vec![SimArg::Int(n)], retries);
+                let id = submit(&mut sim, functions::SPAWN, vec![SimArg::Int(n)]);
                 refs.push(Ref { owner: d, id, kind: Kind::Int, expect: Expect::Value(enc(&n)), int: n });
             }
             55..63 => {
@@ -240,6 +255,13 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                 let us = sim.rng().below(200_000);
                 sim.advance(Duration::from_micros(us));
             }
+        }
+        if live_nodes.len() > 1 && cfg.node_kill_prob > 0.0 && sim.rng().chance(cfg.node_kill_prob) {
+            // A node other than the drivers' dies with its workers and stored copies.
+            let victim = live_nodes[1 + sim.rng().below(live_nodes.len() as u64 - 1) as usize];
+            sim.kill_node(victim);
+            live_nodes.retain(|n| *n != victim);
+            nodes_killed += 1;
         }
         if cfg.kill_prob > 0.0 && sim.rng().chance(cfg.kill_prob) {
             let ws = sim.workers(0);
@@ -290,6 +312,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
         breaks: sim.breaks,
         borrowed_reads,
         owners_killed: dead.len(),
+        nodes_killed,
     })
 }
 
@@ -341,6 +364,15 @@ fn check_borrowed(sim: &Sim, b: &Borrow, got: Result<Vec<u8>, TaskError>, dead: 
         (Ok(v), expect) => Err(format!("borrowed read of {id} gave {} bytes; the model expects {expect:?}", v.len())),
         (Err(e), Expect::Fails(list)) if list.contains(&e.to_string()) => Ok(()),
         (Err(TaskError::WorkerDied { .. }), _) if sim.kills + sim.breaks > 0 => Ok(()),
+        // A node died with it, and it could not be rebuilt, or died again while read.
+        (
+            Err(
+                TaskError::ObjectUnrecoverable { .. }
+                | TaskError::ArgumentUnavailable { .. }
+                | TaskError::ObjectLost { .. },
+            ),
+            _,
+        ) if sim.node_kills > 0 => Ok(()),
         (Err(e), expect) => Err(format!("borrowed read of {id} failed with `{e}`; the model expects {expect:?}")),
     }
 }
@@ -361,13 +393,17 @@ fn check_get(sim: &Sim, g: &Ref) -> Result<(), String> {
         }
         (Some(Status::Failed(e)), expect) => {
             let died = matches!(*e, TaskError::WorkerDied { .. });
+            // A dead node explains an object that could not be rebuilt (its task had no
+            // retries left) and a task whose argument died with it.
+            let lost = matches!(*e, TaskError::ObjectUnrecoverable { .. } | TaskError::ArgumentUnavailable { .. })
+                && sim.node_kills > 0;
             let allowed = match expect {
                 Expect::Fails(list) => list.contains(&e.to_string()),
                 Expect::Value(_) => false,
             };
             // A killed worker or a broken connection explains WorkerDied, for the task or
             // one it depends on.
-            if allowed || (died && sim.kills + sim.breaks > 0) {
+            if allowed || lost || (died && sim.kills + sim.breaks > 0) {
                 Ok(())
             } else {
                 Err(format!("get of {} failed with `{e}` (kills: {}), the model expects {expect:?}", g.id, sim.kills))

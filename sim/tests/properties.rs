@@ -26,7 +26,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         }
     };
     let (mut gets, mut kills, mut breaks, mut delivered) = (0, 0, 0, 0);
-    let (mut borrowed_reads, mut owners_killed) = (0, 0);
+    let (mut borrowed_reads, mut owners_killed, mut nodes_killed) = (0, 0, 0);
     for seed in &seeds {
         match run_seed(*seed) {
             Ok(s) => {
@@ -36,6 +36,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
                 delivered += s.delivered;
                 borrowed_reads += s.borrowed_reads;
                 owners_killed += s.owners_killed;
+                nodes_killed += s.nodes_killed;
             }
             Err(e) => panic!(
                 "sim seed {seed} failed: {e}\nreplay: ARES_SIM_SEED={seed} cargo test -p ares-sim --test properties"
@@ -44,13 +45,14 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     }
     eprintln!(
         "{} seeds: {gets} gets and {borrowed_reads} borrowed reads checked, {kills} workers and {owners_killed} \
-         owners killed, {breaks} connections broken, {delivered} messages",
+         owners and {nodes_killed} nodes killed, {breaks} connections broken, {delivered} messages",
         seeds.len()
     );
     // The runs must have exercised what they claim to.
     if seeds.len() >= 100 {
         assert!(gets > 0 && kills > 0 && breaks > 0, "the programs exercised too little");
         assert!(borrowed_reads > 0 && owners_killed > 0, "the programs borrowed or killed owners too little");
+        assert!(nodes_killed > 0, "the programs killed no node");
     }
 }
 

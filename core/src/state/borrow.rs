@@ -30,6 +30,13 @@ pub(super) struct Lookup {
     pub(super) status: Status,
 }
 
+impl Lookup {
+    /// The owner asked.
+    pub(super) fn owner(&self) -> Owner {
+        self.owner
+    }
+}
+
 /// How an owner's answer reads as a location.
 fn from_peer(object: ObjectId, owner: Owner, location: PeerLocation) -> Status {
     match location {
@@ -39,6 +46,7 @@ fn from_peer(object: ObjectId, owner: Owner, location: PeerLocation) -> Status {
             primary: nodes[0],
             spilled: None,
             secondary: nodes[1..].to_vec(),
+            maybe: Vec::new(),
         }))),
         PeerLocation::Failed(e) => Status::Failed(Box::new(e)),
         PeerLocation::Stored { .. } | PeerLocation::Unknown => Status::Failed(Box::new(TaskError::ObjectLost {

@@ -188,9 +188,7 @@ impl CoreState {
         for r in returns_of(tid, task.num_returns) {
             // Copies of other return values that survived are replaced by the re-run's.
             if let Some(Some(Location::Stored(s))) = self.table.restart(r) {
-                for n in s.nodes() {
-                    self.send_to(Some(n), ares_common::wire::ToRaylet::DeleteObjects { object_ids: vec![r] });
-                }
+                self.delete_copies(r, &s);
             }
         }
         let deps = ref_args(&task);
@@ -235,8 +233,22 @@ impl CoreState {
         Ok(())
     }
 
-    /// Fails the owned object `id` with `error`, and every task waiting on it.
+    /// Deletes the copies of `id` that `s` names (the ones confirmed and the ones that
+    /// may exist) from their nodes' stores: its value is being replaced or dropped.
+    fn delete_copies(&mut self, id: ObjectId, s: &ares_ownership::Stored) {
+        let nodes: Vec<NodeId> = s.nodes().chain(s.maybe.iter().copied()).collect();
+        for n in nodes {
+            self.send_to(Some(n), ares_common::wire::ToRaylet::DeleteObjects { object_ids: vec![id] });
+        }
+    }
+
+    /// Fails the owned object `id` with `error`, and every task waiting on it. Copies it
+    /// may still have (on nodes that were not the lost ones) are deleted.
     fn fail_object(&mut self, id: ObjectId, error: TaskError) {
+        if let Some(Status::Ready(Location::Stored(s))) = self.table.status(id) {
+            let s = (**s).clone();
+            self.delete_copies(id, &s);
+        }
         self.table.set_failed(id, error.clone());
         for tid in self.waiting.remove(&id).unwrap_or_default() {
             self.fail_task(tid, error.clone());

@@ -193,6 +193,9 @@ struct Task {
     kind: TaskKind,
     keeps: Vec<ActorId>,
     num_returns: u32,
+    /// Nodes where earlier attempts ran on workers that were lost: they may have sealed
+    /// return values there, which the successful attempt's make stale.
+    stale_on: Vec<NodeId>,
 }
 
 impl Task {
@@ -427,6 +430,14 @@ impl CoreState {
         self.table.len()
     }
 
+    /// The owner of `id`: this process, or the owner of a borrowed ref.
+    pub fn owner_of(&self, id: ObjectId) -> WorkerId {
+        match self.borrowed.owner(id) {
+            Some(o) if self.table.status(id).is_none() => o.worker,
+            _ => self.worker_id(),
+        }
+    }
+
     /// Refs to other processes' objects this process holds.
     pub fn borrowed_len(&self) -> usize {
         self.borrowed.len()
@@ -503,7 +514,7 @@ impl CoreState {
                     // This node may hold a copy pulled for a `get` even when the primary
                     // is elsewhere; deleting an absent ID is a no-op.
                     ids.push(id);
-                    for node in s.nodes().filter(|n| *n != self.node()) {
+                    for node in s.nodes().chain(s.maybe.iter().copied()).filter(|n| *n != self.node()) {
                         match remote.iter_mut().find(|(n, _)| *n == node) {
                             Some((_, v)) => v.push(id),
                             None => remote.push((node, vec![id])),
@@ -671,6 +682,7 @@ impl CoreState {
             kind: s.kind,
             keeps,
             num_returns,
+            stale_on: Vec::new(),
         };
         self.tasks.insert(task_id, task);
         if let Target::Actor(a) = s.target {
@@ -1255,7 +1267,14 @@ impl CoreState {
         let mut touched = Touched::default();
         for FromWorker::Done { task_id, outcome, copies, contained } in replies {
             for id in copies {
-                self.table.add_copy(id, node);
+                // A copy of a value that failed or went meanwhile (its node died, say)
+                // belongs to nobody: delete it.
+                if matches!(self.table.status(id), Some(Status::Failed(_)) | None) && self.borrowed.owner(id).is_none()
+                {
+                    stale.push(id);
+                } else {
+                    self.table.add_copy(id, node);
+                }
             }
             if !contained.is_empty() {
                 self.hold_returned(task_id, &contained);
@@ -1373,6 +1392,11 @@ impl CoreState {
                 }
             }
         }
+        for n in task.stale_on.iter().filter(|n| **n != node) {
+            // An earlier attempt's copies on another node are not this value's.
+            let ids: Vec<ObjectId> = returns_of(task_id, task.num_returns).collect();
+            self.send_to(Some(*n), ToRaylet::DeleteObjects { object_ids: ids });
+        }
         let keep = self.keeps_lineage(&task);
         if keep {
             self.hold_lineage_args(&task);
@@ -1448,7 +1472,19 @@ impl CoreState {
         if let Some(st) = self.shapes.get_mut(&shape) {
             st.leases.retain(|l| *l != conn_id);
         }
-        let in_flight = conn.in_flight.into_iter().map(|(t, _)| t);
+        let in_flight: Vec<TaskId> = conn.in_flight.into_iter().map(|(t, _)| t).collect();
+        let lost_on = node.unwrap_or(self.node());
+        for t in &in_flight {
+            if let Some(task) = self.tasks.get_mut(t) {
+                if !task.stale_on.contains(&lost_on) {
+                    task.stale_on.push(lost_on);
+                }
+                // Its worker may have pulled stored arguments there before it was lost.
+                for id in &task.arg_ids {
+                    self.table.add_maybe_copy(*id, lost_on);
+                }
+            }
+        }
         let (retry, failed) = self.retry_or_fail(in_flight, |task| TaskError::WorkerDied {
             function: task.function.to_string(),
             attempts: task.attempts,
@@ -1599,6 +1635,14 @@ impl<'a> Values<'a> {
     fn status(&self, id: ObjectId) -> Option<&'a Status> {
         self.table.status(id).or_else(|| self.lookups.get(&id).map(|l| &l.status))
     }
+
+    /// The owner of `id`: `me` for an owned object, else the owner a lookup asked.
+    fn owner_of(&self, id: ObjectId, me: WorkerId) -> WorkerId {
+        match self.table.status(id) {
+            Some(_) => me,
+            None => self.lookups.get(&id).map_or(me, |l| l.owner().worker),
+        }
+    }
 }
 
 fn args_node(table: &Values<'_>, here: NodeId, t: &Task) -> Option<NodeId> {
@@ -1623,9 +1667,12 @@ fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Res
     let mut failed = None;
     let mut wire = |id: &ObjectId| match table.status(*id) {
         Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-        Some(Status::Ready(Location::Stored(s))) => {
-            WireArg::Shared { object_id: *id, len: s.len, nodes: s.nodes().collect() }
-        }
+        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared {
+            object_id: *id,
+            len: s.len,
+            nodes: s.nodes().collect(),
+            owner: table.owner_of(*id, owner),
+        },
         // Submission saw it ready; it was lost since (rebuilding), or rebuilding failed.
         Some(Status::Pending) => {
             pending.push(*id);
