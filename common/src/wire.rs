@@ -264,6 +264,36 @@ pub enum PeerMsg {
         /// The node now holding a copy.
         node: NodeId,
     },
+    /// Worker → the caller of its task: the task's return values hold handles to these
+    /// actors; the worker keeps holding them until the caller answers `ActorsHeld` (or
+    /// is gone). The caller holds them while the return objects live.
+    ActorsLent {
+        /// The task whose return values hold them.
+        task: TaskId,
+        /// The actors, as their handles encode them.
+        actors: Vec<LentActor>,
+    },
+    /// Caller → worker: its own holds on these actors are counted; the worker's lent
+    /// holds can go.
+    ActorsHeld {
+        /// The actors.
+        actors: Vec<ActorId>,
+    },
+}
+
+/// An actor whose handle a value holds, as the handle encodes it.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct LentActor {
+    /// The actor.
+    pub id: ActorId,
+    /// Its type.
+    pub class: String,
+    /// Its calls' retry budget.
+    pub max_task_retries: u32,
+    /// The node whose directory keeps it.
+    pub home_node: NodeId,
+    /// Where that node serves QUIC, in a cluster.
+    pub home_addr: Option<std::net::SocketAddr>,
 }
 
 /// Where a borrowed object's value is, as its owner answers.

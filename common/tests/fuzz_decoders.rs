@@ -204,6 +204,25 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
             .to_vec(),
         ),
         ("from_raylet_peer_gone", FromRaylet::PeerGone { worker: WorkerId([4; 16]) }.encode().unwrap().to_vec()),
+        (
+            "from_raylet_relayed_actors_lent",
+            FromRaylet::Relayed {
+                from: WorkerId([4; 16]),
+                msg: PeerMsg::ActorsLent {
+                    task: object.task,
+                    actors: vec![ares_common::wire::LentActor {
+                        id: ares_common::ActorId([7; 16]),
+                        class: "Counter".into(),
+                        max_task_retries: 1,
+                        home_node: node,
+                        home_addr: Some("127.0.0.1:7000".parse().unwrap()),
+                    }],
+                },
+            }
+            .encode()
+            .unwrap()
+            .to_vec(),
+        ),
     ];
     out.retain(|(_, b)| !b.is_empty());
     out

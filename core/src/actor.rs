@@ -168,8 +168,16 @@ where
     HandleWire: Serialize<S>,
 {
     fn serialize_with(field: &Arc<HandleInner>, s: &mut S) -> std::result::Result<Self::Resolver, S::Error> {
-        crate::capture::record_actor(field.id, field.clone());
-        HandleWire::of(field).serialize(s)
+        let wire = HandleWire::of(field);
+        let lent = ares_common::wire::LentActor {
+            id: wire.actor_id,
+            class: wire.class.clone(),
+            max_task_retries: wire.max_task_retries,
+            home_node: wire.home_node,
+            home_addr: wire.home_addr,
+        };
+        crate::capture::record_actor(lent, field.clone());
+        wire.serialize(s)
     }
 }
 

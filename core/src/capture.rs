@@ -19,6 +19,8 @@ use ares_common::{ActorId, ObjectId, WorkerId};
 pub(crate) struct Captured {
     /// Actors whose handles were encoded.
     pub(crate) actors: Vec<ActorId>,
+    /// The same handles as they encode (for whoever will hold the value).
+    lent: Vec<ares_common::wire::LentActor>,
     /// Objects whose refs were encoded, with their owners.
     pub(crate) objects: Vec<(ObjectId, WorkerId)>,
     /// The same refs with their owners' nodes (for whoever will hold the value).
@@ -31,6 +33,7 @@ impl Captured {
     /// Adds what `other` captured.
     pub(crate) fn extend(&mut self, other: Captured) {
         self.actors.extend(other.actors);
+        self.lent.extend(other.lent);
         self.objects.extend(other.objects);
         self.wire.extend(other.wire);
         self.keep.extend(other.keep);
@@ -42,6 +45,17 @@ impl Captured {
         ids.sort();
         ids.dedup();
         ids
+    }
+
+    /// The actor handles met, each actor once.
+    pub(crate) fn lent_actors(&self) -> Vec<ares_common::wire::LentActor> {
+        let mut out: Vec<ares_common::wire::LentActor> = Vec::new();
+        for a in &self.lent {
+            if !out.iter().any(|o| o.id == a.id) {
+                out.push(a.clone());
+            }
+        }
+        out
     }
 
     /// The refs met, each once, with their owners.
@@ -92,10 +106,11 @@ pub(crate) fn capture<R>(f: impl FnOnce() -> R) -> (R, Captured) {
 }
 
 /// Records an actor handle being encoded.
-pub(crate) fn record_actor(id: ActorId, keep: Arc<dyn Any + Send + Sync>) {
+pub(crate) fn record_actor(a: ares_common::wire::LentActor, keep: Arc<dyn Any + Send + Sync>) {
     CAPTURED.with(|c| {
         if let Some(v) = c.borrow_mut().as_mut() {
-            v.actors.push(id);
+            v.actors.push(a.id);
+            v.lent.push(a);
             v.keep.push(keep);
         }
     });

@@ -645,6 +645,12 @@ impl CoreWorker {
         }
     }
 
+    /// This worker's task `task` returns values holding handles to `actors` to `caller`
+    /// (see `CoreState::lend_actors`).
+    pub(crate) fn lend_actors(&self, caller: WorkerId, task: TaskId, actors: Vec<ares_common::wire::LentActor>) {
+        self.run_untimed(|st| st.lend_actors(caller, task, actors));
+    }
+
     /// Blocks until the owner of the borrowed `id` says where its value is.
     pub(crate) fn wait_borrowed(&self, id: ObjectId, owner: &Address) -> Result<Location> {
         if !self.run(|st, _| st.begin_lookup(id)) {

@@ -286,9 +286,15 @@ fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
 
 fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     let caller = spec.owner;
+    let task_id = spec.task_id;
     // What the return values encode is captured (nested submissions and puts capture
     // their own values apart).
     let (outcome, returned) = crate::capture::capture(|| execute_in_scope(cw, spec));
+    if !returned.actors.is_empty() && !matches!(outcome, Outcome::Failed(_)) {
+        // Handles in the return values: this process keeps holding their actors until
+        // the caller says it holds them.
+        cw.lend_actors(caller, task_id, returned.lent_actors());
+    }
     if !returned.objects.is_empty() && !matches!(outcome, Outcome::Failed(_)) {
         // The caller will hold the refs the return values carry: their owners count it
         // as a borrower before this task's own handles can go.

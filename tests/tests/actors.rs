@@ -310,6 +310,29 @@ fn a_handle_inside_a_put_value_keeps_its_actor_alive_while_the_object_lives() {
     wait_for("the actor to end with the last object holding it", LONG, || !process_alive(pid));
 }
 
+/// Spawns a counter in this worker and returns its handle.
+#[ares::remote]
+fn spawn_counter(start: i64) -> ActorHandle<Counter> {
+    ares::actor(Counter::new).spawn(start)
+}
+
+#[test]
+fn a_handle_returned_by_a_task_keeps_its_actor_alive_while_the_return_object_lives() {
+    let _c = Cluster::default_2cpu();
+    let r = ares::remote(spawn_counter).call(5);
+    ares::wait(std::slice::from_ref(&r), 1, None);
+    // The task is over and its own handle gone; only the return object holds the actor.
+    std::thread::sleep(Duration::from_millis(300));
+    let counter = ares::get(&r).unwrap();
+    assert_eq!(ares::get(&counter.call(Counter::incr, 1)).unwrap(), 6, "the actor outlived the task");
+    let pid = ares::get(&counter.call(Counter::pid, ())).unwrap();
+    drop(counter);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(process_alive(pid), "the return object still holds it");
+    drop(r);
+    wait_for("the actor to end with the return object", LONG, || !process_alive(pid));
+}
+
 #[test]
 fn handles_inside_a_list_of_futures_reach_the_task() {
     let _c = Cluster::default_2cpu();

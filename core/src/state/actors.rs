@@ -276,6 +276,10 @@ impl CoreState {
 
     pub(super) fn on_hold_added(&mut self, id: ActorId, error: Option<TaskError>) {
         self.changed = true;
+        // Workers that lent this process the handle can let their holds go now.
+        for (worker, via) in self.hold_acks.remove(&id).unwrap_or_default() {
+            self.relay(via, worker, ares_common::wire::PeerMsg::ActorsHeld { actors: vec![id] });
+        }
         match self.callers.get_mut(&id) {
             Some(c) => {
                 c.registering = false;
@@ -310,6 +314,104 @@ impl CoreState {
         } else {
             for a in held {
                 self.actor_handle_dropped(a);
+            }
+        }
+    }
+
+    /// This worker's task `task` returns values holding handles to `actors` to `caller`:
+    /// this process keeps holding them until the caller answers `ActorsHeld` (or is
+    /// gone), and tells it through this node's raylet, where the caller leased the
+    /// worker and so is known.
+    pub fn lend_actors(&mut self, caller: WorkerId, task: TaskId, actors: Vec<ares_common::wire::LentActor>) {
+        let mut lent = Vec::new();
+        for a in &actors {
+            if let Some(c) = self.callers.get_mut(&a.id) {
+                c.handles += 1;
+                lent.push(a.id);
+            }
+        }
+        if lent.is_empty() {
+            return;
+        }
+        let node = self.node();
+        if self.relay(node, caller, ares_common::wire::PeerMsg::ActorsLent { task, actors }) {
+            self.lent_actors.entry(caller).or_default().extend(lent);
+        } else {
+            for a in lent {
+                self.actor_handle_dropped(a);
+            }
+        }
+        self.flush_frees();
+    }
+
+    /// A worker (`from`, through `via`) lent this process handles to `actors` inside the
+    /// return values of `task`: hold each while the return objects live, and tell the
+    /// worker once the hold is counted.
+    pub(super) fn on_actors_lent(
+        &mut self,
+        from: WorkerId,
+        via: NodeId,
+        task: TaskId,
+        actors: Vec<ares_common::wire::LentActor>,
+    ) {
+        let n = self.tasks.get(&task).map_or(1, |t| t.num_returns);
+        let holder = returns_of(task, n).find(|r| self.table.tracks(*r));
+        let mut held_now = Vec::new();
+        for a in actors {
+            let home = match a.home_addr {
+                Some(addr) if a.home_node != self.node() => Some((a.home_node, addr)),
+                _ => None,
+            };
+            match self.borrow_actor(a.id, Arc::from(a.class.as_str()), a.max_task_retries, home) {
+                Borrow::Done => held_now.push(a.id),
+                Borrow::Registering => self.hold_acks.entry(a.id).or_default().push((from, via)),
+                Borrow::Busy => {
+                    // A registration is already on its way: count this handle and ack
+                    // with it.
+                    if let Some(c) = self.callers.get_mut(&a.id) {
+                        c.handles += 1;
+                    }
+                    self.hold_acks.entry(a.id).or_default().push((from, via));
+                }
+            }
+            match holder {
+                Some(r) => self.actors_in_values.entry(r).or_default().push(a.id),
+                // The return objects are gone already: nothing keeps the handle.
+                None => {
+                    if let Some(c) = self.callers.get_mut(&a.id) {
+                        c.handles = c.handles.saturating_sub(1);
+                        self.maybe_release(a.id);
+                    }
+                }
+            }
+        }
+        if !held_now.is_empty() {
+            self.relay(via, from, ares_common::wire::PeerMsg::ActorsHeld { actors: held_now });
+        }
+    }
+
+    /// The caller `from` holds `actors` itself now: the holds lent to it go.
+    pub(super) fn on_actors_held(&mut self, from: WorkerId, actors: Vec<ActorId>) {
+        for a in actors {
+            let Some(lent) = self.lent_actors.get_mut(&from) else { return };
+            let Some(pos) = lent.iter().position(|x| *x == a) else { continue };
+            lent.swap_remove(pos);
+            if lent.is_empty() {
+                self.lent_actors.remove(&from);
+            }
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.handles = c.handles.saturating_sub(1);
+                self.maybe_release(a);
+            }
+        }
+    }
+
+    /// `worker` is gone: the holds lent to it go.
+    pub(super) fn lent_to_gone(&mut self, worker: WorkerId) {
+        for a in self.lent_actors.remove(&worker).unwrap_or_default() {
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.handles = c.handles.saturating_sub(1);
+                self.maybe_release(a);
             }
         }
     }

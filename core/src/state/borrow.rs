@@ -285,6 +285,8 @@ impl CoreState {
                 }
             }
             PeerMsg::Copied { object, node } => self.table.add_copy(object, node),
+            PeerMsg::ActorsLent { task, actors } => self.on_actors_lent(from, via, task, actors),
+            PeerMsg::ActorsHeld { actors } => self.on_actors_held(from, actors),
             PeerMsg::Location { object, location } => self.on_location(now, object, location),
             PeerMsg::BorrowersAdded { request, missing } => {
                 if let Some((_, ids)) = self.registrations.remove(&request) {
@@ -299,6 +301,9 @@ impl CoreState {
     pub(super) fn on_peer_gone(&mut self, worker: WorkerId) {
         // As an owner: a dead borrower holds nothing.
         self.table.remove_borrower_everywhere(worker);
+        if !self.lent_actors.is_empty() {
+            self.lent_to_gone(worker);
+        }
         for waiters in self.location_waiters.values_mut() {
             waiters.retain(|(w, _)| *w != worker);
         }
@@ -309,7 +314,7 @@ impl CoreState {
 
     /// Sends `msg` to core worker `to` through the raylet of `node`. Returns false if
     /// that node's raylet cannot be reached from here.
-    fn relay(&mut self, node: NodeId, to: WorkerId, msg: PeerMsg) -> bool {
+    pub(super) fn relay(&mut self, node: NodeId, to: WorkerId, msg: PeerMsg) -> bool {
         let msg = ToRaylet::Relay { to, msg };
         if node == self.node() {
             self.send_raylet(msg);

@@ -325,6 +325,12 @@ pub struct CoreState {
     /// Actors whose handles the values of owned objects hold, by object (held until its
     /// value is freed).
     actors_in_values: DetMap<ObjectId, Vec<ActorId>>,
+    /// Holds this worker keeps for callers its tasks returned handles to, until each
+    /// caller says it holds them (`ActorsHeld`) or is gone.
+    lent_actors: DetMap<WorkerId, Vec<ActorId>>,
+    /// Workers to tell `ActorsHeld` once this process's hold on the actor is counted:
+    /// who, and through which node's raylet.
+    hold_acks: DetMap<ActorId, Vec<(WorkerId, NodeId)>>,
     /// Borrowers waiting for owned objects to be ready: who, and through which node's
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
@@ -370,6 +376,8 @@ impl CoreState {
             location_waiters: DetMap::default(),
             contained_borrowed: DetMap::default(),
             actors_in_values: DetMap::default(),
+            lent_actors: DetMap::default(),
+            hold_acks: DetMap::default(),
             lineage: DetMap::default(),
             lineage_order: VecDeque::new(),
             lineage_bytes: 0,
