@@ -211,6 +211,12 @@ pub enum ToRaylet {
         /// The message.
         msg: PeerMsg,
     },
+    /// Deletes the copies of these objects that the sender's reads pulled here, where
+    /// they still are such copies (not, say, a primary a re-run task made since).
+    DropCopies {
+        /// The objects.
+        object_ids: Vec<ObjectId>,
+    },
 }
 
 /// A message between two core workers (an owner and a borrower of objects), relayed by
@@ -255,14 +261,6 @@ pub enum PeerMsg {
     RefRemoved {
         /// The objects.
         objects: Vec<ObjectId>,
-    },
-    /// Borrower → owner: a read pulled a copy of the stored `object` into `node`'s
-    /// store; the owner frees it there too.
-    Copied {
-        /// The object.
-        object: ObjectId,
-        /// The node now holding a copy.
-        node: NodeId,
     },
     /// Worker → the caller of its task: the task's return values hold handles to these
     /// actors; the worker keeps holding them until the caller answers `ActorsHeld` (or

@@ -204,6 +204,7 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
             .to_vec(),
         ),
         ("from_raylet_peer_gone", FromRaylet::PeerGone { worker: WorkerId([4; 16]) }.encode().unwrap().to_vec()),
+        ("to_raylet_drop_copies", ToRaylet::DropCopies { object_ids: vec![object] }.encode().unwrap().to_vec()),
         (
             "from_raylet_relayed_actors_lent",
             FromRaylet::Relayed {

@@ -552,8 +552,9 @@ impl CoreWorker {
                 if s.primary != self.address.node && !s.secondary.contains(&self.address.node) {
                     // On another node: copy it into this node's store, then read in place.
                     let from: Vec<ares_common::NodeId> = s.nodes().collect();
-                    let owner = self.run_untimed(|st| st.owner_of(id));
-                    self.store.pull(id, &from, owner)?;
+                    // The copy is this process's: it goes when this process lets the
+                    // object go, or dies (for an owned object, that is the owner).
+                    self.store.pull(id, &from, self.worker_id)?;
                     let here = self.address.node;
                     self.run_untimed(|st| st.add_copy(id, here));
                 }

@@ -328,6 +328,11 @@ impl StoreIndex {
         Ok(offset)
     }
 
+    /// Whether `id` is held here as a secondary copy (pulled; evictable).
+    pub fn is_secondary(&self, id: ObjectId) -> bool {
+        self.objects.get(&id).is_some_and(|e| !e.primary)
+    }
+
     /// Marks `id` complete. Returns true if it was freed at once because its owner had
     /// already deleted it.
     pub fn seal(&mut self, id: ObjectId, client: ClientId) -> Result<bool, StoreError> {

@@ -745,6 +745,20 @@ impl Node {
                 self.close_dead_files();
                 self.out.push_back(Output::SpaceFreed);
             }
+            ToRaylet::DropCopies { object_ids } => {
+                let me = match self.clients.get(&client) {
+                    Some(Kind::Driver(w) | Kind::Worker(w)) => *w,
+                    _ => return,
+                };
+                for id in object_ids {
+                    if self.owners.owner(id) == Some(me) && self.store.is_secondary(id) {
+                        self.owners.forget(id);
+                        self.store.delete(id);
+                    }
+                }
+                self.close_dead_files();
+                self.out.push_back(Output::SpaceFreed);
+            }
             ToRaylet::GetStats { request_id } => {
                 let stats = self.stats();
                 self.send(client, FromRaylet::Stats { request_id, stats });

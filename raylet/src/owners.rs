@@ -62,6 +62,11 @@ impl OwnerDirectory {
         self.owners.insert(id, owner);
     }
 
+    /// The owner recorded for `id` (of its primary, or of the pull that copied it here).
+    pub fn owner(&self, id: ObjectId) -> Option<WorkerId> {
+        self.owners.get(&id).copied()
+    }
+
     /// `id` left the store.
     pub fn forget(&mut self, id: ObjectId) {
         self.owners.remove(&id);

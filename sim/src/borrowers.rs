@@ -56,8 +56,8 @@ impl Sim {
             Some(Status::Ready(Location::Stored(s))) => {
                 // A copy on another node is pulled here first, and the owner told.
                 let nodes: Vec<_> = s.nodes().collect();
-                let owner = self.procs[p].state.owner_of(id);
-                match self.pull_arg(p, id, &nodes, owner) {
+                let me = self.procs[p].state.worker_id();
+                match self.pull_arg(p, id, &nodes, me) {
                     Ok(copied) => {
                         if copied {
                             let here = self.procs[p].state.node();

@@ -209,6 +209,9 @@ pub mod functions {
     pub const FAIL: &str = "fail";
     /// `spawn(n) -> i64`: submits `add(n)` from the worker, drops its ref, returns `n`.
     pub const SPAWN: &str = "spawn";
+    /// `make_refs(n) -> Vec<ObjectId>`: the worker puts `n` values (`big(n + i)`) and
+    /// returns refs to them (its own objects, held for the caller).
+    pub const MAKE_REFS: &str = "make_refs";
 }
 
 /// The size of a `big` value.
@@ -646,8 +649,9 @@ impl Sim {
                 while let Ok(ToWorker::Push(spec)) = r.read::<ToWorker>() {
                     let task_id = spec.task_id;
                     let mut copies = Vec::new();
-                    let outcome = self.execute(worker, spec, &mut copies);
-                    replies.push(FromWorker::Done { task_id, outcome, copies, contained: Vec::new() });
+                    let mut contained = Vec::new();
+                    let outcome = self.execute(worker, spec, &mut copies, &mut contained);
+                    replies.push(FromWorker::Done { task_id, outcome, copies, contained });
                 }
                 if self.procs[worker].alive && !replies.is_empty() {
                     self.push(Chan::Reply(c), Msg::Replies(replies));
@@ -933,7 +937,13 @@ impl Sim {
         Err(format!("could not pull a copy: {}", why.join("; ")))
     }
 
-    fn execute(&mut self, w: ProcId, spec: TaskSpec, copies: &mut Vec<ObjectId>) -> Outcome {
+    fn execute(
+        &mut self,
+        w: ProcId,
+        spec: TaskSpec,
+        copies: &mut Vec<ObjectId>,
+        contained: &mut Vec<ares_common::wire::RefInValue>,
+    ) -> Outcome {
         let mut args = Vec::with_capacity(spec.args.len());
         for (i, a) in spec.args.iter().enumerate() {
             match a {
@@ -1002,6 +1012,35 @@ impl Sim {
                 st.remove_local_ref(child);
                 self.pump(w);
                 n.encode().expect("encodes").to_vec()
+            }
+            functions::MAKE_REFS => {
+                let n = int(0).unwrap_or(0);
+                let mut scope = TaskScope::new(spec.task_id);
+                let (me, node) = (self.procs[w].state.worker_id(), self.procs[w].state.node());
+                let mut ids = Vec::new();
+                for i in 0..n {
+                    let id = self.procs[w].state.next_put_id(Some(&mut scope));
+                    let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
+                    if let Err(e) = self.store_sync(w, id, &bytes, me) {
+                        return Outcome::Failed(e);
+                    }
+                    self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
+                    ids.push(id);
+                }
+                let refs: Vec<ares_common::wire::RefInValue> = ids
+                    .iter()
+                    .map(|id| ares_common::wire::RefInValue { id: *id, owner: me, node, home: None })
+                    .collect();
+                // The caller will hold them: counted as its borrower before the task's
+                // own handles go, as a real worker does before replying.
+                let st = &mut self.procs[w].state;
+                st.lend(spec.owner, &refs);
+                for id in &ids {
+                    st.remove_local_ref(*id);
+                }
+                self.pump(w);
+                contained.extend(refs);
+                ids.encode().expect("encodes").to_vec()
             }
             other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
         };
@@ -1072,6 +1111,7 @@ impl Sim {
             if s.store_objects > 0 || s.store_used > 0 || s.store_pinned_objects > 0 {
                 let ids: Vec<String> =
                     n.data.keys().filter(|id| n.node.store().contains(**id)).map(|id| id.to_string()).collect();
+
                 return Err(format!(
                     "node {i} store still holds {} objects ({} bytes, {} pinned): {}",
                     s.store_objects,

@@ -93,6 +93,8 @@ const STEPS: u64 = 2_000_000;
 enum Kind {
     Int,
     Bytes,
+    /// A list of refs a worker returned: `int` of them, to `big(int + i)` values.
+    Refs,
 }
 
 #[derive(Clone, Debug)]
@@ -245,7 +247,14 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                     sim.drop_ref(r.owner, r.id);
                 }
             }
-            87..97 => {
+            87..90 => {
+                // A task returns refs to objects its worker puts.
+                let n = 1 + sim.rng().below(3) as i64;
+                let id = submit(&mut sim, functions::MAKE_REFS, vec![SimArg::Int(n)]);
+                let inner: Vec<ObjectId> = (0..n as u32).map(|i| ObjectId::for_put(id.task, i)).collect();
+                refs.push(Ref { owner: d, id, kind: Kind::Refs, expect: Expect::Value(enc(&inner)), int: n });
+            }
+            90..97 => {
                 let n = 1 + sim.rng().below(20);
                 for _ in 0..n {
                     sim.step();
@@ -287,6 +296,10 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
     for g in &gets {
         check_get(&sim, g)?;
     }
+    for r in refs.iter().filter(|r| r.kind == Kind::Refs) {
+        check_nested(&mut sim, r)?;
+        borrowed_reads += 1;
+    }
     // Every borrowed ref still held resolves, through its owner or to its owner's death.
     for b in &borrows {
         let got = sim.read_borrowed(b.holder, b.r.id, STEPS)?;
@@ -325,7 +338,17 @@ fn borrow_op(
     borrows: &mut Vec<Borrow>,
     dead: &[ProcId],
 ) -> Result<usize, String> {
-    match sim.rng().below(3) {
+    match sim.rng().below(4) {
+        3 => {
+            // Read a ref inside a returned list, through the worker that owns it.
+            let lists: Vec<&Ref> = refs.iter().filter(|r| r.kind == Kind::Refs && !dead.contains(&r.owner)).collect();
+            if lists.is_empty() {
+                return Ok(0);
+            }
+            let r = lists[sim.rng().below(lists.len() as u64) as usize].clone();
+            check_nested(sim, &r)?;
+            Ok(1)
+        }
         0 if !refs.is_empty() && live.len() > 1 => {
             let r = refs[sim.rng().below(refs.len() as u64) as usize].clone();
             let others: Vec<ProcId> = live.iter().copied().filter(|p| *p != r.owner).collect();
@@ -347,6 +370,30 @@ fn borrow_op(
         }
         _ => Ok(0),
     }
+}
+
+/// Reads a returned list of refs and every ref inside it (the caller holds them while
+/// the list lives): the model's values, or errors a fault explains.
+fn check_nested(sim: &mut Sim, r: &Ref) -> Result<(), String> {
+    let Some(Status::Ready(_)) = sim.status(r.owner, r.id) else {
+        return Ok(()); // not ready yet, or failed: check_get judges it at the end
+    };
+    let outer = sim.read(r.owner, r.id)?;
+    let inner: Vec<ObjectId> = Vec::<ObjectId>::decode(&outer).map_err(|e| e.to_string())?;
+    if !matches!(&r.expect, Expect::Value(v) if *v == outer) {
+        return Err(format!("the list returned as {} is not the model's", r.id));
+    }
+    for (i, id) in inner.iter().enumerate() {
+        let want = enc(&vec![(r.int + i as i64) as u8; BIG]);
+        match sim.read_borrowed(r.owner, *id, STEPS)? {
+            Ok(v) if v == want => {}
+            Ok(v) => return Err(format!("ref {id} inside {} read {} bytes unlike the model", r.id, v.len())),
+            // Its owner, the worker, was killed (alone or with its node).
+            Err(TaskError::OwnerDied { .. } | TaskError::ObjectLost { .. }) if sim.kills + sim.node_kills > 0 => {}
+            Err(e) => return Err(format!("ref {id} inside {} failed: {e}", r.id)),
+        }
+    }
+    Ok(())
 }
 
 /// A borrower's read: the model's value or error while the owner lives, `OwnerDied`

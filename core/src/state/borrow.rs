@@ -163,14 +163,28 @@ impl CoreState {
     }
 
     /// A copy of the stored `id` was made on `node`; its owner frees it there too.
-    pub(super) fn borrowed_copy(&mut self, id: ObjectId, node: NodeId) {
-        if let Some(owner) = self.borrowed.owner(id) {
-            self.relay(owner.node, owner.worker, PeerMsg::Copied { object: id, node });
+    /// A read pulled a copy of the borrowed `id` into this process's node: the copy is
+    /// this process's (the pull named it its owner), deleted when it lets the ref go,
+    /// and by its raylet if it dies. The owner is not told: it may not know that node,
+    /// and would outlive nothing there.
+    pub(super) fn borrowed_copy(&mut self, id: ObjectId) {
+        if self.borrowed.owner(id).is_some() {
+            self.pulled_copies.insert(id);
         }
     }
 
     /// Reports dropped borrowed refs to their owners (one message per owner).
     pub(super) fn flush_borrows(&mut self) {
+        if !self.pulled_copies.is_empty() {
+            let dropped: Vec<ObjectId> =
+                self.pulled_copies.iter().filter(|id| self.borrowed.owner(**id).is_none()).copied().collect();
+            if !dropped.is_empty() {
+                for id in &dropped {
+                    self.pulled_copies.remove(id);
+                }
+                self.send_raylet(ToRaylet::DropCopies { object_ids: dropped });
+            }
+        }
         let mut gone: Vec<(Owner, Vec<ObjectId>)> = Vec::new();
         while let Some(BorrowEffect::Removed { owner, id }) = self.borrowed.poll() {
             match gone.iter_mut().find(|(o, _)| *o == owner) {
@@ -219,7 +233,12 @@ impl CoreState {
     /// Owners matching `gone` are gone: their refs are orphaned, lookups of them fail
     /// with `OwnerDied`, their registrations are dropped.
     pub(super) fn owners_gone(&mut self, gone: impl Fn(&Owner) -> bool, why: &str) {
-        self.borrowed.orphan(&gone);
+        let orphaned = self.borrowed.orphan(&gone);
+        if !orphaned.is_empty() {
+            // Copies this process pulled into its node go with their owner (that node
+            // may never have known the owner, so would keep them).
+            self.send_raylet(ToRaylet::DeleteObjects { object_ids: orphaned });
+        }
         self.registrations.retain(|_, (o, _)| !gone(o));
         let failed: Vec<(ObjectId, Owner)> = self
             .lookups
@@ -284,7 +303,6 @@ impl CoreState {
                     self.table.remove_borrower(id, from);
                 }
             }
-            PeerMsg::Copied { object, node } => self.table.add_copy(object, node),
             PeerMsg::ActorsLent { task, actors } => self.on_actors_lent(from, via, task, actors),
             PeerMsg::ActorsHeld { actors } => self.on_actors_held(from, actors),
             PeerMsg::Location { object, location } => self.on_location(now, object, location),

@@ -325,6 +325,8 @@ pub struct CoreState {
     /// Actors whose handles the values of owned objects hold, by object (held until its
     /// value is freed).
     actors_in_values: DetMap<ObjectId, Vec<ActorId>>,
+    /// Copies of borrowed objects this process's reads pulled into its node.
+    pulled_copies: ares_common::det::DetSet<ObjectId>,
     /// Holds this worker keeps for callers its tasks returned handles to, until each
     /// caller says it holds them (`ActorsHeld`) or is gone.
     lent_actors: DetMap<WorkerId, Vec<ActorId>>,
@@ -376,6 +378,7 @@ impl CoreState {
             location_waiters: DetMap::default(),
             contained_borrowed: DetMap::default(),
             actors_in_values: DetMap::default(),
+            pulled_copies: Default::default(),
             lent_actors: DetMap::default(),
             hold_acks: DetMap::default(),
             lineage: DetMap::default(),
@@ -436,14 +439,6 @@ impl CoreState {
     /// Objects this process owns and tracks.
     pub fn owned_len(&self) -> usize {
         self.table.len()
-    }
-
-    /// The owner of `id`: this process, or the owner of a borrowed ref.
-    pub fn owner_of(&self, id: ObjectId) -> WorkerId {
-        match self.borrowed.owner(id) {
-            Some(o) if self.table.status(id).is_none() => o.worker,
-            _ => self.worker_id(),
-        }
     }
 
     /// Refs to other processes' objects this process holds.
@@ -555,12 +550,14 @@ impl CoreState {
         }
     }
 
-    /// `node` now holds a copy of the stored object `id` (a `get` pulled it there).
+    /// `node` (this process's) now holds a copy of the stored object `id`: a `get`
+    /// pulled it there. An owned object's copy is freed with it; a borrowed one's when
+    /// this process lets the ref go.
     pub fn add_copy(&mut self, id: ObjectId, node: NodeId) {
         if self.table.status(id).is_some() {
             self.table.add_copy(id, node);
         } else {
-            self.borrowed_copy(id, node);
+            self.borrowed_copy(id);
         }
     }
 
