@@ -1291,6 +1291,33 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_drops_only_its_own_pulled_copies_and_they_go_when_it_does() {
+        let mut n = node();
+        let (reader, other) = (ClientId(1), ClientId(2));
+        n.connected(reader);
+        n.connected(other);
+        n.handle(reader, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
+        // Copies pulled for the reader (it named itself their owner), and a primary.
+        for i in 1..=3 {
+            n.try_create_copy(oid(i), 100, Some(WorkerId([9; 16]))).unwrap();
+            n.finish_copy(oid(i), true);
+        }
+        n.try_create(other, oid(4), 100, WorkerId([9; 16])).unwrap();
+        n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(4) });
+        drain(&mut n);
+        // Another process cannot drop them; the reader drops its copy, not the primary.
+        n.handle(other, ToRaylet::DropCopies { object_ids: vec![oid(1)] });
+        assert!(n.store().contains(oid(1)));
+        n.handle(reader, ToRaylet::DropCopies { object_ids: vec![oid(1), oid(4)] });
+        assert!(!n.store().contains(oid(1)));
+        assert!(n.store().contains(oid(4)), "a primary is not a pulled copy");
+        // The reader's death takes its other copies.
+        n.disconnected(reader);
+        assert!(!n.store().contains(oid(2)) && !n.store().contains(oid(3)));
+    }
+
+    #[test]
     fn an_owner_that_disconnects_has_its_objects_freed() {
         let mut n = node();
         let (owner, other) = (ClientId(1), ClientId(2));
