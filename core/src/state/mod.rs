@@ -1250,11 +1250,15 @@ impl CoreState {
             Some(Role::Lease { .. }) => self.on_lease_replies(now, conn, replies),
             Some(Role::Actor { .. }) => self.on_actor_replies(now, conn, replies),
             // Forgotten (closed by us, or its actor died): large results it made are in
-            // the store and nobody will read them.
+            // the store and nobody will read them, unless another attempt of the task
+            // has finished since: it stored the same ID in place of this one, and that is
+            // the live value (copies of this attempt on other nodes go with the task's
+            // `stale_on`).
             None => {
                 let ids = replies
                     .into_iter()
                     .flat_map(|FromWorker::Done { task_id, outcome, .. }| stored_returns(task_id, &outcome))
+                    .filter(|id| !matches!(self.table.status(*id), Some(Status::Ready(Location::Stored(_)))))
                     .collect();
                 self.delete_stale(ids);
             }
@@ -1332,8 +1336,19 @@ impl CoreState {
         touched: &mut Touched,
     ) {
         let Some(task) = self.tasks.remove(&task_id) else {
-            // Nobody waits for it any more (the runtime stopped): free what it made.
-            stale.extend(stored_returns(task_id, &outcome));
+            // Nobody waits for it any more (the runtime stopped, or another attempt
+            // finished first): free what it made, unless it is the value the owner holds.
+            // Two attempts store the same ID in the same node's store, the later in place
+            // of the earlier, so deleting a late attempt's result there would delete the
+            // live value (an attempt counted lost, because pushing to its worker failed,
+            // may still have replied).
+            for rid in stored_returns(task_id, &outcome) {
+                let live = matches!(self.table.status(rid),
+                    Some(Status::Ready(Location::Stored(s))) if s.nodes().any(|n| n == node));
+                if !live {
+                    stale.push(rid);
+                }
+            }
             return;
         };
         // One location per return value, or the task's failure.

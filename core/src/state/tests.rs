@@ -971,3 +971,29 @@ fn a_task_whose_argument_could_not_be_read_waits_for_it_to_be_rebuilt() {
     st.handle_replies(t0, conn, vec![done(tb, 2)]);
     assert!(matches!(st.status(b), Some(Status::Ready(_))));
 }
+
+#[test]
+fn a_late_result_of_an_attempt_counted_lost_does_not_delete_the_live_value() {
+    let mut st = state();
+    let t0 = Instant::now();
+    let tid = st.next_task_id(None);
+    let rid = st.submit(t0, tid, spec("blob", 2), vec![value(1)]);
+    let (c1, pushed) = open_lease(&mut st, t0, 1);
+    assert_eq!(pushed[0].task_id, tid);
+    // Pushing the next task to the worker failed: its attempt counts as lost and the task
+    // runs again on another worker, which stores the same ID in the same store.
+    st.handle_conn_closed(t0, c1, "broken pipe");
+    let (c2, pushed) = open_lease(&mut st, t0, 2);
+    assert_eq!((pushed[0].task_id, pushed[0].attempt), (tid, 1));
+    st.handle_replies(t0, c2, vec![stored_done(tid)]);
+    assert!(matches!(st.status(rid), Some(Status::Ready(_))));
+    effects(&mut st);
+    // The first worker had replied too, and its reply is read after all.
+    st.handle_replies(t0, c1, vec![stored_done(tid)]);
+    let e = effects(&mut st);
+    let deleted = e
+        .iter()
+        .any(|e| matches!(e, Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&rid)));
+    assert!(!deleted, "the live value was deleted: {e:?}");
+    assert!(matches!(st.status(rid), Some(Status::Ready(_))));
+}
