@@ -78,18 +78,24 @@ fn field(summary: &str, key: &str) -> String {
     summary.lines().find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string())).unwrap()
 }
 
-#[test]
-fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_several_nodes() {
-    let base = std::env::temp_dir().join(format!("ares-kernels3-{}", std::process::id()));
+/// A head and two members on 127.0.0.1 with `common` flags each, under
+/// `<tmp>/ares-<name>-<pid>`, with this process joined as a driver of the head once the
+/// view lists the three. Returns what stops them on drop and the members' pids.
+fn three_nodes(name: &str, common: &[&str]) -> (Vec<StopOnDrop>, Vec<i32>) {
+    let base = std::env::temp_dir().join(format!("ares-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
-    let _stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
-    let head = start(&roots[0], &["--head", "--port", "0", "--num-cpus", "1"]);
+    let stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
+    let mut head_args = vec!["--head", "--port", "0"];
+    head_args.extend_from_slice(common);
+    let head = start(&roots[0], &head_args);
     let (addr, token) = (field(&head, "cluster address:"), field(&head, "join token:"));
+    let mut pids = Vec::new();
     for r in &roots[1..] {
-        start(r, &["--address", &addr, "--token", &token, "--num-cpus", "1"]);
+        let mut args = vec!["--address", addr.as_str(), "--token", token.as_str()];
+        args.extend_from_slice(common);
+        pids.push(pid_of(&start(r, &args)));
     }
-
     let mut cfg = ares::Config::default();
     cfg.address = Some("auto".into());
     cfg.session_root = roots[0].clone();
@@ -100,6 +106,12 @@ fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_sever
         assert!(std::time::Instant::now() < deadline, "the view never listed 3 nodes");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    (stop, pids)
+}
+
+#[test]
+fn a_tensor_expression_on_three_nodes_gives_ndarrays_answer_from_chunks_on_several_nodes() {
+    let (_stop, _) = three_nodes("kernels3", &["--num-cpus", "1"]);
     let granted = || -> Vec<u64> { ares::nodes().unwrap().iter().map(|n| n.load.leases_granted).collect() };
     let before = granted();
 
@@ -133,32 +145,7 @@ fn pid_of(summary: &str) -> i32 {
 
 #[test]
 fn a_tensor_whose_chunks_are_partly_on_a_killed_node_still_gives_ndarrays_answer() {
-    let base = std::env::temp_dir().join(format!("ares-kernels-loss-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
-    let _stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
-    let common = ["--num-cpus", "1", "--node-timeout-ms", "1000"];
-    let mut head_args = vec!["--head", "--port", "0"];
-    head_args.extend_from_slice(&common);
-    let head = start(&roots[0], &head_args);
-    let (addr, token) = (field(&head, "cluster address:"), field(&head, "join token:"));
-    let mut pids = Vec::new();
-    for r in &roots[1..] {
-        let mut args = vec!["--address", addr.as_str(), "--token", token.as_str()];
-        args.extend_from_slice(&common);
-        pids.push(pid_of(&start(r, &args)));
-    }
-
-    let mut cfg = ares::Config::default();
-    cfg.address = Some("auto".into());
-    cfg.session_root = roots[0].clone();
-    ares::init_with(cfg).unwrap();
-    let serving = || ares::nodes().unwrap().iter().filter(|n| n.alive && n.addr.is_some()).count();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while serving() < 3 {
-        assert!(std::time::Instant::now() < deadline, "the view never listed 3 nodes");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (_stop, pids) = three_nodes("kernels-loss", &["--num-cpus", "1", "--node-timeout-ms", "1000"]);
     // Chunks made by tasks (a seeded generator), so that they can be made again, and
     // large enough (200 kB) to live in the nodes' stores rather than in the driver.
     let s = Session::new();

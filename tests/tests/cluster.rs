@@ -473,14 +473,15 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     let _ = std::fs::remove_dir_all(&c.base);
 }
 
-#[test]
-fn intermediate_results_lost_with_a_killed_node_are_rebuilt_and_the_job_completes() {
-    let c = cluster("rebuild", 2, &["--num-cpus", "1", "--node-timeout-ms", "1000", "--object-store-memory", "128M"]);
+/// Runs the test driver in `mode` through the node under `root`; once it prints `ready`,
+/// kills the daemon `victim` with SIGKILL and lets the driver go on. Returns the rest of
+/// its output, once it exited successfully.
+fn drive_through_a_kill(root: &Path, mode: &str, victim: &Node) -> String {
     let mut driver = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-            .arg("two-stage")
+            .arg(mode)
             .env("ARES_ADDRESS", "auto")
-            .env("ARES_SESSION_ROOT", &c.roots[0])
+            .env("ARES_SESSION_ROOT", root)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -490,11 +491,8 @@ fn intermediate_results_lost_with_a_killed_node_are_rebuilt_and_the_job_complete
     let mut line = String::new();
     std::io::BufRead::read_line(&mut out, &mut line).unwrap();
     assert_eq!(line.trim(), "ready");
-    // Stage one is done, its blocks spread over the three nodes; one member dies with
-    // its blocks before stage two reads them.
-    let killed = &c.nodes[2];
     rustix::process::kill_process(
-        rustix::process::Pid::from_raw(killed.pid as i32).unwrap(),
+        rustix::process::Pid::from_raw(victim.pid as i32).unwrap(),
         rustix::process::Signal::KILL,
     )
     .unwrap();
@@ -502,6 +500,16 @@ fn intermediate_results_lost_with_a_killed_node_are_rebuilt_and_the_job_complete
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(driver.0.wait().unwrap().success(), "the driver failed:\n{rest}");
+    rest
+}
+
+#[test]
+fn intermediate_results_lost_with_a_killed_node_are_rebuilt_and_the_job_completes() {
+    let c = cluster("rebuild", 2, &["--num-cpus", "1", "--node-timeout-ms", "1000", "--object-store-memory", "128M"]);
+    // Stage one is done, its blocks spread over the three nodes; one member dies with
+    // its blocks before stage two reads them.
+    let killed = &c.nodes[2];
+    let rest = drive_through_a_kill(&c.roots[0], "two-stage", killed);
     // Every sum and block was right (the driver checks); the killed node's blocks, and
     // only those, were made a second time on a live node.
     let made: Vec<&str> = rest.lines().filter_map(|l| l.strip_prefix("made ")).collect();
@@ -518,27 +526,8 @@ fn tasks_on_a_killed_node_run_again_elsewhere_and_its_objects_fail_typed() {
     let c = cluster("loss", 1, &["--num-cpus", "1", "--node-timeout-ms", "2000"]);
     let (a, b) = (&c.nodes[0], &c.nodes[1]);
 
-    let mut driver = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-            .arg("node-loss")
-            .env("ARES_ADDRESS", "auto")
-            .env("ARES_SESSION_ROOT", &c.roots[0])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut out = std::io::BufReader::new(driver.0.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
     // The tasks wait or run on the other node; it dies with its workers.
-    rustix::process::kill_process(rustix::process::Pid::from_raw(b.pid as i32).unwrap(), rustix::process::Signal::KILL)
-        .unwrap();
-    std::io::Write::write_all(driver.0.stdin.as_mut().unwrap(), b"go\n").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    assert!(driver.0.wait().unwrap().success(), "the driver failed:\n{rest}");
+    let rest = drive_through_a_kill(&c.roots[0], "node-loss", b);
     let ran: Vec<&str> = rest.lines().filter_map(|l| l.strip_prefix("ran ")).collect();
     assert_eq!(ran, ["here"; 4], "{rest}");
     let lost = rest.lines().find_map(|l| l.strip_prefix("lost ")).unwrap_or_else(|| panic!("{rest}"));
