@@ -86,18 +86,9 @@ impl Sim {
             if !cond(self) {
                 return Ok(());
             }
-            if self.step() {
-                continue;
-            }
-            let next = (0..self.procs.len())
-                .filter(|p| self.procs[*p].alive)
-                .filter_map(|p| self.procs[p].state.poll_timeout())
-                .min();
-            let Some(at) = next else {
+            if !self.step() && !self.fire_next_timer() {
                 return Err("nothing left to happen, and still waiting".into());
-            };
-            self.tick = self.tick.max(at.saturating_duration_since(self.base));
-            self.fire_timers();
+            }
         }
         if cond(self) { Err(format!("still waiting after {max_steps} steps")) } else { Ok(()) }
     }

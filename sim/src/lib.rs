@@ -1060,18 +1060,24 @@ impl Sim {
     /// after `max_steps` (something keeps itself busy forever).
     pub fn run_until_quiescent(&mut self, max_steps: u64) -> Result<(), String> {
         for _ in 0..max_steps {
-            if self.step() {
-                continue;
+            if !self.step() && !self.fire_next_timer() {
+                return Ok(());
             }
-            let next = (0..self.procs.len())
-                .filter(|p| self.procs[*p].alive)
-                .filter_map(|p| self.procs[p].state.poll_timeout().map(|t| (t, p)))
-                .min_by_key(|(t, p)| (*t, *p));
-            let Some((at, _)) = next else { return Ok(()) };
-            self.tick = self.tick.max(at.saturating_duration_since(self.base));
-            self.fire_timers();
         }
         Err(format!("not quiescent after {max_steps} steps"))
+    }
+
+    /// Moves the clock to the earliest timer of a live process and fires the timers due
+    /// then. Returns false if no process waits for time.
+    pub(crate) fn fire_next_timer(&mut self) -> bool {
+        let next = (0..self.procs.len())
+            .filter(|p| self.procs[*p].alive)
+            .filter_map(|p| self.procs[p].state.poll_timeout())
+            .min();
+        let Some(at) = next else { return false };
+        self.tick = self.tick.max(at.saturating_duration_since(self.base));
+        self.fire_timers();
+        true
     }
 
     /// Moves the clock on by `d` and fires the timers that came due.

@@ -299,13 +299,7 @@ impl CoreState {
     /// keeps holding them while the object lives (a process that reads the handles
     /// registers its own hold first).
     pub fn hold_actors_in(&mut self, outer: ObjectId, actors: &[ActorId]) {
-        let mut held = Vec::new();
-        for a in actors {
-            if let Some(c) = self.callers.get_mut(a) {
-                c.handles += 1;
-                held.push(*a);
-            }
-        }
+        let held = self.count_handles(actors.iter().copied());
         if held.is_empty() {
             return;
         }
@@ -313,8 +307,29 @@ impl CoreState {
             self.actors_in_values.entry(outer).or_default().extend(held);
         } else {
             for a in held {
-                self.actor_handle_dropped(a);
+                self.drop_handle(a);
             }
+            self.flush_frees();
+        }
+    }
+
+    /// One more handle on each of `actors` this process calls; returns those counted.
+    fn count_handles(&mut self, actors: impl IntoIterator<Item = ActorId>) -> Vec<ActorId> {
+        let mut counted = Vec::new();
+        for a in actors {
+            if let Some(c) = self.callers.get_mut(&a) {
+                c.handles += 1;
+                counted.push(a);
+            }
+        }
+        counted
+    }
+
+    /// One handle on `a` fewer; releases this process's hold if nothing else uses it.
+    pub(super) fn drop_handle(&mut self, a: ActorId) {
+        if let Some(c) = self.callers.get_mut(&a) {
+            c.handles = c.handles.saturating_sub(1);
+            self.maybe_release(a);
         }
     }
 
@@ -323,13 +338,7 @@ impl CoreState {
     /// gone), and tells it through this node's raylet, where the caller leased the
     /// worker and so is known.
     pub fn lend_actors(&mut self, caller: WorkerId, task: TaskId, actors: Vec<ares_common::wire::LentActor>) {
-        let mut lent = Vec::new();
-        for a in &actors {
-            if let Some(c) = self.callers.get_mut(&a.id) {
-                c.handles += 1;
-                lent.push(a.id);
-            }
-        }
+        let lent = self.count_handles(actors.iter().map(|a| a.id));
         if lent.is_empty() {
             return;
         }
@@ -338,7 +347,7 @@ impl CoreState {
             self.lent_actors.entry(caller).or_default().extend(lent);
         } else {
             for a in lent {
-                self.actor_handle_dropped(a);
+                self.drop_handle(a);
             }
         }
         self.flush_frees();
@@ -377,12 +386,7 @@ impl CoreState {
             match holder {
                 Some(r) => self.actors_in_values.entry(r).or_default().push(a.id),
                 // The return objects are gone already: nothing keeps the handle.
-                None => {
-                    if let Some(c) = self.callers.get_mut(&a.id) {
-                        c.handles = c.handles.saturating_sub(1);
-                        self.maybe_release(a.id);
-                    }
-                }
+                None => self.drop_handle(a.id),
             }
         }
         if !held_now.is_empty() {
@@ -399,29 +403,20 @@ impl CoreState {
             if lent.is_empty() {
                 self.lent_actors.remove(&from);
             }
-            if let Some(c) = self.callers.get_mut(&a) {
-                c.handles = c.handles.saturating_sub(1);
-                self.maybe_release(a);
-            }
+            self.drop_handle(a);
         }
     }
 
     /// `worker` is gone: the holds lent to it go.
     pub(super) fn lent_to_gone(&mut self, worker: WorkerId) {
         for a in self.lent_actors.remove(&worker).unwrap_or_default() {
-            if let Some(c) = self.callers.get_mut(&a) {
-                c.handles = c.handles.saturating_sub(1);
-                self.maybe_release(a);
-            }
+            self.drop_handle(a);
         }
     }
 
     /// One handle family (or task carrying a handle) on `id` fewer.
     pub fn actor_handle_dropped(&mut self, id: ActorId) {
-        if let Some(c) = self.callers.get_mut(&id) {
-            c.handles = c.handles.saturating_sub(1);
-            self.maybe_release(id);
-        }
+        self.drop_handle(id);
         self.flush_frees();
     }
 

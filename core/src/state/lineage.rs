@@ -173,15 +173,13 @@ impl CoreState {
             Some(Lineage::Evicted) => return Err(unrecoverable(Unrecoverable::LineageEvicted)),
             _ => {}
         }
-        let Some(mut task) = self.lineage.remove(&tid) else {
-            return Err(unrecoverable(Unrecoverable::NotRetriable));
-        };
-        self.lineage_bytes -= spec_bytes(&task);
-        if task.retries_left == 0 {
-            self.lineage_bytes += spec_bytes(&task);
-            self.lineage.insert(tid, task);
-            return Err(unrecoverable(Unrecoverable::RetriesExhausted));
+        match self.lineage.get(&tid) {
+            None => return Err(unrecoverable(Unrecoverable::NotRetriable)),
+            Some(t) if t.retries_left == 0 => return Err(unrecoverable(Unrecoverable::RetriesExhausted)),
+            Some(_) => {}
         }
+        let mut task = self.lineage.remove(&tid).expect("present above");
+        self.lineage_bytes -= spec_bytes(&task);
         task.retries_left -= 1;
         task.attempts += 1;
         tracing::debug!(task = %tid, function = %task.function, "re-running a task to rebuild its lost output");

@@ -506,10 +506,7 @@ impl CoreState {
                 && let Some(actors) = self.actors_in_values.remove(id)
             {
                 for a in actors {
-                    if let Some(c) = self.callers.get_mut(&a) {
-                        c.handles = c.handles.saturating_sub(1);
-                        self.maybe_release(a);
-                    }
+                    self.drop_handle(a);
                 }
             }
             match e {
@@ -861,10 +858,7 @@ impl CoreState {
         self.table.remove_submitted(&carried);
         self.borrowed.remove_submitted(&carried);
         for a in std::mem::take(&mut task.keeps) {
-            if let Some(c) = self.callers.get_mut(&a) {
-                c.handles = c.handles.saturating_sub(1);
-                self.maybe_release(a);
-            }
+            self.drop_handle(a);
         }
     }
 
@@ -1250,15 +1244,12 @@ impl CoreState {
             Some(Role::Lease { .. }) => self.on_lease_replies(now, conn, replies),
             Some(Role::Actor { .. }) => self.on_actor_replies(now, conn, replies),
             // Forgotten (closed by us, or its actor died): large results it made are in
-            // the store and nobody will read them, unless another attempt of the task
-            // has finished since: it stored the same ID in place of this one, and that is
-            // the live value (copies of this attempt on other nodes go with the task's
-            // `stale_on`).
+            // the store and nobody will read them (copies of this attempt on other nodes
+            // go with the task's `stale_on`).
             None => {
                 let ids = replies
                     .into_iter()
-                    .flat_map(|FromWorker::Done { task_id, outcome, .. }| stored_returns(task_id, &outcome))
-                    .filter(|id| !matches!(self.table.status(*id), Some(Status::Ready(Location::Stored(_)))))
+                    .flat_map(|FromWorker::Done { task_id, outcome, .. }| self.unheld_returns(task_id, &outcome, None))
                     .collect();
                 self.delete_stale(ids);
             }
@@ -1337,18 +1328,8 @@ impl CoreState {
     ) {
         let Some(task) = self.tasks.remove(&task_id) else {
             // Nobody waits for it any more (the runtime stopped, or another attempt
-            // finished first): free what it made, unless it is the value the owner holds.
-            // Two attempts store the same ID in the same node's store, the later in place
-            // of the earlier, so deleting a late attempt's result there would delete the
-            // live value (an attempt counted lost, because pushing to its worker failed,
-            // may still have replied).
-            for rid in stored_returns(task_id, &outcome) {
-                let live = matches!(self.table.status(rid),
-                    Some(Status::Ready(Location::Stored(s))) if s.nodes().any(|n| n == node));
-                if !live {
-                    stale.push(rid);
-                }
-            }
+            // finished first): free what it made.
+            stale.extend(self.unheld_returns(task_id, &outcome, Some(node)));
             return;
         };
         // One location per return value, or the task's failure.
@@ -1427,6 +1408,21 @@ impl CoreState {
         if keep {
             self.keep_lineage(task_id, task);
         }
+    }
+
+    /// The return values an attempt of `task_id` stored (on `node`, if known) that are
+    /// not the values the owner holds. Two attempts store the same ID in the same node's
+    /// store, the later in place of the earlier, so deleting a late attempt's result
+    /// there would delete the live value (an attempt counted lost, its connection
+    /// closed, may still have replied).
+    fn unheld_returns(&self, task_id: TaskId, outcome: &Outcome, node: Option<NodeId>) -> Vec<ObjectId> {
+        stored_returns(task_id, outcome)
+            .into_iter()
+            .filter(|id| {
+                !matches!(self.table.status(*id),
+                    Some(Status::Ready(Location::Stored(s))) if node.is_none_or(|n| s.nodes().any(|m| m == n)))
+            })
+            .collect()
     }
 
     /// A task that took these arguments finished or failed for good.
