@@ -84,7 +84,7 @@ pub(crate) struct StartArgs {
     /// back to other nodes (default 0.5).
     #[arg(long)]
     scheduler_spread_threshold: Option<String>,
-    /// Client connections the node serves at once (default 4096).
+    /// Client connections the node serves at once (default 16384).
     #[arg(long)]
     max_connections: Option<String>,
     /// Where session directories (sockets, logs) are made (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).

@@ -184,7 +184,7 @@ impl Default for Config {
             scheduler_spread_threshold: 0.5,
             identify_timeout: std::time::Duration::from_secs(5),
             worker_register_timeout: std::time::Duration::from_secs(30),
-            max_connections: 4096,
+            max_connections: 16384,
             worker_command: None,
         }
     }

@@ -30,6 +30,30 @@ fn tune(s: &UnixStream) {
     let _ = rustix::net::sockopt::set_socket_recv_buffer_size(s, SOCKET_BUFFER);
 }
 
+/// The reading handle of a Unix connection, sharing its socket with the connection's
+/// [`Outbox`] (one file descriptor per connection, not two: a node's 10 000 clients
+/// must fit under common open-file limits).
+pub(crate) struct SharedStream(Arc<UnixStream>);
+
+impl io::Read for SharedStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl std::os::fd::AsFd for SharedStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+impl std::ops::Deref for SharedStream {
+    type Target = UnixStream;
+    fn deref(&self) -> &UnixStream {
+        &self.0
+    }
+}
+
 /// A bound endpoint that accepts connections.
 pub struct Listener {
     inner: ListenerInner,
@@ -163,10 +187,11 @@ impl Connection {
     ) -> io::Result<(Sender, Receiver)> {
         match self.inner {
             ConnInner::Unix(stream) => {
-                let w = stream.try_clone()?;
+                let stream = Arc::new(stream);
+                let r = SharedStream(stream.clone());
                 Ok((
-                    Sender { out: SendInner::Unix(Outbox::new(w, outbox_limit)) },
-                    Receiver { inner: RecvInner::Unix(FrameReader::with_first_limit(stream, first_max, max_frame)) },
+                    Sender { out: SendInner::Unix(Outbox::new(stream, outbox_limit)) },
+                    Receiver { inner: RecvInner::Unix(FrameReader::with_first_limit(r, first_max, max_frame)) },
                 ))
             }
             ConnInner::Quic(q) => {
@@ -188,10 +213,10 @@ impl Connection {
         let ConnInner::Unix(stream) = self.inner else {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "buffered writers are for Unix connections"));
         };
-        let w = stream.try_clone()?;
+        let stream = Arc::new(stream);
         Ok((
-            BufferedWriter { w: BufWriter::with_capacity(256 << 10, w) },
-            Receiver { inner: RecvInner::Unix(FrameReader::new(stream, max_frame)) },
+            BufferedWriter { w: BufWriter::with_capacity(256 << 10, SharedWriter(stream.clone())) },
+            Receiver { inner: RecvInner::Unix(FrameReader::new(SharedStream(stream), max_frame)) },
         ))
     }
 }
@@ -259,7 +284,7 @@ pub struct Receiver {
 }
 
 enum RecvInner {
-    Unix(FrameReader<UnixStream>),
+    Unix(FrameReader<SharedStream>),
     Quic(QuicReceiver),
 }
 
@@ -333,6 +358,37 @@ impl Receiver {
         }
     }
 
+    /// Waits up to `limit` for a read that would not block (bytes, or the peer's end);
+    /// returns whether one would not block. QUIC receivers answer true at once (their
+    /// reads are meant to block).
+    pub fn wait_readable(&mut self, limit: Duration) -> bool {
+        let reader = match &mut self.inner {
+            RecvInner::Unix(r) => r,
+            RecvInner::Quic(_) => return true,
+        };
+        if reader.has_buffered() {
+            return true;
+        }
+        let mut fds = [rustix::event::PollFd::new(reader.get_ref(), rustix::event::PollFlags::IN)];
+        let timeout = rustix::event::Timespec::try_from(limit)
+            .unwrap_or(rustix::event::Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) => n > 0,
+            // Interrupted, say: let the caller read (and block) as before.
+            Err(_) => true,
+        }
+    }
+
+    /// The socket of a Unix receiver with nothing buffered (one [`crate::Parker`] can
+    /// wait on), else `None`.
+    pub(crate) fn unix_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        match &self.inner {
+            RecvInner::Unix(r) if !r.has_buffered() => Some(r.get_ref().as_fd()),
+            _ => None,
+        }
+    }
+
     /// Reads one message (polling briefly first), then every further one already
     /// buffered, up to `max` in all. The error, if any, ends the batch; the messages read
     /// before it are returned with it.
@@ -365,7 +421,20 @@ impl Receiver {
 
 /// A buffered, blocking writer of frames.
 pub struct BufferedWriter {
-    w: BufWriter<UnixStream>,
+    w: BufWriter<SharedWriter>,
+}
+
+/// The writing handle of a buffered connection (see [`SharedStream`]).
+struct SharedWriter(Arc<UnixStream>);
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl BufferedWriter {

@@ -18,12 +18,14 @@
 
 mod conn;
 mod outbox;
+mod park;
 pub mod quic;
 mod session;
 
 pub use ares_common::address::{Address, Endpoint};
 pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCKING, Sender, spawn_reader};
 pub use outbox::Outbox;
+pub use park::{PARK_AFTER, Parker, Resume};
 pub use quic::{
     Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, drain_outgoing, install_crypto_provider, set_join_token,
 };

@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 
 /// An ordered outgoing byte queue on a Unix stream that never blocks its caller.
 ///
@@ -11,7 +12,7 @@ use std::os::unix::net::UnixStream;
 /// is itself blocked writing to us. Bytes are delivered in `send` order. If more than
 /// `limit` bytes are queued the peer is not reading: the stream is closed.
 pub struct Outbox {
-    stream: UnixStream,
+    stream: Arc<UnixStream>,
     state: std::sync::Mutex<OutboxState>,
     limit: usize,
 }
@@ -24,9 +25,10 @@ struct OutboxState {
 }
 
 impl Outbox {
-    /// An outbox writing to `stream` (a handle of its own, e.g. from `try_clone`).
-    pub fn new(stream: UnixStream, limit: usize) -> std::sync::Arc<Outbox> {
-        std::sync::Arc::new(Outbox { stream, state: Default::default(), limit })
+    /// An outbox writing to `stream` (shared with the connection's reader: one file
+    /// descriptor per connection).
+    pub fn new(stream: impl Into<Arc<UnixStream>>, limit: usize) -> Arc<Outbox> {
+        Arc::new(Outbox { stream: stream.into(), state: Default::default(), limit })
     }
 
     /// The stream written to.
@@ -43,7 +45,7 @@ impl Outbox {
         let mut rest = bytes;
         if !st.flushing {
             while !rest.is_empty() {
-                match rustix::net::send(&self.stream, rest, rustix::net::SendFlags::DONTWAIT) {
+                match rustix::net::send(&*self.stream, rest, rustix::net::SendFlags::DONTWAIT) {
                     Ok(n) => rest = &rest[n..],
                     Err(rustix::io::Errno::INTR) => {}
                     Err(rustix::io::Errno::AGAIN) => break,
@@ -91,7 +93,7 @@ impl Outbox {
                 }
                 std::mem::take(&mut st.pending)
             };
-            if (&self.stream).write_all(&chunk).is_err() {
+            if (&*self.stream).write_all(&chunk).is_err() {
                 let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 st.closed = true;
                 st.flushing = false;
@@ -106,7 +108,7 @@ impl Outbox {
     /// check, for a thread that is not reading the connection right now.
     pub fn peer_closed(&self) -> bool {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
+        let mut fds = [PollFd::new(&*self.stream, PollFlags::RDHUP)];
         match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
             Ok(0) => false,
             Ok(_) => fds[0].revents().intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),

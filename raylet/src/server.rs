@@ -2,8 +2,11 @@
 //! pure [`Node`], and carries out its outputs (sends, worker starts and reaps, spill
 //! jobs). It decides nothing itself.
 //!
-//! One thread accepts, one thread per connection reads, one thread spawns and reaps
-//! workers, and one writes spill files. All state sits behind one mutex; replies are
+//! One thread accepts, one thread per active connection reads, one thread spawns and
+//! reaps workers, and one writes spill files. A connection quiet for
+//! [`ares_net::PARK_AFTER`] (or new and not yet heard from) is parked on one epoll thread
+//! ([`ares_net::Parker`]) and gets a thread again when bytes arrive, so idle connections
+//! cost no thread. All state sits behind one mutex; replies are
 //! whole frames queued on each client's non-blocking sender while it is held, so frames
 //! never interleave and a client that stops reading cannot stall the raylet. A
 //! connection that sends a malformed or oversized frame is closed with a logged reason;
@@ -121,6 +124,8 @@ struct Shared {
     identify_timeout: std::time::Duration,
     /// Connections served at once.
     max_connections: usize,
+    /// Holds quiet connections without a thread each.
+    parker: ares_net::Parker,
     /// Refused connections and failed accepts, logged at most every 10 s.
     refusals: Mutex<RateLog>,
 }
@@ -153,6 +158,7 @@ impl Raylet {
         let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
         let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
         let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;
+        raise_fd_limit(cfg.node.max_connections);
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
         let num_cpus = cfg.node.effective_num_cpus();
@@ -202,6 +208,7 @@ impl Raylet {
             head_tx: Mutex::new(None),
             identify_timeout: cfg.node.identify_timeout,
             max_connections: cfg.node.max_connections,
+            parker: ares_net::Parker::start("ares-raylet-parker")?,
             refusals: Mutex::new(RateLog { last: None, held: 0 }),
         });
         let mut raylet = Raylet {
@@ -408,6 +415,8 @@ impl Raylet {
                 c.close();
             }
         }
+        // Parked connections come back closed, and their threads clean up.
+        self.shared.parker.stop();
         // New channels end the pull and construction dispatchers (what is in flight
         // finishes on its own).
         if let Ok(mut tx) = self.shared.pull_tx.lock() {
@@ -864,7 +873,14 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
         // Its first message must be a small registration: a peer that has not said who it
         // is may announce no more than that.
         let hello = ares_common::frame::MAX_HELLO_FRAME;
-        let Ok((out, rx)) = conn.split_hello_first(hello, shared.max_frame, OUTBOX_LIMIT) else { continue };
+        let (out, rx) = match conn.split_hello_first(hello, shared.max_frame, OUTBOX_LIMIT) {
+            Ok(halves) => halves,
+            Err(e) => {
+                let mut log = shared.refusals.lock().unwrap_or_else(|p| p.into_inner());
+                log.warn(format_args!("refusing a connection: {e}"));
+                continue;
+            }
+        };
         let id = {
             let mut st = shared.lock();
             let id = ClientId(st.next_client);
@@ -879,42 +895,77 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
             }
             id
         };
-        let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ares-raylet-conn".into())
-            .spawn(move || serve(s, id, rx, from_other_node));
-        if spawned.is_err() {
-            shared.disconnected(id);
+        // It gets a thread once it has something to say.
+        if let Some(rx) = park(&shared, id, rx, from_other_node, false) {
+            spawn_serve(shared.clone(), id, rx, from_other_node, false);
         }
     }
 }
 
-fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver, remote: bool) {
-    // A client says who it is first, and soon (the watchdog enforces the deadline for
-    // the whole hello; this timeout only ends a silent wait early).
-    let first = rx.recv_timeout::<ToRaylet>(shared.identify_timeout);
-    shared.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner()).remove(&client);
-    let why = match first {
-        Ok(msg @ (ToRaylet::RegisterDriver { .. } | ToRaylet::RegisterWorker { .. })) => {
-            shared.handle(client, msg, remote);
-            None
+/// Serves `client`'s connection on a thread of its own; `registered`: its hello was read.
+fn spawn_serve(shared: Arc<Shared>, client: ClientId, rx: Receiver, remote: bool, registered: bool) {
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ares-raylet-conn".into())
+        .spawn(move || serve(s, client, rx, remote, registered));
+    if let Err(e) = spawned {
+        shared
+            .refusals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .warn(format_args!("closing a connection: no thread for it: {e}"));
+        shared.disconnected(client);
+    }
+}
+
+/// Hands a quiet connection to the parker, which serves it on a new thread once bytes
+/// (or its end) arrive. Gives the receiver back if it cannot be parked (QUIC).
+fn park(shared: &Arc<Shared>, client: ClientId, rx: Receiver, remote: bool, registered: bool) -> Option<Receiver> {
+    let weak = Arc::downgrade(shared);
+    let resume: ares_net::Resume = Box::new(move |rx| {
+        if let Some(s) = weak.upgrade() {
+            spawn_serve(s, client, rx, remote, registered);
         }
-        Ok(_) => Some("its first message was not a registration".to_string()),
-        Err(FrameError::Closed) => Some(String::new()),
-        Err(e) => Some(format!("it did not register within {:?}: {e}", shared.identify_timeout)),
-    };
-    if let Some(why) = why {
-        if !why.is_empty() && !shared.stopping.load(Ordering::SeqCst) {
-            tracing::warn!(client = client.0, "closing a raylet connection: {why}");
+    });
+    shared.parker.park(rx, resume).err().map(|(rx, _)| rx)
+}
+
+/// Raises this process's soft limit on open files towards what `max_connections` needs
+/// (at most to the hard limit), so the cap, not the default of 1024, decides.
+fn raise_fd_limit(max_connections: usize) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let l = getrlimit(Resource::Nofile);
+    let want = (max_connections as u64).saturating_add(1024);
+    let (soft, hard) = (l.current.unwrap_or(u64::MAX), l.maximum.unwrap_or(u64::MAX));
+    if soft < want {
+        let new = want.min(hard);
+        if setrlimit(Resource::Nofile, Rlimit { current: Some(new), maximum: l.maximum }).is_err() || new < want {
+            tracing::info!(
+                soft,
+                hard,
+                max_connections,
+                "the open-file limit holds fewer connections than max_connections"
+            );
         }
+    }
+}
+
+fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver, remote: bool, registered: bool) {
+    if !registered && !hello(&shared, client, &mut rx, remote) {
         rx.close();
         shared.disconnected(client);
         return;
     }
     loop {
         // Clients often send their next request at once (pin after create, release after
-        // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM.
-        rx.spin_until_readable(ares_net::SPIN_BEFORE_BLOCKING);
+        // read); polling briefly saves a thread wake-up, which costs ~30 us on a VM. A
+        // connection quiet for longer gives its thread up.
+        if !rx.spin_until_readable(ares_net::SPIN_BEFORE_BLOCKING) && !rx.wait_readable(ares_net::PARK_AFTER) {
+            match park(&shared, client, rx, remote, true) {
+                None => return,
+                Some(back) => rx = back,
+            }
+        }
         match rx.recv::<ToRaylet>() {
             Ok(msg) => shared.handle(client, msg, remote),
             Err(FrameError::Closed) => break,
@@ -928,6 +979,33 @@ fn serve(shared: Arc<Shared>, client: ClientId, mut rx: Receiver, remote: bool) 
     }
     rx.close();
     shared.disconnected(client);
+}
+
+/// Reads and handles a new connection's registration; false (with the reason logged)
+/// if it is not one.
+fn hello(shared: &Shared, client: ClientId, rx: &mut Receiver, remote: bool) -> bool {
+    // A client says who it is first, and soon (the watchdog enforces the deadline for
+    // the whole hello; this timeout only ends a silent wait early).
+    let first = rx.recv_timeout::<ToRaylet>(shared.identify_timeout);
+    shared.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner()).remove(&client);
+    let why = match first {
+        Ok(msg @ (ToRaylet::RegisterDriver { .. } | ToRaylet::RegisterWorker { .. })) => {
+            shared.handle(client, msg, remote);
+            None
+        }
+        Ok(_) => Some("its first message was not a registration".to_string()),
+        Err(FrameError::Closed) => Some(String::new()),
+        Err(e) => Some(format!("it did not register within {:?}: {e}", shared.identify_timeout)),
+    };
+    match why {
+        None => true,
+        Some(why) => {
+            if !why.is_empty() && !shared.stopping.load(Ordering::SeqCst) {
+                tracing::warn!(client = client.0, "closing a raylet connection: {why}");
+            }
+            false
+        }
+    }
 }
 
 /// The spill thread: writes each job's objects to a new file (no lock held), then

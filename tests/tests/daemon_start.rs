@@ -67,6 +67,17 @@ impl Daemon {
     }
 }
 
+impl Drop for Daemon {
+    /// A failed test must not leave its daemon (and the daemon's workers) behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn connect(socket: &str) {
     let mut cfg = ares::Config::default();
     cfg.address = Some(socket.to_string());
@@ -403,4 +414,79 @@ fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
     ares::shutdown();
     drop(conns);
     d.stop();
+}
+
+/// Threads of process `pid` now.
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).expect("Threads:")
+}
+
+/// Raises this process's soft open-file limit to at least `want` (failing the test, with
+/// the limits named, if the hard limit is lower).
+fn need_fds(want: u64) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let l = getrlimit(Resource::Nofile);
+    let (soft, hard) = (l.current.unwrap_or(u64::MAX), l.maximum.unwrap_or(u64::MAX));
+    assert!(hard >= want, "this test needs {want} open files; the hard limit is {hard} (raise it with ulimit -Hn)");
+    if soft < want {
+        setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum: l.maximum }).unwrap();
+    }
+}
+
+#[test]
+fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    let _serial = ares_tests::serial();
+    const N: usize = 10_000;
+    need_fds(N as u64 + 1024);
+    let sessions = scratch("idle-conns");
+    let d = Daemon::start(
+        &["--num-cpus", "1", "--object-store-memory", "32M", "--session-root", sessions.to_str().unwrap()],
+        &[],
+    );
+    let pid = d.child.id();
+    let baseline = threads(pid);
+    // 10 000 clients register, as drivers do, and then say nothing.
+    let mut conns = Vec::with_capacity(N);
+    for i in 0..N {
+        let mut s = UnixStream::connect(&d.socket).unwrap();
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
+        let hello = ares_common::wire::ToRaylet::RegisterDriver { pid: 1, worker_id: ares_common::WorkerId(id) };
+        ares_common::frame::write_msg(&mut s, &hello).unwrap();
+        conns.push(s);
+    }
+    // Once they are quiet, they hold no thread of the daemon's.
+    let few = baseline + 20;
+    ares_tests::wait_for("the idle connections to give their threads up", Duration::from_secs(120), || {
+        threads(pid) <= few
+    });
+    // A normal driver runs alongside.
+    connect(&d.socket);
+    let refs: Vec<_> = (0..200).map(|i| ares::remote(double).call(i)).collect();
+    assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), 2 * (0..200).sum::<i64>());
+    // The idle connections are still served: a request on any of them is answered.
+    for (i, s) in conns.iter_mut().enumerate().step_by(97) {
+        let req = ares_common::wire::ToRaylet::GetStats { request_id: i as u64 };
+        ares_common::frame::write_msg(s, &req).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut r = ares_common::frame::FrameReader::new(&*s, 1 << 20);
+        // Its registration was answered first.
+        use ares_common::wire::FromRaylet;
+        assert!(matches!(r.read::<FromRaylet>(), Ok(FromRaylet::Registered { .. })), "connection {i}");
+        match r.read::<FromRaylet>() {
+            Ok(FromRaylet::Stats { request_id, .. }) => assert_eq!(request_id, i as u64),
+            other => panic!("connection {i} got {other:?}"),
+        }
+    }
+    ares::shutdown();
+    // The daemon's end closes every one of them.
+    drop(conns.split_off(1));
+    d.stop();
+    // (after its registration answer and its notice that it is stopping)
+    conns[0].set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut rest = Vec::new();
+    assert!(conns[0].read_to_end(&mut rest).is_ok(), "the stopped daemon closed its connections");
 }
