@@ -84,6 +84,9 @@ pub(crate) struct StartArgs {
     /// back to other nodes (default 0.5).
     #[arg(long)]
     scheduler_spread_threshold: Option<String>,
+    /// Where the shared-memory pool lives: a memory-backed filesystem (default /dev/shm).
+    #[arg(long)]
+    shm_dir: Option<String>,
     /// Client connections the node serves at once (default 16384).
     #[arg(long)]
     max_connections: Option<String>,
@@ -108,6 +111,7 @@ impl StartArgs {
             ("scheduler_spread_threshold", &self.scheduler_spread_threshold),
             ("max_connections", &self.max_connections),
             ("session_root", &self.session_root),
+            ("shm_dir", &self.shm_dir),
             ("token", &self.token),
         ];
         for (name, value) in flags {

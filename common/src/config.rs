@@ -103,10 +103,13 @@ pub struct Config {
     /// Size of the shared-memory pool in bytes; wins over the fraction.
     pub object_store_memory: Option<u64>,
     /// Size of the pool as a fraction of RAM (default 0.3), capped at
-    /// [`MAX_DEFAULT_STORE_BYTES`] and by the free space of /dev/shm.
+    /// [`MAX_DEFAULT_STORE_BYTES`] and by the free space of `shm_dir`.
     pub object_store_memory_fraction: Option<f64>,
     /// Directories for spilled objects, used round-robin (default: the session root).
     pub spill_dirs: Vec<PathBuf>,
+    /// Where the node's shared-memory pool file is made (and unlinked at once): a
+    /// memory-backed filesystem (Ray's `plasma_directory`); default /dev/shm.
+    pub shm_dir: PathBuf,
     /// Spill cold objects once pinned primary copies fill this fraction of the pool.
     pub spill_threshold: f64,
     /// Objects spilled together are fused into files of at least this many bytes.
@@ -169,6 +172,7 @@ impl Default for Config {
             object_store_memory: None,
             object_store_memory_fraction: None,
             spill_dirs: Vec::new(),
+            shm_dir: PathBuf::from("/dev/shm"),
             spill_threshold: 0.8,
             min_spill_size: 100 << 20,
             max_spill_file_objects: 1000,
@@ -221,7 +225,7 @@ impl Config {
     }
 
     /// The pool size after defaults: a fraction of RAM (30%), capped at
-    /// [`MAX_DEFAULT_STORE_BYTES`] and by what /dev/shm can hold.
+    /// [`MAX_DEFAULT_STORE_BYTES`] and by what `shm_dir` can hold.
     pub fn effective_object_store_memory(&self) -> u64 {
         if let Some(b) = self.object_store_memory {
             return b;
@@ -230,7 +234,7 @@ impl Config {
         let ram = si.totalram as u64 * si.mem_unit.max(1) as u64;
         let fraction = self.object_store_memory_fraction.unwrap_or(DEFAULT_STORE_FRACTION).clamp(0.0, 1.0);
         let want = ((ram as f64 * fraction) as u64).min(MAX_DEFAULT_STORE_BYTES);
-        let shm_free = rustix::fs::statvfs("/dev/shm").map(|s| s.f_bavail * s.f_frsize).unwrap_or(want);
+        let shm_free = rustix::fs::statvfs(&self.shm_dir).map(|s| s.f_bavail * s.f_frsize).unwrap_or(want);
         want.min(shm_free / 10 * 9)
     }
 
@@ -356,6 +360,7 @@ impl Config {
             "max_inline_bytes" => self.max_inline_bytes = parse_bytes(value)? as usize,
             "max_lineage_bytes" => self.max_lineage_bytes = parse_bytes(value)?,
             "session_root" => self.session_root = PathBuf::from(value),
+            "shm_dir" => self.shm_dir = PathBuf::from(value),
             "token" => self.token = Some(value.trim().to_string()).filter(|t| !t.is_empty()),
             "node_timeout_ms" => self.node_timeout = millis_at_least(num(value)?, 200, " (nodes report every 100 ms)")?,
             "identify_timeout_ms" => self.identify_timeout = millis_at_least(num(value)?, 100, "")?,

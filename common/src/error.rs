@@ -207,6 +207,15 @@ pub enum TaskError {
         /// Why it cannot be rebuilt.
         reason: Unrecoverable,
     },
+    /// The shared-memory filesystem holding the pool ran out of room (other programs'
+    /// files filled it), so the pages for the object could not be reserved.
+    #[error("could not store an object of {requested} bytes: {error}")]
+    SharedMemoryFull {
+        /// Bytes requested.
+        requested: u64,
+        /// The reservation's error, naming the filesystem and the fix.
+        error: String,
+    },
 }
 
 /// Why a lost object cannot be rebuilt by running its task again.

@@ -454,6 +454,16 @@ impl StoreIndex {
         }
     }
 
+    /// Takes back an object `client` created and has not sealed (its pages could not be
+    /// reserved, say): its space is free again at once. Returns whether it was.
+    pub fn abort_create(&mut self, id: ObjectId, client: ClientId) -> bool {
+        let mine = self.objects.get(&id).is_some_and(|e| e.creator == client && e.slot.state() == SlotState::Created);
+        if mine {
+            self.free_entry(id);
+        }
+        mine
+    }
+
     /// Whether the store knows `id`.
     pub fn contains(&self, id: ObjectId) -> bool {
         self.objects.contains_key(&id)

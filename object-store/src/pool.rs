@@ -16,6 +16,8 @@ pub struct Pool {
     /// Keeps the (unlinked) file alive while the pool is mapped and lets others reopen it.
     file: File,
     size: u64,
+    /// The directory the pool was made in (for error messages).
+    dir: std::path::PathBuf,
 }
 
 impl Pool {
@@ -50,7 +52,27 @@ impl Pool {
         unlinked?;
         file.set_len(size)?;
         let map = MmapOptions::new().len(size as usize).map_raw(&file)?;
-        Ok(Pool { map, file, size })
+        Ok(Pool { map, file, size, dir: dir.to_path_buf() })
+    }
+
+    /// Reserves the filesystem's pages for `[offset, offset + len)` (`fallocate`), so a
+    /// write there can never fault for want of memory. Fails, naming the directory,
+    /// when the filesystem is full. A filesystem that cannot reserve (no `fallocate`)
+    /// counts as reserved: there the pages come at first write, as before.
+    pub fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.check(offset, len)?;
+        match rustix::fs::fallocate(&self.file, rustix::fs::FallocateFlags::empty(), offset, len) {
+            Ok(()) => Ok(()),
+            Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+            Err(e) => Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "the shared-memory filesystem {} has no room for {len} more bytes of the object store ({e}); \
+                     free space there (other programs' files) or give a smaller object_store_memory",
+                    self.dir.display()
+                ),
+            )),
+        }
     }
 
     /// Opens a pool made by another process of this node.
@@ -64,7 +86,7 @@ impl Pool {
             ));
         }
         let map = MmapOptions::new().len(size as usize).map_raw(&file)?;
-        Ok(Pool { map, file, size })
+        Ok(Pool { map, file, size, dir: path.into() })
     }
 
     /// The path through which another process of this node opens the pool.
@@ -128,5 +150,16 @@ mod tests {
         assert!(unsafe { other.slice(1 << 20, 1) }.is_err());
         assert!(unsafe { other.slice(u64::MAX, 2) }.is_err());
         assert!(Pool::open(&pool.reopen_path(), 2 << 20).is_err());
+    }
+
+    #[test]
+    fn reserving_gives_pages_backing_and_refuses_ranges_outside() {
+        let pool = Pool::create(Path::new("/dev/shm"), &format!("reserve{}", std::process::id()), 4 << 20).unwrap();
+        let blocks = |p: &Pool| rustix::fs::fstat(&p.file).unwrap().st_blocks;
+        assert_eq!(blocks(&pool), 0, "a new pool is sparse");
+        pool.reserve(2 << 20, 2 << 20).unwrap();
+        assert_eq!(blocks(&pool) * 512, 2 << 20, "exactly the reserved range is backed");
+        assert!(pool.reserve(3 << 20, 2 << 20).is_err());
+        assert!(pool.reserve(u64::MAX, 2).is_err());
     }
 }

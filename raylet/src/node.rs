@@ -1093,6 +1093,15 @@ impl Node {
         Ok(offset)
     }
 
+    /// Takes back `client`'s unsealed `id` (a create whose pages could not be reserved;
+    /// `client` is [`TRANSFER_CLIENT`] for a pulled copy).
+    pub fn abort_create(&mut self, client: ClientId, id: ObjectId) {
+        if self.store.abort_create(id, client) {
+            self.owners.forget(id);
+            self.out.push_back(Output::SpaceFreed);
+        }
+    }
+
     /// Pins `id` for `client` if it is in memory; `Ok(Pin::Spilled)` means it must be
     /// restored first ([`Node::begin_restore`]).
     pub fn try_pin(&mut self, client: ClientId, id: ObjectId) -> Result<Pin, StoreError> {

@@ -26,7 +26,7 @@ use ares_common::error::{FrameError, TaskError};
 use ares_common::wire::{FromRaylet, FromWorker, NodeLoad, NodeSummary, Outcome, TaskSpec, ToHead, ToRaylet, ToWorker};
 use ares_common::{ActorId, Config, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
-use ares_object_store::{ClientId, Pin, Pool, SpillDirs, SpillJob, SpillPolicy, StoreError};
+use ares_object_store::{ClientId, Pin, Pool, Reservations, Reserve, SpillDirs, SpillJob, SpillPolicy, StoreError};
 
 use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
@@ -45,7 +45,7 @@ pub struct RayletConfig {
     pub worker_args: Vec<String>,
     /// Extra environment for workers.
     pub worker_env: Vec<(String, String)>,
-    /// Where the pool file is made (and unlinked at once).
+    /// Where the pool file is made (and unlinked at once); `Config::shm_dir` by default.
     pub shm_dir: PathBuf,
     /// The node's ID (random if not given; tests fix it).
     pub node_id: Option<NodeId>,
@@ -61,11 +61,11 @@ impl RayletConfig {
             None => (std::env::current_exe()?, Vec::new(), Vec::new()),
         };
         Ok(RayletConfig {
+            shm_dir: node.shm_dir.clone(),
             node,
             worker_program,
             worker_args,
             worker_env,
-            shm_dir: PathBuf::from("/dev/shm"),
             node_id: None,
             cluster: None,
         })
@@ -90,6 +90,8 @@ struct State {
     node: Node,
     clients: DetMap<ClientId, ares_net::Sender>,
     next_client: u64,
+    /// Which parts of the pool have their pages reserved.
+    reserved: Reservations,
 }
 
 struct Shared {
@@ -126,7 +128,8 @@ struct Shared {
     max_connections: usize,
     /// Holds quiet connections without a thread each.
     parker: ares_net::Parker,
-    /// Refused connections and failed accepts, logged at most every 10 s.
+    /// Refused connections, failed accepts and failed page reservations, logged at most
+    /// every 10 s.
     refusals: Mutex<RateLog>,
 }
 
@@ -188,7 +191,12 @@ impl Raylet {
         let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
         let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1 }),
+            state: Mutex::new(State {
+                node,
+                clients: DetMap::default(),
+                next_client: 1,
+                reserved: Reservations::new(pool_size),
+            }),
             space: Condvar::new(),
             spill_dirs,
             spill_tx: Mutex::new(spill_tx),
@@ -616,6 +624,37 @@ impl Shared {
         }
     }
 
+    /// Reserves the filesystem's pages under `[offset, offset + len)` before the range
+    /// is handed to anyone who writes it (see [`ares_object_store::reserve`]), with the
+    /// lock released during the IO. The error names the filesystem and the fix.
+    fn reserve_pages<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        offset: u64,
+        len: u64,
+    ) -> (MutexGuard<'a, State>, Result<(), String>) {
+        loop {
+            match st.reserved.begin(offset, len) {
+                Reserve::Ready => return (st, Ok(())),
+                Reserve::Wait => {
+                    st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                Reserve::Do(runs) => {
+                    drop(st);
+                    let done = runs.iter().try_for_each(|&(o, l)| self.pool.reserve(o, l));
+                    st = self.lock();
+                    st.reserved.end(&runs, done.is_ok());
+                    self.space.notify_all();
+                    if let Err(e) = done {
+                        let mut log = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+                        log.warn(format_args!("{e}"));
+                        return (st, Err(e.to_string()));
+                    }
+                }
+            }
+        }
+    }
+
     fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
@@ -633,7 +672,20 @@ impl Shared {
             }
         };
         let reply = match res {
-            Ok(offset) => FromRaylet::ObjectCreated { request_id, offset },
+            Ok(offset) => {
+                let (g, reserved) = self.reserve_pages(st, offset, size);
+                st = g;
+                match reserved {
+                    Ok(()) => FromRaylet::ObjectCreated { request_id, offset },
+                    Err(error) => {
+                        st.node.abort_create(client, object_id);
+                        FromRaylet::CreateFailed {
+                            request_id,
+                            error: TaskError::SharedMemoryFull { requested: size, error },
+                        }
+                    }
+                }
+            }
             Err(e) => FromRaylet::CreateFailed { request_id, error: st.node.no_space(e) },
         };
         if let Some(c) = st.clients.get(&client) {
@@ -667,6 +719,12 @@ impl Shared {
                         Err(StoreError::InProgress(_)) => continue,
                         Err(e) => break Err(st.node.no_space(e)),
                     };
+                    let (g, reserved) = self.reserve_pages(st, job.pool_offset, job.size);
+                    st = g;
+                    if let Err(error) = reserved {
+                        let _ = st.node.finish_restore(id, client, false, std::time::Duration::ZERO);
+                        break Err(TaskError::SharedMemoryFull { requested: job.size, error });
+                    }
                     drop(st);
                     let started = Instant::now();
                     let read = self.spill_dirs.read(&self.pool, &job);
@@ -753,7 +811,17 @@ impl TransferHost for Shared {
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String> {
         let st = self.lock();
         let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size, None));
-        let r = r.map_err(|e| st.node.no_space(e).to_string());
+        let r = match r {
+            Ok(offset) => {
+                let (g, reserved) = self.reserve_pages(st, offset, size);
+                st = g;
+                reserved.map(|()| offset).map_err(|error| {
+                    st.node.abort_create(TRANSFER_CLIENT, id);
+                    TaskError::SharedMemoryFull { requested: size, error }.to_string()
+                })
+            }
+            Err(e) => Err(st.node.no_space(e).to_string()),
+        };
         self.carry_out(&mut st);
         r
     }

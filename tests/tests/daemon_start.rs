@@ -27,13 +27,19 @@ struct Daemon {
 
 impl Daemon {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Self::start_by(Command::new(ares_bin()), args, env)
+    }
+
+    /// Starts the daemon through `cmd`, which runs the `ares` binary with the arguments
+    /// added here (`cmd` may be a wrapper that execs it).
+    fn start_by(mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let exe = std::env::current_exe().unwrap();
         let program: Vec<&std::ffi::OsStr> = if args.contains(&"--worker-program") {
             Vec::new()
         } else {
             vec!["--worker-program".as_ref(), exe.as_os_str()]
         };
-        let mut child = Command::new(ares_bin())
+        let mut child = cmd
             .arg("start")
             .arg("--head")
             .args(["--block", "--port", "0", "--node-ip-address", "127.0.0.1"])
@@ -489,4 +495,58 @@ fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
     conns[0].set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut rest = Vec::new();
     assert!(conns[0].read_to_end(&mut rest).is_ok(), "the stopped daemon closed its connections");
+}
+
+#[test]
+fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
+    let _serial = ares_tests::serial();
+    let sessions = scratch("shm-full-sessions");
+    let shm = scratch("shm-full-mnt");
+    // The daemon gets a private 64 MiB tmpfs as its shared-memory filesystem, mounted in
+    // a mount namespace of its own (so nothing else on the machine sees it).
+    let mut cmd = Command::new("unshare");
+    if !rustix::process::geteuid().is_root() {
+        cmd.args(["--user", "--map-root-user"]);
+    }
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs -o size=64m ares-test "$0" && exec "$@""#)
+        .arg(&shm)
+        .arg(ares_bin());
+    let d = Daemon::start_by(
+        cmd,
+        &[
+            "--num-cpus",
+            "1",
+            "--object-store-memory",
+            "48M",
+            "--shm-dir",
+            shm.to_str().unwrap(),
+            "--session-root",
+            sessions.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // The same directory as the daemon sees it: its tmpfs.
+    let theirs = PathBuf::from(format!("/proc/{}/root{}", d.child.id(), shm.display()));
+    connect(&d.socket);
+    // Another program fills 40 of the 64 MiB after the pool (48 MiB) was made.
+    let filler = theirs.join("filler");
+    std::fs::write(&filler, vec![1u8; 40 << 20]).unwrap();
+    // A put whose pages the filesystem cannot hold fails, typed and naming it, instead
+    // of killing this process with a SIGBUS while it writes the value.
+    let err = ares::put(vec![7u8; 30 << 20]).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(shm.to_str().unwrap()) && msg.contains("no room"), "{msg}");
+    assert!(matches!(err, ares::Error::Task(ares_common::error::TaskError::SharedMemoryFull { .. })), "{err:?}");
+    // What still fits is stored.
+    let small = ares::put(vec![3u8; 4 << 20]).unwrap();
+    assert!(ares::get_view(&small).unwrap().iter().all(|b| *b == 3));
+    // Once the space is back, the large put works and reads back intact.
+    std::fs::remove_file(&filler).unwrap();
+    let big = ares::put(vec![7u8; 30 << 20]).unwrap();
+    assert!(ares::get_view(&big).unwrap().iter().all(|b| *b == 7));
+    drop((small, big));
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&shm);
 }
