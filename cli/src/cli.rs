@@ -346,7 +346,7 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
         }
     };
     let conn = Connection::connect_quic(addr, &token).map_err(|e| anyhow!("reaching the head at {addr}: {e}"))?;
-    let (tx, mut rx) = conn.split(16 << 20, 1 << 20)?;
+    let (tx, mut rx) = conn.split::<FromHead>(16 << 20, 1 << 20)?;
     tx.send(&ToHead::GetStatus { request_id: 1 })?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

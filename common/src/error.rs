@@ -241,9 +241,11 @@ pub enum Unrecoverable {
 /// Errors of the framing layer. Any of these closes the connection it happened on.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
-    /// The peer announced a frame larger than the configured bound.
-    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    /// The peer announced a frame larger than its message type's bound.
+    #[error("{what} frame of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
+        /// The message type announced (for example `ToRaylet::PinObject`).
+        what: String,
         /// Announced length.
         len: u64,
         /// Configured limit.

@@ -1,8 +1,11 @@
-//! Length-delimited frames: a little-endian `u32` length, then an rkyv payload.
+//! Length-delimited frames: a little-endian `u32` payload length, a little-endian `u16`
+//! message type (the variant of the wire enum, see [`Message`]), then an rkyv payload.
 //!
-//! The reader bounds the length before allocating, reads the payload into an aligned
-//! buffer and validates it with bytecheck. Any violation is a [`FrameError`], after which
-//! the caller closes the connection; nothing here panics on peer input.
+//! The reader bounds the length by the message type before reading the payload (control
+//! messages to [`CONTROL_FRAME`], messages that carry values or lists to the connection's
+//! frame limit), reads it into an aligned buffer, validates it with bytecheck, and checks
+//! that it holds the variant the header named. Any violation is a [`FrameError`], after
+//! which the caller closes the connection; nothing here panics on peer input.
 
 use std::io::{self, Read, Write};
 
@@ -24,27 +27,101 @@ pub const FIRST_READ_STEP: usize = 16 << 10;
 /// (a registration): a peer that has not said who it is gets no more than this.
 pub const MAX_HELLO_FRAME: usize = 64 << 10;
 
+/// Bound on a control message (one with no values and no lists in it).
+pub const CONTROL_FRAME: usize = 64 << 10;
+
+/// Bytes before a frame's payload: its length and its message type.
+pub const HEADER: usize = 6;
+
+/// How large one type of message may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// At most [`CONTROL_FRAME`].
+    Control,
+    /// At most the connection's frame limit (values, lists, error reports).
+    Bulk,
+}
+
+/// A wire enum sent in frames: each variant has a type number and a size bound.
+pub trait Message: Value {
+    /// The enum's name, for errors.
+    const FAMILY: &'static str;
+    /// This message's type number (its variant).
+    fn kind(&self) -> u16;
+    /// The name and bound of type `kind`; `None` if no variant has that number.
+    fn describe(kind: u16) -> Option<(&'static str, Bound)>;
+}
+
+/// What a reader that does not know the message type at compile time (the QUIC reader
+/// task) needs to bound a frame by its type.
+#[derive(Clone, Copy)]
+pub struct Kinds {
+    family: &'static str,
+    describe: fn(u16) -> Option<(&'static str, Bound)>,
+}
+
+impl Kinds {
+    /// The kinds of `T`.
+    pub fn of<T: Message>() -> Kinds {
+        Kinds { family: T::FAMILY, describe: T::describe }
+    }
+
+    /// Checks a header: type `kind`, `len` payload bytes, on a connection whose bound is
+    /// `max` now. Refuses an unknown type, or a length over the type's bound.
+    pub fn check(&self, kind: u16, len: usize, max: usize) -> Result<(), FrameError> {
+        let Some((name, bound)) = (self.describe)(kind) else {
+            return Err(FrameError::Malformed { len, reason: format!("{} has no message type {kind}", self.family) });
+        };
+        let limit = match bound {
+            Bound::Control => CONTROL_FRAME.min(max),
+            Bound::Bulk => max,
+        };
+        if len > limit {
+            return Err(FrameError::TooLarge {
+                what: format!("{}::{name}", self.family),
+                len: len as u64,
+                max: limit as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// How much a frame buffer holding `have` of `len` bytes grows next: at least
 /// [`FIRST_READ_STEP`], at most what it holds already and at most [`READ_STEP`].
 pub fn next_step(have: usize, len: usize) -> usize {
     (len - have).min(have.clamp(FIRST_READ_STEP, READ_STEP))
 }
 
-/// Encodes `msg` into a new aligned buffer (payload only, no length prefix).
+/// Encodes `msg` into a new aligned buffer (payload only, no header).
 pub fn encode<T: Value>(msg: &T) -> Bytes {
     msg.encode().expect("wire messages always serialize")
 }
 
-/// Writes one frame holding `payload`. The caller flushes.
-pub fn write_frame<W: Write>(w: &mut W, payload: &[u8]) -> io::Result<()> {
+/// Writes one frame holding `payload`, a message of type `kind`. The caller flushes.
+pub fn write_frame<W: Write>(w: &mut W, kind: u16, payload: &[u8]) -> io::Result<()> {
     let len = u32::try_from(payload.len()).map_err(|_| io::Error::other("frame longer than u32::MAX"))?;
-    w.write_all(&len.to_le_bytes())?;
+    let mut header = [0u8; HEADER];
+    header[..4].copy_from_slice(&len.to_le_bytes());
+    header[4..].copy_from_slice(&kind.to_le_bytes());
+    w.write_all(&header)?;
     w.write_all(payload)
 }
 
 /// Encodes `msg` and writes it as one frame. The caller flushes.
-pub fn write_msg<W: Write, T: Value>(w: &mut W, msg: &T) -> io::Result<()> {
-    write_frame(w, &encode(msg))
+pub fn write_msg<W: Write, T: Message>(w: &mut W, msg: &T) -> io::Result<()> {
+    write_frame(w, msg.kind(), &encode(msg))
+}
+
+/// Decodes a frame's payload as a `T`, checking it holds the type its header named.
+pub fn decode<T: Message>(kind: u16, payload: &[u8]) -> Result<T, FrameError> {
+    let msg =
+        T::decode_aligned(payload).map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })?;
+    if msg.kind() != kind {
+        let reason = format!("the header says message type {kind} but the payload holds type {}", msg.kind());
+        return Err(FrameError::Malformed { len: payload.len(), reason });
+    }
+    Ok(msg)
 }
 
 /// Reads frames from a byte stream into an aligned buffer, bounding their size.
@@ -74,20 +151,20 @@ impl<R: Read> FrameReader<R> {
         self.inner.has_buffered()
     }
 
-    /// Reads the next frame's raw payload, bounded and aligned but not yet validated.
-    pub fn read_payload(&mut self) -> Result<&[u8], FrameError> {
-        let mut len = [0u8; 4];
-        match self.inner.read_exact(&mut len[..1]) {
+    /// Reads the next frame of one of `kinds`: its type and raw payload, bounded by the
+    /// type and aligned, but not yet validated.
+    pub fn read_payload(&mut self, kinds: Kinds) -> Result<(u16, &[u8]), FrameError> {
+        let mut header = [0u8; HEADER];
+        match self.inner.read_exact(&mut header[..1]) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
             Err(e) => return Err(e.into()),
         }
-        self.inner.read_exact(&mut len[1..])?;
-        let len = u32::from_le_bytes(len) as usize;
+        self.inner.read_exact(&mut header[1..])?;
+        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let kind = u16::from_le_bytes([header[4], header[5]]);
         let max = self.first_max.take().unwrap_or(self.max);
-        if len > max {
-            return Err(FrameError::TooLarge { len: len as u64, max: max as u64 });
-        }
+        kinds.check(kind, len, max)?;
         // Grow only as bytes arrive: a peer that announces a large frame and sends
         // little costs one small step, not the announced size.
         self.buf.clear();
@@ -96,13 +173,13 @@ impl<R: Read> FrameReader<R> {
             self.buf.resize(start + next_step(start, len), 0);
             self.inner.read_exact(&mut self.buf[start..])?;
         }
-        Ok(&self.buf[..])
+        Ok((kind, &self.buf[..]))
     }
 
     /// Reads, validates and decodes the next frame as a `T`.
-    pub fn read<T: Value>(&mut self) -> Result<T, FrameError> {
-        let payload = self.read_payload()?;
-        T::decode_aligned(payload).map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })
+    pub fn read<T: Message>(&mut self) -> Result<T, FrameError> {
+        let (kind, payload) = self.read_payload(Kinds::of::<T>())?;
+        decode(kind, payload)
     }
 
     /// The underlying stream.
@@ -186,10 +263,21 @@ mod tests {
     use super::*;
     use crate::wire::ToRaylet;
 
+    /// A header announcing `len` bytes of message type `kind`.
+    fn header(len: u32, kind: u16) -> Vec<u8> {
+        let mut h = len.to_le_bytes().to_vec();
+        h.extend_from_slice(&kind.to_le_bytes());
+        h
+    }
+
+    fn kind_of(name: &str) -> u16 {
+        (0..u16::MAX).find(|k| ToRaylet::describe(*k).is_some_and(|(n, _)| n == name)).expect("a ToRaylet variant")
+    }
+
     #[test]
     fn an_announced_frame_costs_only_what_arrives() {
-        // 60 MiB announced (under the bound), 4 bytes sent.
-        let mut bytes = (60u32 << 20).to_le_bytes().to_vec();
+        // 60 MiB of a bulk message type announced (under the bound), 4 bytes sent.
+        let mut bytes = header(60 << 20, kind_of("DeleteObjects"));
         bytes.extend_from_slice(&[1, 2, 3, 4]);
         let mut r = FrameReader::new(io::Cursor::new(bytes.clone()), 64 << 20);
         assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::Io(_))));
@@ -207,9 +295,51 @@ mod tests {
         // A real frame longer than a step still arrives whole.
         let big = vec![7u8; 3 * READ_STEP + 5];
         let mut framed = Vec::new();
-        write_frame(&mut framed, &big).unwrap();
+        write_frame(&mut framed, 3, &big).unwrap();
         let mut r = FrameReader::new(io::Cursor::new(framed), 64 << 20);
-        assert_eq!(r.read_payload().unwrap(), &big[..]);
+        assert_eq!(r.read_payload(Kinds::of::<ToRaylet>()).unwrap(), (3, &big[..]));
+    }
+
+    #[test]
+    fn each_message_type_has_its_bound_checked_before_reading() {
+        // A control message may not announce more than CONTROL_FRAME, even under the
+        // connection's limit; a bulk one may, up to that limit.
+        let pin = kind_of("PinObject");
+        assert_eq!(ToRaylet::describe(pin), Some(("PinObject", Bound::Control)));
+        let mut r = FrameReader::new(io::Cursor::new(header(CONTROL_FRAME as u32 + 1, pin)), 64 << 20);
+        match r.read::<ToRaylet>() {
+            Err(FrameError::TooLarge { what, max, .. }) => {
+                assert_eq!((what.as_str(), max), ("ToRaylet::PinObject", CONTROL_FRAME as u64));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.buf.capacity(), 0, "refused before reading");
+        let mut r = FrameReader::new(io::Cursor::new(header(1 << 20, kind_of("DeleteObjects"))), 64 << 20);
+        assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::Io(_))), "a bulk type may be that large");
+        // An unknown type is refused by name of the family.
+        let mut r = FrameReader::new(io::Cursor::new(header(8, 999)), 64 << 20);
+        assert!(
+            matches!(r.read::<ToRaylet>(), Err(FrameError::Malformed { reason, .. }) if reason.contains("ToRaylet has no message type 999"))
+        );
+        // A payload of another type than its header says is malformed.
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, pin, &encode(&ToRaylet::GetStats { request_id: 1 })).unwrap();
+        let mut r = FrameReader::new(io::Cursor::new(bytes), 64 << 20);
+        assert!(
+            matches!(r.read::<ToRaylet>(), Err(FrameError::Malformed { reason, .. }) if reason.contains("header says"))
+        );
+        // Every type of every family round-trips its own number.
+        use crate::wire::{FromHead, FromRaylet, ToHead};
+        for (family, n) in [
+            (ToRaylet::FAMILY, (0..).take_while(|k| ToRaylet::describe(*k).is_some()).count()),
+            (FromRaylet::FAMILY, (0..).take_while(|k| FromRaylet::describe(*k).is_some()).count()),
+            (ToHead::FAMILY, (0..).take_while(|k| ToHead::describe(*k).is_some()).count()),
+            (FromHead::FAMILY, (0..).take_while(|k| FromHead::describe(*k).is_some()).count()),
+        ] {
+            assert!(n > 5, "{family} lists its types");
+        }
+        assert_eq!(ToRaylet::GetStats { request_id: 0 }.kind(), kind_of("GetStats"));
+        assert_eq!(ToRaylet::TaskUnblocked.kind(), kind_of("TaskUnblocked"));
     }
 
     #[test]
@@ -261,12 +391,11 @@ mod tests {
     #[test]
     fn malformed_and_oversized_frames_are_typed_errors() {
         let mut bytes = Vec::new();
-        write_frame(&mut bytes, &[0xAB; 40]).unwrap();
+        write_frame(&mut bytes, 0, &[0xAB; 40]).unwrap();
         let got = read_all(bytes, 1024);
         assert!(matches!(&got[0], Err(e) if e.contains("malformed")), "{got:?}");
 
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        let bytes = header(1 << 30, kind_of("DeleteObjects"));
         let got = read_all(bytes, 1024);
         assert!(matches!(&got[0], Err(e) if e.contains("exceeds the limit")), "{got:?}");
 

@@ -6,6 +6,7 @@
 
 use crate::address::Endpoint;
 use crate::error::TaskError;
+use crate::frame::{Bound, Message};
 use crate::ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
 use crate::resources::ResourceSet;
 
@@ -999,3 +1000,115 @@ pub enum FromHead {
         reason: String,
     },
 }
+
+/// Implements [`Message`] for a wire enum: a variant's type number is its position in
+/// the list, and the match over the enum is exhaustive, so a new variant must be listed
+/// here (with its bound) before anything compiles.
+macro_rules! message_kinds {
+    ($enum:ident { $($variant:ident => $bound:ident),+ $(,)? }) => {
+        impl Message for $enum {
+            const FAMILY: &'static str = stringify!($enum);
+
+            fn kind(&self) -> u16 {
+                #[allow(dead_code)]
+                #[repr(u16)]
+                enum Kind {
+                    $($variant),+
+                }
+                match self {
+                    $($enum::$variant { .. } => Kind::$variant as u16,)+
+                }
+            }
+
+            fn describe(kind: u16) -> Option<(&'static str, Bound)> {
+                const TABLE: &[(&str, Bound)] = &[$((stringify!($variant), Bound::$bound)),+];
+                TABLE.get(kind as usize).copied()
+            }
+        }
+    };
+}
+
+// Control: fixed-size fields, IDs, endpoints and short names. Bulk: values, lists of
+// IDs, error reports (a task's error can quote its panic message at length), tables.
+message_kinds!(ToRaylet {
+    RegisterDriver => Control,
+    RegisterWorker => Control,
+    RequestLease => Control,
+    CancelLeaseRequests => Bulk,
+    ReturnLease => Control,
+    CreateObject => Control,
+    PinObject => Control,
+    PullObject => Bulk,
+    ReleaseObjects => Bulk,
+    SealObject => Control,
+    DeleteObjects => Bulk,
+    TaskBlocked => Control,
+    TaskUnblocked => Control,
+    GetStats => Control,
+    GetNodes => Control,
+    Kv => Bulk,
+    RegisterActor => Control,
+    ActorStarted => Bulk,
+    ActorCreateFailed => Bulk,
+    ActorWorkerLost => Control,
+    AddActorHold => Control,
+    ReleaseActorHold => Control,
+    KillActor => Control,
+    LookupActor => Control,
+    Relay => Bulk,
+    DropCopies => Bulk,
+});
+
+message_kinds!(FromRaylet {
+    Registered => Control,
+    LeaseGranted => Control,
+    LeaseSpillback => Control,
+    LeaseInfeasible => Bulk,
+    ObjectCreated => Control,
+    CreateFailed => Bulk,
+    Pinned => Control,
+    PinFailed => Bulk,
+    ObjectsSpilled => Bulk,
+    Sealed => Bulk,
+    ActorReply => Bulk,
+    ActorFound => Control,
+    ActorElsewhere => Control,
+    Pulled => Bulk,
+    Kv => Bulk,
+    ShuttingDown => Control,
+    NodeDied => Control,
+    Nodes => Bulk,
+    Relayed => Bulk,
+    PeerGone => Control,
+    Stats => Bulk,
+});
+
+message_kinds!(ToWorker { Push => Bulk });
+
+message_kinds!(FromWorker { Done => Bulk });
+
+message_kinds!(ToHead {
+    RegisterNode => Control,
+    Heartbeat => Bulk,
+    Serving => Control,
+    Leaving => Control,
+    GetStatus => Control,
+    Kv => Bulk,
+    JobStarted => Control,
+    JobFinished => Control,
+    ReserveActorName => Control,
+    ReleaseActorName => Control,
+    DetachedStarted => Bulk,
+    DetachedGone => Control,
+    LookupActorName => Control,
+});
+
+message_kinds!(FromHead {
+    Registered => Control,
+    View => Bulk,
+    Status => Bulk,
+    Kv => Bulk,
+    ActorName => Bulk,
+    RestartActor => Bulk,
+    Refused => Control,
+});

@@ -14,7 +14,7 @@ use std::io::Cursor;
 
 use ares_common::codec::Value;
 use ares_common::error::FrameError;
-use ares_common::frame::FrameReader;
+use ares_common::frame::{Bound, CONTROL_FRAME, FrameReader, Kinds, Message};
 use ares_common::wire::{
     ActorCounts, Demand, DetachedActor, FromHead, FromRaylet, FromWorker, NamedActor, NodeLoad, NodeSummary, Outcome,
     PeerLocation, PeerMsg, RestartSpec, ReturnValue, TaskKind, TaskSpec, ToHead, ToRaylet, ToWorker, WireArg,
@@ -318,17 +318,22 @@ proptest! {
     #[test]
     fn the_frame_reader_bounds_every_payload(
         stream in proptest::collection::vec(any::<u8>(), 0..4096),
-        announce in proptest::option::of(any::<u32>()),
+        announce in proptest::option::of((any::<u32>(), 0u16..40)),
     ) {
-        // Optionally start with a frame header that announces any length at all.
-        let mut bytes = announce.map(|n| n.to_le_bytes().to_vec()).unwrap_or_default();
+        // Optionally start with a frame header that announces any length of any type.
+        let mut bytes = announce
+            .map(|(n, kind)| [n.to_le_bytes().as_slice(), kind.to_le_bytes().as_slice()].concat())
+            .unwrap_or_default();
         bytes.extend_from_slice(&stream);
         let max = 1024;
         let mut r = FrameReader::new(Cursor::new(bytes), max);
         for _ in 0..64 {
-            match r.read_payload() {
-                Ok(p) => {
-                    prop_assert!(p.len() <= max, "a payload over the bound was returned");
+            match r.read_payload(Kinds::of::<ToRaylet>()) {
+                Ok((kind, p)) => {
+                    let bound = ToRaylet::describe(kind).map(|(_, b)| b);
+                    prop_assert!(bound.is_some(), "a payload of an unknown type was returned");
+                    let limit = if bound == Some(Bound::Control) { CONTROL_FRAME.min(max) } else { max };
+                    prop_assert!(p.len() <= limit, "a payload over its type's bound was returned");
                     decode_all(p);
                 }
                 Err(FrameError::Closed) => break,

@@ -387,7 +387,7 @@ impl CoreWorker {
 
     /// Connects to a worker and starts the reader of its replies.
     fn open(&self, conn: ConnId, endpoint: &ares_common::Endpoint) -> std::io::Result<Sender> {
-        let (tx, rx) = Connection::connect(endpoint)?.split(self.max_frame, OUTBOX_LIMIT)?;
+        let (tx, rx) = Connection::connect(endpoint)?.split::<FromWorker>(self.max_frame, OUTBOX_LIMIT)?;
         let (on_batch, on_closed) = (self.me.clone(), self.me.clone());
         ares_net::spawn_reader::<FromWorker>(
             "ares-conn-reader",

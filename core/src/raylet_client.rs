@@ -72,7 +72,7 @@ impl RayletClient {
         hello: ToRaylet,
     ) -> Result<(Arc<Self>, FromRaylet, Receiver)> {
         let conn = Connection::connect(endpoint).map_err(unavailable)?;
-        let (out, mut reader) = conn.split(max_frame, OUTBOX_LIMIT).map_err(unavailable)?;
+        let (out, mut reader) = conn.split::<FromRaylet>(max_frame, OUTBOX_LIMIT).map_err(unavailable)?;
         out.send(&hello).map_err(unavailable)?;
         let registered = reader.recv::<FromRaylet>().map_err(unavailable)?;
         let client = Arc::new(RayletClient {

@@ -240,10 +240,10 @@ fn remote_listener() -> Result<Option<Listener>, String> {
 /// further task is already buffered, so a pipelined batch costs one write.
 fn serve_owner(cw: Arc<CoreWorker>, conn: Connection, max_frame: usize) {
     let (w, mut reader) = if conn.is_quic() {
-        let Ok((tx, rx)) = conn.split(max_frame, 1 << 30) else { return };
+        let Ok((tx, rx)) = conn.split::<ToWorker>(max_frame, 1 << 30) else { return };
         (ReplyWriter::Quic { tx, buf: Vec::new() }, rx)
     } else {
-        let Ok((w, rx)) = conn.split_buffered(max_frame) else { return };
+        let Ok((w, rx)) = conn.split_buffered::<ToWorker>(max_frame) else { return };
         (ReplyWriter::Unix(w), rx)
     };
     let writer: Writer = Arc::new(Mutex::new(w));

@@ -7,9 +7,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ares_common::codec::Value;
 use ares_common::error::FrameError;
-use ares_common::frame::{self, FrameReader};
+use ares_common::frame::{self, FrameReader, Kinds, Message};
 
 use crate::Endpoint;
 use crate::outbox::Outbox;
@@ -171,15 +170,15 @@ impl Connection {
     /// A non-blocking sender (closing the connection once more than `outbox_limit` bytes
     /// are queued for a peer that does not read) and a receiver of frames up to
     /// `max_frame` bytes.
-    pub fn split(self, max_frame: usize, outbox_limit: usize) -> io::Result<(Sender, Receiver)> {
-        self.split_hello_first(max_frame, max_frame, outbox_limit)
+    pub fn split<In: Message>(self, max_frame: usize, outbox_limit: usize) -> io::Result<(Sender, Receiver)> {
+        self.split_hello_first::<In>(max_frame, max_frame, outbox_limit)
     }
 
     /// Like [`Connection::split`], but the first frame received may be at most
     /// `first_max` bytes: for servers whose clients must first send a small hello
     /// (`ares_common::frame::MAX_HELLO_FRAME`), so a peer that has not said who it is can
     /// make them hold no more than that.
-    pub fn split_hello_first(
+    pub fn split_hello_first<In: Message>(
         self,
         first_max: usize,
         max_frame: usize,
@@ -195,7 +194,7 @@ impl Connection {
                 ))
             }
             ConnInner::Quic(q) => {
-                let (tx, rx) = q.split(first_max, max_frame, outbox_limit);
+                let (tx, rx) = q.split(Kinds::of::<In>(), first_max, max_frame, outbox_limit);
                 Ok((Sender { out: SendInner::Quic(tx) }, Receiver { inner: RecvInner::Quic(rx) }))
             }
         }
@@ -209,7 +208,7 @@ impl Connection {
     /// A buffered, blocking writer (the caller decides when to flush, so a batch of
     /// replies costs one write) and a receiver of frames up to `max_frame` bytes. Unix
     /// connections only (a worker's replies to its local owner).
-    pub fn split_buffered(self, max_frame: usize) -> io::Result<(BufferedWriter, Receiver)> {
+    pub fn split_buffered<In: Message>(self, max_frame: usize) -> io::Result<(BufferedWriter, Receiver)> {
         let ConnInner::Unix(stream) = self.inner else {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "buffered writers are for Unix connections"));
         };
@@ -243,10 +242,10 @@ impl Sender {
     }
 
     /// Encodes `msg` and queues it as one frame.
-    pub fn send<T: Value>(&self, msg: &T) -> io::Result<()> {
+    pub fn send<T: Message>(&self, msg: &T) -> io::Result<()> {
         let payload = frame::encode(msg);
-        let mut buf = Vec::with_capacity(payload.len() + 4);
-        frame::write_frame(&mut buf, &payload)?;
+        let mut buf = Vec::with_capacity(payload.len() + frame::HEADER);
+        frame::write_frame(&mut buf, msg.kind(), &payload)?;
         self.send_framed(&buf)
     }
 
@@ -290,13 +289,12 @@ enum RecvInner {
 
 impl Receiver {
     /// Reads (blocking), validates and decodes the next message.
-    pub fn recv<T: Value>(&mut self) -> Result<T, FrameError> {
+    pub fn recv<T: Message>(&mut self) -> Result<T, FrameError> {
         match &mut self.inner {
             RecvInner::Unix(r) => r.read(),
             RecvInner::Quic(q) => {
-                let payload = q.next()?;
-                T::decode_aligned(&payload)
-                    .map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })
+                let (kind, payload) = q.next()?;
+                frame::decode(kind, &payload)
             }
         }
     }
@@ -304,7 +302,7 @@ impl Receiver {
     /// Like [`Receiver::recv`], failing with a `TimedOut` IO error when no message
     /// arrives within `limit` (the connection should then be closed: a partly read frame
     /// is lost).
-    pub fn recv_timeout<T: Value>(&mut self, limit: Duration) -> Result<T, FrameError> {
+    pub fn recv_timeout<T: Message>(&mut self, limit: Duration) -> Result<T, FrameError> {
         match &mut self.inner {
             RecvInner::Unix(r) => {
                 r.get_ref().set_read_timeout(Some(limit))?;
@@ -313,9 +311,8 @@ impl Receiver {
                 m
             }
             RecvInner::Quic(q) => {
-                let payload = q.next_timeout(limit)?;
-                T::decode_aligned(&payload)
-                    .map_err(|e| FrameError::Malformed { len: payload.len(), reason: e.to_string() })
+                let (kind, payload) = q.next_timeout(limit)?;
+                frame::decode(kind, &payload)
             }
         }
     }
@@ -392,7 +389,7 @@ impl Receiver {
     /// Reads one message (polling briefly first), then every further one already
     /// buffered, up to `max` in all. The error, if any, ends the batch; the messages read
     /// before it are returned with it.
-    pub fn recv_batch<T: Value>(&mut self, max: usize) -> (Vec<T>, Option<FrameError>) {
+    pub fn recv_batch<T: Message>(&mut self, max: usize) -> (Vec<T>, Option<FrameError>) {
         self.spin_until_readable(SPIN_BEFORE_BLOCKING);
         let mut batch = Vec::new();
         match self.recv::<T>() {
@@ -439,7 +436,7 @@ impl Write for SharedWriter {
 
 impl BufferedWriter {
     /// Encodes `msg` into the buffer as one frame (written out when the buffer fills).
-    pub fn write<T: Value>(&mut self, msg: &T) -> io::Result<()> {
+    pub fn write<T: Message>(&mut self, msg: &T) -> io::Result<()> {
         frame::write_msg(&mut self.w, msg)
     }
 
@@ -452,7 +449,7 @@ impl BufferedWriter {
 /// Runs `rx` on a thread named `name`: each batch of up to `max_batch` messages goes to
 /// `on_batch` (which returns `false` to stop reading silently, e.g. once its owner is
 /// gone); when the connection ends or sends a bad frame, `on_closed` gets the reason.
-pub fn spawn_reader<T: Value>(
+pub fn spawn_reader<T: Message>(
     name: &str,
     mut rx: Receiver,
     max_batch: usize,
@@ -485,8 +482,8 @@ mod tests {
     #[test]
     fn messages_cross_a_connection_in_order_and_the_end_is_reported() {
         let (a, b) = Connection::pair().unwrap();
-        let (tx, _rx_a) = a.split(1 << 20, 1 << 20).unwrap();
-        let (_tx_b, rx) = b.split(1 << 20, 1 << 20).unwrap();
+        let (tx, _rx_a) = a.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
+        let (_tx_b, rx) = b.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let s = seen.clone();
@@ -517,8 +514,8 @@ mod tests {
     #[test]
     fn a_sender_sees_its_peer_go_without_reading() {
         let (a, b) = Connection::pair().unwrap();
-        let (tx, _rx) = a.split(1 << 20, 1 << 20).unwrap();
-        let (tx_b, rx_b) = b.split(1 << 20, 1 << 20).unwrap();
+        let (tx, _rx) = a.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
+        let (tx_b, rx_b) = b.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
         assert!(!tx.peer_closed());
         // Unread data from the peer is not an end.
         tx_b.send(&ToRaylet::GetStats { request_id: 1 }).unwrap();
@@ -530,10 +527,10 @@ mod tests {
     #[test]
     fn a_malformed_frame_ends_the_reader_with_the_reason() {
         let (a, b) = Connection::pair().unwrap();
-        let (tx, _rx_a) = a.split(1 << 20, 1 << 20).unwrap();
-        let (_tx_b, mut rx) = b.split(1 << 20, 1 << 20).unwrap();
+        let (tx, _rx_a) = a.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
+        let (_tx_b, mut rx) = b.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
         let mut bytes = Vec::new();
-        frame::write_frame(&mut bytes, &[0xAB; 40]).unwrap();
+        frame::write_frame(&mut bytes, 0, &[0xAB; 40]).unwrap();
         tx.send_framed(&bytes).unwrap();
         let (batch, err) = rx.recv_batch::<ToRaylet>(8);
         assert!(batch.is_empty());

@@ -158,11 +158,11 @@ mod tests {
         let mut peers = Vec::new();
         for i in 0..50u64 {
             let (a, b) = Connection::pair().unwrap();
-            let (_, r) = b.split(1 << 20, 1 << 20).unwrap();
+            let (_, r) = b.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
             let tx = tx.clone();
             let resume: Resume = Box::new(move |r| tx.send((i, r)).unwrap());
             assert!(parker.park(r, resume).is_ok());
-            peers.push(a.split(1 << 20, 1 << 20).unwrap());
+            peers.push(a.split::<ToRaylet>(1 << 20, 1 << 20).unwrap());
         }
         assert_eq!(parker.parked(), 50);
         // Nothing is readable yet: nothing comes back.
@@ -182,7 +182,7 @@ mod tests {
         let mut rest: Vec<u64> = rx.try_iter().map(|(i, _)| i).collect();
         rest.sort();
         assert_eq!(rest, (0..50).filter(|i| *i != 7 && *i != 9).collect::<Vec<_>>());
-        let (_, r) = Connection::pair().unwrap().1.split(1024, 1024).unwrap();
+        let (_, r) = Connection::pair().unwrap().1.split::<ToRaylet>(1024, 1024).unwrap();
         assert!(parker.park(r, Box::new(|_| {})).is_err(), "a stopped parker gives receivers back");
     }
 }

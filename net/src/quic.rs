@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
-use ares_common::frame::next_step;
+use ares_common::frame::{HEADER, Kinds, next_step};
 use ares_common::hex;
 
 /// Bytes a client sends first on its first stream: a magic tag, the secret, then what
@@ -571,22 +571,22 @@ impl QuicSender {
 
 /// The receiving half: validated-size frames from a reader task.
 pub(crate) struct QuicReceiver {
-    rx: tokio::sync::mpsc::Receiver<Result<Bytes, FrameError>>,
-    peeked: Option<Result<Bytes, FrameError>>,
+    rx: tokio::sync::mpsc::Receiver<Result<(u16, Bytes), FrameError>>,
+    peeked: Option<Result<(u16, Bytes), FrameError>>,
     conn: quinn::Connection,
 }
 
 impl QuicReceiver {
-    /// The next frame's payload (blocking).
-    pub(crate) fn next(&mut self) -> Result<Bytes, FrameError> {
+    /// The next frame's type and payload (blocking).
+    pub(crate) fn next(&mut self) -> Result<(u16, Bytes), FrameError> {
         if let Some(p) = self.peeked.take() {
             return p;
         }
         self.rx.blocking_recv().unwrap_or(Err(FrameError::Closed))
     }
 
-    /// The next frame's payload, waiting at most `limit`.
-    pub(crate) fn next_timeout(&mut self, limit: Duration) -> Result<Bytes, FrameError> {
+    /// The next frame's type and payload, waiting at most `limit`.
+    pub(crate) fn next_timeout(&mut self, limit: Duration) -> Result<(u16, Bytes), FrameError> {
         if let Some(p) = self.peeked.take() {
             return p;
         }
@@ -626,7 +626,13 @@ impl QuicReceiver {
 
 impl QuicStream {
     /// Splits into halves; see the module docs.
-    pub(crate) fn split(self, first_max: usize, max_frame: usize, outbox_limit: usize) -> (QuicSender, QuicReceiver) {
+    pub(crate) fn split(
+        self,
+        kinds: Kinds,
+        first_max: usize,
+        max_frame: usize,
+        outbox_limit: usize,
+    ) -> (QuicSender, QuicReceiver) {
         let QuicStream { conn, mut send, recv } = self;
         let (tx, mut wrx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
         let queued = Arc::new(AtomicUsize::new(0));
@@ -652,7 +658,7 @@ impl QuicStream {
         });
         let (ftx, frx) = tokio::sync::mpsc::channel(RECV_QUEUE);
         let c = conn.clone();
-        runtime().spawn(read_frames(recv, first_max.min(max_frame), max_frame, ftx, c));
+        runtime().spawn(read_frames(recv, kinds, first_max.min(max_frame), max_frame, ftx, c));
         (
             QuicSender { tx, queued, limit: outbox_limit, conn: conn.clone() },
             QuicReceiver { rx: frx, peeked: None, conn },
@@ -660,13 +666,15 @@ impl QuicStream {
     }
 }
 
-/// Reads length-prefixed frames into aligned buffers; a bad length or a reset ends the
-/// stream with the error (and closes the connection, so its writer stops too).
+/// Reads frames of `kinds` into aligned buffers; a bad header (an unknown type, a length
+/// over its type's bound) or a reset ends the stream with the error (and closes the
+/// connection, so its writer stops too).
 async fn read_frames(
     mut recv: quinn::RecvStream,
+    kinds: Kinds,
     first_max: usize,
     max: usize,
-    out: tokio::sync::mpsc::Sender<Result<Bytes, FrameError>>,
+    out: tokio::sync::mpsc::Sender<Result<(u16, Bytes), FrameError>>,
     conn: quinn::Connection,
 ) {
     let end = |e: FrameError| {
@@ -681,8 +689,8 @@ async fn read_frames(
     };
     let mut bound = first_max;
     loop {
-        let mut len = [0u8; 4];
-        match recv.read_exact(&mut len).await {
+        let mut header = [0u8; HEADER];
+        match recv.read_exact(&mut header).await {
             Ok(()) => {}
             Err(quinn::ReadExactError::FinishedEarly(0)) => return end(FrameError::Closed).await,
             Err(quinn::ReadExactError::FinishedEarly(_)) => {
@@ -698,9 +706,10 @@ async fn read_frames(
                     .await;
             }
         }
-        let len = u32::from_le_bytes(len) as usize;
-        if len > bound {
-            return end(FrameError::TooLarge { len: len as u64, max: bound as u64 }).await;
+        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let kind = u16::from_le_bytes([header[4], header[5]]);
+        if let Err(e) = kinds.check(kind, len, bound) {
+            return end(e).await;
         }
         bound = max;
         let mut buf = Bytes::new();
@@ -714,7 +723,7 @@ async fn read_frames(
                 }
             }
         }
-        if out.send(Ok(buf)).await.is_err() {
+        if out.send(Ok((kind, buf))).await.is_err() {
             return;
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ares_common::NodeId;
 use ares_common::error::FrameError;
-use ares_common::frame;
+use ares_common::frame::{self, Message};
 use ares_common::wire::ToRaylet;
 use ares_net::{Connection, Credentials, JoinToken, Listener};
 
@@ -32,13 +32,14 @@ fn a_peer_with_the_token_exchanges_messages_both_ways() {
     assert_eq!(parsed, token);
     std::thread::scope(|s| {
         let server = s.spawn(|| {
-            let (tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            let (tx, mut rx) = l.accept().unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
             for _ in 0..100 {
                 let m: ToRaylet = rx.recv().unwrap();
                 tx.send(&m).unwrap();
             }
         });
-        let (tx, mut rx) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let (tx, mut rx) =
+            Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         for i in 0..100 {
             tx.send(&ToRaylet::GetStats { request_id: i }).unwrap();
         }
@@ -60,7 +61,7 @@ fn a_wrong_secret_or_certificate_is_refused_and_the_listener_keeps_serving() {
     let wrong_secret: JoinToken = format!("{}{}", "ab".repeat(16), &good.to_string()[32..]).parse().unwrap();
     std::thread::scope(|s| {
         let server = s.spawn(|| {
-            let (_tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            let (_tx, mut rx) = l.accept().unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
             rx.recv::<ToRaylet>()
         });
         let e = Connection::connect_quic(addr(&l), &wrong_secret).err().expect("a wrong secret is refused");
@@ -68,7 +69,8 @@ fn a_wrong_secret_or_certificate_is_refused_and_the_listener_keeps_serving() {
         assert!(e.to_string().contains("wrong join token"), "{e}");
         let e = Connection::connect_quic(addr(&l), &other).err().expect("a wrong certificate is refused");
         assert!(e.to_string().contains("certificate"), "{e}");
-        let (tx, _rx) = Connection::connect_quic(addr(&l), &good).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let (tx, _rx) =
+            Connection::connect_quic(addr(&l), &good).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         tx.send(&ToRaylet::GetStats { request_id: 42 }).unwrap();
         // Only the good client ever reached accept().
         assert!(matches!(server.join().unwrap(), Ok(ToRaylet::GetStats { request_id: 42 })));
@@ -92,29 +94,46 @@ fn bad_frames_close_only_their_connection() {
     std::thread::scope(|s| {
         let server = s.spawn(|| {
             let mut seen = Vec::new();
-            for _ in 0..3 {
-                let (_tx, mut rx) = l.accept().unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            for _ in 0..4 {
+                let (_tx, mut rx) = l.accept().unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
                 seen.push(rx.recv::<ToRaylet>());
             }
             seen
         });
         // Garbage that is not a valid message.
-        let (tx, _rx) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let (tx, _rx) =
+            Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         let mut bytes = Vec::new();
-        frame::write_frame(&mut bytes, &[0xAB; 40]).unwrap();
+        frame::write_frame(&mut bytes, 0, &[0xAB; 40]).unwrap();
         tx.send_framed(&bytes).unwrap();
-        // A header announcing 1 GiB, followed by 4 bytes: refused before reading.
-        let (tx2, _rx2) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
-        let mut huge = (1u32 << 30).to_le_bytes().to_vec();
+        // A header announcing 1 GiB of a bulk type, followed by 4 bytes: refused before
+        // reading.
+        let kind = |name: &str| (0..).find(|k| ToRaylet::describe(*k).is_some_and(|(n, _)| n == name)).unwrap();
+        let header = |len: u32, kind: u16| [len.to_le_bytes().as_slice(), kind.to_le_bytes().as_slice()].concat();
+        let (tx2, _rx2) =
+            Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
+        let mut huge = header(1 << 30, kind("DeleteObjects"));
         huge.extend_from_slice(&[0; 4]);
         tx2.send_framed(&huge).unwrap();
+        // A control message announcing 100 KiB, under the frame limit but over its type's.
+        let (tx4, _rx4) =
+            Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
+        let mut big_pin = header(100 << 10, kind("PinObject"));
+        big_pin.extend_from_slice(&[0; 4]);
+        tx4.send_framed(&big_pin).unwrap();
         // A well-behaved client after both.
-        let (tx3, _rx3) = Connection::connect_quic(addr(&l), &token).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+        let (tx3, _rx3) =
+            Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         tx3.send(&ToRaylet::GetStats { request_id: 5 }).unwrap();
         // Accept order follows the handshakes, not the calls above: look for each outcome.
         let seen = server.join().unwrap();
         assert!(seen.iter().any(|r| matches!(r, Err(FrameError::Malformed { .. }))), "{seen:?}");
         assert!(seen.iter().any(|r| matches!(r, Err(FrameError::TooLarge { len, .. }) if *len == 1 << 30)), "{seen:?}");
+        assert!(
+            seen.iter().any(|r| matches!(r, Err(FrameError::TooLarge { what, max, .. })
+                if what == "ToRaylet::PinObject" && *max == frame::CONTROL_FRAME as u64)),
+            "{seen:?}"
+        );
         assert!(seen.iter().any(|r| matches!(r, Ok(ToRaylet::GetStats { request_id: 5 }))), "{seen:?}");
     });
 }
@@ -137,7 +156,7 @@ fn a_quiet_peer_times_out_and_bulk_streams_carry_bytes_both_ways() {
     std::thread::scope(|sc| {
         let server = sc.spawn(|| l.accept().unwrap());
         let (_tx, mut rx) =
-            Connection::connect_quic(addr(&l), &creds.token()).unwrap().split(MAX_FRAME, 1 << 20).unwrap();
+            Connection::connect_quic(addr(&l), &creds.token()).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         let _conn = server.join().unwrap();
         let e = rx.recv_timeout::<ToRaylet>(Duration::from_millis(200)).expect_err("nothing was sent");
         assert!(matches!(&e, FrameError::Io(io) if io.kind() == io::ErrorKind::TimedOut), "{e:?}");

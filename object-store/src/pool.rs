@@ -61,7 +61,10 @@ impl Pool {
     /// counts as reserved: there the pages come at first write, as before.
     pub fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
         self.check(offset, len)?;
-        match rustix::fs::fallocate(&self.file, rustix::fs::FallocateFlags::empty(), offset, len) {
+        // A signal (Ctrl-C in a Python driver) interrupts it; tmpfs undoes the partial
+        // work, so it is simply tried again.
+        let reserve = || rustix::fs::fallocate(&self.file, rustix::fs::FallocateFlags::empty(), offset, len);
+        match rustix::io::retry_on_intr(reserve) {
             Ok(()) => Ok(()),
             Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
             Err(e) => Err(io::Error::new(

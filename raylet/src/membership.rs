@@ -333,7 +333,7 @@ fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
         };
         // A node's first message is its registration (or `ares status`'s request).
         let hello = ares_common::frame::MAX_HELLO_FRAME;
-        let Ok((tx, rx)) = conn.split_hello_first(hello, MAX_FRAME, OUTBOX_LIMIT) else { continue };
+        let Ok((tx, rx)) = conn.split_hello_first::<ToHead>(hello, MAX_FRAME, OUTBOX_LIMIT) else { continue };
         let peer = {
             let mut st = shared.lock();
             let p = PeerId(st.next_peer);
@@ -375,7 +375,7 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
 }
 
 fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
-    let (tx, mut rx) = Connection::connect_quic(head, token)?.split(MAX_FRAME, OUTBOX_LIMIT)?;
+    let (tx, mut rx) = Connection::connect_quic(head, token)?.split::<FromHead>(MAX_FRAME, OUTBOX_LIMIT)?;
     let register = ToHead::RegisterNode {
         node_id: me.node_id,
         pid: std::process::id(),

@@ -870,7 +870,7 @@ fn start_construct(shared: &Arc<Shared>, c: Construct) {
     let run = move || {
         let result = (|| -> Result<(), String> {
             let conn = ares_net::Connection::connect(&addr).map_err(|e| format!("connecting to its worker: {e}"))?;
-            let (tx, mut rx) = conn.split(max_frame, max_frame).map_err(|e| e.to_string())?;
+            let (tx, mut rx) = conn.split::<FromWorker>(max_frame, max_frame).map_err(|e| e.to_string())?;
             tx.send(&ToWorker::Push(spec)).map_err(|e| format!("sending the construction: {e}"))?;
             // The constructor may take a while; the worker's death ends the wait.
             match rx.recv::<FromWorker>() {
@@ -941,7 +941,7 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
         // Its first message must be a small registration: a peer that has not said who it
         // is may announce no more than that.
         let hello = ares_common::frame::MAX_HELLO_FRAME;
-        let (out, rx) = match conn.split_hello_first(hello, shared.max_frame, OUTBOX_LIMIT) {
+        let (out, rx) = match conn.split_hello_first::<ToRaylet>(hello, shared.max_frame, OUTBOX_LIMIT) {
             Ok(halves) => halves,
             Err(e) => {
                 let mut log = shared.refusals.lock().unwrap_or_else(|p| p.into_inner());

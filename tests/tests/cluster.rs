@@ -224,10 +224,10 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
     ares_net::install_crypto_provider();
     let (tx, mut rx) = ares_net::Connection::connect_quic(addr_parsed, &token.parse().unwrap())
         .unwrap()
-        .split(1 << 20, 1 << 20)
+        .split::<ares_common::wire::FromHead>(1 << 20, 1 << 20)
         .unwrap();
     let mut junk = Vec::new();
-    ares_common::frame::write_frame(&mut junk, &[0xAB; 64]).unwrap();
+    ares_common::frame::write_frame(&mut junk, 0, &[0xAB; 64]).unwrap();
     tx.send_framed(&junk).unwrap();
     assert!(rx.recv::<ares_common::wire::FromHead>().is_err(), "the head closes a connection that sends junk");
     assert_eq!(node_lines(&status(&roots[0])).len(), 3);

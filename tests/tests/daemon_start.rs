@@ -386,6 +386,9 @@ fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
         &[],
     );
     let pid = d.child.id();
+    use ares_common::frame::Message;
+    let delete_kind =
+        (0..).find(|k| ares_common::wire::ToRaylet::describe(*k).is_some_and(|(n, _)| n == "DeleteObjects")).unwrap();
     // 500 strangers announce 1 GiB and 60 MiB frames before saying who they are, and 500
     // registered clients announce 60 MiB: each sends 4 bytes and stalls.
     let mut conns = Vec::new();
@@ -398,8 +401,10 @@ fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
             };
             ares_common::frame::write_msg(&mut s, &hello).unwrap();
         }
+        // A bulk message type (a batch of deletes), so the type's bound is the frame's.
         let announced: u32 = if i % 2 == 0 { 1 << 30 } else { 60 << 20 };
         s.write_all(&announced.to_le_bytes()).unwrap();
+        s.write_all(&delete_kind.to_le_bytes()).unwrap();
         s.write_all(&[1, 2, 3, 4]).unwrap();
         conns.push(s);
     }

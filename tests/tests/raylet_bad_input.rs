@@ -19,13 +19,18 @@ fn assert_closed(mut s: UnixStream) {
     assert_eq!(n, 0, "expected EOF, got {n} bytes");
 }
 
+/// A frame header: `len` payload bytes of message type `kind`.
+fn header(len: u32, kind: u16) -> Vec<u8> {
+    [len.to_le_bytes().as_slice(), kind.to_le_bytes().as_slice()].concat()
+}
+
 #[test]
 fn malformed_frame_closes_the_connection_and_the_raylet_keeps_serving() {
     let _c = Cluster::default_2cpu();
     let addr = ares::raylet_address().unwrap();
     let mut s = UnixStream::connect(&addr).unwrap();
     let junk = [0xA5u8; 48];
-    s.write_all(&(junk.len() as u32).to_le_bytes()).unwrap();
+    s.write_all(&header(junk.len() as u32, 0)).unwrap();
     s.write_all(&junk).unwrap();
     assert_closed(s);
     assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
@@ -36,11 +41,15 @@ fn oversized_frame_closes_the_connection_and_the_raylet_keeps_serving() {
     let _c = Cluster::default_2cpu();
     let addr = ares::raylet_address().unwrap();
     let mut s = UnixStream::connect(&addr).unwrap();
-    s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    s.write_all(&header(u32::MAX, 0)).unwrap();
+    assert_closed(s);
+    // A message type no one sends is refused as such.
+    let mut s = UnixStream::connect(&addr).unwrap();
+    s.write_all(&header(16, 999)).unwrap();
     assert_closed(s);
     // A truncated frame followed by a hang-up is also survived.
     let mut s = UnixStream::connect(&addr).unwrap();
-    s.write_all(&100u32.to_le_bytes()).unwrap();
+    s.write_all(&header(100, 0)).unwrap();
     s.write_all(&[1, 2, 3]).unwrap();
     drop(s);
     let refs: Vec<_> = (0..100).map(|i| ares::remote(inc).call(i)).collect();
@@ -66,11 +75,11 @@ fn malformed_frame_to_a_worker_closes_only_that_connection() {
     assert!(!workers.is_empty());
     for w in &workers {
         let mut s = UnixStream::connect(w).unwrap();
-        s.write_all(&16u32.to_le_bytes()).unwrap();
+        s.write_all(&header(16, 0)).unwrap();
         s.write_all(&[0xFF; 16]).unwrap();
         assert_closed(s);
         let mut s = UnixStream::connect(w).unwrap();
-        s.write_all(&u32::MAX.to_le_bytes()).unwrap();
+        s.write_all(&header(u32::MAX, 0)).unwrap();
         assert_closed(s);
     }
     // Every worker is still alive and serving.

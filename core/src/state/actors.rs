@@ -614,7 +614,7 @@ impl CoreState {
                 .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
-                    frame::write_frame(&mut buf, &payload).expect("writing to a Vec cannot fail");
+                    payload.write_to(&mut buf);
                     conn.in_flight.push_back((tid, now));
                 }
                 Err(e) => failures.push((tid, e)),
@@ -709,7 +709,7 @@ impl CoreState {
                 Ok(payload) => {
                     let conn = self.conns.get_mut(&conn_id).expect("connected");
                     let mut buf = Vec::new();
-                    frame::write_frame(&mut buf, &payload).expect("writing to a Vec cannot fail");
+                    payload.write_to(&mut buf);
                     conn.in_flight.push_back((create_tid, now));
                     self.effects.push_back(Effect::Send { conn: conn_id, bytes: buf });
                 }

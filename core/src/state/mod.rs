@@ -937,7 +937,7 @@ impl CoreState {
                     &mut out.last_mut().expect("just pushed").1
                 }
             };
-            frame::write_frame(buf, &payload).expect("writing to a Vec cannot fail");
+            payload.write_to(buf);
             let conn = self.conns.get_mut(&conn_id).expect("listed lease exists");
             conn.in_flight.push_back((tid, now));
             if let Role::Lease { idle_since, .. } = &mut conn.role {
@@ -1740,10 +1740,24 @@ fn resolve_now(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) ->
     })
 }
 
+/// An encoded push, ready to be framed.
+pub(crate) struct Push {
+    kind: u16,
+    payload: Bytes,
+}
+
+impl Push {
+    /// Appends the push as one frame to `buf`.
+    pub(crate) fn write_to(&self, buf: &mut Vec<u8>) {
+        frame::write_frame(buf, self.kind, &self.payload).expect("writing to a Vec cannot fail");
+    }
+}
+
 /// Encodes a push, refusing one over the frame limit (it would look like a dead worker).
-fn encode_push(spec: TaskSpec, max_frame: usize) -> Result<Bytes, TaskError> {
+fn encode_push(spec: TaskSpec, max_frame: usize) -> Result<Push, TaskError> {
     let function = spec.function.clone();
-    let payload = frame::encode(&ToWorker::Push(spec));
+    let push = ToWorker::Push(spec);
+    let (kind, payload) = (frame::Message::kind(&push), frame::encode(&push));
     if payload.len() > max_frame {
         let reason = format!(
             "the task's arguments encode to {} bytes, over the frame limit of {} bytes; \
@@ -1753,5 +1767,5 @@ fn encode_push(spec: TaskSpec, max_frame: usize) -> Result<Bytes, TaskError> {
         );
         return Err(TaskError::Decode { function, what: "arguments".into(), reason });
     }
-    Ok(payload)
+    Ok(Push { kind, payload })
 }
