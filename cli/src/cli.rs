@@ -87,6 +87,9 @@ pub(crate) struct StartArgs {
     /// Where the shared-memory pool lives: a memory-backed filesystem (default /dev/shm).
     #[arg(long)]
     shm_dir: Option<String>,
+    /// Reserve the whole pool's memory at start (default: as allocations first reach it).
+    #[arg(long)]
+    preallocate_object_store: bool,
     /// Client connections the node serves at once (default 16384).
     #[arg(long)]
     max_connections: Option<String>,
@@ -121,6 +124,9 @@ impl StartArgs {
         }
         if !self.spill_dir.is_empty() {
             cfg.spill_dirs = self.spill_dir.clone();
+        }
+        if self.preallocate_object_store {
+            cfg.preallocate_object_store = true;
         }
         Ok(cfg)
     }

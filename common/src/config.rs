@@ -110,6 +110,11 @@ pub struct Config {
     /// Where the node's shared-memory pool file is made (and unlinked at once): a
     /// memory-backed filesystem (Ray's `plasma_directory`); default /dev/shm.
     pub shm_dir: PathBuf,
+    /// Reserve every page of the pool when it is made (Ray's
+    /// `RAY_preallocate_plasma_memory`): start fails at once if the filesystem cannot hold
+    /// it, and no first write pays for its pages later. Off by default: the pages are
+    /// then reserved as allocations first reach them, which also rules out a SIGBUS.
+    pub preallocate_object_store: bool,
     /// Spill cold objects once pinned primary copies fill this fraction of the pool.
     pub spill_threshold: f64,
     /// Objects spilled together are fused into files of at least this many bytes.
@@ -173,6 +178,7 @@ impl Default for Config {
             object_store_memory_fraction: None,
             spill_dirs: Vec::new(),
             shm_dir: PathBuf::from("/dev/shm"),
+            preallocate_object_store: false,
             spill_threshold: 0.8,
             min_spill_size: 100 << 20,
             max_spill_file_objects: 1000,
@@ -361,6 +367,13 @@ impl Config {
             "max_lineage_bytes" => self.max_lineage_bytes = parse_bytes(value)?,
             "session_root" => self.session_root = PathBuf::from(value),
             "shm_dir" => self.shm_dir = PathBuf::from(value),
+            "preallocate_object_store" => {
+                self.preallocate_object_store = match value.trim() {
+                    "1" | "true" | "yes" => true,
+                    "0" | "false" | "no" | "" => false,
+                    _ => return Err("expected 1 or 0 (true or false)".into()),
+                }
+            }
             "token" => self.token = Some(value.trim().to_string()).filter(|t| !t.is_empty()),
             "node_timeout_ms" => self.node_timeout = millis_at_least(num(value)?, 200, " (nodes report every 100 ms)")?,
             "identify_timeout_ms" => self.identify_timeout = millis_at_least(num(value)?, 100, "")?,
@@ -391,6 +404,11 @@ mod tests {
         let mut c = Config::default();
         c.set("object_store_memory", "64M").unwrap();
         c.set("spill_dirs", "/a:/b").unwrap();
+        c.set("shm_dir", "/mnt/pool").unwrap();
+        assert_eq!(c.shm_dir, PathBuf::from("/mnt/pool"));
+        c.set("preallocate_object_store", "1").unwrap();
+        assert!(c.preallocate_object_store);
+        assert!(c.set("preallocate_object_store", "maybe").unwrap_err().contains("1 or 0"));
         c.set("spill_threshold", "0.5").unwrap();
         assert_eq!(c.effective_object_store_memory(), 64 << 20);
         assert_eq!(c.spill_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);

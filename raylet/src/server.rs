@@ -164,6 +164,13 @@ impl Raylet {
         raise_fd_limit(cfg.node.max_connections);
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
+        let mut reserved = Reservations::new(pool_size);
+        if cfg.node.preallocate_object_store {
+            if let Reserve::Do(all) = reserved.begin(0, pool_size) {
+                pool.reserve(0, pool_size)?;
+                reserved.end(&all, true);
+            }
+        }
         let num_cpus = cfg.node.effective_num_cpus();
         let node_id = cfg.node_id.unwrap_or_else(|| NodeId::from_uuid(uuid::Uuid::new_v4()));
         let mut resources = ResourceSet::new().with("CPU", num_cpus as f64);
@@ -191,12 +198,7 @@ impl Raylet {
         let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
         let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                node,
-                clients: DetMap::default(),
-                next_client: 1,
-                reserved: Reservations::new(pool_size),
-            }),
+            state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1, reserved }),
             space: Condvar::new(),
             spill_dirs,
             spill_tx: Mutex::new(spill_tx),

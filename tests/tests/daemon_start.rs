@@ -502,13 +502,12 @@ fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
     assert!(conns[0].read_to_end(&mut rest).is_ok(), "the stopped daemon closed its connections");
 }
 
-#[test]
-fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
-    let _serial = ares_tests::serial();
-    let sessions = scratch("shm-full-sessions");
-    let shm = scratch("shm-full-mnt");
-    // The daemon gets a private 64 MiB tmpfs as its shared-memory filesystem, mounted in
-    // a mount namespace of its own (so nothing else on the machine sees it).
+/// A daemon whose shared-memory filesystem is a private 64 MiB tmpfs, mounted in a mount
+/// namespace of its own (so nothing else on the machine sees it), with a 48 MiB pool.
+/// Returns it, the mount point, and that directory as the daemon sees it.
+fn daemon_on_a_small_tmpfs(name: &str, extra: &[&str]) -> (Daemon, PathBuf, PathBuf) {
+    let sessions = scratch(&format!("{name}-sessions"));
+    let shm = scratch(&format!("{name}-mnt"));
     let mut cmd = Command::new("unshare");
     if !rustix::process::geteuid().is_root() {
         cmd.args(["--user", "--map-root-user"]);
@@ -517,22 +516,34 @@ fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
         .arg(r#"mount -t tmpfs -o size=64m ares-test "$0" && exec "$@""#)
         .arg(&shm)
         .arg(ares_bin());
-    let d = Daemon::start_by(
-        cmd,
-        &[
-            "--num-cpus",
-            "1",
-            "--object-store-memory",
-            "48M",
-            "--shm-dir",
-            shm.to_str().unwrap(),
-            "--session-root",
-            sessions.to_str().unwrap(),
-        ],
-        &[],
-    );
-    // The same directory as the daemon sees it: its tmpfs.
+    let mut args = vec![
+        "--num-cpus",
+        "1",
+        "--object-store-memory",
+        "48M",
+        "--shm-dir",
+        shm.to_str().unwrap(),
+        "--session-root",
+        sessions.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let d = Daemon::start_by(cmd, &args, &[]);
     let theirs = PathBuf::from(format!("/proc/{}/root{}", d.child.id(), shm.display()));
+    (d, shm, theirs)
+}
+
+/// Bytes in use on the filesystem at `dir`.
+fn used_bytes(dir: &Path) -> u64 {
+    let s = rustix::fs::statvfs(dir).unwrap();
+    (s.f_blocks - s.f_bfree) * s.f_frsize
+}
+
+#[test]
+fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
+    let _serial = ares_tests::serial();
+    let (d, shm, theirs) = daemon_on_a_small_tmpfs("shm-full", &[]);
+    // The pool is sparse until used.
+    assert!(used_bytes(&theirs) < 8 << 20, "{} bytes used at start", used_bytes(&theirs));
     connect(&d.socket);
     // Another program fills 40 of the 64 MiB after the pool (48 MiB) was made.
     let filler = theirs.join("filler");
@@ -551,6 +562,24 @@ fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
     let big = ares::put(vec![7u8; 30 << 20]).unwrap();
     assert!(ares::get_view(&big).unwrap().iter().all(|b| *b == 7));
     drop((small, big));
+    ares::shutdown();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&shm);
+}
+
+#[test]
+fn a_preallocated_pool_holds_its_memory_from_the_start() {
+    let _serial = ares_tests::serial();
+    let (d, shm, theirs) = daemon_on_a_small_tmpfs("shm-prealloc", &["--preallocate-object-store"]);
+    // The whole pool is taken at start, so another program cannot have it.
+    assert!(used_bytes(&theirs) >= 48 << 20, "{} bytes used at start", used_bytes(&theirs));
+    let filler = theirs.join("filler");
+    assert!(std::fs::write(&filler, vec![1u8; 40 << 20]).is_err(), "only 16 MiB are left for others");
+    let _ = std::fs::remove_file(&filler);
+    connect(&d.socket);
+    let big = ares::put(vec![7u8; 40 << 20]).unwrap();
+    assert!(ares::get_view(&big).unwrap().iter().all(|b| *b == 7));
+    drop(big);
     ares::shutdown();
     d.stop();
     let _ = std::fs::remove_dir_all(&shm);
