@@ -193,6 +193,7 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         None => std::env::current_exe().context("finding this executable")?,
     };
     let wait = block_stop_signals();
+    ares_raylet::raise_fd_limit(cfg.max_connections);
     let ip = args.node_ip_address.unwrap_or_else(outward_ip);
     let mut rcfg = RayletConfig::embedded(cfg.clone()).context("finding this executable")?;
     rcfg.worker_program = program;

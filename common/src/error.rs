@@ -207,6 +207,14 @@ pub enum TaskError {
         /// Why it cannot be rebuilt.
         reason: Unrecoverable,
     },
+    /// An actor name longer than [`crate::wire::MAX_ACTOR_NAME`] bytes.
+    #[error("an actor name of {len} bytes is over the limit of {max} bytes; use a shorter name")]
+    ActorNameTooLong {
+        /// The name's length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The shared-memory filesystem holding the pool ran out of room (other programs'
     /// files filled it), so the pages for the object could not be reserved.
     #[error("could not store an object of {requested} bytes: {error}")]

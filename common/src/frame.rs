@@ -27,7 +27,8 @@ pub const FIRST_READ_STEP: usize = 16 << 10;
 /// (a registration): a peer that has not said who it is gets no more than this.
 pub const MAX_HELLO_FRAME: usize = 64 << 10;
 
-/// Bound on a control message (one with no values and no lists in it).
+/// Bound on a control message: fixed-size fields, IDs, endpoints, short names (an
+/// actor's is at most [`crate::wire::MAX_ACTOR_NAME`]), a resource table, a certificate.
 pub const CONTROL_FRAME: usize = 64 << 10;
 
 /// Bytes before a frame's payload: its length and its message type.
@@ -110,7 +111,21 @@ pub fn write_frame<W: Write>(w: &mut W, kind: u16, payload: &[u8]) -> io::Result
 
 /// Encodes `msg` and writes it as one frame. The caller flushes.
 pub fn write_msg<W: Write, T: Message>(w: &mut W, msg: &T) -> io::Result<()> {
-    write_frame(w, msg.kind(), &encode(msg))
+    let payload = encode(msg);
+    check_outgoing(msg, payload.len())?;
+    write_frame(w, msg.kind(), &payload)
+}
+
+/// Refuses to send a control message over [`CONTROL_FRAME`] (its receiver would close
+/// the connection): the sender's own call fails instead, naming the message.
+pub fn check_outgoing<T: Message>(msg: &T, len: usize) -> io::Result<()> {
+    match T::describe(msg.kind()) {
+        Some((name, Bound::Control)) if len > CONTROL_FRAME => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a {}::{name} message of {len} bytes is over its limit of {CONTROL_FRAME} bytes", T::FAMILY),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Decodes a frame's payload as a `T`, checking it holds the type its header named.
@@ -321,6 +336,10 @@ mod tests {
         assert!(
             matches!(r.read::<ToRaylet>(), Err(FrameError::Malformed { reason, .. }) if reason.contains("ToRaylet has no message type 999"))
         );
+        // A sender cannot send a control message over its bound.
+        let huge = ToRaylet::LookupActor { request_id: 1, by: crate::wire::ActorKey::Name("n".repeat(CONTROL_FRAME)) };
+        let e = write_msg(&mut Vec::new(), &huge).unwrap_err();
+        assert!(e.to_string().contains("ToRaylet::LookupActor message of"), "{e}");
         // A payload of another type than its header says is malformed.
         let mut bytes = Vec::new();
         write_frame(&mut bytes, pin, &encode(&ToRaylet::GetStats { request_id: 1 })).unwrap();

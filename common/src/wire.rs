@@ -1001,6 +1001,18 @@ pub enum FromHead {
     },
 }
 
+/// Longest actor name, in bytes: names travel in control messages (at most
+/// [`crate::frame::CONTROL_FRAME`]).
+pub const MAX_ACTOR_NAME: usize = 1024;
+
+/// Refuses an actor name over [`MAX_ACTOR_NAME`] bytes.
+pub fn check_actor_name(name: &str) -> Result<(), TaskError> {
+    if name.len() > MAX_ACTOR_NAME {
+        return Err(TaskError::ActorNameTooLong { len: name.len() as u64, max: MAX_ACTOR_NAME as u64 });
+    }
+    Ok(())
+}
+
 /// Implements [`Message`] for a wire enum: a variant's type number is its position in
 /// the list, and the match over the enum is exhaustive, so a new variant must be listed
 /// here (with its bound) before anything compiles.

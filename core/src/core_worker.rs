@@ -798,6 +798,9 @@ impl CoreWorker {
         keeps: Vec<ActorId>,
         carried: Vec<ObjectId>,
     ) -> Result<()> {
+        if let Some(name) = &spawn.name {
+            ares_common::wire::check_actor_name(name)?;
+        }
         let answer = self.raylet.call(|request_id| ToRaylet::RegisterActor {
             request_id,
             actor_id: id,
@@ -868,6 +871,7 @@ impl CoreWorker {
     /// Finds a live actor by name, in the cluster (waits while one on this node is being
     /// constructed or restarted): its ID, type, retry budget and home.
     pub(crate) fn lookup_actor_by_name(&self, name: &str) -> Result<(ActorId, String, u32, Home)> {
+        ares_common::wire::check_actor_name(name)?;
         let by = ares_common::wire::ActorKey::Name(name.into());
         match self.raylet.call(|request_id| ToRaylet::LookupActor { request_id, by })? {
             FromRaylet::ActorFound { info, .. } => Ok((info.actor_id, info.class, info.max_task_retries, None)),

@@ -61,12 +61,14 @@ impl Parker {
     /// thread: `resume` should hand the receiver to a thread of its own and return).
     /// Gives both back when `rx` cannot be parked (a QUIC receiver, or a stopped parker).
     pub fn park(&self, rx: Receiver, resume: Resume) -> Result<(), (Receiver, Resume)> {
-        if self.inner.stop.load(Ordering::SeqCst) {
-            return Err((rx, resume));
-        }
         let Some(fd) = rx.unix_fd() else { return Err((rx, resume)) };
         let key = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let mut parked = self.inner.parked.lock().unwrap_or_else(|p| p.into_inner());
+        // Checked under the lock: the thread sets `stop` before it takes the lock to
+        // resume what is parked, so nothing parked after that is left behind.
+        if self.inner.stop.load(Ordering::SeqCst) {
+            return Err((rx, resume));
+        }
         // One shot: the connection is taken out of the set before anyone reads it.
         let flags = epoll::EventFlags::IN | epoll::EventFlags::RDHUP | epoll::EventFlags::ONESHOT;
         if epoll::add(&self.inner.epoll, fd, epoll::EventData::new_u64(key), flags).is_err() {

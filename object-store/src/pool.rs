@@ -61,10 +61,22 @@ impl Pool {
     /// counts as reserved: there the pages come at first write, as before.
     pub fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
         self.check(offset, len)?;
-        // A signal (Ctrl-C in a Python driver) interrupts it; tmpfs undoes the partial
-        // work, so it is simply tried again.
-        let reserve = || rustix::fs::fallocate(&self.file, rustix::fs::FallocateFlags::empty(), offset, len);
-        match rustix::io::retry_on_intr(reserve) {
+        // In steps: a signal (Ctrl-C in a Python driver) interrupts a call, tmpfs undoes
+        // that call's work, and it is tried again; a step bounds what is redone.
+        const STEP: u64 = 256 << 20;
+        let mut done = 0;
+        let reserved = loop {
+            if done >= len {
+                break Ok(());
+            }
+            let (at, n) = (offset + done, STEP.min(len - done));
+            let step = || rustix::fs::fallocate(&self.file, rustix::fs::FallocateFlags::empty(), at, n);
+            match rustix::io::retry_on_intr(step) {
+                Ok(()) => done += n,
+                Err(e) => break Err(e),
+            }
+        };
+        match reserved {
             Ok(()) => Ok(()),
             Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
             Err(e) => Err(io::Error::new(

@@ -96,7 +96,7 @@ def init(
         address: a cluster to connect to, as above.
         num_cpus: CPUs the embedded node offers (default: all of this machine's).
         object_store_memory: size of the shared-memory object store, in bytes or as
-            ``"2G"`` (default: 30% of RAM, capped by /dev/shm).
+            ``"2G"`` (default: 30% of RAM, capped by the free space of /dev/shm, or of ARES_SHM_DIR).
         spill_dirs: directories objects are spilled to when the store is full.
 
     Raises:

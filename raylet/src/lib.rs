@@ -29,4 +29,4 @@ pub mod spillback;
 pub mod tool_client;
 
 pub use membership::Role;
-pub use server::{Raylet, RayletConfig};
+pub use server::{Raylet, RayletConfig, raise_fd_limit};

@@ -1097,6 +1097,12 @@ impl Node {
     /// `client` is [`TRANSFER_CLIENT`] for a pulled copy).
     pub fn abort_create(&mut self, client: ClientId, id: ObjectId) {
         if self.store.abort_create(id, client) {
+            // A pull tries its next source: the copy made then belongs to the same owner.
+            if client == TRANSFER_CLIENT
+                && let Some(o) = self.owners.owner(id)
+            {
+                self.copy_owners.insert(id, o);
+            }
             self.owners.forget(id);
             self.out.push_back(Output::SpaceFreed);
         }

@@ -161,7 +161,6 @@ impl Raylet {
         let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
         let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
         let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;
-        raise_fd_limit(cfg.node.max_connections);
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
         let mut reserved = Reservations::new(pool_size);
@@ -1001,8 +1000,10 @@ fn park(shared: &Arc<Shared>, client: ClientId, rx: Receiver, remote: bool, regi
 }
 
 /// Raises this process's soft limit on open files towards what `max_connections` needs
-/// (at most to the hard limit), so the cap, not the default of 1024, decides.
-fn raise_fd_limit(max_connections: usize) {
+/// (at most to the hard limit), so the cap, not the default of 1024, decides. For the
+/// daemon binary (`ares start`): a node embedded in a user's driver leaves that
+/// process's limits alone (code there may `select()` on small descriptors).
+pub fn raise_fd_limit(max_connections: usize) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let l = getrlimit(Resource::Nofile);
     let want = (max_connections as u64).saturating_add(1024);

@@ -127,6 +127,13 @@ fn a_named_actor_is_found_from_a_second_driver() {
     }
     let dup = ares::actor(Counter::new).name("shared").spawn(0);
     assert!(matches!(ares::get(&dup.call(Counter::get, ())), Err(Error::Task(TaskError::ActorNameTaken { .. }))));
+    // A name too long for the control messages that carry it is refused, typed, and the
+    // connection to the node stays up.
+    let long = "n".repeat(ares_common::wire::MAX_ACTOR_NAME + 1);
+    let too_long = |r: Result<_, Error>| matches!(r, Err(Error::Task(TaskError::ActorNameTooLong { .. })));
+    assert!(too_long(ares::actor(Counter::new).name(&long).try_spawn(0).map(|_| ())));
+    assert!(too_long(ares::get_actor::<Counter>(&"n".repeat(100_000)).map(|_| ())));
+    assert_eq!(ares::get(&counter.call(Counter::get, ())).unwrap(), 16);
     assert!(matches!(ares::get_actor::<Counter>("nobody"), Err(Error::Task(TaskError::ActorNotFound { .. }))));
     match ares::get_actor::<Gate>("shared") {
         Err(Error::Task(TaskError::ActorTypeMismatch { actual, .. })) => assert!(actual.ends_with("Counter")),
