@@ -15,6 +15,12 @@ pub struct ResourceSet {
 }
 
 impl ResourceSet {
+    /// The heap memory the set holds (its entries and their names).
+    pub fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<(String, u64)>()
+            + self.entries.iter().map(|(n, _)| n.capacity()).sum::<usize>()
+    }
+
     /// The empty set.
     pub fn new() -> Self {
         Self::default()

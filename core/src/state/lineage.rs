@@ -21,9 +21,6 @@ use ares_ownership::{Lineage, Location, Status};
 
 use super::{CoreState, Slot, Target, Task, Touched, returns_of};
 
-/// What a kept spec costs beyond its argument bytes (maps, slots, names).
-const SPEC_OVERHEAD: u64 = 256;
-
 /// The objects `task` takes by ref (gathered lists are kept merged, so their parts are
 /// not needed to re-run it).
 fn ref_args(task: &Task) -> Vec<ObjectId> {
@@ -36,18 +33,28 @@ fn ref_args(task: &Task) -> Vec<ObjectId> {
         .collect()
 }
 
-/// The bytes a kept spec counts against the budget.
-fn spec_bytes(task: &Task) -> u64 {
-    let args: usize = task
+/// The memory a kept spec holds, counted against `max_lineage_bytes` so that the budget
+/// bounds memory: its map slot (twice, for the table's slack) and place in the eviction
+/// order, the boxed `Task`, the vectors it owns, its resource names and its inline
+/// argument bytes. (The function name is shared by every task of that function.)
+pub(super) fn spec_bytes(task: &Task) -> u64 {
+    use std::mem::size_of;
+    let slot = size_of::<TaskId>() + size_of::<Box<Task>>();
+    let fixed = 2 * slot + size_of::<TaskId>() + size_of::<Task>();
+    let vecs = task.args.capacity() * size_of::<Slot>()
+        + (task.arg_ids.capacity() + task.carried.capacity()) * size_of::<ObjectId>()
+        + task.keeps.capacity() * size_of::<ares_common::ActorId>()
+        + task.stale_on.capacity() * size_of::<ares_common::NodeId>();
+    let inline: usize = task
         .args
         .iter()
         .map(|s| match s {
             Slot::Inline(b) => b.len(),
             Slot::Gather { merged: Some(b), .. } => b.len(),
-            _ => 32,
+            _ => 0,
         })
         .sum();
-    SPEC_OVERHEAD + task.function.len() as u64 + args as u64
+    (fixed + vecs + inline + task.shape.heap_bytes()) as u64
 }
 
 impl CoreState {
@@ -72,8 +79,12 @@ impl CoreState {
             return;
         }
         task.unresolved = 0;
+        for v in [&mut task.arg_ids, &mut task.carried] {
+            v.shrink_to_fit();
+        }
+        task.args.shrink_to_fit();
         self.lineage_bytes += spec_bytes(&task);
-        self.lineage.insert(tid, task);
+        self.lineage.insert(tid, Box::new(task));
         self.lineage_order.push_back(tid);
         while self.lineage_bytes > self.cfg.max_lineage_bytes
             && let Some(old) = self.lineage_order.pop_front()
@@ -178,7 +189,7 @@ impl CoreState {
             Some(t) if t.retries_left == 0 => return Err(unrecoverable(Unrecoverable::RetriesExhausted)),
             Some(_) => {}
         }
-        let mut task = self.lineage.remove(&tid).expect("present above");
+        let mut task = *self.lineage.remove(&tid).expect("present above");
         self.lineage_bytes -= spec_bytes(&task);
         task.retries_left -= 1;
         task.attempts += 1;

@@ -337,7 +337,7 @@ pub struct CoreState {
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
     /// Specs of finished tasks kept to rebuild their lost outputs (see [`lineage`]).
-    lineage: DetMap<TaskId, Task>,
+    lineage: DetMap<TaskId, Box<Task>>,
     /// Kept specs, oldest first (may name specs already dropped).
     lineage_order: VecDeque<TaskId>,
     /// What the kept specs count against `max_lineage_bytes`.

@@ -838,6 +838,9 @@ fn an_object_lost_with_its_node_is_rebuilt_by_running_its_task_again_under_the_s
     st.handle_replies(t0, conn, vec![stored_done(tid)]);
     assert!(matches!(st.status(rid), Some(Status::Ready(Location::Stored(s))) if s.primary == node_b()));
     assert_eq!(st.lineage_kept().0, 1, "the finished task's spec is kept while its output lives");
+    // The budget counts the memory a kept spec holds, not an estimate of its wire size.
+    let counted = st.lineage_kept().1 as usize;
+    assert!(counted >= std::mem::size_of::<super::Task>() + 2 * std::mem::size_of::<TaskId>(), "{counted} bytes");
 
     // Node B dies: its worker and the only copy go; the task runs again.
     st.handle_raylet(t0, FromRaylet::NodeDied { node: node_b() });
