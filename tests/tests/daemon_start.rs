@@ -13,11 +13,40 @@ fn double(x: i64) -> i64 {
     2 * x
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for one test, removed when the test ends (declare it before the
+/// daemon that uses it, so the daemon goes first).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("ares-daemon-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 struct Daemon {
@@ -39,6 +68,14 @@ impl Daemon {
         } else {
             vec!["--worker-program".as_ref(), exe.as_os_str()]
         };
+        // A test that dies by a signal (a SIGBUS, say) takes its daemon with it.
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+                    .map_err(std::io::Error::from)
+            });
+        }
         let mut child = cmd
             .arg("start")
             .arg("--head")
@@ -134,8 +171,6 @@ fn flags_configure_the_daemon_and_a_driver_connects_by_address() {
         wait_for("the daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
     }
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "spill directory removed at shutdown");
-    let _ = std::fs::remove_dir_all(&spill);
-    let _ = std::fs::remove_dir_all(&sessions);
 }
 
 #[test]
@@ -151,7 +186,6 @@ fn environment_variables_configure_the_daemon() {
     assert_eq!(ares::get(&ares::remote(double).call(21)).unwrap(), 42);
     ares::shutdown();
     d.stop();
-    let _ = std::fs::remove_dir_all(&sessions);
 }
 
 #[test]
@@ -179,7 +213,6 @@ fn objects_of_a_driver_that_dies_are_freed() {
     });
     ares::shutdown();
     d.stop();
-    let _ = std::fs::remove_dir_all(&sessions);
 }
 
 #[ares::remote]
@@ -241,7 +274,6 @@ fn calls_fail_typed_when_the_daemon_goes(signal: rustix::process::Signal, name: 
         wait_for("the daemon's workers to exit", Duration::from_secs(30), || !process_alive(w.pid));
     }
     ares::shutdown();
-    let _ = std::fs::remove_dir_all(&sessions);
 }
 
 #[test]
@@ -273,7 +305,7 @@ fn an_unsafe_session_root_is_refused_naming_the_path() {
     let link = std::env::temp_dir().join(format!("ares-daemon-root-link-{}", std::process::id()));
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&open, &link).unwrap();
-    for (root, why) in [(&open, "chmod 700"), (&link, "symbolic link")] {
+    for (root, why) in [(&*open, "chmod 700"), (link.as_path(), "symbolic link")] {
         let out = Command::new(ares_bin())
             .args(["start", "--head", "--port", "0", "--node-ip-address", "127.0.0.1", "--session-root"])
             .arg(root)
@@ -502,10 +534,19 @@ fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
     assert!(conns[0].read_to_end(&mut rest).is_ok(), "the stopped daemon closed its connections");
 }
 
+/// A daemon on a private tmpfs (see [`daemon_on_a_small_tmpfs`]) and its directories.
+struct OnTmpfs {
+    daemon: Daemon,
+    /// The mount point, as this process sees it.
+    shm: Scratch,
+    _sessions: Scratch,
+    /// The mount point as the daemon sees it: its tmpfs.
+    theirs: PathBuf,
+}
+
 /// A daemon whose shared-memory filesystem is a private 64 MiB tmpfs, mounted in a mount
 /// namespace of its own (so nothing else on the machine sees it), with a 48 MiB pool.
-/// Returns it, the mount point, and that directory as the daemon sees it.
-fn daemon_on_a_small_tmpfs(name: &str, extra: &[&str]) -> (Daemon, PathBuf, PathBuf) {
+fn daemon_on_a_small_tmpfs(name: &str, extra: &[&str]) -> OnTmpfs {
     let sessions = scratch(&format!("{name}-sessions"));
     let shm = scratch(&format!("{name}-mnt"));
     let mut cmd = Command::new("unshare");
@@ -527,9 +568,9 @@ fn daemon_on_a_small_tmpfs(name: &str, extra: &[&str]) -> (Daemon, PathBuf, Path
         sessions.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let d = Daemon::start_by(cmd, &args, &[]);
-    let theirs = PathBuf::from(format!("/proc/{}/root{}", d.child.id(), shm.display()));
-    (d, shm, theirs)
+    let daemon = Daemon::start_by(cmd, &args, &[]);
+    let theirs = PathBuf::from(format!("/proc/{}/root{}", daemon.child.id(), shm.display()));
+    OnTmpfs { daemon, shm, _sessions: sessions, theirs }
 }
 
 /// Bytes in use on the filesystem at `dir`.
@@ -541,7 +582,7 @@ fn used_bytes(dir: &Path) -> u64 {
 #[test]
 fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
     let _serial = ares_tests::serial();
-    let (d, shm, theirs) = daemon_on_a_small_tmpfs("shm-full", &[]);
+    let OnTmpfs { daemon: d, shm, theirs, _sessions } = daemon_on_a_small_tmpfs("shm-full", &[]);
     // The pool is sparse until used.
     assert!(used_bytes(&theirs) < 8 << 20, "{} bytes used at start", used_bytes(&theirs));
     connect(&d.socket);
@@ -564,13 +605,13 @@ fn a_full_shared_memory_filesystem_fails_puts_typed_not_with_a_sigbus() {
     drop((small, big));
     ares::shutdown();
     d.stop();
-    let _ = std::fs::remove_dir_all(&shm);
 }
 
 #[test]
 fn a_preallocated_pool_holds_its_memory_from_the_start() {
     let _serial = ares_tests::serial();
-    let (d, shm, theirs) = daemon_on_a_small_tmpfs("shm-prealloc", &["--preallocate-object-store"]);
+    let OnTmpfs { daemon: d, shm: _shm, theirs, _sessions } =
+        daemon_on_a_small_tmpfs("shm-prealloc", &["--preallocate-object-store"]);
     // The whole pool is taken at start, so another program cannot have it.
     assert!(used_bytes(&theirs) >= 48 << 20, "{} bytes used at start", used_bytes(&theirs));
     let filler = theirs.join("filler");
@@ -582,5 +623,4 @@ fn a_preallocated_pool_holds_its_memory_from_the_start() {
     drop(big);
     ares::shutdown();
     d.stop();
-    let _ = std::fs::remove_dir_all(&shm);
 }
