@@ -111,21 +111,32 @@ pub fn write_frame<W: Write>(w: &mut W, kind: u16, payload: &[u8]) -> io::Result
 
 /// Encodes `msg` and writes it as one frame. The caller flushes.
 pub fn write_msg<W: Write, T: Message>(w: &mut W, msg: &T) -> io::Result<()> {
-    let payload = encode(msg);
-    check_outgoing(msg, payload.len())?;
-    write_frame(w, msg.kind(), &payload)
+    write_encoded(w, msg, &encode(msg))
 }
 
-/// Refuses to send a control message over [`CONTROL_FRAME`] (its receiver would close
-/// the connection): the sender's own call fails instead, naming the message.
-pub fn check_outgoing<T: Message>(msg: &T, len: usize) -> io::Result<()> {
-    match T::describe(msg.kind()) {
-        Some((name, Bound::Control)) if len > CONTROL_FRAME => Err(io::Error::new(
+/// Writes `payload`, the encoding of `msg`, as one frame. A control message over
+/// [`CONTROL_FRAME`] is refused here (its receiver would close the connection): the
+/// sender's own call fails instead, naming the message.
+pub fn write_encoded<W: Write, T: Message>(w: &mut W, msg: &T, payload: &[u8]) -> io::Result<()> {
+    if let Some((name, Bound::Control)) = T::describe(msg.kind())
+        && payload.len() > CONTROL_FRAME
+    {
+        return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("a {}::{name} message of {len} bytes is over its limit of {CONTROL_FRAME} bytes", T::FAMILY),
-        )),
-        _ => Ok(()),
+            format!(
+                "a {}::{name} message of {} bytes is over its limit of {CONTROL_FRAME} bytes",
+                T::FAMILY,
+                payload.len()
+            ),
+        ));
     }
+    write_frame(w, msg.kind(), payload)
+}
+
+/// A frame header's payload length and message type.
+pub fn parse_header(header: &[u8; HEADER]) -> (usize, u16) {
+    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+    (len, u16::from_le_bytes([header[4], header[5]]))
 }
 
 /// Decodes a frame's payload as a `T`, checking it holds the type its header named.
@@ -176,8 +187,7 @@ impl<R: Read> FrameReader<R> {
             Err(e) => return Err(e.into()),
         }
         self.inner.read_exact(&mut header[1..])?;
-        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-        let kind = u16::from_le_bytes([header[4], header[5]]);
+        let (len, kind) = parse_header(&header);
         let max = self.first_max.take().unwrap_or(self.max);
         kinds.check(kind, len, max)?;
         // Grow only as bytes arrive: a peer that announces a large frame and sends
@@ -203,15 +213,20 @@ impl<R: Read> FrameReader<R> {
     }
 }
 
-/// One `read`, retried when a signal interrupts it.
-fn read_retrying<R: Read>(r: &mut R, out: &mut [u8]) -> io::Result<usize> {
+/// One `read` of at least a byte, retried when a signal interrupts it; the stream's end
+/// is `UnexpectedEof` (the caller wants more).
+fn read_some<R: Read>(r: &mut R, out: &mut [u8]) -> io::Result<usize> {
     loop {
         match r.read(out) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             other => return other,
         }
     }
 }
+
+/// A read buffer's first size: one page.
+const FIRST_READ_BUFFER: usize = 4096;
 
 /// Largest read buffer: pipelined small frames are read a batch per system call.
 const MAX_READ_BUFFER: usize = 256 << 10;
@@ -247,21 +262,15 @@ impl<R: Read> Buffered<R> {
                 out = &mut out[n..];
                 continue;
             }
-            if out.len() >= self.buf.len().max(4096) {
-                let n = read_retrying(&mut self.inner, out)?;
-                if n == 0 {
-                    return Err(io::ErrorKind::UnexpectedEof.into());
-                }
+            if out.len() >= self.buf.len().max(FIRST_READ_BUFFER) {
+                let n = read_some(&mut self.inner, out)?;
                 out = &mut out[n..];
                 continue;
             }
             if self.buf.is_empty() {
-                self.buf.resize(4096, 0);
+                self.buf.resize(FIRST_READ_BUFFER, 0);
             }
-            let n = read_retrying(&mut self.inner, &mut self.buf)?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
+            let n = read_some(&mut self.inner, &mut self.buf)?;
             (self.pos, self.filled) = (0, n);
             if n == self.buf.len() && self.buf.len() < MAX_READ_BUFFER {
                 // A full read: the peer is sending fast; read more at once next time.
@@ -368,7 +377,7 @@ mod tests {
         write_msg(&mut one, &ToRaylet::GetStats { request_id: 1 }).unwrap();
         let mut r = FrameReader::new(io::Cursor::new(one), 1024);
         assert!(r.read::<ToRaylet>().is_ok());
-        assert_eq!(r.inner.buf.len(), 4096);
+        assert_eq!(r.inner.buf.len(), FIRST_READ_BUFFER);
         // A stream of them: the buffer doubles up to its bound, and every frame arrives.
         let mut many = Vec::new();
         for i in 0..100_000 {

@@ -244,9 +244,8 @@ impl Sender {
     /// Encodes `msg` and queues it as one frame.
     pub fn send<T: Message>(&self, msg: &T) -> io::Result<()> {
         let payload = frame::encode(msg);
-        frame::check_outgoing(msg, payload.len())?;
         let mut buf = Vec::with_capacity(payload.len() + frame::HEADER);
-        frame::write_frame(&mut buf, msg.kind(), &payload)?;
+        frame::write_encoded(&mut buf, msg, &payload)?;
         self.send_framed(&buf)
     }
 

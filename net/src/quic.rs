@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
-use ares_common::frame::{HEADER, Kinds, next_step};
+use ares_common::frame::{HEADER, Kinds, next_step, parse_header};
 use ares_common::hex;
 
 /// Bytes a client sends first on its first stream: a magic tag, the secret, then what
@@ -706,8 +706,7 @@ async fn read_frames(
                     .await;
             }
         }
-        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-        let kind = u16::from_le_bytes([header[4], header[5]]);
+        let (len, kind) = parse_header(&header);
         if let Err(e) = kinds.check(kind, len, bound) {
             return end(e).await;
         }

@@ -503,6 +503,11 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Logs a refusal or failure, at most once per interval (see [`RateLog`]).
+    fn warn_limited(&self, what: std::fmt::Arguments<'_>) {
+        self.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(what);
+    }
+
     /// Closes the connections that have not registered by their deadline.
     fn close_late_hellos(&self, now: Instant) {
         let late: Vec<ClientId> = {
@@ -627,13 +632,14 @@ impl Shared {
 
     /// Reserves the filesystem's pages under `[offset, offset + len)` before the range
     /// is handed to anyone who writes it (see [`ares_object_store::reserve`]), with the
-    /// lock released during the IO. The error names the filesystem and the fix.
+    /// lock released during the IO. The error (`SharedMemoryFull`) names the filesystem
+    /// and the fix; the caller takes the allocation back.
     fn reserve_pages<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
         offset: u64,
         len: u64,
-    ) -> (MutexGuard<'a, State>, Result<(), String>) {
+    ) -> (MutexGuard<'a, State>, Result<(), TaskError>) {
         loop {
             match st.reserved.begin(offset, len) {
                 Reserve::Ready => return (st, Ok(())),
@@ -647,9 +653,8 @@ impl Shared {
                     st.reserved.end(&runs, done.is_ok());
                     self.space.notify_all();
                     if let Err(e) = done {
-                        let mut log = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
-                        log.warn(format_args!("{e}"));
-                        return (st, Err(e.to_string()));
+                        self.warn_limited(format_args!("{e}"));
+                        return (st, Err(TaskError::SharedMemoryFull { requested: len, error: e.to_string() }));
                     }
                 }
             }
@@ -680,10 +685,7 @@ impl Shared {
                     Ok(()) => FromRaylet::ObjectCreated { request_id, offset },
                     Err(error) => {
                         st.node.abort_create(client, object_id);
-                        FromRaylet::CreateFailed {
-                            request_id,
-                            error: TaskError::SharedMemoryFull { requested: size, error },
-                        }
+                        FromRaylet::CreateFailed { request_id, error }
                     }
                 }
             }
@@ -724,7 +726,7 @@ impl Shared {
                     st = g;
                     if let Err(error) = reserved {
                         let _ = st.node.finish_restore(id, client, false, std::time::Duration::ZERO);
-                        break Err(TaskError::SharedMemoryFull { requested: job.size, error });
+                        break Err(error);
                     }
                     drop(st);
                     let started = Instant::now();
@@ -818,7 +820,7 @@ impl TransferHost for Shared {
                 st = g;
                 reserved.map(|()| offset).map_err(|error| {
                     st.node.abort_create(TRANSFER_CLIENT, id);
-                    TaskError::SharedMemoryFull { requested: size, error }.to_string()
+                    error.to_string()
                 })
             }
             Err(e) => Err(st.node.no_space(e).to_string()),
@@ -922,7 +924,7 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
                     return;
                 }
                 // Out of file descriptors, say: wait a little rather than spin on it.
-                shared.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(format_args!("accept failed: {e}"));
+                shared.warn_limited(format_args!("accept failed: {e}"));
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 continue;
             }
@@ -932,7 +934,7 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
         }
         let open = shared.lock().clients.len();
         if open >= shared.max_connections {
-            shared.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(format_args!(
+            shared.warn_limited(format_args!(
                 "refusing a connection: {open} are open, the limit (max_connections, --max-connections) is {}",
                 shared.max_connections
             ));
@@ -945,8 +947,7 @@ fn accept_loop(shared: Arc<Shared>, remote: Option<Arc<Listener>>) {
         let (out, rx) = match conn.split_hello_first::<ToRaylet>(hello, shared.max_frame, OUTBOX_LIMIT) {
             Ok(halves) => halves,
             Err(e) => {
-                let mut log = shared.refusals.lock().unwrap_or_else(|p| p.into_inner());
-                log.warn(format_args!("refusing a connection: {e}"));
+                shared.warn_limited(format_args!("refusing a connection: {e}"));
                 continue;
             }
         };
@@ -978,11 +979,7 @@ fn spawn_serve(shared: Arc<Shared>, client: ClientId, rx: Receiver, remote: bool
         .name("ares-raylet-conn".into())
         .spawn(move || serve(s, client, rx, remote, registered));
     if let Err(e) = spawned {
-        shared
-            .refusals
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .warn(format_args!("closing a connection: no thread for it: {e}"));
+        shared.warn_limited(format_args!("closing a connection: no thread for it: {e}"));
         shared.disconnected(client);
     }
 }
