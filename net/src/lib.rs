@@ -7,6 +7,11 @@
 //! blocks. [`spawn_reader`] runs a receiver on a thread of its own and reports batches and
 //! the connection's end to callbacks.
 //!
+//! A server with many mostly idle Unix connections hands a quiet [`Receiver`] to a
+//! [`Parker`] (one epoll thread) and gets it back, on a new thread, when bytes arrive.
+//! Frames carry their message type, and every receiver bounds a frame by its type
+//! before reading it (see `ares_common::frame`).
+//!
 //! Addresses are [`Endpoint`]s: `Unix(path)` within a node, `Quic { node, addr }` between
 //! nodes. Both give the same [`Sender`] and [`Receiver`]; QUIC connections are
 //! authenticated by the cluster's join token first (see [`quic`]).

@@ -26,7 +26,16 @@ impl Pool {
     pub fn create(dir: &Path, tag: &str, size: u64) -> io::Result<Pool> {
         // A pool the filesystem cannot hold would fail later, as a SIGBUS in whichever
         // process first touches a page past the end of the free space.
-        let fs = rustix::fs::statvfs(dir)?;
+        let fs = rustix::fs::statvfs(dir).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the shared-memory directory {} cannot hold the object store ({e}); \
+                     give an existing memory-backed directory as shm_dir (--shm-dir, ARES_SHM_DIR)",
+                    dir.display()
+                ),
+            )
+        })?;
         let free = fs.f_bavail.saturating_mul(fs.f_frsize);
         if size > free {
             return Err(io::Error::new(
@@ -165,6 +174,8 @@ mod tests {
         assert!(unsafe { other.slice(1 << 20, 1) }.is_err());
         assert!(unsafe { other.slice(u64::MAX, 2) }.is_err());
         assert!(Pool::open(&pool.reopen_path(), 2 << 20).is_err());
+        let e = Pool::create(Path::new("/nonexistent-ares-shm"), &tag, 1 << 20).err().expect("no such directory");
+        assert!(e.to_string().contains("/nonexistent-ares-shm") && e.to_string().contains("shm_dir"), "{e}");
     }
 
     #[test]

@@ -158,9 +158,8 @@ impl Raylet {
         cfg.node.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         ares_net::remove_stale_session_dirs(&cfg.node.session_root);
         let tag = ares_common::hex::encode(&uuid::Uuid::new_v4().as_bytes()[..6]);
-        let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
-        let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
-        let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;
+        // What a bad option makes fail comes first, before anything is left on disk (the
+        // pool file is unlinked at once).
         let pool_size = cfg.node.effective_object_store_memory();
         let pool = Pool::create(&cfg.shm_dir, &tag, pool_size)?;
         let mut reserved = Reservations::new(pool_size);
@@ -170,6 +169,17 @@ impl Raylet {
                 reserved.end(&all, true);
             }
         }
+        let parker = ares_net::Parker::start("ares-raylet-parker")?;
+        let session_dir = ares_net::create_session_dir(&cfg.node.session_root, &tag)?;
+        let socket_path = session_dir.join("raylet.sock").to_string_lossy().into_owned();
+        // Until the raylet exists (its shutdown removes the directory), a failure does.
+        let made = || -> io::Result<(Listener, SpillDirs)> {
+            let listener = Listener::bind(&Endpoint::Unix(socket_path.clone()))?;
+            Ok((listener, SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?))
+        };
+        let (listener, spill_dirs) = made().inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&session_dir);
+        })?;
         let num_cpus = cfg.node.effective_num_cpus();
         let node_id = cfg.node_id.unwrap_or_else(|| NodeId::from_uuid(uuid::Uuid::new_v4()));
         let mut resources = ResourceSet::new().with("CPU", num_cpus as f64);
@@ -195,7 +205,6 @@ impl Raylet {
         let (pull_tx, pull_rx) = mpsc::channel();
         let (construct_tx, construct_rx) = mpsc::channel::<Construct>();
         let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
-        let spill_dirs = SpillDirs::new(&cfg.node.effective_spill_dirs(), &tag)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1, reserved }),
             space: Condvar::new(),
@@ -217,7 +226,7 @@ impl Raylet {
             head_tx: Mutex::new(None),
             identify_timeout: cfg.node.identify_timeout,
             max_connections: cfg.node.max_connections,
-            parker: ares_net::Parker::start("ares-raylet-parker")?,
+            parker,
             refusals: Mutex::new(RateLog { last: None, held: 0 }),
         });
         let mut raylet = Raylet {

@@ -298,6 +298,21 @@ fn a_bad_flag_is_named_in_the_error() {
 }
 
 #[test]
+fn a_missing_shm_dir_is_named_and_leaves_nothing_behind() {
+    let sessions = scratch("bad-shm");
+    let out = Command::new(ares_bin())
+        .args(["start", "--head", "--block", "--port", "0", "--node-ip-address", "127.0.0.1"])
+        .args(["--worker-program", "/bin/true", "--shm-dir", "/nonexistent-ares-shm", "--session-root"])
+        .arg(&*sessions)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent-ares-shm") && err.contains("--shm-dir"), "{err}");
+    assert_eq!(std::fs::read_dir(&sessions).unwrap().count(), 0, "no session directory left behind");
+}
+
+#[test]
 fn an_unsafe_session_root_is_refused_naming_the_path() {
     use std::os::unix::fs::PermissionsExt;
     let open = scratch("root-0777");
