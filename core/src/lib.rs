@@ -48,7 +48,7 @@ pub use ares_common::{ActorId, NodeId};
 pub use ares_common::{Config, WorkerCommand};
 pub use ares_macros::{actor, remote};
 pub use error::{Error, Result, TaskError, Unrecoverable};
-pub use object_ref::{ObjectRef, View};
+pub use object_ref::{InPlace, InPlaceList, ObjectRef, View};
 pub use remote::{IntoArg, MultiFn, PreparedArg, RemoteFn, RemoteFunc, TaskOptions, remote};
 
 use core_worker::{CoreConfig, CoreWorker};

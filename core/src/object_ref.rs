@@ -1,4 +1,5 @@
-//! `ObjectRef<T>`, the typed future, and `View<T>`, a zero-copy read of its value.
+//! `ObjectRef<T>`, the typed future; `View<T>`, a zero-copy read of its value; and
+//! `InPlace<T>` and `InPlaceList<T>`, task arguments read where they lie.
 //!
 //! A ref knows its owner's [`Address`] and encodes as (object ID, owner address, and
 //! where the owner's node serves other nodes), so it can travel inside values: encoding
@@ -209,5 +210,57 @@ impl<T: Value> Deref for View<T> {
     fn deref(&self) -> &T::Archived {
         // SAFETY: validated at construction; the bytes outlive `self` (see the Send impl).
         unsafe { &*self.archived }
+    }
+}
+
+/// A task argument read where it lies (the node's shared-memory store, or the task's
+/// message for a small one), validated but not deserialized: declare a remote
+/// function's parameter as `InPlace<'_, T>` instead of `T` to skip copying a large
+/// value out of the store. The caller passes an `ObjectRef<T>` or a `T` as usual.
+pub struct InPlace<'a, T: Value> {
+    archived: &'a T::Archived,
+}
+
+impl<'a, T: Value> InPlace<'a, T> {
+    /// Validates `bytes`, which the worker hands over aligned (pool allocations and
+    /// copies of inline arguments both are).
+    pub(crate) fn access(bytes: &'a [u8]) -> Result<Self, ares_common::codec::CodecError> {
+        if (bytes.as_ptr() as usize) % ares_common::codec::ALIGN != 0 {
+            return Err(<ares_common::codec::CodecError as Source>::new(Misaligned));
+        }
+        Ok(InPlace { archived: T::access(bytes)? })
+    }
+}
+
+/// The error of an argument whose bytes are not aligned for reading in place.
+#[derive(Debug)]
+struct Misaligned;
+
+impl fmt::Display for Misaligned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the argument's bytes are not {}-byte aligned", ares_common::codec::ALIGN)
+    }
+}
+
+impl std::error::Error for Misaligned {}
+
+impl<T: Value> Deref for InPlace<'_, T> {
+    type Target = T::Archived;
+    fn deref(&self) -> &T::Archived {
+        self.archived
+    }
+}
+
+/// A parameter that takes a list of values, each read in place as [`InPlace`] does:
+/// declare it as `InPlaceList<'_, T>` and pass a `Vec<ObjectRef<T>>`. Each element is
+/// resolved, pinned and mapped on its own, never gathered into one value.
+pub struct InPlaceList<'a, T: Value> {
+    pub(crate) items: Vec<InPlace<'a, T>>,
+}
+
+impl<'a, T: Value> Deref for InPlaceList<'a, T> {
+    type Target = [InPlace<'a, T>];
+    fn deref(&self) -> &[InPlace<'a, T>] {
+        &self.items
     }
 }

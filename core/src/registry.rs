@@ -12,6 +12,7 @@ use hashbrown::HashMap;
 
 use crate::core_worker::CoreWorker;
 use crate::error::TaskError;
+use crate::object_ref::{InPlace, InPlaceList};
 use crate::store_client::Stored;
 
 /// Decodes arguments, runs the function, encodes the result.
@@ -153,6 +154,47 @@ pub(crate) fn lookup_method(name: &str) -> Option<MethodInvoker> {
     TABLE.get_or_init(|| ACTOR_METHODS.iter().map(|f| ((f.name)(), f.invoke)).collect()).get(name).copied()
 }
 
+/// A parameter type of a remote function or actor method: any [`Value`], decoded; an
+/// [`InPlace`] view of one; or an [`InPlaceList`] of values, each read in place.
+pub trait FromArg<'b>: Sized {
+    /// Reads the parameter from the argument values at `args[*next..]` (aligned),
+    /// advancing `next` past those it used.
+    fn from_args(args: &[&'b [u8]], next: &mut usize) -> Result<Self, String>;
+}
+
+/// The next argument value.
+fn take<'b>(args: &[&'b [u8]], next: &mut usize) -> Result<&'b [u8], String> {
+    let bytes = args.get(*next).ok_or_else(|| format!("only {} argument values were sent", args.len()))?;
+    *next += 1;
+    Ok(bytes)
+}
+
+impl<T: Value> FromArg<'_> for T {
+    fn from_args(args: &[&[u8]], next: &mut usize) -> Result<Self, String> {
+        T::decode(take(args, next)?).map_err(|e| e.to_string())
+    }
+}
+
+impl<'b, T: Value> FromArg<'b> for InPlace<'b, T> {
+    fn from_args(args: &[&'b [u8]], next: &mut usize) -> Result<Self, String> {
+        InPlace::access(take(args, next)?).map_err(|e| e.to_string())
+    }
+}
+
+impl<'b, T: Value> FromArg<'b> for InPlaceList<'b, T> {
+    fn from_args(args: &[&'b [u8]], next: &mut usize) -> Result<Self, String> {
+        let n = u32::decode(take(args, next)?).map_err(|e| format!("the list's length: {e}"))? as usize;
+        // The count is checked against what was sent before anything is sized by it.
+        let left = args.len() - *next;
+        if n > left {
+            return Err(format!("a list of {n} values, but only {left} argument values follow"));
+        }
+        let items: Result<Vec<_>, String> =
+            (0..n).map(|_| InPlace::access(take(args, next)?).map_err(|e| e.to_string())).collect();
+        Ok(InPlaceList { items: items? })
+    }
+}
+
 /// What an invoker may use while running one task.
 pub struct TaskContext<'a> {
     pub(crate) cw: &'a CoreWorker,
@@ -163,8 +205,9 @@ pub struct TaskContext<'a> {
     pub(crate) num_returns: u32,
 }
 impl TaskContext<'_> {
-    /// Decodes argument `i` as a `T`.
-    pub fn decode_arg<T: Value>(&self, args: &[&[u8]], i: usize) -> Result<T, Outcome> {
+    /// Decodes parameter `i` as a `T` (or reads it in place, for an [`InPlace`]) from the
+    /// argument values at `args[*next..]`.
+    pub fn decode_arg<'b, T: FromArg<'b>>(&self, args: &[&'b [u8]], next: &mut usize, i: usize) -> Result<T, Outcome> {
         let decode_error = |reason: String| {
             Outcome::Failed(TaskError::Decode {
                 function: self.function.to_string(),
@@ -172,8 +215,7 @@ impl TaskContext<'_> {
                 reason,
             })
         };
-        let bytes = args.get(i).ok_or_else(|| decode_error(format!("only {} arguments were sent", args.len())))?;
-        T::decode(bytes).map_err(|e| decode_error(e.to_string()))
+        T::from_args(args, next).map_err(decode_error)
     }
 
     /// The outcome of a function that panicked.
@@ -303,5 +345,40 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded<T: Value>(v: &T) -> ares_common::codec::Bytes {
+        v.encode().unwrap()
+    }
+
+    #[test]
+    fn a_list_longer_than_the_values_sent_is_refused_before_allocating() {
+        let count = encoded(&1_000_000_000u32);
+        let one = encoded(&vec![1u8, 2]);
+        let args: Vec<&[u8]> = vec![&count, &one];
+        let err = InPlaceList::<Vec<u8>>::from_args(&args, &mut 0).err().expect("refused");
+        assert!(err.contains("1000000000") && err.contains("only 1"), "{err}");
+    }
+
+    #[test]
+    fn parameters_take_argument_values_in_order() {
+        let (count, a, b, tag) =
+            (encoded(&2u32), encoded(&vec![1u8]), encoded(&vec![2u8, 3]), encoded(&"x".to_string()));
+        let args: Vec<&[u8]> = vec![&count, &a, &b, &tag];
+        let mut next = 0;
+        let list = InPlaceList::<Vec<u8>>::from_args(&args, &mut next).unwrap();
+        assert_eq!(list.iter().map(|v| v.len()).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(String::from_args(&args, &mut next).unwrap(), "x");
+        assert_eq!(next, 4);
+        let missing = u8::from_args(&args, &mut next).expect_err("nothing left");
+        assert!(missing.contains("only 4 argument values"), "{missing}");
+        // A count that is not a u32 (one byte) names the list's length.
+        let bad = InPlaceList::<Vec<u8>>::from_args(&[&encoded(&7u8)], &mut 0).err().expect("refused");
+        assert!(bad.contains("length"), "{bad}");
     }
 }

@@ -9,7 +9,7 @@ use ares_common::{NodeId, ResourceSet};
 
 use crate::capture::{Captured, capture, without_borrowing};
 use crate::core_worker::ArgSpec;
-use crate::object_ref::{ObjectRef, RefInner};
+use crate::object_ref::{InPlace, InPlaceList, ObjectRef, RefInner};
 use crate::state::{Submit, Target};
 
 /// Per-call options: resources held while the task runs, its retry budget and where it
@@ -99,6 +99,9 @@ pub trait RemoteFunc<Args>: Copy + 'static {
 /// An argument made ready for submission. Opaque.
 pub struct PreparedArg {
     spec: Result<ArgSpec, String>,
+    /// Values that follow `spec` on the wire: the elements of a list read in place
+    /// (`InPlaceList<T>`), whose `spec` is their count.
+    rest: Vec<ArgSpec>,
     holds: Vec<Arc<RefInner>>,
     captured: Captured,
 }
@@ -134,7 +137,10 @@ pub(crate) fn prepare(args: Vec<PreparedArg>) -> (Vec<ArgSpec>, Keep, Option<(us
         keep.refs.extend(a.holds);
         keep.captured.extend(a.captured);
         match a.spec {
-            Ok(s) => specs.push(s),
+            Ok(s) => {
+                specs.push(s);
+                specs.extend(a.rest);
+            }
             Err(reason) => {
                 error.get_or_insert((i, reason));
             }
@@ -153,13 +159,23 @@ pub trait IntoArg<A> {
 impl<A: Value> IntoArg<A> for A {
     fn into_arg(self) -> PreparedArg {
         let (encoded, captured) = capture(|| self.encode());
-        PreparedArg { spec: encoded.map(ArgSpec::Value).map_err(|e| e.to_string()), holds: Vec::new(), captured }
+        PreparedArg {
+            spec: encoded.map(ArgSpec::Value).map_err(|e| e.to_string()),
+            rest: Vec::new(),
+            holds: Vec::new(),
+            captured,
+        }
     }
 }
 
 impl<A> IntoArg<A> for ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
-        PreparedArg { spec: Ok(ArgSpec::Ref(self.inner.id)), holds: vec![self.inner], captured: Captured::default() }
+        PreparedArg {
+            spec: Ok(ArgSpec::Ref(self.inner.id)),
+            rest: Vec::new(),
+            holds: vec![self.inner],
+            captured: Captured::default(),
+        }
     }
 }
 
@@ -167,7 +183,41 @@ impl<A> IntoArg<A> for &ObjectRef<A> {
     fn into_arg(self) -> PreparedArg {
         PreparedArg {
             spec: Ok(ArgSpec::Ref(self.inner.id)),
+            rest: Vec::new(),
             holds: vec![self.inner.clone()],
+            captured: Captured::default(),
+        }
+    }
+}
+
+// A parameter read in place (`InPlace<'_, T>`) is passed as a `T` or a ref to one.
+impl<T: Value> IntoArg<InPlace<'_, T>> for T {
+    fn into_arg(self) -> PreparedArg {
+        IntoArg::<T>::into_arg(self)
+    }
+}
+
+impl<T: Value> IntoArg<InPlace<'_, T>> for ObjectRef<T> {
+    fn into_arg(self) -> PreparedArg {
+        IntoArg::<T>::into_arg(self)
+    }
+}
+
+impl<T: Value> IntoArg<InPlace<'_, T>> for &ObjectRef<T> {
+    fn into_arg(self) -> PreparedArg {
+        IntoArg::<T>::into_arg(self)
+    }
+}
+
+// A list read in place (`InPlaceList<'_, T>`) travels as its count, then one value per
+// element, each resolved and pinned on its own: nothing is gathered or copied.
+impl<T: Value> IntoArg<InPlaceList<'_, T>> for Vec<ObjectRef<T>> {
+    fn into_arg(self) -> PreparedArg {
+        let count = u32::try_from(self.len()).map_err(|_| format!("a list of {} refs is too long", self.len()));
+        PreparedArg {
+            spec: count.and_then(|n| n.encode().map(ArgSpec::Value).map_err(|e| e.to_string())),
+            rest: self.iter().map(|r| ArgSpec::Ref(r.inner.id)).collect(),
+            holds: self.into_iter().map(|r| r.inner).collect(),
             captured: Captured::default(),
         }
     }
@@ -193,6 +243,7 @@ where
         let ids = self.iter().map(|r| r.inner.id).collect();
         PreparedArg {
             spec: Ok(ArgSpec::Gather { ids, combine: gather::<T> }),
+            rest: Vec::new(),
             holds: self.into_iter().map(|r| r.inner).collect(),
             captured: Captured::default(),
         }

@@ -14,6 +14,10 @@ use ares_object_store::Pool;
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
 
+/// Objects this large have their pages mapped in one call before they are written
+/// (see `Pool::populate_write`); smaller ones take their few faults.
+const POPULATE_MIN: usize = 256 << 10;
+
 /// Where [`StoreClient::store_value`] put a value.
 pub(crate) enum Stored {
     /// Small: encoded in memory, to travel inline.
@@ -87,6 +91,9 @@ impl StoreClient {
             return Ok(Stored::Inline(value.encode().map_err(|e| Error::Encode(e.to_string()))?));
         }
         let offset = self.create(id, len as u64, owner)?;
+        if len >= POPULATE_MIN {
+            self.pool.populate_write(offset, len as u64);
+        }
         // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
         let dst =
             unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;

@@ -99,6 +99,25 @@ impl Pool {
         }
     }
 
+    /// Maps `[offset, offset + len)` writable into this process's page tables in one
+    /// call (`MADV_POPULATE_WRITE`), before a large write: one fault per 4 KiB page
+    /// costs about 2 µs on a VM, several times the batch's cost. Best effort: a kernel
+    /// without it (before 5.14), or a range not reserved, is left to fault as before.
+    pub fn populate_write(&self, offset: u64, len: u64) {
+        let Ok(start) = self.check(offset, len) else { return };
+        let page = rustix::param::page_size();
+        let (lo, hi) = (start / page * page, (start + len as usize).div_ceil(page) * page);
+        let hi = hi.min(self.size as usize);
+        if hi <= lo {
+            return;
+        }
+        // SAFETY: the range lies inside our mapping; populating only faults its pages in,
+        // it changes no byte.
+        let _ = unsafe {
+            rustix::mm::madvise(self.map.as_mut_ptr().add(lo).cast(), hi - lo, rustix::mm::Advice::LinuxPopulateWrite)
+        };
+    }
+
     /// Opens a pool made by another process of this node.
     pub fn open(path: &str, size: u64) -> io::Result<Pool> {
         let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;

@@ -1,5 +1,7 @@
 //! Element types, typed buffers and chunks: the values chunk tasks exchange.
 
+use std::borrow::Cow;
+
 use ndarray::{ArrayD, IxDyn};
 
 /// An element type (numpy's names).
@@ -142,6 +144,8 @@ pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd {
     fn wrap(v: Vec<Self>) -> Buf;
     /// The vector inside a buffer of this type.
     fn unwrap(b: &Buf) -> Option<&Vec<Self>>;
+    /// The vector of a buffer of this type, taken out.
+    fn into_vec(b: Buf) -> Option<Vec<Self>>;
 }
 
 macro_rules! num_elem {
@@ -170,6 +174,12 @@ macro_rules! num_elem {
                 Buf::$d(v)
             }
             fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+                match b {
+                    Buf::$d(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_vec(b: Buf) -> Option<Vec<Self>> {
                 match b {
                     Buf::$d(v) => Some(v),
                     _ => None,
@@ -205,6 +215,12 @@ impl Elem for bool {
     }
     fn wrap(v: Vec<Self>) -> Buf {
         Buf::Bool(v)
+    }
+    fn into_vec(b: Buf) -> Option<Vec<Self>> {
+        match b {
+            Buf::Bool(v) => Some(v),
+            _ => None,
+        }
     }
     fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
         match b {
@@ -384,6 +400,101 @@ pub fn elements_in_place<T: Elem>(c: &ArchivedChunk) -> Option<&[T]> {
     // layout of the native type, and the pointer was checked to be aligned for `T`. The
     // slice borrows `c`, which the caller keeps alive.
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), len) })
+}
+
+/// A chunk a kernel reads: decoded, or archived where it lies (in the object store, when
+/// a task declares its input `InPlace`), so a large input is not copied out whole first.
+#[derive(Clone, Copy)]
+pub enum ChunkRef<'a> {
+    /// A decoded chunk.
+    Owned(&'a Chunk),
+    /// An archived chunk, read in place.
+    Archived(&'a ArchivedChunk),
+}
+
+impl<'a> From<&'a Chunk> for ChunkRef<'a> {
+    fn from(c: &'a Chunk) -> Self {
+        ChunkRef::Owned(c)
+    }
+}
+
+impl<'a> From<&'a ArchivedChunk> for ChunkRef<'a> {
+    fn from(c: &'a ArchivedChunk) -> Self {
+        ChunkRef::Archived(c)
+    }
+}
+
+impl<'a> ChunkRef<'a> {
+    /// The extent of each dimension.
+    pub fn shape(&self) -> Vec<u64> {
+        match self {
+            ChunkRef::Owned(c) => c.shape.clone(),
+            ChunkRef::Archived(c) => c.shape.iter().map(|d| d.to_native()).collect(),
+        }
+    }
+
+    /// Whether its shape is `shape`.
+    pub fn shape_is(&self, shape: &[u64]) -> bool {
+        match self {
+            ChunkRef::Owned(c) => c.shape == shape,
+            ChunkRef::Archived(c) => {
+                c.shape.len() == shape.len() && c.shape.iter().zip(shape).all(|(a, b)| a.to_native() == *b)
+            }
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            ChunkRef::Owned(c) => c.dtype(),
+            ChunkRef::Archived(c) => match &c.data {
+                ArchivedBuf::Bool(_) => DType::Bool,
+                ArchivedBuf::I32(_) => DType::I32,
+                ArchivedBuf::I64(_) => DType::I64,
+                ArchivedBuf::F32(_) => DType::F32,
+                ArchivedBuf::F64(_) => DType::F64,
+            },
+        }
+    }
+
+    /// Elements `start..end`, copied.
+    pub fn slice(&self, start: usize, end: usize) -> Buf {
+        match self {
+            ChunkRef::Owned(c) => c.data.slice(start, end),
+            ChunkRef::Archived(c) => match &c.data {
+                ArchivedBuf::Bool(v) => Buf::Bool(v[start..end].to_vec()),
+                ArchivedBuf::I32(v) => Buf::I32(v[start..end].iter().map(|x| x.to_native()).collect()),
+                ArchivedBuf::I64(v) => Buf::I64(v[start..end].iter().map(|x| x.to_native()).collect()),
+                ArchivedBuf::F32(v) => Buf::F32(v[start..end].iter().map(|x| x.to_native()).collect()),
+                ArchivedBuf::F64(v) => Buf::F64(v[start..end].iter().map(|x| x.to_native()).collect()),
+            },
+        }
+    }
+
+    /// All elements as `T`: borrowed where they already are `T` in native layout,
+    /// otherwise converted (numpy's `astype`).
+    pub fn elements<T: Elem>(&self) -> Cow<'a, [T]> {
+        let whole = match *self {
+            ChunkRef::Owned(c) => match T::unwrap(&c.data) {
+                Some(v) => return Cow::Borrowed(v),
+                None => c.data.clone(),
+            },
+            ChunkRef::Archived(c) => match elements_in_place::<T>(c) {
+                Some(v) => return Cow::Borrowed(v),
+                None => {
+                    let n = match &c.data {
+                        ArchivedBuf::Bool(v) => v.len(),
+                        ArchivedBuf::I32(v) => v.len(),
+                        ArchivedBuf::I64(v) => v.len(),
+                        ArchivedBuf::F32(v) => v.len(),
+                        ArchivedBuf::F64(v) => v.len(),
+                    };
+                    self.slice(0, n)
+                }
+            },
+        };
+        Cow::Owned(T::into_vec(whole.cast(T::DTYPE)).expect("cast to T"))
+    }
 }
 
 /// Number of elements of `shape`.

@@ -10,7 +10,7 @@
 //!    operations, slicing, rechunking, concatenation, reshapes and a trailing reduction
 //!    over a whole last axis are fused into one [`Program`] per chunk; reductions become
 //!    trees of partial results combined `combine_size` at a time; matrix products become
-//!    chains of GEMM tasks per output block.
+//!    one GEMM task per output block (chained beyond `GEMM_PAIRS` products).
 //! 3. **Run** the graph depth-first: among the chunk tasks whose inputs have been
 //!    submitted, the one of the deepest tensor goes first (then the higher level of a
 //!    reduction tree, then the smaller output), so consumers run as soon as they can and
@@ -24,10 +24,10 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ares::ObjectRef;
+use ares::{InPlace, InPlaceList, ObjectRef};
 use ndarray::{ArrayD, IxDyn};
 
-use crate::data::{Chunk, DType, Elem, Scalar, numel};
+use crate::data::{Chunk, ChunkRef, DType, Elem, Scalar, numel};
 use crate::kernel::{BinOp, LinOp, Node, Partial, Program, ReduceOp};
 use crate::tensor::{Factor, Op, Result, Tensor, TensorError, grid_indices, squeeze_chunks};
 
@@ -103,12 +103,12 @@ fn keep_heap() {
     });
 }
 
-fn run_map(p: Program, inputs: &[&Chunk]) -> Chunk {
+fn run_map(p: Program, inputs: &[ChunkRef<'_>]) -> Chunk {
     keep_heap();
     p.run(inputs).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn run_reduce(p: Program, r: ReduceSpec, inputs: &[&Chunk]) -> Partial {
+fn run_reduce(p: Program, r: ReduceSpec, inputs: &[ChunkRef<'_>]) -> Partial {
     keep_heap();
     if r.axes.is_empty() {
         return p.run_reduce(r.op, inputs).unwrap_or_else(|e| panic!("{e}"));
@@ -144,29 +144,37 @@ pub(crate) fn link() {
     std::hint::black_box(map0 as fn(Program) -> Chunk);
 }
 
+// Chunk inputs are read in place from the store (`InPlace`): a kernel copies only the
+// blocks it works on, not each input whole first.
 #[ares::remote]
 fn map0(p: Program) -> Chunk {
     run_map(p, &[])
 }
 #[ares::remote]
-fn map1(p: Program, a: Chunk) -> Chunk {
-    run_map(p, &[&a])
+fn map1(p: Program, a: InPlace<'_, Chunk>) -> Chunk {
+    run_map(p, &[(&*a).into()])
 }
 #[ares::remote]
-fn map2(p: Program, a: Chunk, b: Chunk) -> Chunk {
-    run_map(p, &[&a, &b])
+fn map2(p: Program, a: InPlace<'_, Chunk>, b: InPlace<'_, Chunk>) -> Chunk {
+    run_map(p, &[(&*a).into(), (&*b).into()])
 }
 #[ares::remote]
-fn map3(p: Program, a: Chunk, b: Chunk, c: Chunk) -> Chunk {
-    run_map(p, &[&a, &b, &c])
+fn map3(p: Program, a: InPlace<'_, Chunk>, b: InPlace<'_, Chunk>, c: InPlace<'_, Chunk>) -> Chunk {
+    run_map(p, &[(&*a).into(), (&*b).into(), (&*c).into()])
 }
 #[ares::remote]
-fn map4(p: Program, a: Chunk, b: Chunk, c: Chunk, d: Chunk) -> Chunk {
-    run_map(p, &[&a, &b, &c, &d])
+fn map4(
+    p: Program,
+    a: InPlace<'_, Chunk>,
+    b: InPlace<'_, Chunk>,
+    c: InPlace<'_, Chunk>,
+    d: InPlace<'_, Chunk>,
+) -> Chunk {
+    run_map(p, &[(&*a).into(), (&*b).into(), (&*c).into(), (&*d).into()])
 }
 #[ares::remote]
-fn mapn(p: Program, inputs: Vec<Chunk>) -> Chunk {
-    let refs: Vec<&Chunk> = inputs.iter().collect();
+fn mapn(p: Program, inputs: InPlaceList<'_, Chunk>) -> Chunk {
+    let refs: Vec<ChunkRef<'_>> = inputs.iter().map(|c| ChunkRef::Archived(c)).collect();
     run_map(p, &refs)
 }
 #[ares::remote]
@@ -174,31 +182,34 @@ fn reduce0(p: Program, r: ReduceSpec) -> Partial {
     run_reduce(p, r, &[])
 }
 #[ares::remote]
-fn reduce1(p: Program, r: ReduceSpec, a: Chunk) -> Partial {
-    run_reduce(p, r, &[&a])
+fn reduce1(p: Program, r: ReduceSpec, a: InPlace<'_, Chunk>) -> Partial {
+    run_reduce(p, r, &[(&*a).into()])
 }
 #[ares::remote]
-fn reduce2(p: Program, r: ReduceSpec, a: Chunk, b: Chunk) -> Partial {
-    run_reduce(p, r, &[&a, &b])
+fn reduce2(p: Program, r: ReduceSpec, a: InPlace<'_, Chunk>, b: InPlace<'_, Chunk>) -> Partial {
+    run_reduce(p, r, &[(&*a).into(), (&*b).into()])
 }
 #[ares::remote]
-fn reducen(p: Program, r: ReduceSpec, inputs: Vec<Chunk>) -> Partial {
-    let refs: Vec<&Chunk> = inputs.iter().collect();
+fn reducen(p: Program, r: ReduceSpec, inputs: InPlaceList<'_, Chunk>) -> Partial {
+    let refs: Vec<ChunkRef<'_>> = inputs.iter().map(|c| ChunkRef::Archived(c)).collect();
     run_reduce(p, r, &refs)
 }
 
-/// `a · b` of two 2-d chunks, each optionally transposed (`flags` bit 0: `a`, bit 1: `b`).
+/// `Σₖ aₖ · bₖ` of 2-d chunks given as `[acc,] a₀, b₀, a₁, b₁, …` (with an odd count,
+/// the first is an accumulator added to the sum), one `flags` per pair (`linalg::TRANS_A`,
+/// …). One task sums over several chunks of the shared dimension, so the partial sums
+/// between them never go through the store.
 #[ares::remote]
-fn gemm(a: Chunk, b: Chunk, flags: u8) -> Chunk {
+fn gemm(operands: InPlaceList<'_, Chunk>, flags: Vec<u8>) -> Chunk {
     keep_heap();
-    crate::linalg::gemm(None, a, b, flags)
-}
-
-/// `acc + a · b`.
-#[ares::remote]
-fn gemm_acc(acc: Chunk, a: Chunk, b: Chunk, flags: u8) -> Chunk {
-    keep_heap();
-    crate::linalg::gemm(Some(acc), a, b, flags)
+    let (acc, rest) = match operands.len() % 2 {
+        1 => (Some(ChunkRef::Archived(&operands[0])), &operands[1..]),
+        _ => (None, &operands[..]),
+    };
+    assert_eq!(rest.len(), 2 * flags.len(), "gemm takes a pair of chunks per flag");
+    let pairs: Vec<_> =
+        rest.chunks(2).zip(&flags).map(|(p, &f)| (ChunkRef::Archived(&p[0]), ChunkRef::Archived(&p[1]), f)).collect();
+    crate::linalg::gemm(acc, &pairs)
 }
 
 /// Combines partials of one output chunk.
@@ -221,6 +232,12 @@ fn finish(p: Partial, x_dtype: DType, shape: Vec<u64>) -> Chunk {
 }
 
 // ---------------------------------------------------------------------- the chunk graph
+
+/// Products summed by one GEMM task at most. Every task more in a chain costs a partial
+/// sum written to the store and read back (for 1000² chunks an 8 MB copy each way plus
+/// 2048 page faults, ~12% of the product's time); every product more pins two more
+/// input chunks while the task runs.
+const GEMM_PAIRS: usize = 8;
 
 /// A chunk task's result.
 #[derive(Clone)]
@@ -252,8 +269,8 @@ enum Task {
     Reduce(Program, ReduceSpec),
     Combine,
     Finish(DType, Vec<u64>),
-    Gemm(u8),
-    GemmAcc(u8),
+    /// `[acc +] Σ aₖ · bₖ`, one flags byte per pair (see [`gemm`]).
+    Gemm(Vec<u8>),
 }
 
 struct PlanOp {
@@ -492,7 +509,7 @@ impl<'s> Plan<'s> {
     }
 
     /// Blocked matrix product: each output block is a chain of GEMM tasks over the shared
-    /// dimension's chunks. `a · aᵀ` computes only the upper block triangle and reads the
+    /// dimension's chunks, [`GEMM_PAIRS`] products per task. `a · aᵀ` computes only the upper block triangle and reads the
     /// lower blocks as transposes of upper ones (numpy uses `syrk` for this case too).
     fn tile_matmul(&mut self, t: &Tensor, a: &Tensor, b: &Tensor, depth: u32) -> Result<Vec<Src>> {
         // A transposed operand is its operand's chunks, read transposed.
@@ -525,14 +542,18 @@ impl<'s> Plan<'s> {
                 let diag = if symmetric && i == j { crate::linalg::UPPER } else { 0 };
                 let last = |k: usize| if diag != 0 && k + 1 == kk { crate::linalg::MIRROR } else { 0 };
                 let size = numel(&chunk_shape(t, &[i, j])) as u64 * 8;
-                let mut acc = None;
-                for k in 0..kk {
-                    let (x, y) = (at(i, k), bt(k, j));
-                    let flags = u8::from(x.t) | (u8::from(y.t) << 1) | diag | last(k);
-                    acc = Some(match acc {
-                        None => self.add(Task::Gemm(flags), vec![x.op, y.op], depth, 0, size),
-                        Some(prev) => self.add(Task::GemmAcc(flags), vec![prev, x.op, y.op], depth, 0, size),
-                    });
+                // Groups of the shared dimension's chunks, one task each, chained through
+                // an accumulator.
+                let mut acc: Option<usize> = None;
+                for ks in (0..kk).collect::<Vec<_>>().chunks(GEMM_PAIRS) {
+                    let mut inputs: Vec<usize> = acc.into_iter().collect();
+                    let mut flags = Vec::with_capacity(ks.len());
+                    for &k in ks {
+                        let (x, y) = (at(i, k), bt(k, j));
+                        inputs.extend([x.op, y.op]);
+                        flags.push(u8::from(x.t) | (u8::from(y.t) << 1) | diag | last(k));
+                    }
+                    acc = Some(self.add(Task::Gemm(flags), inputs, depth, 0, size));
                 }
                 out[i * n + j] = Some(Src { op: acc.expect("the shared dimension has a chunk"), t: false });
             }
@@ -927,15 +948,7 @@ impl<'s> Plan<'s> {
             Task::Finish(dtype, shape) => {
                 Obj::Chunk(ares::remote(finish).options(o.clone()).call(ins[0].part(), dtype, shape))
             }
-            Task::Gemm(flags) => {
-                Obj::Chunk(ares::remote(gemm).options(o.clone()).call(ins[0].chunk(), ins[1].chunk(), flags))
-            }
-            Task::GemmAcc(flags) => Obj::Chunk(ares::remote(gemm_acc).options(o.clone()).call(
-                ins[0].chunk(),
-                ins[1].chunk(),
-                ins[2].chunk(),
-                flags,
-            )),
+            Task::Gemm(flags) => Obj::Chunk(ares::remote(gemm).options(o.clone()).call(chunks(), flags)),
         }
     }
 }

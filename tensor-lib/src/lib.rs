@@ -37,13 +37,13 @@ pub mod kernel;
 mod linalg;
 mod tensor;
 
-pub use data::{Chunk, DType, Elem, Scalar, elements_in_place};
+pub use data::{Chunk, ChunkRef, DType, Elem, Scalar, elements_in_place};
 pub use exec::{Progress, ReduceSpec, Session, scalar};
 
 /// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
 /// single-threaded), exposed for benchmarks.
-pub fn chunk_matmul(a: Chunk, b: Chunk) -> Chunk {
-    linalg::gemm(None, a, b, 0)
+pub fn chunk_matmul(a: &Chunk, b: &Chunk) -> Chunk {
+    linalg::gemm(None, &[(a.into(), b.into(), 0)])
 }
 pub use kernel::ReduceOp;
 

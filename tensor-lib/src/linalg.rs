@@ -3,7 +3,7 @@
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use crate::data::{Buf, Chunk, DType};
+use crate::data::{Buf, Chunk, ChunkRef, DType};
 
 /// A row-major `rows × cols` slice as a faer view (a column-major view, transposed).
 fn view<T>(v: &[T], rows: usize, cols: usize, transpose: bool) -> MatRef<'_, T> {
@@ -11,8 +11,8 @@ fn view<T>(v: &[T], rows: usize, cols: usize, transpose: bool) -> MatRef<'_, T> 
     if transpose { m.transpose() } else { m }
 }
 
-fn dims(c: &Chunk, transpose: bool) -> (usize, usize) {
-    let (r, k) = (c.shape[0] as usize, c.shape[1] as usize);
+fn dims(shape: &[u64], transpose: bool) -> (usize, usize) {
+    let (r, k) = (shape[0] as usize, shape[1] as usize);
     if transpose { (k, r) } else { (r, k) }
 }
 
@@ -25,55 +25,72 @@ pub(crate) const UPPER: u8 = 4;
 /// Flag: with `UPPER`, this is the last step: copy the upper half into the lower one.
 pub(crate) const MIRROR: u8 = 8;
 
-/// `acc + a · b` (or `a · b` without `acc`), as the flags above say.
+/// `acc + Σₖ aₖ · bₖ` (without `acc`, the sum alone) over `pairs`, each pair's operands
+/// transposed as its flags say. With `UPPER` (on every pair) only the upper triangle is
+/// computed; `MIRROR` on the last pair then copies it into the lower one.
+/// The operands are read where they lie; `acc` is copied into the result.
 /// Panics on chunks that are not 2-d or do not conform (the planner never makes them).
-pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
-    let dtype = DType::promote(a.dtype(), b.dtype());
-    if !dtype.is_float() {
-        return gemm_int(acc, a, b, flags, dtype);
+pub(crate) fn gemm(acc: Option<ChunkRef<'_>>, pairs: &[(ChunkRef<'_>, ChunkRef<'_>, u8)]) -> Chunk {
+    let (a0, b0, f0) = pairs.first().copied().expect("a product has at least one pair");
+    let (m, _) = dims(&a0.shape(), f0 & TRANS_A != 0);
+    let (_, n) = dims(&b0.shape(), f0 & TRANS_B != 0);
+    let mut dtype = DType::promote(a0.dtype(), b0.dtype());
+    for (a, b, _) in pairs {
+        dtype = DType::promote(dtype, DType::promote(a.dtype(), b.dtype()));
     }
-    let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
-    let (upper, mirror) = (flags & UPPER != 0, flags & MIRROR != 0);
-    let (m, k) = dims(&a, ta);
-    let (k2, n) = dims(&b, tb);
-    assert_eq!(k, k2, "gemm of {:?} and {:?} (flags {flags}) does not conform", a.shape, b.shape);
-    let single = a.dtype() == DType::F32 && b.dtype() == DType::F32;
     let shape = vec![m as u64, n as u64];
-    let (ar, ac, br, bc) = (a.shape[0] as usize, a.shape[1] as usize, b.shape[0] as usize, b.shape[1] as usize);
+    // Each pair's operands, checked to conform, with their row-major extents.
+    let operands = pairs.iter().map(|&(a, b, flags)| {
+        let (a_shape, b_shape) = (a.shape(), b.shape());
+        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+        let ((am, k), (k2, bn)) = (dims(&a_shape, ta), dims(&b_shape, tb));
+        assert!(
+            k == k2 && am == m && bn == n,
+            "gemm of {a_shape:?} and {b_shape:?} (flags {flags}) does not conform to a {m}×{n} result"
+        );
+        (a, b, flags, [a_shape[0] as usize, a_shape[1] as usize, b_shape[0] as usize, b_shape[1] as usize])
+    });
+    if !dtype.is_float() {
+        return gemm_int(acc, operands, m, n, dtype);
+    }
+    let mirror = pairs.last().is_some_and(|p| p.2 & UPPER != 0 && p.2 & MIRROR != 0);
     macro_rules! run {
         ($t:ty, $wrap:ident) => {{
-            let (Buf::$wrap(av), Buf::$wrap(bv)) = (a.data.cast(DType::$wrap), b.data.cast(DType::$wrap)) else {
-                unreachable!("cast above")
+            let mut first = true;
+            let mut out = match acc {
+                Some(c) => {
+                    first = false;
+                    c.elements::<$t>().into_owned()
+                }
+                None => vec![0 as $t; m * n],
             };
-            let (mut out, accum) = match acc {
-                Some(c) => match c.data.cast(DType::$wrap) {
-                    Buf::$wrap(v) => (v, Accum::Add),
-                    _ => unreachable!("cast above"),
-                },
-                None => (vec![0 as $t; m * n], Accum::Replace),
-            };
-            let dst: MatMut<'_, $t> = MatMut::from_column_major_slice_mut(&mut out, n, m).transpose_mut();
-            let (lhs, rhs) = (view(&av, ar, ac, ta), view(&bv, br, bc, tb));
-            if upper {
-                use faer::linalg::matmul::triangular::{
-                    BlockStructure::{Rectangular, TriangularUpper},
-                    matmul,
-                };
-                matmul(dst, TriangularUpper, accum, lhs, Rectangular, rhs, Rectangular, 1.0 as $t, Par::Seq);
-                if mirror {
-                    for i in 0..m {
-                        for j in 0..i {
-                            out[i * n + j] = out[j * n + i];
-                        }
+            for (a, b, flags, [ar, ac, br, bc]) in operands {
+                let (av, bv) = (a.elements::<$t>(), b.elements::<$t>());
+                let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+                let accum = if std::mem::take(&mut first) { Accum::Replace } else { Accum::Add };
+                let dst: MatMut<'_, $t> = MatMut::from_column_major_slice_mut(&mut out, n, m).transpose_mut();
+                let (lhs, rhs) = (view(&av, ar, ac, ta), view(&bv, br, bc, tb));
+                if flags & UPPER != 0 {
+                    use faer::linalg::matmul::triangular::{
+                        BlockStructure::{Rectangular, TriangularUpper},
+                        matmul,
+                    };
+                    matmul(dst, TriangularUpper, accum, lhs, Rectangular, rhs, Rectangular, 1.0 as $t, Par::Seq);
+                } else {
+                    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0 as $t, Par::Seq);
+                }
+            }
+            if mirror {
+                for i in 0..m {
+                    for j in 0..i {
+                        out[i * n + j] = out[j * n + i];
                     }
                 }
-            } else {
-                faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0 as $t, Par::Seq);
             }
             Chunk { shape, data: Buf::$wrap(out) }
         }};
     }
-    if single { run!(f32, F32) } else { run!(f64, F64) }
+    if dtype == DType::F32 { run!(f32, F32) } else { run!(f64, F64) }
 }
 
 /// [`gemm`] of integer or boolean chunks, as numpy computes them: integers accumulate
@@ -81,29 +98,32 @@ pub(crate) fn gemm(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8) -> Chunk {
 /// same bits), and a boolean product is true where some `a[i, k] && b[k, j]` is (an
 /// accumulated sum that is not zero). Every block is computed in full (the symmetric
 /// halving of `UPPER` is a float-speed concern).
-fn gemm_int(acc: Option<Chunk>, a: Chunk, b: Chunk, flags: u8, dtype: DType) -> Chunk {
-    let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
-    let (m, k) = dims(&a, ta);
-    let (k2, n) = dims(&b, tb);
-    assert_eq!(k, k2, "gemm of {:?} and {:?} (flags {flags}) does not conform", a.shape, b.shape);
-    let (ac, bc) = (a.shape[1] as usize, b.shape[1] as usize);
-    let (Buf::I64(av), Buf::I64(bv)) = (a.data.cast(DType::I64), b.data.cast(DType::I64)) else {
-        unreachable!("cast above")
+fn gemm_int<'c>(
+    acc: Option<ChunkRef<'_>>,
+    operands: impl Iterator<Item = (ChunkRef<'c>, ChunkRef<'c>, u8, [usize; 4])>,
+    m: usize,
+    n: usize,
+    dtype: DType,
+) -> Chunk {
+    let mut out = match acc {
+        Some(c) => c.elements::<i64>().into_owned(),
+        None => vec![0i64; m * n],
     };
-    let mut out = match acc.map(|c| c.data.cast(DType::I64)) {
-        Some(Buf::I64(v)) => v,
-        _ => vec![0i64; m * n],
-    };
-    for i in 0..m {
-        for kk in 0..k {
-            let x = if ta { av[kk * ac + i] } else { av[i * ac + kk] };
-            if x == 0 {
-                continue;
-            }
-            let row = &mut out[i * n..(i + 1) * n];
-            for (j, o) in row.iter_mut().enumerate() {
-                let y = if tb { bv[j * bc + kk] } else { bv[kk * bc + j] };
-                *o = o.wrapping_add(x.wrapping_mul(y));
+    for (a, b, flags, [ar, ac, _, bc]) in operands {
+        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+        let k = if ta { ar } else { ac };
+        let (av, bv) = (a.elements::<i64>(), b.elements::<i64>());
+        for i in 0..m {
+            for kk in 0..k {
+                let x = if ta { av[kk * ac + i] } else { av[i * ac + kk] };
+                if x == 0 {
+                    continue;
+                }
+                let row = &mut out[i * n..(i + 1) * n];
+                for (j, o) in row.iter_mut().enumerate() {
+                    let y = if tb { bv[j * bc + kk] } else { bv[kk * bc + j] };
+                    *o = o.wrapping_add(x.wrapping_mul(y));
+                }
             }
         }
     }

@@ -473,7 +473,9 @@ fn unary_where_clip_division_and_statistics_match_the_oracle_in_every_dtype() {
 fn blocked_products_match_the_oracle_for_any_chunking() {
     cluster();
     let s = Session::new();
-    let dims = (1usize..9, 1usize..9, 1usize..9);
+    // A shared dimension of up to 12 chunks: longer than one GEMM task sums (8), so
+    // chains through an accumulator are covered too.
+    let dims = (1usize..9, 1usize..13, 1usize..9);
     let strategy = (dims, (1usize..9, 1usize..9, 1usize..9), any::<u64>(), any::<bool>(), any::<bool>());
     let mut runner = TestRunner::new(Config { cases: 48, ..Config::default() });
     runner

@@ -41,6 +41,18 @@ fn checksum(v: Vec<u8>) -> u64 {
 }
 
 #[ares::remote]
+fn checksum_in_place(v: ares::InPlace<'_, Vec<u8>>) -> u64 {
+    v.iter().map(|b| *b as u64).sum()
+}
+
+#[ares::remote]
+fn lengths_in_place(xs: ares::InPlaceList<'_, Vec<u8>>, tag: String, first: ares::InPlace<'_, Vec<u8>>) -> String {
+    let lens: Vec<String> =
+        xs.iter().map(|x| format!("{}:{}", x.len(), x.iter().map(|b| *b as u64).sum::<u64>())).collect();
+    format!("{tag} [{}] {}", lens.join(" "), first.len())
+}
+
+#[ares::remote]
 fn wait_for_file(path: String) -> i64 {
     for _ in 0..6000 {
         if std::path::Path::new(&path).exists() {
@@ -161,6 +173,24 @@ fn large_values_go_through_shared_memory_both_ways() -> anyhow::Result<()> {
     assert_eq!(ares::get(&ares::remote(checksum).call(vec![2u8; 1 << 20]))?, 2 << 20);
     let stats = ares::node_stats()?;
     assert!(stats.store_objects >= 1, "{stats:?}");
+    Ok(())
+}
+
+#[test]
+fn arguments_read_in_place_match_decoded_ones_from_the_pool_and_inline() -> anyhow::Result<()> {
+    let _c = Cluster::default_2cpu();
+    // A large value lies in the pool (read where it is); a small one travels inline.
+    let big = ares::remote(make_bytes).call(3 << 20, 3);
+    let small = ares::put(vec![7u8; 10])?;
+    assert_eq!(ares::get(&ares::remote(checksum_in_place).call(&big))?, 3 * (3 << 20));
+    assert_eq!(ares::get(&ares::remote(checksum_in_place).call(&small))?, 70);
+    assert_eq!(ares::get(&ares::remote(checksum_in_place).call(vec![2u8; 5]))?, 10);
+    // A list takes several argument values; the parameters after it still get theirs.
+    let list = vec![big.clone(), small.clone(), ares::remote(make_bytes).call(1 << 20, 1)];
+    let got = ares::get(&ares::remote(lengths_in_place).call(list, "t".to_string(), &small))?;
+    assert_eq!(got, format!("t [{}:{} 10:70 {}:{}] 10", 3 << 20, 3 * (3 << 20), 1 << 20, 1 << 20));
+    let empty = ares::get(&ares::remote(lengths_in_place).call(Vec::new(), "e".to_string(), &big))?;
+    assert_eq!(empty, format!("e [] {}", 3 << 20));
     Ok(())
 }
 

@@ -88,7 +88,11 @@ fn decode_args(
     self_error: &str,
     on_error: impl Fn(proc_macro2::TokenStream) -> proc_macro2::TokenStream,
 ) -> syn::Result<(Vec<proc_macro2::TokenStream>, Vec<proc_macro2::Ident>)> {
-    let mut decls = Vec::new();
+    // Parameters take argument values in order (a list read in place takes several).
+    let mut decls = vec![quote! {
+        #[allow(unused_mut, unused_variables)]
+        let mut __next = 0usize;
+    }];
     let mut names = Vec::new();
     let typed = sig.inputs.iter().filter(|a| matches!(a, FnArg::Typed(_)));
     if typed.clone().count() > 6 {
@@ -106,7 +110,7 @@ fn decode_args(
         let var = format_ident!("__ares_arg{}", index);
         let err = on_error(quote!(o));
         decls.push(quote! {
-            let #var: #ty = match __ctx.decode_arg::<#ty>(__args, #index) {
+            let #var: #ty = match __ctx.decode_arg::<#ty>(__args, &mut __next, #index) {
                 ::core::result::Result::Ok(v) => v,
                 ::core::result::Result::Err(o) => return #err,
             };
