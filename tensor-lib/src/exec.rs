@@ -19,12 +19,12 @@
 //!    size. The driver drops its reference to an intermediate chunk as soon as its last
 //!    consumer is submitted, so the store frees it once that consumer has run.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ares::{InPlace, InPlaceList, ObjectRef};
+use ares_tileable::{Graph, Output, Progress, ProgressFn, Trees};
 use ndarray::{ArrayD, IxDyn};
 
 use crate::data::{Chunk, ChunkRef, DType, Elem, Scalar, numel};
@@ -43,17 +43,6 @@ pub struct Session {
     progress: Option<Arc<ProgressFn>>,
     /// Set from another thread to stop a computation between chunk tasks.
     cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
-}
-
-type ProgressFn = dyn Fn(Progress) + Send + Sync;
-
-/// How far one run of chunk tasks has got (a session reports it as tasks finish).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Progress {
-    /// Chunk tasks finished.
-    pub done: usize,
-    /// Chunk tasks in this run.
-    pub total: usize,
 }
 
 impl std::fmt::Debug for Session {
@@ -263,29 +252,12 @@ impl Obj {
 
 /// What a chunk operation runs.
 enum Task {
-    /// Already computed (a cached or put chunk).
-    Ready,
     Map(Program),
     Reduce(Program, ReduceSpec),
     Combine,
     Finish(DType, Vec<u64>),
     /// `[acc +] Σ aₖ · bₖ`, one flags byte per pair (see [`gemm`]).
     Gemm(Vec<u8>),
-}
-
-struct PlanOp {
-    task: Option<Task>,
-    inputs: Vec<usize>,
-    /// Depth of the tensor it belongs to, then its level inside that tensor's tiling.
-    depth: u32,
-    level: u32,
-    /// Output bytes (estimated).
-    size: u64,
-    out: Option<Obj>,
-    /// Consumers not yet submitted.
-    uses: usize,
-    /// A result the caller keeps.
-    keep: bool,
 }
 
 /// A chunk of a tiled tensor: the operation producing it, read transposed if `t`.
@@ -298,7 +270,7 @@ struct Src {
 /// The chunk graph of one execution.
 struct Plan<'s> {
     session: &'s Session,
-    ops: Vec<PlanOp>,
+    graph: Graph<Task, Obj>,
     /// Tensors tiled into chunk operations, by node address (the graph keeps them alive).
     tiled: HashMap<usize, Arc<Vec<Src>>>,
     depths: HashMap<usize, u32>,
@@ -356,18 +328,15 @@ fn cache(session: &Session, t: &Tensor, refs: Arc<Vec<ObjectRef<Chunk>>>) {
 
 impl<'s> Plan<'s> {
     fn new(session: &'s Session) -> Self {
-        Plan { session, ops: Vec::new(), tiled: HashMap::new(), depths: HashMap::new(), tsqr: HashMap::new() }
+        Plan { session, graph: Graph::new(), tiled: HashMap::new(), depths: HashMap::new(), tsqr: HashMap::new() }
     }
 
     fn add(&mut self, task: Task, inputs: Vec<usize>, depth: u32, level: u32, size: u64) -> usize {
-        self.ops.push(PlanOp { task: Some(task), inputs, depth, level, size, out: None, uses: 0, keep: false });
-        self.ops.len() - 1
+        self.graph.add(task, inputs, depth, level, size)
     }
 
     fn ready(&mut self, r: ObjectRef<Chunk>) -> usize {
-        let id = self.add(Task::Ready, Vec::new(), 0, 0, 0);
-        self.ops[id].out = Some(Obj::Chunk(r));
-        id
+        self.graph.ready(Obj::Chunk(r))
     }
 
     /// Longest path from a leaf in the tensor graph (computed tensors are leaves).
@@ -457,9 +426,7 @@ impl<'s> Plan<'s> {
         }
         let all = axes.len() == x.ndim() && !op.is_arg();
         let out_grid = grid_indices(t.chunks());
-        // Partials waiting to be combined, per output chunk, with their tree level.
-        let mut groups: Vec<Vec<(usize, u32)>> = vec![Vec::new(); out_grid.len()];
-        let combine_size = self.session.combine_size.max(2);
+        let mut trees = Trees::new(out_grid.len(), self.session.combine_size);
         for gx in grid_indices(x.chunks()) {
             let mut b = Builder::new(self);
             b.emit(x, &gx)?;
@@ -474,34 +441,12 @@ impl<'s> Plan<'s> {
             let go: Vec<usize> = (0..x.ndim())
                 .filter_map(|d| if axes.contains(&d) { keepdims.then_some(0) } else { Some(gx[d]) })
                 .collect();
-            let k = flat_index(t, &go);
-            let mut node = (leaf, 1);
-            // Combine eagerly, so partials die as soon as their combiner has run.
-            loop {
-                groups[k].push(node);
-                let n = groups[k].len();
-                let level = node.1;
-                if n < combine_size || groups[k][n - combine_size..].iter().any(|&(_, l)| l != level) {
-                    break;
-                }
-                let parts: Vec<usize> = groups[k].drain(n - combine_size..).map(|(id, _)| id).collect();
-                node = (self.add(Task::Combine, parts, depth, level, 0), level + 1);
-            }
+            trees.push(&mut self.graph, flat_index(t, &go), leaf, depth, || Task::Combine);
         }
         let mut out = Vec::with_capacity(out_grid.len());
         for (k, go) in out_grid.iter().enumerate() {
-            let mut parts = std::mem::take(&mut groups[k]);
-            while parts.len() > 1 {
-                let level = parts.iter().map(|&(_, l)| l).max().unwrap_or(0);
-                parts = parts
-                    .chunks(combine_size)
-                    .map(|c| {
-                        (self.add(Task::Combine, c.iter().map(|&(id, _)| id).collect(), depth, level, 0), level + 1)
-                    })
-                    .collect();
-            }
             let shape = chunk_shape(t, go);
-            let (part, _) = parts.pop().expect("every output chunk has at least one input chunk");
+            let part = trees.root(&mut self.graph, k, depth, || Task::Combine);
             let fin = self.add(Task::Finish(x.dtype(), shape), vec![part], depth, u32::MAX, 0);
             out.push(Src { op: fin, t: false });
         }
@@ -786,169 +731,53 @@ impl<'s> Plan<'s> {
         Ok(x.into_iter().map(|o| src(o.expect("every block is solved"))).collect())
     }
 
-    /// The order of submission: depth-first (see the module doc). Among the operations
-    /// whose inputs have all been submitted, the one with the highest key goes next.
-    fn order(&self) -> Vec<usize> {
-        let n = self.ops.len();
-        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
-        let mut waiting: Vec<usize> = self.ops.iter().map(|o| o.inputs.len()).collect();
-        for (i, op) in self.ops.iter().enumerate() {
-            for &inp in &op.inputs {
-                consumers[inp].push(i);
-            }
-        }
-        type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
-        let key = |i: usize| -> Key {
-            let o = &self.ops[i];
-            (o.depth, o.level, Reverse(o.size), Reverse(i))
-        };
-        let mut heap: BinaryHeap<Key> = BinaryHeap::new();
-        let mut done: VecDeque<usize> = VecDeque::new();
-        for (i, op) in self.ops.iter().enumerate() {
-            if matches!(op.task, Some(Task::Ready)) {
-                done.push_back(i);
-            } else if op.inputs.is_empty() {
-                heap.push(key(i));
-            }
-        }
-        let mut order = Vec::with_capacity(n);
-        loop {
-            while let Some(i) = done.pop_front() {
-                for &c in &consumers[i] {
-                    waiting[c] -= 1;
-                    if waiting[c] == 0 {
-                        heap.push(key(c));
-                    }
-                }
-            }
-            let Some((_, _, _, Reverse(i))) = heap.pop() else { break };
-            order.push(i);
-            done.push_back(i);
-        }
-        order
-    }
-
-    /// Initial assignment by locality, after Mars: the initial chunk operations (no
-    /// inputs) that feed one consumer go to one node, and successive such groups rotate
-    /// over the nodes in submission order, so the depth-first window keeps every node
-    /// busy while each consumer still reads from a single node.
-    fn assign_initial(&self, order: &[usize], nodes: &[ares::NodeId]) -> HashMap<usize, ares::NodeId> {
-        // On one node a placement says nothing, and one queue for every chunk task
-        // keeps its workers busiest.
-        if nodes.len() < 2 {
-            return HashMap::new();
-        }
-        let mut first_consumer: HashMap<usize, usize> = HashMap::new();
-        for &c in order {
-            for &inp in &self.ops[c].inputs {
-                first_consumer.entry(inp).or_insert(c);
-            }
-        }
-        let mut next = 0usize;
-        let mut rotate = || {
-            let n = nodes[next % nodes.len()];
-            next += 1;
-            n
-        };
-        let mut group: HashMap<usize, ares::NodeId> = HashMap::new();
-        let mut placed = HashMap::new();
-        for &i in order.iter().filter(|&&i| self.ops[i].inputs.is_empty()) {
-            let node = match first_consumer.get(&i) {
-                Some(c) => *group.entry(*c).or_insert_with(&mut rotate),
-                None => rotate(),
-            };
-            placed.insert(i, node);
-        }
-        placed
-    }
-
-    /// Runs the graph in [`Plan::order`] with at most `max_in_flight` tasks in flight;
-    /// returns the results of `targets`.
+    /// Runs the graph (see [`Graph::run`]); returns the results of `targets`.
     fn run(&mut self, targets: &[usize]) -> Result<Vec<Obj>> {
-        for &t in targets {
-            self.ops[t].keep = true;
-        }
-        for i in 0..self.ops.len() {
-            for k in 0..self.ops[i].inputs.len() {
-                let inp = self.ops[i].inputs[k];
-                self.ops[inp].uses += 1;
-            }
-        }
-        let order = self.order();
-        // Source chunks are spread over the cluster's live nodes (a soft preference: a
-        // node without room spills them on), and their consumers follow the data.
-        let here = ares::node_id()?;
-        let mut nodes: Vec<ares::NodeId> = ares::nodes()?
-            .into_iter()
-            .filter(|n| n.node_id == here || (n.alive && n.addr.is_some()))
-            .map(|n| n.node_id)
-            .collect();
-        nodes.sort();
-        let placement = self.assign_initial(&order, &nodes);
-        let mut window = Window::new(self.session.max_in_flight, order.len(), self.session.progress.clone());
-        for i in order {
-            if let Err(e) = self.session.check_cancelled() {
-                window.drain();
-                return Err(e);
-            }
-            let opts = placement.get(&i).map(|&node| ares::TaskOptions::new().node_affinity(node, true));
-            let obj = self.submit(i, opts.unwrap_or_default());
-            match &obj {
-                Obj::Chunk(r) => window.admit(r),
-                Obj::Part(r) => window.admit(r),
-            }
-            self.ops[i].out = Some(obj);
-            // The consumer's task now holds its inputs: drop ours when no one else needs them.
-            for k in 0..self.ops[i].inputs.len() {
-                let inp = self.ops[i].inputs[k];
-                self.ops[inp].uses -= 1;
-                if self.ops[inp].uses == 0 && !self.ops[inp].keep {
-                    self.ops[inp].out = None;
-                }
-            }
-        }
-        // Callers wait for the results anyway; finishing here makes progress reach 100%.
-        if self.session.progress.is_some() {
-            window.drain();
-        }
-        Ok(targets.iter().map(|&t| self.ops[t].out.clone().expect("every target is submitted")).collect())
+        let settings = self.session.settings();
+        self.graph.run(targets, &settings, || TensorError::Cancelled, submit)
     }
+}
 
-    fn submit(&mut self, i: usize, o: ares::TaskOptions) -> Obj {
-        let task = self.ops[i].task.take().expect("submitted once");
-        let ins: Vec<Obj> =
-            self.ops[i].inputs.iter().map(|&k| self.ops[k].out.clone().expect("inputs are submitted first")).collect();
-        let chunks = || ins.iter().map(|o| o.chunk().clone()).collect::<Vec<_>>();
-        match task {
-            Task::Ready => unreachable!("ready ops are not submitted"),
-            Task::Map(p) => {
-                let c = chunks();
-                Obj::Chunk(match &c[..] {
-                    [] => ares::remote(map0).options(o.clone()).call(p),
-                    [a] => ares::remote(map1).options(o.clone()).call(p, a),
-                    [a, b] => ares::remote(map2).options(o.clone()).call(p, a, b),
-                    [a, b, x] => ares::remote(map3).options(o.clone()).call(p, a, b, x),
-                    [a, b, x, y] => ares::remote(map4).options(o.clone()).call(p, a, b, x, y),
-                    _ => ares::remote(mapn).options(o.clone()).call(p, c),
-                })
-            }
-            Task::Reduce(p, r) => {
-                let c = chunks();
-                Obj::Part(match &c[..] {
-                    [] => ares::remote(reduce0).options(o.clone()).call(p, r),
-                    [a] => ares::remote(reduce1).options(o.clone()).call(p, r, a),
-                    [a, b] => ares::remote(reduce2).options(o.clone()).call(p, r, a, b),
-                    _ => ares::remote(reducen).options(o.clone()).call(p, r, c),
-                })
-            }
-            Task::Combine => {
-                let parts: Vec<ObjectRef<Partial>> = ins.iter().map(|o| o.part().clone()).collect();
-                Obj::Part(ares::remote(combine).options(o.clone()).call(parts))
-            }
-            Task::Finish(dtype, shape) => {
-                Obj::Chunk(ares::remote(finish).options(o.clone()).call(ins[0].part(), dtype, shape))
-            }
-            Task::Gemm(flags) => Obj::Chunk(ares::remote(gemm).options(o.clone()).call(chunks(), flags)),
+/// Submits one chunk task on the results of its inputs.
+fn submit(task: Task, ins: Vec<Obj>, o: ares::TaskOptions) -> Obj {
+    let chunks = || ins.iter().map(|o| o.chunk().clone()).collect::<Vec<_>>();
+    match task {
+        Task::Map(p) => {
+            let c = chunks();
+            Obj::Chunk(match &c[..] {
+                [] => ares::remote(map0).options(o.clone()).call(p),
+                [a] => ares::remote(map1).options(o.clone()).call(p, a),
+                [a, b] => ares::remote(map2).options(o.clone()).call(p, a, b),
+                [a, b, x] => ares::remote(map3).options(o.clone()).call(p, a, b, x),
+                [a, b, x, y] => ares::remote(map4).options(o.clone()).call(p, a, b, x, y),
+                _ => ares::remote(mapn).options(o.clone()).call(p, c),
+            })
+        }
+        Task::Reduce(p, r) => {
+            let c = chunks();
+            Obj::Part(match &c[..] {
+                [] => ares::remote(reduce0).options(o.clone()).call(p, r),
+                [a] => ares::remote(reduce1).options(o.clone()).call(p, r, a),
+                [a, b] => ares::remote(reduce2).options(o.clone()).call(p, r, a, b),
+                _ => ares::remote(reducen).options(o.clone()).call(p, r, c),
+            })
+        }
+        Task::Combine => {
+            let parts: Vec<ObjectRef<Partial>> = ins.iter().map(|o| o.part().clone()).collect();
+            Obj::Part(ares::remote(combine).options(o.clone()).call(parts))
+        }
+        Task::Finish(dtype, shape) => {
+            Obj::Chunk(ares::remote(finish).options(o.clone()).call(ins[0].part(), dtype, shape))
+        }
+        Task::Gemm(flags) => Obj::Chunk(ares::remote(gemm).options(o.clone()).call(chunks(), flags)),
+    }
+}
+
+impl Output for Obj {
+    fn wait(&self) {
+        match self {
+            Obj::Chunk(r) => Output::wait(r),
+            Obj::Part(r) => Output::wait(r),
         }
     }
 }
@@ -1289,51 +1118,6 @@ fn locate(chunks: &[u64], pos: u64) -> (usize, u64) {
     (chunks.len().saturating_sub(1), lo - chunks.last().copied().unwrap_or(0))
 }
 
-/// Bounds the chunk tasks in flight: waits for the oldest once the window is full.
-struct Window {
-    max: usize,
-    /// One waiter per task in flight, oldest first.
-    waiters: VecDeque<Box<dyn FnOnce()>>,
-    /// Tasks seen finished, and the run's size, for progress reports.
-    done: usize,
-    total: usize,
-    progress: Option<Arc<ProgressFn>>,
-}
-
-impl Window {
-    fn new(max: usize, total: usize, progress: Option<Arc<ProgressFn>>) -> Self {
-        Window { max: max.max(1), waiters: VecDeque::new(), done: 0, total, progress }
-    }
-
-    /// Waits for the oldest task in flight.
-    fn wait_oldest(&mut self) {
-        if let Some(wait) = self.waiters.pop_front() {
-            wait();
-            self.done += 1;
-            if let Some(f) = &self.progress {
-                f(Progress { done: self.done, total: self.total });
-            }
-        }
-    }
-
-    /// Waits for every task in flight.
-    fn drain(&mut self) {
-        while !self.waiters.is_empty() {
-            self.wait_oldest();
-        }
-    }
-
-    fn admit<T: 'static>(&mut self, r: &ObjectRef<T>) {
-        while self.waiters.len() >= self.max {
-            self.wait_oldest();
-        }
-        let r = r.clone();
-        self.waiters.push_back(Box::new(move || {
-            let _ = ares::wait(std::slice::from_ref(&r), 1, None);
-        }));
-    }
-}
-
 /// Resolves unknown shapes under `t` (Mars' iterative tiling): each boolean mask is
 /// computed on its own and its chunks' lengths read back, then the tensors built on it
 /// derive their shapes and chunks again.
@@ -1435,10 +1219,12 @@ impl Session {
         Session { cancel: Some(flag), ..self.clone() }
     }
 
-    fn check_cancelled(&self) -> Result<()> {
-        match &self.cancel {
-            Some(f) if f.load(Ordering::Relaxed) => Err(TensorError::Cancelled),
-            _ => Ok(()),
+    /// How this session runs a chunk graph.
+    fn settings(&self) -> ares_tileable::Settings {
+        ares_tileable::Settings {
+            max_in_flight: self.max_in_flight,
+            progress: self.progress.clone(),
+            cancel: self.cancel.clone(),
         }
     }
 
@@ -1510,11 +1296,11 @@ mod tests {
         let t = random::rand(&[8, 8], &[2, 2], 1).unwrap().reduce(ReduceOp::Sum, Some(&[1]), false).unwrap();
         let mut plan = Plan::new(&s);
         plan.tile(&t).unwrap();
-        let order = plan.order();
-        assert_eq!(order.len(), plan.ops.len(), "every operation is scheduled once");
+        let order = plan.graph.order();
+        assert_eq!(order.len(), plan.graph.len(), "every operation is scheduled once");
         let kinds: Vec<char> = order
             .iter()
-            .map(|&i| match plan.ops[i].task {
+            .map(|&i| match plan.graph.task(i) {
                 Some(Task::Reduce(..)) => 'r',
                 Some(Task::Combine) => 'c',
                 Some(Task::Finish(..)) => 'f',
@@ -1526,7 +1312,7 @@ mod tests {
         // Inputs always come before their consumers.
         let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(k, &i)| (i, k)).collect();
         for &i in &order {
-            assert!(plan.ops[i].inputs.iter().all(|inp| pos[inp] < pos[&i]));
+            assert!(plan.graph.inputs(i).iter().all(|inp| pos[inp] < pos[&i]));
         }
     }
 
@@ -1536,17 +1322,17 @@ mod tests {
         let t = random::rand(&[12, 8], &[2, 2], 1).unwrap().reduce(ReduceOp::Max, Some(&[1]), false).unwrap();
         let mut plan = Plan::new(&s);
         plan.tile(&t).unwrap();
-        let order = plan.order();
+        let order = plan.graph.order();
         let nodes: Vec<ares::NodeId> = (0..3u8).map(|k| ares::NodeId([k; 16])).collect();
-        let placed = plan.assign_initial(&order, &nodes);
+        let placed = plan.graph.assign_initial(&order, &nodes);
         // 24 initial chunks on 3 nodes: 8 each.
         assert_eq!(placed.len(), 24);
         for node in &nodes {
             assert_eq!(placed.values().filter(|n| *n == node).count(), 8);
         }
         // Every combine reads partials of chunks placed on one node.
-        for op in plan.ops.iter().filter(|o| matches!(o.task, Some(Task::Combine))) {
-            let homes: HashSet<_> = op.inputs.iter().map(|i| placed[i]).collect();
+        for op in (0..plan.graph.len()).filter(|&i| matches!(plan.graph.task(i), Some(Task::Combine))) {
+            let homes: HashSet<_> = plan.graph.inputs(op).iter().map(|i| placed[i]).collect();
             assert_eq!(homes.len(), 1, "a combine reads from {} nodes", homes.len());
         }
     }

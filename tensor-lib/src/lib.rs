@@ -37,8 +37,9 @@ pub mod kernel;
 mod linalg;
 mod tensor;
 
+pub use ares_tileable::Progress;
 pub use data::{Chunk, ChunkRef, DType, Elem, Scalar, elements_in_place};
-pub use exec::{Progress, ReduceSpec, Session, scalar};
+pub use exec::{ReduceSpec, Session, scalar};
 
 /// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
 /// single-threaded), exposed for benchmarks.
