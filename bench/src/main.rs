@@ -5,6 +5,7 @@
 //! runs inside one `ares::init()` session.
 
 mod cluster;
+mod dataframe;
 mod envelope;
 mod recovery;
 mod tensor;
@@ -60,6 +61,14 @@ enum Cmd {
         repeats: usize,
         #[command(flatten)]
         sizes: tensor::Sizes,
+    },
+    /// W4, the data-frame workload (generation, two group-bys, a sort), in this process.
+    Dataframe {
+        /// Runs; the median total is reported.
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        #[command(flatten)]
+        sizes: dataframe::Sizes,
     },
     /// The single-node scale envelope (JSON lines with time and peak RSS).
     Envelope,
@@ -455,6 +464,7 @@ fn main() -> Result<()> {
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
         Cmd::Gemm { n, repeats } => tensor::gemm(n, repeats),
         Cmd::Envelope => envelope::run(),
+        Cmd::Dataframe { repeats, sizes } => dataframe::run(repeats, &sizes),
         Cmd::Recovery { n, ms } => recovery::run(n, ms),
     }
 }

@@ -123,7 +123,7 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
 }
 
 /// Summed RSS of `pid` and all its descendants, in bytes.
-fn tree_rss(pid: u32) -> u64 {
+pub(crate) fn tree_rss(pid: u32) -> u64 {
     let page = 4096u64;
     let mut parents: Vec<(u32, u32)> = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {

@@ -294,9 +294,16 @@ where
     ///
     /// # Panics
     ///
-    /// If `n` is 0 (a task has at least one return value).
+    /// If `n` is 0 (a task has at least one return value) or 1: as in Ray, one return
+    /// value is the whole `Vec` (the task spec cannot yet say "split into one"), so a
+    /// ref to its only element would read a list as an element. Call without
+    /// `num_returns` and take the list, or ask for two or more.
     pub fn num_returns(self, n: u32) -> MultiFn<F, Args> {
         assert!(n > 0, "num_returns(0): a task has at least one return value");
+        assert!(
+            n > 1,
+            "num_returns(1) would return the whole Vec as one object, not its only element: call without num_returns"
+        );
         MultiFn { inner: self, n }
     }
 

@@ -1240,6 +1240,12 @@ impl Session {
         Ok(())
     }
 
+    /// Computes `t` and returns the refs of its chunks, row-major (kept on `t` for this
+    /// session): how another library (data frames) reads a tensor's chunks.
+    pub fn chunk_refs(&self, t: &Tensor) -> Result<Vec<ObjectRef<Chunk>>> {
+        Ok(materialize(self, t)?.as_ref().clone())
+    }
+
     /// Computes `t` and assembles it into one ndarray of `T`.
     pub fn fetch<T: Elem>(&self, t: &Tensor) -> Result<ArrayD<T>> {
         let refs = materialize(self, t)?;

@@ -94,14 +94,20 @@ fn in_process_shutdown_kills_and_reaps_workers() {
     });
     let socket = ares::raylet_address().unwrap();
     // The check below can fail: while the node runs, this process and its workers map
-    // the (unlinked) pool.
-    let live = shm_files_of(std::process::id());
-    assert!(live.iter().filter(|l| l.contains(" maps ")).count() >= 3, "{live:?}");
+    // the (unlinked) pool. A worker registers before it maps the pool, so wait for that.
+    let mapped = || shm_files_of(std::process::id()).iter().filter(|l| l.contains(" maps ")).count();
+    wait_for("the driver and both workers to map the pool", Duration::from_secs(30), || mapped() >= 3);
     drop(c);
     for w in &workers {
         assert!(!process_alive(w.pid), "worker {} survived shutdown", w.pid);
     }
-    let left = shm_files_of(std::process::id());
+    // Threads of this process that served the node let go of the pool as they end, just
+    // after shutdown returns: the mapping must be gone within seconds.
+    let mut left = Vec::new();
+    wait_for("this process to unmap the pool", Duration::from_secs(10), || {
+        left = shm_files_of(std::process::id());
+        left.is_empty()
+    });
     assert!(left.is_empty(), "{left:?}");
     assert!(!Path::new(&socket).parent().unwrap().exists());
 }

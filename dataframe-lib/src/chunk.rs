@@ -1,0 +1,32 @@
+//! A frame chunk in the object store: an Arrow IPC file, and the conversions between it
+//! and a polars `DataFrame`.
+
+use std::io::Cursor;
+
+use polars::prelude::{DataFrame, IpcReader, IpcWriter, PolarsResult, SerReader, SerWriter};
+
+/// One chunk of a frame: its rows as an Arrow IPC file (uncompressed).
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct FrameChunk {
+    /// The IPC file's bytes.
+    pub ipc: Vec<u8>,
+}
+
+impl FrameChunk {
+    /// `df` written as IPC.
+    pub fn encode(df: &mut DataFrame) -> PolarsResult<FrameChunk> {
+        let mut ipc = Vec::new();
+        IpcWriter::new(&mut ipc).finish(df)?;
+        Ok(FrameChunk { ipc })
+    }
+}
+
+/// Reads a chunk's IPC bytes (in place in the store, or decoded) into a frame.
+pub fn decode(ipc: &[u8]) -> PolarsResult<DataFrame> {
+    IpcReader::new(Cursor::new(ipc)).finish()
+}
+
+/// Reads an archived chunk where it lies.
+pub fn decode_archived(c: &ArchivedFrameChunk) -> PolarsResult<DataFrame> {
+    decode(c.ipc.as_slice())
+}

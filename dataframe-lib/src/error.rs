@@ -1,0 +1,55 @@
+//! The errors of building and running frames.
+
+/// What went wrong, and where possible how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// A column name the frame does not have.
+    #[error("no column named {name:?}: the frame has {have:?}")]
+    UnknownColumn {
+        /// The name asked for.
+        name: String,
+        /// The frame's columns.
+        have: Vec<String>,
+    },
+    /// Columns whose chunks do not line up.
+    #[error(
+        "column {name:?} is chunked {got:?} but column {first:?} is chunked {want:?}: \
+         give every column the same chunk_size (or rechunk them alike)"
+    )]
+    ChunkMismatch {
+        /// The column that differs.
+        name: String,
+        /// Its chunk lengths.
+        got: Vec<u64>,
+        /// The first column.
+        first: String,
+        /// Its chunk lengths.
+        want: Vec<u64>,
+    },
+    /// A column given as a tensor that is not 1-d.
+    #[error("column {name:?} must be a 1-d tensor, it has shape {shape:?}")]
+    NotOneDimensional {
+        /// The column.
+        name: String,
+        /// Its shape.
+        shape: Vec<u64>,
+    },
+    /// An argument that cannot be used, with why.
+    #[error("{0}")]
+    Invalid(String),
+    /// A tensor's error (making the columns).
+    #[error(transparent)]
+    Tensor(#[from] ares_tensor::TensorError),
+    /// The runtime's error (a task failed, the daemon went away, …).
+    #[error(transparent)]
+    Runtime(#[from] ares::Error),
+    /// polars refused something in the driver.
+    #[error("polars: {0}")]
+    Polars(#[from] polars::prelude::PolarsError),
+    /// The computation was cancelled (`Session::cancelled_by`).
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A frame operation's result.
+pub type Result<T> = std::result::Result<T, FrameError>;

@@ -1,0 +1,411 @@
+//! Running frames: the chunk tasks (remote functions around `kernels`), tiling each
+//! operation into an `ares_tileable::Graph`, and the `Session` that runs and fetches.
+//!
+//! Each operation is run once its input's chunks exist (one graph per operation): a
+//! group-by's method and a sort's partition bounds are chosen from what the input's
+//! first chunks hold, as Mars' iterative tiling does.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ares::{InPlace, InPlaceList, ObjectRef};
+use ares_tensor::{Chunk, ChunkRef};
+use ares_tileable::{Graph, Output, Settings, Trees};
+
+use crate::chunk::{FrameChunk, decode, decode_archived};
+use crate::error::{FrameError, Result};
+use crate::frame::{DataFrame, Op};
+use crate::kernels;
+use crate::spec::{GroupSpec, Method, SortSpec};
+
+/// Partials combined by one task of a group-by tree.
+const COMBINE: usize = 4;
+/// Rows sampled per chunk to choose a sort's partition bounds.
+const SAMPLE_ROWS: u32 = 256;
+/// A group-by shuffles when the first chunk has more groups than this share of its rows
+/// (a tree would then carry nearly every row up to one task).
+const SHUFFLE_GROUPS_PER_ROW: f64 = 0.125;
+
+/// polars runs each kernel on one thread: parallelism comes from running many chunk
+/// tasks at once, one per worker, as the tensor kernels do.
+fn one_thread() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: runs before polars first reads its settings (its thread pool is made
+        // on first use), in a worker whose other threads do not read the environment.
+        unsafe { std::env::set_var("POLARS_MAX_THREADS", "1") };
+        // Kernels allocate and free many large buffers: keep freed memory in the heap
+        // rather than unmapping it each time (the page faults cost more than the work).
+        // SAFETY: mallopt only tunes the allocator; these parameters take any value.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 512 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        }
+    });
+}
+
+fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
+    decode_archived(c).unwrap_or_else(|e| panic!("reading a frame chunk: {e}"))
+}
+
+fn write(mut df: polars::prelude::DataFrame) -> FrameChunk {
+    FrameChunk::encode(&mut df).unwrap_or_else(|e| panic!("writing a frame chunk: {e}"))
+}
+
+fn or_panic<T>(r: polars::prelude::PolarsResult<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[ares::remote]
+fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> FrameChunk {
+    one_thread();
+    let refs: Vec<ChunkRef<'_>> = cols.iter().map(|c| ChunkRef::Archived(c)).collect();
+    write(or_panic(kernels::from_tensor_chunks(&names, &refs)))
+}
+
+#[ares::remote]
+fn gb_partial(spec: GroupSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(kernels::partial(&spec, &read(&input))))
+}
+
+#[ares::remote]
+fn gb_partial_split(spec: GroupSpec, parts: u32, input: InPlace<'_, FrameChunk>) -> Vec<FrameChunk> {
+    one_thread();
+    let p = or_panic(kernels::partial(&spec, &read(&input)));
+    or_panic(kernels::hash_split(&spec.keys, &p, parts as usize)).into_iter().map(write).collect()
+}
+
+#[ares::remote]
+fn gb_combine(spec: GroupSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(kernels::combine(&spec, parts.iter().map(read).collect())))
+}
+
+#[ares::remote]
+fn gb_finish(spec: GroupSpec, sort: bool, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    let combined = or_panic(kernels::combine(&spec, parts.iter().map(read).collect()));
+    write(or_panic(kernels::finish(&spec, &combined, sort)))
+}
+
+#[ares::remote]
+fn sort_sample(spec: SortSpec, n: u32, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(kernels::sample(&spec, &read(&input), n as usize)))
+}
+
+#[ares::remote]
+fn sort_split(spec: SortSpec, bounds: FrameChunk, input: InPlace<'_, FrameChunk>) -> Vec<FrameChunk> {
+    one_thread();
+    let b = or_panic(decode(&bounds.ipc));
+    or_panic(kernels::range_split(&spec, &read(&input), &b)).into_iter().map(write).collect()
+}
+
+#[ares::remote]
+fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(kernels::sort_range(&spec, pieces.iter().map(read).collect())))
+}
+
+/// Referenced by [`crate::link_kernels`]: keeps this module's remote functions in a
+/// program that runs them for others.
+pub(crate) fn link() {
+    std::hint::black_box(gb_partial as fn(GroupSpec, InPlace<'static, FrameChunk>) -> FrameChunk);
+}
+
+/// A chunk task's result.
+#[derive(Clone)]
+enum Out {
+    Tensor(ObjectRef<Chunk>),
+    Frame(ObjectRef<FrameChunk>),
+    /// One result per partition (a task with several return values).
+    Parts(Vec<ObjectRef<FrameChunk>>),
+}
+
+impl Output for Out {
+    fn wait(&self) {
+        match self {
+            Out::Tensor(r) => Output::wait(r),
+            Out::Frame(r) => Output::wait(r),
+            Out::Parts(v) => v.iter().for_each(Output::wait),
+        }
+    }
+}
+
+impl Out {
+    fn frame(&self) -> ObjectRef<FrameChunk> {
+        match self {
+            Out::Frame(r) => r.clone(),
+            _ => unreachable!("a frame task reads frame chunks"),
+        }
+    }
+    fn part(&self, p: usize) -> ObjectRef<FrameChunk> {
+        match self {
+            Out::Parts(v) => v[p].clone(),
+            _ => unreachable!("a reducer reads partitions"),
+        }
+    }
+}
+
+/// One chunk task of a frame operation.
+enum Task {
+    FromTensors(Vec<String>),
+    Partial(GroupSpec),
+    PartialSplit(GroupSpec, u32),
+    Combine(GroupSpec),
+    /// Combines (the partition `pick` of, for a shuffle) its inputs and finishes.
+    Finish(GroupSpec, Option<usize>),
+    Sample(SortSpec),
+    Split(SortSpec, FrameChunk, u32),
+    Merge(SortSpec, usize),
+    /// Sorts the rows of all its inputs (a sort of one range).
+    MergeAll(SortSpec),
+}
+
+fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
+    let frames = || ins.iter().map(Out::frame).collect::<Vec<_>>();
+    match task {
+        Task::FromTensors(names) => {
+            let cols: Vec<ObjectRef<Chunk>> = ins
+                .iter()
+                .map(|i| match i {
+                    Out::Tensor(r) => r.clone(),
+                    _ => unreachable!("columns are tensor chunks"),
+                })
+                .collect();
+            Out::Frame(ares::remote(from_tensor_chunks).options(o).call(names, cols))
+        }
+        Task::Partial(spec) => Out::Frame(ares::remote(gb_partial).options(o).call(spec, ins[0].frame())),
+        Task::PartialSplit(spec, parts) => {
+            Out::Parts(ares::remote(gb_partial_split).options(o).num_returns(parts).call(spec, parts, ins[0].frame()))
+        }
+        Task::Combine(spec) => Out::Frame(ares::remote(gb_combine).options(o).call(spec, frames())),
+        Task::Finish(spec, None) => Out::Frame(ares::remote(gb_finish).options(o).call(spec, true, frames())),
+        Task::Finish(spec, Some(p)) => {
+            let parts = ins.iter().map(|i| i.part(p)).collect::<Vec<_>>();
+            Out::Frame(ares::remote(gb_finish).options(o).call(spec, false, parts))
+        }
+        Task::Sample(spec) => Out::Frame(ares::remote(sort_sample).options(o).call(spec, SAMPLE_ROWS, ins[0].frame())),
+        Task::Split(spec, bounds, parts) => {
+            Out::Parts(ares::remote(sort_split).options(o).num_returns(parts).call(spec, bounds, ins[0].frame()))
+        }
+        Task::MergeAll(spec) => Out::Frame(ares::remote(sort_merge).options(o).call(spec, frames())),
+        Task::Merge(spec, p) => {
+            let parts = ins.iter().map(|i| i.part(p)).collect::<Vec<_>>();
+            Out::Frame(ares::remote(sort_merge).options(o).call(spec, parts))
+        }
+    }
+}
+
+/// Where frames are computed. Chunks computed in one session are kept (per frame node)
+/// while the frame lives, and not seen by another session.
+pub struct Session {
+    tensors: ares_tensor::Session,
+    settings: Settings,
+    computed: Mutex<HashMap<usize, (std::sync::Weak<crate::frame::Node>, Chunks)>>,
+    methods: Mutex<HashMap<usize, Method>>,
+}
+
+type Chunks = Arc<Vec<ObjectRef<FrameChunk>>>;
+
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            tensors: ares_tensor::Session::new(),
+            settings: Settings::default(),
+            computed: Mutex::new(HashMap::new()),
+            methods: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("max_in_flight", &self.settings.max_in_flight).finish_non_exhaustive()
+    }
+}
+
+fn key(df: &DataFrame) -> usize {
+    Arc::as_ptr(&df.node) as usize
+}
+
+impl Session {
+    /// A session with the default settings (8 chunk tasks in flight).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// At most `n` chunk tasks submitted and not finished.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.settings.max_in_flight = n.max(1);
+        self.tensors = self.tensors.clone().max_in_flight(n);
+        self
+    }
+
+    /// Computes `df`, keeping its chunks in the store while `df` lives.
+    pub fn execute(&self, df: &DataFrame) -> Result<()> {
+        for r in self.chunks(df)?.iter() {
+            ares::ready(r)?;
+        }
+        Ok(())
+    }
+
+    /// Computes `df` and assembles it into one polars frame in this process.
+    pub fn fetch(&self, df: &DataFrame) -> Result<polars::prelude::DataFrame> {
+        let refs = self.chunks(df)?;
+        let mut frames = Vec::with_capacity(refs.len());
+        for r in refs.iter() {
+            frames.push(decode_archived(&*ares::get_view(r)?)?);
+        }
+        let mut out = kernels::concat(frames)?;
+        // A shuffled group-by's partitions each hold sorted keys; pandas sorts them all.
+        if let (Op::GroupBy { spec, .. }, true) = (&df.node.op, refs.len() > 1) {
+            out = out.sort(spec.keys.iter().map(|k| k.as_str()), Default::default())?;
+        }
+        Ok(out)
+    }
+
+    /// The method a group-by frame was computed with (after `execute`), as Mars records
+    /// its `auto` choice in the plan.
+    pub fn group_by_method(&self, df: &DataFrame) -> Option<Method> {
+        self.methods.lock().expect("methods lock").get(&key(df)).copied()
+    }
+
+    /// The refs of `df`'s chunks, computing them first (and its inputs) if needed.
+    pub fn chunks(&self, df: &DataFrame) -> Result<Chunks> {
+        if let Some(c) = self.cached(df) {
+            return Ok(c);
+        }
+        let out = match &df.node.op {
+            Op::Tensors(cols) => self.tensor_columns(cols)?,
+            Op::Local(frames) => {
+                let mut refs = Vec::with_capacity(frames.len());
+                for f in frames {
+                    refs.push(ares::put(FrameChunk::encode(&mut f.clone())?)?);
+                }
+                refs
+            }
+            Op::GroupBy { input, spec, method } => {
+                let inputs = self.chunks(input)?;
+                let (refs, used) = self.group_by(&inputs, spec, *method)?;
+                self.methods.lock().expect("methods lock").insert(key(df), used);
+                refs
+            }
+            Op::Sort { input, spec } => {
+                let inputs = self.chunks(input)?;
+                self.sort(&inputs, spec)?
+            }
+        };
+        let out = Arc::new(out);
+        let mut computed = self.computed.lock().expect("computed lock");
+        // Forget frames that are gone (their chunks go with them).
+        computed.retain(|_, (w, _)| w.strong_count() > 0);
+        computed.insert(key(df), (Arc::downgrade(&df.node), out.clone()));
+        Ok(out)
+    }
+
+    fn cached(&self, df: &DataFrame) -> Option<Chunks> {
+        let computed = self.computed.lock().expect("computed lock");
+        computed.get(&key(df)).filter(|(w, _)| w.strong_count() > 0).map(|(_, c)| c.clone())
+    }
+
+    fn run(&self, g: &mut Graph<Task, Out>, targets: &[usize]) -> Result<Vec<Out>> {
+        g.run(targets, &self.settings, || FrameError::Cancelled, submit)
+    }
+
+    fn frames(outs: Vec<Out>) -> Vec<ObjectRef<FrameChunk>> {
+        outs.iter().map(Out::frame).collect()
+    }
+
+    fn tensor_columns(&self, cols: &[(String, ares_tensor::Tensor)]) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let per_col: Vec<Vec<ObjectRef<Chunk>>> =
+            cols.iter().map(|(_, t)| self.tensors.chunk_refs(t)).collect::<std::result::Result<_, _>>()?;
+        let names: Vec<String> = cols.iter().map(|(n, _)| n.clone()).collect();
+        let mut g = Graph::new();
+        let targets: Vec<usize> = (0..per_col[0].len())
+            .map(|i| {
+                let inputs = per_col.iter().map(|c| g.ready(Out::Tensor(c[i].clone()))).collect();
+                g.add(Task::FromTensors(names.clone()), inputs, 1, 0, 0)
+            })
+            .collect();
+        Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+
+    fn group_by(
+        &self,
+        inputs: &[ObjectRef<FrameChunk>],
+        spec: &GroupSpec,
+        method: Method,
+    ) -> Result<(Vec<ObjectRef<FrameChunk>>, Method)> {
+        // One chunk has nothing to shuffle (and a task of one return value could not
+        // split its list: see `RemoteFn::num_returns`).
+        let method = match method {
+            _ if inputs.len() < 2 => Method::Tree,
+            Method::Auto => self.choose(inputs, spec)?,
+            m => m,
+        };
+        let mut g = Graph::new();
+        let ready: Vec<usize> = inputs.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
+        let targets = match method {
+            Method::Shuffle => {
+                let parts = inputs.len() as u32;
+                let maps: Vec<usize> =
+                    ready.iter().map(|&r| g.add(Task::PartialSplit(spec.clone(), parts), vec![r], 1, 0, 0)).collect();
+                (0..parts as usize).map(|p| g.add(Task::Finish(spec.clone(), Some(p)), maps.clone(), 1, 1, 0)).collect()
+            }
+            _ => {
+                let mut trees = Trees::new(1, COMBINE);
+                for &r in &ready {
+                    let leaf = g.add(Task::Partial(spec.clone()), vec![r], 1, 0, 0);
+                    trees.push(&mut g, 0, leaf, 1, || Task::Combine(spec.clone()));
+                }
+                let root = trees.root(&mut g, 0, 1, || Task::Combine(spec.clone()));
+                vec![g.add(Task::Finish(spec.clone(), None), vec![root], 1, u32::MAX, 0)]
+            }
+        };
+        Ok((Self::frames(self.run(&mut g, &targets)?), method))
+    }
+
+    /// Mars' `auto`: a tree when the first chunk's partial has few groups for its rows.
+    fn choose(&self, inputs: &[ObjectRef<FrameChunk>], spec: &GroupSpec) -> Result<Method> {
+        let first = ares::remote(gb_partial).call(spec.clone(), &inputs[0]);
+        let groups = decode_archived(&*ares::get_view(&first)?)?.height();
+        let rows = decode_archived(&*ares::get_view(&inputs[0])?)?.height().max(1);
+        Ok(if groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree })
+    }
+
+    /// Sample sort: bounds from each chunk's sample of the first key, each chunk split
+    /// into ranges, each range's pieces concatenated and sorted.
+    fn sort(&self, inputs: &[ObjectRef<FrameChunk>], spec: &SortSpec) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let mut g = Graph::new();
+        let ready: Vec<usize> = inputs.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
+        let samples: Vec<usize> = ready.iter().map(|&r| g.add(Task::Sample(spec.clone()), vec![r], 1, 0, 0)).collect();
+        let mut gathered = Vec::with_capacity(samples.len());
+        for r in Self::frames(self.run(&mut g, &samples)?) {
+            gathered.push(decode_archived(&*ares::get_view(&r)?)?);
+        }
+        let parts = inputs.len();
+        let mut bounds = kernels::bounds(spec, gathered, parts)?;
+        let bounds = FrameChunk::encode(&mut bounds)?;
+        let nparts = bounds_rows(&bounds)? + 1;
+        let mut g = Graph::new();
+        let ready: Vec<usize> = inputs.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
+        if nparts < 2 {
+            // One range: the rows sorted in one task.
+            let one = g.add(Task::MergeAll(spec.clone()), ready, 1, 1, 0);
+            return Ok(Self::frames(self.run(&mut g, &[one])?));
+        }
+        let splits: Vec<usize> = ready
+            .iter()
+            .map(|&r| g.add(Task::Split(spec.clone(), bounds.clone(), nparts as u32), vec![r], 1, 0, 0))
+            .collect();
+        let targets: Vec<usize> =
+            (0..nparts).map(|p| g.add(Task::Merge(spec.clone(), p), splits.clone(), 1, 1, 0)).collect();
+        Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+}
+
+fn bounds_rows(b: &FrameChunk) -> Result<usize> {
+    Ok(decode(&b.ipc)?.height())
+}

@@ -1,0 +1,319 @@
+//! What chunk tasks compute, with polars, on whole chunks: building a chunk from tensor
+//! chunks, partial and combined group-by aggregations, hash partitioning, and the steps
+//! of a sample sort. Pure functions of frames; `exec` wraps them in remote functions.
+
+use polars::prelude::*;
+
+use crate::spec::{Agg, GroupSpec, SortSpec};
+
+/// A frame of the named tensor chunks (read in place), one column each.
+pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef<'_>]) -> PolarsResult<DataFrame> {
+    use ares_tensor::DType;
+    let columns: Vec<Column> = names
+        .iter()
+        .zip(cols)
+        .map(|(n, c)| {
+            let name = PlSmallStr::from(n.as_str());
+            let s = match c.dtype() {
+                DType::F64 => Series::new(name, c.elements::<f64>().as_ref()),
+                DType::F32 => Series::new(name, c.elements::<f32>().as_ref()),
+                DType::I64 => Series::new(name, c.elements::<i64>().as_ref()),
+                DType::I32 => Series::new(name, c.elements::<i32>().as_ref()),
+                DType::Bool => Series::new(name, c.elements::<bool>().as_ref()),
+            };
+            s.into_column()
+        })
+        .collect();
+    DataFrame::new_infer_height(columns)
+}
+
+/// The rows of `frames`, one after the other.
+pub(crate) fn concat(frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
+    let mut it = frames.into_iter();
+    let Some(mut acc) = it.next() else { polars_bail!(ComputeError: "nothing to concatenate") };
+    for f in it {
+        acc.vstack_mut_owned(f)?;
+    }
+    Ok(acc)
+}
+
+/// Groups `df` by the spec's keys (rows with a missing key dropped, as pandas' default
+/// `dropna=True` does) and applies `each(frame, groups, columns)`, the key columns of
+/// each group being in `columns` already.
+fn grouped(
+    df: &DataFrame,
+    keys: &[String],
+    mut each: impl FnMut(&DataFrame, &GroupPositions, &mut Vec<Column>) -> PolarsResult<()>,
+) -> PolarsResult<DataFrame> {
+    let df = df.drop_nulls(Some(keys))?;
+    if let Some(packed) = packed_key(&df, keys)? {
+        // One integer column instead of several: polars groups it by value, where
+        // several keys are row-encoded and compared as bytes (several times slower).
+        let mut with = df.clone();
+        with.with_column(packed.into_column())?;
+        let gb = with.group_by([PACKED])?;
+        let groups = gb.get_groups();
+        let mut cols = Vec::with_capacity(keys.len());
+        for k in keys {
+            // SAFETY: `groups` were computed on `with`, whose rows are `df`'s.
+            cols.push(unsafe { df.column(k)?.agg_first(groups) });
+        }
+        each(&df, groups, &mut cols)?;
+        return DataFrame::new_infer_height(cols);
+    }
+    let gb = df.group_by(keys.iter().map(|k| k.as_str()))?;
+    let mut cols = gb.keys();
+    each(&df, gb.get_groups(), &mut cols)?;
+    DataFrame::new_infer_height(cols)
+}
+
+const PACKED: &str = "__ares_packed_key";
+
+/// Several integer keys without missing values packed into one `i64` (each key offset by
+/// its minimum in this frame, times the product of the later keys' ranges), when their
+/// ranges multiply to less than 2⁶²; `None` otherwise, or for a single key.
+fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Series>> {
+    if keys.len() < 2 || df.height() == 0 {
+        return Ok(None);
+    }
+    let mut parts = Vec::with_capacity(keys.len());
+    let mut span: u128 = 1;
+    for k in keys {
+        let s = df.column(k)?.as_materialized_series();
+        if !s.dtype().is_integer() || s.null_count() > 0 {
+            return Ok(None);
+        }
+        let s = s.cast(&DataType::Int64)?;
+        let (Some(lo), Some(hi)) = (s.min::<i64>()?, s.max::<i64>()?) else { return Ok(None) };
+        let range = (hi as i128 - lo as i128 + 1) as u128;
+        span = span.saturating_mul(range);
+        if span >= 1 << 62 {
+            return Ok(None);
+        }
+        parts.push((s, lo, range as i64));
+    }
+    let n = df.height();
+    let mut packed = vec![0i64; n];
+    for (s, lo, range) in &parts {
+        for (p, v) in packed.iter_mut().zip(s.i64()?.into_no_null_iter()) {
+            *p = *p * range + (v - lo);
+        }
+    }
+    Ok(Some(Series::new(PACKED.into(), packed)))
+}
+
+/// One chunk's partial aggregation: per group, the partial columns of each aggregation.
+pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFrame> {
+    grouped(df, &spec.keys, |df, groups, cols| {
+        for (i, (col, agg)) in spec.aggs.iter().enumerate() {
+            let c = df.column(col)?;
+            for &p in agg.partials() {
+                // SAFETY: `groups` were computed on `df`, which `c` belongs to.
+                let mut out = unsafe {
+                    match p {
+                        Agg::Sum => c.agg_sum(groups),
+                        // The non-missing values, summed as 0/1 per row
+                        // (`agg_valid_count` miscounts some groups in 0.55).
+                        Agg::Count => c.is_not_null().into_column().cast(&IDX_DTYPE)?.agg_sum(groups),
+                        Agg::Min => c.agg_min(groups),
+                        Agg::Max => c.agg_max(groups),
+                        Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+                    }
+                };
+                out.rename(GroupSpec::partial_name(i, p).into());
+                cols.push(out);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Partials of the same groups (from several chunks) combined into one partial each.
+pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
+    let df = concat(frames)?;
+    grouped(&df, &spec.keys, |df, groups, cols| {
+        for (i, (_, agg)) in spec.aggs.iter().enumerate() {
+            for &p in agg.partials() {
+                let name = GroupSpec::partial_name(i, p);
+                let c = df.column(&name)?;
+                // SAFETY: as in `partial`.
+                let mut out = unsafe {
+                    match p {
+                        Agg::Sum | Agg::Count => c.agg_sum(groups),
+                        Agg::Min => c.agg_min(groups),
+                        Agg::Max => c.agg_max(groups),
+                        Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+                    }
+                };
+                out.rename(name.into());
+                cols.push(out);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The final columns from combined partials, sorted by key (pandas' `sort=True`) when
+/// `sort` (a shuffle's reducers leave that to whoever gathers their partitions).
+pub(crate) fn finish(spec: &GroupSpec, df: &DataFrame, sort: bool) -> PolarsResult<DataFrame> {
+    let mut cols: Vec<Column> = spec.keys.iter().map(|k| df.column(k).cloned()).collect::<PolarsResult<_>>()?;
+    for (i, ((_, agg), name)) in spec.aggs.iter().zip(&spec.names).enumerate() {
+        let part = |p: Agg| df.column(&GroupSpec::partial_name(i, p)).map(|c| c.as_materialized_series().clone());
+        let mut s = match agg {
+            Agg::Mean => {
+                let sum = part(Agg::Sum)?.cast(&DataType::Float64)?;
+                let count = part(Agg::Count)?.cast(&DataType::Float64)?;
+                (&sum / &count)?
+            }
+            // pandas counts, and sums integers and bools, in int64.
+            Agg::Count => part(Agg::Count)?.cast(&DataType::Int64)?,
+            Agg::Sum => {
+                let s = part(Agg::Sum)?;
+                if s.dtype().is_integer() || s.dtype() == &DataType::Boolean { s.cast(&DataType::Int64)? } else { s }
+            }
+            other => part(*other)?,
+        };
+        s.rename(name.as_str().into());
+        cols.push(s.into_column());
+    }
+    let out = DataFrame::new_infer_height(cols)?;
+    if !sort {
+        return Ok(out);
+    }
+    out.sort(spec.keys.iter().map(|k| k.as_str()), SortMultipleOptions::new().with_multithreaded(false))
+}
+
+/// splitmix64: mixes one key value into a row's hash.
+fn mix(h: u64, v: u64) -> u64 {
+    let mut z = h ^ v.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_add(h << 6).wrapping_add(h >> 2);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Mixes column `c` into each row's hash. The same value hashes alike in every
+/// process, whatever chunk it is in.
+fn hash_into(c: &Column, h: &mut [u64]) -> PolarsResult<()> {
+    const NULL: u64 = 0x5bd1_e995_1234_5678;
+    let s = c.as_materialized_series();
+    let dt = s.dtype().clone();
+    if dt.is_integer() || dt == DataType::Boolean {
+        let s = s.cast(&DataType::Int64)?;
+        for (x, v) in h.iter_mut().zip(s.i64()?.iter()) {
+            *x = mix(*x, v.map_or(NULL, |v| v as u64));
+        }
+    } else if dt.is_float() {
+        let s = s.cast(&DataType::Float64)?;
+        for (x, v) in h.iter_mut().zip(s.f64()?.iter()) {
+            // -0.0 and 0.0 are one key, as are all NaNs.
+            let bits = v.map_or(NULL, |v| {
+                if v == 0.0 {
+                    0
+                } else if v.is_nan() {
+                    NULL ^ 1
+                } else {
+                    v.to_bits()
+                }
+            });
+            *x = mix(*x, bits);
+        }
+    } else if dt == DataType::String {
+        for (x, v) in h.iter_mut().zip(s.str()?.iter()) {
+            // FNV-1a of the bytes.
+            let b = v.map_or(NULL, |v| {
+                v.bytes().fold(0xcbf2_9ce4_8422_2325u64, |a, b| (a ^ b as u64).wrapping_mul(0x100_0000_01b3))
+            });
+            *x = mix(*x, b);
+        }
+    } else {
+        polars_bail!(ComputeError: "group-by keys of dtype {dt} cannot be shuffled (ints, floats, bools and strings can)");
+    }
+    Ok(())
+}
+
+/// The rows of `df` split into `parts` frames by the hash of the key columns.
+pub(crate) fn hash_split(keys: &[String], df: &DataFrame, parts: usize) -> PolarsResult<Vec<DataFrame>> {
+    let mut h = vec![0u64; df.height()];
+    for k in keys {
+        hash_into(df.column(k)?, &mut h)?;
+    }
+    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); parts.max(1)];
+    for (row, x) in h.iter().enumerate() {
+        idx[(x % parts.max(1) as u64) as usize].push(row as IdxSize);
+    }
+    idx.into_iter().map(|v| df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, v))).collect()
+}
+
+/// Up to `n` rows of the first sort key, evenly spaced (the sample a sort's partition
+/// bounds are chosen from).
+pub(crate) fn sample(spec: &SortSpec, df: &DataFrame, n: usize) -> PolarsResult<DataFrame> {
+    let h = df.height();
+    let k = n.min(h);
+    let idx: Vec<IdxSize> = (0..k).map(|j| (j * h / k.max(1)) as IdxSize).collect();
+    df.select([spec.by[0].as_str()])?.take(&IdxCa::from_vec(PlSmallStr::EMPTY, idx))
+}
+
+/// `parts - 1` bounds on the first key from the gathered samples: a one-column frame
+/// named `b`, ascending, without nulls.
+pub(crate) fn bounds(spec: &SortSpec, samples: Vec<DataFrame>, parts: usize) -> PolarsResult<DataFrame> {
+    let s = concat(samples)?;
+    let key = spec.by[0].as_str();
+    let s = s.drop_nulls(Some(&[key.to_string()]))?;
+    let s = s.sort([key], SortMultipleOptions::new().with_multithreaded(false))?;
+    let n = s.height();
+    let idx: Vec<IdxSize> =
+        if n == 0 { Vec::new() } else { (1..parts).map(|p| (p * n / parts).min(n - 1) as IdxSize).collect() };
+    let mut b = s.take(&IdxCa::from_vec(PlSmallStr::EMPTY, idx))?;
+    b.rename(key, "b".into())?;
+    Ok(b)
+}
+
+/// Which of `bounds.len() + 1` ranges each row's first key falls in (ascending order of
+/// ranges: every key of range `p` sorts before every key of range `p + 1`); missing
+/// values go to the last range, as pandas puts them last.
+fn ranges(key: &Series, bounds: &Series, descending: bool) -> PolarsResult<Vec<usize>> {
+    let nb = bounds.len();
+    let place = |p: usize| if descending { nb - p } else { p };
+    if key.dtype().is_primitive_numeric() || key.dtype() == &DataType::Boolean {
+        let (k, b) = (key.cast(&DataType::Float64)?, bounds.cast(&DataType::Float64)?);
+        let b: Vec<f64> = b.f64()?.into_no_null_iter().collect();
+        // Equal keys fall in one range (an upper bound); float casts keep the order.
+        Ok(k.f64()?
+            .iter()
+            .map(|v| match v {
+                Some(v) if !v.is_nan() => place(b.partition_point(|&x| x <= v)),
+                _ => nb,
+            })
+            .collect())
+    } else if key.dtype() == &DataType::String {
+        let b: Vec<&str> = bounds.str()?.iter().flatten().collect();
+        Ok(key.str()?.iter().map(|v| v.map_or(nb, |v| place(b.partition_point(|&x| x <= v)))).collect())
+    } else {
+        polars_bail!(ComputeError: "sorting by a column of dtype {} is not supported yet", key.dtype())
+    }
+}
+
+/// The rows of `df` split into `bounds.height() + 1` ranges of the first sort key.
+pub(crate) fn range_split(spec: &SortSpec, df: &DataFrame, bounds: &DataFrame) -> PolarsResult<Vec<DataFrame>> {
+    let key = df.column(&spec.by[0])?.as_materialized_series();
+    let b = bounds.column("b")?.as_materialized_series();
+    let which = ranges(key, b, spec.descending[0])?;
+    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); b.len() + 1];
+    for (row, &p) in which.iter().enumerate() {
+        idx[p].push(row as IdxSize);
+    }
+    idx.into_iter().map(|v| df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, v))).collect()
+}
+
+/// The pieces of one range, sorted (stably, missing values last).
+pub(crate) fn sort_range(spec: &SortSpec, pieces: Vec<DataFrame>) -> PolarsResult<DataFrame> {
+    let df = concat(pieces)?;
+    df.sort(
+        spec.by.iter().map(|k| k.as_str()),
+        SortMultipleOptions::new()
+            .with_order_descending_multi(spec.descending.clone())
+            .with_nulls_last(true)
+            .with_maintain_order(true)
+            .with_multithreaded(false),
+    )
+}

@@ -1,0 +1,33 @@
+//! Mars-style tiled data frames on Ares, with pandas' names and semantics.
+//!
+//! A [`DataFrame`] is lazy: a node with a known schema (names and dtypes) whose rows are
+//! split into chunks. A [`Session`] runs it as chunk tasks on the cluster through
+//! `ares-tileable`'s graph executor: each chunk is a polars frame computed in a worker
+//! and stored in the object store as an Arrow IPC file, read in place by the tasks that
+//! consume it. Group-bys combine per-chunk partial aggregations in a tree (few groups) or
+//! through a hash shuffle (many groups), chosen from the first chunk (Mars' `auto`);
+//! sorts are sample sorts (range partitions from sampled bounds, each sorted).
+//!
+//! **Owns:** the frame graph, its operations, their chunk kernels. **Must not:** copy the
+//! tileable engine or reach into tensor-lib's internals (it uses the tensor library's
+//! public API to read tensor columns); polars stays inside this crate.
+
+mod chunk;
+mod error;
+mod exec;
+mod frame;
+mod kernels;
+mod spec;
+
+pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};
+pub use error::{FrameError, Result};
+pub use exec::Session;
+pub use frame::{DataFrame, GroupBy};
+pub use polars;
+pub use spec::{Agg, Method};
+
+/// Keeps the frame kernels in a program that runs them for others without calling the
+/// library itself (the `ares` binary's worker mode), as `ares_tensor::link_kernels` does.
+pub fn link_kernels() {
+    exec::link();
+}
