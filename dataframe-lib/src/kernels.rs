@@ -37,45 +37,74 @@ pub(crate) fn concat(frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     Ok(acc)
 }
 
-/// Groups `df` by the spec's keys (rows with a missing key dropped, as pandas' default
-/// `dropna=True` does) and applies `each(frame, groups, columns)`, the key columns of
-/// each group being in `columns` already.
-fn grouped(
-    df: &DataFrame,
-    keys: &[String],
-    mut each: impl FnMut(&DataFrame, &GroupPositions, &mut Vec<Column>) -> PolarsResult<()>,
-) -> PolarsResult<DataFrame> {
+/// How one output column of a group-by step is made from an input column.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Rule {
+    /// Sum of the non-missing values (0 for none): int64 for integers, float64 for floats.
+    Sum,
+    /// Number of non-missing values, int64.
+    Count,
+    /// Least non-missing value (missing for none), in the column's dtype.
+    Min,
+    /// Greatest, likewise.
+    Max,
+}
+
+/// One output column: `rule` over input column `col`, named `out`.
+pub(crate) struct Step {
+    pub(crate) col: String,
+    pub(crate) out: String,
+    pub(crate) rule: Rule,
+}
+
+/// Groups `df` by `keys` (rows with a missing key dropped, as pandas' default
+/// `dropna=True` does): the key columns, then one column per step, one row per group.
+/// Integer keys go through [`crate::hashagg`] (one pass, no polars group-by); others
+/// through polars.
+pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> PolarsResult<DataFrame> {
     let df = df.drop_nulls(Some(keys))?;
-    if let Some(packed) = packed_key(&df, keys)? {
-        // One integer column instead of several: polars groups it by value, where
-        // several keys are row-encoded and compared as bytes (several times slower).
-        let mut with = df.clone();
-        with.with_column(packed.into_column())?;
-        let gb = with.group_by([PACKED])?;
-        let groups = gb.get_groups();
-        let mut cols = Vec::with_capacity(keys.len());
-        for k in keys {
-            // SAFETY: `groups` were computed on `with`, whose rows are `df`'s.
-            cols.push(unsafe { df.column(k)?.agg_first(groups) });
-        }
-        each(&df, groups, &mut cols)?;
-        return DataFrame::new_infer_height(cols);
+    if let Some(out) = crate::hashagg::aggregate(&df, keys, steps)? {
+        return Ok(out);
     }
     let gb = df.group_by(keys.iter().map(|k| k.as_str()))?;
+    let groups = gb.get_groups();
     let mut cols = gb.keys();
-    each(&df, gb.get_groups(), &mut cols)?;
+    for st in steps {
+        let c = df.column(&st.col)?;
+        // SAFETY: `groups` were computed on `df`, which `c` belongs to.
+        let mut out = unsafe {
+            match st.rule {
+                Rule::Sum => c.agg_sum(groups),
+                // The non-missing values, summed as 0/1 per row (`agg_valid_count`
+                // miscounts some groups in 0.55).
+                Rule::Count => c.is_not_null().into_column().cast(&IDX_DTYPE)?.agg_sum(groups),
+                Rule::Min => c.agg_min(groups),
+                Rule::Max => c.agg_max(groups),
+            }
+        };
+        out = canonical(out, st.rule, c.dtype())?;
+        out.rename(st.out.as_str().into());
+        cols.push(out);
+    }
     DataFrame::new_infer_height(cols)
 }
 
-const PACKED: &str = "__ares_packed_key";
+/// The dtype every path gives a step's column, so chunks computed by different paths
+/// stack: sums in int64 or float64, counts in int64, extremes in the input's dtype.
+pub(crate) fn canonical(c: Column, rule: Rule, input: &DataType) -> PolarsResult<Column> {
+    let to = match rule {
+        Rule::Count => DataType::Int64,
+        Rule::Sum if input.is_float() => DataType::Float64,
+        Rule::Sum => DataType::Int64,
+        Rule::Min | Rule::Max => input.clone(),
+    };
+    if c.dtype() == &to { Ok(c) } else { c.cast(&to) }
+}
 
 /// Several integer keys without missing values packed into one `i64` (each key offset by
 /// its minimum in this frame, times the product of the later keys' ranges), when their
-/// ranges multiply to less than 2⁶²; `None` otherwise, or for a single key.
-fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Series>> {
-    if keys.len() < 2 || df.height() == 0 {
-        return Ok(None);
-    }
+/// ranges multiply to less than 2⁶²; `None` otherwise.
+pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Vec<i64>>> {
     let mut parts = Vec::with_capacity(keys.len());
     let mut span: u128 = 1;
     for k in keys {
@@ -84,7 +113,10 @@ fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Series>> {
             return Ok(None);
         }
         let s = s.cast(&DataType::Int64)?;
-        let (Some(lo), Some(hi)) = (s.min::<i64>()?, s.max::<i64>()?) else { return Ok(None) };
+        let (lo, hi) = match (s.min::<i64>()?, s.max::<i64>()?) {
+            (Some(lo), Some(hi)) => (lo, hi),
+            _ => (0, 0),
+        };
         let range = (hi as i128 - lo as i128 + 1) as u128;
         span = span.saturating_mul(range);
         if span >= 1 << 62 {
@@ -92,65 +124,50 @@ fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Series>> {
         }
         parts.push((s, lo, range as i64));
     }
-    let n = df.height();
-    let mut packed = vec![0i64; n];
+    let mut packed = vec![0i64; df.height()];
     for (s, lo, range) in &parts {
         for (p, v) in packed.iter_mut().zip(s.i64()?.into_no_null_iter()) {
             *p = *p * range + (v - lo);
         }
     }
-    Ok(Some(Series::new(PACKED.into(), packed)))
+    Ok(Some(packed))
 }
 
 /// One chunk's partial aggregation: per group, the partial columns of each aggregation.
 pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFrame> {
-    grouped(df, &spec.keys, |df, groups, cols| {
-        for (i, (col, agg)) in spec.aggs.iter().enumerate() {
-            let c = df.column(col)?;
-            for &p in agg.partials() {
-                // SAFETY: `groups` were computed on `df`, which `c` belongs to.
-                let mut out = unsafe {
-                    match p {
-                        Agg::Sum => c.agg_sum(groups),
-                        // The non-missing values, summed as 0/1 per row
-                        // (`agg_valid_count` miscounts some groups in 0.55).
-                        Agg::Count => c.is_not_null().into_column().cast(&IDX_DTYPE)?.agg_sum(groups),
-                        Agg::Min => c.agg_min(groups),
-                        Agg::Max => c.agg_max(groups),
-                        Agg::Mean => unreachable!("mean is kept as a sum and a count"),
-                    }
-                };
-                out.rename(GroupSpec::partial_name(i, p).into());
-                cols.push(out);
-            }
+    let mut steps = Vec::new();
+    for (i, (col, agg)) in spec.aggs.iter().enumerate() {
+        for &p in agg.partials() {
+            let rule = match p {
+                Agg::Sum => Rule::Sum,
+                Agg::Count => Rule::Count,
+                Agg::Min => Rule::Min,
+                Agg::Max => Rule::Max,
+                Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+            };
+            steps.push(Step { col: col.clone(), out: GroupSpec::partial_name(i, p), rule });
         }
-        Ok(())
-    })
+    }
+    aggregate(df, &spec.keys, &steps)
 }
 
 /// Partials of the same groups (from several chunks) combined into one partial each.
 pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let df = concat(frames)?;
-    grouped(&df, &spec.keys, |df, groups, cols| {
-        for (i, (_, agg)) in spec.aggs.iter().enumerate() {
-            for &p in agg.partials() {
-                let name = GroupSpec::partial_name(i, p);
-                let c = df.column(&name)?;
-                // SAFETY: as in `partial`.
-                let mut out = unsafe {
-                    match p {
-                        Agg::Sum | Agg::Count => c.agg_sum(groups),
-                        Agg::Min => c.agg_min(groups),
-                        Agg::Max => c.agg_max(groups),
-                        Agg::Mean => unreachable!("mean is kept as a sum and a count"),
-                    }
-                };
-                out.rename(name.into());
-                cols.push(out);
-            }
+    let mut steps = Vec::new();
+    for (i, (_, agg)) in spec.aggs.iter().enumerate() {
+        for &p in agg.partials() {
+            let name = GroupSpec::partial_name(i, p);
+            let rule = match p {
+                Agg::Sum | Agg::Count => Rule::Sum,
+                Agg::Min => Rule::Min,
+                Agg::Max => Rule::Max,
+                Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+            };
+            steps.push(Step { col: name.clone(), out: name, rule });
         }
-        Ok(())
-    })
+    }
+    aggregate(&df, &spec.keys, &steps)
 }
 
 /// The final columns from combined partials, sorted by key (pandas' `sort=True`) when

@@ -16,6 +16,7 @@ mod chunk;
 mod error;
 mod exec;
 mod frame;
+mod hashagg;
 mod kernels;
 mod spec;
 

@@ -133,6 +133,47 @@ fn group_by_aggregations_match_the_oracle_by_tree_and_by_shuffle() {
 }
 
 #[test]
+fn float_keys_and_sparse_integer_keys_group_like_dense_ones() {
+    cluster();
+    let s = Session::new();
+    let strategy = (rows_strategy(), 1usize..80, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let mut runner = TestRunner::new(Config { cases: 12, ..Config::default() });
+    runner
+        .run(&strategy, |(rows, per_chunk, method)| {
+            // Float keys go through polars' group-by; integer keys spread over ~4e9
+            // values through the hash map instead of the dense table.
+            let spread: Vec<Row> = rows.iter().map(|r| (r.0.map(|k| k * 100_000_007), r.1, r.2, r.3)).collect();
+            for (key, data) in [("f", &rows), ("k1", &spread)] {
+                let df = DataFrame::from_polars(frame(data), per_chunk).unwrap();
+                let g = df.group_by(&[key]).unwrap().method(method).agg(&[("i", Agg::Sum), ("i", Agg::Count)]).unwrap();
+                let out = s.fetch(&g).unwrap();
+                let mut want: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+                for r in data.iter() {
+                    // Float keys are multiples of 0.25: 4× is an exact integer.
+                    let k = if key == "f" { r.2.map(|f| (f * 4.0) as i64) } else { r.0 };
+                    if let Some(k) = k {
+                        let e = want.entry(k).or_insert((0, 0));
+                        e.0 += r.3;
+                        e.1 += 1;
+                    }
+                }
+                let keys: Vec<i64> = f64s(&out, key)
+                    .into_iter()
+                    .map(|v| if key == "f" { (v.unwrap() * 4.0) as i64 } else { v.unwrap() as i64 })
+                    .collect();
+                prop_assert_eq!(&keys, &want.keys().copied().collect::<Vec<_>>());
+                let sums: Vec<i64> = i64s(&out, "i_sum").into_iter().map(Option::unwrap).collect();
+                let counts: Vec<i64> = i64s(&out, "i_count").into_iter().map(Option::unwrap).collect();
+                prop_assert_eq!(sums, want.values().map(|v| v.0).collect::<Vec<_>>());
+                prop_assert_eq!(counts, want.values().map(|v| v.1).collect::<Vec<_>>());
+            }
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
+
+#[test]
 fn auto_chooses_a_tree_for_few_groups_and_a_shuffle_for_many() {
     cluster();
     let s = Session::new();

@@ -85,7 +85,8 @@ fn three_nodes(name: &str, common: &[&str]) -> (Vec<StopOnDrop>, Vec<i32>) {
     let base = std::env::temp_dir().join(format!("ares-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let roots: Vec<PathBuf> = (1..=3).map(|i| base.join(format!("node{i}"))).collect();
-    let stop: Vec<StopOnDrop> = roots.iter().cloned().map(StopOnDrop).collect();
+    // Dropped in order: the nodes stop, then their common directory goes.
+    let stop: Vec<StopOnDrop> = roots.iter().cloned().chain([base.clone()]).map(StopOnDrop).collect();
     let mut head_args = vec!["--head", "--port", "0"];
     head_args.extend_from_slice(common);
     let head = start(&roots[0], &head_args);

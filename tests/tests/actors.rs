@@ -176,10 +176,11 @@ fn a_call_running_when_the_process_dies_fails_unless_retryable() {
     assert_eq!(ares::get(&plain.call(Counter::get, ())).unwrap(), 1, "calls after the restart succeed");
 
     let retried = ares::actor(Counter::new).max_restarts(1).max_task_retries(1).spawn(2);
-    let m = marker("retried");
-    let r = retried.call(Counter::hang_once, m.clone());
-    kill9(read_pid(&m));
+    let m2 = marker("retried");
+    let r = retried.call(Counter::hang_once, m2.clone());
+    kill9(read_pid(&m2));
     assert_eq!(ares::get(&r).unwrap(), 2, "the retryable call re-ran on the new process");
+    let _ = (std::fs::remove_file(&m), std::fs::remove_file(&m2));
 }
 
 #[test]
@@ -298,6 +299,7 @@ fn a_call_whose_argument_failed_does_not_keep_the_actor_alive() {
     std::fs::write(&go, "").unwrap();
     assert!(matches!(ares::get(&r), Err(Error::Task(TaskError::Application { .. }))));
     wait_for("the actor process to exit", LONG, || !process_alive(pid));
+    let _ = std::fs::remove_file(&go);
 }
 
 #[test]
