@@ -5,8 +5,8 @@
 //! group-by's method and a sort's partition bounds are chosen from what the input's
 //! first chunks hold, as Mars' iterative tiling does.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ares::{InPlace, InPlaceList, ObjectRef};
 use ares_tensor::{Chunk, ChunkRef};
@@ -14,7 +14,7 @@ use ares_tileable::{Graph, Output, Settings, Trees};
 
 use crate::chunk::{FrameChunk, decode, decode_archived};
 use crate::error::{FrameError, Result};
-use crate::frame::{DataFrame, Op};
+use crate::frame::{Computed, DataFrame, Op};
 use crate::kernels;
 use crate::spec::{GroupSpec, Method, SortSpec};
 
@@ -198,24 +198,23 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
     }
 }
 
-/// Where frames are computed. Chunks computed in one session are kept (per frame node)
-/// while the frame lives, and not seen by another session.
+/// Where frames are computed. Chunks computed in one session are kept on the frame
+/// while it lives (freed with it), and not seen by another session.
 pub struct Session {
     tensors: ares_tensor::Session,
     settings: Settings,
-    computed: Mutex<HashMap<usize, (std::sync::Weak<crate::frame::Node>, Chunks)>>,
-    methods: Mutex<HashMap<usize, Method>>,
+    id: u64,
 }
 
 type Chunks = Arc<Vec<ObjectRef<FrameChunk>>>;
 
 impl Default for Session {
     fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
         Session {
             tensors: ares_tensor::Session::new(),
             settings: Settings::default(),
-            computed: Mutex::new(HashMap::new()),
-            methods: Mutex::new(HashMap::new()),
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
         }
     }
 }
@@ -224,10 +223,6 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session").field("max_in_flight", &self.settings.max_in_flight).finish_non_exhaustive()
     }
-}
-
-fn key(df: &DataFrame) -> usize {
-    Arc::as_ptr(&df.node) as usize
 }
 
 impl Session {
@@ -269,14 +264,21 @@ impl Session {
     /// The method a group-by frame was computed with (after `execute`), as Mars records
     /// its `auto` choice in the plan.
     pub fn group_by_method(&self, df: &DataFrame) -> Option<Method> {
-        self.methods.lock().expect("methods lock").get(&key(df)).copied()
+        self.cached(df).and_then(|c| c.method)
     }
 
-    /// The refs of `df`'s chunks, computing them first (and its inputs) if needed.
+    /// The refs of `df`'s chunks, computing them first (and its inputs) if needed. They
+    /// are kept on `df` for this session; inputs computed on the way are not kept (their
+    /// chunks are freed once `df`'s are made), unless they were executed themselves.
     pub fn chunks(&self, df: &DataFrame) -> Result<Chunks> {
+        self.compute(df, true)
+    }
+
+    fn compute(&self, df: &DataFrame, keep: bool) -> Result<Chunks> {
         if let Some(c) = self.cached(df) {
-            return Ok(c);
+            return Ok(c.chunks);
         }
+        let mut used_method = None;
         let out = match &df.node.op {
             Op::Tensors(cols) => self.tensor_columns(cols)?,
             Op::Local(frames) => {
@@ -287,27 +289,26 @@ impl Session {
                 refs
             }
             Op::GroupBy { input, spec, method } => {
-                let inputs = self.chunks(input)?;
+                let inputs = self.compute(input, false)?;
                 let (refs, used) = self.group_by(&inputs, spec, *method)?;
-                self.methods.lock().expect("methods lock").insert(key(df), used);
+                used_method = Some(used);
                 refs
             }
             Op::Sort { input, spec } => {
-                let inputs = self.chunks(input)?;
+                let inputs = self.compute(input, false)?;
                 self.sort(&inputs, spec)?
             }
         };
-        let out = Arc::new(out);
-        let mut computed = self.computed.lock().expect("computed lock");
-        // Forget frames that are gone (their chunks go with them).
-        computed.retain(|_, (w, _)| w.strong_count() > 0);
-        computed.insert(key(df), (Arc::downgrade(&df.node), out.clone()));
-        Ok(out)
+        let chunks = Arc::new(out);
+        if keep {
+            let computed = Computed { chunks: chunks.clone(), method: used_method };
+            df.node.computed.lock().unwrap_or_else(|p| p.into_inner()).insert(self.id, computed);
+        }
+        Ok(chunks)
     }
 
-    fn cached(&self, df: &DataFrame) -> Option<Chunks> {
-        let computed = self.computed.lock().expect("computed lock");
-        computed.get(&key(df)).filter(|(w, _)| w.strong_count() > 0).map(|(_, c)| c.clone())
+    fn cached(&self, df: &DataFrame) -> Option<Computed> {
+        df.node.computed.lock().unwrap_or_else(|p| p.into_inner()).get(&self.id).cloned()
     }
 
     fn run(&self, g: &mut Graph<Task, Out>, targets: &[usize]) -> Result<Vec<Out>> {

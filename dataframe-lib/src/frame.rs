@@ -1,7 +1,8 @@
 //! The lazy `DataFrame`: a node of the frame graph with a known schema, and the
 //! operations that build new nodes. Nothing runs here; a `Session` runs frames.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use polars::prelude::DataType;
 
@@ -18,6 +19,17 @@ pub(crate) struct Node {
     pub(crate) op: Op,
     /// Column names and dtypes, in order.
     pub(crate) schema: Vec<(String, DataType)>,
+    /// The chunks computed for it, per session id: held by the frame, so they are freed
+    /// when the frame goes (as a tensor keeps its chunks).
+    pub(crate) computed: Mutex<HashMap<u64, Computed>>,
+}
+
+/// What one session computed for a frame.
+#[derive(Clone)]
+pub(crate) struct Computed {
+    pub(crate) chunks: Arc<Vec<ares::ObjectRef<crate::chunk::FrameChunk>>>,
+    /// The method a group-by used.
+    pub(crate) method: Option<Method>,
 }
 
 pub(crate) enum Op {
@@ -56,7 +68,7 @@ fn tensor_dtype(d: ares_tensor::DType) -> DataType {
 
 impl DataFrame {
     fn new(op: Op, schema: Vec<(String, DataType)>) -> DataFrame {
-        DataFrame { node: Arc::new(Node { op, schema }) }
+        DataFrame { node: Arc::new(Node { op, schema, computed: Mutex::new(HashMap::new()) }) }
     }
 
     /// A frame whose columns are 1-d tensors of one length and one chunking (pandas'
