@@ -4,14 +4,14 @@
 //! `sort_values("f1")`, each timed as its own phase, as the peer script does. Every phase
 //! checks its result; one JSON line per repeat, then the median line.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ares_dataframe::{DataFrame, Session, polars::prelude::DataType};
 use ares_tensor::random;
 use serde_json::json;
+
+use crate::rss::PeakRss;
 
 /// W4's sizes.
 #[derive(Clone, Debug, clap::Args)]
@@ -102,22 +102,10 @@ pub(crate) fn run(repeats: usize, z: &Sizes) -> Result<()> {
     let mut last = (json!(null), json!(null));
     let mut peak_all = 0u64;
     for _ in 0..repeats.max(1) {
-        let stop = Arc::new(AtomicBool::new(false));
-        let max = Arc::new(AtomicU64::new(0));
-        let sampler = {
-            let (stop, max) = (stop.clone(), max.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    max.fetch_max(crate::tensor::tree_rss(pid), Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            })
-        };
+        let sampler = PeakRss::start(pid, Duration::from_millis(50));
         let r = once(&s, z);
-        stop.store(true, Ordering::Relaxed);
-        let _ = sampler.join();
+        let peak = sampler.stop();
         let (phases, result) = r?;
-        let peak = max.load(Ordering::Relaxed);
         peak_all = peak_all.max(peak);
         totals.push(phases["total"].as_f64().context("total")?);
         println!(

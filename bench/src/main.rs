@@ -8,6 +8,7 @@ mod cluster;
 mod dataframe;
 mod envelope;
 mod recovery;
+mod rss;
 mod tensor;
 
 use std::time::Instant;

@@ -6,13 +6,13 @@
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ares_tensor::{Session, random};
 use serde_json::json;
+
+use crate::rss::PeakRss;
 
 /// Sizes of the workloads (the peer script's defaults).
 #[derive(Clone, Debug, clap::Args)]
@@ -122,35 +122,6 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
     Ok(())
 }
 
-/// Summed RSS of `pid` and all its descendants, in bytes.
-pub(crate) fn tree_rss(pid: u32) -> u64 {
-    let page = 4096u64;
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
-            let ppid =
-                stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|x| x.parse().ok());
-            if let Some(ppid) = ppid {
-                parents.push((p, ppid));
-            }
-        }
-    }
-    let mut tree = vec![pid];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    tree.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/statm")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1).and_then(|x| x.parse::<u64>().ok()))
-        .map(|pages| pages * page)
-        .sum()
-}
-
 /// Runs the workloads `repeats` times each in fresh children; prints one line per workload.
 pub(crate) fn parent(workloads: &str, repeats: usize, s: &Sizes) -> Result<()> {
     let exe = std::env::current_exe()?;
@@ -160,29 +131,17 @@ pub(crate) fn parent(workloads: &str, repeats: usize, s: &Sizes) -> Result<()> {
         let mut result = serde_json::Value::Null;
         for _ in 0..repeats {
             let mut child = Command::new(&exe).args(child_args(s, w)).stdout(Stdio::piped()).spawn()?;
-            let pid = child.id();
-            let stop = Arc::new(AtomicBool::new(false));
-            let max = Arc::new(AtomicU64::new(0));
-            let sampler = {
-                let (stop, max) = (stop.clone(), max.clone());
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        max.fetch_max(tree_rss(pid), Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                })
-            };
+            let sampler = PeakRss::start(child.id(), Duration::from_millis(20));
             let mut line = String::new();
             std::io::BufReader::new(child.stdout.take().context("child stdout")?).read_line(&mut line)?;
             let status = child.wait()?;
-            stop.store(true, Ordering::Relaxed);
-            let _ = sampler.join();
+            let child_peak = sampler.stop();
             anyhow::ensure!(status.success(), "{w} child failed: {status}");
             let v: serde_json::Value =
                 serde_json::from_str(line.trim()).with_context(|| format!("child said {line:?}"))?;
             walls.push(v["wall_s"].as_f64().context("wall_s")?);
             result = v["result"].clone();
-            peak = peak.max(max.load(Ordering::Relaxed));
+            peak = peak.max(child_peak);
         }
         let mut sorted = walls.clone();
         sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -90,13 +90,7 @@ impl StoreClient {
         if len <= self.max_inline {
             return Ok(Stored::Inline(value.encode().map_err(|e| Error::Encode(e.to_string()))?));
         }
-        let offset = self.create(id, len as u64, owner)?;
-        if len >= POPULATE_MIN {
-            self.pool.populate_write(offset, len as u64);
-        }
-        // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
-        let dst =
-            unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        let (offset, dst) = self.create_writable(id, len, owner)?;
         if let Err(e) = value.encode_into_slice(dst) {
             // Seal and delete the half-written object so its space comes back at once.
             let _ = self.seal(id);
@@ -109,13 +103,24 @@ impl StoreClient {
 
     /// Copies already encoded bytes into a new object in the pool.
     pub(crate) fn store_bytes(&self, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<u64> {
-        let offset = self.create(id, bytes.len() as u64, owner)?;
-        // SAFETY: a fresh allocation of ours, unsealed.
-        let dst = unsafe { self.pool.slice_mut(offset, bytes.len() as u64) }
-            .map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        let (_, dst) = self.create_writable(id, bytes.len(), owner)?;
         dst.copy_from_slice(bytes);
         self.seal(id)?;
         Ok(bytes.len() as u64)
+    }
+
+    /// Creates object `id` of `len` bytes and returns its offset and bytes, mapped in one
+    /// call when large (see [`POPULATE_MIN`]).
+    #[allow(clippy::mut_from_ref)]
+    fn create_writable(&self, id: ObjectId, len: usize, owner: WorkerId) -> Result<(u64, &mut [u8])> {
+        let offset = self.create(id, len as u64, owner)?;
+        if len >= POPULATE_MIN {
+            self.pool.populate_write(offset, len as u64);
+        }
+        // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
+        let dst =
+            unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
+        Ok((offset, dst))
     }
 
     fn create(&self, id: ObjectId, size: u64, owner: WorkerId) -> Result<u64> {

@@ -34,14 +34,8 @@ fn one_thread() {
         // SAFETY: runs before polars first reads its settings (its thread pool is made
         // on first use), in a worker whose other threads do not read the environment.
         unsafe { std::env::set_var("POLARS_MAX_THREADS", "1") };
-        // Kernels allocate and free many large buffers: keep freed memory in the heap
-        // rather than unmapping it each time (the page faults cost more than the work).
-        // SAFETY: mallopt only tunes the allocator; these parameters take any value.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 512 << 20);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        }
     });
+    ares_tileable::keep_freed_memory();
 }
 
 fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
@@ -67,6 +61,14 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
 fn gb_partial(spec: GroupSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
     write(or_panic(kernels::partial(&spec, &read(&input))))
+}
+
+/// `[rows, groups]` of a chunk: what the `auto` method is chosen from.
+#[ares::remote]
+fn gb_probe(spec: GroupSpec, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
+    one_thread();
+    let df = read(&input);
+    vec![df.height() as u64, or_panic(kernels::partial(&spec, &df)).height() as u64]
 }
 
 #[ares::remote]
@@ -106,12 +108,6 @@ fn sort_split(spec: SortSpec, bounds: FrameChunk, input: InPlace<'_, FrameChunk>
 fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
     write(or_panic(kernels::sort_range(&spec, pieces.iter().map(read).collect())))
-}
-
-/// Referenced by [`crate::link_kernels`]: keeps this module's remote functions in a
-/// program that runs them for others.
-pub(crate) fn link() {
-    std::hint::black_box(gb_partial as fn(GroupSpec, InPlace<'static, FrameChunk>) -> FrameChunk);
 }
 
 /// A chunk task's result.
@@ -370,9 +366,8 @@ impl Session {
 
     /// Mars' `auto`: a tree when the first chunk's partial has few groups for its rows.
     fn choose(&self, inputs: &[ObjectRef<FrameChunk>], spec: &GroupSpec) -> Result<Method> {
-        let first = ares::remote(gb_partial).call(spec.clone(), &inputs[0]);
-        let groups = decode_archived(&*ares::get_view(&first)?)?.height();
-        let rows = decode_archived(&*ares::get_view(&inputs[0])?)?.height().max(1);
+        let counts = ares::get(&ares::remote(gb_probe).call(spec.clone(), &inputs[0]))?;
+        let (rows, groups) = (counts[0].max(1), counts[1]);
         Ok(if groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree })
     }
 
@@ -388,8 +383,8 @@ impl Session {
         }
         let parts = inputs.len();
         let mut bounds = kernels::bounds(spec, gathered, parts)?;
+        let nparts = bounds.height() + 1;
         let bounds = FrameChunk::encode(&mut bounds)?;
-        let nparts = bounds_rows(&bounds)? + 1;
         let mut g = Graph::new();
         let ready: Vec<usize> = inputs.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
         if nparts < 2 {
@@ -405,8 +400,4 @@ impl Session {
             (0..nparts).map(|p| g.add(Task::Merge(spec.clone(), p), splits.clone(), 1, 1, 0)).collect();
         Ok(Self::frames(self.run(&mut g, &targets)?))
     }
-}
-
-fn bounds_rows(b: &FrameChunk) -> Result<usize> {
-    Ok(decode(&b.ipc)?.height())
 }

@@ -31,10 +31,10 @@ pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> Pola
         let s = input.as_materialized_series();
         let out = if s.dtype().is_float() {
             let v = s.cast(&DataType::Float64)?;
-            fold_f64(v.f64()?, &ids, n, st.rule)
+            fold(v.f64()?.iter(), &ids, n, st.rule, |a, b| a + b, |x: &f64| x.is_nan())
         } else {
             let v = s.cast(&DataType::Int64)?;
-            fold_i64(v.i64()?, &ids, n, st.rule)
+            fold(v.i64()?.iter(), &ids, n, st.rule, i64::wrapping_add, |_: &i64| false)
         };
         let mut out = canonical(out.into_column(), st.rule, input.dtype())?;
         out.rename(st.out.as_str().into());
@@ -74,76 +74,50 @@ fn group_ids(key: &[i64]) -> (Vec<u32>, Vec<IdxSize>) {
     (ids, first)
 }
 
-fn fold_f64(v: &Float64Chunked, ids: &[u32], n: usize, rule: Rule) -> Series {
+/// Folds the values of one column into per-group accumulators by `rule`: sums with
+/// `add`, extremes skipping values for which `skip` holds (NaN, as pandas skips it).
+fn fold<T>(
+    values: impl Iterator<Item = Option<T>>,
+    ids: &[u32],
+    n: usize,
+    rule: Rule,
+    add: fn(T, T) -> T,
+    skip: fn(&T) -> bool,
+) -> Series
+where
+    T: Copy + Default + PartialOrd,
+    Series: NamedFrom<Vec<T>, [T]> + NamedFrom<Vec<Option<T>>, [Option<T>]>,
+{
     let name = PlSmallStr::EMPTY;
     match rule {
         Rule::Sum => {
-            let mut acc = vec![0.0f64; n];
-            for (x, &g) in v.iter().zip(ids) {
+            let mut acc = vec![T::default(); n];
+            for (x, &g) in values.zip(ids) {
                 if let Some(x) = x {
-                    acc[g as usize] += x;
+                    acc[g as usize] = add(acc[g as usize], x);
                 }
             }
             Series::new(name, acc)
         }
-        Rule::Count => Series::new(name, count(v.iter().map(|x| x.is_some()), ids, n)),
-        Rule::Min | Rule::Max => {
-            let mut acc: Vec<Option<f64>> = vec![None; n];
-            let max = rule == Rule::Max;
-            for (x, &g) in v.iter().zip(ids) {
-                if let Some(x) = x {
-                    // NaN is skipped as pandas skips it.
-                    if x.is_nan() {
-                        continue;
-                    }
-                    let a = &mut acc[g as usize];
-                    *a = Some(match *a {
-                        None => x,
-                        Some(y) if max => y.max(x),
-                        Some(y) => y.min(x),
-                    });
-                }
-            }
-            Series::new(name, acc)
-        }
-    }
-}
-
-fn fold_i64(v: &Int64Chunked, ids: &[u32], n: usize, rule: Rule) -> Series {
-    let name = PlSmallStr::EMPTY;
-    match rule {
-        Rule::Sum => {
+        Rule::Count => {
             let mut acc = vec![0i64; n];
-            for (x, &g) in v.iter().zip(ids) {
-                if let Some(x) = x {
-                    acc[g as usize] = acc[g as usize].wrapping_add(x);
-                }
+            for (x, &g) in values.zip(ids) {
+                acc[g as usize] += i64::from(x.is_some());
             }
             Series::new(name, acc)
         }
-        Rule::Count => Series::new(name, count(v.iter().map(|x| x.is_some()), ids, n)),
         Rule::Min | Rule::Max => {
-            let mut acc: Vec<Option<i64>> = vec![None; n];
+            let mut acc: Vec<Option<T>> = vec![None; n];
             let max = rule == Rule::Max;
-            for (x, &g) in v.iter().zip(ids) {
-                if let Some(x) = x {
-                    let a = &mut acc[g as usize];
-                    *a = Some(match *a {
-                        None => x,
-                        Some(y) if max => y.max(x),
-                        Some(y) => y.min(x),
-                    });
-                }
+            for (x, &g) in values.zip(ids) {
+                let Some(x) = x.filter(|x| !skip(x)) else { continue };
+                let a = &mut acc[g as usize];
+                *a = Some(match *a {
+                    Some(y) if (max && y >= x) || (!max && y <= x) => y,
+                    _ => x,
+                });
             }
             Series::new(name, acc)
         }
     }
-}
-
-fn count(valid: impl Iterator<Item = bool>, ids: &[u32], n: usize) -> Vec<i64> {
-    let mut acc = vec![0i64; n];
-    for (ok, &g) in valid.zip(ids) {
-        acc[g as usize] += i64::from(ok);
-    }
-    acc
 }

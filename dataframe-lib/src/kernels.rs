@@ -254,9 +254,15 @@ pub(crate) fn hash_split(keys: &[String], df: &DataFrame, parts: usize) -> Polar
     for k in keys {
         hash_into(df.column(k)?, &mut h)?;
     }
-    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); parts.max(1)];
-    for (row, x) in h.iter().enumerate() {
-        idx[(x % parts.max(1) as u64) as usize].push(row as IdxSize);
+    let parts = parts.max(1);
+    split_rows(df, parts, h.iter().map(|x| (x % parts as u64) as usize))
+}
+
+/// The rows of `df` in `parts` frames, row `r` going to the `r`-th part of `which`.
+fn split_rows(df: &DataFrame, parts: usize, which: impl Iterator<Item = usize>) -> PolarsResult<Vec<DataFrame>> {
+    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); parts];
+    for (row, p) in which.enumerate() {
+        idx[p].push(row as IdxSize);
     }
     idx.into_iter().map(|v| df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, v))).collect()
 }
@@ -315,11 +321,7 @@ pub(crate) fn range_split(spec: &SortSpec, df: &DataFrame, bounds: &DataFrame) -
     let key = df.column(&spec.by[0])?.as_materialized_series();
     let b = bounds.column("b")?.as_materialized_series();
     let which = ranges(key, b, spec.descending[0])?;
-    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); b.len() + 1];
-    for (row, &p) in which.iter().enumerate() {
-        idx[p].push(row as IdxSize);
-    }
-    idx.into_iter().map(|v| df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, v))).collect()
+    split_rows(df, b.len() + 1, which.into_iter())
 }
 
 /// The pieces of one range, sorted (stably, missing values last).

@@ -26,9 +26,3 @@ pub use exec::Session;
 pub use frame::{DataFrame, GroupBy};
 pub use polars;
 pub use spec::{Agg, Method};
-
-/// Keeps the frame kernels in a program that runs them for others without calling the
-/// library itself (the `ares` binary's worker mode), as `ares_tensor::link_kernels` does.
-pub fn link_kernels() {
-    exec::link();
-}

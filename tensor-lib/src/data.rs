@@ -433,6 +433,25 @@ impl<'a> ChunkRef<'a> {
         }
     }
 
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ChunkRef::Owned(c) => c.data.len(),
+            ChunkRef::Archived(c) => match &c.data {
+                ArchivedBuf::Bool(v) => v.len(),
+                ArchivedBuf::I32(v) => v.len(),
+                ArchivedBuf::I64(v) => v.len(),
+                ArchivedBuf::F32(v) => v.len(),
+                ArchivedBuf::F64(v) => v.len(),
+            },
+        }
+    }
+
+    /// Whether it has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether its shape is `shape`.
     pub fn shape_is(&self, shape: &[u64]) -> bool {
         match self {
@@ -481,16 +500,7 @@ impl<'a> ChunkRef<'a> {
             },
             ChunkRef::Archived(c) => match elements_in_place::<T>(c) {
                 Some(v) => return Cow::Borrowed(v),
-                None => {
-                    let n = match &c.data {
-                        ArchivedBuf::Bool(v) => v.len(),
-                        ArchivedBuf::I32(v) => v.len(),
-                        ArchivedBuf::I64(v) => v.len(),
-                        ArchivedBuf::F32(v) => v.len(),
-                        ArchivedBuf::F64(v) => v.len(),
-                    };
-                    self.slice(0, n)
-                }
+                None => self.slice(0, self.len()),
             },
         };
         Cow::Owned(T::into_vec(whole.cast(T::DTYPE)).expect("cast to T"))

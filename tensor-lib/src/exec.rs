@@ -79,26 +79,13 @@ pub struct ReduceSpec {
     pub offset: Vec<u64>,
 }
 
-/// Chunk tasks allocate and free many large buffers: keep freed memory in the heap
-/// instead of returning it to the kernel each time (page faults cost more than the work).
-fn keep_heap() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: mallopt only tunes the allocator; these parameters take any value.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 512 << 20);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        }
-    });
-}
-
 fn run_map(p: Program, inputs: &[ChunkRef<'_>]) -> Chunk {
-    keep_heap();
+    ares_tileable::keep_freed_memory();
     p.run(inputs).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run_reduce(p: Program, r: ReduceSpec, inputs: &[ChunkRef<'_>]) -> Partial {
-    keep_heap();
+    ares_tileable::keep_freed_memory();
     if r.axes.is_empty() {
         return p.run_reduce(r.op, inputs).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -190,7 +177,7 @@ fn reducen(p: Program, r: ReduceSpec, inputs: InPlaceList<'_, Chunk>) -> Partial
 /// between them never go through the store.
 #[ares::remote]
 fn gemm(operands: InPlaceList<'_, Chunk>, flags: Vec<u8>) -> Chunk {
-    keep_heap();
+    ares_tileable::keep_freed_memory();
     let (acc, rest) = match operands.len() % 2 {
         1 => (Some(ChunkRef::Archived(&operands[0])), &operands[1..]),
         _ => (None, &operands[..]),

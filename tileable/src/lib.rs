@@ -16,6 +16,8 @@
 //!   `max_in_flight` tasks unfinished, frees each intermediate once its last consumer is
 //!   submitted, reports progress and stops between tasks when cancelled.
 //!
+//! It also holds the one allocator setting chunk kernels share ([`keep_freed_memory`]).
+//!
 //! **Must not:** know any library's kernels, value types or tiling rules: those are the
 //! `T` (task) and `O` (result handle) a library plugs in. It does no IO of its own beyond
 //! submitting through the library's closure and waiting on results.
@@ -25,5 +27,20 @@ mod tree;
 mod window;
 
 pub use graph::{Graph, Output};
+
+/// Tunes this process's allocator for chunk kernels, once: they allocate and free many
+/// large buffers, so freed memory stays in the heap instead of going back to the kernel
+/// each time (the page faults of getting it again cost more than the work). Called by a
+/// library's kernels in worker processes.
+pub fn keep_freed_memory() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: mallopt only tunes the allocator; these parameters take any value.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 512 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        }
+    });
+}
 pub use tree::Trees;
 pub use window::{Progress, ProgressFn, Settings};
