@@ -15,15 +15,16 @@ use ares_tileable::{Graph, Output, Settings, Trees};
 use crate::chunk::{FrameChunk, decode, decode_archived};
 use crate::error::{FrameError, Result};
 use crate::frame::{Computed, DataFrame, Op};
-use crate::kernels;
-use crate::spec::{GroupSpec, Method, SortSpec};
+use crate::spec::{GroupSpec, How, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
+use crate::{kernels, relational};
 
 /// Partials combined by one task of a group-by tree.
 const COMBINE: usize = 4;
 /// Rows sampled per chunk to choose a sort's partition bounds.
 const SAMPLE_ROWS: u32 = 256;
-/// A group-by shuffles when the first chunk has more groups than this share of its rows
-/// (a tree would then carry nearly every row up to one task).
+/// A group-by (or a drop_duplicates) shuffles when the first chunk has more groups
+/// (distinct rows) than this share of its rows: a tree would then carry nearly every row
+/// up to one task.
 const SHUFFLE_GROUPS_PER_ROW: f64 = 0.125;
 
 /// polars runs each kernel on one thread: parallelism comes from running many chunk
@@ -57,25 +58,82 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
     write(or_panic(kernels::from_tensor_chunks(&names, &refs)))
 }
 
+/// A chunk read, with a fused map applied first when there is one.
+fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
+    match pre {
+        Some(m) => or_panic(crate::eval::map(m, read(c))),
+        None => read(c),
+    }
+}
+
 #[ares::remote]
-fn gb_partial(spec: GroupSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+fn map_chunk(spec: MapSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::partial(&spec, &read(&input))))
+    write(or_panic(crate::eval::map(&spec, read(&input))))
+}
+
+#[ares::remote]
+fn gb_partial(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(kernels::partial(&spec, &read_mapped(&pre, &input))))
 }
 
 /// `[rows, groups]` of a chunk: what the `auto` method is chosen from.
 #[ares::remote]
-fn gb_probe(spec: GroupSpec, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
+fn gb_probe(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
     one_thread();
-    let df = read(&input);
+    let df = read_mapped(&pre, &input);
     vec![df.height() as u64, or_panic(kernels::partial(&spec, &df)).height() as u64]
 }
 
 #[ares::remote]
-fn gb_partial_split(spec: GroupSpec, parts: u32, input: InPlace<'_, FrameChunk>) -> Vec<FrameChunk> {
+fn gb_partial_split(
+    spec: GroupSpec,
+    pre: Option<MapSpec>,
+    parts: u32,
+    input: InPlace<'_, FrameChunk>,
+) -> Vec<FrameChunk> {
     one_thread();
-    let p = or_panic(kernels::partial(&spec, &read(&input)));
+    let p = or_panic(kernels::partial(&spec, &read_mapped(&pre, &input)));
     or_panic(kernels::hash_split(&spec.keys, &p, parts as usize)).into_iter().map(write).collect()
+}
+
+#[ares::remote]
+fn top_rows(spec: TopSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(relational::top(&spec, parts.iter().map(read).collect())))
+}
+
+#[ares::remote]
+fn unique_rows(subset: Vec<String>, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(relational::unique(&subset, parts.iter().map(read).collect())))
+}
+
+/// `[rows, distinct rows]` of a chunk.
+#[ares::remote]
+fn unique_probe(subset: Vec<String>, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
+    one_thread();
+    let df = read(&input);
+    vec![df.height() as u64, or_panic(relational::unique(&subset, vec![df])).height() as u64]
+}
+
+/// A chunk's rows split by the hash of `keys`, duplicates of `keys` dropped first when
+/// `dedup`.
+#[ares::remote]
+fn key_split(keys: Vec<String>, parts: u32, dedup: bool, input: InPlace<'_, FrameChunk>) -> Vec<FrameChunk> {
+    one_thread();
+    let mut df = read(&input);
+    if dedup {
+        df = or_panic(relational::unique(&keys, vec![df]));
+    }
+    or_panic(kernels::hash_split(&keys, &df, parts as usize)).into_iter().map(write).collect()
+}
+
+#[ares::remote]
+fn join_rows(spec: JoinSpec, left: InPlaceList<'_, FrameChunk>, right: InPlaceList<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    write(or_panic(relational::join(&spec, left.iter().map(read).collect(), right.iter().map(read).collect())))
 }
 
 #[ares::remote]
@@ -147,8 +205,9 @@ impl Out {
 /// One chunk task of a frame operation.
 enum Task {
     FromTensors(Vec<String>),
-    Partial(GroupSpec),
-    PartialSplit(GroupSpec, u32),
+    Map(MapSpec),
+    Partial(GroupSpec, Option<MapSpec>),
+    PartialSplit(GroupSpec, Option<MapSpec>, u32),
     Combine(GroupSpec),
     /// Combines (the partition `pick` of, for a shuffle) its inputs and finishes.
     Finish(GroupSpec, Option<usize>),
@@ -157,6 +216,14 @@ enum Task {
     Merge(SortSpec, usize),
     /// Sorts the rows of all its inputs (a sort of one range).
     MergeAll(SortSpec),
+    Top(TopSpec),
+    /// Distinct rows of all its inputs (partition `pick` of each, for a shuffle).
+    Unique(Vec<String>, Option<usize>),
+    /// Rows split by key hash: keys, partitions, duplicates dropped first.
+    KeySplit(Vec<String>, u32, bool),
+    /// Joins its first `n` inputs (left) with the rest (partition `pick` of each, for a
+    /// shuffle).
+    Join(JoinSpec, usize, Option<usize>),
 }
 
 fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
@@ -172,9 +239,27 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
                 .collect();
             Out::Frame(ares::remote(from_tensor_chunks).options(o).call(names, cols))
         }
-        Task::Partial(spec) => Out::Frame(ares::remote(gb_partial).options(o).call(spec, ins[0].frame())),
-        Task::PartialSplit(spec, parts) => {
-            Out::Parts(ares::remote(gb_partial_split).options(o).num_returns(parts).call(spec, parts, ins[0].frame()))
+        Task::Map(spec) => Out::Frame(ares::remote(map_chunk).options(o).call(spec, ins[0].frame())),
+        Task::Partial(spec, pre) => Out::Frame(ares::remote(gb_partial).options(o).call(spec, pre, ins[0].frame())),
+        Task::PartialSplit(spec, pre, parts) => Out::Parts(
+            ares::remote(gb_partial_split).options(o).num_returns(parts).call(spec, pre, parts, ins[0].frame()),
+        ),
+        Task::Top(spec) => Out::Frame(ares::remote(top_rows).options(o).call(spec, frames())),
+        Task::Unique(subset, None) => Out::Frame(ares::remote(unique_rows).options(o).call(subset, frames())),
+        Task::Unique(subset, Some(p)) => {
+            let parts = ins.iter().map(|i| i.part(p)).collect::<Vec<_>>();
+            Out::Frame(ares::remote(unique_rows).options(o).call(subset, parts))
+        }
+        Task::KeySplit(keys, parts, dedup) => {
+            Out::Parts(ares::remote(key_split).options(o).num_returns(parts).call(keys, parts, dedup, ins[0].frame()))
+        }
+        Task::Join(spec, n, pick) => {
+            let side = |v: &[Out]| match pick {
+                Some(p) => v.iter().map(|i| i.part(p)).collect::<Vec<_>>(),
+                None => v.iter().map(Out::frame).collect(),
+            };
+            let (l, r) = (side(&ins[..n]), side(&ins[n..]));
+            Out::Frame(ares::remote(join_rows).options(o).call(spec, l, r))
         }
         Task::Combine(spec) => Out::Frame(ares::remote(gb_combine).options(o).call(spec, frames())),
         Task::Finish(spec, None) => Out::Frame(ares::remote(gb_finish).options(o).call(spec, true, frames())),
@@ -257,8 +342,8 @@ impl Session {
         Ok(out)
     }
 
-    /// The method a group-by frame was computed with (after `execute`), as Mars records
-    /// its `auto` choice in the plan.
+    /// The method a group-by, drop_duplicates or merge frame was computed with (after
+    /// `execute`), as Mars records its `auto` choice in the plan.
     pub fn group_by_method(&self, df: &DataFrame) -> Option<Method> {
         self.cached(df).and_then(|c| c.method)
     }
@@ -271,28 +356,62 @@ impl Session {
     }
 
     fn compute(&self, df: &DataFrame, keep: bool) -> Result<Chunks> {
+        self.compute_columns(df, keep, None)
+    }
+
+    /// `compute`, reading only the columns `needed` (all when `None`) from a frame made
+    /// from tensors or a local frame: the columns nobody reads are never made into chunks
+    /// (column pruning into the readers).
+    fn compute_columns(&self, df: &DataFrame, keep: bool, needed: Option<&[String]>) -> Result<Chunks> {
         if let Some(c) = self.cached(df) {
             return Ok(c.chunks);
         }
+        let wanted = |name: &String| needed.is_none_or(|n| n.contains(name));
         let mut used_method = None;
         let out = match &df.node.op {
-            Op::Tensors(cols) => self.tensor_columns(cols)?,
+            Op::Tensors(cols) => {
+                let cols: Vec<_> = cols.iter().filter(|(n, _)| wanted(n)).cloned().collect();
+                self.tensor_columns(&cols)?
+            }
             Op::Local(frames) => {
                 let mut refs = Vec::with_capacity(frames.len());
+                let names: Vec<String> = df.columns().into_iter().filter(wanted).collect();
                 for f in frames {
-                    refs.push(ares::put(FrameChunk::encode(&mut f.clone())?)?);
+                    refs.push(ares::put(FrameChunk::encode(&mut f.select(names.iter().map(|n| n.as_str()))?)?)?);
                 }
                 refs
             }
             Op::GroupBy { input, spec, method } => {
-                let inputs = self.compute(input, false)?;
-                let (refs, used) = self.group_by(&inputs, spec, *method)?;
+                let mut needed: Vec<String> = spec.keys.clone();
+                needed.extend(spec.aggs.iter().map(|(c, _)| c.clone()));
+                let (inputs, pre) = self.fused(input, &needed)?;
+                let (refs, used) = self.group_by(&inputs, spec, pre, *method)?;
                 used_method = Some(used);
                 refs
             }
             Op::Sort { input, spec } => {
                 let inputs = self.compute(input, false)?;
                 self.sort(&inputs, spec)?
+            }
+            Op::Map { input, spec } => {
+                let inputs = self.compute_columns(input, false, Some(&spec.needed(&df.columns())))?;
+                self.map_chunks(&inputs, spec)?
+            }
+            Op::Top { input, spec } => {
+                let inputs = self.compute(input, false)?;
+                self.top(&inputs, spec)?
+            }
+            Op::Unique { input, subset, method } => {
+                let inputs = self.compute(input, false)?;
+                let (refs, used) = self.unique(&inputs, subset, *method)?;
+                used_method = Some(used);
+                refs
+            }
+            Op::Join { left, right, spec } => {
+                let (l, r) = (self.compute(left, false)?, self.compute(right, false)?);
+                let (refs, used) = self.join(&l, &r, spec)?;
+                used_method = Some(used);
+                refs
             }
         };
         let chunks = Arc::new(out);
@@ -333,13 +452,14 @@ impl Session {
         &self,
         inputs: &[ObjectRef<FrameChunk>],
         spec: &GroupSpec,
+        pre: Option<MapSpec>,
         method: Method,
     ) -> Result<(Vec<ObjectRef<FrameChunk>>, Method)> {
         // One chunk has nothing to shuffle (and a task of one return value could not
-        // split its list: see `RemoteFn::num_returns`).
+        // split its list: see `RemoteFn::num_returns`); no keys make one group.
         let method = match method {
-            _ if inputs.len() < 2 => Method::Tree,
-            Method::Auto => self.choose(inputs, spec)?,
+            _ if inputs.len() < 2 || spec.keys.is_empty() => Method::Tree,
+            Method::Auto | Method::Broadcast => self.choose(inputs, spec, &pre)?,
             m => m,
         };
         let mut g = Graph::new();
@@ -347,14 +467,16 @@ impl Session {
         let targets = match method {
             Method::Shuffle => {
                 let parts = inputs.len() as u32;
-                let maps: Vec<usize> =
-                    ready.iter().map(|&r| g.add(Task::PartialSplit(spec.clone(), parts), vec![r], 1, 0, 0)).collect();
+                let maps: Vec<usize> = ready
+                    .iter()
+                    .map(|&r| g.add(Task::PartialSplit(spec.clone(), pre.clone(), parts), vec![r], 1, 0, 0))
+                    .collect();
                 (0..parts as usize).map(|p| g.add(Task::Finish(spec.clone(), Some(p)), maps.clone(), 1, 1, 0)).collect()
             }
             _ => {
                 let mut trees = Trees::new(1, COMBINE);
                 for &r in &ready {
-                    let leaf = g.add(Task::Partial(spec.clone()), vec![r], 1, 0, 0);
+                    let leaf = g.add(Task::Partial(spec.clone(), pre.clone()), vec![r], 1, 0, 0);
                     trees.push(&mut g, 0, leaf, 1, || Task::Combine(spec.clone()));
                 }
                 let root = trees.root(&mut g, 0, 1, || Task::Combine(spec.clone()));
@@ -365,10 +487,118 @@ impl Session {
     }
 
     /// Mars' `auto`: a tree when the first chunk's partial has few groups for its rows.
-    fn choose(&self, inputs: &[ObjectRef<FrameChunk>], spec: &GroupSpec) -> Result<Method> {
-        let counts = ares::get(&ares::remote(gb_probe).call(spec.clone(), &inputs[0]))?;
-        let (rows, groups) = (counts[0].max(1), counts[1]);
+    fn choose(&self, inputs: &[ObjectRef<FrameChunk>], spec: &GroupSpec, pre: &Option<MapSpec>) -> Result<Method> {
+        Self::by_share(ares::get(&ares::remote(gb_probe).call(spec.clone(), pre.clone(), &inputs[0]))?)
+    }
+
+    /// A shuffle when `[rows, groups]` has many groups for its rows, else a tree.
+    fn by_share(counts: Vec<u64>) -> Result<Method> {
+        let (rows, groups) = (counts.first().copied().unwrap_or(0).max(1), counts.get(1).copied().unwrap_or(0));
         Ok(if groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree })
+    }
+
+    /// The chunks an operation reads from `input` (only the `needed` columns from a
+    /// reader), and the map to apply to them first when `input` is a map not computed
+    /// yet: fused into the operation's first task instead of a task of its own.
+    fn fused(&self, input: &DataFrame, needed: &[String]) -> Result<(Chunks, Option<MapSpec>)> {
+        if let (Op::Map { input: inner, spec }, None) = (&input.node.op, self.cached(input)) {
+            let chunks = self.compute_columns(inner, false, Some(&spec.needed(needed)))?;
+            return Ok((chunks, Some(spec.clone())));
+        }
+        Ok((self.compute_columns(input, false, Some(needed))?, None))
+    }
+
+    fn map_chunks(&self, inputs: &[ObjectRef<FrameChunk>], spec: &MapSpec) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let mut g = Graph::new();
+        let targets: Vec<usize> = inputs
+            .iter()
+            .map(|r| {
+                let i = g.ready(Out::Frame(r.clone()));
+                g.add(Task::Map(spec.clone()), vec![i], 1, 0, 0)
+            })
+            .collect();
+        Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+
+    /// First, last or top rows: each chunk's, then the survivors' in a tree.
+    fn top(&self, inputs: &[ObjectRef<FrameChunk>], spec: &TopSpec) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let mut g = Graph::new();
+        let mut trees = Trees::new(1, COMBINE);
+        for r in inputs {
+            let i = g.ready(Out::Frame(r.clone()));
+            let leaf = g.add(Task::Top(spec.clone()), vec![i], 1, 0, 0);
+            trees.push(&mut g, 0, leaf, 1, || Task::Top(spec.clone()));
+        }
+        let root = trees.root(&mut g, 0, 1, || Task::Top(spec.clone()));
+        Ok(Self::frames(self.run(&mut g, &[root])?))
+    }
+
+    /// Distinct rows: in a tree (few), or hash-partitioned (many).
+    fn unique(
+        &self,
+        inputs: &[ObjectRef<FrameChunk>],
+        subset: &[String],
+        method: Method,
+    ) -> Result<(Vec<ObjectRef<FrameChunk>>, Method)> {
+        let method = match method {
+            _ if inputs.len() < 2 => Method::Tree,
+            Method::Auto | Method::Broadcast => {
+                Self::by_share(ares::get(&ares::remote(unique_probe).call(subset.to_vec(), &inputs[0]))?)?
+            }
+            m => m,
+        };
+        let mut g = Graph::new();
+        let ready: Vec<usize> = inputs.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
+        let targets = if method == Method::Shuffle {
+            let parts = inputs.len() as u32;
+            let maps: Vec<usize> =
+                ready.iter().map(|&r| g.add(Task::KeySplit(subset.to_vec(), parts, true), vec![r], 1, 0, 0)).collect();
+            (0..parts as usize).map(|p| g.add(Task::Unique(subset.to_vec(), Some(p)), maps.clone(), 1, 1, 0)).collect()
+        } else {
+            let mut trees = Trees::new(1, COMBINE);
+            for &r in &ready {
+                let leaf = g.add(Task::Unique(subset.to_vec(), None), vec![r], 1, 0, 0);
+                trees.push(&mut g, 0, leaf, 1, || Task::Unique(subset.to_vec(), None));
+            }
+            vec![trees.root(&mut g, 0, 1, || Task::Unique(subset.to_vec(), None))]
+        };
+        Ok((Self::frames(self.run(&mut g, &targets)?), method))
+    }
+
+    /// A merge: a side of one chunk is broadcast to every chunk of the other (when that
+    /// keeps the other side's unmatched rows right), else both sides are shuffled by key.
+    fn join(
+        &self,
+        left: &[ObjectRef<FrameChunk>],
+        right: &[ObjectRef<FrameChunk>],
+        spec: &JoinSpec,
+    ) -> Result<(Vec<ObjectRef<FrameChunk>>, Method)> {
+        let mut g = Graph::new();
+        let l: Vec<usize> = left.iter().map(|r| g.ready(Out::Frame(r.clone()))).collect();
+        let r: Vec<usize> = right.iter().map(|x| g.ready(Out::Frame(x.clone()))).collect();
+        let task = |pick| Task::Join(spec.clone(), 1, pick);
+        let (targets, method) = if l.len() == 1 && r.len() == 1 {
+            (vec![g.add(task(None), vec![l[0], r[0]], 1, 0, 0)], Method::Broadcast)
+        } else if r.len() == 1 && matches!(spec.how, How::Inner | How::Left) {
+            (l.iter().map(|&li| g.add(task(None), vec![li, r[0]], 1, 0, 0)).collect(), Method::Broadcast)
+        } else if l.len() == 1 && matches!(spec.how, How::Inner | How::Right) {
+            (r.iter().map(|&ri| g.add(task(None), vec![l[0], ri], 1, 0, 0)).collect(), Method::Broadcast)
+        } else {
+            let parts = l.len().max(r.len()) as u32;
+            let split = |g: &mut Graph<Task, Out>, i: usize| {
+                g.add(Task::KeySplit(spec.on.clone(), parts, false), vec![i], 1, 0, 0)
+            };
+            let ls: Vec<usize> = l.iter().map(|&i| split(&mut g, i)).collect();
+            let rs: Vec<usize> = r.iter().map(|&i| split(&mut g, i)).collect();
+            let targets = (0..parts as usize)
+                .map(|p| {
+                    let ins = ls.iter().chain(&rs).copied().collect();
+                    g.add(Task::Join(spec.clone(), ls.len(), Some(p)), ins, 1, 1, 0)
+                })
+                .collect();
+            (targets, Method::Shuffle)
+        };
+        Ok((Self::frames(self.run(&mut g, &targets)?), method))
     }
 
     /// Sample sort: bounds from each chunk's sample of the first key, each chunk split

@@ -7,7 +7,11 @@ use std::sync::{Arc, Mutex};
 use polars::prelude::DataType;
 
 use crate::error::{FrameError, Result};
-use crate::spec::{Agg, GroupSpec, Method, SortSpec};
+use crate::expr::{Dtype, Expr, Scalar, col, fill_dtype};
+use crate::spec::{Agg, GroupSpec, How, JoinSpec, MapSpec, MapStep, Method, SortSpec, TopSpec};
+
+/// Expressions fused into one map task at most; a longer chain starts a new task.
+const MAX_FUSED_INSTRS: usize = 256;
 
 /// A lazy, chunked data frame. Cloning is cheap (a shared node).
 #[derive(Clone)]
@@ -41,15 +45,37 @@ pub(crate) enum Op {
     GroupBy { input: DataFrame, spec: GroupSpec, method: Method },
     /// A sort.
     Sort { input: DataFrame, spec: SortSpec },
+    /// Per-chunk steps (projections, filters, new columns), fused into one task.
+    Map { input: DataFrame, spec: MapSpec },
+    /// First, last or top rows.
+    Top { input: DataFrame, spec: TopSpec },
+    /// Rows without duplicates of their `subset` values.
+    Unique { input: DataFrame, subset: Vec<String>, method: Method },
+    /// A merge of two frames.
+    Join { left: DataFrame, right: DataFrame, spec: JoinSpec },
+}
+
+/// Which rows `dropna` drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropNa {
+    /// Rows with any missing value (pandas' `how="any"`).
+    Any,
+    /// Rows whose values are all missing (`how="all"`).
+    All,
 }
 
 impl std::fmt::Debug for DataFrame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let op = match &self.node.op {
-            Op::Tensors(_) => "from_tensors",
-            Op::Local(_) => "from_polars",
-            Op::GroupBy { .. } => "groupby",
-            Op::Sort { .. } => "sort_values",
+            Op::Tensors(_) => "from_tensors".to_string(),
+            Op::Local(_) => "from_polars".to_string(),
+            Op::GroupBy { .. } => "groupby".to_string(),
+            Op::Sort { .. } => "sort_values".to_string(),
+            // Fused steps run as one task per chunk.
+            Op::Map { spec, .. } => format!("map of {} fused steps", spec.steps.len()),
+            Op::Top { .. } => "head/tail/nlargest".to_string(),
+            Op::Unique { .. } => "drop_duplicates".to_string(),
+            Op::Join { .. } => "merge".to_string(),
         };
         write!(f, "DataFrame({op}, columns {:?})", self.node.schema)
     }
@@ -124,7 +150,7 @@ impl DataFrame {
         self.node.schema.iter().map(|(_, d)| d.clone()).collect()
     }
 
-    fn dtype(&self, name: &str) -> Result<&DataType> {
+    pub(crate) fn dtype(&self, name: &str) -> Result<&DataType> {
         self.node
             .schema
             .iter()
@@ -172,6 +198,327 @@ impl DataFrame {
         };
         let spec = SortSpec { by: by.iter().map(|k| k.to_string()).collect(), descending };
         Ok(DataFrame::new(Op::Sort { input: self.clone(), spec }, self.node.schema.clone()))
+    }
+
+    /// A new map node: `self`'s map with more steps when `self` is a map node (so a chain
+    /// of per-chunk operations runs as one task), else a map of `self`.
+    fn map(&self, add: impl FnOnce(&mut MapSpec, &mut Vec<(String, DataType)>) -> Result<()>) -> Result<DataFrame> {
+        let (input, mut spec) = match &self.node.op {
+            Op::Map { input, spec } if spec.program.instrs.len() < MAX_FUSED_INSTRS => (input.clone(), spec.clone()),
+            _ => (self.clone(), MapSpec::default()),
+        };
+        let mut schema = self.node.schema.clone();
+        add(&mut spec, &mut schema)?;
+        Ok(DataFrame::new(Op::Map { input, spec }, schema))
+    }
+
+    /// Only `columns`, in this order (pandas' `df[[c1, c2]]`).
+    pub fn select(&self, columns: &[&str]) -> Result<DataFrame> {
+        let mut schema = Vec::with_capacity(columns.len());
+        for c in columns {
+            if schema.iter().any(|(n, _): &(String, DataType)| n == c) {
+                return Err(FrameError::Invalid(format!("column {c:?} is selected twice")));
+            }
+            schema.push((c.to_string(), self.dtype(c)?.clone()));
+        }
+        self.map(|spec, s| {
+            spec.steps.push(MapStep::Select(columns.iter().map(|c| c.to_string()).collect()));
+            *s = schema;
+            Ok(())
+        })
+    }
+
+    /// Without `columns` (pandas' `drop(columns=..)`).
+    pub fn drop(&self, columns: &[&str]) -> Result<DataFrame> {
+        for c in columns {
+            self.dtype(c)?;
+        }
+        let keep: Vec<String> = self.columns().into_iter().filter(|c| !columns.contains(&c.as_str())).collect();
+        self.select(&keep.iter().map(|c| c.as_str()).collect::<Vec<_>>())
+    }
+
+    /// Columns renamed `(from, to)` (pandas' `rename(columns={from: to})`).
+    pub fn rename(&self, pairs: &[(&str, &str)]) -> Result<DataFrame> {
+        let mut schema = self.node.schema.clone();
+        for (from, to) in pairs {
+            self.dtype(from)?;
+            if from != to && schema.iter().any(|(n, _)| n == to) {
+                return Err(FrameError::Invalid(format!(
+                    "cannot rename {from:?} to {to:?}: the frame has a column {to:?}"
+                )));
+            }
+            if let Some(e) = schema.iter_mut().find(|(n, _)| n == from) {
+                e.0 = to.to_string();
+            }
+        }
+        self.map(|spec, s| {
+            spec.steps.push(MapStep::Rename(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()));
+            *s = schema;
+            Ok(())
+        })
+    }
+
+    /// The rows where `mask` is true (pandas' `df[mask]`); a missing value counts as false.
+    pub fn filter(&self, mask: Expr) -> Result<DataFrame> {
+        let dt = mask.dtype(&self.node.schema)?;
+        if dt != DataType::Boolean {
+            return Err(FrameError::Invalid(format!("a filter needs a boolean expression, this one is {dt}")));
+        }
+        self.map(|spec, _| {
+            let at = spec.program.push(&mask);
+            spec.steps.push(MapStep::Filter(at));
+            Ok(())
+        })
+    }
+
+    /// Columns set to expressions, in order (pandas' `assign(name=expr)`): an existing
+    /// column is replaced where it stands, a new one is appended; each expression sees
+    /// the columns the ones before it set.
+    pub fn assign(&self, columns: &[(&str, Expr)]) -> Result<DataFrame> {
+        self.map(|spec, schema| {
+            for (name, e) in columns {
+                let dt = e.dtype(schema)?;
+                let at = spec.program.push(e);
+                spec.steps.push(MapStep::Assign(name.to_string(), at));
+                match schema.iter_mut().find(|(n, _)| n == name) {
+                    Some(entry) => entry.1 = dt,
+                    None => schema.push((name.to_string(), dt)),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Columns converted to dtypes (pandas' `astype({column: dtype})`).
+    pub fn astype(&self, types: &[(&str, Dtype)]) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = types.iter().map(|(c, d)| (*c, col(c).cast(*d))).collect();
+        self.assign(&cols)
+    }
+
+    /// Missing values replaced by `value` in every column of a matching kind (numbers
+    /// for a number, strings for a string, booleans for a boolean): pandas would make
+    /// the other columns `object`; they are left as they are here.
+    pub fn fillna(&self, value: impl Into<Scalar>) -> Result<DataFrame> {
+        let v = value.into();
+        let cols: Vec<(&str, Expr)> = self
+            .node
+            .schema
+            .iter()
+            .filter(|(_, d)| fill_dtype(d, &v).is_some())
+            .map(|(n, _)| (n.as_str(), col(n).fill_na(v.clone())))
+            .collect();
+        self.assign(&cols)
+    }
+
+    /// Missing values replaced per column (pandas' `fillna({column: value})`).
+    pub fn fillna_columns(&self, values: &[(&str, Scalar)]) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = values.iter().map(|(c, v)| (*c, col(c).fill_na(v.clone()))).collect();
+        self.assign(&cols)
+    }
+
+    /// Rows with missing values in `subset` (every column when empty) dropped.
+    pub fn dropna(&self, subset: &[&str], how: DropNa) -> Result<DataFrame> {
+        let all = self.columns();
+        let cols: Vec<&str> =
+            if subset.is_empty() { all.iter().map(|c| c.as_str()).collect() } else { subset.to_vec() };
+        let mut keep: Option<Expr> = None;
+        for c in cols {
+            self.dtype(c)?;
+            let present = col(c).not_na();
+            keep = Some(match (keep, how) {
+                (None, _) => present,
+                (Some(k), DropNa::Any) => k & present,
+                (Some(k), DropNa::All) => k | present,
+            });
+        }
+        match keep {
+            Some(k) => self.filter(k),
+            None => Ok(self.clone()),
+        }
+    }
+
+    /// Whether each value is missing (null, or NaN), column by column.
+    pub fn isna(&self) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = self.node.schema.iter().map(|(n, _)| (n.as_str(), col(n).is_na())).collect();
+        self.assign(&cols)
+    }
+
+    /// Whether each value is present.
+    pub fn notna(&self) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = self.node.schema.iter().map(|(n, _)| (n.as_str(), col(n).not_na())).collect();
+        self.assign(&cols)
+    }
+
+    /// Named whole-frame aggregations (pandas' `agg({column: func})`): a frame of one row.
+    pub fn agg(&self, aggs: &[(&str, Agg)]) -> Result<DataFrame> {
+        GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Tree }.agg(aggs)
+    }
+
+    /// `agg` applied to every column (only the numeric ones when `numeric_only`), each
+    /// result named as its column: pandas' `df.sum()` and the like, as a frame of one row
+    /// rather than a Series indexed by column name.
+    pub fn reduce(&self, agg: Agg, numeric_only: bool) -> Result<DataFrame> {
+        let cols: Vec<(&str, Agg)> = self
+            .node
+            .schema
+            .iter()
+            .filter(|(_, d)| !numeric_only || d.is_primitive_numeric() || d == &DataType::Boolean)
+            .map(|(n, _)| (n.as_str(), agg))
+            .collect();
+        self.agg(&cols)
+    }
+
+    /// `sum` of every column.
+    pub fn sum(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Sum, false)
+    }
+
+    /// `mean` of every column.
+    pub fn mean(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Mean, false)
+    }
+
+    /// `count` of every column's present values.
+    pub fn count(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Count, false)
+    }
+
+    /// `min` of every column.
+    pub fn min(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Min, false)
+    }
+
+    /// `max` of every column.
+    pub fn max(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Max, false)
+    }
+
+    /// `std` (ddof=1) of every column.
+    pub fn std(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Std, false)
+    }
+
+    /// `var` (ddof=1) of every column.
+    pub fn var(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Var, false)
+    }
+
+    fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {
+        let spec = TopSpec { n: n as u64, tail, order };
+        DataFrame::new(Op::Top { input: self.clone(), spec }, self.node.schema.clone())
+    }
+
+    /// The first `n` rows.
+    pub fn head(&self, n: usize) -> DataFrame {
+        self.top(n, false, None)
+    }
+
+    /// The last `n` rows.
+    pub fn tail(&self, n: usize) -> DataFrame {
+        self.top(n, true, None)
+    }
+
+    fn order(&self, by: &[&str], descending: bool) -> Result<SortSpec> {
+        if by.is_empty() {
+            return Err(FrameError::Invalid("give at least one column to order by".into()));
+        }
+        for k in by {
+            let dt = self.dtype(k)?;
+            if !(dt.is_primitive_numeric() || dt == &DataType::Boolean) {
+                return Err(FrameError::Invalid(format!("column {k:?} has dtype {dt}, not a number")));
+            }
+        }
+        Ok(SortSpec { by: by.iter().map(|k| k.to_string()).collect(), descending: vec![descending; by.len()] })
+    }
+
+    /// The `n` rows with the largest values of `by`, largest first; ties keep the earlier
+    /// row (pandas' `nlargest(n, by)`, `keep="first"`).
+    pub fn nlargest(&self, n: usize, by: &[&str]) -> Result<DataFrame> {
+        Ok(self.top(n, false, Some(self.order(by, true)?)))
+    }
+
+    /// The `n` rows with the smallest values of `by`, smallest first.
+    pub fn nsmallest(&self, n: usize, by: &[&str]) -> Result<DataFrame> {
+        Ok(self.top(n, false, Some(self.order(by, false)?)))
+    }
+
+    /// Rows whose `subset` values (every column when empty) appeared in an earlier row
+    /// dropped (pandas' `drop_duplicates(keep="first")`). Few distinct rows: combined in
+    /// a tree, in the frame's order; many: hash-partitioned, each partition in the
+    /// frame's order (as Mars' and Dask's shuffle methods do).
+    pub fn drop_duplicates(&self, subset: &[&str]) -> Result<DataFrame> {
+        for c in subset {
+            self.dtype(c)?;
+        }
+        let subset = if subset.is_empty() { self.columns() } else { subset.iter().map(|c| c.to_string()).collect() };
+        Ok(DataFrame::new(Op::Unique { input: self.clone(), subset, method: Method::Auto }, self.node.schema.clone()))
+    }
+
+    /// `drop_duplicates` combined by a chosen method.
+    pub fn drop_duplicates_by(&self, subset: &[&str], method: Method) -> Result<DataFrame> {
+        let d = self.drop_duplicates(subset)?;
+        let Op::Unique { input, subset, .. } = &d.node.op else { unreachable!("drop_duplicates makes a unique node") };
+        Ok(DataFrame::new(Op::Unique { input: input.clone(), subset: subset.clone(), method }, d.node.schema.clone()))
+    }
+
+    /// How often each value of `column` occurs, most frequent first (pandas'
+    /// `df[column].value_counts()`): columns `column` and `count`; missing values are not
+    /// counted. Equal counts come in no set order.
+    pub fn value_counts(&self, column: &str) -> Result<DataFrame> {
+        let counts = self.group_by(&[column])?.agg_named(&[(column, Agg::Size, "count")])?;
+        counts.sort_values(&["count"], &[false])
+    }
+
+    /// `self` merged with `right` on equal values of the `on` columns (pandas'
+    /// `merge(right, on=.., how=..)`): the keys once, then the left's other columns, then
+    /// the right's; a name on both sides becomes `name_x` and `name_y`. Missing keys match
+    /// each other, as in pandas. A side of one chunk is sent whole to every chunk of the
+    /// other (a broadcast join, in the other side's order); otherwise both sides are
+    /// hash-partitioned by key (a shuffle join, rows in no set order).
+    pub fn merge(&self, right: &DataFrame, on: &[&str], how: How) -> Result<DataFrame> {
+        if on.is_empty() {
+            return Err(FrameError::Invalid("merge needs at least one key column in `on`".into()));
+        }
+        let kind = |d: &DataType| {
+            if d.is_integer() || d == &DataType::Boolean {
+                "integer"
+            } else if d.is_float() {
+                "float"
+            } else {
+                "other"
+            }
+        };
+        let mut schema = Vec::new();
+        for k in on {
+            let (l, r) = (self.dtype(k)?, right.dtype(k)?);
+            if l != r && (kind(l) != kind(r) || kind(l) == "other") {
+                return Err(FrameError::Invalid(format!(
+                    "merge key {k:?} is {l} on the left and {r} on the right: astype one side to match"
+                )));
+            }
+            let d = if l == r {
+                l.clone()
+            } else if l.is_float() {
+                DataType::Float64
+            } else {
+                DataType::Int64
+            };
+            schema.push((k.to_string(), d));
+        }
+        let on: Vec<String> = on.iter().map(|k| k.to_string()).collect();
+        let both: Vec<String> =
+            self.columns().into_iter().filter(|c| !on.contains(c) && right.columns().contains(c)).collect();
+        for (side, suffix) in [(self, "_x"), (right, "_y")] {
+            for (n, d) in &side.node.schema {
+                if on.contains(n) {
+                    continue;
+                }
+                let name = if both.contains(n) { format!("{n}{suffix}") } else { n.clone() };
+                schema.push((name, d.clone()));
+            }
+        }
+        let spec = JoinSpec { on, how, both };
+        Ok(DataFrame::new(Op::Join { left: self.clone(), right: right.clone(), spec }, schema))
     }
 }
 
@@ -232,9 +579,47 @@ impl GroupBy {
         self.aggregate(Agg::Max)
     }
 
+    /// `std` (ddof=1) of each selected column.
+    pub fn std(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Std)
+    }
+
+    /// `var` (ddof=1) of each selected column.
+    pub fn var(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Var)
+    }
+
+    /// `first` present value of each selected column.
+    pub fn first(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::First)
+    }
+
+    /// `last` present value of each selected column.
+    pub fn last(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Last)
+    }
+
+    /// Rows per group, in a column named `size` (pandas' `groupby(..).size()`).
+    pub fn size(&self) -> Result<DataFrame> {
+        self.agg_named(&[(&self.keys[0], Agg::Size, "size")])
+    }
+
     /// Named aggregations (pandas' `agg({column: func})`): one output column per pair,
     /// named as the column when it is aggregated once, else `column_func`.
     pub fn agg(&self, aggs: &[(&str, Agg)]) -> Result<DataFrame> {
+        let named: Vec<(&str, Agg, String)> = aggs
+            .iter()
+            .map(|(c, a)| {
+                let once = aggs.iter().filter(|(x, _)| x == c).count() == 1;
+                (*c, *a, if once { c.to_string() } else { format!("{c}_{}", a.name()) })
+            })
+            .collect();
+        self.agg_named(&named.iter().map(|(c, a, n)| (*c, *a, n.as_str())).collect::<Vec<_>>())
+    }
+
+    /// Aggregations with the output column's name (pandas' named aggregation,
+    /// `agg(out=(column, func))`).
+    pub fn agg_named(&self, aggs: &[(&str, Agg, &str)]) -> Result<DataFrame> {
         if aggs.is_empty() {
             return Err(FrameError::Invalid("no aggregation given".into()));
         }
@@ -243,24 +628,34 @@ impl GroupBy {
             schema.push((k.clone(), self.frame.dtype(k)?.clone()));
         }
         let mut names = Vec::with_capacity(aggs.len());
-        for (c, a) in aggs {
+        for (c, a, name) in aggs {
             let dt = self.frame.dtype(c)?;
-            if !(dt.is_primitive_numeric() || dt == &DataType::Boolean) && *a != Agg::Count {
-                return Err(FrameError::Invalid(format!("{}: column {c:?} has dtype {dt}, not a number", a.name())));
+            let number = dt.is_primitive_numeric() || dt == &DataType::Boolean;
+            let orderable = number || dt == &DataType::String || crate::expr::is_temporal(dt);
+            if (a.numeric() && !number) || (matches!(a, Agg::Min | Agg::Max) && !orderable) {
+                return Err(FrameError::Invalid(format!(
+                    "{}: column {c:?} has dtype {dt}; select the numeric columns (or reduce with numeric_only)",
+                    a.name()
+                )));
             }
-            let once = aggs.iter().filter(|(x, _)| x == c).count() == 1;
-            let name = if once { c.to_string() } else { format!("{c}_{}", a.name()) };
+            if schema.iter().any(|(n, _)| n == name) {
+                return Err(FrameError::Invalid(format!("two output columns would be named {name:?}")));
+            }
             let out = match a {
-                Agg::Mean => DataType::Float64,
-                Agg::Count => DataType::Int64,
+                Agg::Mean | Agg::Std | Agg::Var => DataType::Float64,
+                Agg::Count | Agg::Size => DataType::Int64,
                 Agg::Sum if dt.is_integer() || dt == &DataType::Boolean => DataType::Int64,
+                Agg::Sum => DataType::Float64,
                 _ => dt.clone(),
             };
-            schema.push((name.clone(), out));
-            names.push(name);
+            schema.push((name.to_string(), out));
+            names.push(name.to_string());
         }
-        let spec =
-            GroupSpec { keys: self.keys.clone(), aggs: aggs.iter().map(|(c, a)| (c.to_string(), *a)).collect(), names };
+        let spec = GroupSpec {
+            keys: self.keys.clone(),
+            aggs: aggs.iter().map(|(c, a, _)| (c.to_string(), *a)).collect(),
+            names,
+        };
         Ok(DataFrame::new(Op::GroupBy { input: self.frame.clone(), spec, method: self.method }, schema))
     }
 }

@@ -1,46 +1,135 @@
-//! Group-by aggregation for integer keys in one pass over the rows, without polars'
-//! group-by: the keys (one, or several packed into one `i64`) give each row a group
-//! number, through a dense table when the keys span a small range and a hash map
-//! otherwise, and each step folds its column into per-group accumulators. polars'
-//! single-threaded group-by took ~190 ms per million rows of 630 000 groups here.
+//! Group-by aggregation in one pass over the rows: each row gets a group number (integer
+//! keys, one or several packed into one `i64`, through a dense table when they span a
+//! small range and a hash map otherwise; other keys through polars' grouping), and each
+//! step folds its column into per-group accumulators. polars' single-threaded group-by
+//! aggregations took ~190 ms per million rows of 630 000 groups here.
 
 use hashbrown::HashMap;
 use polars::prelude::*;
 
-use crate::kernels::{Rule, Step, canonical, packed_key};
+use crate::eval::missing;
+use crate::kernels::{Rule, packed_key};
 
 /// Keys spanning at most this many values (or 4× the rows) use a dense table.
 const DENSE_SPAN: u64 = 1 << 22;
 
-/// Groups `df` (no missing keys) by integer `keys` and applies `steps`; `None` when a key
-/// is not an integer or a step's column is not a number (the caller uses polars then).
-pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> PolarsResult<Option<DataFrame>> {
-    for st in steps {
-        let dt = df.column(&st.col)?.dtype();
-        if !(dt.is_primitive_numeric() || dt == &DataType::Boolean) {
-            return Ok(None);
+/// The groups of `df` (no missing keys) by `keys`: each group's key values, each row's
+/// group number, and the number of groups. No keys: every row in one group.
+pub(crate) fn groups(df: &DataFrame, keys: &[String]) -> PolarsResult<(Vec<Column>, Vec<u32>, usize)> {
+    if keys.is_empty() {
+        return Ok((Vec::new(), vec![0; df.height()], 1));
+    }
+    if let Some(key) = packed_key(df, keys)? {
+        let (ids, first) = group_ids(&key);
+        let n = first.len();
+        let first = IdxCa::from_vec(PlSmallStr::EMPTY, first);
+        let cols = df.select(keys.iter().map(|k| k.as_str()))?.take(&first)?.columns().to_vec();
+        return Ok((cols, ids, n));
+    }
+    let gb = df.group_by(keys.iter().map(|k| k.as_str()))?;
+    let mut ids = vec![0u32; df.height()];
+    let n = match &**gb.get_groups() {
+        GroupsType::Idx(g) => {
+            for (gi, rows) in g.all().iter().enumerate() {
+                for &r in rows.iter() {
+                    ids[r as usize] = gi as u32;
+                }
+            }
+            g.all().len()
+        }
+        GroupsType::Slice { groups, .. } => {
+            for (gi, [first, len]) in groups.iter().enumerate() {
+                ids[*first as usize..(*first + *len) as usize].fill(gi as u32);
+            }
+            groups.len()
+        }
+    };
+    Ok((gb.keys(), ids, n))
+}
+
+/// `rule` over the values of `s`, per group (`ids` numbers each row's group). `df` holds
+/// the other columns a rule may read.
+pub(crate) fn apply(s: &Series, rule: &Rule, df: &DataFrame, ids: &[u32], n: usize) -> PolarsResult<Series> {
+    let name = PlSmallStr::EMPTY;
+    match rule {
+        Rule::Size => {
+            let mut acc = vec![0i64; n];
+            for &g in ids {
+                acc[g as usize] += 1;
+            }
+            Ok(Series::new(name, acc))
+        }
+        Rule::Count => {
+            let mut acc = vec![0i64; n];
+            for (m, &g) in missing(s)?.iter().zip(ids) {
+                acc[g as usize] += i64::from(m == Some(false));
+            }
+            Ok(Series::new(name, acc))
+        }
+        Rule::First | Rule::Last => {
+            let mut pick: Vec<Option<IdxSize>> = vec![None; n];
+            for (row, (m, &g)) in missing(s)?.iter().zip(ids).enumerate() {
+                let p = &mut pick[g as usize];
+                if m == Some(false) && (p.is_none() || *rule == Rule::Last) {
+                    *p = Some(row as IdxSize);
+                }
+            }
+            s.take(&IdxCa::from_iter_options(name, pick.into_iter()))
+        }
+        Rule::M2 => {
+            let v = s.cast(&DataType::Float64)?;
+            let v = v.f64()?;
+            let (mut count, mut sum) = (vec![0f64; n], vec![0f64; n]);
+            for (x, &g) in v.iter().zip(ids) {
+                if let Some(x) = x.filter(|x| !x.is_nan()) {
+                    count[g as usize] += 1.0;
+                    sum[g as usize] += x;
+                }
+            }
+            let mut m2 = vec![0f64; n];
+            for (x, &g) in v.iter().zip(ids) {
+                if let Some(x) = x.filter(|x| !x.is_nan()) {
+                    let d = x - sum[g as usize] / count[g as usize];
+                    m2[g as usize] += d * d;
+                }
+            }
+            Ok(Series::new(name, m2))
+        }
+        Rule::MergeM2 { count, sum } => {
+            let col = |c: &str| df.column(c)?.as_materialized_series().cast(&DataType::Float64);
+            let (c, t, m) = (col(count)?, col(sum)?, s.cast(&DataType::Float64)?);
+            let (c, t, m) = (c.f64()?, t.f64()?, m.f64()?);
+            let (mut nn, mut ss) = (vec![0f64; n], vec![0f64; n]);
+            for ((ci, ti), &g) in c.iter().zip(t.iter()).zip(ids) {
+                nn[g as usize] += ci.unwrap_or(0.0);
+                ss[g as usize] += ti.unwrap_or(0.0);
+            }
+            // M2 = Σ M2ᵢ + Σ nᵢ (meanᵢ − mean)², over the partials with values.
+            let mut out = vec![0f64; n];
+            for (((ci, ti), mi), &g) in c.iter().zip(t.iter()).zip(m.iter()).zip(ids) {
+                let (Some(ci), Some(ti)) = (ci, ti) else { continue };
+                if ci > 0.0 {
+                    let d = ti / ci - ss[g as usize] / nn[g as usize];
+                    out[g as usize] += mi.unwrap_or(0.0) + ci * d * d;
+                }
+            }
+            Ok(Series::new(name, out))
+        }
+        Rule::Sum | Rule::Min | Rule::Max => {
+            if s.dtype().is_float() {
+                let v = s.cast(&DataType::Float64)?;
+                Ok(fold(v.f64()?.iter(), ids, n, rule, |a, b| a + b, |x: &f64| x.is_nan()))
+            } else if s.dtype().is_integer() || s.dtype() == &DataType::Boolean || *rule == Rule::Sum {
+                let v = s.cast(&DataType::Int64)?;
+                Ok(fold(v.i64()?.iter(), ids, n, rule, i64::wrapping_add, |_: &i64| false))
+            } else if s.dtype() == &DataType::String {
+                Ok(fold(s.str()?.iter(), ids, n, rule, |a, _| a, |_: &&str| false))
+            } else {
+                let phys = s.to_physical_repr().cast(&DataType::Int64)?;
+                Ok(fold(phys.i64()?.iter(), ids, n, rule, i64::wrapping_add, |_: &i64| false))
+            }
         }
     }
-    let Some(key) = packed_key(df, keys)? else { return Ok(None) };
-    let (ids, first) = group_ids(&key);
-    let n = first.len();
-    let first = IdxCa::from_vec(PlSmallStr::EMPTY, first);
-    let mut cols: Vec<Column> = df.select(keys.iter().map(|k| k.as_str()))?.take(&first)?.columns().to_vec();
-    for st in steps {
-        let input = df.column(&st.col)?;
-        let s = input.as_materialized_series();
-        let out = if s.dtype().is_float() {
-            let v = s.cast(&DataType::Float64)?;
-            fold(v.f64()?.iter(), &ids, n, st.rule, |a, b| a + b, |x: &f64| x.is_nan())
-        } else {
-            let v = s.cast(&DataType::Int64)?;
-            fold(v.i64()?.iter(), &ids, n, st.rule, i64::wrapping_add, |_: &i64| false)
-        };
-        let mut out = canonical(out.into_column(), st.rule, input.dtype())?;
-        out.rename(st.out.as_str().into());
-        cols.push(out);
-    }
-    Ok(Some(DataFrame::new(n, cols)?))
 }
 
 /// Each row's group number (groups numbered in order of first appearance) and each
@@ -74,13 +163,14 @@ fn group_ids(key: &[i64]) -> (Vec<u32>, Vec<IdxSize>) {
     (ids, first)
 }
 
-/// Folds the values of one column into per-group accumulators by `rule`: sums with
-/// `add`, extremes skipping values for which `skip` holds (NaN, as pandas skips it).
+/// Folds the values of one column into per-group accumulators by `rule` (a sum with
+/// `add`, or an extreme), skipping values for which `skip` holds (NaN, as pandas skips
+/// it).
 fn fold<T>(
     values: impl Iterator<Item = Option<T>>,
     ids: &[u32],
     n: usize,
-    rule: Rule,
+    rule: &Rule,
     add: fn(T, T) -> T,
     skip: fn(&T) -> bool,
 ) -> Series
@@ -93,22 +183,15 @@ where
         Rule::Sum => {
             let mut acc = vec![T::default(); n];
             for (x, &g) in values.zip(ids) {
-                if let Some(x) = x {
+                if let Some(x) = x.filter(|x| !skip(x)) {
                     acc[g as usize] = add(acc[g as usize], x);
                 }
             }
             Series::new(name, acc)
         }
-        Rule::Count => {
-            let mut acc = vec![0i64; n];
-            for (x, &g) in values.zip(ids) {
-                acc[g as usize] += i64::from(x.is_some());
-            }
-            Series::new(name, acc)
-        }
         Rule::Min | Rule::Max => {
             let mut acc: Vec<Option<T>> = vec![None; n];
-            let max = rule == Rule::Max;
+            let max = *rule == Rule::Max;
             for (x, &g) in values.zip(ids) {
                 let Some(x) = x.filter(|x| !skip(x)) else { continue };
                 let a = &mut acc[g as usize];
@@ -119,5 +202,6 @@ where
             }
             Series::new(name, acc)
         }
+        other => unreachable!("{other:?} is not a fold"),
     }
 }

@@ -4,7 +4,7 @@
 
 use polars::prelude::*;
 
-use crate::spec::{Agg, GroupSpec, SortSpec};
+use crate::spec::{Agg, GroupSpec, Part, SortSpec};
 
 /// A frame of the named tensor chunks (read in place), one column each.
 pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef<'_>]) -> PolarsResult<DataFrame> {
@@ -37,17 +37,29 @@ pub(crate) fn concat(frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     Ok(acc)
 }
 
-/// How one output column of a group-by step is made from an input column.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How one output column of a group-by step is made from an input column. Missing
+/// values (null, or NaN) are skipped by every rule but `Size`.
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Rule {
-    /// Sum of the non-missing values (0 for none): int64 for integers, float64 for floats.
+    /// Sum (0 for none): int64 for integers, float64 for floats.
     Sum,
     /// Number of non-missing values, int64.
     Count,
-    /// Least non-missing value (missing for none), in the column's dtype.
+    /// Number of rows, int64.
+    Size,
+    /// Least value (missing for none), in the column's dtype.
     Min,
     /// Greatest, likewise.
     Max,
+    /// First value in row order, in the column's dtype.
+    First,
+    /// Last value, likewise.
+    Last,
+    /// Sum of squared deviations from the group's mean, float64.
+    M2,
+    /// Partial `M2`s of one group merged (Chan et al.): the input column holds the
+    /// partials' `M2`, `count` and `sum` name their counts and sums.
+    MergeM2 { count: String, sum: String },
 }
 
 /// One output column: `rule` over input column `col`, named `out`.
@@ -58,45 +70,46 @@ pub(crate) struct Step {
 }
 
 /// Groups `df` by `keys` (rows with a missing key dropped, as pandas' default
-/// `dropna=True` does): the key columns, then one column per step, one row per group.
-/// Integer keys go through [`crate::hashagg`] (one pass, no polars group-by); others
-/// through polars.
+/// `dropna=True` does; no keys: one group of every row): the key columns, then one
+/// column per step, one row per group.
 pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> PolarsResult<DataFrame> {
-    let df = df.drop_nulls(Some(keys))?;
-    if let Some(out) = crate::hashagg::aggregate(&df, keys, steps)? {
-        return Ok(out);
-    }
-    let gb = df.group_by(keys.iter().map(|k| k.as_str()))?;
-    let groups = gb.get_groups();
-    let mut cols = gb.keys();
+    let df = drop_missing(df, keys)?;
+    let (mut cols, ids, n) = crate::hashagg::groups(&df, keys)?;
     for st in steps {
-        let c = df.column(&st.col)?;
-        // SAFETY: `groups` were computed on `df`, which `c` belongs to.
-        let mut out = unsafe {
-            match st.rule {
-                Rule::Sum => c.agg_sum(groups),
-                // The non-missing values, summed as 0/1 per row (`agg_valid_count`
-                // miscounts some groups in 0.55).
-                Rule::Count => c.is_not_null().into_column().cast(&IDX_DTYPE)?.agg_sum(groups),
-                Rule::Min => c.agg_min(groups),
-                Rule::Max => c.agg_max(groups),
-            }
-        };
-        out = canonical(out, st.rule, c.dtype())?;
+        let input = df.column(&st.col)?;
+        let out = crate::hashagg::apply(input.as_materialized_series(), &st.rule, &df, &ids, n)?;
+        let mut out = canonical(out.into_column(), &st.rule, input.dtype())?;
         out.rename(st.out.as_str().into());
         cols.push(out);
     }
-    DataFrame::new_infer_height(cols)
+    DataFrame::new(n, cols)
+}
+
+/// The rows of `df` with no missing value (null or NaN) in `cols`.
+pub(crate) fn drop_missing(df: &DataFrame, cols: &[String]) -> PolarsResult<DataFrame> {
+    let mut keep: Option<BooleanChunked> = None;
+    for c in cols {
+        let m = !&crate::eval::missing(df.column(c)?.as_materialized_series())?;
+        keep = Some(match keep {
+            Some(k) => &k & &m,
+            None => m,
+        });
+    }
+    match keep {
+        Some(k) if !k.all() => df.filter(&k),
+        _ => Ok(df.clone()),
+    }
 }
 
 /// The dtype every path gives a step's column, so chunks computed by different paths
 /// stack: sums in int64 or float64, counts in int64, extremes in the input's dtype.
-pub(crate) fn canonical(c: Column, rule: Rule, input: &DataType) -> PolarsResult<Column> {
+pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResult<Column> {
     let to = match rule {
-        Rule::Count => DataType::Int64,
+        Rule::Count | Rule::Size => DataType::Int64,
         Rule::Sum if input.is_float() => DataType::Float64,
         Rule::Sum => DataType::Int64,
-        Rule::Min | Rule::Max => input.clone(),
+        Rule::M2 | Rule::MergeM2 { .. } => DataType::Float64,
+        Rule::Min | Rule::Max | Rule::First | Rule::Last => input.clone(),
     };
     if c.dtype() == &to { Ok(c) } else { c.cast(&to) }
 }
@@ -139,11 +152,14 @@ pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFram
     for (i, (col, agg)) in spec.aggs.iter().enumerate() {
         for &p in agg.partials() {
             let rule = match p {
-                Agg::Sum => Rule::Sum,
-                Agg::Count => Rule::Count,
-                Agg::Min => Rule::Min,
-                Agg::Max => Rule::Max,
-                Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+                Part::Sum => Rule::Sum,
+                Part::Count => Rule::Count,
+                Part::Min => Rule::Min,
+                Part::Max => Rule::Max,
+                Part::M2 => Rule::M2,
+                Part::First => Rule::First,
+                Part::Last => Rule::Last,
+                Part::Size => Rule::Size,
             };
             steps.push(Step { col: col.clone(), out: GroupSpec::partial_name(i, p), rule });
         }
@@ -151,7 +167,8 @@ pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFram
     aggregate(df, &spec.keys, &steps)
 }
 
-/// Partials of the same groups (from several chunks) combined into one partial each.
+/// Partials of the same groups (from several chunks, in row order) combined into one
+/// partial each.
 pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let df = concat(frames)?;
     let mut steps = Vec::new();
@@ -159,10 +176,15 @@ pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<
         for &p in agg.partials() {
             let name = GroupSpec::partial_name(i, p);
             let rule = match p {
-                Agg::Sum | Agg::Count => Rule::Sum,
-                Agg::Min => Rule::Min,
-                Agg::Max => Rule::Max,
-                Agg::Mean => unreachable!("mean is kept as a sum and a count"),
+                Part::Sum | Part::Count | Part::Size => Rule::Sum,
+                Part::Min => Rule::Min,
+                Part::Max => Rule::Max,
+                Part::First => Rule::First,
+                Part::Last => Rule::Last,
+                Part::M2 => Rule::MergeM2 {
+                    count: GroupSpec::partial_name(i, Part::Count),
+                    sum: GroupSpec::partial_name(i, Part::Sum),
+                },
             };
             steps.push(Step { col: name.clone(), out: name, rule });
         }
@@ -175,26 +197,44 @@ pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<
 pub(crate) fn finish(spec: &GroupSpec, df: &DataFrame, sort: bool) -> PolarsResult<DataFrame> {
     let mut cols: Vec<Column> = spec.keys.iter().map(|k| df.column(k).cloned()).collect::<PolarsResult<_>>()?;
     for (i, ((_, agg), name)) in spec.aggs.iter().zip(&spec.names).enumerate() {
-        let part = |p: Agg| df.column(&GroupSpec::partial_name(i, p)).map(|c| c.as_materialized_series().clone());
+        let part = |p: Part| df.column(&GroupSpec::partial_name(i, p)).map(|c| c.as_materialized_series().clone());
         let mut s = match agg {
             Agg::Mean => {
-                let sum = part(Agg::Sum)?.cast(&DataType::Float64)?;
-                let count = part(Agg::Count)?.cast(&DataType::Float64)?;
+                let sum = part(Part::Sum)?.cast(&DataType::Float64)?;
+                let count = part(Part::Count)?.cast(&DataType::Float64)?;
                 (&sum / &count)?
             }
+            Agg::Std | Agg::Var => {
+                let count = part(Part::Count)?.cast(&DataType::Float64)?;
+                let m2 = part(Part::M2)?;
+                let var: Float64Chunked = m2
+                    .f64()?
+                    .iter()
+                    .zip(count.f64()?.iter())
+                    .map(|(m, n)| match (m, n) {
+                        (Some(m), Some(n)) if n >= 2.0 => Some(m / (n - 1.0)),
+                        _ => None,
+                    })
+                    .collect();
+                if *agg == Agg::Std { var.apply_values(f64::sqrt).into_series() } else { var.into_series() }
+            }
             // pandas counts, and sums integers and bools, in int64.
-            Agg::Count => part(Agg::Count)?.cast(&DataType::Int64)?,
+            Agg::Count => part(Part::Count)?.cast(&DataType::Int64)?,
+            Agg::Size => part(Part::Size)?.cast(&DataType::Int64)?,
             Agg::Sum => {
-                let s = part(Agg::Sum)?;
+                let s = part(Part::Sum)?;
                 if s.dtype().is_integer() || s.dtype() == &DataType::Boolean { s.cast(&DataType::Int64)? } else { s }
             }
-            other => part(*other)?,
+            Agg::Min => part(Part::Min)?,
+            Agg::Max => part(Part::Max)?,
+            Agg::First => part(Part::First)?,
+            Agg::Last => part(Part::Last)?,
         };
         s.rename(name.as_str().into());
         cols.push(s.into_column());
     }
-    let out = DataFrame::new_infer_height(cols)?;
-    if !sort {
+    let out = DataFrame::new(df.height(), cols)?;
+    if !sort || spec.keys.is_empty() {
         return Ok(out);
     }
     out.sort(spec.keys.iter().map(|k| k.as_str()), SortMultipleOptions::new().with_multithreaded(false))

@@ -14,15 +14,19 @@
 
 mod chunk;
 mod error;
+mod eval;
 mod exec;
+mod expr;
 mod frame;
 mod hashagg;
 mod kernels;
+mod relational;
 mod spec;
 
 pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};
 pub use error::{FrameError, Result};
 pub use exec::Session;
-pub use frame::{DataFrame, GroupBy};
+pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, col, lit};
+pub use frame::{DataFrame, DropNa, GroupBy};
 pub use polars;
-pub use spec::{Agg, Method};
+pub use spec::{Agg, How, Method};

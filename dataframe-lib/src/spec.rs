@@ -1,18 +1,32 @@
-//! What a chunk task is told to do: the aggregation and sort descriptions sent with it.
+//! What a chunk task is told to do: the aggregation, sort, map, top-rows and join
+//! descriptions sent with it.
 
-/// An aggregation of one column per group (pandas' names).
+use crate::expr::Program;
+
+/// An aggregation of one column per group, or over a whole frame (pandas' names;
+/// missing values, null or NaN, are skipped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Agg {
-    /// `sum` (0 for a group of nulls only, as pandas).
+    /// `sum` (0 for a group of missing values only, as pandas).
     Sum,
-    /// `count`: the non-null values.
+    /// `count`: the non-missing values.
     Count,
     /// `min`.
     Min,
     /// `max`.
     Max,
-    /// `mean` (of the non-null values).
+    /// `mean`.
     Mean,
+    /// `std`, with pandas' default `ddof=1` (missing for fewer than two values).
+    Std,
+    /// `var`, `ddof=1`.
+    Var,
+    /// `first`: the first non-missing value in row order.
+    First,
+    /// `last`: the last non-missing value.
+    Last,
+    /// `size`: the rows of the group, missing values included.
+    Size,
 }
 
 impl Agg {
@@ -24,17 +38,60 @@ impl Agg {
             Agg::Min => "min",
             Agg::Max => "max",
             Agg::Mean => "mean",
+            Agg::Std => "std",
+            Agg::Var => "var",
+            Agg::First => "first",
+            Agg::Last => "last",
+            Agg::Size => "size",
         }
     }
 
-    /// The partial results a chunk keeps for it, each combined by the given rule.
-    pub(crate) fn partials(self) -> &'static [Agg] {
+    /// Whether it needs numbers (or booleans) as input.
+    pub(crate) fn numeric(self) -> bool {
+        matches!(self, Agg::Sum | Agg::Mean | Agg::Std | Agg::Var)
+    }
+
+    /// The partial results a chunk keeps for it.
+    pub(crate) fn partials(self) -> &'static [Part] {
         match self {
-            Agg::Sum => &[Agg::Sum],
-            Agg::Count => &[Agg::Count],
-            Agg::Min => &[Agg::Min],
-            Agg::Max => &[Agg::Max],
-            Agg::Mean => &[Agg::Sum, Agg::Count],
+            Agg::Sum => &[Part::Sum],
+            Agg::Count => &[Part::Count],
+            Agg::Min => &[Part::Min],
+            Agg::Max => &[Part::Max],
+            Agg::Mean => &[Part::Sum, Part::Count],
+            Agg::Std | Agg::Var => &[Part::Count, Part::Sum, Part::M2],
+            Agg::First => &[Part::First],
+            Agg::Last => &[Part::Last],
+            Agg::Size => &[Part::Size],
+        }
+    }
+}
+
+/// One partial result of an aggregation, kept per group by each chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    Sum,
+    Count,
+    Min,
+    Max,
+    /// Sum of squared deviations from the group's mean (Chan et al. combine them).
+    M2,
+    First,
+    Last,
+    Size,
+}
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Sum => "sum",
+            Part::Count => "count",
+            Part::Min => "min",
+            Part::Max => "max",
+            Part::M2 => "m2",
+            Part::First => "first",
+            Part::Last => "last",
+            Part::Size => "size",
         }
     }
 }
@@ -44,6 +101,8 @@ impl Agg {
 pub enum Method {
     /// Choose from the first chunk's number of groups (Mars' `auto`).
     Auto,
+    /// A join that sends the small side whole to every chunk of the other.
+    Broadcast,
     /// Partials combined in a tree into one chunk: few groups.
     Tree,
     /// Partials hash-partitioned by key, one reducer per partition: many groups.
@@ -63,7 +122,7 @@ pub struct GroupSpec {
 
 impl GroupSpec {
     /// The partial column of aggregation `i`'s part `p`.
-    pub(crate) fn partial_name(i: usize, p: Agg) -> String {
+    pub(crate) fn partial_name(i: usize, p: Part) -> String {
         format!("__ares_{i}_{}", p.name())
     }
 }
@@ -75,4 +134,119 @@ pub struct SortSpec {
     pub by: Vec<String>,
     /// Descending, per key.
     pub descending: Vec<bool>,
+}
+
+/// The per-chunk steps of a fused map, in order, with the expressions they evaluate.
+#[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct MapSpec {
+    /// Every step's expressions, flattened.
+    pub(crate) program: Program,
+    /// The steps.
+    pub(crate) steps: Vec<MapStep>,
+}
+
+impl MapSpec {
+    /// The input columns the steps need for `out` (their output columns that are used):
+    /// walked back from the last step, each filter and assignment adds what its
+    /// expression reads, and a selection or rename needs every column it names.
+    pub(crate) fn needed(&self, out: &[String]) -> Vec<String> {
+        let mut need: Vec<String> = out.to_vec();
+        let add = |need: &mut Vec<String>, c: &str| {
+            if !need.iter().any(|n| n == c) {
+                need.push(c.to_string());
+            }
+        };
+        for step in self.steps.iter().rev() {
+            match step {
+                MapStep::Select(cols) => {
+                    need.clear();
+                    need.extend(cols.iter().cloned());
+                }
+                MapStep::Filter(at) => self.program.columns(*at, &mut need),
+                MapStep::Assign(name, at) => {
+                    need.retain(|n| n != name);
+                    self.program.columns(*at, &mut need);
+                }
+                MapStep::Rename(pairs) => {
+                    for (from, to) in pairs.iter().rev() {
+                        need.retain(|n| n != to);
+                        add(&mut need, from);
+                    }
+                }
+            }
+        }
+        need
+    }
+}
+
+/// One step of a map.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum MapStep {
+    /// Keep these columns, in this order.
+    Select(Vec<String>),
+    /// Keep the rows where the expression at this index is true.
+    Filter(u32),
+    /// Set (replace in place, or append) a column to the expression at this index.
+    Assign(String, u32),
+    /// Rename columns `(from, to)`.
+    Rename(Vec<(String, String)>),
+}
+
+/// The first or last rows of a frame, or its top rows by some columns.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct TopSpec {
+    /// Rows kept.
+    pub(crate) n: u64,
+    /// The last rows, not the first.
+    pub(crate) tail: bool,
+    /// Sorted by this first (`nlargest`/`nsmallest`), stably.
+    pub(crate) order: Option<SortSpec>,
+}
+
+/// How a merge keeps rows without a match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum How {
+    /// Only matched rows.
+    Inner,
+    /// Every left row.
+    Left,
+    /// Every right row.
+    Right,
+    /// Every row of both sides.
+    Outer,
+}
+
+/// A merge on equal key columns.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct JoinSpec {
+    /// The key columns, named alike on both sides.
+    pub(crate) on: Vec<String>,
+    /// Which unmatched rows are kept.
+    pub(crate) how: How,
+    /// Non-key columns on both sides, renamed `name_x` (left) and `name_y` (right).
+    pub(crate) both: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::col;
+
+    #[test]
+    fn a_map_needs_what_its_steps_read_and_name() {
+        let mut spec = MapSpec::default();
+        let f = spec.program.push(&col("a").gt(1));
+        spec.steps.push(MapStep::Filter(f));
+        let g = spec.program.push(&(col("b") * 2));
+        spec.steps.push(MapStep::Assign("g".into(), g));
+        spec.steps.push(MapStep::Rename(vec![("c".into(), "d".into())]));
+        // Output "g" and "d": "g" comes from "b", "d" was "c", and the filter reads "a".
+        let mut need = spec.needed(&["g".into(), "d".into()]);
+        need.sort();
+        assert_eq!(need, ["a", "b", "c"]);
+        spec.steps.push(MapStep::Select(vec!["g".into(), "e".into()]));
+        let mut need = spec.needed(&["g".into()]);
+        need.sort();
+        assert_eq!(need, ["a", "b", "c", "e"], "a selection needs every column it names");
+    }
 }

@@ -1,10 +1,11 @@
-//! A frame three times the object store's size goes through a shuffled group-by and a
-//! sort, spilling through the store, and the store returns to empty afterwards.
+//! A frame three times the object store's size goes through a shuffled group-by, a sort
+//! and a shuffle join, spilling through the store, and the store returns to empty
+//! afterwards.
 
 use std::path::{Path, PathBuf};
 
 use ares_dataframe::polars::prelude::{DataFrame as PlFrame, DataType, IntoColumn, NamedFrom, Series};
-use ares_dataframe::{DataFrame, Method, Session};
+use ares_dataframe::{DataFrame, How, Method, Session};
 
 const MIB: u64 = 1 << 20;
 
@@ -22,7 +23,7 @@ fn files_under(dir: &Path) -> usize {
 }
 
 #[test]
-fn a_frame_three_times_the_store_groups_and_sorts_and_the_store_empties_after() {
+fn a_frame_three_times_the_store_groups_sorts_and_joins_and_the_store_empties_after() {
     let spill = Dir(std::env::temp_dir().join(format!("ares-frames-3x-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&spill.0);
     std::fs::create_dir_all(&spill.0).unwrap();
@@ -68,6 +69,30 @@ fn a_frame_three_times_the_store_groups_and_sorts_and_the_store_empties_after() 
             rows += c.height();
         }
         assert_eq!(rows, n);
+        drop(sorted);
+
+        // Every row meets the one row of `other` with its `i`: a shuffle join, as both
+        // sides have many chunks.
+        let other = PlFrame::new_infer_height(vec![
+            Series::new("i".into(), (0..n as i64).rev().collect::<Vec<_>>()).into_column(),
+            Series::new("g".into(), (0..n as i64).rev().map(|i| 2 * i).collect::<Vec<_>>()).into_column(),
+        ])
+        .unwrap();
+        let other = DataFrame::from_polars(other, 250_000).unwrap();
+        let joined = df.select(&["i", "f"]).unwrap().merge(&other, &["i"], How::Inner).unwrap();
+        s.execute(&joined).unwrap();
+        assert_eq!(s.group_by_method(&joined), Some(Method::Shuffle));
+        let (mut rows, mut sum) = (0usize, 0i64);
+        for r in s.chunks(&joined).unwrap().iter() {
+            let c = ares_dataframe::decode_archived(&ares::get_view(r).unwrap()).unwrap();
+            let (i, g) = (c.column("i").unwrap().i64().unwrap(), c.column("g").unwrap().i64().unwrap());
+            for (i, g) in i.into_no_null_iter().zip(g.into_no_null_iter()) {
+                assert_eq!(g, 2 * i, "row {i} met the wrong row");
+                sum += i;
+            }
+            rows += c.height();
+        }
+        assert_eq!((rows, sum), (n, (0..n as i64).sum::<i64>()));
     }
     // Every frame is gone: so are their chunks, in memory and on disk.
     let stats = ares::node_stats().unwrap();

@@ -1,0 +1,302 @@
+//! Running a fused per-chunk map (projections, filters, new columns) on one chunk, and
+//! the expression evaluator under it, with pandas' rules for missing values: NaN and
+//! null are both "missing"; a comparison with a missing value is false (`!=` true).
+
+use polars::prelude::*;
+
+use crate::expr::{BinOp, Instr, Program, Scalar, StrOp, UnOp, arithmetic_dtype, fill_dtype};
+use crate::spec::{MapSpec, MapStep};
+
+/// Deeper expressions are refused (they would only come from a malformed task).
+const MAX_DEPTH: usize = 512;
+
+/// `spec`'s steps applied to `df` in order.
+pub(crate) fn map(spec: &MapSpec, mut df: DataFrame) -> PolarsResult<DataFrame> {
+    for step in &spec.steps {
+        match step {
+            MapStep::Select(cols) => df = df.select(cols.iter().map(|c| c.as_str()))?,
+            MapStep::Filter(e) => {
+                let m = eval(&spec.program, *e, &df)?;
+                let m = m.bool()?.fill_null_with_values(false)?;
+                df = df.filter(&m)?;
+            }
+            MapStep::Assign(name, e) => {
+                let s = eval(&spec.program, *e, &df)?.with_name(name.as_str().into());
+                df.with_column(s.into_column())?;
+            }
+            MapStep::Rename(pairs) => {
+                for (from, to) in pairs {
+                    df.rename(from, to.as_str().into())?;
+                }
+            }
+        }
+    }
+    Ok(df)
+}
+
+/// Instruction `at` of `p` over the rows of `df`.
+pub(crate) fn eval(p: &Program, at: u32, df: &DataFrame) -> PolarsResult<Series> {
+    Eval { p, df, n: df.height() }.run(at as usize, 0)
+}
+
+struct Eval<'a> {
+    p: &'a Program,
+    df: &'a DataFrame,
+    n: usize,
+}
+
+impl Eval<'_> {
+    fn operand(&self, of: usize, i: u32, depth: usize) -> PolarsResult<Series> {
+        // Operands come strictly before their user: evaluation always ends.
+        polars_ensure!((i as usize) < of, ComputeError: "malformed expression: operand {i} of instruction {of}");
+        self.run(i as usize, depth + 1)
+    }
+
+    fn is_lit(&self, i: u32) -> bool {
+        matches!(self.p.instrs.get(i as usize), Some(Instr::Lit(_)))
+    }
+
+    fn run(&self, at: usize, depth: usize) -> PolarsResult<Series> {
+        polars_ensure!(depth < MAX_DEPTH, ComputeError: "expression deeper than {MAX_DEPTH}");
+        let Some(ins) = self.p.instrs.get(at) else {
+            polars_bail!(ComputeError: "malformed expression: no instruction {at}")
+        };
+        match ins {
+            Instr::Col(c) => Ok(self.df.column(c)?.as_materialized_series().clone()),
+            Instr::Lit(s) => Ok(literal(s, self.n)),
+            Instr::Binary(op, a, b) => {
+                let (x, y) = (self.operand(at, *a, depth)?, self.operand(at, *b, depth)?);
+                binary(*op, x, self.is_lit(*a), y, self.is_lit(*b))
+            }
+            Instr::Unary(op, a) => unary(*op, self.operand(at, *a, depth)?),
+            Instr::FillNa(a, v) => fill_na(self.operand(at, *a, depth)?, v),
+            Instr::Cast(a, d) => self.operand(at, *a, depth)?.strict_cast(&d.to_polars()),
+            Instr::Str(op, a, pat) => string_test(*op, &self.operand(at, *a, depth)?, pat),
+        }
+    }
+}
+
+/// `s` repeated `n` times.
+fn literal(s: &Scalar, n: usize) -> Series {
+    let one = match s {
+        Scalar::Bool(v) => Series::new(PlSmallStr::EMPTY, [*v]),
+        Scalar::Int(v) => Series::new(PlSmallStr::EMPTY, [*v]),
+        Scalar::Float(v) => Series::new(PlSmallStr::EMPTY, [*v]),
+        Scalar::Str(v) => Series::new(PlSmallStr::EMPTY, [v.as_str()]),
+    };
+    one.new_from_index(0, n)
+}
+
+/// NaN values of a float series made null (pandas counts both as missing).
+pub(crate) fn nan_to_null(s: Series) -> PolarsResult<Series> {
+    if !s.dtype().is_float() {
+        return Ok(s);
+    }
+    let nan = s.is_nan()?.fill_null_with_values(false)?;
+    if !nan.any() {
+        return Ok(s);
+    }
+    let nulls = Series::full_null(s.name().clone(), s.len(), s.dtype());
+    s.zip_with(&!&nan, &nulls)
+}
+
+/// Missing per row: null, or NaN.
+pub(crate) fn missing(s: &Series) -> PolarsResult<BooleanChunked> {
+    let null = s.is_null();
+    if s.dtype().is_float() { Ok(&null | &s.is_nan()?.fill_null_with_values(false)?) } else { Ok(null) }
+}
+
+fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsResult<Series> {
+    if op.is_arithmetic() {
+        let Some(to) = arithmetic_dtype(op, a.dtype(), a_lit, b.dtype(), b_lit) else {
+            polars_bail!(ComputeError: "cannot compute {} {op:?} {}", a.dtype(), b.dtype())
+        };
+        let (a, b) = (a.cast(&to)?, b.cast(&to)?);
+        return match op {
+            BinOp::Add => &a + &b,
+            BinOp::Sub => &a - &b,
+            BinOp::Mul => &a * &b,
+            _ => &a / &b,
+        };
+    }
+    if op.is_comparison() {
+        let (a, b) = comparable(a, b)?;
+        let out = match op {
+            BinOp::Eq => a.equal(&b)?,
+            BinOp::Ne => a.not_equal(&b)?,
+            BinOp::Lt => a.lt(&b)?,
+            BinOp::Le => a.lt_eq(&b)?,
+            BinOp::Gt => a.gt(&b)?,
+            _ => a.gt_eq(&b)?,
+        };
+        // A missing operand: false, except `!=`, as NaN compares in pandas.
+        return Ok(out.fill_null_with_values(op == BinOp::Ne)?.into_series());
+    }
+    let (x, y) = (a.bool()?.fill_null_with_values(false)?, b.bool()?.fill_null_with_values(false)?);
+    Ok(if op == BinOp::And { &x & &y } else { &x | &y }.into_series())
+}
+
+/// Both sides in one dtype to compare, NaN made null.
+fn comparable(a: Series, b: Series) -> PolarsResult<(Series, Series)> {
+    let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
+    if num(a.dtype()) && num(b.dtype()) && a.dtype() != b.dtype() {
+        let to = if a.dtype().is_float() || b.dtype().is_float() { DataType::Float64 } else { DataType::Int64 };
+        return Ok((nan_to_null(a.cast(&to)?)?, nan_to_null(b.cast(&to)?)?));
+    }
+    Ok((nan_to_null(a)?, nan_to_null(b)?))
+}
+
+fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
+    let name = s.name().clone();
+    Ok(match op {
+        // Times -1 (not 0 - x) keeps the sign of zero, as numpy's negative does.
+        UnOp::Neg => (&s * &Series::new(PlSmallStr::EMPTY, [-1i64]).cast(s.dtype())?)?,
+        UnOp::Not => (!s.bool()?).into_series(),
+        UnOp::IsNa => missing(&s)?.into_series(),
+        UnOp::NotNa => (!&missing(&s)?).into_series(),
+        UnOp::StrLen => {
+            s.str()?.iter().map(|v| v.map(|v| v.chars().count() as i64)).collect::<Int64Chunked>().into_series()
+        }
+        UnOp::Year | UnOp::Month | UnOp::Day => {
+            let days = days_since_epoch(&s)?;
+            days.iter()
+                .map(|d| {
+                    d.map(|d| {
+                        let (y, m, day) = civil_from_days(d);
+                        match op {
+                            UnOp::Year => y as i32,
+                            UnOp::Month => m as i32,
+                            _ => day as i32,
+                        }
+                    })
+                })
+                .collect::<Int32Chunked>()
+                .into_series()
+        }
+    }
+    .with_name(name))
+}
+
+/// Whole days since 1970-01-01 of a date or (time-zone naive) datetime column.
+fn days_since_epoch(s: &Series) -> PolarsResult<Int64Chunked> {
+    let per_day: i64 = match s.dtype() {
+        DataType::Date => 1,
+        DataType::Datetime(unit, None) => {
+            86_400
+                * match unit {
+                    TimeUnit::Nanoseconds => 1_000_000_000,
+                    TimeUnit::Microseconds => 1_000_000,
+                    TimeUnit::Milliseconds => 1_000,
+                }
+        }
+        other => polars_bail!(ComputeError: ".dt needs a date or a time-zone naive datetime, got {other}"),
+    };
+    let phys = s.to_physical_repr().cast(&DataType::Int64)?;
+    Ok(phys.i64()?.iter().map(|v| v.map(|v| v.div_euclid(per_day))).collect())
+}
+
+/// The proleptic Gregorian (year, month, day) of a day count from 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn fill_na(s: Series, v: &Scalar) -> PolarsResult<Series> {
+    let Some(to) = fill_dtype(s.dtype(), v) else {
+        polars_bail!(ComputeError: "cannot fill missing values of a {} column with {v:?}", s.dtype())
+    };
+    let s = nan_to_null(s.cast(&to)?)?;
+    let fill = literal(v, s.len()).cast(&to)?;
+    s.zip_with(&s.is_not_null(), &fill)
+}
+
+fn string_test(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
+    let ca = s.str()?;
+    let out: BooleanChunked = match op {
+        StrOp::Contains => {
+            let re = regex::Regex::new(pat).map_err(|e| polars_err!(ComputeError: "str.contains: {e}"))?;
+            ca.iter().map(|v| v.map(|v| re.is_match(v))).collect()
+        }
+        StrOp::ContainsLiteral => ca.iter().map(|v| v.map(|v| v.contains(pat))).collect(),
+        StrOp::StartsWith => ca.iter().map(|v| v.map(|v| v.starts_with(pat))).collect(),
+        StrOp::EndsWith => ca.iter().map(|v| v.map(|v| v.ends_with(pat))).collect(),
+    };
+    Ok(out.with_name(s.name().clone()).into_series())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{Dtype, col};
+
+    fn run(e: crate::expr::Expr, df: &DataFrame) -> Series {
+        let mut p = Program::default();
+        let at = p.push(&e);
+        eval(&p, at, df).unwrap()
+    }
+
+    fn frame() -> DataFrame {
+        df!(
+            "f" => [Some(1.5), None, Some(f64::NAN), Some(-2.0)],
+            "i" => [Some(3i64), Some(4), None, Some(-1)],
+            "s" => [Some("apple"), None, Some("banana"), Some("cherry pie")],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn comparisons_treat_nan_and_null_as_pandas_does() {
+        let df = frame();
+        let gt: Vec<Option<bool>> = run(col("f").gt(0), &df).bool().unwrap().iter().collect();
+        assert_eq!(gt, [Some(true), Some(false), Some(false), Some(false)]);
+        let ne: Vec<Option<bool>> = run(col("f").ne(1.5), &df).bool().unwrap().iter().collect();
+        assert_eq!(ne, [Some(false), Some(true), Some(true), Some(true)]);
+        let na: Vec<Option<bool>> = run(col("f").is_na(), &df).bool().unwrap().iter().collect();
+        assert_eq!(na, [Some(false), Some(true), Some(true), Some(false)]);
+    }
+
+    #[test]
+    fn arithmetic_fill_cast_and_strings() {
+        let df = frame();
+        let s = run((col("i") + col("f")) * 2, &df);
+        let v: Vec<Option<f64>> = s.f64().unwrap().iter().collect();
+        assert_eq!(v[0], Some(9.0));
+        assert_eq!(v[1], None);
+        let div: Vec<Option<f64>> = run(col("i") / 2, &df).f64().unwrap().iter().collect();
+        assert_eq!(div[0], Some(1.5));
+        let filled: Vec<Option<f64>> = run(col("f").fill_na(0.0), &df).f64().unwrap().iter().collect();
+        assert_eq!(filled, [Some(1.5), Some(0.0), Some(0.0), Some(-2.0)]);
+        let neg: Vec<Option<i64>> = run(-col("i"), &df).i64().unwrap().iter().collect();
+        assert_eq!(neg, [Some(-3), Some(-4), None, Some(1)]);
+        let st = run(col("i").cast(Dtype::String), &df);
+        let st: Vec<Option<&str>> = st.str().unwrap().iter().collect();
+        assert_eq!(st, [Some("3"), Some("4"), None, Some("-1")]);
+        let c = run(col("s").str_contains("an+a$"), &df);
+        assert_eq!(c.bool().unwrap().iter().collect::<Vec<_>>(), [Some(false), None, Some(true), Some(false)]);
+        let l = run(col("s").str_len(), &df);
+        assert_eq!(l.i64().unwrap().iter().collect::<Vec<_>>(), [Some(5), None, Some(6), Some(10)]);
+    }
+
+    #[test]
+    fn civil_dates_round_the_calendar() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+    }
+
+    #[test]
+    fn a_malformed_program_is_an_error_not_a_loop() {
+        let p = Program { instrs: vec![Instr::Unary(UnOp::Neg, 0)] };
+        assert!(eval(&p, 0, &frame()).is_err());
+        assert!(eval(&p, 7, &frame()).is_err());
+    }
+}

@@ -1,0 +1,598 @@
+//! Column expressions: what `filter`, `assign`, `fillna` and friends compute, one value
+//! per row. An [`Expr`] is built in the driver (`col("a").gt(3)`, `col("a") + col("b")`)
+//! and checked against the frame's schema there, so a wrong column or dtype fails before
+//! anything runs. It travels to the chunk tasks flattened into a [`Program`] (operands
+//! before the instruction that uses them), which `eval` runs with polars.
+
+use polars::prelude::{DataType, TimeUnit};
+
+use crate::error::{FrameError, Result};
+
+/// A literal value.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Scalar {
+    /// `True` / `False`.
+    Bool(bool),
+    /// An integer (takes the other operand's integer dtype, as numpy's scalars do).
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+}
+
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Self {
+        Scalar::Int(v)
+    }
+}
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Self {
+        Scalar::Int(v.into())
+    }
+}
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Self {
+        Scalar::Float(v)
+    }
+}
+impl From<&str> for Scalar {
+    fn from(v: &str) -> Self {
+        Scalar::Str(v.to_string())
+    }
+}
+impl From<String> for Scalar {
+    fn from(v: String) -> Self {
+        Scalar::Str(v)
+    }
+}
+
+impl Scalar {
+    fn dtype(&self) -> DataType {
+        match self {
+            Scalar::Bool(_) => DataType::Boolean,
+            Scalar::Int(_) => DataType::Int64,
+            Scalar::Float(_) => DataType::Float64,
+            Scalar::Str(_) => DataType::String,
+        }
+    }
+}
+
+/// A column dtype that can be named in a task (`astype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Dtype {
+    /// `bool`.
+    Bool,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint32`.
+    UInt32,
+    /// `uint64`.
+    UInt64,
+    /// `float32`.
+    Float32,
+    /// `float64`.
+    Float64,
+    /// `str` (pandas' `object` of strings, or `string`).
+    String,
+    /// A calendar date.
+    Date,
+    /// `datetime64[ns]`.
+    Datetime,
+}
+
+impl Dtype {
+    /// The polars dtype.
+    pub fn to_polars(self) -> DataType {
+        match self {
+            Dtype::Bool => DataType::Boolean,
+            Dtype::Int32 => DataType::Int32,
+            Dtype::Int64 => DataType::Int64,
+            Dtype::UInt32 => DataType::UInt32,
+            Dtype::UInt64 => DataType::UInt64,
+            Dtype::Float32 => DataType::Float32,
+            Dtype::Float64 => DataType::Float64,
+            Dtype::String => DataType::String,
+            Dtype::Date => DataType::Date,
+            Dtype::Datetime => DataType::Datetime(TimeUnit::Nanoseconds, None),
+        }
+    }
+}
+
+/// An operator between two values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (true division: always float, as Python's).
+    Div,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `&` of booleans.
+    And,
+    /// `|` of booleans.
+    Or,
+}
+
+impl BinOp {
+    fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+        }
+    }
+
+    pub(crate) fn is_arithmetic(self) -> bool {
+        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+    }
+
+    pub(crate) fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+}
+
+/// A function of one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum UnOp {
+    /// `-x`
+    Neg,
+    /// `~x` of booleans.
+    Not,
+    /// `isna()`: missing (null, or NaN in a float column, as pandas counts it).
+    IsNa,
+    /// `notna()`.
+    NotNa,
+    /// `.str.len()`: characters.
+    StrLen,
+    /// `.dt.year`
+    Year,
+    /// `.dt.month`
+    Month,
+    /// `.dt.day`
+    Day,
+}
+
+/// A string test against a pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum StrOp {
+    /// `.str.contains(pat)`: a regular expression, as pandas' default `regex=True`.
+    Contains,
+    /// `.str.contains(pat, regex=False)`.
+    ContainsLiteral,
+    /// `.str.startswith(pat)`.
+    StartsWith,
+    /// `.str.endswith(pat)`.
+    EndsWith,
+}
+
+/// A per-row expression over a frame's columns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A column, by name.
+    Col(String),
+    /// A literal, the same in every row.
+    Lit(Scalar),
+    /// `a op b`.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `op(a)`.
+    Unary(UnOp, Box<Expr>),
+    /// Missing values of `a` replaced by a literal.
+    FillNa(Box<Expr>, Scalar),
+    /// `a` converted to a dtype.
+    Cast(Box<Expr>, Dtype),
+    /// A string test.
+    Str(StrOp, Box<Expr>, String),
+}
+
+/// The column `name` (pandas' `df["name"]`).
+pub fn col(name: &str) -> Expr {
+    Expr::Col(name.to_string())
+}
+
+/// A literal.
+pub fn lit(v: impl Into<Scalar>) -> Expr {
+    Expr::Lit(v.into())
+}
+
+impl<T: Into<Scalar>> From<T> for Expr {
+    fn from(v: T) -> Self {
+        Expr::Lit(v.into())
+    }
+}
+
+macro_rules! binary_method {
+    ($($name:ident => $op:ident),* $(,)?) => {$(
+        #[doc = concat!("`self ", stringify!($name), " other`, row by row.")]
+        pub fn $name(self, other: impl Into<Expr>) -> Expr {
+            Expr::Binary(BinOp::$op, Box::new(self), Box::new(other.into()))
+        }
+    )*};
+}
+
+impl Expr {
+    binary_method!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge, and => And, or => Or);
+
+    /// Missing (null, or NaN in a float column).
+    pub fn is_na(self) -> Expr {
+        Expr::Unary(UnOp::IsNa, Box::new(self))
+    }
+
+    /// Not missing.
+    pub fn not_na(self) -> Expr {
+        Expr::Unary(UnOp::NotNa, Box::new(self))
+    }
+
+    /// Missing values replaced by `v`.
+    pub fn fill_na(self, v: impl Into<Scalar>) -> Expr {
+        Expr::FillNa(Box::new(self), v.into())
+    }
+
+    /// Converted to `dtype` (pandas' `astype`); a value that does not convert fails the
+    /// task, as pandas raises.
+    pub fn cast(self, dtype: Dtype) -> Expr {
+        Expr::Cast(Box::new(self), dtype)
+    }
+
+    /// `.str.contains(pattern)`: a regular expression.
+    pub fn str_contains(self, pattern: &str) -> Expr {
+        Expr::Str(StrOp::Contains, Box::new(self), pattern.to_string())
+    }
+
+    /// `.str.contains(pattern, regex=False)`.
+    pub fn str_contains_literal(self, pattern: &str) -> Expr {
+        Expr::Str(StrOp::ContainsLiteral, Box::new(self), pattern.to_string())
+    }
+
+    /// `.str.startswith(prefix)`.
+    pub fn str_starts_with(self, prefix: &str) -> Expr {
+        Expr::Str(StrOp::StartsWith, Box::new(self), prefix.to_string())
+    }
+
+    /// `.str.endswith(suffix)`.
+    pub fn str_ends_with(self, suffix: &str) -> Expr {
+        Expr::Str(StrOp::EndsWith, Box::new(self), suffix.to_string())
+    }
+
+    /// `.str.len()`.
+    pub fn str_len(self) -> Expr {
+        Expr::Unary(UnOp::StrLen, Box::new(self))
+    }
+
+    /// `.dt.year`.
+    pub fn year(self) -> Expr {
+        Expr::Unary(UnOp::Year, Box::new(self))
+    }
+
+    /// `.dt.month`.
+    pub fn month(self) -> Expr {
+        Expr::Unary(UnOp::Month, Box::new(self))
+    }
+
+    /// `.dt.day`.
+    pub fn day(self) -> Expr {
+        Expr::Unary(UnOp::Day, Box::new(self))
+    }
+
+    /// Its dtype over a frame of `schema`, or why it cannot be computed there.
+    pub(crate) fn dtype(&self, schema: &[(String, DataType)]) -> Result<DataType> {
+        let bad = |m: String| Err(FrameError::Invalid(m));
+        match self {
+            Expr::Col(c) => schema.iter().find(|(n, _)| n == c).map(|(_, d)| d.clone()).ok_or_else(|| {
+                FrameError::UnknownColumn { name: c.clone(), have: schema.iter().map(|(n, _)| n.clone()).collect() }
+            }),
+            Expr::Lit(s) => Ok(s.dtype()),
+            Expr::Binary(op, a, b) => {
+                let (da, db) = (a.dtype(schema)?, b.dtype(schema)?);
+                let sym = op.symbol();
+                if op.is_arithmetic() {
+                    match arithmetic_dtype(*op, &da, lit_of(a), &db, lit_of(b)) {
+                        Some(d) => Ok(d),
+                        None => bad(format!("cannot compute {da} {sym} {db}: arithmetic needs numeric operands")),
+                    }
+                } else if op.is_comparison() {
+                    if comparable(&da, &db) {
+                        Ok(DataType::Boolean)
+                    } else {
+                        bad(format!(
+                            "cannot compare {da} {sym} {db}: compare numbers with numbers, strings with strings"
+                        ))
+                    }
+                } else if da == DataType::Boolean && db == DataType::Boolean {
+                    Ok(DataType::Boolean)
+                } else {
+                    bad(format!("`{sym}` needs boolean operands, got {da} and {db}"))
+                }
+            }
+            Expr::Unary(op, a) => {
+                let d = a.dtype(schema)?;
+                match op {
+                    UnOp::Neg if d.is_primitive_numeric() => Ok(d),
+                    UnOp::Not if d == DataType::Boolean => Ok(d),
+                    UnOp::IsNa | UnOp::NotNa => Ok(DataType::Boolean),
+                    UnOp::StrLen if d == DataType::String => Ok(DataType::Int64),
+                    UnOp::Year | UnOp::Month | UnOp::Day if is_temporal(&d) => Ok(DataType::Int32),
+                    other => bad(format!("{other:?} is not defined for dtype {d}")),
+                }
+            }
+            Expr::FillNa(a, v) => {
+                let d = a.dtype(schema)?;
+                match fill_dtype(&d, v) {
+                    Some(out) => Ok(out),
+                    None => bad(format!("cannot fill missing values of a {d} column with {v:?}")),
+                }
+            }
+            Expr::Cast(a, to) => {
+                let d = a.dtype(schema)?;
+                let to = to.to_polars();
+                let ok = d == to
+                    || (d.is_primitive_numeric() || d == DataType::Boolean || d == DataType::String)
+                        && (to.is_primitive_numeric() || to == DataType::Boolean || to == DataType::String)
+                    || (is_temporal(&d) && (is_temporal(&to) || to == DataType::String || to == DataType::Int64))
+                    || (d == DataType::String && is_temporal(&to));
+                if ok { Ok(to) } else { bad(format!("cannot convert {d} to {to}")) }
+            }
+            Expr::Str(op, a, pat) => {
+                let d = a.dtype(schema)?;
+                if d != DataType::String {
+                    return bad(format!("{op:?} needs a string column, this one is {d}"));
+                }
+                if *op == StrOp::Contains
+                    && let Err(e) = regex::Regex::new(pat)
+                {
+                    return bad(format!(
+                        "str.contains: {pat:?} is not a valid regular expression ({e}); pass regex=False to match it literally"
+                    ));
+                }
+                Ok(DataType::Boolean)
+            }
+        }
+    }
+}
+
+fn lit_of(e: &Expr) -> bool {
+    matches!(e, Expr::Lit(_))
+}
+
+pub(crate) fn is_temporal(d: &DataType) -> bool {
+    matches!(d, DataType::Date | DataType::Datetime(..))
+}
+
+fn comparable(a: &DataType, b: &DataType) -> bool {
+    let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
+    (num(a) && num(b)) || (a == &DataType::String && b == &DataType::String) || (a == b && is_temporal(a))
+}
+
+/// The dtype of `a op b` (numpy's rules, with a Python literal taking the dtype of the
+/// column it meets when it is of the same kind), or `None` for non-numbers.
+pub(crate) fn arithmetic_dtype(op: BinOp, a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<DataType> {
+    let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
+    if !num(a) || !num(b) {
+        return None;
+    }
+    if op == BinOp::Div {
+        // float32 stays float32 against float32 or a Python literal; all else is float64.
+        let f32ish = |d: &DataType, l: bool| d == &DataType::Float32 || l;
+        let any32 = a == &DataType::Float32 || b == &DataType::Float32;
+        return Some(if any32 && f32ish(a, a_lit) && f32ish(b, b_lit) { DataType::Float32 } else { DataType::Float64 });
+    }
+    let float = a.is_float() || b.is_float();
+    Some(match (a_lit, b_lit) {
+        // A literal of the same kind takes the column's dtype.
+        (true, false) if b.is_float() || (!a.is_float() && b.is_integer()) => b.clone(),
+        (false, true) if a.is_float() || (!b.is_float() && a.is_integer()) => a.clone(),
+        _ if float => {
+            if a == &DataType::Float32 && b == &DataType::Float32 {
+                DataType::Float32
+            } else {
+                DataType::Float64
+            }
+        }
+        _ if a == &DataType::Int32 && b == &DataType::Int32 => DataType::Int32,
+        _ => DataType::Int64,
+    })
+}
+
+/// The dtype of `a.fillna(v)`: the column's, or float64 for an integer column filled
+/// with a float.
+pub(crate) fn fill_dtype(d: &DataType, v: &Scalar) -> Option<DataType> {
+    match v {
+        Scalar::Int(_) if d.is_primitive_numeric() => Some(d.clone()),
+        Scalar::Float(_) if d.is_float() => Some(d.clone()),
+        Scalar::Float(_) if d.is_integer() => Some(DataType::Float64),
+        Scalar::Bool(_) if d == &DataType::Boolean => Some(d.clone()),
+        Scalar::Str(_) if d == &DataType::String => Some(d.clone()),
+        _ => None,
+    }
+}
+
+/// One instruction of a flattened expression; operands are earlier instructions.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub(crate) enum Instr {
+    Col(String),
+    Lit(Scalar),
+    Binary(BinOp, u32, u32),
+    Unary(UnOp, u32),
+    FillNa(u32, Scalar),
+    Cast(u32, Dtype),
+    Str(StrOp, u32, String),
+}
+
+/// Expressions flattened for a task: each instruction's operands come before it.
+#[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub(crate) struct Program {
+    pub(crate) instrs: Vec<Instr>,
+}
+
+impl Program {
+    /// Appends `e`; returns the index of its result.
+    pub(crate) fn push(&mut self, e: &Expr) -> u32 {
+        let i = match e {
+            Expr::Col(c) => Instr::Col(c.clone()),
+            Expr::Lit(s) => Instr::Lit(s.clone()),
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (self.push(a), self.push(b));
+                Instr::Binary(*op, a, b)
+            }
+            Expr::Unary(op, a) => Instr::Unary(*op, self.push(a)),
+            Expr::FillNa(a, v) => Instr::FillNa(self.push(a), v.clone()),
+            Expr::Cast(a, d) => Instr::Cast(self.push(a), *d),
+            Expr::Str(op, a, p) => Instr::Str(*op, self.push(a), p.clone()),
+        };
+        self.instrs.push(i);
+        (self.instrs.len() - 1) as u32
+    }
+}
+
+impl Program {
+    /// Adds the columns that instruction `at` reads to `out`.
+    pub(crate) fn columns(&self, at: u32, out: &mut Vec<String>) {
+        let mut stack = vec![at as usize];
+        while let Some(i) = stack.pop() {
+            let Some(ins) = self.instrs.get(i) else { continue };
+            // Operands come before their user, so the walk ends on any program.
+            let mut operand = |o: &u32| {
+                if (*o as usize) < i {
+                    stack.push(*o as usize)
+                }
+            };
+            match ins {
+                Instr::Col(c) => {
+                    if !out.contains(c) {
+                        out.push(c.clone());
+                    }
+                }
+                Instr::Lit(_) => {}
+                Instr::Binary(_, a, b) => {
+                    operand(a);
+                    operand(b);
+                }
+                Instr::Unary(_, a) | Instr::FillNa(a, _) | Instr::Cast(a, _) | Instr::Str(_, a, _) => operand(a),
+            }
+        }
+    }
+}
+
+macro_rules! operator {
+    ($trait:ident, $method:ident, $op:ident) => {
+        impl<T: Into<Expr>> std::ops::$trait<T> for Expr {
+            type Output = Expr;
+            fn $method(self, rhs: T) -> Expr {
+                Expr::Binary(BinOp::$op, Box::new(self), Box::new(rhs.into()))
+            }
+        }
+    };
+}
+
+operator!(Add, add, Add);
+operator!(Sub, sub, Sub);
+operator!(Mul, mul, Mul);
+operator!(Div, div, Div);
+operator!(BitAnd, bitand, And);
+operator!(BitOr, bitor, Or);
+
+impl std::ops::Neg for Expr {
+    type Output = Expr;
+    fn neg(self) -> Expr {
+        Expr::Unary(UnOp::Neg, Box::new(self))
+    }
+}
+
+impl std::ops::Not for Expr {
+    type Output = Expr;
+    fn not(self) -> Expr {
+        Expr::Unary(UnOp::Not, Box::new(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Vec<(String, DataType)> {
+        vec![
+            ("i".into(), DataType::Int64),
+            ("j".into(), DataType::Int32),
+            ("f".into(), DataType::Float64),
+            ("g".into(), DataType::Float32),
+            ("s".into(), DataType::String),
+            ("b".into(), DataType::Boolean),
+        ]
+    }
+
+    #[test]
+    fn dtypes_follow_numpy_promotion_with_python_literals() {
+        let s = schema();
+        let d = |e: Expr| e.dtype(&s).unwrap();
+        assert_eq!(d(col("i") + col("j")), DataType::Int64);
+        assert_eq!(d(col("j") + 1), DataType::Int32);
+        assert_eq!(d(col("j") + col("j")), DataType::Int32);
+        assert_eq!(d(col("j") + 1.5), DataType::Float64);
+        assert_eq!(d(col("g") * 2.0), DataType::Float32);
+        assert_eq!(d(col("g") * col("f")), DataType::Float64);
+        assert_eq!(d(col("i") / col("i")), DataType::Float64);
+        assert_eq!(d(col("g") / 2), DataType::Float32);
+        assert_eq!(d(col("i").gt(3) & col("b")), DataType::Boolean);
+        assert_eq!(d(col("s").str_len()), DataType::Int64);
+        assert_eq!(d(col("i").fill_na(0.5)), DataType::Float64);
+        assert_eq!(d(col("i").cast(Dtype::String)), DataType::String);
+    }
+
+    #[test]
+    fn wrong_operands_are_refused_naming_them() {
+        let s = schema();
+        let e = |x: Expr| x.dtype(&s).unwrap_err().to_string();
+        assert!(e(col("s") + 1).contains("str + i64"), "{}", e(col("s") + 1));
+        assert!(e(col("s").gt(1)).contains("compare"));
+        assert!(e(col("i") & col("b")).contains("boolean"));
+        assert!(e(col("nope") + 1).contains("nope"));
+        assert!(e(col("i").str_len()).contains("StrLen"));
+        assert!(e(col("s").str_contains("(")).contains("regex=False"));
+        assert!(e(col("s").fill_na(1)).contains("fill"));
+    }
+
+    #[test]
+    fn a_program_puts_operands_before_their_use() {
+        let mut p = Program::default();
+        let r = p.push(&((col("a") + 1).gt(col("b")) & !col("c")));
+        assert_eq!(r as usize, p.instrs.len() - 1);
+        for (i, ins) in p.instrs.iter().enumerate() {
+            let ops: Vec<u32> = match ins {
+                Instr::Binary(_, a, b) => vec![*a, *b],
+                Instr::Unary(_, a) | Instr::FillNa(a, _) | Instr::Cast(a, _) | Instr::Str(_, a, _) => vec![*a],
+                _ => vec![],
+            };
+            assert!(ops.iter().all(|&o| (o as usize) < i));
+        }
+    }
+}
