@@ -46,7 +46,7 @@ pub(crate) struct StartArgs {
     block: bool,
     /// Program the node starts as its workers (run with ARES_WORKER=1); drivers that
     /// connect must have their remote functions compiled into it. Default: this `ares`
-    /// binary, whose workers run the built-in tensor kernels.
+    /// binary, whose workers run the built-in tensor and data frame kernels.
     #[arg(long)]
     worker_program: Option<PathBuf>,
     /// CPUs the node offers (default: all).

@@ -4,8 +4,8 @@
 //!
 //! It is also the default worker program of the daemons it starts: started with
 //! `ARES_WORKER=1` it becomes a worker before `main` runs (see `ares`'s worker mode) and
-//! executes the built-in tensor kernels, so tensor programs (and later dataframe and
-//! Python programs) need no executable of their own on the nodes.
+//! executes the built-in tensor and data frame kernels, so tensor, data frame and Python
+//! programs need no executable of their own on the nodes.
 //!
 //! **Must not:** decide anything the raylet's pure modules decide; it only parses flags,
 //! starts and finds daemons, and prints.
@@ -44,6 +44,7 @@ fn main() -> Result<()> {
     // this binary) even though `main` never uses them.
     ares::__private::link_worker_mode();
     ares_tensor::link_kernels();
+    ares_dataframe::link_kernels();
     ares_net::install_crypto_provider();
     let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

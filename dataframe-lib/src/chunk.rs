@@ -8,6 +8,8 @@ use polars::prelude::{DataFrame, IpcReader, IpcWriter, PolarsResult, SerReader, 
 /// One chunk of a frame: its rows as an Arrow IPC file (uncompressed).
 #[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct FrameChunk {
+    /// Its rows (known without reading the file: a frame's length is their sum).
+    pub rows: u64,
     /// The IPC file's bytes.
     pub ipc: Vec<u8>,
 }
@@ -19,7 +21,7 @@ impl FrameChunk {
         // the writer goes doubled the time of writing a 32 MB chunk (35 ms against 18).
         let mut ipc = Vec::with_capacity(df.estimated_size() + (64 << 10));
         IpcWriter::new(&mut ipc).finish(df)?;
-        Ok(FrameChunk { ipc })
+        Ok(FrameChunk { rows: df.height() as u64, ipc })
     }
 }
 

@@ -37,6 +37,10 @@ pub enum FrameError {
     /// An argument that cannot be used, with why.
     #[error("{0}")]
     Invalid(String),
+    /// An operation given a column (or value) of a dtype it does not take (pandas raises
+    /// `TypeError`).
+    #[error("{0}")]
+    DType(String),
     /// A tensor's error (making the columns).
     #[error(transparent)]
     Tensor(#[from] ares_tensor::TensorError),

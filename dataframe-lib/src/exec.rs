@@ -39,6 +39,12 @@ fn one_thread() {
     ares_tileable::keep_freed_memory();
 }
 
+/// Referenced by [`crate::link_kernels`]: every kernel of this module is registered in
+/// the same object file as `map_chunk`.
+pub(crate) fn link() {
+    std::hint::black_box(map_chunk as for<'a> fn(MapSpec, InPlace<'a, FrameChunk>) -> FrameChunk);
+}
+
 fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
     decode_archived(c).unwrap_or_else(|e| panic!("reading a frame chunk: {e}"))
 }
@@ -280,7 +286,9 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
 }
 
 /// Where frames are computed. Chunks computed in one session are kept on the frame
-/// while it lives (freed with it), and not seen by another session.
+/// while it lives (freed with it), and not seen by another session. A clone is the same
+/// session (it sees the same computed chunks), with its own settings.
+#[derive(Clone)]
 pub struct Session {
     tensors: ares_tensor::Session,
     settings: Settings,
@@ -317,6 +325,39 @@ impl Session {
         self.settings.max_in_flight = n.max(1);
         self.tensors = self.tensors.clone().max_in_flight(n);
         self
+    }
+
+    /// The same session, stopping between chunk tasks once `flag` is set (an operation
+    /// then fails with [`FrameError::Cancelled`]; its objects are freed).
+    pub fn cancelled_by(&self, flag: Arc<std::sync::atomic::AtomicBool>) -> Session {
+        let mut s = self.clone();
+        s.tensors = s.tensors.cancelled_by(flag.clone());
+        s.settings.cancel = Some(flag);
+        s
+    }
+
+    /// The same session, calling `f` as chunk tasks finish.
+    pub fn on_progress(&self, f: impl Fn(ares_tileable::Progress) + Send + Sync + 'static) -> Session {
+        let mut s = self.clone();
+        s.settings.progress = Some(Arc::new(f));
+        s
+    }
+
+    /// The number of rows of `df` (computing it first if needed).
+    pub fn rows(&self, df: &DataFrame) -> Result<u64> {
+        let mut n = 0;
+        for r in self.chunks(df)?.iter() {
+            n += ares::get_view(r)?.rows.to_native();
+        }
+        Ok(n)
+    }
+
+    /// The rows of `df` if it was computed in this session, without computing anything.
+    pub fn rows_if_computed(&self, df: &DataFrame) -> Result<Option<u64>> {
+        if self.cached(df).is_none() {
+            return Ok(None);
+        }
+        self.rows(df).map(Some)
     }
 
     /// Computes `df`, keeping its chunks in the store while `df` lives.

@@ -306,7 +306,7 @@ impl Expr {
 
     /// Its dtype over a frame of `schema`, or why it cannot be computed there.
     pub(crate) fn dtype(&self, schema: &[(String, DataType)]) -> Result<DataType> {
-        let bad = |m: String| Err(FrameError::Invalid(m));
+        let bad = |m: String| Err(FrameError::DType(m));
         match self {
             Expr::Col(c) => schema.iter().find(|(n, _)| n == c).map(|(_, d)| d.clone()).ok_or_else(|| {
                 FrameError::UnknownColumn { name: c.clone(), have: schema.iter().map(|(n, _)| n.clone()).collect() }

@@ -140,6 +140,11 @@ impl DataFrame {
         Ok(DataFrame::new(Op::Local(chunks), schema))
     }
 
+    /// The dtype `e` has over this frame's columns, or why it cannot be computed here.
+    pub fn dtype_of(&self, e: &Expr) -> Result<DataType> {
+        e.dtype(&self.node.schema)
+    }
+
     /// The column names.
     pub fn columns(&self) -> Vec<String> {
         self.node.schema.iter().map(|(n, _)| n.clone()).collect()
@@ -181,7 +186,7 @@ impl DataFrame {
         for k in by {
             let dt = self.dtype(k)?;
             if !(dt.is_primitive_numeric() || dt == &DataType::Boolean || dt == &DataType::String) {
-                return Err(FrameError::Invalid(format!("sorting by column {k:?} of dtype {dt} is not supported yet")));
+                return Err(FrameError::DType(format!("sorting by column {k:?} of dtype {dt} is not supported yet")));
             }
         }
         let descending: Vec<bool> = match ascending {
@@ -262,7 +267,7 @@ impl DataFrame {
     pub fn filter(&self, mask: Expr) -> Result<DataFrame> {
         let dt = mask.dtype(&self.node.schema)?;
         if dt != DataType::Boolean {
-            return Err(FrameError::Invalid(format!("a filter needs a boolean expression, this one is {dt}")));
+            return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
         self.map(|spec, _| {
             let at = spec.program.push(&mask);
@@ -425,7 +430,7 @@ impl DataFrame {
         for k in by {
             let dt = self.dtype(k)?;
             if !(dt.is_primitive_numeric() || dt == &DataType::Boolean) {
-                return Err(FrameError::Invalid(format!("column {k:?} has dtype {dt}, not a number")));
+                return Err(FrameError::DType(format!("column {k:?} has dtype {dt}, not a number")));
             }
         }
         Ok(SortSpec { by: by.iter().map(|k| k.to_string()).collect(), descending: vec![descending; by.len()] })
@@ -492,7 +497,7 @@ impl DataFrame {
         for k in on {
             let (l, r) = (self.dtype(k)?, right.dtype(k)?);
             if l != r && (kind(l) != kind(r) || kind(l) == "other") {
-                return Err(FrameError::Invalid(format!(
+                return Err(FrameError::DType(format!(
                     "merge key {k:?} is {l} on the left and {r} on the right: astype one side to match"
                 )));
             }
@@ -633,7 +638,7 @@ impl GroupBy {
             let number = dt.is_primitive_numeric() || dt == &DataType::Boolean;
             let orderable = number || dt == &DataType::String || crate::expr::is_temporal(dt);
             if (a.numeric() && !number) || (matches!(a, Agg::Min | Agg::Max) && !orderable) {
-                return Err(FrameError::Invalid(format!(
+                return Err(FrameError::DType(format!(
                     "{}: column {c:?} has dtype {dt}; select the numeric columns (or reduce with numeric_only)",
                     a.name()
                 )));

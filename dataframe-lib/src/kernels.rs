@@ -321,7 +321,7 @@ pub(crate) fn sample(spec: &SortSpec, df: &DataFrame, n: usize) -> PolarsResult<
 pub(crate) fn bounds(spec: &SortSpec, samples: Vec<DataFrame>, parts: usize) -> PolarsResult<DataFrame> {
     let s = concat(samples)?;
     let key = spec.by[0].as_str();
-    let s = s.drop_nulls(Some(&[key.to_string()]))?;
+    let s = drop_missing(&s, &[key.to_string()])?;
     let s = s.sort([key], SortMultipleOptions::new().with_multithreaded(false))?;
     let n = s.height();
     let idx: Vec<IdxSize> =
@@ -364,9 +364,18 @@ pub(crate) fn range_split(spec: &SortSpec, df: &DataFrame, bounds: &DataFrame) -
     split_rows(df, b.len() + 1, which.into_iter())
 }
 
-/// The pieces of one range, sorted (stably, missing values last).
+/// The pieces of one range, sorted (stably, missing values last: NaN in a float key is
+/// made null first, since polars orders NaN above every number and pandas puts it last
+/// either way).
 pub(crate) fn sort_range(spec: &SortSpec, pieces: Vec<DataFrame>) -> PolarsResult<DataFrame> {
-    let df = concat(pieces)?;
+    let mut df = concat(pieces)?;
+    for k in &spec.by {
+        let c = df.column(k)?;
+        if c.dtype().is_float() {
+            let s = crate::eval::nan_to_null(c.as_materialized_series().clone())?;
+            df.with_column(s.into_column())?;
+        }
+    }
     df.sort(
         spec.by.iter().map(|k| k.as_str()),
         SortMultipleOptions::new()

@@ -29,4 +29,12 @@ pub use exec::Session;
 pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, col, lit};
 pub use frame::{DataFrame, DropNa, GroupBy};
 pub use polars;
+
+/// Keeps the chunk kernels in a program that runs them for others without calling the
+/// library itself (the `ares` binary's worker mode, the Python extension's workers):
+/// they are registered through link-time tables, which the linker keeps only for code
+/// that is linked.
+pub fn link_kernels() {
+    exec::link();
+}
 pub use spec::{Agg, How, Method};

@@ -387,3 +387,27 @@ fn bad_operations_are_refused_before_anything_runs() {
     let e = df.nlargest(2, &[]).unwrap_err();
     assert!(e.to_string().contains("at least one"), "{e}");
 }
+
+#[test]
+fn nan_sorts_last_like_a_missing_value_in_both_directions() {
+    cluster();
+    let s = Session::new();
+    let f = [Some(1.0), Some(f64::NAN), None, Some(-3.0), Some(f64::NAN), Some(2.0), Some(0.0)];
+    let local = PlFrame::new_infer_height(vec![
+        Series::new("f".into(), f.to_vec()).into_column(),
+        Series::new("i".into(), (0..f.len() as i64).collect::<Vec<_>>()).into_column(),
+    ])
+    .unwrap();
+    for (per_chunk, ascending) in [(2, true), (2, false), (7, false), (3, true)] {
+        let df = DataFrame::from_polars(local.clone(), per_chunk).unwrap();
+        let out = s.fetch(&df.sort_values(&["f"], &[ascending]).unwrap()).unwrap();
+        let present: Vec<i64> = i64s(&out, "i").into_iter().take(4).map(Option::unwrap).collect();
+        assert_eq!(present, if ascending { [3, 6, 0, 5] } else { [5, 0, 6, 3] }, "ascending {ascending}");
+        let last: Vec<Option<f64>> = f64s(&out, "f").into_iter().skip(4).collect();
+        assert!(last.iter().all(|v| v.is_none_or(f64::is_nan)), "missing values last: {last:?}");
+        // The missing rows keep their order (a stable sort).
+        let missing: Vec<i64> = i64s(&out, "i").into_iter().skip(4).map(Option::unwrap).collect();
+        assert_eq!(missing, [1, 2, 4]);
+    }
+    ares::shutdown();
+}

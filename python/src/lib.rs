@@ -1,6 +1,6 @@
 //! `ares._native`: the Python extension module under the `ares` package. It exposes the
-//! Rust runtime (`init`, `shutdown`) and the tensor library (`ares-tensor`) as thin,
-//! low-level classes and functions; the numpy-shaped API (argument handling, operators,
+//! Rust runtime (`init`, `shutdown`), the tensor library (`ares-tensor`) and the data
+//! frame library (`ares-dataframe`, in `frame`) as thin, low-level classes and functions; the numpy-shaped API (argument handling, operators,
 //! indexing, `repr`) lives in the pure-Python package on top, so it can follow numpy
 //! closely without this layer growing.
 //!
@@ -12,6 +12,8 @@
 //!
 //! Long calls (`execute`, `fetch`) release the GIL and run on a thread of their own while
 //! the calling thread polls for signals, so Ctrl-C interrupts the wait.
+
+mod frame;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -582,6 +584,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PySession>()?;
     m.add_class::<StoredChunk>()?;
+    m.add_class::<frame::PyExpr>()?;
+    m.add_class::<frame::PyFrame>()?;
+    m.add_class::<frame::PyFrameSession>()?;
+    // Workers are this module: its data frame kernels must be linked in.
+    ares_dataframe::link_kernels();
     for f in [
         wrap_pyfunction!(init, m)?,
         wrap_pyfunction!(shutdown, m)?,
@@ -598,6 +605,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(stack, m)?,
         wrap_pyfunction!(where_, m)?,
         wrap_pyfunction!(solve, m)?,
+        wrap_pyfunction!(frame::frame_from_tensors, m)?,
+        wrap_pyfunction!(frame::frame_from_columns, m)?,
     ] {
         m.add_function(f)?;
     }

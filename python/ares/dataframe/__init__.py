@@ -1,0 +1,915 @@
+"""Mars-style tiled data frames with pandas' names: ``import ares.dataframe as ad``.
+
+A :class:`DataFrame` is lazy: columns with known names and dtypes, rows split into
+chunks. Nothing is computed until ``execute()`` or ``fetch()``; then each operation is
+tiled into chunk tasks that run in Rust worker processes (polars inside), per-chunk
+steps fused into one task, group-bys combined in a tree or through a hash shuffle.
+
+    import ares.tensor as at
+    import ares.dataframe as ad
+
+    df = ad.DataFrame({"k": at.random.randint(0, 100, 10**7, chunk_size=10**6),
+                       "x": at.random.rand(10**7, chunk_size=10**6)})
+    df.groupby("k")[["x"]].sum().execute().fetch()      # a pandas.DataFrame
+
+Where this differs from pandas (see docs/architecture.md, "Data frames"):
+
+- there is no row index: results fetch with a fresh ``RangeIndex`` (group-by results
+  and ``value_counts`` put their keys in the index, as pandas does);
+- missing values are ``null`` or ``NaN`` alike; an integer column with missing values
+  fetches as ``float64`` with ``NaN``, as pandas makes it;
+- shuffled results (group-bys with many groups, ``drop_duplicates`` with many distinct
+  rows, merges of two large frames) come in no set row order; group-bys sort by key as
+  pandas' ``sort=True`` does;
+- ``df.sum()`` and the other whole-frame reductions fetch as a ``pandas.Series`` indexed
+  by column, as in pandas; ``df["a"].sum()`` is lazy (``.fetch()`` gives the number).
+
+Anything not supported raises ``NotImplementedError`` naming it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _native, _ProgressLine, get_default_session
+
+__all__ = ["DataFrame", "Series", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv", "read_parquet"]
+
+# Rows per chunk made from local data, by default: chunks of about this many bytes.
+_CHUNK_BYTES = 64 << 20
+
+_AGGS = ("sum", "mean", "count", "min", "max", "std", "var", "first", "last", "size")
+
+
+def _pandas():
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency of the tests
+        raise ImportError("fetching a data frame returns pandas objects: pip install pandas") from None
+    return pd
+
+
+def _session(session: Any = None):
+    s = session if session is not None else get_default_session()
+    frames = getattr(s, "_frames_native", None)
+    if frames is None:
+        frames = _native.NativeFrameSession()
+        s._frames_native = frames
+    return frames
+
+
+def _execute(frames: List[Any], session: Any, show_progress: Optional[bool]) -> None:
+    import sys
+
+    if show_progress is None:
+        show_progress = sys.stderr.isatty()
+    line = _ProgressLine() if show_progress else None
+    try:
+        _session(session).execute(frames, line)
+    finally:
+        if line:
+            line.end()
+
+
+def _as_list(v: Union[str, Sequence[str], None]) -> List[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    return list(v)
+
+
+def _column_for_native(name: str, v: Any) -> Any:
+    """A column as the native layer takes it: a 1-d numpy array of numbers or booleans,
+    ``(int64 array, unit)`` for datetimes, or a list of ``str``/``None``."""
+    pd = None
+    try:
+        import pandas as pd  # noqa: F811
+    except ImportError:
+        pass
+    if pd is not None and isinstance(v, (pd.Series, pd.Index)):
+        if isinstance(v.dtype, pd.CategoricalDtype):
+            raise NotImplementedError(f"column {name!r}: categorical columns are not supported")
+        if pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind in "iufb":
+            v = v.to_numpy(dtype="float64" if v.isna().any() else v.dtype.numpy_dtype, na_value=np.nan)
+        else:
+            v = v.to_numpy()
+    a = np.asarray(v)
+    if a.ndim != 1:
+        raise ValueError(f"column {name!r} must be 1-d, it has shape {a.shape}")
+    if a.dtype.kind == "M":
+        unit = np.datetime_data(a.dtype)[0]
+        if unit == "s":
+            a, unit = a.astype("datetime64[ms]"), "ms"
+        return (np.ascontiguousarray(a.view("int64")), unit)
+    if a.dtype.kind in "OUS":
+        out = []
+        for x in a.tolist():
+            if x is None or (isinstance(x, float) and math.isnan(x)):
+                out.append(None)
+            elif isinstance(x, (str, bytes)):
+                out.append(x if isinstance(x, str) else x.decode())
+            else:
+                raise NotImplementedError(
+                    f"column {name!r} mixes strings with {type(x).__name__} values: give one kind per column"
+                )
+        return out
+    if a.dtype.kind in "iu" and a.dtype.itemsize < 4:
+        a = a.astype(np.int32 if a.dtype.kind == "i" else np.uint32)
+    if a.dtype == np.float16:
+        a = a.astype(np.float32)
+    return np.ascontiguousarray(a)
+
+
+class Scalar:
+    """A lazy number: a reduction of one column (``df["a"].sum()``). ``fetch()`` (or
+    ``float()``/``int()``) computes it."""
+
+    def __init__(self, frame: "DataFrame") -> None:
+        self._frame = frame
+
+    def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Scalar":
+        self._frame.execute(session=session, show_progress=show_progress)
+        return self
+
+    def fetch(self, session: Any = None) -> Any:
+        names, cols = _session(session).fetch(self._frame._f)
+        v = cols[0]
+        if isinstance(v, list):
+            return v[0]
+        if isinstance(v, tuple):
+            return v[0].view(f"datetime64[{v[1]}]")[0]
+        return v[0].item()
+
+    def __float__(self) -> float:
+        return float(self.fetch())
+
+    def __int__(self) -> int:
+        return int(self.fetch())
+
+    def __repr__(self) -> str:
+        return f"ares.dataframe.Scalar({self._frame._f!r})"
+
+
+class DataFrame:
+    """A lazy, chunked data frame with pandas' names.
+
+    ``DataFrame(data, chunk_size=None)``: ``data`` is a dict of column name to a 1-d
+    ``ares.tensor`` tensor (all chunked alike: the frame's chunks are theirs), a numpy
+    array, a list or a pandas Series; or a ``pandas.DataFrame``. ``chunk_size`` is the
+    rows per chunk for local data (default: chunks of about 64 MiB).
+    """
+
+    def __init__(self, data: Any = None, chunk_size: Optional[int] = None, *, _frame: Any = None,
+                 _index: Sequence[str] = (), _kind: str = "frame", _rows: Any = None) -> None:
+        # `_kind` says how `fetch` presents the result: a frame, a row of reductions
+        # (a Series by column), or one column (a Series, `_index` columns as its index).
+        self._index = list(_index)
+        self._kind = _kind
+        # Frames with the same rows (one made from another by adding, converting,
+        # selecting or renaming columns) share this token: a column expression of one
+        # can be used in the other.
+        self._rows = _rows if _rows is not None else object()
+        if _frame is not None:
+            self._f = _frame
+            return
+        if data is None:
+            raise ValueError("DataFrame() needs data: a dict of columns, or a pandas.DataFrame")
+        pd = None
+        try:
+            import pandas as pd  # noqa: F811
+        except ImportError:
+            pass
+        if pd is not None and isinstance(data, pd.DataFrame):
+            data = {str(c): data[c] for c in data.columns}
+        if not isinstance(data, dict) or not data:
+            raise TypeError("DataFrame(data): give a non-empty dict of column name to values, or a pandas.DataFrame")
+        from ..tensor import Tensor
+
+        names = [str(k) for k in data]
+        values = list(data.values())
+        if all(isinstance(v, Tensor) for v in values):
+            if chunk_size is not None:
+                values = [v.rechunk(chunk_size) for v in values]
+            self._f = _native.frame_from_tensors(names, [v._t for v in values])
+            return
+        if any(isinstance(v, Tensor) for v in values):
+            raise NotImplementedError("mixing tensor columns with local columns: make them all tensors, or fetch them")
+        cols = [_column_for_native(n, v) for n, v in zip(names, values)]
+        rows = len(cols[0][0]) if isinstance(cols[0], tuple) else len(cols[0])
+        if chunk_size is None:
+            row_bytes = sum(8 if not isinstance(c, list) else 32 for c in cols)
+            chunk_size = max(1, min(max(rows, 1), _CHUNK_BYTES // row_bytes))
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+        self._f = _native.frame_from_columns(names, cols, int(chunk_size))
+
+    def _wrap(self, native: Any, index: Sequence[str] = (), kind: str = "frame", same_rows: bool = False) -> "DataFrame":
+        return DataFrame(_frame=native, _index=index, _kind=kind, _rows=self._rows if same_rows else None)
+
+    # ----- metadata -----------------------------------------------------------------
+
+    @property
+    def columns(self) -> List[str]:
+        """Column names (index columns of a group-by result left out, as in pandas)."""
+        return [c for c in self._f.columns if c not in self._index]
+
+    @property
+    def dtypes(self):
+        """Each column's dtype (a pandas Series, as in pandas)."""
+        pd = _pandas()
+        types = dict(zip(self._f.columns, self._f.dtypes))
+        return pd.Series({c: np.dtype(types[c]) for c in self.columns}, dtype=object)
+
+    @property
+    def shape(self) -> Tuple[float, int]:
+        """``(rows, columns)``; rows are NaN until the frame is executed (as in Mars)."""
+        rows = _session().rows_if_computed(self._f)
+        return (math.nan if rows is None else int(rows), len(self.columns))
+
+    def __len__(self) -> int:
+        self.execute(show_progress=False)
+        return int(_session().rows_if_computed(self._f))
+
+    @property
+    def method(self) -> Optional[str]:
+        """How a group-by, drop_duplicates or merge was computed ('tree', 'shuffle' or
+        'broadcast'), once executed: Mars' ``auto`` choice, recorded in the plan."""
+        return _session().method(self._f)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{c}: {t}" for c, t in zip(self._f.columns, self._f.dtypes))
+        rows = _session().rows_if_computed(self._f) if _native.is_initialized() else None
+        return f"ares.dataframe.DataFrame<{cols}; rows={'?' if rows is None else rows}>"
+
+    # ----- running --------------------------------------------------------------------
+
+    def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "DataFrame":
+        """Computes the frame; its chunks stay in the object store while it lives."""
+        _execute([self._f], session, show_progress)
+        return self
+
+    def fetch(self, session: Any = None):
+        """Computes the frame if needed and returns it as pandas: a ``pandas.DataFrame``
+        (a ``pandas.Series`` for reductions and single columns)."""
+        pd = _pandas()
+        names, cols = _session(session).fetch(self._f)
+        data = {}
+        for n, c in zip(names, cols):
+            if isinstance(c, tuple):
+                data[n] = c[0].view(f"datetime64[{c[1]}]")
+            elif isinstance(c, list):
+                data[n] = pd.Series(c, dtype=object)
+            else:
+                data[n] = c
+        out = pd.DataFrame(data, columns=names)
+        if self._kind == "row":
+            return out.iloc[0] if len(out) else pd.Series(dtype=float)
+        if self._index:
+            out = out.set_index(self._index)
+        if self._kind == "series":
+            s = out[out.columns[0]]
+            return s.rename(None) if s.name == "__ares_value" else s
+        return out
+
+    to_pandas = fetch
+
+    # ----- columns --------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            if key not in self._f.columns:
+                raise KeyError(key)
+            return Series(self, _native.NativeExpr.col(key), key)
+        if isinstance(key, Series):
+            return self._wrap(self._f.filter(self._own(key)._e), self._index)
+        if isinstance(key, (list, tuple)):
+            cols = [str(k) for k in key]
+            missing = [c for c in cols if c not in self._f.columns]
+            if missing:
+                raise KeyError(f"{missing} not in columns {self.columns}")
+            return self._wrap(self._f.select(self._index + [c for c in cols if c not in self._index]), self._index,
+                              same_rows=True)
+        if isinstance(key, slice):
+            if key.start in (None, 0) and key.step in (None, 1) and isinstance(key.stop, int) and key.stop >= 0:
+                return self.head(key.stop)
+            raise NotImplementedError("row slices other than df[:n] (use head / tail)")
+        raise NotImplementedError(f"indexing a DataFrame with {type(key).__name__}")
+
+    def __getattr__(self, name: str) -> "Series":
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self._f.columns:
+            return self[name]
+        raise AttributeError(f"'DataFrame' object has no attribute {name!r}")
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._f = self._f.assign([(str(key), self._expr(value))])
+
+    def _own(self, s: "Series") -> "Series":
+        if s._base._rows is not self._rows:
+            raise NotImplementedError(
+                "using a column of another frame (pandas would align the two by index): "
+                "build the mask or values from this frame's columns"
+            )
+        return s
+
+    def _expr(self, value: Any):
+        if isinstance(value, Series):
+            return self._own(value)._e
+        if isinstance(value, (bool, numbers.Number, str)) and not isinstance(value, complex):
+            return _native.NativeExpr.lit(_py(value))
+        raise NotImplementedError(f"setting a column to a {type(value).__name__} (give a column or a scalar)")
+
+    def assign(self, **columns: Any) -> "DataFrame":
+        """Columns set to values (a column of this frame, a scalar, or a callable of the
+        frame), in order: pandas' ``assign``."""
+        out = self
+        for name, v in columns.items():
+            if callable(v):
+                v = v(out)
+            out = out._wrap(out._f.assign([(name, out._expr(v))]), out._index, same_rows=True)
+        return out
+
+    def astype(self, dtype: Union[str, type, Dict[str, Any]]) -> "DataFrame":
+        """Columns converted: one dtype for all, or ``{column: dtype}``."""
+        spec = dtype if isinstance(dtype, dict) else {c: dtype for c in self.columns}
+        pairs = [(c, _native.NativeExpr.col(c).cast(_dtype_name(t))) for c, t in spec.items()]
+        for c, _ in pairs:
+            if c not in self._f.columns:
+                raise KeyError(c)
+        return self._wrap(self._f.assign(pairs), self._index, same_rows=True)
+
+    def fillna(self, value: Any) -> "DataFrame":
+        """Missing values replaced: by one value (in the columns of its kind), or per
+        column with ``{column: value}``."""
+        if isinstance(value, dict):
+            pairs = [(c, _native.NativeExpr.col(c).fill_na(_py(v))) for c, v in value.items()]
+            return self._wrap(self._f.assign(pairs), self._index)
+        return self._wrap(self._f.fillna(_py(value)), self._index)
+
+    def dropna(self, subset: Union[str, Sequence[str], None] = None, how: str = "any") -> "DataFrame":
+        return self._wrap(self._f.dropna(_as_list(subset), how), self._index)
+
+    def isna(self) -> "DataFrame":
+        return self._wrap(self._f.isna(), self._index)
+
+    isnull = isna
+
+    def notna(self) -> "DataFrame":
+        return self._wrap(self._f.notna(), self._index)
+
+    notnull = notna
+
+    def rename(self, columns: Optional[Dict[str, str]] = None, **kwargs: Any) -> "DataFrame":
+        if kwargs:
+            raise NotImplementedError(f"rename({', '.join(kwargs)}=...): only columns= is supported")
+        return self._wrap(self._f.rename(list((columns or {}).items())), self._index, same_rows=True)
+
+    def drop(self, columns: Union[str, Sequence[str], None] = None, **kwargs: Any) -> "DataFrame":
+        if kwargs.get("axis") in (1, "columns") and columns is None:
+            columns = kwargs.pop("labels", None)
+        kwargs.pop("axis", None)
+        if kwargs or columns is None:
+            raise NotImplementedError("drop: only drop(columns=...) is supported (there is no row index)")
+        return self._wrap(self._f.drop(_as_list(columns)), self._index, same_rows=True)
+
+    def reset_index(self, drop: bool = False) -> "DataFrame":
+        """The index columns (of a group-by result) back as ordinary columns."""
+        if drop:
+            return self._wrap(self._f.drop(self._index)) if self._index else self
+        return self._wrap(self._f)
+
+    # ----- reductions -----------------------------------------------------------------
+
+    def _reduce(self, how: str, numeric_only: bool) -> "DataFrame":
+        f = self._f.select(self.columns) if self._index else self._f
+        return self._wrap(f.reduce(how, numeric_only), kind="row")
+
+    def sum(self, numeric_only: bool = False) -> "DataFrame":
+        return self._reduce("sum", numeric_only)
+
+    def mean(self, numeric_only: bool = False) -> "DataFrame":
+        return self._reduce("mean", numeric_only)
+
+    def count(self) -> "DataFrame":
+        return self._reduce("count", False)
+
+    def min(self, numeric_only: bool = False) -> "DataFrame":
+        return self._reduce("min", numeric_only)
+
+    def max(self, numeric_only: bool = False) -> "DataFrame":
+        return self._reduce("max", numeric_only)
+
+    def std(self, numeric_only: bool = False, ddof: int = 1) -> "DataFrame":
+        _ddof(ddof)
+        return self._reduce("std", numeric_only)
+
+    def var(self, numeric_only: bool = False, ddof: int = 1) -> "DataFrame":
+        _ddof(ddof)
+        return self._reduce("var", numeric_only)
+
+    def agg(self, func: Any) -> "DataFrame":
+        """Whole-frame aggregations: a function name for every column, or
+        ``{column: name}`` (a row of results, fetched as a Series)."""
+        if isinstance(func, str):
+            return self._reduce(_agg_name(func), False)
+        if isinstance(func, dict):
+            pairs = []
+            for c, f in func.items():
+                if not isinstance(f, str):
+                    raise NotImplementedError("agg({column: [functions]}) on a whole frame: give one function per column")
+                pairs.append((c, _agg_name(f)))
+            return self._wrap(self._f.agg(pairs), kind="row")
+        raise NotImplementedError(f"agg({type(func).__name__})")
+
+    aggregate = agg
+
+    def describe(self) -> Any:
+        raise NotImplementedError("describe (percentiles need a sort per column; not supported yet)")
+
+    def nunique(self) -> Any:
+        raise NotImplementedError("DataFrame.nunique (use df[column].nunique())")
+
+    # ----- grouping, ordering, rows -------------------------------------------------------
+
+    def groupby(self, by: Union[str, Sequence[str]], as_index: bool = True, sort: bool = True,
+                dropna: bool = True, method: str = "auto") -> "GroupBy":
+        """Groups rows by key columns (rows with a missing key dropped: ``dropna=True``).
+        ``method`` is Mars': 'auto' chooses a tree or a shuffle from the first chunk."""
+        if not dropna:
+            raise NotImplementedError("groupby(dropna=False)")
+        keys = _as_list(by)
+        for k in keys:
+            if k not in self._f.columns:
+                raise KeyError(k)
+        return GroupBy(self, keys, [c for c in self.columns if c not in keys], as_index, method, None)
+
+    def sort_values(self, by: Union[str, Sequence[str]], ascending: Union[bool, Sequence[bool]] = True,
+                    na_position: str = "last", kind: Any = None, ignore_index: bool = False) -> "DataFrame":
+        """Rows sorted by columns (a stable sample sort; missing values last)."""
+        if na_position != "last":
+            raise NotImplementedError("sort_values(na_position='first')")
+        asc = [ascending] if isinstance(ascending, bool) else list(ascending)
+        return self._wrap(self._f.sort_values(_as_list(by), asc), self._index)
+
+    def head(self, n: int = 5) -> "DataFrame":
+        return self._wrap(self._f.head(int(n)), self._index, self._kind if self._kind != "row" else "frame")
+
+    def tail(self, n: int = 5) -> "DataFrame":
+        return self._wrap(self._f.tail(int(n)), self._index, self._kind if self._kind != "row" else "frame")
+
+    def nlargest(self, n: int, columns: Union[str, Sequence[str]], keep: str = "first") -> "DataFrame":
+        _keep(keep)
+        return self._wrap(self._f.nlargest(int(n), _as_list(columns)), self._index)
+
+    def nsmallest(self, n: int, columns: Union[str, Sequence[str]], keep: str = "first") -> "DataFrame":
+        _keep(keep)
+        return self._wrap(self._f.nsmallest(int(n), _as_list(columns)), self._index)
+
+    def drop_duplicates(self, subset: Union[str, Sequence[str], None] = None, keep: str = "first",
+                        method: str = "auto") -> "DataFrame":
+        _keep(keep)
+        return self._wrap(self._f.drop_duplicates(_as_list(subset), method), self._index)
+
+    def value_counts(self, subset: Union[str, Sequence[str], None] = None) -> "DataFrame":
+        cols = _as_list(subset) or self.columns
+        if len(cols) != 1:
+            raise NotImplementedError("value_counts of several columns (give one column)")
+        return self[cols[0]].value_counts()
+
+    def merge(self, right: "DataFrame", how: str = "inner", on: Union[str, Sequence[str], None] = None,
+              left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y")) -> "DataFrame":
+        """pandas' ``merge`` on equal key columns (``on``, or the columns both share)."""
+        return merge(self, right, how=how, on=on, left_on=left_on, right_on=right_on, suffixes=suffixes)
+
+    def join(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("DataFrame.join joins on the index, which ares frames do not have: use merge(on=...)")
+
+    def to_csv(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("to_csv (fetch() and write with pandas)")
+
+    def to_parquet(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("to_parquet (fetch() and write with pandas)")
+
+
+def _ddof(ddof: int) -> None:
+    if ddof != 1:
+        raise NotImplementedError(f"ddof={ddof} (only pandas' default ddof=1)")
+
+
+def _keep(keep: str) -> None:
+    if keep != "first":
+        raise NotImplementedError(f"keep={keep!r} (only keep='first')")
+
+
+def _agg_name(f: Any) -> str:
+    name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
+    name = {"amin": "min", "amax": "max", "average": "mean", "len": "size"}.get(name, name)
+    if name not in _AGGS:
+        raise NotImplementedError(f"aggregation {name!r} (supported: {', '.join(_AGGS)})")
+    return name
+
+
+def _py(v: Any) -> Any:
+    """numpy scalars as Python ones."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _dtype_name(t: Any) -> str:
+    if t is str or t == "str":
+        return "str"
+    if isinstance(t, str) and t in ("object", "string"):
+        return "str"
+    return np.dtype(t).name
+
+
+class Series:
+    """One column of a frame, or an expression of its columns (``df["a"] * 2``). It
+    stays tied to its frame: combining columns of two different frames is not
+    supported (pandas would align them by index)."""
+
+    def __init__(self, base: DataFrame, expr: Any, name: Optional[str]) -> None:
+        self._base = base
+        self._e = expr
+        self.name = name
+        self._as_frame: Optional[DataFrame] = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._base._f.expr_dtype(self._e))
+
+    def __repr__(self) -> str:
+        return f"ares.dataframe.Series<name={self.name!r}, dtype={self._base._f.expr_dtype(self._e)}>"
+
+    def _frame(self) -> DataFrame:
+        if self._as_frame is None:
+            name = self.name if self.name is not None else "__ares_value"
+            f = self._base._f.assign([(name, self._e)]).select([name])
+            self._as_frame = DataFrame(_frame=f, _kind="series")
+        return self._as_frame
+
+    def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Series":
+        self._frame().execute(session=session, show_progress=show_progress)
+        return self
+
+    def fetch(self, session: Any = None):
+        """Computes the column and returns it as a ``pandas.Series``."""
+        return self._frame().fetch(session)
+
+    to_pandas = fetch
+
+    def to_frame(self) -> DataFrame:
+        return self._frame()._wrap(self._frame()._f)
+
+    def to_numpy(self) -> np.ndarray:
+        return self.fetch().to_numpy()
+
+    # ----- operators ------------------------------------------------------------------
+
+    def _other(self, other: Any):
+        if isinstance(other, Series):
+            if other._base._rows is not self._base._rows:
+                raise NotImplementedError(
+                    "combining columns of two different frames (pandas would align them by index)"
+                )
+            return other._e
+        if isinstance(other, (bool, numbers.Number, str, np.generic)) and not isinstance(other, complex):
+            return _native.NativeExpr.lit(_py(other))
+        return NotImplemented
+
+    def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
+        o = self._other(other)
+        if o is NotImplemented:
+            return NotImplemented
+        e = o.binary(op, self._e) if reflected else self._e.binary(op, o)
+        # Checked at once (a wrong dtype raises here, as in pandas), over the frame that
+        # has every column it reads: either operand's (they have the same rows).
+        bases = [self._base] + ([other._base] if isinstance(other, Series) else [])
+        for i, b in enumerate(bases):
+            try:
+                b._f.expr_dtype(e)
+                return Series(b, e, self.name)
+            except KeyError:
+                if i == len(bases) - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
+    def __lt__(self, o): return self._bin("lt", o)
+    def __le__(self, o): return self._bin("le", o)
+    def __gt__(self, o): return self._bin("gt", o)
+    def __ge__(self, o): return self._bin("ge", o)
+    def __and__(self, o): return self._bin("and", o)
+    def __rand__(self, o): return self._bin("and", o, True)
+    def __or__(self, o): return self._bin("or", o)
+    def __ror__(self, o): return self._bin("or", o, True)
+
+    def __floordiv__(self, o): raise NotImplementedError("// on columns")
+    def __mod__(self, o): raise NotImplementedError("% on columns")
+    def __pow__(self, o): raise NotImplementedError("** on columns")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __neg__(self) -> "Series":
+        return self._unary("neg")
+
+    def __invert__(self) -> "Series":
+        return self._unary("not")
+
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value of a Series is ambiguous: use &, |, ~ and .any() / .all()")
+
+    def _unary(self, op: str) -> "Series":
+        e = self._e.unary(op)
+        self._base._f.expr_dtype(e)
+        return Series(self._base, e, self.name)
+
+    def isna(self) -> "Series":
+        return self._unary("isna")
+
+    isnull = isna
+
+    def notna(self) -> "Series":
+        return self._unary("notna")
+
+    notnull = notna
+
+    def fillna(self, value: Any) -> "Series":
+        e = self._e.fill_na(_py(value))
+        self._base._f.expr_dtype(e)
+        return Series(self._base, e, self.name)
+
+    def astype(self, dtype: Any) -> "Series":
+        e = self._e.cast(_dtype_name(dtype))
+        self._base._f.expr_dtype(e)
+        return Series(self._base, e, self.name)
+
+    def isin(self, values: Iterable[Any]) -> "Series":
+        values = list(values)
+        if not values:
+            return self.isna() & self.notna()
+        out = self == values[0]
+        for v in values[1:]:
+            out = out | (self == v)
+        return out
+
+    def between(self, left: Any, right: Any, inclusive: str = "both") -> "Series":
+        lo = self >= left if inclusive in ("both", "left") else self > left
+        hi = self <= right if inclusive in ("both", "right") else self < right
+        return lo & hi
+
+    @property
+    def str(self) -> "_StrAccessor":
+        return _StrAccessor(self)
+
+    @property
+    def dt(self) -> "_DtAccessor":
+        return _DtAccessor(self)
+
+    # ----- reductions and rows ----------------------------------------------------------
+
+    def _reduce(self, how: str) -> Scalar:
+        return Scalar(DataFrame(_frame=self._frame()._f.reduce(how, False)))
+
+    def sum(self) -> Scalar: return self._reduce("sum")
+    def mean(self) -> Scalar: return self._reduce("mean")
+    def count(self) -> Scalar: return self._reduce("count")
+    def min(self) -> Scalar: return self._reduce("min")
+    def max(self) -> Scalar: return self._reduce("max")
+
+    def std(self, ddof: int = 1) -> Scalar:
+        _ddof(ddof)
+        return self._reduce("std")
+
+    def var(self, ddof: int = 1) -> Scalar:
+        _ddof(ddof)
+        return self._reduce("var")
+
+    def any(self) -> Scalar:
+        return (self.astype("int64").max() if self.dtype == np.bool_ else (self != 0).astype("int64").max())
+
+    def all(self) -> Scalar:
+        return (self.astype("int64").min() if self.dtype == np.bool_ else (self != 0).astype("int64").min())
+
+    def nunique(self) -> Scalar:
+        f = self._frame()._f
+        name = f.columns[0]
+        return Scalar(DataFrame(_frame=f.drop_duplicates([name], "auto").dropna([name], "any").reduce("count", False)))
+
+    def value_counts(self) -> DataFrame:
+        """Counts of each value, most frequent first: a Series indexed by value, named
+        ``count`` (pandas 2)."""
+        f = self._frame()._f
+        return DataFrame(_frame=f.value_counts(f.columns[0]), _index=[f.columns[0]], _kind="series")
+
+    def unique(self) -> DataFrame:
+        f = self._frame()._f
+        return DataFrame(_frame=f.drop_duplicates([f.columns[0]], "auto"), _kind="series")
+
+    def drop_duplicates(self) -> DataFrame:
+        return self.unique()
+
+    def sort_values(self, ascending: bool = True) -> DataFrame:
+        f = self._frame()._f
+        return DataFrame(_frame=f.sort_values([f.columns[0]], [ascending]), _kind="series")
+
+    def head(self, n: int = 5) -> DataFrame:
+        return DataFrame(_frame=self._frame()._f.head(int(n)), _kind="series")
+
+    def tail(self, n: int = 5) -> DataFrame:
+        return DataFrame(_frame=self._frame()._f.tail(int(n)), _kind="series")
+
+    def nlargest(self, n: int = 5, keep: str = "first") -> DataFrame:
+        _keep(keep)
+        f = self._frame()._f
+        return DataFrame(_frame=f.nlargest(int(n), [f.columns[0]]), _kind="series")
+
+    def nsmallest(self, n: int = 5, keep: str = "first") -> DataFrame:
+        _keep(keep)
+        f = self._frame()._f
+        return DataFrame(_frame=f.nsmallest(int(n), [f.columns[0]]), _kind="series")
+
+    def dropna(self) -> DataFrame:
+        f = self._frame()._f
+        return DataFrame(_frame=f.dropna([f.columns[0]], "any"), _kind="series")
+
+
+class _StrAccessor:
+    """``series.str``: string tests and lengths."""
+
+    def __init__(self, s: Series) -> None:
+        self._s = s
+
+    def _test(self, op: str, pat: str) -> Series:
+        e = self._s._e.str_test(op, pat)
+        self._s._base._f.expr_dtype(e)
+        return Series(self._s._base, e, self._s.name)
+
+    def contains(self, pat: str, case: bool = True, regex: bool = True, na: Any = None) -> Series:
+        if not case:
+            pat, regex = "(?i)" + (pat if regex else _re_escape(pat)), True
+        out = self._test("contains" if regex else "contains_literal", pat)
+        return out.fillna(bool(na)) if na is not None else out
+
+    def startswith(self, pat: str) -> Series:
+        return self._test("startswith", pat)
+
+    def endswith(self, pat: str) -> Series:
+        return self._test("endswith", pat)
+
+    def len(self) -> Series:
+        return self._s._unary("str_len")
+
+
+def _re_escape(s: str) -> str:
+    import re
+
+    return re.escape(s)
+
+
+class _DtAccessor:
+    """``series.dt``: calendar fields of dates and datetimes."""
+
+    def __init__(self, s: Series) -> None:
+        self._s = s
+
+    @property
+    def year(self) -> Series:
+        return self._s._unary("year")
+
+    @property
+    def month(self) -> Series:
+        return self._s._unary("month")
+
+    @property
+    def day(self) -> Series:
+        return self._s._unary("day")
+
+
+class GroupBy:
+    """``df.groupby(keys)``: select columns with ``[...]``, then aggregate."""
+
+    def __init__(self, frame: DataFrame, keys: List[str], selected: List[str], as_index: bool, method: str,
+                 single: Optional[str]) -> None:
+        self._frame, self._keys, self._selected = frame, keys, selected
+        self._as_index, self._method, self._single = as_index, method, single
+
+    def __getitem__(self, key: Union[str, Sequence[str]]) -> "GroupBy":
+        cols = _as_list(key)
+        for c in cols:
+            if c not in self._frame._f.columns:
+                raise KeyError(c)
+        single = key if isinstance(key, str) else None
+        return GroupBy(self._frame, self._keys, cols, self._as_index, self._method, single)
+
+    def _run(self, aggs: List[Tuple[str, str, str]], series: bool = False) -> DataFrame:
+        f = self._frame._f.groupby_agg(self._keys, aggs, self._method)
+        index = self._keys if self._as_index else []
+        return DataFrame(_frame=f, _index=index, _kind="series" if series and self._as_index else "frame")
+
+    def _each(self, how: str) -> DataFrame:
+        if not self._selected:
+            raise ValueError("no columns to aggregate: every column is a key")
+        return self._run([(c, how, c) for c in self._selected], series=self._single is not None)
+
+    def sum(self) -> DataFrame: return self._each("sum")
+    def mean(self) -> DataFrame: return self._each("mean")
+    def count(self) -> DataFrame: return self._each("count")
+    def min(self) -> DataFrame: return self._each("min")
+    def max(self) -> DataFrame: return self._each("max")
+    def first(self) -> DataFrame: return self._each("first")
+    def last(self) -> DataFrame: return self._each("last")
+
+    def std(self, ddof: int = 1) -> DataFrame:
+        _ddof(ddof)
+        return self._each("std")
+
+    def var(self, ddof: int = 1) -> DataFrame:
+        _ddof(ddof)
+        return self._each("var")
+
+    def size(self) -> DataFrame:
+        """Rows per group: a Series indexed by key (a frame with a ``size`` column when
+        ``as_index=False``)."""
+        # pandas' size() Series has no name; with as_index=False the column is "size".
+        return self._run([(self._keys[0], "size", "__ares_value" if self._as_index else "size")], series=True)
+
+    def nunique(self) -> DataFrame:
+        raise NotImplementedError("groupby(...).nunique")
+
+    def agg(self, func: Any = None, **named: Any) -> DataFrame:
+        """``agg("sum")``, ``agg(["sum", "mean"])`` (columns named ``col_func``: there are
+        no MultiIndex columns), ``agg({column: func or [funcs]})``, or named aggregation
+        ``agg(total=("col", "sum"))``."""
+        aggs: List[Tuple[str, str, str]] = []
+        if named:
+            for out, spec in named.items():
+                col, f = spec if isinstance(spec, tuple) else (spec.column, spec.aggfunc)
+                aggs.append((col, _agg_name(f), out))
+        elif isinstance(func, (str,)) or callable(func):
+            return self._each(_agg_name(func))
+        elif isinstance(func, (list, tuple)):
+            for c in self._selected:
+                for f in func:
+                    aggs.append((c, _agg_name(f), f"{c}_{_agg_name(f)}"))
+        elif isinstance(func, dict):
+            for c, fs in func.items():
+                if isinstance(fs, (list, tuple)):
+                    aggs.extend((c, _agg_name(f), f"{c}_{_agg_name(f)}") for f in fs)
+                else:
+                    aggs.append((c, _agg_name(fs), c))
+        else:
+            raise NotImplementedError(f"agg({type(func).__name__})")
+        return self._run(aggs)
+
+    aggregate = agg
+
+
+def from_pandas(data: Any, chunk_size: Optional[int] = None) -> DataFrame:
+    """A frame holding a pandas DataFrame's columns (its index is dropped)."""
+    return DataFrame(data, chunk_size=chunk_size)
+
+
+def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, Sequence[str], None] = None,
+          left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y")) -> DataFrame:
+    """pandas' ``merge`` on equal key columns: ``on``, or every column both frames have.
+    Overlapping other columns get ``_x`` / ``_y``; missing keys match each other."""
+    if left_on is not None or right_on is not None:
+        raise NotImplementedError("merge(left_on=, right_on=): rename one side's keys and use on=")
+    if tuple(suffixes) != ("_x", "_y"):
+        raise NotImplementedError("merge(suffixes=...) other than ('_x', '_y')")
+    keys = _as_list(on) or [c for c in left.columns if c in right.columns]
+    if not keys:
+        raise ValueError("no common columns to merge on: give on=")
+    for k in keys:
+        if k not in left._f.columns or k not in right._f.columns:
+            raise KeyError(k)
+    return DataFrame(_frame=left._f.merge(right._f, keys, how))
+
+
+def concat(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("ares.dataframe.concat")
+
+
+def read_csv(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("read_csv (read with pandas and pass the frame to ad.DataFrame)")
+
+
+def read_parquet(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("read_parquet (read with pandas and pass the frame to ad.DataFrame)")

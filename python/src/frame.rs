@@ -1,0 +1,528 @@
+//! The data frame library (`ares-dataframe`) for Python: thin classes over its lazy
+//! frames, column expressions and session. The pandas-shaped API (`ares.dataframe`:
+//! indexing, operators, keyword arguments, pandas results) is pure Python on top; this
+//! layer converts values and maps errors, and computes nothing itself.
+
+use std::sync::Arc;
+
+use ares_dataframe::polars::prelude::{
+    Column, DataFrame as PlFrame, DataType, IntoColumn, NamedFrom, Series, TimeUnit,
+};
+use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp};
+use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString};
+
+use crate::{AresError, PyTensor, interruptible};
+
+/// pandas' exception for each frame error: a missing column is a `KeyError`, a dtype an
+/// operation does not take a `TypeError`, a bad argument a `ValueError`.
+fn to_py(e: FrameError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        FrameError::UnknownColumn { name, .. } => PyKeyError::new_err(format!("{name:?}: {msg}")),
+        FrameError::DType(_) => PyTypeError::new_err(msg),
+        FrameError::Runtime(_) | FrameError::Tensor(_) => AresError::new_err(msg),
+        FrameError::Cancelled => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+trait OrRaise<T> {
+    fn or_raise(self) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for Result<T, FrameError> {
+    fn or_raise(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}
+
+/// numpy's (or pandas') name of a column dtype.
+fn dtype_name(d: &DataType) -> String {
+    match d {
+        DataType::Boolean => "bool".into(),
+        DataType::Int32 => "int32".into(),
+        DataType::Int64 => "int64".into(),
+        DataType::UInt32 => "uint32".into(),
+        DataType::UInt64 => "uint64".into(),
+        DataType::Float32 => "float32".into(),
+        DataType::Float64 => "float64".into(),
+        DataType::String => "object".into(),
+        DataType::Date => "datetime64[D]".into(),
+        DataType::Datetime(u, _) => format!("datetime64[{}]", unit_name(*u)),
+        other => other.to_string(),
+    }
+}
+
+fn unit_name(u: TimeUnit) -> &'static str {
+    match u {
+        TimeUnit::Nanoseconds => "ns",
+        TimeUnit::Microseconds => "us",
+        TimeUnit::Milliseconds => "ms",
+    }
+}
+
+fn parse_dtype(name: &str) -> PyResult<Dtype> {
+    Ok(match name {
+        "bool" => Dtype::Bool,
+        "int32" => Dtype::Int32,
+        "int64" | "int" => Dtype::Int64,
+        "uint32" => Dtype::UInt32,
+        "uint64" => Dtype::UInt64,
+        "float32" => Dtype::Float32,
+        "float64" | "float" => Dtype::Float64,
+        "str" | "object" | "string" => Dtype::String,
+        "datetime64[ns]" | "datetime64" => Dtype::Datetime,
+        other => {
+            return Err(PyNotImplementedError::new_err(format!(
+                "astype({other}): supported dtypes are bool, int32, int64, uint32, uint64, float32, float64, str, datetime64[ns]"
+            )));
+        }
+    })
+}
+
+/// A Python `bool`, `int`, `float` or `str` as a literal.
+fn scalar(v: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if v.is_instance_of::<PyBool>() {
+        Ok(Scalar::Bool(v.extract()?))
+    } else if v.is_instance_of::<PyInt>() {
+        v.extract::<i64>()
+            .map(Scalar::Int)
+            .map_err(|_| PyNotImplementedError::new_err(format!("the integer {v} does not fit in int64")))
+    } else if v.is_instance_of::<PyFloat>() {
+        Ok(Scalar::Float(v.extract()?))
+    } else if v.is_instance_of::<PyString>() {
+        Ok(Scalar::Str(v.extract()?))
+    } else {
+        Err(PyTypeError::new_err(format!("expected a bool, int, float or str, got {}", v.get_type().name()?)))
+    }
+}
+
+fn agg(name: &str) -> PyResult<Agg> {
+    Ok(match name {
+        "sum" => Agg::Sum,
+        "count" => Agg::Count,
+        "min" => Agg::Min,
+        "max" => Agg::Max,
+        "mean" => Agg::Mean,
+        "std" => Agg::Std,
+        "var" => Agg::Var,
+        "first" => Agg::First,
+        "last" => Agg::Last,
+        "size" => Agg::Size,
+        other => return Err(PyNotImplementedError::new_err(format!("aggregation {other:?} is not supported"))),
+    })
+}
+
+fn method(name: &str) -> PyResult<Method> {
+    Ok(match name {
+        "auto" => Method::Auto,
+        "tree" => Method::Tree,
+        "shuffle" => Method::Shuffle,
+        other => return Err(PyValueError::new_err(format!("method={other:?}: give 'auto', 'tree' or 'shuffle'"))),
+    })
+}
+
+/// A column expression (`df["a"] > 1`); the Python `Series` wraps one with its frame.
+#[pyclass(name = "NativeExpr", module = "ares._native", frozen)]
+#[derive(Clone)]
+pub(crate) struct PyExpr {
+    e: Expr,
+}
+
+#[pymethods]
+impl PyExpr {
+    #[staticmethod]
+    fn col(name: &str) -> PyExpr {
+        PyExpr { e: ares_dataframe::col(name) }
+    }
+
+    #[staticmethod]
+    fn lit(value: &Bound<'_, PyAny>) -> PyResult<PyExpr> {
+        Ok(PyExpr { e: Expr::Lit(scalar(value)?) })
+    }
+
+    fn binary(&self, op: &str, other: &PyExpr) -> PyResult<PyExpr> {
+        use ares_dataframe::BinOp as B;
+        let op = match op {
+            "add" => B::Add,
+            "sub" => B::Sub,
+            "mul" => B::Mul,
+            "div" => B::Div,
+            "eq" => B::Eq,
+            "ne" => B::Ne,
+            "lt" => B::Lt,
+            "le" => B::Le,
+            "gt" => B::Gt,
+            "ge" => B::Ge,
+            "and" => B::And,
+            "or" => B::Or,
+            other => return Err(PyNotImplementedError::new_err(format!("operator {other} on columns"))),
+        };
+        Ok(PyExpr { e: Expr::Binary(op, Box::new(self.e.clone()), Box::new(other.e.clone())) })
+    }
+
+    fn unary(&self, op: &str) -> PyResult<PyExpr> {
+        let op = match op {
+            "neg" => UnOp::Neg,
+            "not" => UnOp::Not,
+            "isna" => UnOp::IsNa,
+            "notna" => UnOp::NotNa,
+            "str_len" => UnOp::StrLen,
+            "year" => UnOp::Year,
+            "month" => UnOp::Month,
+            "day" => UnOp::Day,
+            other => return Err(PyNotImplementedError::new_err(format!("{other} on a column"))),
+        };
+        Ok(PyExpr { e: Expr::Unary(op, Box::new(self.e.clone())) })
+    }
+
+    fn fill_na(&self, value: &Bound<'_, PyAny>) -> PyResult<PyExpr> {
+        Ok(PyExpr { e: self.e.clone().fill_na(scalar(value)?) })
+    }
+
+    fn cast(&self, dtype: &str) -> PyResult<PyExpr> {
+        Ok(PyExpr { e: self.e.clone().cast(parse_dtype(dtype)?) })
+    }
+
+    fn str_test(&self, op: &str, pattern: &str) -> PyResult<PyExpr> {
+        let op = match op {
+            "contains" => StrOp::Contains,
+            "contains_literal" => StrOp::ContainsLiteral,
+            "startswith" => StrOp::StartsWith,
+            "endswith" => StrOp::EndsWith,
+            other => return Err(PyNotImplementedError::new_err(format!("str.{other}"))),
+        };
+        Ok(PyExpr { e: Expr::Str(op, Box::new(self.e.clone()), pattern.to_string()) })
+    }
+}
+
+/// A lazy, chunked data frame (the Python `ares.dataframe.DataFrame` wraps one).
+#[pyclass(name = "NativeFrame", module = "ares._native", frozen)]
+#[derive(Clone)]
+pub(crate) struct PyFrame {
+    df: DataFrame,
+}
+
+fn wrap(df: DataFrame) -> PyFrame {
+    PyFrame { df }
+}
+
+#[pymethods]
+impl PyFrame {
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.df.columns()
+    }
+
+    #[getter]
+    fn dtypes(&self) -> Vec<String> {
+        self.df.dtypes().iter().map(dtype_name).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.df)
+    }
+
+    /// The dtype name of `e` over this frame's columns (raises if it cannot be computed).
+    fn expr_dtype(&self, e: &PyExpr) -> PyResult<String> {
+        self.df.dtype_of(&e.e).map(|d| dtype_name(&d)).or_raise()
+    }
+
+    fn select(&self, columns: Vec<String>) -> PyResult<PyFrame> {
+        self.df.select(&strs(&columns)).map(wrap).or_raise()
+    }
+
+    fn drop(&self, columns: Vec<String>) -> PyResult<PyFrame> {
+        self.df.drop(&strs(&columns)).map(wrap).or_raise()
+    }
+
+    fn rename(&self, pairs: Vec<(String, String)>) -> PyResult<PyFrame> {
+        let p: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        self.df.rename(&p).map(wrap).or_raise()
+    }
+
+    fn filter(&self, mask: &PyExpr) -> PyResult<PyFrame> {
+        self.df.filter(mask.e.clone()).map(wrap).or_raise()
+    }
+
+    fn assign(&self, columns: Vec<(String, Bound<'_, PyExpr>)>) -> PyResult<PyFrame> {
+        let c: Vec<(&str, Expr)> = columns.iter().map(|(n, e)| (n.as_str(), e.get().e.clone())).collect();
+        self.df.assign(&c).map(wrap).or_raise()
+    }
+
+    fn fillna(&self, value: &Bound<'_, PyAny>) -> PyResult<PyFrame> {
+        self.df.fillna(scalar(value)?).map(wrap).or_raise()
+    }
+
+    fn dropna(&self, subset: Vec<String>, how: &str) -> PyResult<PyFrame> {
+        let how = match how {
+            "any" => DropNa::Any,
+            "all" => DropNa::All,
+            other => return Err(PyValueError::new_err(format!("invalid how option: {other} (give 'any' or 'all')"))),
+        };
+        self.df.dropna(&strs(&subset), how).map(wrap).or_raise()
+    }
+
+    fn isna(&self) -> PyResult<PyFrame> {
+        self.df.isna().map(wrap).or_raise()
+    }
+
+    fn notna(&self) -> PyResult<PyFrame> {
+        self.df.notna().map(wrap).or_raise()
+    }
+
+    /// `agg` of every column (numeric ones only when `numeric_only`): a frame of one row.
+    fn reduce(&self, how: &str, numeric_only: bool) -> PyResult<PyFrame> {
+        self.df.reduce(agg(how)?, numeric_only).map(wrap).or_raise()
+    }
+
+    /// Named whole-frame aggregations `(column, agg)`: a frame of one row.
+    fn agg(&self, aggs: Vec<(String, String)>) -> PyResult<PyFrame> {
+        let a: Vec<(&str, Agg)> = aggs.iter().map(|(c, f)| Ok((c.as_str(), agg(f)?))).collect::<PyResult<_>>()?;
+        self.df.agg(&a).map(wrap).or_raise()
+    }
+
+    /// A group-by with named aggregations `(column, agg, output name)`.
+    fn groupby_agg(&self, keys: Vec<String>, aggs: Vec<(String, String, String)>, how: &str) -> PyResult<PyFrame> {
+        let a: Vec<(&str, Agg, &str)> =
+            aggs.iter().map(|(c, f, n)| Ok((c.as_str(), agg(f)?, n.as_str()))).collect::<PyResult<_>>()?;
+        let g = self.df.group_by(&strs(&keys)).or_raise()?.method(method(how)?);
+        g.agg_named(&a).map(wrap).or_raise()
+    }
+
+    fn sort_values(&self, by: Vec<String>, ascending: Vec<bool>) -> PyResult<PyFrame> {
+        self.df.sort_values(&strs(&by), &ascending).map(wrap).or_raise()
+    }
+
+    fn head(&self, n: usize) -> PyFrame {
+        wrap(self.df.head(n))
+    }
+
+    fn tail(&self, n: usize) -> PyFrame {
+        wrap(self.df.tail(n))
+    }
+
+    fn nlargest(&self, n: usize, by: Vec<String>) -> PyResult<PyFrame> {
+        self.df.nlargest(n, &strs(&by)).map(wrap).or_raise()
+    }
+
+    fn nsmallest(&self, n: usize, by: Vec<String>) -> PyResult<PyFrame> {
+        self.df.nsmallest(n, &strs(&by)).map(wrap).or_raise()
+    }
+
+    fn drop_duplicates(&self, subset: Vec<String>, how: &str) -> PyResult<PyFrame> {
+        self.df.drop_duplicates_by(&strs(&subset), method(how)?).map(wrap).or_raise()
+    }
+
+    fn value_counts(&self, column: &str) -> PyResult<PyFrame> {
+        self.df.value_counts(column).map(wrap).or_raise()
+    }
+
+    fn merge(&self, right: &PyFrame, on: Vec<String>, how: &str) -> PyResult<PyFrame> {
+        let how = match how {
+            "inner" => How::Inner,
+            "left" => How::Left,
+            "right" => How::Right,
+            "outer" => How::Outer,
+            other => {
+                return Err(PyValueError::new_err(format!("how={other:?}: give 'inner', 'left', 'right' or 'outer'")));
+            }
+        };
+        self.df.merge(&right.df, &strs(&on), how).map(wrap).or_raise()
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(|s| s.as_str()).collect()
+}
+
+/// A frame whose columns are 1-d tensors chunked alike.
+#[pyfunction]
+pub(crate) fn frame_from_tensors(names: Vec<String>, tensors: Vec<Bound<'_, PyTensor>>) -> PyResult<PyFrame> {
+    let ts: Vec<ares_tensor::Tensor> = tensors.iter().map(|t| t.get().t.clone()).collect();
+    let cols: Vec<(&str, &ares_tensor::Tensor)> = names.iter().map(|n| n.as_str()).zip(ts.iter()).collect();
+    DataFrame::from_tensors(&cols).map(wrap).or_raise()
+}
+
+/// One column from Python: a 1-d numpy array of numbers or booleans, a datetime64 array
+/// given as `(int64 array, unit)`, or a list of `str`/`None`.
+fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
+    fn nums<T: numpy::Element + Copy>(name: &str, a: &Bound<'_, PyUntypedArray>) -> PyResult<Series>
+    where
+        Series: NamedFrom<Vec<T>, [T]>,
+    {
+        let a = a.cast::<PyArrayDyn<T>>()?.readonly();
+        Ok(Series::new(name.into(), a.as_array().iter().copied().collect::<Vec<T>>()))
+    }
+    if let Ok(list) = value.cast::<PyList>() {
+        let v: Vec<Option<String>> = list.extract()?;
+        return Ok(Series::new(name.into(), v).into_column());
+    }
+    if let Ok((ints, unit)) = value.extract::<(Bound<'_, PyUntypedArray>, String)>() {
+        // numpy's NaT (the least int64) is a missing value.
+        let a = ints.cast::<PyArrayDyn<i64>>()?.readonly();
+        let v: Vec<Option<i64>> = a.as_array().iter().map(|&x| (x != i64::MIN).then_some(x)).collect();
+        let s = Series::new(name.into(), v);
+        let dt = match unit.as_str() {
+            "D" => DataType::Date,
+            "ns" => DataType::Datetime(TimeUnit::Nanoseconds, None),
+            "us" => DataType::Datetime(TimeUnit::Microseconds, None),
+            "ms" => DataType::Datetime(TimeUnit::Milliseconds, None),
+            other => return Err(PyNotImplementedError::new_err(format!("datetime64[{other}] columns"))),
+        };
+        let s = if dt == DataType::Date { s.cast(&DataType::Int32) } else { Ok(s) };
+        let s = s.and_then(|s| s.cast(&dt)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        return Ok(s.into_column());
+    }
+    let a = value.cast::<PyUntypedArray>()?;
+    if a.ndim() != 1 {
+        return Err(PyValueError::new_err(format!("column {name:?} must be 1-d, it has shape {:?}", a.shape())));
+    }
+    let s = match a.dtype().str()?.to_string().as_str() {
+        "bool" => nums::<bool>(name, a)?,
+        "int32" => nums::<i32>(name, a)?,
+        "int64" => nums::<i64>(name, a)?,
+        "uint32" => nums::<u32>(name, a)?,
+        "uint64" => nums::<u64>(name, a)?,
+        "float32" => nums::<f32>(name, a)?,
+        "float64" => nums::<f64>(name, a)?,
+        other => {
+            return Err(PyNotImplementedError::new_err(format!(
+                "column {name:?} has dtype {other}: give numbers, booleans, datetimes or strings"
+            )));
+        }
+    };
+    Ok(s.into_column())
+}
+
+/// A frame of columns from this process, `rows_per_chunk` rows per chunk.
+#[pyfunction]
+pub(crate) fn frame_from_columns(
+    names: Vec<String>,
+    columns: Vec<Bound<'_, PyAny>>,
+    rows_per_chunk: usize,
+) -> PyResult<PyFrame> {
+    let cols: Vec<Column> = names.iter().zip(&columns).map(|(n, c)| column(n, c)).collect::<PyResult<_>>()?;
+    if let Some(c) = cols.iter().find(|c| c.len() != cols[0].len()) {
+        return Err(PyValueError::new_err(format!(
+            "all columns must have one length: {:?} has {}, {:?} has {}",
+            cols[0].name(),
+            cols[0].len(),
+            c.name(),
+            c.len()
+        )));
+    }
+    let df = PlFrame::new_infer_height(cols).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    DataFrame::from_polars(df, rows_per_chunk).map(wrap).or_raise()
+}
+
+/// A fetched column for Python: numbers and booleans as numpy arrays (missing values as
+/// NaN, which makes an integer column float64, as pandas does), datetimes as
+/// `(int64 array, unit)`, strings as a list of `str`/`None`.
+fn to_python<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
+    let s = c.as_materialized_series();
+    let err = |e: ares_dataframe::polars::prelude::PolarsError| PyValueError::new_err(e.to_string());
+    let dt = s.dtype().clone();
+    if dt == DataType::String {
+        let v: Vec<Option<&str>> = s.str().map_err(err)?.iter().collect();
+        return Ok(PyList::new(py, v)?.into_any());
+    }
+    if let DataType::Date | DataType::Datetime(..) = dt {
+        let unit = match dt {
+            DataType::Datetime(u, _) => unit_name(u),
+            _ => "D",
+        };
+        let phys = s.to_physical_repr().cast(&DataType::Int64).map_err(err)?;
+        // Missing datetimes are numpy's NaT (the least int64).
+        let v: Vec<i64> = phys.i64().map_err(err)?.iter().map(|v| v.unwrap_or(i64::MIN)).collect();
+        return Ok((v.into_pyarray(py), unit).into_pyobject(py)?.into_any());
+    }
+    if dt == DataType::Boolean && s.null_count() > 0 {
+        let v: Vec<Option<bool>> = s.bool().map_err(err)?.iter().collect();
+        return Ok(PyList::new(py, v)?.into_any());
+    }
+    macro_rules! array {
+        ($ca:ident, $t:ty) => {{
+            let v: Vec<$t> = s.$ca().map_err(err)?.into_no_null_iter().collect();
+            Ok(v.into_pyarray(py).into_any())
+        }};
+    }
+    if s.null_count() > 0 || dt == DataType::Float64 {
+        let f = s.cast(&DataType::Float64).map_err(err)?;
+        let v: Vec<f64> = f.f64().map_err(err)?.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+        return Ok(v.into_pyarray(py).into_any());
+    }
+    match dt {
+        DataType::Boolean => {
+            let v: Vec<bool> = s.bool().map_err(err)?.iter().map(|v| v.unwrap_or(false)).collect();
+            Ok(v.into_pyarray(py).into_any())
+        }
+        DataType::Int32 => array!(i32, i32),
+        DataType::Int64 => array!(i64, i64),
+        DataType::UInt32 => array!(u32, u32),
+        DataType::UInt64 => array!(u64, u64),
+        DataType::Float32 => array!(f32, f32),
+        other => Err(PyNotImplementedError::new_err(format!("fetching a column of dtype {other}"))),
+    }
+}
+
+/// Runs frames: computes them, keeps executed results, and fetches them.
+#[pyclass(name = "NativeFrameSession", module = "ares._native", frozen)]
+pub(crate) struct PyFrameSession {
+    s: Arc<Session>,
+}
+
+#[pymethods]
+impl PyFrameSession {
+    #[new]
+    fn new() -> Self {
+        PyFrameSession { s: Arc::new(Session::new()) }
+    }
+
+    /// Computes the frames and keeps their chunks while they live; `progress(done,
+    /// total)` is called as chunk tasks finish.
+    #[pyo3(signature = (frames, progress=None))]
+    fn execute(&self, py: Python<'_>, frames: Vec<Bound<'_, PyFrame>>, progress: Option<Py<PyAny>>) -> PyResult<()> {
+        let mut s = Session::clone(&self.s);
+        if let Some(cb) = progress {
+            s = s.on_progress(move |p| {
+                Python::attach(|py| {
+                    let _ = cb.call1(py, (p.done, p.total));
+                })
+            });
+        }
+        let frames: Vec<DataFrame> = frames.iter().map(|f| f.get().df.clone()).collect();
+        let results = interruptible(py, move |cancel| {
+            let s = s.cancelled_by(cancel);
+            frames.iter().try_for_each(|f| s.execute(f))
+        })?;
+        results.or_raise()
+    }
+
+    /// Computes the frame and returns `(names, columns)` (see `to_python`).
+    fn fetch<'py>(&self, py: Python<'py>, frame: &PyFrame) -> PyResult<(Vec<String>, Vec<Bound<'py, PyAny>>)> {
+        let (s, df) = (Session::clone(&self.s), frame.df.clone());
+        let got = interruptible(py, move |cancel| s.cancelled_by(cancel).fetch(&df))?.or_raise()?;
+        let names = got.get_column_names().iter().map(|n| n.to_string()).collect();
+        let cols = got.columns().iter().map(|c| to_python(py, c)).collect::<PyResult<_>>()?;
+        Ok((names, cols))
+    }
+
+    /// The rows of a frame computed in this session; `None` if it was not.
+    fn rows_if_computed(&self, py: Python<'_>, frame: &PyFrame) -> PyResult<Option<u64>> {
+        py.detach(|| self.s.rows_if_computed(&frame.df)).or_raise()
+    }
+
+    /// The method a group-by, drop_duplicates or merge was computed with.
+    fn method(&self, frame: &PyFrame) -> Option<&'static str> {
+        self.s.group_by_method(&frame.df).map(|m| match m {
+            Method::Auto => "auto",
+            Method::Tree => "tree",
+            Method::Shuffle => "shuffle",
+            Method::Broadcast => "broadcast",
+        })
+    }
+}

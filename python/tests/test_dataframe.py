@@ -1,0 +1,211 @@
+"""``ares.dataframe`` against pandas: the same program on random frames (missing values,
+skewed keys, one chunk or many) must give pandas' answer, compared after sorting where
+the row order is not defined. Chunk tasks run in the session's Rust workers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ares.dataframe as ad
+import ares.tensor as at
+
+
+@st.composite
+def frames(draw, min_rows=0, max_rows=120):
+    """A pandas frame (keys `k` skewed, `k2` few; floats `f` and strings `s` with missing
+    values; ints `i`) and a chunk size."""
+    n = draw(st.integers(min_rows, max_rows))
+    k = draw(st.lists(st.one_of(st.just(0), st.integers(0, 15)), min_size=n, max_size=n))
+    k2 = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    f = draw(st.lists(st.one_of(st.none(), st.integers(-40, 40).map(lambda v: v / 4)), min_size=n, max_size=n))
+    i = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
+    s = draw(st.lists(st.one_of(st.none(), st.sampled_from(["apple", "banana", "cherry", "date", "fig"])),
+                      min_size=n, max_size=n))
+    pdf = pd.DataFrame({
+        "k": np.array(k, dtype=np.int64),
+        "k2": np.array(k2, dtype=np.int64),
+        "f": np.array([np.nan if v is None else v for v in f], dtype=np.float64),
+        "i": np.array(i, dtype=np.int64),
+        "s": pd.Series(s, dtype=object),
+    })
+    chunk = draw(st.integers(1, 40))
+    return pdf, chunk
+
+
+def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """String columns with every missing value as None (pandas fills some with NaN)."""
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+    return df
+
+
+def same(got: pd.DataFrame, want: pd.DataFrame, sort_by=None) -> None:
+    got, want = _none_for_missing(got), _none_for_missing(want)
+    if sort_by:
+        got = got.sort_values(sort_by, kind="stable").reset_index(drop=True)
+        want = want.sort_values(sort_by, kind="stable").reset_index(drop=True)
+    pdt.assert_frame_equal(got, want, check_dtype=False, check_index_type=False, check_column_type=False,
+                           check_exact=False, rtol=1e-9, atol=1e-9)
+
+
+@given(frames(), st.sampled_from(["tree", "shuffle"]))
+def test_groupby_aggregations_match_pandas(data, method):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for how in ["sum", "mean", "count", "min", "max", "std", "var", "first", "last"]:
+        got = getattr(df.groupby("k", method=method)[["f", "i"]], how)().fetch()
+        want = getattr(pdf.groupby("k")[["f", "i"]], how)()
+        same(got, want)
+    got = df.groupby(["k", "k2"], method=method).agg({"f": ["sum", "max"], "i": "mean"}).fetch()
+    want = pdf.groupby(["k", "k2"]).agg(f_sum=("f", "sum"), f_max=("f", "max"), i=("i", "mean"))
+    same(got, want)
+    pdt.assert_series_equal(df.groupby("k2").size().fetch(), pdf.groupby("k2").size(), check_dtype=False)
+    pdt.assert_series_equal(df.groupby("k")["f"].sum().fetch(), pdf.groupby("k")["f"].sum(), check_dtype=False)
+
+
+@given(frames())
+def test_column_expressions_filters_and_missing_values_match_pandas(data):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    want = pdf[(pdf["f"] > 1) | (pdf["i"] < -10)]
+    same(df[(df["f"] > 1) | (df["i"] < -10)].fetch(), want.reset_index(drop=True))
+    got = df.assign(g=df["i"] * 2 + df["f"], h=df["i"] / 4, neg=-df["i"]).fetch()
+    want = pdf.assign(g=pdf["i"] * 2 + pdf["f"], h=pdf["i"] / 4, neg=-pdf["i"])
+    same(got, want)
+    d2 = ad.DataFrame(pdf, chunk_size=chunk)
+    d2["t"] = d2["f"].fillna(0.5) - 1
+    p2 = pdf.copy()
+    p2["t"] = p2["f"].fillna(0.5) - 1
+    same(d2.fetch(), p2)
+    same(df.dropna().fetch(), pdf.dropna().reset_index(drop=True))
+    same(df.dropna(subset=["f"]).fetch(), pdf.dropna(subset=["f"]).reset_index(drop=True))
+    same(df.isna().fetch(), pdf.isna())
+    same(df.fillna({"f": -1.0, "s": "?"}).fetch(), pdf.fillna({"f": -1.0, "s": "?"}))
+    same(df.astype({"i": "float64"}).fetch(), pdf.astype({"i": "float64"}))
+    same(df[["i", "k"]].rename(columns={"i": "j"}).fetch(), pdf[["i", "k"]].rename(columns={"i": "j"}))
+    same(df.drop(columns=["s"]).fetch(), pdf.drop(columns=["s"]))
+    got = df[df["s"].str.contains("an") & df["k"].isin([0, 3])].fetch()
+    want = pdf[pdf["s"].str.contains("an", na=False) & pdf["k"].isin([0, 3])].reset_index(drop=True)
+    same(got, want)
+    pdt.assert_series_equal(df["s"].str.len().fetch(), pdf["s"].str.len().astype(float), check_dtype=False)
+
+
+@given(frames(min_rows=1))
+def test_whole_frame_reductions_match_pandas(data):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf[["f", "i", "k"]], chunk_size=chunk)
+    p = pdf[["f", "i", "k"]]
+    for how in ["sum", "mean", "count", "min", "max", "std", "var"]:
+        got = getattr(df, how)().fetch()
+        want = getattr(p, how)()
+        pdt.assert_series_equal(got, want, check_dtype=False, check_names=False, rtol=1e-9, atol=1e-9)
+    assert df["f"].sum().fetch() == pytest.approx(p["f"].sum())
+    assert df["i"].max().fetch() == p["i"].max()
+    m = df["f"].mean().fetch()
+    assert (math.isnan(m) and math.isnan(p["f"].mean())) or m == pytest.approx(p["f"].mean())
+    assert ad.DataFrame(pdf, chunk_size=chunk)["s"].nunique().fetch() == pdf["s"].nunique()
+
+
+@given(frames(), st.booleans(), st.booleans())
+def test_sort_values_matches_a_stable_pandas_sort(data, asc1, asc2):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    got = df.sort_values("f", ascending=asc1).fetch()
+    want = pdf.sort_values("f", ascending=asc1, kind="stable").reset_index(drop=True)
+    same(got, want)
+    got = df.sort_values(["k", "f"], ascending=[asc1, asc2]).fetch()
+    want = pdf.sort_values(["k", "f"], ascending=[asc1, asc2], kind="stable").reset_index(drop=True)
+    same(got, want)
+
+
+@given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer"]))
+def test_merges_match_pandas(left, right, how):
+    (lp, lc), (rp, rc) = left, right
+    rp = rp[["k", "f", "i"]].rename(columns={"i": "j"})
+    got = ad.DataFrame(lp, chunk_size=lc).merge(ad.DataFrame(rp, chunk_size=rc), on="k", how=how).fetch()
+    want = lp.merge(rp, on="k", how=how)
+    assert list(got.columns) == list(want.columns)
+    same(got, want, sort_by=list(want.columns))
+
+
+@given(frames(), st.integers(0, 12))
+def test_rows_duplicates_and_counts_match_pandas(data, n):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    same(df.head(n).fetch(), pdf.head(n))
+    same(df.tail(n).fetch(), pdf.tail(n).reset_index(drop=True))
+    same(df.nlargest(n, "i").fetch(), pdf.nlargest(n, "i").reset_index(drop=True))
+    same(df.nsmallest(n, "f").fetch(), pdf.nsmallest(n, "f").reset_index(drop=True))
+    same(df.drop_duplicates(["k", "k2"], method="tree").fetch(),
+         pdf.drop_duplicates(["k", "k2"]).reset_index(drop=True))
+    same(df.drop_duplicates(["k", "k2"], method="shuffle").fetch(),
+         pdf.drop_duplicates(["k", "k2"]).reset_index(drop=True), sort_by=["k", "k2"])
+    got = df["k2"].value_counts().fetch()
+    want = pdf["k2"].value_counts()
+    pdt.assert_series_equal(got.sort_index(), want.sort_index(), check_dtype=False)
+    assert list(got.to_numpy()) == sorted(got.to_numpy(), reverse=True)
+
+
+def test_dates_and_the_method_in_the_plan():
+    dates = pd.Series(pd.to_datetime(["2000-02-29", "1969-12-31", "2024-10-02", None]))
+    pdf = pd.DataFrame({"d": dates, "v": [1.0, 2.0, 3.0, 4.0]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    got = df.assign(y=df["d"].dt.year, m=df["d"].dt.month, day=df["d"].dt.day).fetch()
+    assert got["y"].tolist()[:3] == [2000, 1969, 2024]
+    assert got["day"].tolist()[:3] == [29, 31, 2]
+    assert math.isnan(got["y"].tolist()[3])
+    assert got["d"].tolist()[:3] == dates.tolist()[:3]
+
+    many = ad.DataFrame({"k": np.arange(4000), "v": np.ones(4000)}, chunk_size=1000)
+    few = ad.DataFrame({"k": np.arange(4000) % 7, "v": np.ones(4000)}, chunk_size=1000)
+    g_many, g_few = many.groupby("k").sum().execute(), few.groupby("k").sum().execute()
+    assert (g_many.method, g_few.method) == ("shuffle", "tree")
+    assert g_many.shape == (4000, 1) and g_few.shape == (7, 1)
+
+
+def test_w4_runs_as_a_mars_user_writes_it():
+    n, cs = 200_000, 50_000
+    df = ad.DataFrame({"k1": at.random.randint(0, 1000, n, chunk_size=cs),
+                       "k2": at.random.randint(0, 1000, n, chunk_size=cs),
+                       "f1": at.random.rand(n, chunk_size=cs),
+                       "f2": at.random.rand(n, chunk_size=cs)})
+    df.execute()
+    assert df.shape == (n, 4)
+    g1 = df.groupby("k1")[["f1", "f2"]].sum().execute()
+    g2 = df.groupby(["k1", "k2"])[["f1", "f2"]].sum().execute()
+    assert int(g1.shape[0]) == 1000
+    assert 150_000 < int(g2.shape[0]) <= n
+    s = df.sort_values("f1").execute()
+    local = df.fetch()
+    pdt.assert_frame_equal(g1.fetch(), local.groupby("k1")[["f1", "f2"]].sum(), check_exact=False)
+    assert np.all(np.diff(s.fetch()["f1"].to_numpy()) >= 0)
+
+
+def test_bad_operations_raise_as_pandas_does():
+    df = ad.DataFrame({"a": np.arange(5), "s": ["x", "y", None, "x", "z"]})
+    with pytest.raises(KeyError):
+        df["nope"]
+    with pytest.raises(KeyError):
+        df.groupby("nope")
+    with pytest.raises(TypeError):
+        df["s"] + 1
+    with pytest.raises(TypeError):
+        df.mean().fetch()
+    with pytest.raises(ValueError):
+        df.sort_values("a", ascending=[True, False])
+    with pytest.raises(NotImplementedError, match="read_csv"):
+        ad.read_csv("x.csv")
+    other = ad.DataFrame({"a": np.arange(5)})
+    with pytest.raises(NotImplementedError, match="align"):
+        df[other["a"] > 1]
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(df["a"] > 1)
