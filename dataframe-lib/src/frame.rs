@@ -408,6 +408,29 @@ impl DataFrame {
         self.reduce(Agg::Var, false)
     }
 
+    /// Distinct present values of every column (pandas' `nunique`): a frame of one row.
+    /// Each column's count is its own duplicate removal and count; the one-row results
+    /// are put side by side through a merge on a constant key.
+    pub fn nunique(&self) -> Result<DataFrame> {
+        const KEY: &str = "__ares_one";
+        let mut out: Option<DataFrame> = None;
+        for c in self.columns() {
+            let one = self
+                .select(&[&c])?
+                .drop_duplicates(&[&c])?
+                .agg(&[(&c, Agg::Count)])?
+                .assign(&[(KEY, crate::expr::lit(0i64))])?;
+            out = Some(match out {
+                None => one,
+                Some(acc) => acc.merge(&one, &[KEY], How::Inner)?,
+            });
+        }
+        match out {
+            Some(f) => f.drop(&[KEY]),
+            None => Err(FrameError::Invalid("nunique of a frame without columns".into())),
+        }
+    }
+
     fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {
         let spec = TopSpec { n: n as u64, tail, order };
         DataFrame::new(Op::Top { input: self.clone(), spec }, self.node.schema.clone())
@@ -607,6 +630,36 @@ impl GroupBy {
     /// Rows per group, in a column named `size` (pandas' `groupby(..).size()`).
     pub fn size(&self) -> Result<DataFrame> {
         self.agg_named(&[(&self.keys[0], Agg::Size, "size")])
+    }
+
+    /// Distinct present values of each selected column per group (pandas'
+    /// `groupby(..).nunique()`), named as the column.
+    pub fn nunique(&self) -> Result<DataFrame> {
+        let named: Vec<(&str, &str)> = self.selected.iter().map(|c| (c.as_str(), c.as_str())).collect();
+        self.nunique_named(&named)
+    }
+
+    /// `nunique` of `(column, output name)` pairs: per column, the rows without
+    /// duplicates of (keys, column) counted per group; several columns' results merged on
+    /// the keys, and sorted by them as every group-by result is.
+    pub fn nunique_named(&self, columns: &[(&str, &str)]) -> Result<DataFrame> {
+        if columns.is_empty() {
+            return Err(FrameError::Invalid("nunique: no column to count".into()));
+        }
+        let keys: Vec<&str> = self.keys.iter().map(|k| k.as_str()).collect();
+        let mut out: Option<DataFrame> = None;
+        for (c, name) in columns {
+            let mut cols = keys.clone();
+            cols.push(c);
+            let distinct = self.frame.select(&cols)?.drop_duplicates(&cols)?;
+            let one = distinct.group_by(&keys)?.method(self.method).agg_named(&[(c, Agg::Count, name)])?;
+            out = Some(match out {
+                None => one,
+                Some(acc) => acc.merge(&one, &keys, How::Inner)?,
+            });
+        }
+        let out = out.expect("at least one column");
+        if columns.len() > 1 { out.sort_values(&keys, &[true]) } else { Ok(out) }
     }
 
     /// Named aggregations (pandas' `agg({column: func})`): one output column per pair,

@@ -411,3 +411,40 @@ fn nan_sorts_last_like_a_missing_value_in_both_directions() {
     }
     ares::shutdown();
 }
+
+#[test]
+fn nunique_counts_distinct_present_values_per_group_and_per_column() {
+    cluster();
+    let s = Session::new();
+    let strategy = (rows_strategy(), 1usize..60, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    runner(12)
+        .run(&strategy, |(rows, per_chunk, method)| {
+            let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
+            let g = df.group_by(&["k2"]).unwrap().method(method).select(&["k1", "f"]).unwrap();
+            let out = s.fetch(&g.nunique().unwrap()).unwrap();
+            let mut want: BTreeMap<i64, (std::collections::BTreeSet<i64>, std::collections::BTreeSet<i64>)> =
+                BTreeMap::new();
+            for r in &rows {
+                if let Some(k) = r.1 {
+                    let e = want.entry(k).or_default();
+                    e.0.extend(r.0);
+                    e.1.extend(q(r.2));
+                }
+            }
+            prop_assert_eq!(i64s(&out, "k2"), want.keys().map(|&k| Some(k)).collect::<Vec<_>>());
+            prop_assert_eq!(i64s(&out, "k1"), want.values().map(|v| Some(v.0.len() as i64)).collect::<Vec<_>>());
+            prop_assert_eq!(i64s(&out, "f"), want.values().map(|v| Some(v.1.len() as i64)).collect::<Vec<_>>());
+
+            let all = s.fetch(&df.nunique().unwrap()).unwrap();
+            prop_assert_eq!(all.height(), 1);
+            let distinct = |f: &dyn Fn(&Row) -> Option<i64>| {
+                rows.iter().filter_map(f).collect::<std::collections::BTreeSet<_>>().len() as i64
+            };
+            prop_assert_eq!(i64s(&all, "k1")[0], Some(distinct(&|r| r.0)));
+            prop_assert_eq!(i64s(&all, "f")[0], Some(distinct(&|r| q(r.2))));
+            prop_assert_eq!(i64s(&all, "i")[0], Some(distinct(&|r| Some(r.3))));
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}

@@ -293,6 +293,17 @@ impl PyFrame {
         g.agg_named(&a).map(wrap).or_raise()
     }
 
+    /// A group-by's distinct counts of `(column, output name)` pairs.
+    fn groupby_nunique(&self, keys: Vec<String>, columns: Vec<(String, String)>, how: &str) -> PyResult<PyFrame> {
+        let c: Vec<(&str, &str)> = columns.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let g = self.df.group_by(&strs(&keys)).or_raise()?.method(method(how)?);
+        g.nunique_named(&c).map(wrap).or_raise()
+    }
+
+    fn nunique(&self) -> PyResult<PyFrame> {
+        self.df.nunique().map(wrap).or_raise()
+    }
+
     fn sort_values(&self, by: Vec<String>, ascending: Vec<bool>) -> PyResult<PyFrame> {
         self.df.sort_values(&strs(&by), &ascending).map(wrap).or_raise()
     }

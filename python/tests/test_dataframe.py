@@ -69,6 +69,10 @@ def test_groupby_aggregations_match_pandas(data, method):
     want = pdf.groupby(["k", "k2"]).agg(f_sum=("f", "sum"), f_max=("f", "max"), i=("i", "mean"))
     same(got, want)
     pdt.assert_series_equal(df.groupby("k2").size().fetch(), pdf.groupby("k2").size(), check_dtype=False)
+    same(df.groupby("k2", method=method)[["k", "s"]].nunique().fetch(), pdf.groupby("k2")[["k", "s"]].nunique())
+    got = df.groupby("k2", method=method).agg({"f": ["nunique", "sum"], "s": "nunique"}).fetch()
+    want = pdf.groupby("k2").agg(f_nunique=("f", "nunique"), f_sum=("f", "sum"), s=("s", "nunique"))
+    same(got, want)
     pdt.assert_series_equal(df.groupby("k")["f"].sum().fetch(), pdf.groupby("k")["f"].sum(), check_dtype=False)
 
 
@@ -113,6 +117,7 @@ def test_whole_frame_reductions_match_pandas(data):
     m = df["f"].mean().fetch()
     assert (math.isnan(m) and math.isnan(p["f"].mean())) or m == pytest.approx(p["f"].mean())
     assert ad.DataFrame(pdf, chunk_size=chunk)["s"].nunique().fetch() == pdf["s"].nunique()
+    pdt.assert_series_equal(df.nunique().fetch(), p.nunique(), check_dtype=False, check_names=False)
 
 
 @given(frames(), st.booleans(), st.booleans())

@@ -42,7 +42,7 @@ __all__ = ["DataFrame", "Series", "GroupBy", "Scalar", "from_pandas", "merge", "
 # Rows per chunk made from local data, by default: chunks of about this many bytes.
 _CHUNK_BYTES = 64 << 20
 
-_AGGS = ("sum", "mean", "count", "min", "max", "std", "var", "first", "last", "size")
+_AGGS = ("sum", "mean", "count", "min", "max", "std", "var", "first", "last", "size", "nunique")
 
 
 def _pandas():
@@ -417,10 +417,13 @@ class DataFrame:
         """Whole-frame aggregations: a function name for every column, or
         ``{column: name}`` (a row of results, fetched as a Series)."""
         if isinstance(func, str):
-            return self._reduce(_agg_name(func), False)
+            name = _agg_name(func)
+            return self.nunique() if name == "nunique" else self._reduce(name, False)
         if isinstance(func, dict):
             pairs = []
             for c, f in func.items():
+                if _agg_name(f) == "nunique":
+                    raise NotImplementedError("agg({column: 'nunique'}) on a whole frame: use df[column].nunique()")
                 if not isinstance(f, str):
                     raise NotImplementedError("agg({column: [functions]}) on a whole frame: give one function per column")
                 pairs.append((c, _agg_name(f)))
@@ -432,8 +435,10 @@ class DataFrame:
     def describe(self) -> Any:
         raise NotImplementedError("describe (percentiles need a sort per column; not supported yet)")
 
-    def nunique(self) -> Any:
-        raise NotImplementedError("DataFrame.nunique (use df[column].nunique())")
+    def nunique(self) -> "DataFrame":
+        """Distinct present values per column (a row of counts, fetched as a Series)."""
+        f = self._f.select(self.columns) if self._index else self._f
+        return self._wrap(f.nunique(), kind="row")
 
     # ----- grouping, ordering, rows -------------------------------------------------------
 
@@ -819,7 +824,16 @@ class GroupBy:
         return GroupBy(self._frame, self._keys, cols, self._as_index, self._method, single)
 
     def _run(self, aggs: List[Tuple[str, str, str]], series: bool = False) -> DataFrame:
-        f = self._frame._f.groupby_agg(self._keys, aggs, self._method)
+        # nunique is its own pipeline (distinct (keys, column) rows counted per group),
+        # merged on the keys with the other aggregations and sorted by them.
+        distinct = [(c, out) for c, f, out in aggs if f == "nunique"]
+        rest = [a for a in aggs if a[1] != "nunique"]
+        f = self._frame._f.groupby_agg(self._keys, rest, self._method) if rest else None
+        if distinct:
+            d = self._frame._f.groupby_nunique(self._keys, distinct, self._method)
+            f = d if f is None else f.merge(d, self._keys, "inner").sort_values(self._keys, [True])
+            names = self._keys + [out for _, _, out in aggs]
+            f = f.select(names)
         index = self._keys if self._as_index else []
         return DataFrame(_frame=f, _index=index, _kind="series" if series and self._as_index else "frame")
 
@@ -851,7 +865,11 @@ class GroupBy:
         return self._run([(self._keys[0], "size", "__ares_value" if self._as_index else "size")], series=True)
 
     def nunique(self) -> DataFrame:
-        raise NotImplementedError("groupby(...).nunique")
+        if not self._selected:
+            raise ValueError("no columns to count: every column is a key")
+        f = self._frame._f.groupby_nunique(self._keys, [(c, c) for c in self._selected], self._method)
+        index = self._keys if self._as_index else []
+        return DataFrame(_frame=f, _index=index, _kind="series" if self._single and self._as_index else "frame")
 
     def agg(self, func: Any = None, **named: Any) -> DataFrame:
         """``agg("sum")``, ``agg(["sum", "mean"])`` (columns named ``col_func``: there are
