@@ -47,6 +47,14 @@ pub enum FrameError {
     /// The runtime's error (a task failed, the daemon went away, …).
     #[error(transparent)]
     Runtime(#[from] ares::Error),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// polars refused something in the driver.
     #[error("polars: {0}")]
     Polars(#[from] polars::prelude::PolarsError),

@@ -14,8 +14,9 @@ use ares_tileable::{Graph, Output, Settings, Trees};
 
 use crate::chunk::{FrameChunk, decode, decode_archived};
 use crate::error::{FrameError, Result};
+use crate::frame::CsvSource;
 use crate::frame::{Computed, DataFrame, Op};
-use crate::spec::{GroupSpec, How, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
+use crate::spec::{CsvTask, GroupSpec, How, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
 use crate::{kernels, relational};
 
 /// Partials combined by one task of a group-by tree.
@@ -136,6 +137,25 @@ fn key_split(keys: Vec<String>, parts: u32, dedup: bool, input: InPlace<'_, Fram
     or_panic(kernels::hash_split(&keys, &df, parts as usize)).into_iter().map(write).collect()
 }
 
+/// One byte range of a CSV file, only the projected columns parsed, and a fused map
+/// applied to its rows.
+#[ares::remote]
+fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
+    one_thread();
+    let df = or_panic(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection));
+    write(match pre {
+        Some(m) => or_panic(crate::eval::map(&m, df)),
+        None => df,
+    })
+}
+
+/// A chunk's rows as CSV text (its header line too when `header`).
+#[ares::remote]
+fn csv_format(header: bool, separator: u8, input: InPlace<'_, FrameChunk>) -> Vec<u8> {
+    one_thread();
+    or_panic(crate::csv::write(&mut read(&input), header, separator))
+}
+
 #[ares::remote]
 fn join_rows(spec: JoinSpec, left: InPlaceList<'_, FrameChunk>, right: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
@@ -178,6 +198,7 @@ fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk
 #[derive(Clone)]
 enum Out {
     Tensor(ObjectRef<Chunk>),
+    Bytes(ObjectRef<Vec<u8>>),
     Frame(ObjectRef<FrameChunk>),
     /// One result per partition (a task with several return values).
     Parts(Vec<ObjectRef<FrameChunk>>),
@@ -187,6 +208,7 @@ impl Output for Out {
     fn wait(&self) {
         match self {
             Out::Tensor(r) => Output::wait(r),
+            Out::Bytes(r) => Output::wait(r),
             Out::Frame(r) => Output::wait(r),
             Out::Parts(v) => v.iter().for_each(Output::wait),
         }
@@ -230,6 +252,9 @@ enum Task {
     /// Joins its first `n` inputs (left) with the rest (partition `pick` of each, for a
     /// shuffle).
     Join(JoinSpec, usize, Option<usize>),
+    CsvRead(CsvTask, Option<MapSpec>),
+    /// CSV text of a chunk: header line, separator.
+    CsvFormat(bool, u8),
 }
 
 fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
@@ -251,6 +276,10 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
             ares::remote(gb_partial_split).options(o).num_returns(parts).call(spec, pre, parts, ins[0].frame()),
         ),
         Task::Top(spec) => Out::Frame(ares::remote(top_rows).options(o).call(spec, frames())),
+        Task::CsvRead(t, pre) => Out::Frame(ares::remote(csv_read).options(o).call(t, pre)),
+        Task::CsvFormat(header, sep) => {
+            Out::Bytes(ares::remote(csv_format).options(o).call(header, sep, ins[0].frame()))
+        }
         Task::Unique(subset, None) => Out::Frame(ares::remote(unique_rows).options(o).call(subset, frames())),
         Task::Unique(subset, Some(p)) => {
             let parts = ins.iter().map(|i| i.part(p)).collect::<Vec<_>>();
@@ -362,10 +391,7 @@ impl Session {
 
     /// Computes `df`, keeping its chunks in the store while `df` lives.
     pub fn execute(&self, df: &DataFrame) -> Result<()> {
-        for r in self.chunks(df)?.iter() {
-            ares::ready(r)?;
-        }
-        Ok(())
+        self.chunks(df).map(|_| ())
     }
 
     /// Computes `df` and assembles it into one polars frame in this process.
@@ -392,8 +418,16 @@ impl Session {
     /// The refs of `df`'s chunks, computing them first (and its inputs) if needed. They
     /// are kept on `df` for this session; inputs computed on the way are not kept (their
     /// chunks are freed once `df`'s are made), unless they were executed themselves.
+    ///
+    /// They are ready when this returns. If a chunk task failed, the error is returned
+    /// and nothing is kept: running `df` again recomputes it.
     pub fn chunks(&self, df: &DataFrame) -> Result<Chunks> {
-        self.compute(df, true)
+        let chunks = self.compute(df, true)?;
+        if let Err(e) = chunks.iter().try_for_each(ares::ready) {
+            df.node.computed.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+            return Err(e.into());
+        }
+        Ok(chunks)
     }
 
     fn compute(&self, df: &DataFrame, keep: bool) -> Result<Chunks> {
@@ -435,9 +469,17 @@ impl Session {
                 self.sort(&inputs, spec)?
             }
             Op::Map { input, spec } => {
-                let inputs = self.compute_columns(input, false, Some(&spec.needed(&df.columns())))?;
-                self.map_chunks(&inputs, spec)?
+                let needed = spec.needed(&df.columns());
+                match (&input.node.op, self.cached(input)) {
+                    // Read and mapped in one task: the filter runs in the reader.
+                    (Op::ReadCsv(src), None) => self.read_csv(src, Some(&needed), Some(spec.clone()))?,
+                    _ => {
+                        let inputs = self.compute_columns(input, false, Some(&needed))?;
+                        self.map_chunks(&inputs, spec)?
+                    }
+                }
             }
+            Op::ReadCsv(src) => self.read_csv(src, needed, None)?,
             Op::Top { input, spec } => {
                 let inputs = self.compute(input, false)?;
                 self.top(&inputs, spec)?
@@ -543,10 +585,69 @@ impl Session {
     /// yet: fused into the operation's first task instead of a task of its own.
     fn fused(&self, input: &DataFrame, needed: &[String]) -> Result<(Chunks, Option<MapSpec>)> {
         if let (Op::Map { input: inner, spec }, None) = (&input.node.op, self.cached(input)) {
-            let chunks = self.compute_columns(inner, false, Some(&spec.needed(needed)))?;
+            let inner_needed = spec.needed(needed);
+            if let (Op::ReadCsv(src), None) = (&inner.node.op, self.cached(inner)) {
+                return Ok((Arc::new(self.read_csv(src, Some(&inner_needed), Some(spec.clone()))?), None));
+            }
+            let chunks = self.compute_columns(inner, false, Some(&inner_needed))?;
             return Ok((chunks, Some(spec.clone())));
         }
         Ok((self.compute_columns(input, false, Some(needed))?, None))
+    }
+
+    /// A CSV file's ranges, one task each: only the `needed` columns parsed (all when
+    /// `None`), and `pre` applied to the rows in the same task.
+    fn read_csv(
+        &self,
+        src: &CsvSource,
+        needed: Option<&[String]>,
+        pre: Option<MapSpec>,
+    ) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let projection: Vec<u32> = (0..src.schema.len() as u32)
+            .filter(|&i| needed.is_none_or(|n| n.contains(&src.schema[i as usize].0)))
+            .collect();
+        let mut g = Graph::new();
+        let targets: Vec<usize> = src
+            .ranges
+            .iter()
+            .map(|&range| {
+                let t = CsvTask {
+                    path: src.path.clone(),
+                    range,
+                    separator: src.separator,
+                    schema: src.schema.clone(),
+                    projection: projection.clone(),
+                };
+                g.add(Task::CsvRead(t, pre.clone()), Vec::new(), 1, 0, 0)
+            })
+            .collect();
+        Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+
+    /// Writes `df` to `path` as one CSV file with a header line (pandas'
+    /// `to_csv(index=False)`): each chunk's text is made by a task, and this process
+    /// appends them in order.
+    pub fn to_csv(&self, df: &DataFrame, path: impl AsRef<std::path::Path>, separator: u8) -> Result<()> {
+        use std::io::Write;
+        let path = path.as_ref();
+        let io = |e: std::io::Error| FrameError::Io { path: path.to_string_lossy().to_string(), source: e };
+        let chunks = self.compute(df, false)?;
+        let mut g = Graph::new();
+        let targets: Vec<usize> = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let input = g.ready(Out::Frame(r.clone()));
+                g.add(Task::CsvFormat(i == 0, separator), vec![input], 1, 0, 0)
+            })
+            .collect();
+        let texts = self.run(&mut g, &targets)?;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        for t in &texts {
+            let Out::Bytes(r) = t else { unreachable!("a CSV task makes bytes") };
+            f.write_all(ares::get_view(r)?.as_slice()).map_err(io)?;
+        }
+        f.flush().map_err(io)
     }
 
     fn map_chunks(&self, inputs: &[ObjectRef<FrameChunk>], spec: &MapSpec) -> Result<Vec<ObjectRef<FrameChunk>>> {

@@ -53,6 +53,34 @@ pub(crate) enum Op {
     Unique { input: DataFrame, subset: Vec<String>, method: Method },
     /// A merge of two frames.
     Join { left: DataFrame, right: DataFrame, spec: JoinSpec },
+    /// A CSV file, one chunk per byte range.
+    ReadCsv(CsvSource),
+}
+
+/// A CSV file to read: its byte ranges and the columns inferred from its head.
+#[derive(Clone, Debug)]
+pub(crate) struct CsvSource {
+    pub(crate) path: String,
+    pub(crate) separator: u8,
+    pub(crate) ranges: Vec<(u64, u64)>,
+    pub(crate) schema: Vec<(String, Dtype)>,
+}
+
+/// How `read_csv` reads a file.
+#[derive(Clone, Debug)]
+pub struct CsvOptions {
+    /// Bytes of the file per chunk (default 64 MiB).
+    pub chunk_bytes: u64,
+    /// The field separator (default `,`).
+    pub separator: u8,
+    /// Columns whose dtype is given rather than inferred from the file's first lines.
+    pub dtypes: Vec<(String, Dtype)>,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions { chunk_bytes: 64 << 20, separator: b',', dtypes: Vec::new() }
+    }
 }
 
 /// Which rows `dropna` drops.
@@ -76,6 +104,7 @@ impl std::fmt::Debug for DataFrame {
             Op::Top { .. } => "head/tail/nlargest".to_string(),
             Op::Unique { .. } => "drop_duplicates".to_string(),
             Op::Join { .. } => "merge".to_string(),
+            Op::ReadCsv(src) => format!("read_csv({:?}, {} ranges)", src.path, src.ranges.len()),
         };
         write!(f, "DataFrame({op}, columns {:?})", self.node.schema)
     }
@@ -123,6 +152,43 @@ impl DataFrame {
         }
         let cols = columns.iter().map(|(n, t)| (n.to_string(), (*t).clone())).collect();
         Ok(DataFrame::new(Op::Tensors(cols), schema))
+    }
+
+    /// A CSV file with a header line (pandas' `read_csv`): the columns and their dtypes
+    /// are inferred from its first 10 000 lines (or given in `options.dtypes`), missing
+    /// values are pandas' default NA strings, and each chunk is a byte range of the file
+    /// read by a task of its own. Only the columns an operation needs are parsed, and a
+    /// filter (or any per-chunk step) on the frame runs in the reading task.
+    pub fn read_csv(path: impl AsRef<std::path::Path>, options: &CsvOptions) -> Result<DataFrame> {
+        let path = path.as_ref();
+        let name = path.to_string_lossy().to_string();
+        let io = |e: std::io::Error| FrameError::Io { path: name.clone(), source: e };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(FrameError::Invalid(format!("read_csv: {name} is not a file")));
+        }
+        // Workers open the file themselves: give them a path that does not depend on
+        // the driver's working directory.
+        let abs = std::fs::canonicalize(path).map_err(io)?.to_string_lossy().to_string();
+        let mut schema: Vec<(String, Dtype)> = crate::csv::infer(&abs, options.separator)?
+            .iter()
+            .map(|(n, d)| (n.clone(), crate::csv::dtype_of(d)))
+            .collect();
+        for (c, d) in &options.dtypes {
+            match schema.iter_mut().find(|(n, _)| n == c) {
+                Some(e) => e.1 = *d,
+                None => {
+                    return Err(FrameError::UnknownColumn {
+                        name: c.clone(),
+                        have: schema.iter().map(|(n, _)| n.clone()).collect(),
+                    });
+                }
+            }
+        }
+        let ranges = crate::csv::ranges(&abs, options.chunk_bytes).map_err(io)?;
+        let src = CsvSource { path: abs, separator: options.separator, ranges, schema: schema.clone() };
+        let schema = schema.iter().map(|(n, d)| (n.clone(), d.to_polars())).collect();
+        Ok(DataFrame::new(Op::ReadCsv(src), schema))
     }
 
     /// A frame from a polars frame in this process, `rows_per_chunk` rows per chunk.

@@ -13,6 +13,7 @@
 //! public API to read tensor columns); polars stays inside this crate.
 
 mod chunk;
+mod csv;
 mod error;
 mod eval;
 mod exec;
@@ -27,7 +28,7 @@ pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};
 pub use error::{FrameError, Result};
 pub use exec::Session;
 pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, col, lit};
-pub use frame::{DataFrame, DropNa, GroupBy};
+pub use frame::{CsvOptions, DataFrame, DropNa, GroupBy};
 pub use polars;
 
 /// Keeps the chunk kernels in a program that runs them for others without calling the

@@ -203,6 +203,21 @@ pub struct TopSpec {
     pub(crate) order: Option<SortSpec>,
 }
 
+/// One byte range of a CSV file to read, and the columns to parse.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CsvTask {
+    /// The file (an absolute path).
+    pub(crate) path: String,
+    /// Bytes `[start, end)`: the lines that start there.
+    pub(crate) range: (u64, u64),
+    /// The field separator.
+    pub(crate) separator: u8,
+    /// Every column of the file, in order, with the dtype it is parsed as.
+    pub(crate) schema: Vec<(String, crate::expr::Dtype)>,
+    /// The columns parsed (indices into `schema`, ascending).
+    pub(crate) projection: Vec<u32>,
+}
+
 /// How a merge keeps rows without a match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum How {

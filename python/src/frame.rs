@@ -409,6 +409,22 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
     Ok(s.into_column())
 }
 
+/// A CSV file read in byte ranges of `chunk_bytes` by worker tasks.
+#[pyfunction]
+pub(crate) fn read_csv(path: &str, separator: &str, dtypes: Vec<(String, String)>, chunk_bytes: u64) -> PyResult<PyFrame> {
+    let [sep] = separator.as_bytes() else {
+        return Err(PyValueError::new_err(format!("sep={separator:?}: give one ASCII character")));
+    };
+    let dtypes = dtypes.iter().map(|(c, d)| Ok((c.clone(), parse_dtype(d)?))).collect::<PyResult<_>>()?;
+    let opts = ares_dataframe::CsvOptions { chunk_bytes, separator: *sep, dtypes };
+    match DataFrame::read_csv(path, &opts) {
+        Err(FrameError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: no such file")))
+        }
+        r => r.map(wrap).or_raise(),
+    }
+}
+
 /// A frame of columns from this process, `rows_per_chunk` rows per chunk.
 #[pyfunction]
 pub(crate) fn frame_from_columns(
@@ -520,6 +536,15 @@ impl PyFrameSession {
         let names = got.get_column_names().iter().map(|n| n.to_string()).collect();
         let cols = got.columns().iter().map(|c| to_python(py, c)).collect::<PyResult<_>>()?;
         Ok((names, cols))
+    }
+
+    /// Writes the frame to one CSV file (a header line, no index).
+    fn to_csv(&self, py: Python<'_>, frame: &PyFrame, path: &str, separator: &str) -> PyResult<()> {
+        let [sep] = separator.as_bytes() else {
+            return Err(PyValueError::new_err(format!("sep={separator:?}: give one ASCII character")));
+        };
+        let (s, df, path, sep) = (Session::clone(&self.s), frame.df.clone(), path.to_string(), *sep);
+        interruptible(py, move |cancel| s.cancelled_by(cancel).to_csv(&df, &path, sep))?.or_raise()
     }
 
     /// The rows of a frame computed in this session; `None` if it was not.

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ares
 import ares.dataframe as ad
 import ares.tensor as at
 
@@ -207,10 +208,40 @@ def test_bad_operations_raise_as_pandas_does():
         df.mean().fetch()
     with pytest.raises(ValueError):
         df.sort_values("a", ascending=[True, False])
-    with pytest.raises(NotImplementedError, match="read_csv"):
-        ad.read_csv("x.csv")
+    with pytest.raises(NotImplementedError, match="read_parquet"):
+        ad.read_parquet("x.parquet")
     other = ad.DataFrame({"a": np.arange(5)})
     with pytest.raises(NotImplementedError, match="align"):
         df[other["a"] > 1]
     with pytest.raises(ValueError, match="ambiguous"):
         bool(df["a"] > 1)
+
+
+def test_csv_files_written_by_pandas_read_in_ranges_and_pruned_columns_are_never_parsed(tmp_path):
+    n = 30_000
+    rng = np.random.default_rng(7)
+    pdf = pd.DataFrame({
+        "k": rng.integers(0, 50, n),
+        "f": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+        "s": pd.Series(np.where(rng.random(n) < 0.1, None, rng.choice(["a", "b", "c"], n)), dtype=object),
+        # Integers in the lines the dtypes are inferred from, then a word.
+        "bad": [str(i) if i != 20_000 else "oops" for i in range(n)],
+    })
+    path = tmp_path / "in.csv"
+    pdf.to_csv(path, index=False)
+    df = ad.read_csv(path, chunk_bytes=64 << 10)
+    with pytest.raises(ares.AresError, match="dtype="):
+        df.fetch()
+    got = df[df["f"] > 0.5][["k", "f"]].fetch()
+    want = pd.read_csv(path)
+    want = want[want["f"] > 0.5][["k", "f"]].reset_index(drop=True)
+    same(got, want)
+    same(df.groupby("k")[["f"]].sum().fetch(), pd.read_csv(path).groupby("k")[["f"]].sum())
+    whole = ad.read_csv(path, dtype={"bad": str}, chunk_bytes=64 << 10)
+    same(whole.fetch(), pd.read_csv(path, dtype={"bad": str}))
+    out = tmp_path / "out.csv"
+    whole.sort_values("f").to_csv(out)
+    same(pd.read_csv(out, dtype={"bad": str}),
+         pd.read_csv(path, dtype={"bad": str}).sort_values("f", kind="stable").reset_index(drop=True))
+    with pytest.raises(FileNotFoundError):
+        ad.read_csv(tmp_path / "missing.csv")

@@ -495,8 +495,14 @@ class DataFrame:
     def join(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("DataFrame.join joins on the index, which ares frames do not have: use merge(on=...)")
 
-    def to_csv(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("to_csv (fetch() and write with pandas)")
+    def to_csv(self, path: Any, sep: str = ",", index: bool = False, session: Any = None) -> None:
+        """Writes one CSV file with a header line: each chunk's text is made by a worker
+        task, and they are appended in order. There is no index to write (``index=True``
+        writes the group-by keys of a result that has them, as columns)."""
+        import os
+
+        f = self._f if (index or not self._index) else self._f.drop(self._index)
+        _session(session).to_csv(f, os.fspath(path), sep)
 
     def to_parquet(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("to_parquet (fetch() and write with pandas)")
@@ -925,8 +931,20 @@ def concat(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError("ares.dataframe.concat")
 
 
-def read_csv(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("read_csv (read with pandas and pass the frame to ad.DataFrame)")
+def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
+             usecols: Optional[Sequence[str]] = None, chunk_bytes: int = 64 << 20, **kwargs: Any) -> DataFrame:
+    """A CSV file with a header line, read in byte ranges of ``chunk_bytes`` by worker
+    tasks (pandas' NA strings are missing values; dtypes inferred from the first 10 000
+    lines unless given in ``dtype``). Only the columns used downstream are parsed, and
+    filters run in the reading tasks. A quoted field holding a newline cannot be split:
+    give such a file a ``chunk_bytes`` larger than itself."""
+    import os
+
+    if kwargs:
+        raise NotImplementedError(f"read_csv({', '.join(kwargs)}=...)")
+    types = [(str(c), _dtype_name(t)) for c, t in (dtype or {}).items()]
+    df = DataFrame(_frame=_native.read_csv(os.fspath(path), sep, types, int(chunk_bytes)))
+    return df[list(usecols)] if usecols is not None else df
 
 
 def read_parquet(*args: Any, **kwargs: Any) -> Any:

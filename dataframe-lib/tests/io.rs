@@ -1,0 +1,103 @@
+//! CSV files read in byte ranges by worker tasks, with the columns an operation does not
+//! need never parsed and filters run in the reading task, and frames written back.
+
+mod common;
+
+use std::path::PathBuf;
+
+use ares_dataframe::polars::prelude::{
+    Column, CsvWriter, DataFrame as PlFrame, IntoColumn, NamedFrom, SerWriter, Series,
+};
+use ares_dataframe::{Agg, CsvOptions, DataFrame, Dtype, FrameError, Session, col};
+use common::{cluster, f64s, i64s};
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const ROWS: usize = 20_000;
+
+/// `a` (ints), `f` (floats, some missing), `s` (strings, some missing), and `bad`: ints
+/// in the first 10 000 lines the dtypes are inferred from, then a word.
+fn written(dir: &Dir) -> (PathBuf, PlFrame) {
+    let f: Vec<Option<f64>> = (0..ROWS).map(|i| (i % 7 != 3).then_some(i as f64 / 8.0)).collect();
+    let s: Vec<Option<String>> = (0..ROWS).map(|i| (i % 5 != 1).then(|| format!("w{}", i % 13))).collect();
+    let bad: Vec<String> = (0..ROWS).map(|i| if i == 15_000 { "oops".into() } else { i.to_string() }).collect();
+    let cols: Vec<Column> = vec![
+        Series::new("a".into(), (0..ROWS as i64).collect::<Vec<_>>()).into_column(),
+        Series::new("f".into(), f).into_column(),
+        Series::new("s".into(), s).into_column(),
+        Series::new("bad".into(), bad).into_column(),
+    ];
+    let mut df = PlFrame::new_infer_height(cols).unwrap();
+    let path = dir.0.join("in.csv");
+    let mut file = std::fs::File::create(&path).unwrap();
+    CsvWriter::new(&mut file).include_header(true).finish(&mut df).unwrap();
+    (path, df)
+}
+
+fn dir(name: &str) -> Dir {
+    let d = Dir(std::env::temp_dir().join(format!("ares-csv-{name}-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&d.0);
+    std::fs::create_dir_all(&d.0).unwrap();
+    d
+}
+
+#[test]
+fn a_csv_read_in_ranges_holds_every_row_and_pruned_columns_are_never_parsed() {
+    cluster();
+    let d = dir("read");
+    let (path, local) = written(&d);
+    let s = Session::new();
+    let small = CsvOptions { chunk_bytes: 16 << 10, ..CsvOptions::default() };
+
+    // Reading every column fails: `bad` was inferred as integers from the head.
+    let all = DataFrame::read_csv(&path, &small).unwrap();
+    let err = s.fetch(&all).unwrap_err().to_string();
+    assert!(err.contains("dtype="), "{err}");
+
+    // Without `bad`, nothing parses it: a projection, a filter in the reading task, and a
+    // group-by over them all work.
+    let picked = all.filter(col("a").ge(100) & col("f").not_na()).unwrap().select(&["a", "f", "s"]).unwrap();
+    let got = s.fetch(&picked).unwrap();
+    let want: Vec<usize> = (100..ROWS).filter(|i| i % 7 != 3).collect();
+    assert_eq!(i64s(&got, "a"), want.iter().map(|&i| Some(i as i64)).collect::<Vec<_>>());
+    assert_eq!(f64s(&got, "f"), want.iter().map(|&i| Some(i as f64 / 8.0)).collect::<Vec<_>>());
+    let g = all.filter(col("a").lt(700)).unwrap().group_by(&["s"]).unwrap().agg(&[("a", Agg::Count)]).unwrap();
+    let counts = s.fetch(&g).unwrap();
+    let total: i64 = i64s(&counts, "a").into_iter().map(Option::unwrap).sum();
+    assert_eq!(total as usize, (0..700).filter(|i| i % 5 != 1).count(), "rows with a present key");
+
+    // Given its dtype, `bad` reads, and the whole file equals what was written.
+    let opts = CsvOptions { dtypes: vec![("bad".into(), Dtype::String)], ..small };
+    let whole = s.fetch(&DataFrame::read_csv(&path, &opts).unwrap()).unwrap();
+    assert!(whole.equals_missing(&local), "{whole:?} vs {local:?}");
+    ares::shutdown();
+}
+
+#[test]
+fn frames_written_as_csv_read_back_the_same() {
+    cluster();
+    let d = dir("write");
+    let (path, _) = written(&d);
+    let s = Session::new();
+    let opts =
+        CsvOptions { chunk_bytes: 32 << 10, dtypes: vec![("bad".into(), Dtype::String)], ..CsvOptions::default() };
+    let df = DataFrame::read_csv(&path, &opts).unwrap();
+    let sorted = df.sort_values(&["f"], &[false]).unwrap();
+    let out = d.0.join("out.csv");
+    s.to_csv(&sorted, &out, b',').unwrap();
+    let again = s.fetch(&DataFrame::read_csv(&out, &opts).unwrap()).unwrap();
+    assert!(again.equals_missing(&s.fetch(&sorted).unwrap()));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().next(), Some("a,f,s,bad"), "one header line");
+    assert_eq!(text.lines().count(), ROWS + 1);
+
+    let err = DataFrame::read_csv(d.0.join("missing.csv"), &opts).unwrap_err();
+    assert!(matches!(err, FrameError::Io { .. }) && err.to_string().contains("missing.csv"), "{err}");
+    ares::shutdown();
+}
