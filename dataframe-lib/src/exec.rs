@@ -14,9 +14,8 @@ use ares_tileable::{Graph, Output, Settings, Trees};
 
 use crate::chunk::{FrameChunk, decode, decode_archived};
 use crate::error::{FrameError, Result};
-use crate::frame::CsvSource;
-use crate::frame::{Computed, DataFrame, Op};
-use crate::spec::{CsvTask, GroupSpec, How, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
+use crate::frame::{Computed, CsvSource, DataFrame, Op, ParquetSource};
+use crate::spec::{CsvTask, GroupSpec, How, JoinSpec, MapSpec, Method, ParquetTask, SortSpec, TopSpec};
 use crate::{kernels, relational};
 
 /// Partials combined by one task of a group-by tree.
@@ -149,6 +148,18 @@ fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     })
 }
 
+/// One row group of a Parquet file, only the named columns read, and a fused map applied
+/// to its rows.
+#[ares::remote]
+fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
+    one_thread();
+    let df = or_panic(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns));
+    write(match pre {
+        Some(m) => or_panic(crate::eval::map(&m, df)),
+        None => df,
+    })
+}
+
 /// A chunk's rows as CSV text (its header line too when `header`).
 #[ares::remote]
 fn csv_format(header: bool, separator: u8, input: InPlace<'_, FrameChunk>) -> Vec<u8> {
@@ -253,6 +264,7 @@ enum Task {
     /// shuffle).
     Join(JoinSpec, usize, Option<usize>),
     CsvRead(CsvTask, Option<MapSpec>),
+    ParquetRead(ParquetTask, Option<MapSpec>),
     /// CSV text of a chunk: header line, separator.
     CsvFormat(bool, u8),
 }
@@ -277,6 +289,7 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
         ),
         Task::Top(spec) => Out::Frame(ares::remote(top_rows).options(o).call(spec, frames())),
         Task::CsvRead(t, pre) => Out::Frame(ares::remote(csv_read).options(o).call(t, pre)),
+        Task::ParquetRead(t, pre) => Out::Frame(ares::remote(parquet_read).options(o).call(t, pre)),
         Task::CsvFormat(header, sep) => {
             Out::Bytes(ares::remote(csv_format).options(o).call(header, sep, ins[0].frame()))
         }
@@ -473,6 +486,9 @@ impl Session {
                 match (&input.node.op, self.cached(input)) {
                     // Read and mapped in one task: the filter runs in the reader.
                     (Op::ReadCsv(src), None) => self.read_csv(src, Some(&needed), Some(spec.clone()))?,
+                    (Op::ReadParquet(src), None) => {
+                        self.read_parquet(src, &input.columns(), Some(&needed), Some(spec.clone()))?
+                    }
                     _ => {
                         let inputs = self.compute_columns(input, false, Some(&needed))?;
                         self.map_chunks(&inputs, spec)?
@@ -480,6 +496,7 @@ impl Session {
                 }
             }
             Op::ReadCsv(src) => self.read_csv(src, needed, None)?,
+            Op::ReadParquet(src) => self.read_parquet(src, &df.columns(), needed, None)?,
             Op::Top { input, spec } => {
                 let inputs = self.compute(input, false)?;
                 self.top(&inputs, spec)?
@@ -586,8 +603,16 @@ impl Session {
     fn fused(&self, input: &DataFrame, needed: &[String]) -> Result<(Chunks, Option<MapSpec>)> {
         if let (Op::Map { input: inner, spec }, None) = (&input.node.op, self.cached(input)) {
             let inner_needed = spec.needed(needed);
-            if let (Op::ReadCsv(src), None) = (&inner.node.op, self.cached(inner)) {
-                return Ok((Arc::new(self.read_csv(src, Some(&inner_needed), Some(spec.clone()))?), None));
+            match (&inner.node.op, self.cached(inner)) {
+                (Op::ReadCsv(src), None) => {
+                    return Ok((Arc::new(self.read_csv(src, Some(&inner_needed), Some(spec.clone()))?), None));
+                }
+                (Op::ReadParquet(src), None) => {
+                    let all = inner.columns();
+                    let read = self.read_parquet(src, &all, Some(&inner_needed), Some(spec.clone()))?;
+                    return Ok((Arc::new(read), None));
+                }
+                _ => {}
             }
             let chunks = self.compute_columns(inner, false, Some(&inner_needed))?;
             return Ok((chunks, Some(spec.clone())));
@@ -622,6 +647,46 @@ impl Session {
             })
             .collect();
         Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+
+    /// A Parquet file's row groups, one task each: only the `needed` columns of `all`
+    /// read (every one when `None`), and `pre` applied to the rows in the same task.
+    fn read_parquet(
+        &self,
+        src: &ParquetSource,
+        all: &[String],
+        needed: Option<&[String]>,
+        pre: Option<MapSpec>,
+    ) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let columns: Vec<String> = all.iter().filter(|c| needed.is_none_or(|n| n.contains(c))).cloned().collect();
+        let mut g = Graph::new();
+        let targets: Vec<usize> = src
+            .groups
+            .iter()
+            .map(|&rows| {
+                let t = ParquetTask { path: src.path.clone(), rows, columns: columns.clone() };
+                g.add(Task::ParquetRead(t, pre.clone()), Vec::new(), 1, 0, 0)
+            })
+            .collect();
+        Ok(Self::frames(self.run(&mut g, &targets)?))
+    }
+
+    /// Writes `df` to `path` as one Parquet file, a row group per chunk (polars' default
+    /// compression), decoding the chunks in this process one at a time.
+    pub fn to_parquet(&self, df: &DataFrame, path: impl AsRef<std::path::Path>) -> Result<()> {
+        use polars::prelude::{ParquetWriter, Schema};
+        let path = path.as_ref();
+        let io = |e: std::io::Error| FrameError::Io { path: path.to_string_lossy().to_string(), source: e };
+        let chunks = self.compute(df, false)?;
+        let file = std::fs::File::create(path).map_err(io)?;
+        let schema: Schema =
+            df.node.schema.iter().map(|(n, d)| polars::prelude::Field::new(n.as_str().into(), d.clone())).collect();
+        let mut w = ParquetWriter::new(file).batched(&schema)?;
+        for r in chunks.iter() {
+            w.write_batch(&decode_archived(&*ares::get_view(r)?)?)?;
+        }
+        w.finish()?;
+        Ok(())
     }
 
     /// Writes `df` to `path` as one CSV file with a header line (pandas'

@@ -55,6 +55,15 @@ pub(crate) enum Op {
     Join { left: DataFrame, right: DataFrame, spec: JoinSpec },
     /// A CSV file, one chunk per byte range.
     ReadCsv(CsvSource),
+    /// A Parquet file, one chunk per row group.
+    ReadParquet(ParquetSource),
+}
+
+/// A Parquet file to read: its row groups `(first row, rows)`.
+#[derive(Clone, Debug)]
+pub(crate) struct ParquetSource {
+    pub(crate) path: String,
+    pub(crate) groups: Vec<(u64, u64)>,
 }
 
 /// A CSV file to read: its byte ranges and the columns inferred from its head.
@@ -105,6 +114,7 @@ impl std::fmt::Debug for DataFrame {
             Op::Unique { .. } => "drop_duplicates".to_string(),
             Op::Join { .. } => "merge".to_string(),
             Op::ReadCsv(src) => format!("read_csv({:?}, {} ranges)", src.path, src.ranges.len()),
+            Op::ReadParquet(src) => format!("read_parquet({:?}, {} row groups)", src.path, src.groups.len()),
         };
         write!(f, "DataFrame({op}, columns {:?})", self.node.schema)
     }
@@ -189,6 +199,29 @@ impl DataFrame {
         let src = CsvSource { path: abs, separator: options.separator, ranges, schema: schema.clone() };
         let schema = schema.iter().map(|(n, d)| (n.clone(), d.to_polars())).collect();
         Ok(DataFrame::new(Op::ReadCsv(src), schema))
+    }
+
+    /// A Parquet file (pandas' `read_parquet`): a chunk per row group, each read by a
+    /// task of its own. Only the columns an operation needs are read (their column chunks
+    /// alone), and a filter (or any per-chunk step) on the frame runs in the reading task.
+    pub fn read_parquet(path: impl AsRef<std::path::Path>) -> Result<DataFrame> {
+        let path = path.as_ref();
+        let name = path.to_string_lossy().to_string();
+        let abs = std::fs::canonicalize(path)
+            .map_err(|e| FrameError::Io { path: name, source: e })?
+            .to_string_lossy()
+            .to_string();
+        let (schema, rows) = crate::parquet::layout(&abs)?;
+        let mut groups = Vec::with_capacity(rows.len().max(1));
+        let mut first = 0;
+        for n in rows {
+            groups.push((first, n));
+            first += n;
+        }
+        if groups.is_empty() {
+            groups.push((0, 0));
+        }
+        Ok(DataFrame::new(Op::ReadParquet(ParquetSource { path: abs, groups }), schema))
     }
 
     /// A frame from a polars frame in this process, `rows_per_chunk` rows per chunk.

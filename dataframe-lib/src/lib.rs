@@ -21,6 +21,7 @@ mod expr;
 mod frame;
 mod hashagg;
 mod kernels;
+mod parquet;
 mod relational;
 mod spec;
 

@@ -218,6 +218,17 @@ pub struct CsvTask {
     pub(crate) projection: Vec<u32>,
 }
 
+/// One row group of a Parquet file to read, and the columns to read.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ParquetTask {
+    /// The file (an absolute path).
+    pub(crate) path: String,
+    /// The row group's first row and its rows.
+    pub(crate) rows: (u64, u64),
+    /// The columns read.
+    pub(crate) columns: Vec<String>,
+}
+
 /// How a merge keeps rows without a match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum How {

@@ -6,7 +6,8 @@ mod common;
 use std::path::PathBuf;
 
 use ares_dataframe::polars::prelude::{
-    Column, CsvWriter, DataFrame as PlFrame, IntoColumn, NamedFrom, SerWriter, Series,
+    Column, CsvWriter, DataFrame as PlFrame, IntoColumn, NamedFrom, ParquetReader, ParquetWriter, SerReader, SerWriter,
+    Series,
 };
 use ares_dataframe::{Agg, CsvOptions, DataFrame, Dtype, FrameError, Session, col};
 use common::{cluster, f64s, i64s};
@@ -99,5 +100,53 @@ fn frames_written_as_csv_read_back_the_same() {
 
     let err = DataFrame::read_csv(d.0.join("missing.csv"), &opts).unwrap_err();
     assert!(matches!(err, FrameError::Io { .. }) && err.to_string().contains("missing.csv"), "{err}");
+    ares::shutdown();
+}
+
+#[test]
+fn a_parquet_file_is_read_by_row_group_and_pruned_columns_are_never_read() {
+    cluster();
+    let d = dir("parquet");
+    let (_, mut local) = written(&d);
+    let path = d.0.join("in.parquet");
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .with_row_group_size(Some(3000))
+        .finish(&mut local)
+        .unwrap();
+    let s = Session::new();
+
+    let df = DataFrame::read_parquet(&path).unwrap();
+    let groups = ParquetReader::new(std::fs::File::open(&path).unwrap()).get_metadata().unwrap().row_groups.len();
+    assert!(groups > 1 && format!("{df:?}").contains(&format!("{groups} row groups")), "{df:?}");
+    assert!(s.fetch(&df).unwrap().equals_missing(&local), "every row and column read back");
+
+    // Overwrite every column chunk of `bad` with garbage: reading it now fails, and a
+    // projection, a filter in the reading task and a group-by that do not use it work.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let meta = ParquetReader::new(std::fs::File::open(&path).unwrap()).get_metadata().unwrap().clone();
+    for rg in &meta.row_groups {
+        for c in rg.columns_under_root_iter("bad").unwrap() {
+            let r = c.byte_range();
+            bytes[r.start as usize..r.end as usize].fill(0xA5);
+        }
+    }
+    let broken = d.0.join("broken.parquet");
+    std::fs::write(&broken, bytes).unwrap();
+    let df = DataFrame::read_parquet(&broken).unwrap();
+    assert!(s.fetch(&df).is_err(), "the corrupt column is read when asked for");
+    let picked = df.filter(col("a").lt(5000)).unwrap().select(&["a", "s"]).unwrap();
+    let got = s.fetch(&picked).unwrap();
+    assert_eq!(i64s(&got, "a"), (0..5000).map(Some).collect::<Vec<_>>());
+    let g = df.group_by(&["s"]).unwrap().agg(&[("f", Agg::Count)]).unwrap();
+    let total: i64 = i64s(&s.fetch(&g).unwrap(), "f").into_iter().map(Option::unwrap).sum();
+    let want = (0..ROWS).filter(|i| i % 5 != 1 && i % 7 != 3).count();
+    assert_eq!(total as usize, want);
+
+    // Written back as one file, a row group per chunk.
+    let out = d.0.join("out.parquet");
+    let sorted = DataFrame::read_parquet(&path).unwrap().sort_values(&["f"], &[true]).unwrap();
+    s.to_parquet(&sorted, &out).unwrap();
+    let again = ParquetReader::new(std::fs::File::open(&out).unwrap()).finish().unwrap();
+    assert!(again.equals_missing(&s.fetch(&sorted).unwrap()));
     ares::shutdown();
 }

@@ -425,6 +425,17 @@ pub(crate) fn read_csv(path: &str, separator: &str, dtypes: Vec<(String, String)
     }
 }
 
+/// A Parquet file read by worker tasks, a row group each.
+#[pyfunction]
+pub(crate) fn read_parquet(path: &str) -> PyResult<PyFrame> {
+    match DataFrame::read_parquet(path) {
+        Err(FrameError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: no such file")))
+        }
+        r => r.map(wrap).or_raise(),
+    }
+}
+
 /// A frame of columns from this process, `rows_per_chunk` rows per chunk.
 #[pyfunction]
 pub(crate) fn frame_from_columns(
@@ -545,6 +556,12 @@ impl PyFrameSession {
         };
         let (s, df, path, sep) = (Session::clone(&self.s), frame.df.clone(), path.to_string(), *sep);
         interruptible(py, move |cancel| s.cancelled_by(cancel).to_csv(&df, &path, sep))?.or_raise()
+    }
+
+    /// Writes the frame to one Parquet file, a row group per chunk.
+    fn to_parquet(&self, py: Python<'_>, frame: &PyFrame, path: &str) -> PyResult<()> {
+        let (s, df, path) = (Session::clone(&self.s), frame.df.clone(), path.to_string());
+        interruptible(py, move |cancel| s.cancelled_by(cancel).to_parquet(&df, &path))?.or_raise()
     }
 
     /// The rows of a frame computed in this session; `None` if it was not.

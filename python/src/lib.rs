@@ -608,6 +608,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(frame::frame_from_tensors, m)?,
         wrap_pyfunction!(frame::frame_from_columns, m)?,
         wrap_pyfunction!(frame::read_csv, m)?,
+        wrap_pyfunction!(frame::read_parquet, m)?,
     ] {
         m.add_function(f)?;
     }

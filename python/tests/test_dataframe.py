@@ -208,8 +208,8 @@ def test_bad_operations_raise_as_pandas_does():
         df.mean().fetch()
     with pytest.raises(ValueError):
         df.sort_values("a", ascending=[True, False])
-    with pytest.raises(NotImplementedError, match="read_parquet"):
-        ad.read_parquet("x.parquet")
+    with pytest.raises(NotImplementedError, match="concat"):
+        ad.concat([df, df])
     other = ad.DataFrame({"a": np.arange(5)})
     with pytest.raises(NotImplementedError, match="align"):
         df[other["a"] > 1]
@@ -245,3 +245,27 @@ def test_csv_files_written_by_pandas_read_in_ranges_and_pruned_columns_are_never
          pd.read_csv(path, dtype={"bad": str}).sort_values("f", kind="stable").reset_index(drop=True))
     with pytest.raises(FileNotFoundError):
         ad.read_csv(tmp_path / "missing.csv")
+
+
+def test_parquet_files_written_by_pandas_read_by_row_group(tmp_path):
+    import pyarrow.parquet as pq
+    n = 30_000
+    rng = np.random.default_rng(3)
+    pdf = pd.DataFrame({
+        "k": rng.integers(0, 50, n),
+        "f": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+        "s": pd.Series(np.where(rng.random(n) < 0.1, None, rng.choice(["a", "b", "c"], n)), dtype=object),
+    })
+    path = tmp_path / "in.parquet"
+    pdf.to_parquet(path, index=False, row_group_size=4000)
+    assert pq.ParquetFile(path).num_row_groups > 1
+    df = ad.read_parquet(path)
+    same(df.fetch(), pdf)
+    got = ad.read_parquet(path, columns=["k", "f"])
+    same(got[got["f"] < 0.25].fetch(), pdf[pdf["f"] < 0.25][["k", "f"]].reset_index(drop=True))
+    same(df.groupby("s")[["f"]].mean().fetch(), pdf.groupby("s")[["f"]].mean())
+    out = tmp_path / "out.parquet"
+    df.sort_values("f").to_parquet(out)
+    same(pd.read_parquet(out), pdf.sort_values("f", kind="stable").reset_index(drop=True))
+    with pytest.raises(FileNotFoundError):
+        ad.read_parquet(tmp_path / "missing.parquet")

@@ -504,8 +504,12 @@ class DataFrame:
         f = self._f if (index or not self._index) else self._f.drop(self._index)
         _session(session).to_csv(f, os.fspath(path), sep)
 
-    def to_parquet(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("to_parquet (fetch() and write with pandas)")
+    def to_parquet(self, path: Any, index: bool = False, session: Any = None) -> None:
+        """Writes one Parquet file, a row group per chunk (no index, as for to_csv)."""
+        import os
+
+        f = self._f if (index or not self._index) else self._f.drop(self._index)
+        _session(session).to_parquet(f, os.fspath(path))
 
 
 def _ddof(ddof: int) -> None:
@@ -947,5 +951,13 @@ def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
     return df[list(usecols)] if usecols is not None else df
 
 
-def read_parquet(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("read_parquet (read with pandas and pass the frame to ad.DataFrame)")
+def read_parquet(path: Any, columns: Optional[Sequence[str]] = None, **kwargs: Any) -> DataFrame:
+    """A Parquet file, a chunk per row group read by a worker task. Only the columns used
+    downstream are read (their column chunks alone), and filters run in the reading
+    tasks."""
+    import os
+
+    if kwargs:
+        raise NotImplementedError(f"read_parquet({', '.join(kwargs)}=...)")
+    df = DataFrame(_frame=_native.read_parquet(os.fspath(path)))
+    return df[list(columns)] if columns is not None else df
