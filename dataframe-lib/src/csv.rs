@@ -159,45 +159,40 @@ pub(crate) fn write(df: &mut DataFrame, header: bool, separator: u8) -> PolarsRe
 mod tests {
     use super::*;
 
-    #[test]
-    fn ranges_hold_each_line_once_whatever_the_split() {
-        let dir = std::env::temp_dir().join(format!("ares-csv-unit-{}", std::process::id()));
+    /// Reads `text` written to a file of its own with `read`, then removes the file.
+    fn with_file<T>(text: &str, read: impl FnOnce(&str) -> T) -> T {
+        let dir = std::env::temp_dir().join(format!("ares-csv-unit-{}-{}", std::process::id(), text.len()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        let out = read(path.to_str().unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+        out
+    }
+
+    #[test]
+    fn ranges_hold_each_line_once_whatever_the_split() {
         let mut text = String::from("a,b\n");
         for i in 0..200 {
             text.push_str(&format!("{i},{}\n", "x".repeat(i % 7)));
         }
-        std::fs::write(&path, &text).unwrap();
-        let p = path.to_str().unwrap();
         let schema = vec![("a".to_string(), Dtype::Int64), ("b".to_string(), Dtype::String)];
-        for step in [1u64, 2, 3, 7, 64, 1000, 10_000] {
-            let mut seen = Vec::new();
-            for r in ranges(p, step).unwrap() {
-                let df = read_range(p, r, true, b',', &schema, &[0]).unwrap();
-                seen.extend(df.column("a").unwrap().i64().unwrap().into_no_null_iter());
+        with_file(&text, |p| {
+            for step in [1u64, 2, 3, 7, 64, 1000, 10_000] {
+                let mut seen = Vec::new();
+                for r in ranges(p, step).unwrap() {
+                    let df = read_range(p, r, true, b',', &schema, &[0]).unwrap();
+                    seen.extend(df.column("a").unwrap().i64().unwrap().into_no_null_iter());
+                }
+                assert_eq!(seen, (0..200).collect::<Vec<i64>>(), "ranges of {step} bytes");
             }
-            assert_eq!(seen, (0..200).collect::<Vec<i64>>(), "ranges of {step} bytes");
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
+        });
     }
-}
-
-#[cfg(test)]
-mod projection_tests {
-    use super::*;
 
     #[test]
     fn a_column_left_out_is_not_parsed() {
-        let dir = std::env::temp_dir().join(format!("ares-csv-proj-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.csv");
-        std::fs::write(&path, "a,b\n1,2\n3,oops\n5,6\n").unwrap();
-        let p = path.to_str().unwrap();
         let schema = vec![("a".to_string(), Dtype::Int64), ("b".to_string(), Dtype::Int64)];
-        let df = read_range(p, (0, 100), true, b',', &schema, &[0]);
-        std::fs::remove_dir_all(&dir).unwrap();
-        let df = df.unwrap();
+        let df = with_file("a,b\n1,2\n3,oops\n5,6\n", |p| read_range(p, (0, 100), true, b',', &schema, &[0])).unwrap();
         assert_eq!(df.column("a").unwrap().i64().unwrap().into_no_null_iter().collect::<Vec<_>>(), [1, 3, 5]);
     }
 }

@@ -64,12 +64,17 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
     write(or_panic(kernels::from_tensor_chunks(&names, &refs)))
 }
 
+/// `df` with a fused map applied when there is one.
+fn mapped(pre: &Option<MapSpec>, df: polars::prelude::DataFrame) -> polars::prelude::DataFrame {
+    match pre {
+        Some(m) => or_panic(crate::eval::map(m, df)),
+        None => df,
+    }
+}
+
 /// A chunk read, with a fused map applied first when there is one.
 fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
-    match pre {
-        Some(m) => or_panic(crate::eval::map(m, read(c))),
-        None => read(c),
-    }
+    mapped(pre, read(c))
 }
 
 #[ares::remote]
@@ -141,11 +146,7 @@ fn key_split(keys: Vec<String>, parts: u32, dedup: bool, input: InPlace<'_, Fram
 #[ares::remote]
 fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    let df = or_panic(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection));
-    write(match pre {
-        Some(m) => or_panic(crate::eval::map(&m, df)),
-        None => df,
-    })
+    write(mapped(&pre, or_panic(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection))))
 }
 
 /// One row group of a Parquet file, only the named columns read, and a fused map applied
@@ -153,11 +154,7 @@ fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
 #[ares::remote]
 fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    let df = or_panic(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns));
-    write(match pre {
-        Some(m) => or_panic(crate::eval::map(&m, df)),
-        None => df,
-    })
+    write(mapped(&pre, or_panic(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns))))
 }
 
 /// A chunk's rows as CSV text (its header line too when `header`).
@@ -483,20 +480,18 @@ impl Session {
             }
             Op::Map { input, spec } => {
                 let needed = spec.needed(&df.columns());
-                match (&input.node.op, self.cached(input)) {
-                    // Read and mapped in one task: the filter runs in the reader.
-                    (Op::ReadCsv(src), None) => self.read_csv(src, Some(&needed), Some(spec.clone()))?,
-                    (Op::ReadParquet(src), None) => {
-                        self.read_parquet(src, &input.columns(), Some(&needed), Some(spec.clone()))?
-                    }
-                    _ => {
+                // Read and mapped in one task: the filter runs in the reader.
+                match self.read_file(input, Some(&needed), Some(spec.clone())) {
+                    Some(read) => read?,
+                    None => {
                         let inputs = self.compute_columns(input, false, Some(&needed))?;
                         self.map_chunks(&inputs, spec)?
                     }
                 }
             }
-            Op::ReadCsv(src) => self.read_csv(src, needed, None)?,
-            Op::ReadParquet(src) => self.read_parquet(src, &df.columns(), needed, None)?,
+            Op::ReadCsv(_) | Op::ReadParquet(_) => {
+                self.read_file(df, needed, None).expect("a file source not computed yet")?
+            }
             Op::Top { input, spec } => {
                 let inputs = self.compute(input, false)?;
                 self.top(&inputs, spec)?
@@ -603,21 +598,31 @@ impl Session {
     fn fused(&self, input: &DataFrame, needed: &[String]) -> Result<(Chunks, Option<MapSpec>)> {
         if let (Op::Map { input: inner, spec }, None) = (&input.node.op, self.cached(input)) {
             let inner_needed = spec.needed(needed);
-            match (&inner.node.op, self.cached(inner)) {
-                (Op::ReadCsv(src), None) => {
-                    return Ok((Arc::new(self.read_csv(src, Some(&inner_needed), Some(spec.clone()))?), None));
-                }
-                (Op::ReadParquet(src), None) => {
-                    let all = inner.columns();
-                    let read = self.read_parquet(src, &all, Some(&inner_needed), Some(spec.clone()))?;
-                    return Ok((Arc::new(read), None));
-                }
-                _ => {}
+            if let Some(read) = self.read_file(inner, Some(&inner_needed), Some(spec.clone())) {
+                return Ok((Arc::new(read?), None));
             }
             let chunks = self.compute_columns(inner, false, Some(&inner_needed))?;
             return Ok((chunks, Some(spec.clone())));
         }
         Ok((self.compute_columns(input, false, Some(needed))?, None))
+    }
+
+    /// The chunks of a file source not computed yet in this session (`None` for any
+    /// other frame): only the `needed` columns read, and `pre` applied in the same tasks.
+    fn read_file(
+        &self,
+        df: &DataFrame,
+        needed: Option<&[String]>,
+        pre: Option<MapSpec>,
+    ) -> Option<Result<Vec<ObjectRef<FrameChunk>>>> {
+        if self.cached(df).is_some() {
+            return None;
+        }
+        match &df.node.op {
+            Op::ReadCsv(src) => Some(self.read_csv(src, needed, pre)),
+            Op::ReadParquet(src) => Some(self.read_parquet(src, &df.columns(), needed, pre)),
+            _ => None,
+        }
     }
 
     /// A CSV file's ranges, one task each: only the `needed` columns parsed (all when

@@ -120,6 +120,17 @@ impl std::fmt::Debug for DataFrame {
     }
 }
 
+/// The absolute path of an existing file: workers open it themselves, so it must not
+/// depend on the driver's working directory.
+fn absolute_file(path: &std::path::Path) -> Result<String> {
+    let name = path.to_string_lossy().to_string();
+    let io = |e: std::io::Error| FrameError::Io { path: name.clone(), source: e };
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(FrameError::Invalid(format!("{name} is not a file")));
+    }
+    Ok(std::fs::canonicalize(path).map_err(io)?.to_string_lossy().to_string())
+}
+
 fn tensor_dtype(d: ares_tensor::DType) -> DataType {
     use ares_tensor::DType;
     match d {
@@ -170,16 +181,7 @@ impl DataFrame {
     /// read by a task of its own. Only the columns an operation needs are parsed, and a
     /// filter (or any per-chunk step) on the frame runs in the reading task.
     pub fn read_csv(path: impl AsRef<std::path::Path>, options: &CsvOptions) -> Result<DataFrame> {
-        let path = path.as_ref();
-        let name = path.to_string_lossy().to_string();
-        let io = |e: std::io::Error| FrameError::Io { path: name.clone(), source: e };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        if !meta.is_file() {
-            return Err(FrameError::Invalid(format!("read_csv: {name} is not a file")));
-        }
-        // Workers open the file themselves: give them a path that does not depend on
-        // the driver's working directory.
-        let abs = std::fs::canonicalize(path).map_err(io)?.to_string_lossy().to_string();
+        let abs = absolute_file(path.as_ref())?;
         let mut schema: Vec<(String, Dtype)> = crate::csv::infer(&abs, options.separator)?
             .iter()
             .map(|(n, d)| (n.clone(), crate::csv::dtype_of(d)))
@@ -195,7 +197,8 @@ impl DataFrame {
                 }
             }
         }
-        let ranges = crate::csv::ranges(&abs, options.chunk_bytes).map_err(io)?;
+        let ranges = crate::csv::ranges(&abs, options.chunk_bytes)
+            .map_err(|e| FrameError::Io { path: abs.clone(), source: e })?;
         let src = CsvSource { path: abs, separator: options.separator, ranges, schema: schema.clone() };
         let schema = schema.iter().map(|(n, d)| (n.clone(), d.to_polars())).collect();
         Ok(DataFrame::new(Op::ReadCsv(src), schema))
@@ -205,12 +208,7 @@ impl DataFrame {
     /// task of its own. Only the columns an operation needs are read (their column chunks
     /// alone), and a filter (or any per-chunk step) on the frame runs in the reading task.
     pub fn read_parquet(path: impl AsRef<std::path::Path>) -> Result<DataFrame> {
-        let path = path.as_ref();
-        let name = path.to_string_lossy().to_string();
-        let abs = std::fs::canonicalize(path)
-            .map_err(|e| FrameError::Io { path: name, source: e })?
-            .to_string_lossy()
-            .to_string();
+        let abs = absolute_file(path.as_ref())?;
         let (schema, rows) = crate::parquet::layout(&abs)?;
         let mut groups = Vec::with_capacity(rows.len().max(1));
         let mut first = 0;

@@ -6,9 +6,13 @@
 //! and stored in the object store as an Arrow IPC file, read in place by the tasks that
 //! consume it. Group-bys combine per-chunk partial aggregations in a tree (few groups) or
 //! through a hash shuffle (many groups), chosen from the first chunk (Mars' `auto`);
-//! sorts are sample sorts (range partitions from sampled bounds, each sorted).
+//! sorts are sample sorts (range partitions from sampled bounds, each sorted); merges
+//! broadcast a one-chunk side or shuffle both. Per-chunk steps (column [`Expr`]essions,
+//! filters, conversions) fuse into one task, and operations ask their input only for
+//! the columns they read, down to the CSV and Parquet readers.
 //!
-//! **Owns:** the frame graph, its operations, their chunk kernels. **Must not:** copy the
+//! **Owns:** the frame graph, its operations, their chunk kernels, the file readers and
+//! writers. **Must not:** copy the
 //! tileable engine or reach into tensor-lib's internals (it uses the tensor library's
 //! public API to read tensor columns); polars stays inside this crate.
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 mod common;
 
 use ares_dataframe::{Agg, DataFrame, FrameError, Method, Session};
-use common::{Row, cluster, f64s, frame, i64s, rows_strategy};
+use common::{Row, cluster, f64s, frame, i64s, methods, rows_strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -35,7 +35,7 @@ fn oracle(rows: &[Row]) -> BTreeMap<Key, (f64, usize, f64, f64, i64)> {
 fn group_by_aggregations_match_the_oracle_by_tree_and_by_shuffle() {
     cluster();
     let s = Session::new();
-    let strategy = (rows_strategy(), 1usize..80, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let strategy = (rows_strategy(), 1usize..80, methods());
     let mut runner = TestRunner::new(Config { cases: 24, ..Config::default() });
     runner
         .run(&strategy, |(rows, per_chunk, method)| {
@@ -90,7 +90,7 @@ fn group_by_aggregations_match_the_oracle_by_tree_and_by_shuffle() {
 fn float_keys_and_sparse_integer_keys_group_like_dense_ones() {
     cluster();
     let s = Session::new();
-    let strategy = (rows_strategy(), 1usize..80, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let strategy = (rows_strategy(), 1usize..80, methods());
     let mut runner = TestRunner::new(Config { cases: 12, ..Config::default() });
     runner
         .run(&strategy, |(rows, per_chunk, method)| {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use ares_dataframe::polars::prelude::{DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, NamedFrom, Series};
 use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, FrameError, How, Method, Session, col};
-use common::{Row, cluster, f64s, frame, i64s, rows_strategy};
+use common::{Row, cluster, f64s, frame, i64s, methods, rows_strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -121,7 +121,7 @@ fn whole_frame_reductions_match_the_oracle() {
 fn group_by_std_var_first_last_and_size_match_the_oracle_by_tree_and_by_shuffle() {
     cluster();
     let s = Session::new();
-    let strategy = (rows_strategy(), 1usize..60, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let strategy = (rows_strategy(), 1usize..60, methods());
     runner(16)
         .run(&strategy, |(rows, per_chunk, method)| {
             let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
@@ -194,7 +194,7 @@ fn head_tail_and_top_rows_match_the_oracle() {
 fn drop_duplicates_and_value_counts_match_the_oracle() {
     cluster();
     let s = Session::new();
-    let strategy = (rows_strategy(), 1usize..60, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let strategy = (rows_strategy(), 1usize..60, methods());
     runner(16)
         .run(&strategy, |(rows, per_chunk, method)| {
             let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
@@ -416,7 +416,7 @@ fn nan_sorts_last_like_a_missing_value_in_both_directions() {
 fn nunique_counts_distinct_present_values_per_group_and_per_column() {
     cluster();
     let s = Session::new();
-    let strategy = (rows_strategy(), 1usize..60, prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]);
+    let strategy = (rows_strategy(), 1usize..60, methods());
     runner(12)
         .run(&strategy, |(rows, per_chunk, method)| {
             let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();

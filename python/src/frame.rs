@@ -16,6 +16,24 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString};
 
 use crate::{AresError, PyTensor, interruptible};
 
+/// A frame read from a file, a missing file raised as `FileNotFoundError`.
+fn opened(path: &str, read: ares_dataframe::Result<DataFrame>) -> PyResult<PyFrame> {
+    match read {
+        Err(FrameError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: no such file")))
+        }
+        r => r.map(wrap).or_raise(),
+    }
+}
+
+/// A separator given as a one-character string, as one byte.
+fn separator_byte(separator: &str) -> PyResult<u8> {
+    match separator.as_bytes() {
+        [sep] => Ok(*sep),
+        _ => Err(PyValueError::new_err(format!("sep={separator:?}: give one ASCII character"))),
+    }
+}
+
 /// pandas' exception for each frame error: a missing column is a `KeyError`, a dtype an
 /// operation does not take a `TypeError`, a bad argument a `ValueError`.
 fn to_py(e: FrameError) -> PyErr {
@@ -411,29 +429,22 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
 
 /// A CSV file read in byte ranges of `chunk_bytes` by worker tasks.
 #[pyfunction]
-pub(crate) fn read_csv(path: &str, separator: &str, dtypes: Vec<(String, String)>, chunk_bytes: u64) -> PyResult<PyFrame> {
-    let [sep] = separator.as_bytes() else {
-        return Err(PyValueError::new_err(format!("sep={separator:?}: give one ASCII character")));
-    };
+pub(crate) fn read_csv(
+    path: &str,
+    separator: &str,
+    dtypes: Vec<(String, String)>,
+    chunk_bytes: u64,
+) -> PyResult<PyFrame> {
+    let separator = separator_byte(separator)?;
     let dtypes = dtypes.iter().map(|(c, d)| Ok((c.clone(), parse_dtype(d)?))).collect::<PyResult<_>>()?;
-    let opts = ares_dataframe::CsvOptions { chunk_bytes, separator: *sep, dtypes };
-    match DataFrame::read_csv(path, &opts) {
-        Err(FrameError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: no such file")))
-        }
-        r => r.map(wrap).or_raise(),
-    }
+    let opts = ares_dataframe::CsvOptions { chunk_bytes, separator, dtypes };
+    opened(path, DataFrame::read_csv(path, &opts))
 }
 
 /// A Parquet file read by worker tasks, a row group each.
 #[pyfunction]
 pub(crate) fn read_parquet(path: &str) -> PyResult<PyFrame> {
-    match DataFrame::read_parquet(path) {
-        Err(FrameError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: no such file")))
-        }
-        r => r.map(wrap).or_raise(),
-    }
+    opened(path, DataFrame::read_parquet(path))
 }
 
 /// A frame of columns from this process, `rows_per_chunk` rows per chunk.
@@ -526,11 +537,7 @@ impl PyFrameSession {
     fn execute(&self, py: Python<'_>, frames: Vec<Bound<'_, PyFrame>>, progress: Option<Py<PyAny>>) -> PyResult<()> {
         let mut s = Session::clone(&self.s);
         if let Some(cb) = progress {
-            s = s.on_progress(move |p| {
-                Python::attach(|py| {
-                    let _ = cb.call1(py, (p.done, p.total));
-                })
-            });
+            s = s.on_progress(crate::progress_fn(cb));
         }
         let frames: Vec<DataFrame> = frames.iter().map(|f| f.get().df.clone()).collect();
         let results = interruptible(py, move |cancel| {
@@ -551,10 +558,8 @@ impl PyFrameSession {
 
     /// Writes the frame to one CSV file (a header line, no index).
     fn to_csv(&self, py: Python<'_>, frame: &PyFrame, path: &str, separator: &str) -> PyResult<()> {
-        let [sep] = separator.as_bytes() else {
-            return Err(PyValueError::new_err(format!("sep={separator:?}: give one ASCII character")));
-        };
-        let (s, df, path, sep) = (Session::clone(&self.s), frame.df.clone(), path.to_string(), *sep);
+        let sep = separator_byte(separator)?;
+        let (s, df, path) = (Session::clone(&self.s), frame.df.clone(), path.to_string());
         interruptible(py, move |cancel| s.cancelled_by(cancel).to_csv(&df, &path, sep))?.or_raise()
     }
 

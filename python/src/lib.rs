@@ -129,6 +129,17 @@ fn interruptible<T: Send + 'static>(
     }
 }
 
+/// A Python `progress(done, total)` callback as a session's progress function (each call
+/// takes the GIL).
+fn progress_fn(cb: Py<PyAny>) -> impl Fn(ares_tensor::Progress) + Send + Sync + 'static {
+    move |p| {
+        Python::attach(|py| {
+            // A failing progress callback must not fail the computation.
+            let _ = cb.call1(py, (p.done, p.total));
+        })
+    }
+}
+
 fn dtype_name(d: DType) -> &'static str {
     match d {
         DType::Bool => "bool",
@@ -346,12 +357,7 @@ impl PySession {
         // The same session (results are cached per session), reporting for this call only.
         let mut s = Session::clone(&self.s);
         if let Some(cb) = progress {
-            s = s.on_progress(move |p| {
-                Python::attach(|py| {
-                    // A failing progress callback must not fail the computation.
-                    let _ = cb.call1(py, (p.done, p.total));
-                })
-            });
+            s = s.on_progress(progress_fn(cb));
         }
         let tensors: Vec<PyTensor> = tensors.iter().map(|t| t.get().clone()).collect();
         let results = interruptible(py, move |cancel| {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use ares_dataframe::Method;
 use ares_dataframe::polars::prelude::{Column, DataFrame as PlFrame, DataType, IntoColumn, NamedFrom, Series};
 use proptest::prelude::*;
 
@@ -42,4 +43,9 @@ pub(crate) fn f64s(df: &PlFrame, name: &str) -> Vec<Option<f64>> {
 pub(crate) fn i64s(df: &PlFrame, name: &str) -> Vec<Option<i64>> {
     let s = df.column(name).unwrap().as_materialized_series().cast(&DataType::Int64).unwrap();
     s.i64().unwrap().iter().collect()
+}
+
+/// A tree or a shuffle, for the operations that combine chunks either way.
+pub(crate) fn methods() -> impl Strategy<Value = Method> {
+    prop_oneof![Just(Method::Tree), Just(Method::Shuffle)]
 }
