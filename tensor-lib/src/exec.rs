@@ -365,6 +365,10 @@ impl<'s> Plan<'s> {
                 cache(self.session, t, refs.clone());
                 Ok(refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect())
             }
+            Op::Stored(refs) => {
+                cache(self.session, t, refs.clone());
+                Ok(refs.iter().map(|r| Src { op: self.ready(r.clone()), t: false }).collect())
+            }
             Op::Reduce { op, axes, keepdims, x } => self.tile_reduce(t, *op, axes, *keepdims, x, depth),
             Op::MatMul(a, b) => self.tile_matmul(t, a, b, depth),
             Op::Factor(x, f) => self.tile_factor(t, x, *f, depth),
@@ -914,9 +918,13 @@ impl<'p, 's> Builder<'p, 's> {
                 unreachable!("the grid covers the operands")
             }
             Op::Reshape(x, _) => self.emit_reshape(t, g, x)?,
-            Op::FromChunks(_) | Op::Reduce { .. } | Op::MatMul(..) | Op::Mask(..) | Op::Factor(..) | Op::Solve(..) => {
-                self.tiled(t, g)?
-            }
+            Op::FromChunks(_)
+            | Op::Stored(_)
+            | Op::Reduce { .. }
+            | Op::MatMul(..)
+            | Op::Mask(..)
+            | Op::Factor(..)
+            | Op::Solve(..) => self.tiled(t, g)?,
         })
     }
 
@@ -1231,6 +1239,42 @@ impl Session {
     /// session): how another library (data frames) reads a tensor's chunks.
     pub fn chunk_refs(&self, t: &Tensor) -> Result<Vec<ObjectRef<Chunk>>> {
         Ok(materialize(self, t)?.as_ref().clone())
+    }
+
+    /// The program that makes each chunk of `t` (row-major) from nothing stored, when
+    /// `t` is built only of creation and element-wise operations (random numbers,
+    /// constants, ranges, arithmetic, casts, `where`) and was not computed in this
+    /// session; `None` otherwise. Another library evaluates them in its own chunk tasks
+    /// ([`Program::run`] with no inputs) instead of storing `t`'s chunks first: fusion
+    /// across libraries, as a data frame made from random tensors is.
+    pub fn chunk_programs(&self, t: &Tensor) -> Result<Option<Vec<Program>>> {
+        fn standalone(s: &Session, t: &Tensor) -> bool {
+            if cached(s, t).is_some() || t.has_unknown_shape() {
+                return false;
+            }
+            match &t.node.op {
+                Op::Full(_) | Op::Random { .. } | Op::Arange { .. } => true,
+                Op::Unary(_, x) | Op::Cast(x) => standalone(s, x),
+                Op::Binary(_, a, b) => standalone(s, a) && standalone(s, b),
+                Op::Where(c, a, b) => standalone(s, c) && standalone(s, a) && standalone(s, b),
+                _ => false,
+            }
+        }
+        if !standalone(self, t) {
+            return Ok(None);
+        }
+        let mut plan = Plan::new(self);
+        let mut out = Vec::new();
+        for g in grid_indices(t.chunks()) {
+            let mut b = Builder::new(&mut plan);
+            b.emit(t, &g)?;
+            let (p, inputs) = b.finish();
+            if !inputs.is_empty() {
+                return Ok(None);
+            }
+            out.push(p);
+        }
+        Ok(Some(out))
     }
 
     /// Computes `t` and assembles it into one ndarray of `T`.

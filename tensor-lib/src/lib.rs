@@ -55,6 +55,6 @@ pub fn link_kernels() {
     exec::link();
 }
 pub use tensor::{
-    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, from_view, full, inner,
-    linspace, ones, random, solve, stack, tensordot, where_, zeros,
+    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, from_chunk_refs, from_view,
+    full, inner, linspace, ones, random, solve, stack, tensordot, where_, zeros,
 };

@@ -117,6 +117,8 @@ pub(crate) enum Op {
     },
     /// Chunks of an ndarray, put into the store when first executed.
     FromChunks(Vec<Chunk>),
+    /// Chunks already in the store, made by another library's tasks, row-major.
+    Stored(Arc<Vec<ares::ObjectRef<Chunk>>>),
     Unary(UnOp, Tensor),
     Binary(BinOp, Tensor, Tensor),
     Where(Tensor, Tensor, Tensor),
@@ -880,6 +882,7 @@ impl Tensor {
             | Op::Random { .. }
             | Op::Arange { .. }
             | Op::FromChunks(_)
+            | Op::Stored(_)
             | Op::MatMul(..)
             | Op::Slice { .. }
             | Op::Factor(..)
@@ -891,7 +894,7 @@ impl Tensor {
     /// The tensors this one is computed from.
     pub(crate) fn operands(&self) -> Vec<&Tensor> {
         match &self.node.op {
-            Op::Full(_) | Op::Random { .. } | Op::Arange { .. } | Op::FromChunks(_) => Vec::new(),
+            Op::Full(_) | Op::Random { .. } | Op::Arange { .. } | Op::FromChunks(_) | Op::Stored(_) => Vec::new(),
             Op::Unary(_, x)
             | Op::Cast(x)
             | Op::Reduce { x, .. }
@@ -1387,6 +1390,21 @@ pub fn from_view<T: Elem>(a: ndarray::ArrayViewD<'_, T>, chunks: &[usize]) -> Re
         out.push(Chunk::from_array(&view.to_owned()));
     }
     Ok(Tensor::new(Op::FromChunks(out), shape, T::DTYPE, g))
+}
+
+/// A tensor of chunks already in the object store: `chunks` gives the chunk sizes along
+/// each dimension, and `refs` the chunks in row-major grid order. This is how another
+/// library hands its results to tensors (a data frame's `to_tensor`). Each ref must hold
+/// a chunk of `dtype` and of its grid cell's shape: a task given another fails.
+pub fn from_chunk_refs(dtype: DType, chunks: Vec<Vec<u64>>, refs: Vec<ares::ObjectRef<Chunk>>) -> Result<Tensor> {
+    let cells: usize = chunks.iter().map(Vec::len).product();
+    if chunks.is_empty() || chunks.iter().any(Vec::is_empty) || cells != refs.len() {
+        return Err(TensorError::BadIndex {
+            reason: format!("{} chunk refs for a grid of {chunks:?} chunk sizes ({cells} chunks)", refs.len()),
+        });
+    }
+    let shape = chunks.iter().map(|d| d.iter().sum()).collect();
+    Ok(Tensor::new(Op::Stored(Arc::new(refs)), shape, dtype, chunks))
 }
 
 /// Every grid index, row-major.
