@@ -13,10 +13,11 @@ use ares_tensor::{Chunk, ChunkRef};
 use ares_tileable::{Graph, Output, Settings, Trees};
 
 use crate::chunk::{FrameChunk, decode, decode_archived};
+use crate::describe::{Picked, Sketch};
 use crate::error::{FrameError, Result};
 use crate::frame::{Computed, CsvSource, DataFrame, Op, ParquetSource};
 use crate::spec::{CsvTask, GroupSpec, How, JoinSpec, MapSpec, Method, ParquetTask, SortSpec, TopSpec};
-use crate::{kernels, relational};
+use crate::{describe, kernels, relational};
 
 /// Partials combined by one task of a group-by tree.
 const COMBINE: usize = 4;
@@ -45,8 +46,16 @@ pub(crate) fn link() {
     std::hint::black_box(map_chunk as for<'a> fn(MapSpec, InPlace<'a, FrameChunk>) -> FrameChunk);
 }
 
+/// A chunk task's input, mapped where it lies in the store (see `chunk::map_archived`).
 fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
-    decode_archived(c).unwrap_or_else(|e| panic!("reading a frame chunk: {e}"))
+    read_columns(c, None)
+}
+
+/// Only `columns` of a chunk task's input (all when `None`), mapped where it lies.
+fn read_columns(c: &InPlace<'_, FrameChunk>, columns: Option<&[String]>) -> polars::prelude::DataFrame {
+    // SAFETY: every frame made from the input lives in the task's body, which ends before
+    // the pinned input is released; results are encoded into new bytes before that.
+    unsafe { crate::chunk::map_archived(c, columns) }.unwrap_or_else(|e| panic!("reading a frame chunk: {e}"))
 }
 
 fn write(mut df: polars::prelude::DataFrame) -> FrameChunk {
@@ -62,6 +71,15 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
     one_thread();
     let refs: Vec<ChunkRef<'_>> = cols.iter().map(|c| ChunkRef::Archived(c)).collect();
     write(or_panic(kernels::from_tensor_chunks(&names, &refs)))
+}
+
+/// A frame chunk of tensor chunks computed here from their programs (the tensors' chunks
+/// are never stored: see `ares_tensor::Session::chunk_programs`).
+#[ares::remote]
+fn from_tensor_programs(names: Vec<String>, programs: Vec<ares_tensor::kernel::Program>) -> FrameChunk {
+    one_thread();
+    let chunks = programs.iter().map(|p| p.run(&[]).unwrap_or_else(|e| panic!("{e}"))).collect();
+    write(or_panic(kernels::from_owned_chunks(&names, chunks)))
 }
 
 /// `df` with a fused map applied when there is one.
@@ -186,7 +204,7 @@ fn gb_finish(spec: GroupSpec, sort: bool, parts: InPlaceList<'_, FrameChunk>) ->
 #[ares::remote]
 fn sort_sample(spec: SortSpec, n: u32, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::sample(&spec, &read(&input), n as usize)))
+    write(or_panic(kernels::sample(&spec, &read_columns(&input, Some(&spec.by[..1])), n as usize)))
 }
 
 #[ares::remote]
@@ -202,6 +220,45 @@ fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk
     write(or_panic(kernels::sort_range(&spec, pieces.iter().map(read).collect())))
 }
 
+/// Each column's sketch of a chunk (`describe`'s first pass).
+#[ares::remote]
+fn describe_sketch(columns: Vec<String>, input: InPlace<'_, FrameChunk>) -> Vec<Sketch> {
+    one_thread();
+    let df = read_columns(&input, Some(&columns));
+    columns
+        .iter()
+        .map(|c| describe::sketch(&describe::sorted_values(or_panic(describe::floats(&df, c)).into_iter())))
+        .collect()
+}
+
+/// What a chunk holds of each column's brackets (`describe`'s second pass).
+#[ares::remote]
+fn describe_pick(brackets: Vec<(String, Vec<(f64, f64)>)>, input: InPlace<'_, FrameChunk>) -> Vec<Vec<Picked>> {
+    one_thread();
+    let names: Vec<String> = brackets.iter().map(|(c, _)| c.clone()).collect();
+    let df = read_columns(&input, Some(&names));
+    brackets
+        .iter()
+        .map(|(c, bs)| {
+            let v = or_panic(describe::floats(&df, c));
+            let v: Vec<f64> = v.into_iter().flatten().collect();
+            bs.iter().map(|&(lo, hi)| describe::pick(&v, lo, hi)).collect()
+        })
+        .collect()
+}
+
+/// A chunk's columns as a tensor chunk.
+#[ares::remote]
+fn to_tensor_chunk(
+    columns: Vec<String>,
+    dtype: ares_tensor::DType,
+    flat: bool,
+    input: InPlace<'_, FrameChunk>,
+) -> Chunk {
+    one_thread();
+    or_panic(kernels::to_tensor_chunk(&read(&input), &columns, dtype, flat))
+}
+
 /// A chunk task's result.
 #[derive(Clone)]
 enum Out {
@@ -210,6 +267,8 @@ enum Out {
     Frame(ObjectRef<FrameChunk>),
     /// One result per partition (a task with several return values).
     Parts(Vec<ObjectRef<FrameChunk>>),
+    Sketches(ObjectRef<Vec<Sketch>>),
+    Picked(ObjectRef<Vec<Vec<Picked>>>),
 }
 
 impl Output for Out {
@@ -219,6 +278,8 @@ impl Output for Out {
             Out::Bytes(r) => Output::wait(r),
             Out::Frame(r) => Output::wait(r),
             Out::Parts(v) => v.iter().for_each(Output::wait),
+            Out::Sketches(r) => Output::wait(r),
+            Out::Picked(r) => Output::wait(r),
         }
     }
 }
@@ -241,6 +302,8 @@ impl Out {
 /// One chunk task of a frame operation.
 enum Task {
     FromTensors(Vec<String>),
+    /// Columns computed in the task from their tensor chunks' programs.
+    FromPrograms(Vec<String>, Vec<ares_tensor::kernel::Program>),
     Map(MapSpec),
     Partial(GroupSpec, Option<MapSpec>),
     PartialSplit(GroupSpec, Option<MapSpec>, u32),
@@ -264,6 +327,11 @@ enum Task {
     ParquetRead(ParquetTask, Option<MapSpec>),
     /// CSV text of a chunk: header line, separator.
     CsvFormat(bool, u8),
+    DescribeSketch(Vec<String>),
+    /// Columns, dtype, one column flat.
+    ToTensor(Vec<String>, ares_tensor::DType, bool),
+    /// Brackets per column.
+    DescribePick(Vec<(String, Vec<(f64, f64)>)>),
 }
 
 fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
@@ -278,6 +346,9 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
                 })
                 .collect();
             Out::Frame(ares::remote(from_tensor_chunks).options(o).call(names, cols))
+        }
+        Task::FromPrograms(names, programs) => {
+            Out::Frame(ares::remote(from_tensor_programs).options(o).call(names, programs))
         }
         Task::Map(spec) => Out::Frame(ares::remote(map_chunk).options(o).call(spec, ins[0].frame())),
         Task::Partial(spec, pre) => Out::Frame(ares::remote(gb_partial).options(o).call(spec, pre, ins[0].frame())),
@@ -311,6 +382,15 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
         Task::Finish(spec, Some(p)) => {
             let parts = ins.iter().map(|i| i.part(p)).collect::<Vec<_>>();
             Out::Frame(ares::remote(gb_finish).options(o).call(spec, false, parts))
+        }
+        Task::ToTensor(cols, dtype, flat) => {
+            Out::Tensor(ares::remote(to_tensor_chunk).options(o).call(cols, dtype, flat, ins[0].frame()))
+        }
+        Task::DescribeSketch(cols) => {
+            Out::Sketches(ares::remote(describe_sketch).options(o).call(cols, ins[0].frame()))
+        }
+        Task::DescribePick(brackets) => {
+            Out::Picked(ares::remote(describe_pick).options(o).call(brackets, ins[0].frame()))
         }
         Task::Sample(spec) => Out::Frame(ares::remote(sort_sample).options(o).call(spec, SAMPLE_ROWS, ins[0].frame())),
         Task::Split(spec, bounds, parts) => {
@@ -508,6 +588,11 @@ impl Session {
                 used_method = Some(used);
                 refs
             }
+            Op::Describe { input, columns, percentiles } => {
+                let inputs = self.compute_columns(input, false, Some(columns))?;
+                let mut out = self.describe(&inputs, columns, percentiles)?;
+                vec![ares::put(FrameChunk::encode(&mut out)?)?]
+            }
         };
         let chunks = Arc::new(out);
         if keep {
@@ -530,9 +615,29 @@ impl Session {
     }
 
     fn tensor_columns(&self, cols: &[(String, ares_tensor::Tensor)]) -> Result<Vec<ObjectRef<FrameChunk>>> {
+        let names: Vec<String> = cols.iter().map(|(n, _)| n.clone()).collect();
+        // Columns made only of creation and element-wise operations (random numbers,
+        // ranges, arithmetic on them) are computed inside the frame's own chunk tasks:
+        // their chunks are never stored, then read and copied.
+        let mut programs = Vec::with_capacity(cols.len());
+        for (_, t) in cols {
+            match self.tensors.chunk_programs(t)? {
+                Some(p) => programs.push(p),
+                None => break,
+            }
+        }
+        if programs.len() == cols.len() && !cols.is_empty() {
+            let mut g = Graph::new();
+            let targets: Vec<usize> = (0..programs[0].len())
+                .map(|i| {
+                    let task = Task::FromPrograms(names.clone(), programs.iter().map(|p| p[i].clone()).collect());
+                    g.add(task, Vec::new(), 1, 0, 0)
+                })
+                .collect();
+            return Ok(Self::frames(self.run(&mut g, &targets)?));
+        }
         let per_col: Vec<Vec<ObjectRef<Chunk>>> =
             cols.iter().map(|(_, t)| self.tensors.chunk_refs(t)).collect::<std::result::Result<_, _>>()?;
-        let names: Vec<String> = cols.iter().map(|(n, _)| n.clone()).collect();
         let mut g = Graph::new();
         let targets: Vec<usize> = (0..per_col[0].len())
             .map(|i| {
@@ -811,6 +916,176 @@ impl Session {
             (targets, Method::Shuffle)
         };
         Ok((Self::frames(self.run(&mut g, &targets)?), method))
+    }
+
+    /// The frame's values as a 2-d tensor (rows × columns) of the columns' common dtype,
+    /// as pandas' `to_numpy` gives: numpy's promotion (booleans alone stay booleans;
+    /// with numbers they count as 0 and 1; any float makes floats, float32 only when no
+    /// column is wider). Its row chunks are the frame's. The frame is computed first and
+    /// its chunks converted now: their row counts make the tensor's chunks, as Dask's
+    /// `to_dask_array(lengths=True)` computes them.
+    pub fn to_tensor(&self, df: &DataFrame) -> Result<ares_tensor::Tensor> {
+        self.tensor_of(df, &df.columns(), false)
+    }
+
+    /// One column as a 1-d tensor (pandas' `Series.to_numpy`), as `to_tensor` makes it.
+    pub fn column_to_tensor(&self, df: &DataFrame, column: &str) -> Result<ares_tensor::Tensor> {
+        df.dtype(column)?;
+        self.tensor_of(df, &[column.to_string()], true)
+    }
+
+    fn tensor_of(&self, df: &DataFrame, columns: &[String], flat: bool) -> Result<ares_tensor::Tensor> {
+        use ares_tensor::DType;
+        use polars::prelude::DataType;
+        let mut kinds = Vec::new();
+        for c in columns {
+            let dt = df.dtype(c)?;
+            kinds.push(match dt {
+                DataType::Boolean => DType::Bool,
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => DType::I32,
+                DataType::Int64 | DataType::UInt32 => DType::I64,
+                DataType::Float32 => DType::F32,
+                DataType::Float64 => DType::F64,
+                _ => {
+                    return Err(FrameError::DType(format!(
+                        "to_tensor: column {c:?} has dtype {dt}; tensors hold booleans, int32/int64 and float32/float64 (astype it, or leave it out)"
+                    )));
+                }
+            });
+        }
+        if kinds.is_empty() {
+            return Err(FrameError::Invalid("to_tensor of a frame without columns".into()));
+        }
+        let numbers: Vec<DType> = kinds.iter().copied().filter(|&k| k != DType::Bool).collect();
+        let dtype = if numbers.is_empty() {
+            DType::Bool
+        } else if numbers.iter().any(|k| k.is_float()) {
+            if numbers.iter().all(|&k| k == DType::F32) { DType::F32 } else { DType::F64 }
+        } else if numbers.iter().all(|&k| k == DType::I32) {
+            DType::I32
+        } else {
+            DType::I64
+        };
+        let chunks = self.chunks(df)?;
+        let mut rows = Vec::with_capacity(chunks.len());
+        for r in chunks.iter() {
+            rows.push(ares::get_view(r)?.rows.to_native());
+        }
+        let task = || Task::ToTensor(columns.to_vec(), dtype, flat);
+        let refs: Vec<ObjectRef<Chunk>> = self
+            .per_chunk(&chunks, task)?
+            .into_iter()
+            .map(|o| match o {
+                Out::Tensor(r) => r,
+                _ => unreachable!("a conversion makes tensor chunks"),
+            })
+            .collect();
+        // A conversion that failed (a missing integer) is this call's error, not a later one's.
+        refs.iter().try_for_each(ares::ready)?;
+        let grid = if flat { vec![rows] } else { vec![rows, vec![columns.len() as u64]] };
+        Ok(ares_tensor::from_chunk_refs(dtype, grid, refs)?)
+    }
+
+    /// One task per chunk of `inputs`, each made by `task`; their results.
+    fn per_chunk(&self, inputs: &[ObjectRef<FrameChunk>], task: impl Fn() -> Task) -> Result<Vec<Out>> {
+        let mut g = Graph::new();
+        let targets: Vec<usize> = inputs
+            .iter()
+            .map(|r| {
+                let i = g.ready(Out::Frame(r.clone()));
+                g.add(task(), vec![i], 1, 0, 0)
+            })
+            .collect();
+        self.run(&mut g, &targets)
+    }
+
+    /// `describe` of `columns` (see `crate::describe`): moments and sketches from every
+    /// chunk, then, for the ranks the percentiles read that the sketches did not pin
+    /// down, what each chunk holds of their brackets.
+    fn describe(
+        &self,
+        inputs: &[ObjectRef<FrameChunk>],
+        columns: &[String],
+        percentiles: &[f64],
+    ) -> Result<polars::prelude::DataFrame> {
+        use polars::prelude::{Column, IntoColumn, NamedFrom, Series};
+        let mut sketches: Vec<Vec<Sketch>> = Vec::with_capacity(inputs.len());
+        for out in self.per_chunk(inputs, || Task::DescribeSketch(columns.to_vec()))? {
+            let Out::Sketches(r) = out else { unreachable!("a sketch task makes sketches") };
+            sketches.push(ares::get(&r)?);
+        }
+        let of = |c: usize| sketches.iter().map(|s| &s[c]).collect::<Vec<&Sketch>>();
+        // The ranks each column needs, and a bracket for those not known yet.
+        let mut values: Vec<std::collections::BTreeMap<u64, f64>> = vec![Default::default(); columns.len()];
+        let mut brackets: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut wanted: Vec<(usize, u64, f64, f64)> = Vec::new();
+        for (c, name) in columns.iter().enumerate() {
+            let n: u64 = of(c).iter().map(|s| s.count).sum();
+            let mut bs = Vec::new();
+            for &q in percentiles.iter().filter(|_| n > 0) {
+                let (lo, hi, _) = describe::percentile_ranks(q, n);
+                for r in [lo, hi] {
+                    if values[c].contains_key(&r) || wanted.iter().any(|w| w.0 == c && w.1 == r) {
+                        continue;
+                    }
+                    let (blo, bhi) = describe::bracket(&of(c), r).expect("a rank below the count");
+                    if blo == bhi {
+                        values[c].insert(r, blo);
+                    } else {
+                        wanted.push((c, r, blo, bhi));
+                        bs.push((blo, bhi));
+                    }
+                }
+            }
+            if !bs.is_empty() {
+                brackets.push((name.clone(), bs));
+            }
+        }
+        if !brackets.is_empty() {
+            let mut picked: Vec<Vec<Vec<Picked>>> = Vec::with_capacity(inputs.len());
+            for out in self.per_chunk(inputs, || Task::DescribePick(brackets.clone()))? {
+                let Out::Picked(r) = out else { unreachable!("a pick task makes picks") };
+                picked.push(ares::get(&r)?);
+            }
+            // `brackets` lists the columns with brackets in order, each's in `wanted` order.
+            let mut slot: Vec<(usize, usize)> = Vec::new();
+            for (b, (_, bs)) in brackets.iter().enumerate() {
+                slot.extend((0..bs.len()).map(|i| (b, i)));
+            }
+            for (&(c, r, lo, hi), &(b, i)) in wanted.iter().zip(&slot) {
+                let parts: Vec<&Picked> = picked.iter().map(|p| &p[b][i]).collect();
+                let v = describe::select(&parts, lo, hi, r).ok_or_else(|| {
+                    FrameError::Invalid(format!("describe: rank {r} of {:?} was not in its bracket", columns[c]))
+                })?;
+                values[c].insert(r, v);
+            }
+        }
+        let names = describe::percentile_names(percentiles);
+        let mut stats: Vec<String> = ["count", "mean", "std", "min"].iter().map(|s| s.to_string()).collect();
+        stats.extend(names);
+        stats.push("max".into());
+        let mut cols = vec![Column::new("statistic".into(), stats)];
+        for (c, name) in columns.iter().enumerate() {
+            let per = of(c);
+            let (n, mean, m2) = describe::moments(&per);
+            let present = || per.iter().filter(|s| s.count > 0);
+            let min = present().map(|s| s.values[0]).fold(f64::NAN, f64::min);
+            let max = present().map(|s| s.values[s.values.len() - 1]).fold(f64::NAN, f64::max);
+            let nan_unless = |ok: bool, v: f64| if ok { v } else { f64::NAN };
+            let mut col =
+                vec![n as f64, nan_unless(n > 0, mean), nan_unless(n > 1, (m2 / (n as f64 - 1.0)).sqrt()), min];
+            for &q in percentiles {
+                col.push(if n == 0 {
+                    f64::NAN
+                } else {
+                    let (lo, hi, t) = describe::percentile_ranks(q, n);
+                    describe::lerp(values[c][&lo], values[c][&hi], t)
+                });
+            }
+            col.push(max);
+            cols.push(Series::new(name.as_str().into(), col).into_column());
+        }
+        Ok(polars::prelude::DataFrame::new_infer_height(cols)?)
     }
 
     /// Sample sort: bounds from each chunk's sample of the first key, each chunk split

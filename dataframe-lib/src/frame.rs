@@ -57,6 +57,8 @@ pub(crate) enum Op {
     ReadCsv(CsvSource),
     /// A Parquet file, one chunk per row group.
     ReadParquet(ParquetSource),
+    /// pandas' `describe` of the numeric `columns`, with these percentiles (sorted).
+    Describe { input: DataFrame, columns: Vec<String>, percentiles: Vec<f64> },
 }
 
 /// A Parquet file to read: its row groups `(first row, rows)`.
@@ -115,6 +117,7 @@ impl std::fmt::Debug for DataFrame {
             Op::Join { .. } => "merge".to_string(),
             Op::ReadCsv(src) => format!("read_csv({:?}, {} ranges)", src.path, src.ranges.len()),
             Op::ReadParquet(src) => format!("read_parquet({:?}, {} row groups)", src.path, src.groups.len()),
+            Op::Describe { .. } => "describe".to_string(),
         };
         write!(f, "DataFrame({op}, columns {:?})", self.node.schema)
     }
@@ -526,6 +529,38 @@ impl DataFrame {
             Some(f) => f.drop(&[KEY]),
             None => Err(FrameError::Invalid("nunique of a frame without columns".into())),
         }
+    }
+
+    /// pandas' `describe()`: count, mean, std, min, 25%, 50%, 75% and max of every
+    /// numeric column (booleans left out, as pandas does), one row each, named in a
+    /// first column `statistic` (pandas' index). Percentiles are exact, interpolated as
+    /// numpy's `percentile`; missing values are skipped.
+    pub fn describe(&self) -> Result<DataFrame> {
+        self.describe_percentiles(&[0.25, 0.5, 0.75])
+    }
+
+    /// `describe` with other percentiles (fractions in `[0, 1]`, listed in ascending
+    /// order; as in pandas 3, only those given: pandas 2 also added the median).
+    pub fn describe_percentiles(&self, percentiles: &[f64]) -> Result<DataFrame> {
+        let columns: Vec<String> =
+            self.node.schema.iter().filter(|(_, d)| d.is_primitive_numeric()).map(|(n, _)| n.clone()).collect();
+        if columns.is_empty() {
+            return Err(FrameError::DType(
+                "describe summarises numeric columns and the frame has none (strings and booleans are not described)"
+                    .into(),
+            ));
+        }
+        if let Some(q) = percentiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+            return Err(FrameError::Invalid(format!("percentiles must lie between 0 and 1, got {q}")));
+        }
+        let mut qs = percentiles.to_vec();
+        qs.sort_by(f64::total_cmp);
+        if qs.windows(2).any(|w| w[0] == w[1]) {
+            return Err(FrameError::Invalid("percentiles cannot contain duplicates".into()));
+        }
+        let mut schema = vec![("statistic".to_string(), DataType::String)];
+        schema.extend(columns.iter().map(|c| (c.clone(), DataType::Float64)));
+        Ok(DataFrame::new(Op::Describe { input: self.clone(), columns, percentiles: qs }, schema))
     }
 
     fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {

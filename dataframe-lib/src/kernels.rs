@@ -27,6 +27,78 @@ pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef
     DataFrame::new_infer_height(columns)
 }
 
+/// Columns `columns` of `df` as one tensor chunk of `dtype`: rows × columns, row-major,
+/// or the one column's values when `flat`. Missing values become NaN in a float chunk;
+/// an integer or boolean chunk cannot hold them, so a column with any fails, naming it.
+pub(crate) fn to_tensor_chunk(
+    df: &DataFrame,
+    columns: &[String],
+    dtype: ares_tensor::DType,
+    flat: bool,
+) -> PolarsResult<ares_tensor::Chunk> {
+    use ares_tensor::DType;
+    use ares_tensor::data::Buf;
+    let (rows, width) = (df.height(), columns.len());
+    /// Every column cast to `to`, interleaved row-major through `values`.
+    fn interleave<T: Copy + Default>(
+        df: &DataFrame,
+        columns: &[String],
+        to: DataType,
+        missing: Option<T>,
+        values: impl Fn(&Series) -> PolarsResult<Vec<Option<T>>>,
+    ) -> PolarsResult<Vec<T>> {
+        let width = columns.len();
+        let mut out = vec![T::default(); df.height() * width];
+        for (c, name) in columns.iter().enumerate() {
+            let s = df.column(name)?.as_materialized_series().cast(&to)?;
+            for (r, v) in values(&s)?.into_iter().enumerate() {
+                out[r * width + c] = match (v, missing) {
+                    (Some(v), _) => v,
+                    (None, Some(m)) => m,
+                    (None, None) => polars_bail!(ComputeError:
+                        "column {name:?} has missing values, which a {to} tensor cannot hold: fillna, or astype(float64), before to_tensor"),
+                };
+            }
+        }
+        Ok(out)
+    }
+    let data = match dtype {
+        DType::F64 => {
+            Buf::F64(interleave(df, columns, DataType::Float64, Some(f64::NAN), |s| Ok(s.f64()?.iter().collect()))?)
+        }
+        DType::F32 => {
+            Buf::F32(interleave(df, columns, DataType::Float32, Some(f32::NAN), |s| Ok(s.f32()?.iter().collect()))?)
+        }
+        DType::I64 => Buf::I64(interleave(df, columns, DataType::Int64, None, |s| Ok(s.i64()?.iter().collect()))?),
+        DType::I32 => Buf::I32(interleave(df, columns, DataType::Int32, None, |s| Ok(s.i32()?.iter().collect()))?),
+        DType::Bool => Buf::Bool(interleave(df, columns, DataType::Boolean, None, |s| Ok(s.bool()?.iter().collect()))?),
+    };
+    let shape = if flat { vec![rows as u64] } else { vec![rows as u64, width as u64] };
+    Ok(ares_tensor::Chunk { shape, data })
+}
+
+/// A frame of the named tensor chunks, owned: their buffers become the columns without
+/// a copy (booleans are packed into bits).
+pub(crate) fn from_owned_chunks(names: &[String], chunks: Vec<ares_tensor::Chunk>) -> PolarsResult<DataFrame> {
+    use ares_tensor::data::Buf;
+    let columns: Vec<Column> = names
+        .iter()
+        .zip(chunks)
+        .map(|(n, c)| {
+            let name = PlSmallStr::from(n.as_str());
+            let s = match c.data {
+                Buf::F64(v) => Float64Chunked::from_vec(name, v).into_series(),
+                Buf::F32(v) => Float32Chunked::from_vec(name, v).into_series(),
+                Buf::I64(v) => Int64Chunked::from_vec(name, v).into_series(),
+                Buf::I32(v) => Int32Chunked::from_vec(name, v).into_series(),
+                Buf::Bool(v) => BooleanChunked::from_slice(name, &v).into_series(),
+            };
+            s.into_column()
+        })
+        .collect();
+    DataFrame::new_infer_height(columns)
+}
+
 /// The rows of `frames`, one after the other.
 pub(crate) fn concat(frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let mut it = frames.into_iter();
@@ -298,13 +370,13 @@ pub(crate) fn hash_split(keys: &[String], df: &DataFrame, parts: usize) -> Polar
     split_rows(df, parts, h.iter().map(|x| (x % parts as u64) as usize))
 }
 
-/// The rows of `df` in `parts` frames, row `r` going to the `r`-th part of `which`.
+/// The rows of `df` in `parts` frames, row `r` going to the `r`-th part of `which`, each
+/// in row order: one counting pass and one gather, the parts being slices of it.
 fn split_rows(df: &DataFrame, parts: usize, which: impl Iterator<Item = usize>) -> PolarsResult<Vec<DataFrame>> {
-    let mut idx: Vec<Vec<IdxSize>> = vec![Vec::new(); parts];
-    for (row, p) in which.enumerate() {
-        idx[p].push(row as IdxSize);
-    }
-    idx.into_iter().map(|v| df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, v))).collect()
+    let which: Vec<u32> = which.map(|p| p as u32).collect();
+    let (perm, start) = crate::order::group_rows(&which, parts);
+    let grouped = df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, perm))?;
+    Ok(start.windows(2).map(|w| grouped.slice(w[0] as i64, w[1] - w[0])).collect())
 }
 
 /// Up to `n` rows of the first sort key, evenly spaced (the sample a sort's partition
@@ -331,37 +403,27 @@ pub(crate) fn bounds(spec: &SortSpec, samples: Vec<DataFrame>, parts: usize) -> 
     Ok(b)
 }
 
-/// Which of `bounds.len() + 1` ranges each row's first key falls in (ascending order of
-/// ranges: every key of range `p` sorts before every key of range `p + 1`); missing
-/// values go to the last range, as pandas puts them last.
-fn ranges(key: &Series, bounds: &Series, descending: bool) -> PolarsResult<Vec<usize>> {
+/// Which of `bounds.len() + 1` ranges each row's string key falls in (ascending order
+/// of ranges: every key of range `p` sorts before every key of range `p + 1`); missing
+/// values go to the last range, as pandas puts them last. Numbers take `order`'s keys.
+fn string_ranges(key: &Series, bounds: &Series, descending: bool) -> PolarsResult<Vec<usize>> {
     let nb = bounds.len();
     let place = |p: usize| if descending { nb - p } else { p };
-    if key.dtype().is_primitive_numeric() || key.dtype() == &DataType::Boolean {
-        let (k, b) = (key.cast(&DataType::Float64)?, bounds.cast(&DataType::Float64)?);
-        let b: Vec<f64> = b.f64()?.into_no_null_iter().collect();
-        // Equal keys fall in one range (an upper bound); float casts keep the order.
-        Ok(k.f64()?
-            .iter()
-            .map(|v| match v {
-                Some(v) if !v.is_nan() => place(b.partition_point(|&x| x <= v)),
-                _ => nb,
-            })
-            .collect())
-    } else if key.dtype() == &DataType::String {
-        let b: Vec<&str> = bounds.str()?.iter().flatten().collect();
-        Ok(key.str()?.iter().map(|v| v.map_or(nb, |v| place(b.partition_point(|&x| x <= v)))).collect())
-    } else {
-        polars_bail!(ComputeError: "sorting by a column of dtype {} is not supported yet", key.dtype())
-    }
+    let b: Vec<&str> = bounds.str()?.iter().flatten().collect();
+    Ok(key.str()?.iter().map(|v| v.map_or(nb, |v| place(b.partition_point(|&x| x <= v)))).collect())
 }
 
-/// The rows of `df` split into `bounds.height() + 1` ranges of the first sort key.
+/// The rows of `df` split into `bounds.height() + 1` ranges of the first sort key, each
+/// in row order.
 pub(crate) fn range_split(spec: &SortSpec, df: &DataFrame, bounds: &DataFrame) -> PolarsResult<Vec<DataFrame>> {
     let key = df.column(&spec.by[0])?.as_materialized_series();
     let b = bounds.column("b")?.as_materialized_series();
-    let which = ranges(key, b, spec.descending[0])?;
-    split_rows(df, b.len() + 1, which.into_iter())
+    let parts = b.len() + 1;
+    if key.dtype() == &DataType::String {
+        return split_rows(df, parts, string_ranges(key, b, spec.descending[0])?.into_iter());
+    }
+    let which = crate::order::keys(key)?.ranges(&crate::order::keys(b)?.keys, spec.descending[0]);
+    split_rows(df, parts, which.into_iter().map(|p| p as usize))
 }
 
 /// The pieces of one range, sorted (stably, missing values last: NaN in a float key is
@@ -369,6 +431,16 @@ pub(crate) fn range_split(spec: &SortSpec, df: &DataFrame, bounds: &DataFrame) -
 /// either way).
 pub(crate) fn sort_range(spec: &SortSpec, pieces: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let mut df = concat(pieces)?;
+    if spec.by.iter().all(|k| df.column(k).is_ok_and(|c| crate::order::orderable(c.dtype()))) {
+        // Numbers: a stable sort by each key from the last (lexicographic), then one
+        // gather of every column. NaN stays NaN, sorted with the nulls.
+        df.rechunk_mut();
+        let mut perm: Vec<IdxSize> = (0..df.height() as IdxSize).collect();
+        for (k, &desc) in spec.by.iter().zip(&spec.descending).rev() {
+            perm = crate::order::keys(df.column(k)?.as_materialized_series())?.sort(&perm, desc);
+        }
+        return df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, perm));
+    }
     for k in &spec.by {
         let c = df.column(k)?;
         if c.dtype().is_float() {

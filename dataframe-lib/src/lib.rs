@@ -18,6 +18,7 @@
 
 mod chunk;
 mod csv;
+mod describe;
 mod error;
 mod eval;
 mod exec;
@@ -25,6 +26,7 @@ mod expr;
 mod frame;
 mod hashagg;
 mod kernels;
+mod order;
 mod parquet;
 mod relational;
 mod spec;

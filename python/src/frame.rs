@@ -322,6 +322,11 @@ impl PyFrame {
         self.df.nunique().map(wrap).or_raise()
     }
 
+    /// pandas' `describe` of the numeric columns with these percentiles.
+    fn describe(&self, percentiles: Vec<f64>) -> PyResult<PyFrame> {
+        self.df.describe_percentiles(&percentiles).map(wrap).or_raise()
+    }
+
     fn sort_values(&self, by: Vec<String>, ascending: Vec<bool>) -> PyResult<PyFrame> {
         self.df.sort_values(&strs(&by), &ascending).map(wrap).or_raise()
     }
@@ -567,6 +572,22 @@ impl PyFrameSession {
     fn to_parquet(&self, py: Python<'_>, frame: &PyFrame, path: &str) -> PyResult<()> {
         let (s, df, path) = (Session::clone(&self.s), frame.df.clone(), path.to_string());
         interruptible(py, move |cancel| s.cancelled_by(cancel).to_parquet(&df, &path))?.or_raise()
+    }
+
+    /// The frame's values as a 2-d tensor (`column` given: that column as a 1-d one),
+    /// computing the frame first.
+    #[pyo3(signature = (frame, column=None))]
+    fn to_tensor(&self, py: Python<'_>, frame: &PyFrame, column: Option<String>) -> PyResult<PyTensor> {
+        let (s, df) = (Session::clone(&self.s), frame.df.clone());
+        let t = interruptible(py, move |cancel| {
+            let s = s.cancelled_by(cancel);
+            match column {
+                Some(c) => s.column_to_tensor(&df, &c),
+                None => s.to_tensor(&df),
+            }
+        })?
+        .or_raise()?;
+        Ok(PyTensor { t })
     }
 
     /// The rows of a frame computed in this session; `None` if it was not.

@@ -121,6 +121,46 @@ def test_whole_frame_reductions_match_pandas(data):
     pdt.assert_series_equal(df.nunique().fetch(), p.nunique(), check_dtype=False, check_names=False)
 
 
+@given(frames(), st.lists(st.integers(0, 100), max_size=3, unique=True))
+def test_describe_matches_pandas(data, pcts):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    # Numeric columns only, as pandas' default; strings are left out.
+    pdt.assert_frame_equal(df.describe().fetch(), pdf.describe(), check_exact=False, rtol=1e-9, atol=1e-9)
+    percentiles = [p / 100 for p in pcts]
+    pdt.assert_frame_equal(df.describe(percentiles=percentiles).fetch(), pdf.describe(percentiles=percentiles),
+                           check_exact=False, rtol=1e-9, atol=1e-9)
+    pdt.assert_series_equal(df["f"].describe().fetch(), pdf["f"].describe(), check_exact=False, rtol=1e-9,
+                            atol=1e-9)
+
+
+def test_describe_of_large_chunks_has_exact_percentiles():
+    rng = np.random.default_rng(5)
+    pdf = pd.DataFrame({"x": rng.standard_normal(200_000), "k": rng.integers(0, 7, 200_000)})
+    pdf.loc[::53, "x"] = np.nan
+    df = ad.DataFrame(pdf, chunk_size=45_000)
+    got = df.describe(percentiles=[0.001, 0.333, 0.999]).fetch()
+    pdt.assert_frame_equal(got, pdf.describe(percentiles=[0.001, 0.333, 0.999]), check_exact=False, rtol=1e-12)
+    with pytest.raises(TypeError):
+        ad.DataFrame({"s": ["a", "b"]}).describe()
+    with pytest.raises(NotImplementedError, match="include"):
+        df.describe(include="all")
+
+
+def test_to_tensor_gives_pandas_to_numpy():
+    pdf = pd.DataFrame({"i": np.arange(1000), "f": np.arange(1000) / 8, "b": np.arange(1000) % 3 == 0})
+    df = ad.DataFrame(pdf, chunk_size=128)
+    t = df.to_tensor()
+    assert t.shape == (1000, 3) and t.dtype == np.float64
+    np.testing.assert_array_equal(t.fetch(), pdf.to_numpy(dtype=np.float64))
+    np.testing.assert_array_equal(df[df["i"] > 500][["i"]].to_tensor().fetch()[:, 0], np.arange(501, 1000))
+    col = df["i"].to_tensor()
+    assert col.dtype == np.int64 and col.shape == (1000,)
+    assert int((col * 2).sum().fetch()) == 2 * int(pdf["i"].sum())
+    with pytest.raises(TypeError, match="astype"):
+        ad.DataFrame({"s": ["a", "b"]}).to_tensor()
+
+
 @given(frames(), st.booleans(), st.booleans())
 def test_sort_values_matches_a_stable_pandas_sort(data, asc1, asc2):
     pdf, chunk = data

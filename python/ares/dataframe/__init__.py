@@ -271,7 +271,10 @@ class DataFrame:
             return out.iloc[0] if len(out) else pd.Series(dtype=float)
         if self._index:
             out = out.set_index(self._index)
-        if self._kind == "series":
+        if self._kind in ("describe", "describe_series"):
+            # The statistics' names as pandas makes them (its default string dtype).
+            out.index = pd.Index(list(out.index))
+        if self._kind in ("series", "describe_series"):
             s = out[out.columns[0]]
             return s.rename(None) if s.name == "__ares_value" else s
         return out
@@ -432,8 +435,17 @@ class DataFrame:
 
     aggregate = agg
 
-    def describe(self) -> Any:
-        raise NotImplementedError("describe (percentiles need a sort per column; not supported yet)")
+    def describe(self, percentiles: Optional[Sequence[float]] = None, include: Any = None,
+                 exclude: Any = None) -> "DataFrame":
+        """count, mean, std, min, percentiles (25%, 50%, 75% by default) and max of every
+        numeric column, as pandas' ``describe()`` (booleans and strings left out).
+        Percentiles are exact (numpy's linear interpolation), found in two passes over
+        the chunks without sorting the frame."""
+        if include is not None or exclude is not None:
+            raise NotImplementedError("describe(include=, exclude=): only the numeric columns are described")
+        f = self._f.select(self.columns) if self._index else self._f
+        qs = [0.25, 0.5, 0.75] if percentiles is None else [float(q) for q in percentiles]
+        return self._wrap(f.describe(qs), ["statistic"], kind="describe")
 
     def nunique(self) -> "DataFrame":
         """Distinct present values per column (a row of counts, fetched as a Series)."""
@@ -494,6 +506,17 @@ class DataFrame:
 
     def join(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("DataFrame.join joins on the index, which ares frames do not have: use merge(on=...)")
+
+    def to_tensor(self, session: Any = None):
+        """The values as a 2-d ``ares.tensor`` tensor (rows × columns) of the columns'
+        common dtype, as ``to_numpy()`` gives (index columns left out). The frame is
+        computed first: its chunks' row counts make the tensor's row chunks, as Dask's
+        ``to_dask_array(lengths=True)`` does. Integer and boolean columns must have no
+        missing values (a float tensor holds them as NaN)."""
+        from ..tensor import Tensor
+
+        f = self._f.select(self.columns) if self._index else self._f
+        return Tensor(_session(session).to_tensor(f))
 
     def to_csv(self, path: Any, sep: str = ",", index: bool = False, session: Any = None) -> None:
         """Writes one CSV file with a header line: each chunk's text is made by a worker
@@ -585,6 +608,13 @@ class Series:
 
     def to_numpy(self) -> np.ndarray:
         return self.fetch().to_numpy()
+
+    def to_tensor(self, session: Any = None):
+        """The column as a 1-d ``ares.tensor`` tensor (see ``DataFrame.to_tensor``)."""
+        from ..tensor import Tensor
+
+        f = self._frame()._f
+        return Tensor(_session(session).to_tensor(f, f.columns[0]))
 
     # ----- operators ------------------------------------------------------------------
 
@@ -763,6 +793,12 @@ class Series:
     def dropna(self) -> DataFrame:
         f = self._frame()._f
         return DataFrame(_frame=f.dropna([f.columns[0]], "any"), _kind="series")
+
+    def describe(self, percentiles: Optional[Sequence[float]] = None) -> DataFrame:
+        """pandas' ``Series.describe()`` of a numeric column (a Series indexed by
+        statistic, named as the column)."""
+        qs = [0.25, 0.5, 0.75] if percentiles is None else [float(q) for q in percentiles]
+        return DataFrame(_frame=self._frame()._f.describe(qs), _index=["statistic"], _kind="describe_series")
 
 
 class _StrAccessor:
