@@ -219,15 +219,7 @@ pub(crate) fn percentile_names(qs: &[f64]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A small deterministic generator (no dependency for a unit test).
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-    }
+    use crate::testing::Lcg;
 
     /// Every rank of `data`, split into chunks of the given sizes, found through the
     /// sketches and brackets, equals the sorted data's.

@@ -46,3 +46,18 @@ pub fn link_kernels() {
     exec::link();
 }
 pub use spec::{Agg, How, Method};
+
+/// What the unit tests share.
+#[cfg(test)]
+mod testing {
+    /// A small deterministic generator of test data (no dependency for a unit test).
+    pub(crate) struct Lcg(pub(crate) u64);
+
+    impl Lcg {
+        /// The next 53 random bits.
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 >> 11
+        }
+    }
+}

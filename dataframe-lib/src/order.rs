@@ -209,15 +209,8 @@ pub(crate) fn group_rows(which: &[u32], parts: usize) -> (Vec<IdxSize>, Vec<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Lcg;
     use polars::prelude::NamedFrom;
-
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            self.0 >> 11
-        }
-    }
 
     fn stable_reference(keys: &[u64]) -> Vec<IdxSize> {
         let mut idx: Vec<IdxSize> = (0..keys.len() as IdxSize).collect();
