@@ -70,10 +70,12 @@ fn mappable(dt: &DataType) -> bool {
     dt.is_primitive_numeric() || matches!(dt, DataType::Boolean | DataType::Date | DataType::Datetime(..))
 }
 
-/// Reads an archived chunk (only `columns`, when given) where it lies: the columns of a chunk of numbers, booleans
-/// and dates point into its bytes, without a copy (the issue's "a same-node read maps
-/// rather than copies"); any other chunk, or one whose buffers are not aligned, is
-/// copied out as [`decode_archived`] does.
+/// Reads an archived chunk (only `columns`, when given) where it lies: the columns of a
+/// chunk of numbers, booleans and dates point into its bytes, without a copy (the
+/// issue's "a same-node read maps rather than copies"); any other chunk, one not aligned
+/// as IPC aligns its buffers, or one the mmap reader refuses, is copied out as
+/// [`decode_archived`] does. The chunk's bytes were written by a task of this program;
+/// the mmap reader checks the buffers' offsets against them, not every bitmap's length.
 ///
 /// # Safety
 ///
@@ -89,7 +91,11 @@ pub(crate) unsafe fn map_archived(c: &ArchivedFrameChunk, columns: Option<&[Stri
     };
     let meta = read_file_metadata(&mut Cursor::new(bytes))?;
     let plain = meta.schema.iter_values().all(|f| mappable(&DataType::from_arrow_field(f)));
-    if !plain || meta.dictionaries.as_ref().is_some_and(|d| !d.is_empty()) {
+    // IPC pads every buffer to a multiple of 64 bytes from the file's start: a file
+    // starting on 8 bytes has every value aligned and is read in place; any other is
+    // copied (never handed to the mmap reader unaligned).
+    let aligned = (bytes.as_ptr() as usize) % 8 == 0;
+    if !plain || !aligned || meta.dictionaries.as_ref().is_some_and(|d| !d.is_empty()) {
         return copied();
     }
     let owner = Arc::new(Pinned { ptr: bytes.as_ptr(), len: bytes.len() });
@@ -108,11 +114,13 @@ pub(crate) unsafe fn map_archived(c: &ArchivedFrameChunk, columns: Option<&[Stri
             .iter_values()
             .zip(batch.into_arrays())
             .map(|(f, a)| Ok(Series::from_arrow(PlSmallStr::from(f.name.as_str()), a)?.into_column()))
-            .collect::<PolarsResult<Vec<_>>>()?;
-        let df = DataFrame::new_infer_height(columns)?;
+            .collect::<PolarsResult<Vec<_>>>();
+        let Ok(df) = columns.and_then(DataFrame::new_infer_height) else { return copied() };
         match out.as_mut() {
             Some(acc) => {
-                acc.vstack_mut_owned(df)?;
+                if acc.vstack_mut_owned(df).is_err() {
+                    return copied();
+                }
             }
             None => out = Some(df),
         }

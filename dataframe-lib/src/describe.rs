@@ -13,9 +13,15 @@
 
 use polars::prelude::{DataFrame, DataType, PolarsResult};
 
-/// Sample points a chunk keeps per column: the bracket found from them spans about
+/// Most sample points a chunk keeps per column: the bracket found from them spans about
 /// `2 · rows / SKETCH` values of the whole frame.
 pub(crate) const SKETCH: usize = 4096;
+
+/// Sample points per chunk for a frame of `chunks` chunks: fewer as there are more, so
+/// the sketches the driver gathers stay about 16 MB per column (at least 256 points).
+pub(crate) fn sketch_points(chunks: usize) -> u32 {
+    (2_000_000 / chunks.max(1)).clamp(256, SKETCH) as u32
+}
 
 /// What one chunk knows of one column's present values (nulls and NaN left out).
 #[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -26,10 +32,18 @@ pub struct Sketch {
     pub(crate) sum: f64,
     /// Sum of squared deviations from the chunk's mean.
     pub(crate) m2: f64,
-    /// Sample ranks, ascending, the first 0 and the last `count - 1`.
-    pub(crate) ranks: Vec<u64>,
+    /// Evenly spaced points: `values[i]` is the value of rank `i · count / points` for
+    /// `i < points`, and a last one, when there is one more, that of rank `count - 1`.
+    pub(crate) points: u64,
     /// The values at those ranks in sorted order.
     pub(crate) values: Vec<f64>,
+}
+
+impl Sketch {
+    /// The rank of sample `i`.
+    fn rank(&self, i: usize) -> u64 {
+        if (i as u64) < self.points { i as u64 * self.count / self.points } else { self.count - 1 }
+    }
 }
 
 /// What one chunk holds of one bracket `[lo, hi]`.
@@ -59,8 +73,9 @@ pub(crate) fn sorted_values(values: impl Iterator<Item = Option<f64>>) -> Vec<f6
     v
 }
 
-/// The sketch of one chunk's sorted values.
-pub(crate) fn sketch(sorted: &[f64]) -> Sketch {
+/// The sketch of one chunk's sorted values, with at most `points` evenly spaced samples
+/// (and the greatest value).
+pub(crate) fn sketch(sorted: &[f64], points: u32) -> Sketch {
     let n = sorted.len();
     if n == 0 {
         return Sketch::default();
@@ -68,13 +83,12 @@ pub(crate) fn sketch(sorted: &[f64]) -> Sketch {
     let sum: f64 = sorted.iter().sum();
     let mean = sum / n as f64;
     let m2 = sorted.iter().map(|x| (x - mean) * (x - mean)).sum();
-    let k = SKETCH.min(n);
-    let mut ranks: Vec<u64> = (0..k).map(|i| (i * n / k) as u64).collect();
-    if ranks.last() != Some(&(n as u64 - 1)) {
-        ranks.push(n as u64 - 1);
+    let k = (points.max(1) as usize).min(n);
+    let mut values: Vec<f64> = (0..k).map(|i| sorted[i * n / k]).collect();
+    if (k - 1) * n / k != n - 1 {
+        values.push(sorted[n - 1]);
     }
-    let values = ranks.iter().map(|&r| sorted[r as usize]).collect();
-    Sketch { count: n as u64, sum, m2, ranks, values }
+    Sketch { count: n as u64, sum, m2, points: k as u64, values }
 }
 
 /// Count, mean, and `M2` (squared deviations from the mean) of the chunks together
@@ -95,7 +109,7 @@ pub(crate) fn moments(sketches: &[&Sketch]) -> (u64, f64, f64) {
 /// At most how many values of chunk `s` are `< v`: the rank of its first sample `>= v`.
 fn most_below(s: &Sketch, v: f64) -> u64 {
     let i = s.values.partition_point(|&x| x < v);
-    s.ranks.get(i).copied().unwrap_or(s.count)
+    if i < s.values.len() { s.rank(i) } else { s.count }
 }
 
 /// At least how many values of chunk `s` are `<= v`: one more than the rank of its last
@@ -103,28 +117,42 @@ fn most_below(s: &Sketch, v: f64) -> u64 {
 fn least_up_to(s: &Sketch, v: f64) -> u64 {
     match s.values.partition_point(|&x| x <= v) {
         0 => 0,
-        i => s.ranks[i - 1] + 1,
+        i => s.rank(i - 1) + 1,
     }
 }
 
-/// Two sampled values `lo <= hi` such that the value of rank `r` (0-based, in sorted
-/// order, over every chunk) lies in `[lo, hi]`: at most `r` values are `< lo` and at
-/// least `r + 1` are `<= hi`. `None` when the chunks hold no more than `r` values.
-pub(crate) fn bracket(sketches: &[&Sketch], r: u64) -> Option<(f64, f64)> {
-    let n: u64 = sketches.iter().map(|s| s.count).sum();
-    if r >= n {
-        return None;
+/// Every chunk's sketch of one column, and their sampled values sorted once.
+pub(crate) struct Brackets<'a> {
+    sketches: Vec<&'a Sketch>,
+    candidates: Vec<f64>,
+    count: u64,
+}
+
+impl<'a> Brackets<'a> {
+    pub(crate) fn new(sketches: Vec<&'a Sketch>) -> Self {
+        let mut candidates: Vec<f64> = sketches.iter().flat_map(|s| s.values.iter().copied()).collect();
+        candidates.sort_unstable_by(f64::total_cmp);
+        candidates.dedup();
+        let count = sketches.iter().map(|s| s.count).sum();
+        Brackets { sketches, candidates, count }
     }
-    let mut candidates: Vec<f64> = sketches.iter().flat_map(|s| s.values.iter().copied()).collect();
-    candidates.sort_unstable_by(f64::total_cmp);
-    candidates.dedup();
-    // Both counts grow with v. The least candidate has nothing below it, and the
-    // greatest has every value up to it, so both searches find one.
-    let below = |v: f64| sketches.iter().map(|s| most_below(s, v)).sum::<u64>();
-    let up_to = |v: f64| sketches.iter().map(|s| least_up_to(s, v)).sum::<u64>();
-    let lo = candidates[candidates.partition_point(|&v| below(v) <= r) - 1];
-    let hi = candidates[candidates.partition_point(|&v| up_to(v) < r + 1)];
-    Some((lo, hi))
+
+    /// Two sampled values `lo <= hi` such that the value of rank `r` (0-based, in sorted
+    /// order, over every chunk) lies in `[lo, hi]`: at most `r` values are `< lo` and at
+    /// least `r + 1` are `<= hi`. `None` when the chunks hold no more than `r` values.
+    pub(crate) fn bracket(&self, r: u64) -> Option<(f64, f64)> {
+        if r >= self.count {
+            return None;
+        }
+        // Both counts grow with v. The least candidate has nothing below it, and the
+        // greatest has every value up to it, so both searches find one.
+        let below = |v: f64| self.sketches.iter().map(|s| most_below(s, v)).sum::<u64>();
+        let up_to = |v: f64| self.sketches.iter().map(|s| least_up_to(s, v)).sum::<u64>();
+        let c = &self.candidates;
+        let lo = c[c.partition_point(|&v| below(v) <= r) - 1];
+        let hi = c[c.partition_point(|&v| up_to(v) < r + 1)];
+        Some((lo, hi))
+    }
 }
 
 /// What sorted (or unsorted) `values` hold of the bracket `[lo, hi]`.
@@ -166,6 +194,9 @@ pub(crate) fn select(parts: &[&Picked], lo: f64, hi: f64, r: u64) -> Option<f64>
 /// The ranks numpy's linear percentile reads for fraction `q` of `n` values: the two
 /// neighbours of `q · (n - 1)` and the weight of the upper one.
 pub(crate) fn percentile_ranks(q: f64, n: u64) -> (u64, u64, f64) {
+    // pandas hands numpy `100 q`, which divides it by 100 again: the same fraction to
+    // the last bit.
+    let q = q * 100.0 / 100.0;
     let pos = q * (n - 1) as f64;
     let lo = pos.floor();
     let t = pos - lo;
@@ -232,18 +263,21 @@ mod tests {
             chunks.push(sorted_values(data[at..at + s].iter().map(|&x| Some(x))));
             at += s;
         }
-        let sketches: Vec<Sketch> = chunks.iter().map(|c| sketch(c)).collect();
-        let refs: Vec<&Sketch> = sketches.iter().collect();
         let n = data.len() as u64;
         let step = (n / 50).max(1);
-        for r in (0..n).step_by(step as usize).chain([n - 1]) {
-            let (lo, hi) = bracket(&refs, r).expect("r < n");
-            assert!(lo <= hi);
-            let parts: Vec<Picked> = chunks.iter().map(|c| pick(c, lo, hi)).collect();
-            let prefs: Vec<&Picked> = parts.iter().collect();
-            assert_eq!(select(&prefs, lo, hi, r), Some(sorted_all[r as usize]), "rank {r}");
+        // Many points, and few (wide brackets).
+        for points in [SKETCH as u32, 16] {
+            let sketches: Vec<Sketch> = chunks.iter().map(|c| sketch(c, points)).collect();
+            let b = Brackets::new(sketches.iter().collect());
+            for r in (0..n).step_by(step as usize).chain([n - 1]) {
+                let (lo, hi) = b.bracket(r).expect("r < n");
+                assert!(lo <= hi);
+                let parts: Vec<Picked> = chunks.iter().map(|c| pick(c, lo, hi)).collect();
+                let prefs: Vec<&Picked> = parts.iter().collect();
+                assert_eq!(select(&prefs, lo, hi, r), Some(sorted_all[r as usize]), "rank {r}");
+            }
+            assert_eq!(b.bracket(n), None);
         }
-        assert_eq!(bracket(&refs, n), None);
     }
 
     #[test]
@@ -271,8 +305,9 @@ mod tests {
     #[test]
     fn moments_merge_as_one_pass_would() {
         let data: Vec<f64> = (0..1000).map(|i| (i * i % 97) as f64 - 30.0).collect();
-        let whole = sketch(&sorted_values(data.iter().map(|&x| Some(x))));
-        let parts: Vec<Sketch> = data.chunks(137).map(|c| sketch(&sorted_values(c.iter().map(|&x| Some(x))))).collect();
+        let whole = sketch(&sorted_values(data.iter().map(|&x| Some(x))), 64);
+        let parts: Vec<Sketch> =
+            data.chunks(137).map(|c| sketch(&sorted_values(c.iter().map(|&x| Some(x))), 64)).collect();
         let (n, mean, m2) = moments(&parts.iter().collect::<Vec<_>>());
         assert_eq!(n, 1000);
         assert!((mean - whole.sum / 1000.0).abs() < 1e-12);
@@ -283,7 +318,15 @@ mod tests {
     fn missing_values_are_left_out() {
         let v = sorted_values([Some(3.0), None, Some(f64::NAN), Some(-1.0)].into_iter());
         assert_eq!(v, [-1.0, 3.0]);
-        assert_eq!(sketch(&[]).count, 0);
+        assert_eq!(sketch(&[], 64).count, 0);
+        // A sketch's samples sit at the ranks it says, the greatest value last.
+        let v: Vec<f64> = (0..1000).map(f64::from).collect();
+        let s = sketch(&v, 7);
+        let ranks: Vec<u64> = (0..s.values.len()).map(|i| s.rank(i)).collect();
+        assert_eq!(ranks, [0, 142, 285, 428, 571, 714, 857, 999]);
+        assert!(ranks.iter().zip(&s.values).all(|(&r, &x)| x == r as f64));
+        assert_eq!(sketch_points(50), SKETCH as u32);
+        assert_eq!(sketch_points(100_000), 256);
     }
 
     #[test]

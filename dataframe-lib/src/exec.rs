@@ -222,12 +222,12 @@ fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk
 
 /// Each column's sketch of a chunk (`describe`'s first pass).
 #[ares::remote]
-fn describe_sketch(columns: Vec<String>, input: InPlace<'_, FrameChunk>) -> Vec<Sketch> {
+fn describe_sketch(columns: Vec<String>, points: u32, input: InPlace<'_, FrameChunk>) -> Vec<Sketch> {
     one_thread();
     let df = read_columns(&input, Some(&columns));
     columns
         .iter()
-        .map(|c| describe::sketch(&describe::sorted_values(or_panic(describe::floats(&df, c)).into_iter())))
+        .map(|c| describe::sketch(&describe::sorted_values(or_panic(describe::floats(&df, c)).into_iter()), points))
         .collect()
 }
 
@@ -327,7 +327,8 @@ enum Task {
     ParquetRead(ParquetTask, Option<MapSpec>),
     /// CSV text of a chunk: header line, separator.
     CsvFormat(bool, u8),
-    DescribeSketch(Vec<String>),
+    /// Columns, sample points per chunk.
+    DescribeSketch(Vec<String>, u32),
     /// Columns, dtype, one column flat.
     ToTensor(Vec<String>, ares_tensor::DType, bool),
     /// Brackets per column.
@@ -386,8 +387,8 @@ fn submit(task: Task, ins: Vec<Out>, o: ares::TaskOptions) -> Out {
         Task::ToTensor(cols, dtype, flat) => {
             Out::Tensor(ares::remote(to_tensor_chunk).options(o).call(cols, dtype, flat, ins[0].frame()))
         }
-        Task::DescribeSketch(cols) => {
-            Out::Sketches(ares::remote(describe_sketch).options(o).call(cols, ins[0].frame()))
+        Task::DescribeSketch(cols, points) => {
+            Out::Sketches(ares::remote(describe_sketch).options(o).call(cols, points, ins[0].frame()))
         }
         Task::DescribePick(brackets) => {
             Out::Picked(ares::remote(describe_pick).options(o).call(brackets, ins[0].frame()))
@@ -918,28 +919,33 @@ impl Session {
         Ok((Self::frames(self.run(&mut g, &targets)?), method))
     }
 
-    /// The frame's values as a 2-d tensor (rows × columns) of the columns' common dtype,
-    /// as pandas' `to_numpy` gives: numpy's promotion (booleans alone stay booleans;
-    /// with numbers they count as 0 and 1; any float makes floats, float32 only when no
-    /// column is wider). Its row chunks are the frame's. The frame is computed first and
-    /// its chunks converted now: their row counts make the tensor's chunks, as Dask's
+    /// The frame's values as a 2-d tensor (rows × columns) of the columns' common dtype:
+    /// numpy's promotion of the columns' dtypes, as pandas' `to_numpy` gives for numbers
+    /// (any float makes floats: float32 when the others are float32 or integers of at
+    /// most 16 bits, float64 otherwise), except that booleans with numbers count as 0 and
+    /// 1 where pandas makes an `object` array (tensors have no objects); booleans alone
+    /// stay booleans. Its row chunks are the frame's. The frame is computed first and its
+    /// chunks converted now: their row counts make the tensor's chunks, as Dask's
     /// `to_dask_array(lengths=True)` computes them.
     pub fn to_tensor(&self, df: &DataFrame) -> Result<ares_tensor::Tensor> {
         self.tensor_of(df, &df.columns(), false)
     }
 
-    /// One column as a 1-d tensor (pandas' `Series.to_numpy`), as `to_tensor` makes it.
+    /// One column as a 1-d tensor (pandas' `Series.to_numpy`), as `to_tensor` makes it;
+    /// only that column is computed.
     pub fn column_to_tensor(&self, df: &DataFrame, column: &str) -> Result<ares_tensor::Tensor> {
-        df.dtype(column)?;
-        self.tensor_of(df, &[column.to_string()], true)
+        self.tensor_of(&df.select(&[column])?, &[column.to_string()], true)
     }
 
     fn tensor_of(&self, df: &DataFrame, columns: &[String], flat: bool) -> Result<ares_tensor::Tensor> {
         use ares_tensor::DType;
         use polars::prelude::DataType;
         let mut kinds = Vec::new();
+        // Whether every integer column fits float32 exactly (numpy keeps float32 then).
+        let mut small_ints = true;
         for c in columns {
             let dt = df.dtype(c)?;
+            small_ints &= !matches!(dt, DataType::Int32 | DataType::Int64 | DataType::UInt32 | DataType::UInt64);
             kinds.push(match dt {
                 DataType::Boolean => DType::Bool,
                 DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => DType::I32,
@@ -960,13 +966,19 @@ impl Session {
         let dtype = if numbers.is_empty() {
             DType::Bool
         } else if numbers.iter().any(|k| k.is_float()) {
-            if numbers.iter().all(|&k| k == DType::F32) { DType::F32 } else { DType::F64 }
+            if small_ints && !numbers.contains(&DType::F64) { DType::F32 } else { DType::F64 }
         } else if numbers.iter().all(|&k| k == DType::I32) {
             DType::I32
         } else {
             DType::I64
         };
         let chunks = self.chunks(df)?;
+        if chunks.is_empty() {
+            let shape: Vec<u64> = if flat { vec![0] } else { vec![0, columns.len() as u64] };
+            let chunk = ares_tensor::Chunk { shape, data: ares_tensor::data::Buf::with_capacity(dtype, 0) };
+            let grid = if flat { vec![vec![0]] } else { vec![vec![0], vec![columns.len() as u64]] };
+            return Ok(ares_tensor::from_chunk_refs(dtype, grid, vec![ares::put(chunk)?])?);
+        }
         let mut rows = Vec::with_capacity(chunks.len());
         for r in chunks.iter() {
             rows.push(ares::get_view(r)?.rows.to_native());
@@ -1010,7 +1022,8 @@ impl Session {
     ) -> Result<polars::prelude::DataFrame> {
         use polars::prelude::{Column, IntoColumn, NamedFrom, Series};
         let mut sketches: Vec<Vec<Sketch>> = Vec::with_capacity(inputs.len());
-        for out in self.per_chunk(inputs, || Task::DescribeSketch(columns.to_vec()))? {
+        let points = describe::sketch_points(inputs.len());
+        for out in self.per_chunk(inputs, || Task::DescribeSketch(columns.to_vec(), points))? {
             let Out::Sketches(r) = out else { unreachable!("a sketch task makes sketches") };
             sketches.push(ares::get(&r)?);
         }
@@ -1020,6 +1033,7 @@ impl Session {
         let mut brackets: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
         let mut wanted: Vec<(usize, u64, f64, f64)> = Vec::new();
         for (c, name) in columns.iter().enumerate() {
+            let found = describe::Brackets::new(of(c));
             let n: u64 = of(c).iter().map(|s| s.count).sum();
             let mut bs = Vec::new();
             for &q in percentiles.iter().filter(|_| n > 0) {
@@ -1028,7 +1042,7 @@ impl Session {
                     if values[c].contains_key(&r) || wanted.iter().any(|w| w.0 == c && w.1 == r) {
                         continue;
                     }
-                    let (blo, bhi) = describe::bracket(&of(c), r).expect("a rank below the count");
+                    let (blo, bhi) = found.bracket(r).expect("a rank below the count");
                     if blo == bhi {
                         values[c].insert(r, blo);
                     } else {

@@ -550,6 +550,13 @@ impl DataFrame {
                     .into(),
             ));
         }
+        if columns.iter().any(|c| c == "statistic") {
+            return Err(FrameError::Invalid(
+                "describe names its rows in a first column \"statistic\", and the frame has a column of that name: \
+                 rename it first"
+                    .into(),
+            ));
+        }
         if let Some(q) = percentiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
             return Err(FrameError::Invalid(format!("percentiles must lie between 0 and 1, got {q}")));
         }

@@ -108,6 +108,8 @@ fn describe_finds_exact_percentiles_in_chunks_larger_than_their_sketches() {
     assert!(e.to_string().contains("between 0 and 1"), "{e}");
     let e = df.describe_percentiles(&[0.2, 0.2]).unwrap_err();
     assert!(e.to_string().contains("duplicates"), "{e}");
+    let e = df.rename(&[("d", "statistic")]).unwrap().describe().unwrap_err();
+    assert!(e.to_string().contains("rename"), "{e}");
     ares::shutdown();
 }
 
@@ -148,6 +150,11 @@ fn to_tensor_gives_the_rows_as_a_tensor_of_the_common_dtype() {
     let flags = s.column_to_tensor(&df, "b").unwrap();
     assert_eq!(flags.dtype(), ares_tensor::DType::Bool);
 
+    // float32 stays float32 alone, and meets int32 as float64 (numpy's promotion).
+    let singles = df.astype(&[("f", ares_dataframe::Dtype::Float32)]).unwrap();
+    assert_eq!(s.to_tensor(&singles.select(&["f"]).unwrap()).unwrap().dtype(), ares_tensor::DType::F32);
+    let mixed = singles.astype(&[("i", ares_dataframe::Dtype::Int32)]).unwrap().select(&["f", "i"]).unwrap();
+    assert_eq!(s.to_tensor(&mixed).unwrap().dtype(), ares_tensor::DType::F64);
     let e = s.to_tensor(&df).unwrap_err();
     assert!(matches!(e, FrameError::DType(_)) && e.to_string().contains("\"w\""), "{e}");
     // An integer tensor cannot hold a missing value: the task says which column.

@@ -444,8 +444,7 @@ class DataFrame:
         if include is not None or exclude is not None:
             raise NotImplementedError("describe(include=, exclude=): only the numeric columns are described")
         f = self._f.select(self.columns) if self._index else self._f
-        qs = [0.25, 0.5, 0.75] if percentiles is None else [float(q) for q in percentiles]
-        return self._wrap(f.describe(qs), ["statistic"], kind="describe")
+        return self._wrap(f.describe(_percentiles(percentiles)), ["statistic"], kind="describe")
 
     def nunique(self) -> "DataFrame":
         """Distinct present values per column (a row of counts, fetched as a Series)."""
@@ -533,6 +532,23 @@ class DataFrame:
 
         f = self._f if (index or not self._index) else self._f.drop(self._index)
         _session(session).to_parquet(f, os.fspath(path))
+
+
+def _percentiles(percentiles: Optional[Sequence[float]]) -> List[float]:
+    """describe's percentiles as the installed pandas takes them: 25/50/75% by default;
+    those given, and the median too under pandas 2 (pandas 3 no longer adds it)."""
+    if percentiles is None:
+        return [0.25, 0.5, 0.75]
+    qs = [float(q) for q in percentiles]
+    try:
+        import pandas as pd
+
+        major = int(pd.__version__.split(".")[0])
+    except (ImportError, ValueError):
+        major = 3
+    if major < 3 and 0.5 not in qs:
+        qs.append(0.5)
+    return qs
 
 
 def _ddof(ddof: int) -> None:
@@ -797,8 +813,8 @@ class Series:
     def describe(self, percentiles: Optional[Sequence[float]] = None) -> DataFrame:
         """pandas' ``Series.describe()`` of a numeric column (a Series indexed by
         statistic, named as the column)."""
-        qs = [0.25, 0.5, 0.75] if percentiles is None else [float(q) for q in percentiles]
-        return DataFrame(_frame=self._frame()._f.describe(qs), _index=["statistic"], _kind="describe_series")
+        return DataFrame(_frame=self._frame()._f.describe(_percentiles(percentiles)), _index=["statistic"],
+                         _kind="describe_series")
 
 
 class _StrAccessor:
