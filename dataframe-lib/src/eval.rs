@@ -72,6 +72,20 @@ impl Eval<'_> {
             Instr::FillNa(a, v) => fill_na(self.operand(at, *a, depth)?, v),
             Instr::Cast(a, d) => self.operand(at, *a, depth)?.strict_cast(&d.to_polars()),
             Instr::Str(op, a, pat) => string_test(*op, &self.operand(at, *a, depth)?, pat),
+            Instr::Clip(a, lo, hi) => {
+                let s = self.operand(at, *a, depth)?;
+                // The result's dtype: the column's, widened by a bound as arithmetic is.
+                let mut to = s.dtype().clone();
+                for b in [lo, hi].into_iter().flatten() {
+                    to = arithmetic_dtype(BinOp::Add, &to, false, &literal(b, 1).dtype().clone(), true).unwrap_or(to);
+                }
+                let bound = |b: &Option<Scalar>| match b {
+                    Some(Scalar::Int(v)) => Some(*v as f64),
+                    Some(Scalar::Float(v)) => Some(*v),
+                    _ => None,
+                };
+                crate::numeric::clip(&s.cast(&to)?, bound(lo), bound(hi))
+            }
         }
     }
 }
@@ -112,10 +126,14 @@ fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsRe
             polars_bail!(ComputeError: "cannot compute {} {op:?} {}", a.dtype(), b.dtype())
         };
         let (a, b) = (a.cast(&to)?, b.cast(&to)?);
+        use crate::numeric::{Op, binary as numpy};
         return match op {
             BinOp::Add => &a + &b,
             BinOp::Sub => &a - &b,
             BinOp::Mul => &a * &b,
+            BinOp::FloorDiv => numpy(Op::FloorDiv, &a, &b, &to),
+            BinOp::Mod => numpy(Op::Mod, &a, &b, &to),
+            BinOp::Pow => numpy(Op::Pow, &a, &b, &to),
             _ => &a / &b,
         };
     }
@@ -154,6 +172,8 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
         UnOp::Not => (!s.bool()?).into_series(),
         UnOp::IsNa => missing(&s)?.into_series(),
         UnOp::NotNa => (!&missing(&s)?).into_series(),
+        UnOp::Abs => crate::numeric::abs(&s)?,
+        UnOp::Round(d) => crate::numeric::round(&s, d)?,
         UnOp::StrLen => {
             s.str()?.iter().map(|v| v.map(|v| v.chars().count() as i64)).collect::<Int64Chunked>().into_series()
         }

@@ -589,6 +589,13 @@ impl Session {
                 used_method = Some(used);
                 refs
             }
+            Op::Concat(parts) => {
+                let mut refs = Vec::new();
+                for part in parts {
+                    refs.extend(self.compute_columns(part, false, needed)?.iter().cloned());
+                }
+                refs
+            }
             Op::Describe { input, columns, percentiles } => {
                 let inputs = self.compute_columns(input, false, Some(columns))?;
                 let mut out = self.describe(&inputs, columns, percentiles)?;

@@ -89,6 +89,23 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// The dtype naming polars' `d`, for those a task can name.
+    pub(crate) fn of(d: &DataType) -> Option<Dtype> {
+        Some(match d {
+            DataType::Boolean => Dtype::Bool,
+            DataType::Int32 => Dtype::Int32,
+            DataType::Int64 => Dtype::Int64,
+            DataType::UInt32 => Dtype::UInt32,
+            DataType::UInt64 => Dtype::UInt64,
+            DataType::Float32 => Dtype::Float32,
+            DataType::Float64 => Dtype::Float64,
+            DataType::String => Dtype::String,
+            DataType::Date => Dtype::Date,
+            DataType::Datetime(TimeUnit::Nanoseconds, None) => Dtype::Datetime,
+            _ => return None,
+        })
+    }
+
     /// The polars dtype.
     pub fn to_polars(self) -> DataType {
         match self {
@@ -117,6 +134,12 @@ pub enum BinOp {
     Mul,
     /// `/` (true division: always float, as Python's).
     Div,
+    /// `//` (floor division, numpy's: an integer divided by 0 is missing, see `numeric`).
+    FloorDiv,
+    /// `%` (the remainder with the divisor's sign, as Python's).
+    Mod,
+    /// `**` (an integer to a negative integer power fails, as numpy refuses it).
+    Pow,
     /// `==`
     Eq,
     /// `!=`
@@ -142,6 +165,9 @@ impl BinOp {
             BinOp::Sub => "-",
             BinOp::Mul => "*",
             BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
+            BinOp::Pow => "**",
             BinOp::Eq => "==",
             BinOp::Ne => "!=",
             BinOp::Lt => "<",
@@ -154,7 +180,7 @@ impl BinOp {
     }
 
     pub(crate) fn is_arithmetic(self) -> bool {
-        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod | BinOp::Pow)
     }
 
     pub(crate) fn is_comparison(self) -> bool {
@@ -181,6 +207,10 @@ pub enum UnOp {
     Month,
     /// `.dt.day`
     Day,
+    /// `abs()`.
+    Abs,
+    /// `round(decimals)`: numpy's half to even.
+    Round(i32),
 }
 
 /// A string test against a pattern.
@@ -213,6 +243,8 @@ pub enum Expr {
     Cast(Box<Expr>, Dtype),
     /// A string test.
     Str(StrOp, Box<Expr>, String),
+    /// `clip(lower, upper)`: values outside the bounds given set to them.
+    Clip(Box<Expr>, Option<Scalar>, Option<Scalar>),
 }
 
 /// The column `name` (pandas' `df["name"]`).
@@ -242,6 +274,22 @@ macro_rules! binary_method {
 
 impl Expr {
     binary_method!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge, and => And, or => Or);
+    binary_method!(floor_div => FloorDiv, pow => Pow);
+
+    /// Absolute values.
+    pub fn abs(self) -> Expr {
+        Expr::Unary(UnOp::Abs, Box::new(self))
+    }
+
+    /// Rounded to `decimals` (numpy's half to even; negative: to tens, hundreds, …).
+    pub fn round(self, decimals: i32) -> Expr {
+        Expr::Unary(UnOp::Round(decimals), Box::new(self))
+    }
+
+    /// Values below `lower` or above `upper` (when given) replaced by them.
+    pub fn clip(self, lower: Option<Scalar>, upper: Option<Scalar>) -> Expr {
+        Expr::Clip(Box::new(self), lower, upper)
+    }
 
     /// Missing (null, or NaN in a float column).
     pub fn is_na(self) -> Expr {
@@ -315,6 +363,15 @@ impl Expr {
             Expr::Binary(op, a, b) => {
                 let (da, db) = (a.dtype(schema)?, b.dtype(schema)?);
                 let sym = op.symbol();
+                if *op == BinOp::Pow
+                    && da.is_integer()
+                    && let Expr::Lit(Scalar::Int(e)) = &**b
+                    && *e < 0
+                {
+                    return Err(FrameError::Invalid(format!(
+                        "Integers to negative integer powers are not allowed ({da} ** {e}): make the base a float first"
+                    )));
+                }
                 if op.is_arithmetic() {
                     match arithmetic_dtype(*op, &da, lit_of(a), &db, lit_of(b)) {
                         Some(d) => Ok(d),
@@ -342,6 +399,7 @@ impl Expr {
                     UnOp::IsNa | UnOp::NotNa => Ok(DataType::Boolean),
                     UnOp::StrLen if d == DataType::String => Ok(DataType::Int64),
                     UnOp::Year | UnOp::Month | UnOp::Day if is_temporal(&d) => Ok(DataType::Int32),
+                    UnOp::Abs | UnOp::Round(_) if d.is_primitive_numeric() => Ok(d),
                     other => bad(format!("{other:?} is not defined for dtype {d}")),
                 }
             }
@@ -361,6 +419,18 @@ impl Expr {
                     || (is_temporal(&d) && (is_temporal(&to) || to == DataType::String || to == DataType::Int64))
                     || (d == DataType::String && is_temporal(&to));
                 if ok { Ok(to) } else { bad(format!("cannot convert {d} to {to}")) }
+            }
+            Expr::Clip(a, lo, hi) => {
+                let d = a.dtype(schema)?;
+                let mut out = d.clone();
+                for bound in [lo, hi].into_iter().flatten() {
+                    let bd = bound.dtype();
+                    if !d.is_primitive_numeric() || !bd.is_primitive_numeric() {
+                        return bad(format!("clip needs numbers: a {d} column and a {bd} bound"));
+                    }
+                    out = arithmetic_dtype(BinOp::Add, &out, false, &bd, true).unwrap_or(out);
+                }
+                Ok(out)
             }
             Expr::Str(op, a, pat) => {
                 let d = a.dtype(schema)?;
@@ -446,6 +516,7 @@ pub(crate) enum Instr {
     FillNa(u32, Scalar),
     Cast(u32, Dtype),
     Str(StrOp, u32, String),
+    Clip(u32, Option<Scalar>, Option<Scalar>),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
@@ -468,6 +539,7 @@ impl Program {
             Expr::FillNa(a, v) => Instr::FillNa(self.push(a), v.clone()),
             Expr::Cast(a, d) => Instr::Cast(self.push(a), *d),
             Expr::Str(op, a, p) => Instr::Str(*op, self.push(a), p.clone()),
+            Expr::Clip(a, lo, hi) => Instr::Clip(self.push(a), lo.clone(), hi.clone()),
         };
         self.instrs.push(i);
         (self.instrs.len() - 1) as u32
@@ -497,7 +569,11 @@ impl Program {
                     operand(a);
                     operand(b);
                 }
-                Instr::Unary(_, a) | Instr::FillNa(a, _) | Instr::Cast(a, _) | Instr::Str(_, a, _) => operand(a),
+                Instr::Unary(_, a)
+                | Instr::FillNa(a, _)
+                | Instr::Cast(a, _)
+                | Instr::Str(_, a, _)
+                | Instr::Clip(a, _, _) => operand(a),
             }
         }
     }
@@ -518,6 +594,7 @@ operator!(Add, add, Add);
 operator!(Sub, sub, Sub);
 operator!(Mul, mul, Mul);
 operator!(Div, div, Div);
+operator!(Rem, rem, Mod);
 operator!(BitAnd, bitand, And);
 operator!(BitOr, bitor, Or);
 
@@ -566,6 +643,12 @@ mod tests {
         assert_eq!(d(col("s").str_len()), DataType::Int64);
         assert_eq!(d(col("i").fill_na(0.5)), DataType::Float64);
         assert_eq!(d(col("i").cast(Dtype::String)), DataType::String);
+        assert_eq!(d(col("j").floor_div(2)), DataType::Int32);
+        assert_eq!(d(col("j") % 2.5), DataType::Float64);
+        assert_eq!(d(col("g").pow(2)), DataType::Float32);
+        assert_eq!(d(col("j").abs()), DataType::Int32);
+        assert_eq!(d(col("j").clip(Some(0.into()), Some(10.into()))), DataType::Int32);
+        assert_eq!(d(col("j").clip(None, Some(1.5.into()))), DataType::Float64);
     }
 
     #[test]
@@ -579,6 +662,9 @@ mod tests {
         assert!(e(col("i").str_len()).contains("StrLen"));
         assert!(e(col("s").str_contains("(")).contains("regex=False"));
         assert!(e(col("s").fill_na(1)).contains("fill"));
+        assert!(e(col("i").pow(-1)).contains("negative integer powers"));
+        assert!(e(col("s").clip(Some(1.into()), None)).contains("clip"));
+        assert!(e(col("s").abs()).contains("Abs"));
     }
 
     #[test]
@@ -589,7 +675,11 @@ mod tests {
         for (i, ins) in p.instrs.iter().enumerate() {
             let ops: Vec<u32> = match ins {
                 Instr::Binary(_, a, b) => vec![*a, *b],
-                Instr::Unary(_, a) | Instr::FillNa(a, _) | Instr::Cast(a, _) | Instr::Str(_, a, _) => vec![*a],
+                Instr::Unary(_, a)
+                | Instr::FillNa(a, _)
+                | Instr::Cast(a, _)
+                | Instr::Str(_, a, _)
+                | Instr::Clip(a, _, _) => vec![*a],
                 _ => vec![],
             };
             assert!(ops.iter().all(|&o| (o as usize) < i));

@@ -59,6 +59,9 @@ pub(crate) enum Op {
     ReadParquet(ParquetSource),
     /// pandas' `describe` of the numeric `columns`, with these percentiles (sorted).
     Describe { input: DataFrame, columns: Vec<String>, percentiles: Vec<f64> },
+    /// The rows of several frames of the same columns (in the same order and dtypes),
+    /// one after the other: their chunks, in order.
+    Concat(Vec<DataFrame>),
 }
 
 /// A Parquet file to read: its row groups `(first row, rows)`.
@@ -118,6 +121,7 @@ impl std::fmt::Debug for DataFrame {
             Op::ReadCsv(src) => format!("read_csv({:?}, {} ranges)", src.path, src.ranges.len()),
             Op::ReadParquet(src) => format!("read_parquet({:?}, {} row groups)", src.path, src.groups.len()),
             Op::Describe { .. } => "describe".to_string(),
+            Op::Concat(parts) => format!("concat of {} frames", parts.len()),
         };
         write!(f, "DataFrame({op}, columns {:?})", self.node.schema)
     }
@@ -568,6 +572,63 @@ impl DataFrame {
         let mut schema = vec![("statistic".to_string(), DataType::String)];
         schema.extend(columns.iter().map(|c| (c.clone(), DataType::Float64)));
         Ok(DataFrame::new(Op::Describe { input: self.clone(), columns, percentiles: qs }, schema))
+    }
+
+    /// The rows of `frames` one after the other (pandas' `concat`, `axis=0`): every frame
+    /// must have the same columns (in any order: the first frame's order is kept); a
+    /// column of several numeric dtypes takes numpy's common one (int32 with int64 is
+    /// int64, an integer with a float is float64). The result's chunks are the frames'
+    /// chunks: nothing is copied.
+    pub fn concat(frames: &[DataFrame]) -> Result<DataFrame> {
+        let Some(first) = frames.first() else {
+            return Err(FrameError::Invalid("concat needs at least one frame".into()));
+        };
+        let names = first.columns();
+        let mut schema = first.node.schema.clone();
+        for f in &frames[1..] {
+            let mut theirs = f.columns();
+            theirs.sort();
+            let mut ours = names.clone();
+            ours.sort();
+            if theirs != ours {
+                return Err(FrameError::Invalid(format!(
+                    "concat: a frame has columns {:?} where the first has {:?}; give frames with the same columns",
+                    f.columns(),
+                    names
+                )));
+            }
+            for (name, dt) in schema.iter_mut() {
+                let other = f.dtype(name)?;
+                if other == dt {
+                    continue;
+                }
+                let num = |d: &DataType| d.is_primitive_numeric();
+                *dt = match (num(dt), num(other)) {
+                    (true, true) => crate::expr::arithmetic_dtype(crate::expr::BinOp::Add, dt, false, other, false)
+                        .unwrap_or(DataType::Float64),
+                    _ => {
+                        return Err(FrameError::DType(format!(
+                            "concat: column {name:?} is {dt} in one frame and {other} in another: astype one of them"
+                        )));
+                    }
+                };
+            }
+        }
+        let order: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        let mut parts = Vec::with_capacity(frames.len());
+        for f in frames {
+            let mut part = if f.columns() == names { f.clone() } else { f.select(&order)? };
+            let casts: Vec<(&str, Dtype)> = schema
+                .iter()
+                .filter(|(n, d)| part.dtype(n).is_ok_and(|have| have != d))
+                .filter_map(|(n, d)| crate::expr::Dtype::of(d).map(|d| (n.as_str(), d)))
+                .collect();
+            if !casts.is_empty() {
+                part = part.astype(&casts)?;
+            }
+            parts.push(part);
+        }
+        Ok(DataFrame::new(Op::Concat(parts), schema))
     }
 
     fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {

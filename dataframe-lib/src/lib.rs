@@ -26,6 +26,7 @@ mod expr;
 mod frame;
 mod hashagg;
 mod kernels;
+mod numeric;
 mod order;
 mod parquet;
 mod relational;

@@ -448,3 +448,81 @@ fn nunique_counts_distinct_present_values_per_group_and_per_column() {
         .unwrap();
     ares::shutdown();
 }
+
+/// Python's `//` and `%` of integers (a zero divisor: missing).
+fn py_divmod(a: i64, b: i64) -> Option<(i64, i64)> {
+    if b == 0 {
+        return None;
+    }
+    let (q, r) = (a.div_euclid(b), a.rem_euclid(b));
+    // Euclid's remainder is never negative; Python's has the divisor's sign.
+    Some(if r != 0 && b < 0 { (q + 1, r + b) } else { (q, r) })
+}
+
+#[test]
+fn floor_division_modulo_powers_abs_round_clip_and_concat_match_the_oracle() {
+    cluster();
+    let s = Session::new();
+    runner(12)
+        .run(&(rows_strategy(), 1usize..60, rows_strategy()), |(rows, per_chunk, more)| {
+            let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
+            let out = df
+                .assign(&[
+                    ("q", col("i").floor_div(col("k2"))),
+                    ("r", col("i") % col("k2")),
+                    ("fq", col("f").floor_div(0.75)),
+                    ("fr", col("f") % -0.75),
+                    ("p", col("i").pow(2)),
+                    ("a", col("i").abs()),
+                    ("rd", (col("f") / 3.0).round(1)),
+                    ("c", col("i").clip(Some((-10).into()), Some(10.into()))),
+                ])
+                .unwrap();
+            let got = s.fetch(&out).unwrap();
+            let want_q: Vec<Option<i64>> =
+                rows.iter().map(|r| r.1.and_then(|k| py_divmod(r.3, k)).map(|d| d.0)).collect();
+            let want_r: Vec<Option<i64>> =
+                rows.iter().map(|r| r.1.and_then(|k| py_divmod(r.3, k)).map(|d| d.1)).collect();
+            prop_assert_eq!(i64s(&got, "q"), want_q);
+            prop_assert_eq!(i64s(&got, "r"), want_r);
+            // The floats are multiples of 0.25, so these are exact.
+            let fq: Vec<Option<f64>> = rows.iter().map(|r| r.2.map(|f| (f / 0.75).floor())).collect();
+            prop_assert_eq!(f64s(&got, "fq"), fq);
+            let fr: Vec<Option<f64>> = rows.iter().map(|r| r.2.map(|f| f - (f / -0.75).floor() * -0.75)).collect();
+            let got_fr = f64s(&got, "fr");
+            for (g, w) in got_fr.iter().zip(&fr) {
+                prop_assert!(close(*g, *w), "{:?} {:?}", g, w);
+            }
+            prop_assert_eq!(i64s(&got, "p"), rows.iter().map(|r| Some(r.3 * r.3)).collect::<Vec<_>>());
+            prop_assert_eq!(i64s(&got, "a"), rows.iter().map(|r| Some(r.3.abs())).collect::<Vec<_>>());
+            let rd: Vec<Option<f64>> =
+                rows.iter().map(|r| r.2.map(|f| ((f / 3.0) * 10.0).round_ties_even() / 10.0)).collect();
+            prop_assert_eq!(f64s(&got, "rd"), rd);
+            prop_assert_eq!(i64s(&got, "c"), rows.iter().map(|r| Some(r.3.clamp(-10, 10))).collect::<Vec<_>>());
+
+            // concat: the rows of both, in order, the second's columns reordered and
+            // its ints widened to floats where the first has floats.
+            let other = DataFrame::from_polars(frame(&more), per_chunk)
+                .unwrap()
+                .select(&["i", "f", "k1", "k2"])
+                .unwrap()
+                .astype(&[("f", Dtype::Float32)])
+                .unwrap();
+            let both = DataFrame::concat(&[df.clone(), other]).unwrap();
+            prop_assert_eq!(both.columns(), ["k1", "k2", "f", "i"]);
+            let got = s.fetch(&both).unwrap();
+            let all: Vec<&Row> = rows.iter().chain(more.iter()).collect();
+            prop_assert_eq!(i64s(&got, "i"), all.iter().map(|r| Some(r.3)).collect::<Vec<_>>());
+            prop_assert_eq!(f64s(&got, "f"), all.iter().map(|r| r.2).collect::<Vec<_>>());
+            prop_assert_eq!(got.column("f").unwrap().dtype(), &DataType::Float64);
+            // Operations on a concatenation see every part's rows.
+            let sums = s.fetch(&both.group_by(&["k2"]).unwrap().select(&["i"]).unwrap().count().unwrap()).unwrap();
+            let counted: i64 = i64s(&sums, "i").iter().flatten().sum();
+            prop_assert_eq!(counted as usize, all.iter().filter(|r| r.1.is_some()).count());
+            Ok(())
+        })
+        .unwrap();
+    let e = DataFrame::concat(&[]).unwrap_err();
+    assert!(e.to_string().contains("at least one"), "{e}");
+    ares::shutdown();
+}

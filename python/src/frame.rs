@@ -169,6 +169,9 @@ impl PyExpr {
             "sub" => B::Sub,
             "mul" => B::Mul,
             "div" => B::Div,
+            "floordiv" => B::FloorDiv,
+            "mod" => B::Mod,
+            "pow" => B::Pow,
             "eq" => B::Eq,
             "ne" => B::Ne,
             "lt" => B::Lt,
@@ -192,9 +195,21 @@ impl PyExpr {
             "year" => UnOp::Year,
             "month" => UnOp::Month,
             "day" => UnOp::Day,
+            "abs" => UnOp::Abs,
             other => return Err(PyNotImplementedError::new_err(format!("{other} on a column"))),
         };
         Ok(PyExpr { e: Expr::Unary(op, Box::new(self.e.clone())) })
+    }
+
+    /// numpy's `round(x, decimals)`.
+    fn round(&self, decimals: i32) -> PyExpr {
+        PyExpr { e: self.e.clone().round(decimals) }
+    }
+
+    /// `clip(lower, upper)`; `None` for no bound.
+    fn clip(&self, lower: Option<&Bound<'_, PyAny>>, upper: Option<&Bound<'_, PyAny>>) -> PyResult<PyExpr> {
+        let bound = |b: Option<&Bound<'_, PyAny>>| b.map(scalar).transpose();
+        Ok(PyExpr { e: self.e.clone().clip(bound(lower)?, bound(upper)?) })
     }
 
     fn fill_na(&self, value: &Bound<'_, PyAny>) -> PyResult<PyExpr> {
@@ -444,6 +459,13 @@ pub(crate) fn read_csv(
     let dtypes = dtypes.iter().map(|(c, d)| Ok((c.clone(), parse_dtype(d)?))).collect::<PyResult<_>>()?;
     let opts = ares_dataframe::CsvOptions { chunk_bytes, separator, dtypes };
     opened(path, DataFrame::read_csv(path, &opts))
+}
+
+/// The rows of `frames` one after the other (pandas' `concat`).
+#[pyfunction]
+pub(crate) fn frame_concat(frames: Vec<Bound<'_, PyFrame>>) -> PyResult<PyFrame> {
+    let fs: Vec<DataFrame> = frames.iter().map(|f| f.get().df.clone()).collect();
+    DataFrame::concat(&fs).map(wrap).or_raise()
 }
 
 /// A Parquet file read by worker tasks, a row group each.

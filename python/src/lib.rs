@@ -615,6 +615,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(frame::frame_from_columns, m)?,
         wrap_pyfunction!(frame::read_csv, m)?,
         wrap_pyfunction!(frame::read_parquet, m)?,
+        wrap_pyfunction!(frame::frame_concat, m)?,
     ] {
         m.add_function(f)?;
     }

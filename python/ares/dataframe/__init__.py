@@ -681,9 +681,34 @@ class Series:
     def __or__(self, o): return self._bin("or", o)
     def __ror__(self, o): return self._bin("or", o, True)
 
-    def __floordiv__(self, o): raise NotImplementedError("// on columns")
-    def __mod__(self, o): raise NotImplementedError("% on columns")
-    def __pow__(self, o): raise NotImplementedError("** on columns")
+    def __floordiv__(self, o): return self._bin("floordiv", o)
+    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
+    def __mod__(self, o): return self._bin("mod", o)
+    def __rmod__(self, o): return self._bin("mod", o, True)
+    def __pow__(self, o): return self._bin("pow", o)
+    def __rpow__(self, o): return self._bin("pow", o, True)
+
+    def __abs__(self) -> "Series":
+        return self._unary("abs")
+
+    def abs(self) -> "Series":
+        """Absolute values (numpy's: the most negative integer stays itself)."""
+        return self._unary("abs")
+
+    def round(self, decimals: int = 0) -> "Series":
+        """Rounded half to even, as numpy and pandas round."""
+        e = self._e.round(int(decimals))
+        self._base._f.expr_dtype(e)
+        return Series(self._base, e, self.name)
+
+    def clip(self, lower: Any = None, upper: Any = None) -> "Series":
+        """Values below ``lower`` or above ``upper`` set to them (missing values stay)."""
+        for b in (lower, upper):
+            if b is not None and not isinstance(b, (numbers.Number, np.generic)):
+                raise NotImplementedError("clip with bounds other than numbers (per-row bounds)")
+        e = self._e.clip(None if lower is None else _py(lower), None if upper is None else _py(upper))
+        self._base._f.expr_dtype(e)
+        return Series(self._base, e, self.name)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -968,23 +993,86 @@ def from_pandas(data: Any, chunk_size: Optional[int] = None) -> DataFrame:
 
 def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, Sequence[str], None] = None,
           left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y")) -> DataFrame:
-    """pandas' ``merge`` on equal key columns: ``on``, or every column both frames have.
-    Overlapping other columns get ``_x`` / ``_y``; missing keys match each other."""
+    """pandas' ``merge`` on equal key columns: ``on``, every column both frames have, or
+    ``left_on``/``right_on`` (then both key columns are kept, as pandas does; for inner
+    and left merges). Overlapping other columns get ``suffixes``; missing keys match
+    each other."""
+    if len(tuple(suffixes)) != 2:
+        raise ValueError("suffixes must be a pair, such as ('_x', '_y')")
+    sx, sy = (s or "" for s in suffixes)
     if left_on is not None or right_on is not None:
-        raise NotImplementedError("merge(left_on=, right_on=): rename one side's keys and use on=")
-    if tuple(suffixes) != ("_x", "_y"):
-        raise NotImplementedError("merge(suffixes=...) other than ('_x', '_y')")
+        if on is not None:
+            raise ValueError('Can only pass argument "on" OR "left_on" and "right_on", not a combination of both.')
+        lk, rk = _as_list(left_on), _as_list(right_on)
+        if len(lk) != len(rk) or not lk:
+            raise ValueError("left_on and right_on must name as many columns (at least one)")
+        if how not in ("inner", "left"):
+            raise NotImplementedError(f"merge(left_on=, right_on=, how={how!r}): only inner and left merges")
+        for k in lk:
+            if k not in left._f.columns:
+                raise KeyError(k)
+        for k in rk:
+            if k not in right._f.columns:
+                raise KeyError(k)
+        # The right side's keys copied under the left's names: matched rows have equal
+        # keys, so the merged key columns are the left's, and the right's stay as columns.
+        copied = [(l, right[r]) for l, r in zip(lk, rk) if l != r]
+        taken = [l for l, _ in copied if l in right._f.columns]
+        if taken:
+            raise NotImplementedError(f"merge(left_on=, right_on=) where the right frame also has {taken}")
+        r2 = right.assign(**{l: e for l, e in copied}) if copied else right
+        return merge(left, r2, how=how, on=lk, suffixes=(sx, sy))
     keys = _as_list(on) or [c for c in left.columns if c in right.columns]
     if not keys:
         raise ValueError("no common columns to merge on: give on=")
     for k in keys:
         if k not in left._f.columns or k not in right._f.columns:
             raise KeyError(k)
-    return DataFrame(_frame=left._f.merge(right._f, keys, how))
+    out = left._f.merge(right._f, keys, how)
+    if (sx, sy) != ("_x", "_y"):
+        both = [c for c in left._f.columns if c in right._f.columns and c not in keys]
+        pairs = [(c + "_x", c + sx) for c in both] + [(c + "_y", c + sy) for c in both]
+        out = out.rename([(a, b) for a, b in pairs if a != b])
+    return DataFrame(_frame=out)
 
 
-def concat(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("ares.dataframe.concat")
+def concat(objs: Sequence[Any], axis: Any = 0, join: str = "outer", ignore_index: bool = False,
+           **kwargs: Any) -> Any:
+    """pandas' ``concat`` of frames (or of Series) along the rows: every frame must have
+    the same columns (in any order; the first's is kept), a column of several numeric
+    dtypes takes numpy's common one. The result's chunks are the frames' chunks (nothing
+    is copied). Frames have no index, so ``ignore_index`` changes nothing."""
+    if axis not in (0, "index", "rows"):
+        raise NotImplementedError("concat(axis=1): only rows are concatenated")
+    if kwargs:
+        raise NotImplementedError(f"concat({', '.join(kwargs)}=...)")
+    if join not in ("outer", "inner"):
+        raise ValueError(f"join={join!r}: give 'outer' or 'inner'")
+    objs = list(objs)
+    if not objs:
+        raise ValueError("No objects to concatenate")
+    if all(isinstance(o, Series) for o in objs):
+        names = {o.name for o in objs}
+        frames = [o._frame() for o in objs]
+        if len(names) != 1:
+            frames = [f._wrap(f._f.rename([(f._f.columns[0], "__ares_value")])) for f in frames]
+        return DataFrame(_frame=_native.frame_concat([f._f for f in frames]), _kind="series")
+    if not all(isinstance(o, DataFrame) for o in objs):
+        raise NotImplementedError("concat of frames with Series (give frames, or Series)")
+    index = objs[0]._index
+    if any(o._index != index for o in objs):
+        raise NotImplementedError("concat of frames with different index columns (reset_index first)")
+    cols = [set(o._f.columns) for o in objs]
+    if any(c != cols[0] for c in cols):
+        if join == "inner":
+            common = [c for c in objs[0]._f.columns if all(c in s for s in cols)]
+            objs = [o._wrap(o._f.select(common), index) for o in objs]
+        else:
+            raise NotImplementedError(
+                "concat of frames with different columns (pandas fills the missing ones with NaN): "
+                "give them the same columns, or join='inner'"
+            )
+    return DataFrame(_frame=_native.frame_concat([o._f for o in objs]), _index=index)
 
 
 def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
