@@ -194,6 +194,28 @@ def test_concat_matches_pandas(a, b, as_series):
     same(got, pd.concat([pa[["i", "f"]], pb[["f", "i", "k"]]], join="inner", ignore_index=True))
 
 
+@given(frames())
+def test_query_loc_iloc_and_numpy_access_match_pandas(data):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    limit = 3
+    for q in ["k > 2 & f < 5", "k > 2 and not (i < 0 or k2 == 1)", "i % 2 == 0 | f >= @limit",
+              "s == 'apple'", "k in [0, 3, 5] and k2 != 2", "i * 2 + k <= 10"]:
+        same(df.query(q).fetch(), pdf.query(q).reset_index(drop=True))
+    same(df.loc[df["i"] > 0, ["f", "k"]].fetch(), pdf.loc[pdf["i"] > 0, ["f", "k"]].reset_index(drop=True))
+    pdt.assert_series_equal(df.loc[df["i"] > 0, "f"].fetch(), pdf.loc[pdf["i"] > 0, "f"].reset_index(drop=True),
+                            check_names=False)
+    same(df.loc[:, ["k", "i"]].fetch(), pdf.loc[:, ["k", "i"]])
+    same(df.iloc[:7].fetch(), pdf.iloc[:7])
+    same(df.iloc[-4:, [0, 3]].fetch(), pdf.iloc[-4:, [0, 3]].reset_index(drop=True))
+    np.testing.assert_array_equal(df[["i", "k"]].to_numpy(), pdf[["i", "k"]].to_numpy())
+    assert df["k"].tolist() == pdf["k"].tolist()
+    with pytest.raises(KeyError):
+        df.query("nope > 1")
+    with pytest.raises(NotImplementedError, match="iloc"):
+        df.iloc[2:5]
+
+
 def test_merge_with_left_on_right_on_and_suffixes_matches_pandas():
     left = pd.DataFrame({"id": [1, 2, 3, 4], "v": [1.0, 2.0, 3.0, 4.0], "w": [5, 6, 7, 8]})
     right = pd.DataFrame({"key": [2, 3, 3, 9], "v": [20.0, 30.0, 31.0, 90.0]})

@@ -303,6 +303,53 @@ class DataFrame:
             raise NotImplementedError("row slices other than df[:n] (use head / tail)")
         raise NotImplementedError(f"indexing a DataFrame with {type(key).__name__}")
 
+    @property
+    def loc(self) -> "_Loc":
+        """Label-based selection as far as frames without an index allow it:
+        ``df.loc[mask]``, ``df.loc[mask, "a"]``, ``df.loc[mask, ["a", "b"]]``,
+        ``df.loc[:, cols]``."""
+        return _Loc(self)
+
+    @property
+    def iloc(self) -> "_ILoc":
+        """Position-based rows: ``df.iloc[:n]`` (the first n) and ``df.iloc[-n:]`` (the
+        last n), optionally with column positions: ``df.iloc[:n, [0, 2]]``."""
+        return _ILoc(self)
+
+    def query(self, expr: str, **kwargs: Any) -> "DataFrame":
+        """pandas' ``query``: the rows where a boolean expression over the columns holds
+        (comparisons, ``and``/``or``/``not``, ``&``/``|``/``~``, arithmetic, numbers and
+        strings, ``@name`` for a variable given in ``local_dict``/``global_dict`` or of
+        the caller). Runs as a filter fused into the frame's tasks."""
+        import inspect
+
+        scope: Dict[str, Any] = {}
+        frame = inspect.currentframe()
+        if frame is not None and frame.f_back is not None:
+            scope.update(frame.f_back.f_globals)
+            scope.update(frame.f_back.f_locals)
+        scope.update(kwargs.pop("global_dict", None) or {})
+        scope.update(kwargs.pop("local_dict", None) or {})
+        if kwargs.pop("inplace", False):
+            raise NotImplementedError("query(inplace=True): use the returned frame")
+        if kwargs:
+            raise NotImplementedError(f"query({', '.join(kwargs)}=...)")
+        return self[_query_mask(self, expr, scope)]
+
+    def copy(self, deep: bool = True) -> "DataFrame":
+        """The same lazy frame (frames are never changed in place, but for columns set with
+        ``df[name] = ...``, which a copy does not see)."""
+        return self._wrap(self._f, self._index, self._kind, same_rows=True)
+
+    def to_numpy(self, dtype: Any = None) -> np.ndarray:
+        """Computes the frame and returns its values as one numpy array (pandas'
+        ``to_numpy``); ``to_tensor()`` keeps them in the cluster instead."""
+        return self.fetch().to_numpy(dtype=dtype)
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.to_numpy()
+
     def __getattr__(self, name: str) -> "Series":
         if name.startswith("_"):
             raise AttributeError(name)
@@ -622,8 +669,17 @@ class Series:
     def to_frame(self) -> DataFrame:
         return self._frame()._wrap(self._frame()._f)
 
-    def to_numpy(self) -> np.ndarray:
-        return self.fetch().to_numpy()
+    def to_numpy(self, dtype: Any = None) -> np.ndarray:
+        return self.fetch().to_numpy(dtype=dtype)
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.to_numpy()
+
+    def tolist(self) -> List[Any]:
+        return self.fetch().tolist()
+
+    to_list = tolist
 
     def to_tensor(self, session: Any = None):
         """The column as a 1-d ``ares.tensor`` tensor (see ``DataFrame.to_tensor``)."""
@@ -867,6 +923,138 @@ class _StrAccessor:
 
     def len(self) -> Series:
         return self._s._unary("str_len")
+
+
+class _Loc:
+    """``df.loc[...]``: a boolean mask and/or column labels."""
+
+    def __init__(self, df: DataFrame) -> None:
+        self._df = df
+
+    def __getitem__(self, key: Any) -> Any:
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+        df = self._df
+        if isinstance(rows, Series):
+            df = df[rows]
+        elif not (isinstance(rows, slice) and rows == slice(None)):
+            raise NotImplementedError("loc with row labels (frames have no index): use a boolean mask")
+        if isinstance(cols, slice) and cols == slice(None):
+            return df
+        if isinstance(cols, str):
+            return df[cols]
+        if isinstance(cols, (list, tuple)):
+            return df[list(cols)]
+        raise NotImplementedError(f"loc with columns given as {type(cols).__name__}")
+
+
+class _ILoc:
+    """``df.iloc[:n]`` and ``df.iloc[-n:]`` (with optional column positions)."""
+
+    def __init__(self, df: DataFrame) -> None:
+        self._df = df
+
+    def __getitem__(self, key: Any) -> Any:
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+        df = self._df
+        if not (isinstance(cols, slice) and cols == slice(None)):
+            names = df.columns
+            picked = [names[i] for i in cols] if isinstance(cols, (list, tuple)) else names[cols]
+            df = df[picked] if isinstance(picked, list) else df[[picked]]
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise NotImplementedError("iloc with rows other than a slice [:n] or [-n:]")
+        if rows.start in (None, 0) and rows.stop is None:
+            return df
+        if rows.start in (None, 0) and isinstance(rows.stop, int) and rows.stop >= 0:
+            return df.head(rows.stop)
+        if isinstance(rows.start, int) and rows.start < 0 and rows.stop is None:
+            return df.tail(-rows.start)
+        raise NotImplementedError("iloc with rows other than [:n] or [-n:] (frames have no positions before they run)")
+
+
+def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
+    """The boolean column a ``query`` string means over ``df``'s columns."""
+    import ast
+    import operator as op
+
+    ops = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.Div: op.truediv, ast.FloorDiv: op.floordiv,
+           ast.Mod: op.mod, ast.Pow: op.pow, ast.BitAnd: op.and_, ast.BitOr: op.or_}
+    cmps = {ast.Eq: op.eq, ast.NotEq: op.ne, ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge}
+    import io
+    import tokenize
+
+    # As pandas parses it: `&`, `|` and `~` bind as `and`, `or` and `not` (below the
+    # comparisons), and `@name` is a variable (made a valid Python name here).
+    words = {"&": "and", "|": "or", "~": "not"}
+    parts = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(expr.strip()).readline):
+            if tok.type == tokenize.OP and tok.string in words:
+                parts.append((tokenize.NAME, words[tok.string]))
+            elif tok.type == tokenize.OP and tok.string == "@":
+                parts.append((tokenize.NAME, "__ares_var_"))
+            else:
+                parts.append((tok.type, tok.string))
+    except (tokenize.TokenError, IndentationError) as e:
+        raise ValueError(f"query: {expr!r} is not an expression ({e})") from None
+    source = tokenize.untokenize(parts).replace("__ares_var_ ", "__ares_var_")
+
+    def ev(node: Any) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.BoolOp):
+            vals = [ev(v) for v in node.values]
+            out = vals[0]
+            for v in vals[1:]:
+                out = out & v if isinstance(node.op, ast.And) else out | v
+            return out
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            if isinstance(node.op, (ast.Not, ast.Invert)):
+                return ~v
+            if isinstance(node.op, ast.USub):
+                return -v
+            return v
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.Compare):
+            out, left = None, ev(node.left)
+            for o, c in zip(node.ops, node.comparators):
+                right = ev(c)
+                if isinstance(o, (ast.In, ast.NotIn)):
+                    m = left.isin(right)
+                    m = ~m if isinstance(o, ast.NotIn) else m
+                elif type(o) in cmps:
+                    m = cmps[type(o)](left, right)
+                else:
+                    raise NotImplementedError(f"query: the comparison {type(o).__name__}")
+                out = m if out is None else out & m
+                left = right
+            return out
+        if isinstance(node, ast.Name):
+            if node.id.startswith("__ares_var_"):
+                name = node.id[len("__ares_var_"):]
+                if name not in scope:
+                    raise NameError(f"query: name '@{name}' is not defined")
+                return scope[name]
+            if node.id in df._f.columns:
+                return df[node.id]
+            raise KeyError(node.id)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [ev(e) for e in node.elts]
+        raise NotImplementedError(f"query: {ast.dump(node)[:60]}")
+
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"query: {expr!r} is not an expression ({e.msg})") from None
+    mask = ev(tree)
+    if not isinstance(mask, Series):
+        raise ValueError(f"query: {expr!r} does not depend on the frame's columns")
+    if mask.dtype != np.bool_:
+        raise ValueError(f"query: {expr!r} is not a boolean condition")
+    return mask
 
 
 def _re_escape(s: str) -> str:
