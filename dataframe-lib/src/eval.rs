@@ -72,6 +72,15 @@ impl Eval<'_> {
             Instr::FillNa(a, v) => fill_na(self.operand(at, *a, depth)?, v),
             Instr::Cast(a, d) => self.operand(at, *a, depth)?.strict_cast(&d.to_polars()),
             Instr::Str(op, a, pat) => string_test(*op, &self.operand(at, *a, depth)?, pat),
+            Instr::StrReplace(a, pat, repl, regex) => {
+                let s = self.operand(at, *a, depth)?;
+                if *regex {
+                    let re = regex::Regex::new(pat).map_err(|e| polars_err!(ComputeError: "str.replace: {e}"))?;
+                    map_str(&s, |v| re.replace_all(v, repl.as_str()).into_owned())
+                } else {
+                    map_str(&s, |v| v.replace(pat.as_str(), repl))
+                }
+            }
             Instr::Clip(a, lo, hi) => {
                 let s = self.operand(at, *a, depth)?;
                 // The result's dtype: the column's, widened by a bound as arithmetic is.
@@ -172,6 +181,11 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
         UnOp::Not => (!s.bool()?).into_series(),
         UnOp::IsNa => missing(&s)?.into_series(),
         UnOp::NotNa => (!&missing(&s)?).into_series(),
+        UnOp::StrLower => map_str(&s, |v| v.to_lowercase())?,
+        UnOp::StrUpper => map_str(&s, |v| v.to_uppercase())?,
+        UnOp::StrStrip => map_str(&s, |v| v.trim().to_string())?,
+        UnOp::StrLStrip => map_str(&s, |v| v.trim_start().to_string())?,
+        UnOp::StrRStrip => map_str(&s, |v| v.trim_end().to_string())?,
         UnOp::Abs => crate::numeric::abs(&s)?,
         UnOp::Round(d) => crate::numeric::round(&s, d)?,
         UnOp::StrLen => {
@@ -236,6 +250,12 @@ fn fill_na(s: Series, v: &Scalar) -> PolarsResult<Series> {
     let s = nan_to_null(s.cast(&to)?)?;
     let fill = literal(v, s.len()).cast(&to)?;
     s.zip_with(&s.is_not_null(), &fill)
+}
+
+/// `f` of every present string of `s`.
+fn map_str(s: &Series, f: impl Fn(&str) -> String) -> PolarsResult<Series> {
+    let out: StringChunked = s.str()?.iter().map(|v| v.map(&f)).collect();
+    Ok(out.with_name(s.name().clone()).into_series())
 }
 
 fn string_test(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
@@ -303,6 +323,17 @@ mod tests {
         assert_eq!(c.bool().unwrap().iter().collect::<Vec<_>>(), [Some(false), None, Some(true), Some(false)]);
         let l = run(col("s").str_len(), &df);
         assert_eq!(l.i64().unwrap().iter().collect::<Vec<_>>(), [Some(5), None, Some(6), Some(10)]);
+        let strs = |e| run(e, &df).str().unwrap().iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>();
+        let up = strs(col("s").str_map(UnOp::StrUpper));
+        assert_eq!(up[3].as_deref(), Some("CHERRY PIE"));
+        assert_eq!(up[1], None);
+        let lit = strs(col("s").str_replace("an", "AN", false));
+        assert_eq!(lit[2].as_deref(), Some("bANANa"));
+        let re = strs(col("s").str_replace(r"(\w+) (\w+)", "$2-$1", true));
+        assert_eq!(re[3].as_deref(), Some("pie-cherry"));
+        let padded = df!("w" => [" a b  "]).unwrap();
+        let st = run(col("w").str_map(UnOp::StrStrip), &padded);
+        assert_eq!(st.str().unwrap().get(0), Some("a b"));
     }
 
     #[test]

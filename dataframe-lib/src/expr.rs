@@ -207,6 +207,16 @@ pub enum UnOp {
     Month,
     /// `.dt.day`
     Day,
+    /// `.str.lower()`.
+    StrLower,
+    /// `.str.upper()`.
+    StrUpper,
+    /// `.str.strip()`: whitespace off both ends.
+    StrStrip,
+    /// `.str.lstrip()`.
+    StrLStrip,
+    /// `.str.rstrip()`.
+    StrRStrip,
     /// `abs()`.
     Abs,
     /// `round(decimals)`: numpy's half to even.
@@ -245,6 +255,8 @@ pub enum Expr {
     Str(StrOp, Box<Expr>, String),
     /// `clip(lower, upper)`: values outside the bounds given set to them.
     Clip(Box<Expr>, Option<Scalar>, Option<Scalar>),
+    /// `.str.replace(pattern, replacement, regex)`: every match replaced.
+    StrReplace(Box<Expr>, String, String, bool),
 }
 
 /// The column `name` (pandas' `df["name"]`).
@@ -332,6 +344,17 @@ impl Expr {
         Expr::Str(StrOp::EndsWith, Box::new(self), suffix.to_string())
     }
 
+    /// `.str.replace(pattern, replacement)`: every occurrence of the literal `pattern`
+    /// (a regular expression when `regex`, with `$1`-style groups in `replacement`).
+    pub fn str_replace(self, pattern: &str, replacement: &str, regex: bool) -> Expr {
+        Expr::StrReplace(Box::new(self), pattern.to_string(), replacement.to_string(), regex)
+    }
+
+    /// `.str.lower()`, `upper`, `strip`, `lstrip`, `rstrip`: `op` is one of those.
+    pub fn str_map(self, op: UnOp) -> Expr {
+        Expr::Unary(op, Box::new(self))
+    }
+
     /// `.str.len()`.
     pub fn str_len(self) -> Expr {
         Expr::Unary(UnOp::StrLen, Box::new(self))
@@ -398,6 +421,11 @@ impl Expr {
                     UnOp::Not if d == DataType::Boolean => Ok(d),
                     UnOp::IsNa | UnOp::NotNa => Ok(DataType::Boolean),
                     UnOp::StrLen if d == DataType::String => Ok(DataType::Int64),
+                    UnOp::StrLower | UnOp::StrUpper | UnOp::StrStrip | UnOp::StrLStrip | UnOp::StrRStrip
+                        if d == DataType::String =>
+                    {
+                        Ok(d)
+                    }
                     UnOp::Year | UnOp::Month | UnOp::Day if is_temporal(&d) => Ok(DataType::Int32),
                     UnOp::Abs | UnOp::Round(_) if d.is_primitive_numeric() => Ok(d),
                     other => bad(format!("{other:?} is not defined for dtype {d}")),
@@ -431,6 +459,18 @@ impl Expr {
                     out = arithmetic_dtype(BinOp::Add, &out, false, &bd, true).unwrap_or(out);
                 }
                 Ok(out)
+            }
+            Expr::StrReplace(a, pat, _, regex) => {
+                let d = a.dtype(schema)?;
+                if d != DataType::String {
+                    return bad(format!("str.replace needs a string column, this one is {d}"));
+                }
+                if *regex && let Err(e) = regex::Regex::new(pat) {
+                    return bad(format!(
+                        "str.replace: {pat:?} is not a valid regular expression ({e}); pass regex=False to replace it literally"
+                    ));
+                }
+                Ok(d)
             }
             Expr::Str(op, a, pat) => {
                 let d = a.dtype(schema)?;
@@ -517,6 +557,7 @@ pub(crate) enum Instr {
     Cast(u32, Dtype),
     Str(StrOp, u32, String),
     Clip(u32, Option<Scalar>, Option<Scalar>),
+    StrReplace(u32, String, String, bool),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
@@ -540,6 +581,7 @@ impl Program {
             Expr::Cast(a, d) => Instr::Cast(self.push(a), *d),
             Expr::Str(op, a, p) => Instr::Str(*op, self.push(a), p.clone()),
             Expr::Clip(a, lo, hi) => Instr::Clip(self.push(a), lo.clone(), hi.clone()),
+            Expr::StrReplace(a, p, r, re) => Instr::StrReplace(self.push(a), p.clone(), r.clone(), *re),
         };
         self.instrs.push(i);
         (self.instrs.len() - 1) as u32
@@ -573,7 +615,8 @@ impl Program {
                 | Instr::FillNa(a, _)
                 | Instr::Cast(a, _)
                 | Instr::Str(_, a, _)
-                | Instr::Clip(a, _, _) => operand(a),
+                | Instr::Clip(a, _, _)
+                | Instr::StrReplace(a, ..) => operand(a),
             }
         }
     }
@@ -679,7 +722,8 @@ mod tests {
                 | Instr::FillNa(a, _)
                 | Instr::Cast(a, _)
                 | Instr::Str(_, a, _)
-                | Instr::Clip(a, _, _) => vec![*a],
+                | Instr::Clip(a, _, _)
+                | Instr::StrReplace(a, ..) => vec![*a],
                 _ => vec![],
             };
             assert!(ops.iter().all(|&o| (o as usize) < i));

@@ -196,9 +196,19 @@ impl PyExpr {
             "month" => UnOp::Month,
             "day" => UnOp::Day,
             "abs" => UnOp::Abs,
+            "str_lower" => UnOp::StrLower,
+            "str_upper" => UnOp::StrUpper,
+            "str_strip" => UnOp::StrStrip,
+            "str_lstrip" => UnOp::StrLStrip,
+            "str_rstrip" => UnOp::StrRStrip,
             other => return Err(PyNotImplementedError::new_err(format!("{other} on a column"))),
         };
         Ok(PyExpr { e: Expr::Unary(op, Box::new(self.e.clone())) })
+    }
+
+    /// `.str.replace(pattern, replacement, regex)`.
+    fn str_replace(&self, pattern: &str, replacement: &str, regex: bool) -> PyExpr {
+        PyExpr { e: self.e.clone().str_replace(pattern, replacement, regex) }
     }
 
     /// numpy's `round(x, decimals)`.
@@ -397,7 +407,7 @@ pub(crate) fn frame_from_tensors(names: Vec<String>, tensors: Vec<Bound<'_, PyTe
 }
 
 /// One column from Python: a 1-d numpy array of numbers or booleans, a datetime64 array
-/// given as `(int64 array, unit)`, or a list of `str`/`None`.
+/// given as `(int64 array, unit)`, or a list of `str`/`None` or of `bool`/`None`.
 fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
     fn nums<T: numpy::Element + Copy>(name: &str, a: &Bound<'_, PyUntypedArray>) -> PyResult<Series>
     where
@@ -407,7 +417,11 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
         Ok(Series::new(name.into(), a.as_array().iter().copied().collect::<Vec<T>>()))
     }
     if let Ok(list) = value.cast::<PyList>() {
-        let v: Vec<Option<String>> = list.extract()?;
+        // Strings, or booleans with missing values (pandas' object column of True/False/None).
+        if let Ok(v) = list.extract::<Vec<Option<String>>>() {
+            return Ok(Series::new(name.into(), v).into_column());
+        }
+        let v: Vec<Option<bool>> = list.extract()?;
         return Ok(Series::new(name.into(), v).into_column());
     }
     if let Ok((ints, unit)) = value.extract::<(Bound<'_, PyUntypedArray>, String)>() {

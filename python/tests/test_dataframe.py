@@ -216,6 +216,50 @@ def test_query_loc_iloc_and_numpy_access_match_pandas(data):
         df.iloc[2:5]
 
 
+@given(frames())
+def test_string_methods_match_pandas(data):
+    pdf, chunk = data
+    pdf = pdf.assign(s=pdf["s"].map(lambda v: None if v is None else f"  {v.title()} pie "))
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    got = df.assign(lo=df["s"].str.lower(), up=df["s"].str.upper(), st=df["s"].str.strip(),
+                    ls=df["s"].str.lstrip(), rs=df["s"].str.rstrip(), rp=df["s"].str.replace("an", "AN"),
+                    rx=df["s"].str.strip().str.replace(r"(\w+) (\w+)", r"\2-\1", regex=True),
+                    ci=df["s"].str.replace("PIE", "tart", case=False)).fetch()
+    want = pdf.assign(lo=pdf["s"].str.lower(), up=pdf["s"].str.upper(), st=pdf["s"].str.strip(),
+                      ls=pdf["s"].str.lstrip(), rs=pdf["s"].str.rstrip(), rp=pdf["s"].str.replace("an", "AN"),
+                      rx=pdf["s"].str.strip().str.replace(r"(\w+) (\w+)", r"\2-\1", regex=True),
+                      ci=pdf["s"].str.replace("PIE", "tart", case=False))
+    same(got, want)
+
+
+def test_set_index_sort_index_and_the_index_match_pandas():
+    pdf = pd.DataFrame({"k": [3, 1, 2, 1, 3], "j": [0, 1, 0, 1, 1], "x": [1.0, np.nan, 3.0, 4.0, 5.0],
+                        "s": ["a", "b", None, "d", "e"]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    got, want = df.set_index("k"), pdf.set_index("k")
+    same(got.fetch(), want)
+    assert got.index.name == "k" and got.index.dtype == np.int64 and list(got.columns) == ["j", "x", "s"]
+    pdt.assert_index_equal(got.index.fetch(), want.index)
+    same(got.sort_index().fetch(), want.sort_index(kind="stable"))
+    pdt.assert_series_equal(got["x"].fetch(), want["x"])
+    same(got.isna().fetch(), want.isna())
+    same(got[["x", "j"]].fillna(0).fetch(), want[["x", "j"]].fillna(0))
+    same(got.fillna({"x": -1.0}).fetch(), want.fillna({"x": -1.0}))
+    same(got.reset_index().fetch(), want.reset_index())
+    same(got[got["x"] > 2].fetch(), want[want["x"] > 2])
+    two = df.set_index(["k", "j"])
+    same(two.sort_index(ascending=[True, False]).fetch(),
+                           pdf.set_index(["k", "j"]).sort_index(ascending=[True, False], kind="stable"))
+    assert two.index.nlevels == 2 and two.index.names == ["k", "j"]
+    other = ad.DataFrame(pd.DataFrame({"j": [0, 1], "y": [10, 20]}))
+    same(got.merge(other, on="j").fetch().sort_values(["x", "s"]).reset_index(drop=True),
+                           want.merge(pd.DataFrame({"j": [0, 1], "y": [10, 20]}), on="j")
+                           .sort_values(["x", "s"]).reset_index(drop=True))
+    pdt.assert_index_equal(df.index.fetch(), pd.RangeIndex(5))
+    with pytest.raises(NotImplementedError, match="sort_index"):
+        df.sort_index()
+
+
 def test_merge_with_left_on_right_on_and_suffixes_matches_pandas():
     left = pd.DataFrame({"id": [1, 2, 3, 4], "v": [1.0, 2.0, 3.0, 4.0], "w": [5, 6, 7, 8]})
     right = pd.DataFrame({"key": [2, 3, 3, 9], "v": [20.0, 30.0, 31.0, 90.0]})
@@ -378,3 +422,17 @@ def test_parquet_files_written_by_pandas_read_by_row_group(tmp_path):
     same(pd.read_parquet(out), pdf.sort_values("f", kind="stable").reset_index(drop=True))
     with pytest.raises(FileNotFoundError):
         ad.read_parquet(tmp_path / "missing.parquet")
+
+
+def test_fetched_columns_have_the_dtypes_pandas_gives_them():
+    # Strings as pandas' own string dtype (pandas 3) or object (pandas 2); booleans with
+    # a missing value as an object column, as pandas makes them.
+    pdf = pd.DataFrame({"s": ["a", None, "c"], "b": [True, None, False], "i": [1, 2, 3], "f": [0.5, np.nan, 1.0]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    pdt.assert_frame_equal(df.fetch(), pdf)
+    # Before it runs, a boolean column is bool (pandas' dtype depends on the values).
+    assert df.dtypes["s"] == pdf.dtypes["s"] and df.dtypes["i"] == pdf.dtypes["i"]
+    assert df["s"].dtype == pdf["s"].dtype
+    # Filtered, the column has no missing value left and fetches as bool (pandas keeps
+    # object): the values agree.
+    same(df[df["b"].fillna(False)].fetch(), pdf[pdf["b"].fillna(False).astype(bool)].reset_index(drop=True))

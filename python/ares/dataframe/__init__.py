@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import _native, _ProgressLine, get_default_session
 
-__all__ = ["DataFrame", "Series", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv", "read_parquet"]
+__all__ = ["DataFrame", "Series", "Index", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv",
+           "read_parquet"]
 
 # Rows per chunk made from local data, by default: chunks of about this many bytes.
 _CHUNK_BYTES = 64 << 20
@@ -51,6 +52,35 @@ def _pandas():
     except ImportError:  # pragma: no cover - pandas is a dependency of the tests
         raise ImportError("fetching a data frame returns pandas objects: pip install pandas") from None
     return pd
+
+
+def _string_dtype(pd: Any) -> Any:
+    """The dtype pandas gives a column of strings: ``str`` (missing values as NaN) where
+    pandas infers it (pandas 3, or ``future.infer_string``), else ``object``."""
+    global _INFERS_STRINGS
+    if _INFERS_STRINGS is None:
+        if int(pd.__version__.split(".")[0]) >= 3:
+            _INFERS_STRINGS = True
+        else:
+            try:
+                _INFERS_STRINGS = bool(pd.get_option("future.infer_string"))
+            except (KeyError, AttributeError, pd.errors.OptionError):
+                _INFERS_STRINGS = False
+    return pd.StringDtype(na_value=np.nan) if _INFERS_STRINGS else np.dtype(object)
+
+
+_INFERS_STRINGS: Optional[bool] = None
+
+
+def _dtype_of(name: str) -> Any:
+    """A native dtype name as pandas shows it (strings as pandas' string dtype)."""
+    if name != "object":
+        return np.dtype(name)
+    try:
+        import pandas as pd
+    except ImportError:
+        return np.dtype(object)
+    return _string_dtype(pd)
 
 
 def _session(session: Any = None):
@@ -85,7 +115,8 @@ def _as_list(v: Union[str, Sequence[str], None]) -> List[str]:
 
 def _column_for_native(name: str, v: Any) -> Any:
     """A column as the native layer takes it: a 1-d numpy array of numbers or booleans,
-    ``(int64 array, unit)`` for datetimes, or a list of ``str``/``None``."""
+    ``(int64 array, unit)`` for datetimes, or a list of ``str``/``None`` (or of
+    ``bool``/``None``, a boolean column with missing values)."""
     pd = None
     try:
         import pandas as pd  # noqa: F811
@@ -106,6 +137,12 @@ def _column_for_native(name: str, v: Any) -> Any:
         if unit == "s":
             a, unit = a.astype("datetime64[ms]"), "ms"
         return (np.ascontiguousarray(a.view("int64")), unit)
+    if a.dtype.kind == "O":
+        values = a.tolist()
+        present = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+        if present and all(isinstance(x, bool) for x in present):
+            # True/False with missing values: a boolean column with nulls.
+            return [None if x is None or isinstance(x, float) else x for x in values]
     if a.dtype.kind in "OUS":
         out = []
         for x in a.tolist():
@@ -223,7 +260,7 @@ class DataFrame:
         """Each column's dtype (a pandas Series, as in pandas)."""
         pd = _pandas()
         types = dict(zip(self._f.columns, self._f.dtypes))
-        return pd.Series({c: np.dtype(types[c]) for c in self.columns}, dtype=object)
+        return pd.Series({c: _dtype_of(types[c]) for c in self.columns}, dtype=object)
 
     @property
     def shape(self) -> Tuple[float, int]:
@@ -258,12 +295,14 @@ class DataFrame:
         (a ``pandas.Series`` for reductions and single columns)."""
         pd = _pandas()
         names, cols = _session(session).fetch(self._f)
+        types = dict(zip(self._f.columns, self._f.dtypes))
         data = {}
         for n, c in zip(names, cols):
             if isinstance(c, tuple):
                 data[n] = c[0].view(f"datetime64[{c[1]}]")
             elif isinstance(c, list):
-                data[n] = pd.Series(c, dtype=object)
+                # Strings, or booleans with missing values (object, as pandas has them).
+                data[n] = pd.Series(c, dtype=_string_dtype(pd) if types.get(n) == "object" else object)
             else:
                 data[n] = c
         out = pd.DataFrame(data, columns=names)
@@ -400,18 +439,40 @@ class DataFrame:
         if isinstance(value, dict):
             pairs = [(c, _native.NativeExpr.col(c).fill_na(_py(v))) for c, v in value.items()]
             return self._wrap(self._f.assign(pairs), self._index)
+        if self._index:
+            # The labels are not values: only the other columns of the value's kind are
+            # filled (as the native fillna does for every column).
+            v = _py(value)
+            kinds = dict(zip(self._f.columns, self._f.dtypes))
+
+            def matches(t: str) -> bool:
+                k = np.dtype(t).kind if t not in ("str", "object") else "O"
+                if isinstance(v, bool):
+                    return k == "b"
+                if isinstance(v, numbers.Number):
+                    return k in "iuf"
+                return isinstance(v, str) and k == "O"
+
+            pairs = [(c, _native.NativeExpr.col(c).fill_na(v)) for c in self.columns if matches(kinds[c])]
+            return self._wrap(self._f.assign(pairs), self._index) if pairs else self
         return self._wrap(self._f.fillna(_py(value)), self._index)
 
     def dropna(self, subset: Union[str, Sequence[str], None] = None, how: str = "any") -> "DataFrame":
-        return self._wrap(self._f.dropna(_as_list(subset), how), self._index)
+        return self._wrap(self._f.dropna(_as_list(subset) or self.columns, how), self._index)
+
+    def _each_column(self, op: str) -> "DataFrame":
+        if not self._index:
+            return self._wrap(getattr(self._f, op)(), self._index)
+        pairs = [(c, _native.NativeExpr.col(c).unary(op)) for c in self.columns]
+        return self._wrap(self._f.assign(pairs), self._index)
 
     def isna(self) -> "DataFrame":
-        return self._wrap(self._f.isna(), self._index)
+        return self._each_column("isna")
 
     isnull = isna
 
     def notna(self) -> "DataFrame":
-        return self._wrap(self._f.notna(), self._index)
+        return self._each_column("notna")
 
     notnull = notna
 
@@ -429,10 +490,43 @@ class DataFrame:
         return self._wrap(self._f.drop(_as_list(columns)), self._index, same_rows=True)
 
     def reset_index(self, drop: bool = False) -> "DataFrame":
-        """The index columns (of a group-by result) back as ordinary columns."""
+        """The index columns (set with ``set_index``, or a group-by's keys) back as
+        ordinary columns, or dropped."""
         if drop:
             return self._wrap(self._f.drop(self._index)) if self._index else self
         return self._wrap(self._f)
+
+    def set_index(self, keys: Union[str, Sequence[str]], drop: bool = True, append: bool = False) -> "DataFrame":
+        """Columns as the row labels (pandas' ``set_index``): they are kept as the frame's
+        index columns, shown as the index when fetched, and used by ``sort_index``."""
+        if not drop:
+            raise NotImplementedError("set_index(drop=False): a column cannot also stay a column here")
+        cols = _as_list(keys)
+        for c in cols:
+            if c not in self._f.columns:
+                raise KeyError(c)
+        index = (self._index if append else []) + cols
+        f = self._f if append or not self._index else self._f.drop(self._index)
+        ordered = index + [c for c in f.columns if c not in index]
+        return self._wrap(f.select(ordered), index, same_rows=True)
+
+    @property
+    def index(self) -> "Index":
+        """The row labels: the index columns, or positions (a ``RangeIndex``) when the
+        frame has none."""
+        return Index(self)
+
+    def sort_index(self, ascending: Union[bool, Sequence[bool]] = True, **kwargs: Any) -> "DataFrame":
+        """Rows sorted by the index columns (a stable sample sort)."""
+        if kwargs:
+            raise NotImplementedError(f"sort_index({', '.join(kwargs)}=...)")
+        if not self._index:
+            raise NotImplementedError(
+                "sort_index of a frame without index columns (rows keep no positions once sorted): "
+                "set_index first, or sort_values"
+            )
+        asc = [ascending] * len(self._index) if isinstance(ascending, bool) else list(ascending)
+        return self._wrap(self._f.sort_values(self._index, asc), self._index, self._kind)
 
     # ----- reductions -----------------------------------------------------------------
 
@@ -643,8 +737,8 @@ class Series:
         self._as_frame: Optional[DataFrame] = None
 
     @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(self._base._f.expr_dtype(self._e))
+    def dtype(self) -> Any:
+        return _dtype_of(self._base._f.expr_dtype(self._e))
 
     def __repr__(self) -> str:
         return f"ares.dataframe.Series<name={self.name!r}, dtype={self._base._f.expr_dtype(self._e)}>"
@@ -661,8 +755,14 @@ class Series:
         return self
 
     def fetch(self, session: Any = None):
-        """Computes the column and returns it as a ``pandas.Series``."""
-        return self._frame().fetch(session)
+        """Computes the column and returns it as a ``pandas.Series`` (indexed by its
+        frame's index columns, when it has some)."""
+        index = self._base._index
+        if not index:
+            return self._frame().fetch(session)
+        name = self.name if self.name is not None else "__ares_value"
+        f = self._base._f.assign([(name, self._e)]).select(index + [name])
+        return DataFrame(_frame=f, _index=index, _kind="series").fetch(session)
 
     to_pandas = fetch
 
@@ -924,6 +1024,88 @@ class _StrAccessor:
     def len(self) -> Series:
         return self._s._unary("str_len")
 
+    def lower(self) -> Series:
+        return self._s._unary("str_lower")
+
+    def upper(self) -> Series:
+        return self._s._unary("str_upper")
+
+    def strip(self, to_strip: Optional[str] = None) -> Series:
+        return self._s._unary("str_strip") if to_strip is None else _no_strip_chars("strip")
+
+    def lstrip(self, to_strip: Optional[str] = None) -> Series:
+        return self._s._unary("str_lstrip") if to_strip is None else _no_strip_chars("lstrip")
+
+    def rstrip(self, to_strip: Optional[str] = None) -> Series:
+        return self._s._unary("str_rstrip") if to_strip is None else _no_strip_chars("rstrip")
+
+    def replace(self, pat: str, repl: str, n: int = -1, case: Optional[bool] = None, flags: int = 0,
+                regex: bool = False) -> Series:
+        """Every occurrence of ``pat`` replaced by ``repl`` (a regular expression when
+        ``regex=True``, pandas' default since 2.0 being a literal)."""
+        if n != -1 or flags:
+            raise NotImplementedError("str.replace(n=, flags=)")
+        if not isinstance(repl, str):
+            raise NotImplementedError("str.replace with a callable replacement")
+        if case is False:
+            pat, regex = "(?i)" + (pat if regex else _re_escape(pat)), True
+        if regex:
+            # Python's \1 groups in the replacement are the regex crate's ${1}.
+            import re
+
+            repl = re.sub(r"\\(\d+)", r"${\1}", repl.replace("$", "$$"))
+        e = self._s._e.str_replace(pat, repl, bool(regex))
+        self._s._base._f.expr_dtype(e)
+        return Series(self._s._base, e, self._s.name)
+
+
+class Index:
+    """A frame's row labels, lazy as the frame: its index columns (``set_index``, a
+    group-by's keys), or positions when it has none (a ``RangeIndex`` once computed)."""
+
+    def __init__(self, frame: DataFrame) -> None:
+        self._frame = frame
+
+    @property
+    def names(self) -> List[Optional[str]]:
+        return list(self._frame._index) or [None]
+
+    @property
+    def name(self) -> Optional[str]:
+        names = self.names
+        return names[0] if len(names) == 1 else None
+
+    @property
+    def nlevels(self) -> int:
+        return len(self.names)
+
+    @property
+    def dtype(self) -> Any:
+        if len(self._frame._index) != 1:
+            return np.dtype(object) if self._frame._index else np.dtype(np.int64)
+        types = dict(zip(self._frame._f.columns, self._frame._f.dtypes))
+        return _dtype_of(types[self._frame._index[0]])
+
+    def __len__(self) -> int:
+        return len(self._frame)
+
+    def fetch(self, session: Any = None):
+        """Computes the labels: a ``pandas.Index`` (a ``MultiIndex`` for several columns)."""
+        pd = _pandas()
+        if not self._frame._index:
+            return pd.RangeIndex(len(self._frame))
+        cols = self._frame._index
+        return DataFrame(_frame=self._frame._f.select(cols), _index=cols).fetch(session).index
+
+    def to_numpy(self) -> np.ndarray:
+        return self.fetch().to_numpy()
+
+    def tolist(self) -> List[Any]:
+        return self.fetch().tolist()
+
+    def __repr__(self) -> str:
+        return f"ares.dataframe.Index<names={self.names}, dtype={self.dtype}>"
+
 
 class _Loc:
     """``df.loc[...]``: a boolean mask and/or column labels."""
@@ -1055,6 +1237,10 @@ def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
     if mask.dtype != np.bool_:
         raise ValueError(f"query: {expr!r} is not a boolean condition")
     return mask
+
+
+def _no_strip_chars(name: str) -> Any:
+    raise NotImplementedError(f"str.{name}(to_strip): only whitespace is stripped")
 
 
 def _re_escape(s: str) -> str:
@@ -1216,9 +1402,13 @@ def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, 
     for k in keys:
         if k not in left._f.columns or k not in right._f.columns:
             raise KeyError(k)
-    out = left._f.merge(right._f, keys, how)
+    # As pandas' merge on columns: the result has no index (the frames' index columns
+    # are left out).
+    lf = left._f.drop(left._index) if left._index else left._f
+    rf = right._f.drop(right._index) if right._index else right._f
+    out = lf.merge(rf, keys, how)
     if (sx, sy) != ("_x", "_y"):
-        both = [c for c in left._f.columns if c in right._f.columns and c not in keys]
+        both = [c for c in lf.columns if c in rf.columns and c not in keys]
         pairs = [(c + "_x", c + sx) for c in both] + [(c + "_y", c + sy) for c in both]
         out = out.rename([(a, b) for a, b in pairs if a != b])
     return DataFrame(_frame=out)
