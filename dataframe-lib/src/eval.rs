@@ -183,9 +183,9 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
         UnOp::NotNa => (!&missing(&s)?).into_series(),
         UnOp::StrLower => map_str(&s, |v| v.to_lowercase())?,
         UnOp::StrUpper => map_str(&s, |v| v.to_uppercase())?,
-        UnOp::StrStrip => map_str(&s, |v| v.trim().to_string())?,
-        UnOp::StrLStrip => map_str(&s, |v| v.trim_start().to_string())?,
-        UnOp::StrRStrip => map_str(&s, |v| v.trim_end().to_string())?,
+        UnOp::StrStrip => map_str(&s, |v| v.trim_matches(py_space).to_string())?,
+        UnOp::StrLStrip => map_str(&s, |v| v.trim_start_matches(py_space).to_string())?,
+        UnOp::StrRStrip => map_str(&s, |v| v.trim_end_matches(py_space).to_string())?,
         UnOp::Abs => crate::numeric::abs(&s)?,
         UnOp::Round(d) => crate::numeric::round(&s, d)?,
         UnOp::StrLen => {
@@ -253,6 +253,12 @@ fn fill_na(s: Series, v: &Scalar) -> PolarsResult<Series> {
 }
 
 /// `f` of every present string of `s`.
+/// Whitespace as Python's `str.strip` sees it: Unicode's, and the ASCII separators
+/// 0x1C–0x1F that Python counts too.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
 fn map_str(s: &Series, f: impl Fn(&str) -> String) -> PolarsResult<Series> {
     let out: StringChunked = s.str()?.iter().map(|v| v.map(&f)).collect();
     Ok(out.with_name(s.name().clone()).into_series())

@@ -436,3 +436,89 @@ def test_fetched_columns_have_the_dtypes_pandas_gives_them():
     # Filtered, the column has no missing value left and fetches as bool (pandas keeps
     # object): the values agree.
     same(df[df["b"].fillna(False)].fetch(), pdf[pdf["b"].fillna(False).astype(bool)].reset_index(drop=True))
+
+
+def test_index_columns_stay_labels_through_column_operations():
+    pdf = pd.DataFrame({"k": [2, 1, 2, 3], "a": [1.0, 1.0, 1.0, 2.0], "b": [3, 4, 5, 6]})
+    pi, di = pdf.set_index("k"), ad.DataFrame(pdf, chunk_size=3).set_index("k")
+    # Duplicates among the values only (the labels are not values).
+    same(di.drop_duplicates(["a"]).fetch(), pi.drop_duplicates(["a"]))
+    assert len(di.drop_duplicates().fetch()) == len(pi.drop_duplicates())
+    # A Series keeps its labels through operations that keep rows.
+    pdt.assert_series_equal(di["b"].head(2).fetch(), pi["b"].head(2))
+    pdt.assert_series_equal(di["b"].tail(2).fetch(), pi["b"].tail(2))
+    pdt.assert_series_equal(di["b"].sort_values(ascending=False).fetch(), pi["b"].sort_values(ascending=False,
+                                                                                                kind="stable"))
+    pdt.assert_series_equal(di["b"].nlargest(2).fetch(), pi["b"].nlargest(2))
+    pdt.assert_series_equal(ad.concat([di["a"], di["a"]]).fetch(), pd.concat([pi["a"], pi["a"]]))
+    same(di["b"].to_frame().fetch(), pi["b"].to_frame())
+    # ignore_index drops the labels.
+    same(ad.concat([di, di], ignore_index=True).fetch(), pd.concat([pi, pi], ignore_index=True))
+    same(di.sort_values("b", ascending=False, ignore_index=True).fetch(),
+         pi.sort_values("b", ascending=False, ignore_index=True))
+    # The index's name is not a column's.
+    for bad in (lambda: di["k"], lambda: di[["k", "a"]], lambda: di.drop(columns="k"),
+                lambda: pi["k"], lambda: pi[["k", "a"]], lambda: pi.drop(columns="k")):
+        with pytest.raises(KeyError):
+            bad()
+    same(di.rename(columns={"k": "z", "a": "c"}).fetch(), pi.rename(columns={"k": "z", "a": "c"}))
+    with pytest.raises(NotImplementedError, match="reset_index"):
+        di.assign(k=di["b"] * 10)
+    with pytest.raises(NotImplementedError, match="reset_index"):
+        di.merge(di, on="k")
+    # query reads index levels by name, as pandas'.
+    same(di.query("k > 1 and b < 6").fetch(), pi.query("k > 1 and b < 6"))
+
+
+def test_query_lists_and_invert_as_pandas_reads_them():
+    pdf = pd.DataFrame({"a": [1, 2, 3, 4], "b": [1.0, 2.0, 3.0, 4.0], "t": [True, False, True, False]})
+    df = ad.DataFrame(pdf, chunk_size=3)
+    for q in ["a == [1, 2] and b > 0", "a != [1, 2] & b > 0", "[1, 4] == a", "~t & b > 1", "not t"]:
+        if q == "[1, 4] == a":
+            continue  # pandas itself refuses a list on the left
+        same(df.query(q).fetch(), pdf.query(q).reset_index(drop=True))
+
+
+def test_iloc_columns_by_position_mask_and_scalar():
+    pdf = pd.DataFrame({"a": [1, 2, 3], "b": [4.0, 5.0, 6.0], "c": ["x", "y", None]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    pdt.assert_series_equal(df.iloc[:, 1].fetch(), pdf.iloc[:, 1])
+    same(df.iloc[:, [False, True, True]].fetch(), pdf.iloc[:, [False, True, True]])
+    same(df.iloc[:2, np.array([2, 0])].fetch(), pdf.iloc[:2, np.array([2, 0])])
+    with pytest.raises(IndexError):
+        df.iloc[:, [True, False]]
+
+
+def test_merge_suffixes_never_make_duplicate_columns():
+    left = pd.DataFrame({"id": [1, 2, 3], "a": [1.0, 2.0, 3.0], "a_x": [7, 8, 9]})
+    right = pd.DataFrame({"id": [3, 1, 4], "a": [0.5, 0.25, 0.125]})
+    got = ad.merge(ad.DataFrame(left), ad.DataFrame(right), on="id", suffixes=("_l", "_r")).fetch()
+    want = pd.merge(left, right, on="id", suffixes=("_l", "_r"))
+    same(got[sorted(got.columns)], want[sorted(want.columns)], sort_by=["id"])
+    with pytest.raises(ValueError):
+        ad.merge(ad.DataFrame(left), ad.DataFrame(right), on="id")  # a_x twice, as pandas refuses
+    with pytest.raises(ValueError):
+        ad.merge(ad.DataFrame(left), ad.DataFrame(right), on="id", suffixes=("", ""))
+
+
+def test_regex_replacements_read_as_python_reads_them():
+    pdf = pd.DataFrame({"s": ["ab-ab", "ba", None, "a$b"]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    cases = [("(a)(b)", r"\g<2>\g<1>"), ("(?P<x>a)", r"[\g<x>]"), ("-", "\\\\"), ("(b)", r"<\1>"),
+             (r"\$", "$0$"), ("a", r"\t"), ("b", r"\-")]
+    for pat, repl in cases:
+        got = df["s"].str.replace(pat, repl, regex=True).fetch()
+        want = pdf["s"].astype(object).str.replace(pat, repl, regex=True)
+        assert got.tolist()[:2] + got.tolist()[3:] == want.tolist()[:2] + want.tolist()[3:], (pat, repl)
+    with pytest.raises(ValueError, match="bad escape"):
+        df["s"].str.replace("a", r"\d", regex=True)
+    # Python's whitespace includes the ASCII separators 0x1C-0x1F.
+    p2 = pd.DataFrame({"s": ["\x1c a \x1f", "\tb\n"]})
+    assert ad.DataFrame(p2)["s"].str.strip().tolist() == p2["s"].str.strip().tolist()
+
+
+def test_boolean_columns_with_missing_values_from_pandas():
+    pdf = pd.DataFrame({"o": pd.Series([np.True_, None, np.False_], dtype=object),
+                        "n": pd.array([True, None, False], dtype="boolean")})
+    got = ad.DataFrame(pdf).fetch()
+    assert got["o"].tolist() == [True, None, False] and got["n"].tolist() == [True, None, False]

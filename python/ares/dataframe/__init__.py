@@ -55,21 +55,9 @@ def _pandas():
 
 
 def _string_dtype(pd: Any) -> Any:
-    """The dtype pandas gives a column of strings: ``str`` (missing values as NaN) where
-    pandas infers it (pandas 3, or ``future.infer_string``), else ``object``."""
-    global _INFERS_STRINGS
-    if _INFERS_STRINGS is None:
-        if int(pd.__version__.split(".")[0]) >= 3:
-            _INFERS_STRINGS = True
-        else:
-            try:
-                _INFERS_STRINGS = bool(pd.get_option("future.infer_string"))
-            except (KeyError, AttributeError, pd.errors.OptionError):
-                _INFERS_STRINGS = False
-    return pd.StringDtype(na_value=np.nan) if _INFERS_STRINGS else np.dtype(object)
-
-
-_INFERS_STRINGS: Optional[bool] = None
+    """The dtype pandas gives a column of strings, asked of pandas itself (its string
+    dtype under pandas 3 or ``future.infer_string``, else ``object``)."""
+    return pd.Series(["a"]).dtype
 
 
 def _dtype_of(name: str) -> Any:
@@ -113,6 +101,13 @@ def _as_list(v: Union[str, Sequence[str], None]) -> List[str]:
     return list(v)
 
 
+def _missing(x: Any) -> bool:
+    """None, NaN, NaT or pandas' NA: a missing value in an object column."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return True
+    return type(x).__name__ in ("NAType", "NaTType")
+
+
 def _column_for_native(name: str, v: Any) -> Any:
     """A column as the native layer takes it: a 1-d numpy array of numbers or booleans,
     ``(int64 array, unit)`` for datetimes, or a list of ``str``/``None`` (or of
@@ -125,7 +120,9 @@ def _column_for_native(name: str, v: Any) -> Any:
     if pd is not None and isinstance(v, (pd.Series, pd.Index)):
         if isinstance(v.dtype, pd.CategoricalDtype):
             raise NotImplementedError(f"column {name!r}: categorical columns are not supported")
-        if pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind in "iufb":
+        if pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind == "b" and v.isna().any():
+            v = v.to_numpy(dtype=object, na_value=None)
+        elif pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind in "iufb":
             v = v.to_numpy(dtype="float64" if v.isna().any() else v.dtype.numpy_dtype, na_value=np.nan)
         else:
             v = v.to_numpy()
@@ -138,21 +135,22 @@ def _column_for_native(name: str, v: Any) -> Any:
             a, unit = a.astype("datetime64[ms]"), "ms"
         return (np.ascontiguousarray(a.view("int64")), unit)
     if a.dtype.kind == "O":
-        values = a.tolist()
-        present = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
-        if present and all(isinstance(x, bool) for x in present):
+        values = [None if _missing(x) else x for x in a.tolist()]
+        present = [x for x in values if x is not None]
+        if present and all(isinstance(x, (bool, np.bool_)) for x in present):
             # True/False with missing values: a boolean column with nulls.
-            return [None if x is None or isinstance(x, float) else x for x in values]
+            return [None if x is None else bool(x) for x in values]
     if a.dtype.kind in "OUS":
         out = []
         for x in a.tolist():
-            if x is None or (isinstance(x, float) and math.isnan(x)):
+            if _missing(x):
                 out.append(None)
             elif isinstance(x, (str, bytes)):
                 out.append(x if isinstance(x, str) else x.decode())
             else:
                 raise NotImplementedError(
-                    f"column {name!r} mixes strings with {type(x).__name__} values: give one kind per column"
+                    f"column {name!r} holds {type(x).__name__} values beside strings or missing values: "
+                    "give one kind per column (strings, numbers or booleans)"
                 )
         return out
     if a.dtype.kind in "iu" and a.dtype.itemsize < 4:
@@ -166,8 +164,9 @@ class Scalar:
     """A lazy number: a reduction of one column (``df["a"].sum()``). ``fetch()`` (or
     ``float()``/``int()``) computes it."""
 
-    def __init__(self, frame: "DataFrame") -> None:
+    def __init__(self, frame: "DataFrame", as_bool: bool = False) -> None:
         self._frame = frame
+        self._as_bool = as_bool
 
     def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Scalar":
         self._frame.execute(session=session, show_progress=show_progress)
@@ -180,7 +179,7 @@ class Scalar:
             return v[0]
         if isinstance(v, tuple):
             return v[0].view(f"datetime64[{v[1]}]")[0]
-        return v[0].item()
+        return bool(v[0]) if self._as_bool else v[0].item()
 
     def __float__(self) -> float:
         return float(self.fetch())
@@ -307,7 +306,7 @@ class DataFrame:
                 data[n] = c
         out = pd.DataFrame(data, columns=names)
         if self._kind == "row":
-            return out.iloc[0] if len(out) else pd.Series(dtype=float)
+            return out.iloc[0].rename(None) if len(out) else pd.Series(dtype=float)
         if self._index:
             out = out.set_index(self._index)
         if self._kind in ("describe", "describe_series"):
@@ -322,16 +321,22 @@ class DataFrame:
 
     # ----- columns --------------------------------------------------------------------
 
+    def _col(self, name: str) -> "Series":
+        """A column or an index column (``query`` and ``merge`` read both, as pandas)."""
+        if name not in self._f.columns:
+            raise KeyError(name)
+        return Series(self, _native.NativeExpr.col(name), name)
+
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
-            if key not in self._f.columns:
-                raise KeyError(key)
-            return Series(self, _native.NativeExpr.col(key), key)
+            if key in self._index:
+                raise KeyError(f"{key!r} is the index, not a column: reset_index() makes it one")
+            return self._col(key)
         if isinstance(key, Series):
             return self._wrap(self._f.filter(self._own(key)._e), self._index)
         if isinstance(key, (list, tuple)):
             cols = [str(k) for k in key]
-            missing = [c for c in cols if c not in self._f.columns]
+            missing = [c for c in cols if c not in self.columns]
             if missing:
                 raise KeyError(f"{missing} not in columns {self.columns}")
             return self._wrap(self._f.select(self._index + [c for c in cols if c not in self._index]), self._index,
@@ -392,12 +397,19 @@ class DataFrame:
     def __getattr__(self, name: str) -> "Series":
         if name.startswith("_"):
             raise AttributeError(name)
-        if name in self._f.columns:
+        if name in self.columns:
             return self[name]
         raise AttributeError(f"'DataFrame' object has no attribute {name!r}")
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._f = self._f.assign([(str(key), self._expr(value))])
+        self._f = self._f.assign([(self._settable(str(key)), self._expr(value))])
+
+    def _settable(self, name: str) -> str:
+        if name in self._index:
+            raise NotImplementedError(
+                f"a column named like the index {name!r} (a frame here cannot hold both): reset_index() first"
+            )
+        return name
 
     def _own(self, s: "Series") -> "Series":
         if s._base._rows is not self._rows:
@@ -421,7 +433,7 @@ class DataFrame:
         for name, v in columns.items():
             if callable(v):
                 v = v(out)
-            out = out._wrap(out._f.assign([(name, out._expr(v))]), out._index, same_rows=True)
+            out = out._wrap(out._f.assign([(out._settable(name), out._expr(v))]), out._index, same_rows=True)
         return out
 
     def astype(self, dtype: Union[str, type, Dict[str, Any]]) -> "DataFrame":
@@ -479,7 +491,9 @@ class DataFrame:
     def rename(self, columns: Optional[Dict[str, str]] = None, **kwargs: Any) -> "DataFrame":
         if kwargs:
             raise NotImplementedError(f"rename({', '.join(kwargs)}=...): only columns= is supported")
-        return self._wrap(self._f.rename(list((columns or {}).items())), self._index, same_rows=True)
+        # As pandas' rename(columns=): the index's name is not a column's.
+        pairs = [(a, b) for a, b in (columns or {}).items() if a in self.columns]
+        return self._wrap(self._f.rename(pairs), self._index, same_rows=True)
 
     def drop(self, columns: Union[str, Sequence[str], None] = None, **kwargs: Any) -> "DataFrame":
         if kwargs.get("axis") in (1, "columns") and columns is None:
@@ -487,6 +501,9 @@ class DataFrame:
         kwargs.pop("axis", None)
         if kwargs or columns is None:
             raise NotImplementedError("drop: only drop(columns=...) is supported (there is no row index)")
+        missing = [c for c in _as_list(columns) if c not in self.columns]
+        if missing:
+            raise KeyError(f"{missing} not found in axis")
         return self._wrap(self._f.drop(_as_list(columns)), self._index, same_rows=True)
 
     def reset_index(self, drop: bool = False) -> "DataFrame":
@@ -612,7 +629,8 @@ class DataFrame:
         if na_position != "last":
             raise NotImplementedError("sort_values(na_position='first')")
         asc = [ascending] if isinstance(ascending, bool) else list(ascending)
-        return self._wrap(self._f.sort_values(_as_list(by), asc), self._index)
+        out = self._wrap(self._f.sort_values(_as_list(by), asc), self._index)
+        return out.reset_index(drop=True) if ignore_index and self._index else out
 
     def head(self, n: int = 5) -> "DataFrame":
         return self._wrap(self._f.head(int(n)), self._index, self._kind if self._kind != "row" else "frame")
@@ -631,7 +649,7 @@ class DataFrame:
     def drop_duplicates(self, subset: Union[str, Sequence[str], None] = None, keep: str = "first",
                         method: str = "auto") -> "DataFrame":
         _keep(keep)
-        return self._wrap(self._f.drop_duplicates(_as_list(subset), method), self._index)
+        return self._wrap(self._f.drop_duplicates(_as_list(subset) or self.columns, method), self._index)
 
     def value_counts(self, subset: Union[str, Sequence[str], None] = None) -> "DataFrame":
         cols = _as_list(subset) or self.columns
@@ -754,20 +772,32 @@ class Series:
         self._frame().execute(session=session, show_progress=show_progress)
         return self
 
+    def _rows(self) -> Tuple[Any, List[str], str]:
+        """The column beside its frame's index columns, for operations that keep rows
+        (and so their labels): the native frame, the index columns, the value's column."""
+        index = self._base._index
+        if not index:
+            f = self._frame()._f
+            return f, [], f.columns[0]
+        name = self.name if self.name is not None else "__ares_value"
+        if name in index:
+            raise NotImplementedError(f"a Series named like its frame's index column {name!r}: rename it first")
+        return self._base._f.assign([(name, self._e)]).select(index + [name]), list(index), name
+
+    def _keeping_rows(self, f: Any, index: List[str]) -> DataFrame:
+        return DataFrame(_frame=f, _index=index, _kind="series")
+
     def fetch(self, session: Any = None):
         """Computes the column and returns it as a ``pandas.Series`` (indexed by its
         frame's index columns, when it has some)."""
-        index = self._base._index
-        if not index:
-            return self._frame().fetch(session)
-        name = self.name if self.name is not None else "__ares_value"
-        f = self._base._f.assign([(name, self._e)]).select(index + [name])
-        return DataFrame(_frame=f, _index=index, _kind="series").fetch(session)
+        f, index, _ = self._rows()
+        return self._keeping_rows(f, index).fetch(session)
 
     to_pandas = fetch
 
     def to_frame(self) -> DataFrame:
-        return self._frame()._wrap(self._frame()._f)
+        f, index, _ = self._rows()
+        return DataFrame(_frame=f, _index=index)
 
     def to_numpy(self, dtype: Any = None) -> np.ndarray:
         return self.fetch().to_numpy(dtype=dtype)
@@ -944,10 +974,12 @@ class Series:
         return self._reduce("var")
 
     def any(self) -> Scalar:
-        return (self.astype("int64").max() if self.dtype == np.bool_ else (self != 0).astype("int64").max())
+        m = (self.astype("int64") if self.dtype == np.bool_ else (self != 0).astype("int64")).max()
+        return Scalar(m._frame, as_bool=True)
 
     def all(self) -> Scalar:
-        return (self.astype("int64").min() if self.dtype == np.bool_ else (self != 0).astype("int64").min())
+        m = (self.astype("int64") if self.dtype == np.bool_ else (self != 0).astype("int64")).min()
+        return Scalar(m._frame, as_bool=True)
 
     def nunique(self) -> Scalar:
         f = self._frame()._f
@@ -967,29 +999,32 @@ class Series:
     def drop_duplicates(self) -> DataFrame:
         return self.unique()
 
-    def sort_values(self, ascending: bool = True) -> DataFrame:
-        f = self._frame()._f
-        return DataFrame(_frame=f.sort_values([f.columns[0]], [ascending]), _kind="series")
+    def sort_values(self, ascending: bool = True, ignore_index: bool = False) -> DataFrame:
+        f, index, name = self._rows()
+        out = self._keeping_rows(f.sort_values([name], [ascending]), index)
+        return out.reset_index(drop=True) if ignore_index and index else out
 
     def head(self, n: int = 5) -> DataFrame:
-        return DataFrame(_frame=self._frame()._f.head(int(n)), _kind="series")
+        f, index, _ = self._rows()
+        return self._keeping_rows(f.head(int(n)), index)
 
     def tail(self, n: int = 5) -> DataFrame:
-        return DataFrame(_frame=self._frame()._f.tail(int(n)), _kind="series")
+        f, index, _ = self._rows()
+        return self._keeping_rows(f.tail(int(n)), index)
 
     def nlargest(self, n: int = 5, keep: str = "first") -> DataFrame:
         _keep(keep)
-        f = self._frame()._f
-        return DataFrame(_frame=f.nlargest(int(n), [f.columns[0]]), _kind="series")
+        f, index, name = self._rows()
+        return self._keeping_rows(f.nlargest(int(n), [name]), index)
 
     def nsmallest(self, n: int = 5, keep: str = "first") -> DataFrame:
         _keep(keep)
-        f = self._frame()._f
-        return DataFrame(_frame=f.nsmallest(int(n), [f.columns[0]]), _kind="series")
+        f, index, name = self._rows()
+        return self._keeping_rows(f.nsmallest(int(n), [name]), index)
 
     def dropna(self) -> DataFrame:
-        f = self._frame()._f
-        return DataFrame(_frame=f.dropna([f.columns[0]], "any"), _kind="series")
+        f, index, name = self._rows()
+        return self._keeping_rows(f.dropna([name], "any"), index)
 
     def describe(self, percentiles: Optional[Sequence[float]] = None) -> DataFrame:
         """pandas' ``Series.describe()`` of a numeric column (a Series indexed by
@@ -1048,12 +1083,11 @@ class _StrAccessor:
         if not isinstance(repl, str):
             raise NotImplementedError("str.replace with a callable replacement")
         if case is False:
+            # A case-blind match needs the regex engine; a literal replacement stays literal.
+            repl = _regex_template(repl) if regex else repl.replace("$", "$$")
             pat, regex = "(?i)" + (pat if regex else _re_escape(pat)), True
-        if regex:
-            # Python's \1 groups in the replacement are the regex crate's ${1}.
-            import re
-
-            repl = re.sub(r"\\(\d+)", r"${\1}", repl.replace("$", "$$"))
+        elif regex:
+            repl = _regex_template(repl)
         e = self._s._e.str_replace(pat, repl, bool(regex))
         self._s._base._f.expr_dtype(e)
         return Series(self._s._base, e, self._s.name)
@@ -1138,10 +1172,30 @@ class _ILoc:
     def __getitem__(self, key: Any) -> Any:
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
         df = self._df
+        one = None
         if not (isinstance(cols, slice) and cols == slice(None)):
             names = df.columns
-            picked = [names[i] for i in cols] if isinstance(cols, (list, tuple)) else names[cols]
-            df = df[picked] if isinstance(picked, list) else df[[picked]]
+            if isinstance(cols, (numbers.Integral, np.integer)):
+                one = names[int(cols)]
+                picked = [one]
+            elif isinstance(cols, slice):
+                picked = names[cols]
+            else:
+                cols = np.asarray(cols)
+                if cols.dtype == np.bool_:
+                    if cols.shape != (len(names),):
+                        raise IndexError(f"iloc: a boolean mask of {cols.shape[0]} for {len(names)} columns")
+                    picked = [n for n, m in zip(names, cols) if m]
+                elif cols.dtype.kind in "iu" and cols.ndim == 1:
+                    picked = [names[int(i)] for i in cols]
+                else:
+                    raise IndexError(f"iloc: columns given as {cols.dtype} (give positions or a boolean mask)")
+            df = df[picked]
+        out = self._rows(df, rows)
+        return out[one] if one is not None else out
+
+    @staticmethod
+    def _rows(df: DataFrame, rows: Any) -> DataFrame:
         if not isinstance(rows, slice) or rows.step not in (None, 1):
             raise NotImplementedError("iloc with rows other than a slice [:n] or [-n:]")
         if rows.start in (None, 0) and rows.stop is None:
@@ -1164,9 +1218,10 @@ def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
     import io
     import tokenize
 
-    # As pandas parses it: `&`, `|` and `~` bind as `and`, `or` and `not` (below the
-    # comparisons), and `@name` is a variable (made a valid Python name here).
-    words = {"&": "and", "|": "or", "~": "not"}
+    # As pandas parses it: `&` and `|` bind as `and` and `or` (below the comparisons;
+    # `~` stays an operator, as in Python), `==`/`!=` with a list mean `in`/`not in`, and
+    # `@name` is a variable (made a valid Python name here).
+    words = {"&": "and", "|": "or"}
     parts = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(expr.strip()).readline):
@@ -1202,9 +1257,10 @@ def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
             out, left = None, ev(node.left)
             for o, c in zip(node.ops, node.comparators):
                 right = ev(c)
-                if isinstance(o, (ast.In, ast.NotIn)):
+                if isinstance(o, (ast.In, ast.NotIn)) or (
+                        isinstance(o, (ast.Eq, ast.NotEq)) and isinstance(right, list)):
                     m = left.isin(right)
-                    m = ~m if isinstance(o, ast.NotIn) else m
+                    m = ~m if isinstance(o, (ast.NotIn, ast.NotEq)) else m
                 elif type(o) in cmps:
                     m = cmps[type(o)](left, right)
                 else:
@@ -1218,9 +1274,7 @@ def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
                 if name not in scope:
                     raise NameError(f"query: name '@{name}' is not defined")
                 return scope[name]
-            if node.id in df._f.columns:
-                return df[node.id]
-            raise KeyError(node.id)
+            return df._col(node.id)
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -1237,6 +1291,51 @@ def _query_mask(df: DataFrame, expr: str, scope: Dict[str, Any]) -> Series:
     if mask.dtype != np.bool_:
         raise ValueError(f"query: {expr!r} is not a boolean condition")
     return mask
+
+
+def _regex_template(repl: str) -> str:
+    """A replacement as Python's ``re.sub`` reads it (``\\1``, ``\\g<name>``, ``\\n``, ``\\\\``,
+    octal escapes) written for the regex crate (``${1}``, ``${name}``, the characters
+    themselves; ``$`` doubled). A bad escape raises as Python's does."""
+    simple = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
+    out, i = [], 0
+    while i < len(repl):
+        c = repl[i]
+        if c != "\\":
+            out.append("$$" if c == "$" else c)
+            i += 1
+            continue
+        if i + 1 == len(repl):
+            raise ValueError("str.replace: bad escape (end of pattern) in the replacement")
+        d = repl[i + 1]
+        three = repl[i + 1:i + 4]
+        if d == "g":
+            end = repl.find(">", i + 2)
+            if repl[i + 2:i + 3] != "<" or end < 0 or end == i + 3:
+                raise ValueError(f"str.replace: bad group reference in the replacement {repl!r}")
+            out.append("${" + repl[i + 3:end] + "}")
+            i = end + 1
+        elif d == "0" or (len(three) == 3 and all(x in "01234567" for x in three)):
+            # An octal escape: \0 with up to two more digits, or three digits.
+            j = i + 2
+            while j < i + 4 and j < len(repl) and repl[j] in "01234567":
+                j += 1
+            out.append(chr(int(repl[i + 1:j], 8)))
+            i = j
+        elif d.isdigit():
+            n = 2 if repl[i + 2:i + 3].isdigit() else 1
+            out.append("${" + repl[i + 1:i + 1 + n] + "}")
+            i += 1 + n
+        elif d in simple:
+            out.append(simple[d])
+            i += 2
+        elif d.isascii() and d.isalpha():
+            raise ValueError(f"str.replace: bad escape \\{d} in the replacement {repl!r}")
+        else:
+            # Python keeps an unknown non-letter escape as it is.
+            out.append("\\" + ("$$" if d == "$" else d))
+            i += 2
+    return "".join(out)
 
 
 def _no_strip_chars(name: str) -> Any:
@@ -1382,15 +1481,11 @@ def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, 
             raise ValueError("left_on and right_on must name as many columns (at least one)")
         if how not in ("inner", "left"):
             raise NotImplementedError(f"merge(left_on=, right_on=, how={how!r}): only inner and left merges")
-        for k in lk:
-            if k not in left._f.columns:
-                raise KeyError(k)
-        for k in rk:
-            if k not in right._f.columns:
-                raise KeyError(k)
+        _merge_keys(left, lk)
+        _merge_keys(right, rk)
         # The right side's keys copied under the left's names: matched rows have equal
         # keys, so the merged key columns are the left's, and the right's stay as columns.
-        copied = [(l, right[r]) for l, r in zip(lk, rk) if l != r]
+        copied = [(l, right._col(r)) for l, r in zip(lk, rk) if l != r]
         taken = [l for l, _ in copied if l in right._f.columns]
         if taken:
             raise NotImplementedError(f"merge(left_on=, right_on=) where the right frame also has {taken}")
@@ -1399,19 +1494,33 @@ def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, 
     keys = _as_list(on) or [c for c in left.columns if c in right.columns]
     if not keys:
         raise ValueError("no common columns to merge on: give on=")
-    for k in keys:
-        if k not in left._f.columns or k not in right._f.columns:
-            raise KeyError(k)
+    _merge_keys(left, keys)
+    _merge_keys(right, keys)
     # As pandas' merge on columns: the result has no index (the frames' index columns
     # are left out).
     lf = left._f.drop(left._index) if left._index else left._f
     rf = right._f.drop(right._index) if right._index else right._f
-    out = lf.merge(rf, keys, how)
-    if (sx, sy) != ("_x", "_y"):
-        both = [c for c in lf.columns if c in rf.columns and c not in keys]
-        pairs = [(c + "_x", c + sx) for c in both] + [(c + "_y", c + sy) for c in both]
-        out = out.rename([(a, b) for a, b in pairs if a != b])
-    return DataFrame(_frame=out)
+    # Columns on both sides (other than the keys) take their suffixes before the merge,
+    # so that no name can meet another one afterwards.
+    both = [c for c in lf.columns if c in rf.columns and c not in keys]
+    if both:
+        if sx == sy:
+            raise ValueError(f"columns overlap but the suffixes are the same: {both}")
+        lf = lf.rename([(c, c + sx) for c in both if sx])
+        rf = rf.rename([(c, c + sy) for c in both if sy])
+        names = [c for c in lf.columns] + [c for c in rf.columns if c not in keys]
+        dups = sorted({c for c in names if names.count(c) > 1})
+        if dups:
+            raise ValueError(f"suffixes {tuple(suffixes)} would make duplicate columns {dups}: choose others")
+    return DataFrame(_frame=lf.merge(rf, keys, how))
+
+
+def _merge_keys(df: DataFrame, keys: List[str]) -> None:
+    for k in keys:
+        if k in df._index:
+            raise NotImplementedError(f"merge on the index level {k!r}: reset_index() first")
+        if k not in df._f.columns:
+            raise KeyError(k)
 
 
 def concat(objs: Sequence[Any], axis: Any = 0, join: str = "outer", ignore_index: bool = False,
@@ -1419,7 +1528,7 @@ def concat(objs: Sequence[Any], axis: Any = 0, join: str = "outer", ignore_index
     """pandas' ``concat`` of frames (or of Series) along the rows: every frame must have
     the same columns (in any order; the first's is kept), a column of several numeric
     dtypes takes numpy's common one. The result's chunks are the frames' chunks (nothing
-    is copied). Frames have no index, so ``ignore_index`` changes nothing."""
+    is copied). Index columns must be the same in all (``ignore_index`` drops them)."""
     if axis not in (0, "index", "rows"):
         raise NotImplementedError("concat(axis=1): only rows are concatenated")
     if kwargs:
@@ -1430,13 +1539,19 @@ def concat(objs: Sequence[Any], axis: Any = 0, join: str = "outer", ignore_index
     if not objs:
         raise ValueError("No objects to concatenate")
     if all(isinstance(o, Series) for o in objs):
-        names = {o.name for o in objs}
-        frames = [o._frame() for o in objs]
-        if len(names) != 1:
-            frames = [f._wrap(f._f.rename([(f._f.columns[0], "__ares_value")])) for f in frames]
-        return DataFrame(_frame=_native.frame_concat([f._f for f in frames]), _kind="series")
+        rows = [o._rows() for o in objs]
+        index = [] if ignore_index else rows[0][1]
+        if ignore_index:
+            rows = [(f.drop(i) if i else f, [], n) for f, i, n in rows]
+        elif any(i != index for _, i, _ in rows):
+            raise NotImplementedError("concat of Series with different index columns (reset_index first)")
+        if len({o.name for o in objs}) != 1:
+            rows = [(f.rename([(n, "__ares_value")]), i, "__ares_value") for f, i, n in rows]
+        return DataFrame(_frame=_native.frame_concat([f for f, _, _ in rows]), _index=index, _kind="series")
     if not all(isinstance(o, DataFrame) for o in objs):
         raise NotImplementedError("concat of frames with Series (give frames, or Series)")
+    if ignore_index:
+        objs = [o.reset_index(drop=True) for o in objs]
     index = objs[0]._index
     if any(o._index != index for o in objs):
         raise NotImplementedError("concat of frames with different index columns (reset_index first)")
