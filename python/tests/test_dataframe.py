@@ -522,3 +522,13 @@ def test_boolean_columns_with_missing_values_from_pandas():
                         "n": pd.array([True, None, False], dtype="boolean")})
     got = ad.DataFrame(pdf).fetch()
     assert got["o"].tolist() == [True, None, False] and got["n"].tolist() == [True, None, False]
+
+
+def test_any_and_all_skip_missing_values_and_answer_bools():
+    pdf = pd.DataFrame({"f": [np.nan, 1.0, 2.0], "g": [np.nan, 0.0, 0.0], "i": [0, 3, 0],
+                        "b": [True, False, True]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    for rows, prows in ((df, pdf), (df[df["i"] > 5], pdf[pdf["i"] > 5]), (df[df["i"] > 0], pdf[pdf["i"] > 0])):
+        for c in "fgib":
+            assert rows[c].any().fetch() is bool(prows[c].any()), (c, "any")
+            assert rows[c].all().fetch() is bool(prows[c].all()), (c, "all")

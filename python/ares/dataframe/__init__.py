@@ -164,9 +164,10 @@ class Scalar:
     """A lazy number: a reduction of one column (``df["a"].sum()``). ``fetch()`` (or
     ``float()``/``int()``) computes it."""
 
-    def __init__(self, frame: "DataFrame", as_bool: bool = False) -> None:
+    def __init__(self, frame: "DataFrame", if_empty: Optional[bool] = None) -> None:
         self._frame = frame
-        self._as_bool = as_bool
+        # For any/all: the answer is a bool, and this one when there is no value at all.
+        self._if_empty = if_empty
 
     def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Scalar":
         self._frame.execute(session=session, show_progress=show_progress)
@@ -175,11 +176,14 @@ class Scalar:
     def fetch(self, session: Any = None) -> Any:
         names, cols = _session(session).fetch(self._frame._f)
         v = cols[0]
+        if self._if_empty is not None:
+            x = v[0] if isinstance(v, list) else v[0].item()
+            return self._if_empty if _missing(x) else bool(x)
         if isinstance(v, list):
             return v[0]
         if isinstance(v, tuple):
             return v[0].view(f"datetime64[{v[1]}]")[0]
-        return bool(v[0]) if self._as_bool else v[0].item()
+        return v[0].item()
 
     def __float__(self) -> float:
         return float(self.fetch())
@@ -974,12 +978,14 @@ class Series:
         return self._reduce("var")
 
     def any(self) -> Scalar:
-        m = (self.astype("int64") if self.dtype == np.bool_ else (self != 0).astype("int64")).max()
-        return Scalar(m._frame, as_bool=True)
+        # Missing values are skipped, as pandas' skipna: they count as False here.
+        truth = self.fillna(False) if self.dtype == np.bool_ else (self != 0) & self.notna()
+        return Scalar(truth.astype("int64").max()._frame, if_empty=False)
 
     def all(self) -> Scalar:
-        m = (self.astype("int64") if self.dtype == np.bool_ else (self != 0).astype("int64")).min()
-        return Scalar(m._frame, as_bool=True)
+        # ... and as True here.
+        truth = self.fillna(True) if self.dtype == np.bool_ else (self != 0) | self.isna()
+        return Scalar(truth.astype("int64").min()._frame, if_empty=True)
 
     def nunique(self) -> Scalar:
         f = self._frame()._f
