@@ -532,3 +532,52 @@ def test_any_and_all_skip_missing_values_and_answer_bools():
         for c in "fgib":
             assert rows[c].any().fetch() is bool(prows[c].any()), (c, "any")
             assert rows[c].all().fetch() is bool(prows[c].all()), (c, "all")
+
+
+def test_second_review_merges_membership_and_arguments_as_pandas():
+    left = pd.DataFrame({"v": [1, 2, 3], "k": [3, 1, 2], "z": ["a", "b", "c"]})
+    right = pd.DataFrame({"w": [5, 6, 7], "k": [2, 4, 1]})
+    for how in ("inner", "left", "right", "outer"):
+        got = ad.DataFrame(left).merge(ad.DataFrame(right), on="k", how=how).fetch()
+        want = left.merge(right, on="k", how=how)
+        assert list(got.columns) == list(want.columns), how
+        if how == "outer":
+            same(got, want)  # rows sorted by key, as pandas'
+        else:
+            same(got, want, sort_by=["k"])
+    p = pd.DataFrame({"f": [1.5, np.nan, 2.0, 3.0], "s": ["a", "b", None, "c"], "t": [True, False, True, False]})
+    df = ad.DataFrame(p, chunk_size=2)
+    same(df[df["f"].isin([np.nan, 2.0])].fetch(), p[p["f"].isin([np.nan, 2.0])].reset_index(drop=True))
+    same(df[df["s"].isin([None, "a"])].fetch(), p[p["s"].isin([None, "a"])].reset_index(drop=True))
+    with pytest.raises(TypeError):
+        df["s"].isin("ab")
+    with pytest.raises(NotImplementedError):
+        df["f"] == pd.Timestamp("2024-01-01")
+    with pytest.raises(NotImplementedError, match="isna"):
+        df["f"] != None  # noqa: E711
+    with pytest.raises(ValueError):
+        df["f"].between(1, 2, inclusive="foo")
+    with pytest.raises(ValueError):
+        df.sort_values(["f", "s"], ascending=[False])
+    with pytest.raises(NotImplementedError, match="sort=False"):
+        df.groupby("t", sort=False)
+    with pytest.raises(NotImplementedError):
+        df.head(-1)
+    same(df.dropna(subset=[]).fetch(), p.dropna(subset=[]))
+    assert df["t"].astype(str).tolist() == p["t"].astype(str).tolist()
+    with pytest.raises(NotImplementedError, match="object"):
+        df["f"].astype(object)
+    g, pg = df.groupby("t"), p.groupby("t")
+    same(g["f"].agg(["sum", "max"]).fetch(), pg["f"].agg(["sum", "max"]))
+    pdt.assert_series_equal(g["f"].size().fetch(), pg["f"].size(), check_dtype=False)
+    pdt.assert_series_equal(g.agg("size").fetch(), pg.agg("size"), check_dtype=False)
+    same(g["f"].agg(total="sum").fetch(), pg["f"].agg(total="sum"))
+
+
+def test_read_csv_usecols_keeps_the_files_order(tmp_path):
+    path = tmp_path / "u.csv"
+    pd.DataFrame({"a": [1, 2], "b": [3.0, 4.0], "c": ["x", "y"], "d": [5, 6]}).to_csv(path, index=False)
+    got = ad.read_csv(str(path), usecols=["d", "a"]).fetch()
+    assert list(got.columns) == list(pd.read_csv(path, usecols=["d", "a"]).columns) == ["a", "d"]
+    with pytest.raises(KeyError):
+        ad.read_csv(str(path), usecols=["nope"])

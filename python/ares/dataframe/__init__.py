@@ -443,10 +443,11 @@ class DataFrame:
     def astype(self, dtype: Union[str, type, Dict[str, Any]]) -> "DataFrame":
         """Columns converted: one dtype for all, or ``{column: dtype}``."""
         spec = dtype if isinstance(dtype, dict) else {c: dtype for c in self.columns}
-        pairs = [(c, _native.NativeExpr.col(c).cast(_dtype_name(t))) for c, t in spec.items()]
-        for c, _ in pairs:
-            if c not in self._f.columns:
+        types = dict(zip(self._f.columns, self._f.dtypes))
+        for c in spec:
+            if c not in self.columns:
                 raise KeyError(c)
+        pairs = [(c, _cast(_native.NativeExpr.col(c), types[c], t)) for c, t in spec.items()]
         return self._wrap(self._f.assign(pairs), self._index, same_rows=True)
 
     def fillna(self, value: Any) -> "DataFrame":
@@ -474,7 +475,10 @@ class DataFrame:
         return self._wrap(self._f.fillna(_py(value)), self._index)
 
     def dropna(self, subset: Union[str, Sequence[str], None] = None, how: str = "any") -> "DataFrame":
-        return self._wrap(self._f.dropna(_as_list(subset) or self.columns, how), self._index)
+        if how not in ("any", "all"):
+            raise ValueError(f"invalid how option: {how}")
+        cols = self.columns if subset is None else _as_list(subset)
+        return self._wrap(self._f.dropna(cols, how), self._index) if cols else self
 
     def _each_column(self, op: str) -> "DataFrame":
         if not self._index:
@@ -621,6 +625,8 @@ class DataFrame:
         ``method`` is Mars': 'auto' chooses a tree or a shuffle from the first chunk."""
         if not dropna:
             raise NotImplementedError("groupby(dropna=False)")
+        if not sort:
+            raise NotImplementedError("groupby(sort=False): groups come sorted by key")
         keys = _as_list(by)
         for k in keys:
             if k not in self._f.columns:
@@ -632,15 +638,18 @@ class DataFrame:
         """Rows sorted by columns (a stable sample sort; missing values last)."""
         if na_position != "last":
             raise NotImplementedError("sort_values(na_position='first')")
-        asc = [ascending] if isinstance(ascending, bool) else list(ascending)
-        out = self._wrap(self._f.sort_values(_as_list(by), asc), self._index)
+        by = _as_list(by)
+        asc = [ascending] * len(by) if isinstance(ascending, bool) else list(ascending)
+        if len(asc) != len(by):
+            raise ValueError(f"Length of ascending ({len(asc)}) != length of by ({len(by)})")
+        out = self._wrap(self._f.sort_values(by, asc), self._index)
         return out.reset_index(drop=True) if ignore_index and self._index else out
 
     def head(self, n: int = 5) -> "DataFrame":
-        return self._wrap(self._f.head(int(n)), self._index, self._kind if self._kind != "row" else "frame")
+        return self._wrap(self._f.head(_count(n, "head")), self._index, self._kind if self._kind != "row" else "frame")
 
     def tail(self, n: int = 5) -> "DataFrame":
-        return self._wrap(self._f.tail(int(n)), self._index, self._kind if self._kind != "row" else "frame")
+        return self._wrap(self._f.tail(_count(n, "tail")), self._index, self._kind if self._kind != "row" else "frame")
 
     def nlargest(self, n: int, columns: Union[str, Sequence[str]], keep: str = "first") -> "DataFrame":
         _keep(keep)
@@ -714,6 +723,14 @@ def _percentiles(percentiles: Optional[Sequence[float]]) -> List[float]:
     return qs
 
 
+def _count(n: Any, name: str) -> int:
+    """A row count for head/tail: a negative one (all but the last/first n) is refused."""
+    n = int(n)
+    if n < 0:
+        raise NotImplementedError(f"{name}(n) with n < 0 (rows have no positions before they run)")
+    return n
+
+
 def _ddof(ddof: int) -> None:
     if ddof != 1:
         raise NotImplementedError(f"ddof={ddof} (only pandas' default ddof=1)")
@@ -737,6 +754,22 @@ def _py(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
+
+
+def _cast(e: Any, source: str, t: Any) -> Any:
+    """``e`` (of native dtype ``source``) converted to ``t`` as pandas' astype does."""
+    target = _dtype_name(t)
+    if target == "object":
+        target = "str"
+    if target == "str" and source != "object" and not (t is str or t == "str"):
+        raise NotImplementedError(
+            f"astype({t!r}) of a {source} column: object columns hold strings here (astype(str) makes them)"
+        )
+    e2 = e.cast(target)
+    if target == "str" and source == "bool":
+        # Python's spelling of booleans, as pandas writes them.
+        e2 = e2.str_replace("true", "True", False).str_replace("false", "False", False)
+    return e2
 
 
 def _dtype_name(t: Any) -> str:
@@ -838,6 +871,10 @@ class Series:
     def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
         o = self._other(other)
         if o is NotImplemented:
+            if op in ("eq", "ne"):
+                # Python would answer with one bool (identity), never a column.
+                hint = " (isna()/notna() test for missing values)" if other is None else ""
+                raise NotImplementedError(f"comparing a column with a {type(other).__name__} value{hint}")
             return NotImplemented
         e = o.binary(op, self._e) if reflected else self._e.binary(op, o)
         # Checked at once (a wrong dtype raises here, as in pandas), over the frame that
@@ -932,20 +969,25 @@ class Series:
         return Series(self._base, e, self.name)
 
     def astype(self, dtype: Any) -> "Series":
-        e = self._e.cast(_dtype_name(dtype))
+        e = _cast(self._e, self._base._f.expr_dtype(self._e), dtype)
         self._base._f.expr_dtype(e)
         return Series(self._base, e, self.name)
 
     def isin(self, values: Iterable[Any]) -> "Series":
+        if isinstance(values, (str, bytes)):
+            raise TypeError(f"only list-like objects are allowed to be passed to isin(), you passed a "
+                            f"{type(values).__name__}")
         values = list(values)
-        if not values:
-            return self.isna() & self.notna()
-        out = self == values[0]
-        for v in values[1:]:
+        # A missing value in the list matches the column's missing values, as pandas'.
+        present = [v for v in values if not _missing(v)]
+        out = self.isna() if len(present) < len(values) else self.isna() & self.notna()
+        for v in present:
             out = out | (self == v)
         return out
 
     def between(self, left: Any, right: Any, inclusive: str = "both") -> "Series":
+        if inclusive not in ("both", "neither", "left", "right"):
+            raise ValueError("Inclusive has to be either string of 'both','left', 'right', or 'neither'.")
         lo = self >= left if inclusive in ("both", "left") else self > left
         hi = self <= right if inclusive in ("both", "right") else self < right
         return lo & hi
@@ -1012,11 +1054,11 @@ class Series:
 
     def head(self, n: int = 5) -> DataFrame:
         f, index, _ = self._rows()
-        return self._keeping_rows(f.head(int(n)), index)
+        return self._keeping_rows(f.head(_count(n, "head")), index)
 
     def tail(self, n: int = 5) -> DataFrame:
         f, index, _ = self._rows()
-        return self._keeping_rows(f.tail(int(n)), index)
+        return self._keeping_rows(f.tail(_count(n, "tail")), index)
 
     def nlargest(self, n: int = 5, keep: str = "first") -> DataFrame:
         _keep(keep)
@@ -1427,8 +1469,10 @@ class GroupBy:
     def size(self) -> DataFrame:
         """Rows per group: a Series indexed by key (a frame with a ``size`` column when
         ``as_index=False``)."""
-        # pandas' size() Series has no name; with as_index=False the column is "size".
-        return self._run([(self._keys[0], "size", "__ares_value" if self._as_index else "size")], series=True)
+        # pandas' size() Series is named as the selected column, if one was, else unnamed;
+        # with as_index=False the column is "size".
+        name = (self._single or "__ares_value") if self._as_index else "size"
+        return self._run([(self._keys[0], "size", name)], series=True)
 
     def nunique(self) -> DataFrame:
         if not self._selected:
@@ -1442,16 +1486,29 @@ class GroupBy:
         no MultiIndex columns), ``agg({column: func or [funcs]})``, or named aggregation
         ``agg(total=("col", "sum"))``."""
         aggs: List[Tuple[str, str, str]] = []
+        if named and func is not None:
+            raise TypeError("agg: give either a function, a list or a dict, or named aggregations, not both")
+        if isinstance(func, dict) and self._single is not None:
+            raise NotImplementedError("agg({column: ...}) of one selected column (pandas raises SpecificationError)")
+        if isinstance(func, str) and func == "size":
+            return self.size()
         if named:
             for out, spec in named.items():
-                col, f = spec if isinstance(spec, tuple) else (spec.column, spec.aggfunc)
+                if isinstance(spec, tuple):
+                    col, f = spec
+                elif self._single is not None and (isinstance(spec, str) or callable(spec)):
+                    col, f = self._single, spec
+                else:
+                    col, f = spec.column, spec.aggfunc
                 aggs.append((col, _agg_name(f), out))
         elif isinstance(func, (str,)) or callable(func):
             return self._each(_agg_name(func))
         elif isinstance(func, (list, tuple)):
             for c in self._selected:
                 for f in func:
-                    aggs.append((c, _agg_name(f), f"{c}_{_agg_name(f)}"))
+                    # One selected column: the functions' names, as pandas names them.
+                    out = _agg_name(f) if self._single is not None else f"{c}_{_agg_name(f)}"
+                    aggs.append((c, _agg_name(f), out))
         elif isinstance(func, dict):
             for c, fs in func.items():
                 if isinstance(fs, (list, tuple)):
@@ -1518,7 +1575,13 @@ def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, 
         dups = sorted({c for c in names if names.count(c) > 1})
         if dups:
             raise ValueError(f"suffixes {tuple(suffixes)} would make duplicate columns {dups}: choose others")
-    return DataFrame(_frame=lf.merge(rf, keys, how))
+    out = lf.merge(rf, keys, how)
+    # pandas' column order (the left's columns, then the right's others) whatever the
+    # method, and an outer merge's rows sorted by key, as pandas sorts them.
+    out = out.select(list(lf.columns) + [c for c in rf.columns if c not in keys])
+    if how == "outer":
+        out = out.sort_values(keys, [True] * len(keys))
+    return DataFrame(_frame=out)
 
 
 def _merge_keys(df: DataFrame, keys: List[str]) -> None:
@@ -1587,7 +1650,11 @@ def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
         raise NotImplementedError(f"read_csv({', '.join(kwargs)}=...)")
     types = [(str(c), _dtype_name(t)) for c, t in (dtype or {}).items()]
     df = DataFrame(_frame=_native.read_csv(os.fspath(path), sep, types, int(chunk_bytes)))
-    return df[list(usecols)] if usecols is not None else df
+    if usecols is None:
+        return df
+    df[list(usecols)]  # raises KeyError naming a column the file does not have
+    # In the file's order, as pandas' usecols.
+    return df[[c for c in df.columns if c in set(usecols)]]
 
 
 def read_parquet(path: Any, columns: Optional[Sequence[str]] = None, **kwargs: Any) -> DataFrame:
