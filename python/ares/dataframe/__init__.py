@@ -299,13 +299,14 @@ class DataFrame:
         pd = _pandas()
         names, cols = _session(session).fetch(self._f)
         types = dict(zip(self._f.columns, self._f.dtypes))
+        strings = _string_dtype(pd)
         data = {}
         for n, c in zip(names, cols):
             if isinstance(c, tuple):
                 data[n] = c[0].view(f"datetime64[{c[1]}]")
             elif isinstance(c, list):
                 # Strings, or booleans with missing values (object, as pandas has them).
-                data[n] = pd.Series(c, dtype=_string_dtype(pd) if types.get(n) == "object" else object)
+                data[n] = pd.Series(c, dtype=strings if types.get(n) == "object" else object)
             else:
                 data[n] = c
         out = pd.DataFrame(data, columns=names)
@@ -1189,6 +1190,11 @@ class Index:
         return f"ares.dataframe.Index<names={self.names}, dtype={self.dtype}>"
 
 
+def _rows_and_columns(key: Any) -> Tuple[Any, Any]:
+    """``loc``/``iloc``'s key as (rows, columns): every column when only rows are given."""
+    return key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+
+
 class _Loc:
     """``df.loc[...]``: a boolean mask and/or column labels."""
 
@@ -1196,7 +1202,7 @@ class _Loc:
         self._df = df
 
     def __getitem__(self, key: Any) -> Any:
-        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+        rows, cols = _rows_and_columns(key)
         df = self._df
         if isinstance(rows, Series):
             df = df[rows]
@@ -1218,7 +1224,7 @@ class _ILoc:
         self._df = df
 
     def __getitem__(self, key: Any) -> Any:
-        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+        rows, cols = _rows_and_columns(key)
         df = self._df
         one = None
         if not (isinstance(cols, slice) and cols == slice(None)):
