@@ -32,7 +32,7 @@ use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
 use crate::object_manager::{self, TransferHost};
 use crate::space::{SpaceWait, Step};
-use crate::spawner::{self, SpawnCmd, SpawnEvents, SpawnSpec};
+use crate::spawner::{self, Children, SpawnCmd, SpawnEvents, SpawnSpec};
 
 /// How to start a raylet.
 #[derive(Clone, Debug)]
@@ -104,6 +104,8 @@ struct Shared {
     pool: Pool,
     max_frame: usize,
     spawn: Mutex<Sender<SpawnCmd>>,
+    /// The spawner's table of live workers, to signal a kill without waiting for it.
+    children: Children,
     stopping: AtomicBool,
     socket_path: String,
     session_dir: PathBuf,
@@ -214,6 +216,7 @@ impl Raylet {
             pool,
             max_frame: cfg.node.max_frame_bytes,
             spawn: Mutex::new(spawn_tx),
+            children: Children::default(),
             stopping: AtomicBool::new(false),
             socket_path: socket_path.clone(),
             session_dir,
@@ -256,10 +259,11 @@ impl Raylet {
             register_timeout: cfg.node.worker_register_timeout,
         };
         let events = Events(Arc::downgrade(&shared));
+        let children = shared.children.clone();
         raylet.spawner = Some(
             std::thread::Builder::new()
                 .name("ares-raylet-spawner".into())
-                .spawn(move || spawner::run(spec, spawn_rx, events))?,
+                .spawn(move || spawner::run(spec, spawn_rx, children, events))?,
         );
         {
             let mut st = shared.lock();
@@ -563,6 +567,8 @@ impl Shared {
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Start(id)));
                 }
                 Output::ReapWorker(w) => {
+                    // Dead before any reply that follows this output can be read.
+                    self.children.kill_now(w);
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
                 }
                 Output::Spill(job) => {

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ares_common::WorkerId;
@@ -28,6 +29,37 @@ pub(crate) enum SpawnCmd {
     Registered(WorkerId),
     /// Kill and reap every worker, then exit.
     Shutdown,
+}
+
+/// The workers this thread started and has not reaped yet, shared with the raylet so
+/// that a kill (`ares::kill`, a dead owner) is signalled before its reply goes out, not
+/// whenever this thread next gets to its queue: otherwise a caller told "killed" could
+/// still be answered by the actor. Holding a `Child` until it is waited for keeps its
+/// pid from being reused, so signalling it through this table is always safe.
+#[derive(Clone, Default)]
+pub(crate) struct Children(Arc<Mutex<HashMap<WorkerId, Child>>>);
+
+impl Children {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerId, Child>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends SIGKILL to the worker now, if it is still ours; reaping stays with the
+    /// spawner thread (a `SpawnCmd::Reap` must follow).
+    pub(crate) fn kill_now(&self, id: WorkerId) {
+        if let Some(c) = self.lock().get_mut(&id) {
+            let _ = c.kill();
+        }
+    }
+
+    /// Takes the worker out of the table, kills and reaps it.
+    fn reap(&self, id: WorkerId) {
+        let child = self.lock().remove(&id);
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// How workers are started.
@@ -104,8 +136,7 @@ fn remove_socket(spec: &SpawnSpec, id: WorkerId) {
     let _ = std::fs::remove_file(ares_net::worker_socket_path(&spec.session_dir, &hex::encode(&id.0)));
 }
 
-pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEvents) {
-    let mut children: HashMap<WorkerId, Child> = HashMap::new();
+pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, children: Children, events: impl SpawnEvents) {
     // Workers started and not registered yet, with their start time.
     let mut unregistered: HashMap<WorkerId, Instant> = HashMap::new();
     let mut tails: HashMap<WorkerId, Tail> = HashMap::new();
@@ -125,7 +156,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
                         if let Some(e) = child.stderr.take() {
                             tails.insert(id, Tail::follow(e));
                         }
-                        children.insert(id, child);
+                        children.lock().insert(id, child);
                         unregistered.insert(id, Instant::now());
                     }
                     Err(e) => events.exited(id, format!("could not start {}: {e}", spec.program.display())),
@@ -138,14 +169,12 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             Ok(SpawnCmd::Reap(id)) => {
                 unregistered.remove(&id);
                 tails.remove(&id);
-                if let Some(mut c) = children.remove(&id) {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
+                children.reap(id);
                 remove_socket(&spec, id);
             }
             Ok(SpawnCmd::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
-                for (_, mut c) in children.drain() {
+                let all: Vec<Child> = children.lock().drain().map(|(_, c)| c).collect();
+                for mut c in all {
                     let _ = c.kill();
                     let _ = c.wait();
                 }
@@ -153,16 +182,23 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
-        // Reap workers that exited on their own, and tell the raylet.
-        let exited: Vec<(WorkerId, String)> = children
-            .iter_mut()
-            .filter_map(|(id, c)| match c.try_wait() {
-                Ok(Some(status)) => Some((*id, status.to_string())),
-                _ => None,
-            })
-            .collect();
+        // Reap workers that exited on their own, and tell the raylet. They leave the
+        // table in the same critical section that reaps them.
+        let exited: Vec<(WorkerId, String)> = {
+            let mut table = children.lock();
+            let exited: Vec<(WorkerId, String)> = table
+                .iter_mut()
+                .filter_map(|(id, c)| match c.try_wait() {
+                    Ok(Some(status)) => Some((*id, status.to_string())),
+                    _ => None,
+                })
+                .collect();
+            for (id, _) in &exited {
+                table.remove(id);
+            }
+            exited
+        };
         for (id, status) in exited {
-            children.remove(&id);
             // A worker that dies before registering says why, if it wrote anything.
             let why = match (unregistered.remove(&id), tails.remove(&id)) {
                 (Some(_), Some(tail)) => tail.describe(),
@@ -175,10 +211,7 @@ pub(crate) fn run(spec: SpawnSpec, rx: Receiver<SpawnCmd>, events: impl SpawnEve
             unregistered.iter().filter(|(_, t)| t.elapsed() >= spec.register_timeout).map(|(id, _)| *id).collect();
         for id in late {
             unregistered.remove(&id);
-            if let Some(mut c) = children.remove(&id) {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
+            children.reap(id);
             remove_socket(&spec, id);
             let output = tails.remove(&id).map(|t| t.describe()).unwrap_or_default();
             let message = format!(
