@@ -77,6 +77,18 @@ pub mod __private {
     }
 }
 
+/// Fails the running task with `message` (its callers get `TaskError::Application`),
+/// for errors a task expects, such as a singular matrix or data that does not parse:
+/// unlike a panic, a worker prints no panic report or backtrace for it. Outside a task it
+/// is an ordinary panic with that message.
+pub fn fail(message: impl Into<String>) -> ! {
+    std::panic::panic_any(TaskFailure(message.into()))
+}
+
+/// The payload [`fail`] unwinds with.
+#[derive(Debug)]
+pub struct TaskFailure(pub String);
+
 /// Starts the runtime with the defaults, overridden by `ARES_*` environment variables
 /// (`docs/configuration.md`): an embedded one-node cluster (a raylet on threads of this
 /// process and one worker process per CPU), or, with `ARES_ADDRESS` set, a connection to

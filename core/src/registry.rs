@@ -343,6 +343,8 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         (*s).to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {
         s.clone()
+    } else if let Some(f) = panic.downcast_ref::<crate::TaskFailure>() {
+        f.0.clone()
     } else {
         "non-string panic payload".to_string()
     }

@@ -146,6 +146,13 @@ pub(crate) fn main() -> ! {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     crate::runtime::init_logging();
+    // `ares::fail` is a task's expected failure, reported to its caller: no panic report.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<crate::TaskFailure>().is_none() {
+            report(info)
+        }
+    }));
     let code = match run() {
         Ok(()) => 0,
         Err(e) => {

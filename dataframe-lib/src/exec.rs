@@ -55,15 +55,15 @@ fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
 fn read_columns(c: &InPlace<'_, FrameChunk>, columns: Option<&[String]>) -> polars::prelude::DataFrame {
     // SAFETY: every frame made from the input lives in the task's body, which ends before
     // the pinned input is released; results are encoded into new bytes before that.
-    unsafe { crate::chunk::map_archived(c, columns) }.unwrap_or_else(|e| panic!("reading a frame chunk: {e}"))
+    unsafe { crate::chunk::map_archived(c, columns) }.unwrap_or_else(|e| ares::fail(format!("reading a frame chunk: {e}")))
 }
 
 fn write(mut df: polars::prelude::DataFrame) -> FrameChunk {
-    FrameChunk::encode(&mut df).unwrap_or_else(|e| panic!("writing a frame chunk: {e}"))
+    FrameChunk::encode(&mut df).unwrap_or_else(|e| ares::fail(format!("writing a frame chunk: {e}")))
 }
 
 fn or_panic<T>(r: polars::prelude::PolarsResult<T>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
+    r.unwrap_or_else(|e| ares::fail(e.to_string()))
 }
 
 #[ares::remote]
@@ -78,7 +78,7 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
 #[ares::remote]
 fn from_tensor_programs(names: Vec<String>, programs: Vec<ares_tensor::kernel::Program>) -> FrameChunk {
     one_thread();
-    let chunks = programs.iter().map(|p| p.run(&[]).unwrap_or_else(|e| panic!("{e}"))).collect();
+    let chunks = programs.iter().map(|p| p.run(&[]).unwrap_or_else(|e| ares::fail(e.to_string()))).collect();
     write(or_panic(kernels::from_owned_chunks(&names, chunks)))
 }
 

@@ -22,8 +22,21 @@ def settle(target: int) -> int:
     return store_objects()
 
 
+def quiet() -> int:
+    """The store's count once earlier tests' frees have landed: garbage collected, then
+    unchanged over ten reads in a row (bounded)."""
+    gc.collect()
+    deadline = time.time() + 20
+    last, same = store_objects(), 0
+    while same < 10 and time.time() < deadline:
+        time.sleep(0.02)
+        now = store_objects()
+        last, same = now, (same + 1 if now == last else 0)
+    return last
+
+
 def test_one_chunk_result_is_a_read_only_view_of_the_store():
-    base = settle(store_objects())
+    base = quiet()
     # 8 MB in one chunk: stored in shared memory, not inline.
     t = (at.ones((1000, 1000), chunk_size=1000) * 2).execute()
     a, b = t.fetch(), t.fetch()

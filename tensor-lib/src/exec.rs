@@ -81,15 +81,15 @@ pub struct ReduceSpec {
 
 fn run_map(p: Program, inputs: &[ChunkRef<'_>]) -> Chunk {
     ares_tileable::keep_freed_memory();
-    p.run(inputs).unwrap_or_else(|e| panic!("{e}"))
+    p.run(inputs).unwrap_or_else(|e| ares::fail(e.to_string()))
 }
 
 fn run_reduce(p: Program, r: ReduceSpec, inputs: &[ChunkRef<'_>]) -> Partial {
     ares_tileable::keep_freed_memory();
     if r.axes.is_empty() {
-        return p.run_reduce(r.op, inputs).unwrap_or_else(|e| panic!("{e}"));
+        return p.run_reduce(r.op, inputs).unwrap_or_else(|e| ares::fail(e.to_string()));
     }
-    let chunk = p.run(inputs).unwrap_or_else(|e| panic!("{e}"));
+    let chunk = p.run(inputs).unwrap_or_else(|e| ares::fail(e.to_string()));
     let mut part = reduce_axes(&chunk, r.op, &r.axes);
     if let [axis] = r.axes[..] {
         let base = r.offset.get(axis as usize).copied().unwrap_or(0) as i64;

@@ -75,6 +75,27 @@ fn square_where(x: i64, ms: u64) -> (i64, String) {
     (x * x, ares::node_stats().map(|s| hex(&s.node_id.0)).unwrap_or_default())
 }
 
+/// `x * x` and the node it ran on; on node `doomed` (hex) it first waits for that node to
+/// be killed (at most two minutes), so no run there can finish first, however slow the
+/// killer is.
+#[ares::remote]
+fn square_unless_on(x: i64, doomed: String) -> (i64, String) {
+    let here = ares::node_stats().map(|s| hex(&s.node_id.0)).unwrap_or_default();
+    if here == doomed {
+        std::thread::sleep(Duration::from_secs(120));
+    }
+    (x * x, here)
+}
+
+/// Fails with `ares::fail` (quietly), or panics.
+#[ares::remote]
+fn fail_or_panic(quiet: bool) {
+    if quiet {
+        ares::fail("the data does not parse: line 3");
+    }
+    panic!("an unexpected panic");
+}
+
 /// The blake3 hash of the bytes, where it ran, and that node's pulls so far.
 #[ares::remote]
 fn hash_where(data: Vec<u8>) -> (String, String, u64) {
@@ -363,8 +384,8 @@ fn two_stage() -> anyhow::Result<()> {
 }
 
 /// `node-loss`: joins the cluster at `ARES_ADDRESS` (two nodes). Makes 1 MiB on the other
-/// node and four 2-second tasks that prefer it, prints `ready`, and waits for a line on
-/// stdin (the test kills the other node first). Then prints where each task ran
+/// node and four tasks that prefer it (and there wait for its death), prints `ready`, and
+/// waits for a line on stdin (the test kills the other node first). Then prints where each task ran
 /// (`ran <node>`) and the error of reading the 1 MiB (`lost <error>`).
 fn node_loss() -> anyhow::Result<()> {
     ares::init()?;
@@ -375,7 +396,8 @@ fn node_loss() -> anyhow::Result<()> {
     let data = ares::remote(make_bytes).options(hard).call(1);
     ares::wait(std::slice::from_ref(&data), 1, None);
     let soft = ares::TaskOptions::new().node_affinity(other, true);
-    let slow: Vec<_> = (0..4).map(|i| ares::remote(square_where).options(soft.clone()).call(i, 2000)).collect();
+    let slow: Vec<_> =
+        (0..4).map(|i| ares::remote(square_unless_on).options(soft.clone()).call(i, hex(&other.0))).collect();
     println!("ready");
     std::io::stdout().flush()?;
     let mut line = String::new();
@@ -450,6 +472,18 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "hold-put" {
         return hold_put();
+    }
+    if mode == "fail" {
+        // A task that fails with ares::fail and one that panics: prints both errors.
+        ares::init_with(ares::Config::default().num_cpus(1))?;
+        for quiet in [true, false] {
+            match ares::get(&ares::remote(fail_or_panic).call(quiet)) {
+                Err(e) => println!("{e}"),
+                Ok(()) => anyhow::bail!("the task succeeded"),
+            }
+        }
+        ares::shutdown();
+        return Ok(());
     }
     if mode == "pull" {
         return pull();

@@ -261,13 +261,14 @@ fn three_daemons_form_a_cluster_and_a_killed_one_is_declared_dead() {
 fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     // A short identify timeout: a node's pull connection must not be taken for a client
     // that never registers (which closed it, and a pull in flight with it, 5 s after the
-    // first pull).
-    let identify = Duration::from_millis(300);
+    // first pull). Short, but not so short that a loaded machine's own slowness in
+    // reading a hello makes a driver or worker late.
+    let identify = Duration::from_millis(1000);
     let c = cluster_env(
         "pull",
         1,
         &["--num-cpus", "1", "--object-store-memory", "256M"],
-        &[("ARES_IDENTIFY_TIMEOUT_MS", "300")],
+        &[("ARES_IDENTIFY_TIMEOUT_MS", "1000")],
     );
     let (ra, rb) = (&c.roots[0], &c.roots[1]);
     let socket_b = ares_net::daemons(rb)[0].socket.clone().expect("node.info names the socket");

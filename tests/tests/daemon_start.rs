@@ -345,7 +345,7 @@ fn a_worker_program_that_never_registers_fails_the_task_typed_and_soon() {
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     let d = Daemon::start(
         &["--num-cpus", "1", "--worker-program", program.to_str().unwrap()],
-        &[("ARES_WORKER_REGISTER_TIMEOUT_MS", "1000")],
+        &[("ARES_WORKER_REGISTER_TIMEOUT_MS", "3000")],
     );
     connect(&d.socket);
     match ares::get(&ares::remote(double).call(2)) {

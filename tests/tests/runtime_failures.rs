@@ -168,3 +168,19 @@ fn double_init_and_use_after_shutdown_are_typed_errors() {
     // Values owned before shutdown stay readable from memory; dropping them is harmless.
     assert_eq!(ares::get(&kept).unwrap(), 5);
 }
+
+/// `ares::fail` reaches the caller as the task's error, like a panic, but the worker
+/// prints no panic report for it (an expected failure, such as a singular matrix, is not
+/// a crash); a real panic is still reported.
+#[test]
+fn a_failed_task_reports_its_message_without_a_panic_report() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ares-test-driver")).arg("fail").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].contains("fail_or_panic") && lines[0].ends_with("the data does not parse: line 3"), "{stdout}");
+    assert!(lines[1].ends_with("an unexpected panic"), "{stdout}");
+    assert!(!stderr.contains("the data does not parse"), "a report of the quiet failure:\n{stderr}");
+    assert!(stderr.contains("an unexpected panic"), "the panic is not reported:\n{stderr}");
+}
