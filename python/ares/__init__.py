@@ -212,9 +212,12 @@ class Session:
 
 
 def _numeric_failure(e: AresError) -> Exception:
-    """A chunk kernel's numeric failure (a singular or not positive definite matrix) as
-    numpy reports it, ``numpy.linalg.LinAlgError``; anything else unchanged."""
+    """A chunk kernel's numeric failure as numpy reports it: a singular or not positive
+    definite matrix as ``numpy.linalg.LinAlgError``, an integer to a negative integer
+    power as ``ValueError``; anything else unchanged."""
     msg = str(e)
+    if "Integers to negative integer powers are not allowed" in msg:
+        return ValueError(msg)
     if "the matrix is singular" in msg or "not positive definite" in msg:
         import numpy as np
 

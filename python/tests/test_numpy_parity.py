@@ -1343,3 +1343,114 @@ def test_tensordot(data, dtype):
         check(at.tensordot(make(x, ca), make(y, cb), axes=pairs), np.tensordot(x, y, axes=pairs), atol=1e-9)
     with pytest.raises(ValueError):
         at.tensordot(at.ones((2, 3)), at.ones((4, 5)), axes=1)
+
+# --------------------------------------------------------------------------- a probe's findings
+#
+# Each test below pins a case a probe with ordinary numpy code found differing.
+
+
+def test_numpy_ufuncs_compute_tensors():
+    x = np.array([[-2.0, -1.0, 0.5], [1.0, 2.0, 3.0]])
+    t = at.tensor(x, chunk_size=(1, 2))
+    for f in (np.exp, np.abs, np.negative, np.sin, np.cos, np.square, np.positive):
+        check(f(t), f(x))
+    check(np.add(t, 1), np.add(x, 1))
+    check(np.maximum(x, t * 2), np.maximum(x, x * 2))
+    check(np.matmul(t, t.T), x @ x.T)
+    check(x + t, x + x)  # a numpy array on the left stays a tensor
+    check(np.less(t, 0.7), x < 0.7)
+
+
+def test_numpy_ufuncs_without_a_tiled_form_name_themselves():
+    t = at.tensor(np.arange(4.0))
+    for call, name in ((lambda: np.isnan(t), "isnan"), (lambda: np.add.reduce(t), "add.reduce"), (lambda: np.exp(t, out=np.empty(4)), "out=")):
+        with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
+            call()
+
+
+def test_negative_integer_powers_raise_from_tensors_and_numpy_scalars():
+    x = np.array([2, 3])
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (2 ** at.tensor(np.array([-1, 2]), chunk_size=1)).fetch()
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (at.tensor(x) ** np.int64(-1)).fetch()
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (at.tensor(x, chunk_size=1) ** at.tensor(np.array([-1, 2]), chunk_size=1)).fetch()
+    check(at.tensor(x) ** at.tensor(np.array([0, 2])), x ** np.array([0, 2]))  # and the session goes on
+
+
+def test_integer_powers_past_32_bits_wrap_as_numpy():
+    x = np.array([0, 2, 3, -3])
+    for e in (2**32, 2**32 + 1, 2**40 + 7):
+        check(at.tensor(x, chunk_size=3) ** e, x**e)
+    b = np.array([True, False])
+    check(at.tensor(b) ** 2**40, b ** 2**40)
+
+
+def test_python_ints_out_of_the_dtypes_range_overflow_as_in_numpy():
+    x = np.arange(3, dtype=np.int32)
+    with pytest.raises(OverflowError):
+        x + 2**31
+    with pytest.raises(OverflowError):
+        at.tensor(x) + 2**31
+    with pytest.raises(OverflowError):
+        at.tensor(np.array([True])) * 2**63
+    # Comparisons with such ints are answered, as numpy 2 does.
+    check(at.tensor(x) < 2**31, x < 2**31)
+
+
+@pytest.mark.parametrize("dtype, scalar", [(np.float32, np.float64(0.5)), (np.bool_, np.float32(2.0)), (np.int32, np.int64(1))])
+def test_numpy_scalars_keep_their_dtype_in_where_clip_full_and_functions(dtype, scalar):
+    x = np.array([1, 0, 3], dtype=dtype)
+    t = at.tensor(x, chunk_size=2)
+    check(at.where(t > 0, t, scalar), np.where(x > 0, x, scalar))
+    check(at.where(x > 0, scalar, scalar), np.where(x > 0, scalar, scalar))
+    if dtype != np.bool_:
+        check(at.clip(t, scalar, None), np.clip(x, scalar, None))
+    check(at.full(2, scalar), np.full(2, scalar))
+    check(at.add(scalar, scalar), np.add(scalar, scalar))
+    check(at.exp(np.float32(1)), np.exp(np.float32(1)))
+
+
+def test_clip_takes_numpys_min_and_max_keywords():
+    x = np.arange(-3.0, 4.0)
+    check(at.clip(at.tensor(x), min=-1, max=2), np.clip(x, -1, 2))
+    check(at.clip(at.tensor(x), max=2), np.clip(x, None, 2))
+    with pytest.raises(TypeError):
+        at.clip(at.tensor(x), 0, 1, bogus=3)
+
+
+def test_mean_with_an_integer_dtype_truncates_like_numpy():
+    x = np.array([[1, 2], [4, 4]])
+    for axis in (None, 0, 1):
+        check(at.tensor(x, chunk_size=1).mean(axis=axis, dtype=np.int64), x.mean(axis=axis, dtype=np.int64))
+
+
+def test_var_with_ddof_at_least_n_divides_by_zero_like_numpy():
+    x = np.array([1.0, 2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(at.tensor(x, chunk_size=2).var(ddof=3), x.var(ddof=3))
+        check(at.tensor(np.ones(2)).var(ddof=2), np.ones(2).var(ddof=2))
+
+
+def test_square_of_bools_and_divmod_are_named_as_unsupported():
+    b = at.tensor(np.array([True, False]))
+    with pytest.raises(NotImplementedError):
+        at.square(b)
+    with pytest.raises(NotImplementedError):
+        divmod(at.tensor(np.arange(3)), 2)
+
+
+def test_svd_of_a_square_matrix_in_numpys_default_form():
+    x = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    u, s, vh = at.linalg.svd(at.tensor(x, chunk_size=2))
+    npt.assert_allclose(s.fetch(), np.linalg.svd(x, compute_uv=False))
+    npt.assert_allclose((u.fetch() * s.fetch()) @ vh.fetch(), x, atol=1e-12)
+
+
+def test_inv_and_solve_keep_float32():
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], dtype=np.float32)
+    assert at.linalg.inv(at.tensor(a)).fetch().dtype == np.linalg.inv(a).dtype
+    b = np.ones(2, dtype=np.float32)
+    assert at.linalg.solve(at.tensor(a), at.tensor(b)).fetch().dtype == np.linalg.solve(a, b).dtype

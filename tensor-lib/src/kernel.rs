@@ -468,6 +468,46 @@ fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
     }
 }
 
+/// Integer powers that wrap as numpy's do, for any exponent (`wrapping_pow` takes a
+/// `u32`, and truncating a larger one gives other numbers).
+trait PowWrapping: Sized {
+    fn pow_wrapping(self, exp: u64) -> Self;
+}
+
+macro_rules! pow_wrapping {
+    ($t:ty) => {
+        impl PowWrapping for $t {
+            fn pow_wrapping(self, mut exp: u64) -> $t {
+                let (mut base, mut acc): ($t, $t) = (self, 1);
+                while exp > 0 {
+                    if exp & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    exp >>= 1;
+                }
+                acc
+            }
+        }
+    };
+}
+pow_wrapping!(i32);
+pow_wrapping!(i64);
+
+/// Whether an integer buffer holds a negative value.
+fn any_negative(b: &Buf) -> bool {
+    match b {
+        Buf::I32(v) => v.iter().any(|&x| x < 0),
+        Buf::I64(v) => v.iter().any(|&x| x < 0),
+        _ => false,
+    }
+}
+
+/// numpy's refusal of an integer raised to a negative integer power (it has no integer
+/// answer); the message is numpy's, with the fix.
+pub const NEGATIVE_INTEGER_POWER: &str =
+    "Integers to negative integer powers are not allowed (cast the base to float first)";
+
 fn zip<T: Copy, R>(a: &[T], b: &[T], f: impl Fn(T, T) -> R) -> Vec<R> {
     a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
 }
@@ -478,7 +518,8 @@ macro_rules! arith {
             BinOp::Add => Buf::$wrap(zip($a, $b, |x, y| x.wrapping_add(y))),
             BinOp::Sub => Buf::$wrap(zip($a, $b, |x, y| x.wrapping_sub(y))),
             BinOp::Mul => Buf::$wrap(zip($a, $b, |x, y| x.wrapping_mul(y))),
-            BinOp::Pow => Buf::$wrap(zip($a, $b, |x, y| if y < 0 { 0 } else { x.wrapping_pow(y as u32) })),
+            // Negative exponents are refused before this (numpy's rule).
+            BinOp::Pow => Buf::$wrap(zip($a, $b, |x, y| x.pow_wrapping(y.max(0) as u64))),
             BinOp::Maximum => Buf::$wrap(zip($a, $b, |x, y| if x >= y { x } else { y })),
             BinOp::Minimum => Buf::$wrap(zip($a, $b, |x, y| if x <= y { x } else { y })),
             other => arith!(@cmp $a, $b, other),
@@ -1030,6 +1071,9 @@ impl<'a> Eval<'a> {
                     Node::Const(c) if e - s > 1 && scalar_rhs(*op, t) => Buf::filled(*c, 1).cast(self.p.dtypes[b]),
                     _ => self.eval(b, s, e)?,
                 };
+                if *op == BinOp::Pow && matches!(t, DType::I32 | DType::I64) && any_negative(&vb) {
+                    return Err(KernelError::Numeric { reason: NEGATIVE_INTEGER_POWER.into() });
+                }
                 binary(*op, va, vb).cast(dtype)
             }
             Node::Where { c, a, b } => {
@@ -1386,5 +1430,18 @@ mod tests {
                 assert!(same, "AVX-512 stream differs at {g}+{n}");
             }
         }
+    }
+
+    #[test]
+    fn integer_powers_take_exponents_past_32_bits() {
+        // Against repeated wrapping multiplication (the ring mod 2^64 gives one answer).
+        let slow = |b: i64, e: u64| (0..e).fold(1i64, |acc, _| acc.wrapping_mul(b));
+        for (b, e) in [(3i64, 0u64), (3, 1), (-3, 5), (2, 63), (2, 64), (7, 1000), (-5, 4097)] {
+            assert_eq!(b.pow_wrapping(e), slow(b, e), "{b}^{e}");
+        }
+        // numpy's 3 ** 2**32 in int64; a u32 cast of the exponent would give 3^0 = 1.
+        assert_eq!(3i64.pow_wrapping(1 << 32), 2_491_309_678_558_969_857);
+        assert_eq!((-1i32).pow_wrapping((1 << 32) + 1), -1);
+        assert!(any_negative(&Buf::I32(vec![1, -1])) && !any_negative(&Buf::I64(vec![0, 5])));
     }
 }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-from typing import Any, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -235,8 +235,20 @@ class Tensor:
     """
 
     __slots__ = ("_t", "__weakref__")
-    # numpy defers to our reflected operators: `np_array + tensor` is a tensor.
-    __array_ufunc__ = None
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's ufuncs on tensors (``np.exp(t)``, ``np_array + t``) compute here, as
+        tensors; one without a tiled form here raises ``NotImplementedError`` naming it."""
+        name = ufunc.__name__
+        if method != "__call__":
+            raise NotImplementedError(f"numpy.{name}.{method} of an ares tensor (use the ares.tensor functions)")
+        given = [k for k, v in kwargs.items() if v is not None]
+        if given:
+            raise NotImplementedError(f"numpy.{name}(..., {given[0]}=...) of an ares tensor")
+        f = _UFUNCS.get(name)
+        if f is None:
+            raise NotImplementedError(f"numpy.{name} of an ares tensor is not supported (no tiled form here yet)")
+        return f(*inputs)
 
     def __init__(self, native: "_native.NativeTensor") -> None:
         self._t = native
@@ -385,6 +397,11 @@ class Tensor:
         if _is_scalar(other):
             if op == "pow" and self.dtype.kind == "i" and isinstance(other, int) and other < 0 and not reflected:
                 raise ValueError("Integers to negative integer powers are not allowed.")
+            if isinstance(other, int) and not isinstance(other, bool) and op not in _COMPARISONS:
+                # numpy 2 (NEP 50): a Python int must fit the tensor's integer dtype.
+                info = np.iinfo(self.dtype if self.dtype.kind == "i" else np.int64)
+                if self.dtype.kind in "ib" and not info.min <= other <= info.max:
+                    raise OverflowError(f"Python integer {other} out of bounds for {info.dtype.name}")
             f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
             return Tensor(f(op, other))
         o = _to_tensor(other, like=self)
@@ -421,6 +438,11 @@ class Tensor:
 
     def __rpow__(self, o: Any) -> "Tensor":
         return self._binary("pow", o, True)
+
+    def __divmod__(self, o: Any) -> "Tensor":
+        raise NotImplementedError("divmod of a tensor (floor_divide and remainder) is not supported")
+
+    __rdivmod__ = __divmod__
 
     def __floordiv__(self, o: Any) -> "Tensor":
         raise NotImplementedError("floor_divide (//) is not supported")
@@ -531,7 +553,9 @@ class Tensor:
         """Arithmetic mean over ``axis``."""
         _check_out("mean", out, kw)
         x = self if dtype is None else self.astype(dtype)
-        return x._reduce("mean", axis, keepdims)
+        r = x._reduce("mean", axis, keepdims)
+        # numpy casts the mean to an integer dtype asked for (truncating).
+        return r if dtype is None else r.astype(dtype, copy=False)
 
     def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Variance over ``axis`` (``ddof`` 0 or 1)."""
@@ -554,7 +578,8 @@ class Tensor:
         n = math.prod(self.shape[a] for a in (axes if axes is not None else range(self.ndim)))
         if isinstance(n, float):
             raise NotImplementedError(f"{op} with ddof={ddof} of a tensor of unknown length")
-        v = v * (n / builtins.max(n - ddof, 0)) if n - ddof > 0 else v * math.nan
+        # With ddof >= n numpy divides the sum of squares by zero: inf (nan if it is 0).
+        v = v * (n / (n - ddof)) if n - ddof > 0 else (v * n) / 0.0
         return v.sqrt() if op == "std" else v
 
     def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
@@ -752,8 +777,9 @@ def _to_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
     """A tensor for a tensor, a numpy array, a list or a scalar."""
     if isinstance(x, Tensor):
         return x
-    x = _scalar(x)
     if _is_scalar(x):
+        # A numpy scalar keeps its dtype in promotion (numpy 2, NEP 50); a Python
+        # scalar takes the other operand's.
         a = np.asarray(x)
         if like is not None:
             a = a.astype(np.result_type(like.dtype, x))
@@ -801,7 +827,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None)
     v = _scalar(fill_value)
     if not _is_scalar(v):
         raise NotImplementedError("full with a non-scalar fill_value")
-    name = _dtype_name(dtype if dtype is not None else np.result_type(v))
+    name = _dtype_name(dtype if dtype is not None else np.result_type(fill_value))
     py = {"bool": bool, "int32": int, "int64": int, "float32": float, "float64": float}[name]
     t = Tensor(_native.full(list(shape), py(v), _chunks_of(chunk_size, shape, np.dtype(name).itemsize)))
     return t if t._t.dtype == name else t.astype(name)
@@ -966,6 +992,8 @@ def invert(x: Any) -> Tensor:
 def square(x: Any) -> Tensor:
     """Element-wise ``x * x``."""
     t = _to_tensor(x)
+    if t.dtype == np.bool_:
+        raise NotImplementedError("square of booleans (numpy gives int8, which is not supported)")
     return t * t
 
 
@@ -1300,11 +1328,12 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
     c = _to_tensor(condition)
     if c.dtype != np.bool_:
         c = c != 0
-    xt = _to_tensor(x) if not _is_scalar(_scalar(x)) else None
-    yt = _to_tensor(y) if not _is_scalar(_scalar(y)) else None
-    # Scalars take the other operand's dtype where numpy's promotion would.
+    xt = _to_tensor(x) if not _is_scalar(x) else None
+    yt = _to_tensor(y) if not _is_scalar(y) else None
+    # Python scalars take the other operand's dtype where numpy's promotion would; numpy
+    # scalars keep theirs.
     if xt is None and yt is None:
-        dt = np.result_type(_scalar(x), _scalar(y))
+        dt = np.result_type(x, y)
         xt, yt = _to_tensor(np.asarray(x, dtype=dt)), _to_tensor(np.asarray(y, dtype=dt))
     elif xt is None:
         xt = _to_tensor(x, like=yt)
@@ -1315,24 +1344,37 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
     return Tensor(_native.where_(c._t, xt._t, yt._t))
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Tensor:
-    """Elements limited to ``[a_min, a_max]`` (scalars; one may be None)."""
+def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Tensor:
+    """Elements limited to ``[a_min, a_max]`` (scalars; one may be None). numpy 2.1's
+    ``min=``/``max=`` spellings are taken too."""
+    for k, pos in (("min", "a_min"), ("max", "a_max")):
+        if k in kwargs:
+            if (a_min if pos == "a_min" else a_max) is not None:
+                raise ValueError(f"clip: give {pos} or {k}, not both")
+            if pos == "a_min":
+                a_min = kwargs.pop(k)
+            else:
+                a_max = kwargs.pop(k)
+    if kwargs:
+        raise TypeError(f"clip() got an unexpected keyword argument {next(iter(kwargs))!r}")
     t = _to_tensor(a)
     if a_min is None and a_max is None:
         raise ValueError("One of max or min must be given")
-    lo, hi = _scalar(a_min), _scalar(a_max)
-    if (lo is not None and not _is_scalar(lo)) or (hi is not None and not _is_scalar(hi)):
+    if (a_min is not None and not _is_scalar(a_min)) or (a_max is not None and not _is_scalar(a_max)):
         raise NotImplementedError("clip with tensor bounds; give scalars")
-    if t.dtype.kind != "f":
-        # Integer bounds keep an integer dtype (numpy's promotion with Python scalars);
-        # a float bound makes the result float64.
-        if t.dtype == np.bool_:
-            t = t.astype(np.int64)
-        if lo is not None:
-            t = t._binary("maximum", lo)
-        if hi is not None:
-            t = t._binary("minimum", hi)
+    # numpy's promotion: Python bounds take the tensor's dtype, numpy scalars keep theirs.
+    out = np.result_type(t.dtype, *(b for b in (a_min, a_max) if b is not None))
+    if out.kind != "f":
+        if t.dtype != out:
+            t = t.astype(out)
+        if a_min is not None:
+            t = t._binary("maximum", a_min)
+        if a_max is not None:
+            t = t._binary("minimum", a_max)
         return t
+    if t.dtype != out:
+        t = t.astype(out)
+    lo, hi = _scalar(a_min), _scalar(a_max)
     return Tensor(t._t.clip(-math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
 
 
@@ -1342,6 +1384,42 @@ def rechunk(a: Any, chunk_size: Any) -> Tensor:
 
 
 from . import linalg, random  # noqa: E402  (they use Tensor)
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+
+# numpy's ufuncs by name, for Tensor.__array_ufunc__.
+_UFUNCS: Dict[str, Any] = {
+    "add": add,
+    "subtract": subtract,
+    "multiply": multiply,
+    "divide": true_divide,
+    "true_divide": true_divide,
+    "power": power,
+    "maximum": maximum,
+    "minimum": minimum,
+    "less": less,
+    "less_equal": less_equal,
+    "greater": greater,
+    "greater_equal": greater_equal,
+    "equal": equal,
+    "not_equal": not_equal,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_not": logical_not,
+    "bitwise_and": lambda x, y: _to_tensor(x) & y,
+    "bitwise_or": lambda x, y: _to_tensor(x) | y,
+    "invert": invert,
+    "negative": negative,
+    "positive": _to_tensor,
+    "absolute": absolute,
+    "sqrt": sqrt,
+    "exp": exp,
+    "log": log,
+    "sin": sin,
+    "cos": cos,
+    "square": square,
+    "matmul": matmul,
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -37,11 +37,14 @@ def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh`` (the reduced form: pass
-    ``full_matrices=False``, as Mars requires)."""
-    if full_matrices and compute_uv:
-        raise NotImplementedError("svd with full_matrices=True; pass full_matrices=False")
+    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``. Of a square matrix either form; of
+    another only the reduced one (pass ``full_matrices=False``, as Mars requires)."""
     t = _matrix(a)
+    if full_matrices and compute_uv and t.shape[0] != t.shape[1]:
+        raise NotImplementedError(
+            "svd with full_matrices=True of a non-square matrix (U or Vh would need a completed basis); "
+            "pass full_matrices=False"
+        )
     if t.shape[0] < t.shape[1]:
         # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
         u2, s, vh2 = t.T._t.svd()
@@ -57,8 +60,9 @@ def cholesky(a: Any) -> Tensor:
 
 
 def inv(a: Any) -> Tensor:
-    """The inverse of a square matrix."""
-    return Tensor(_matrix(a)._t.inv())
+    """The inverse of a square matrix (in its float dtype, as numpy keeps it)."""
+    t = _matrix(a)
+    return _as(Tensor(t._t.inv()), t.dtype)
 
 
 def solve(a: Any, b: Any) -> Tensor:
@@ -70,8 +74,13 @@ def solve(a: Any, b: Any) -> Tensor:
     vec = y.ndim == 1
     if vec:
         y = y.reshape(-1, 1)
-    out = Tensor(_native.solve(x._t, y._t))
+    out = _as(Tensor(_native.solve(x._t, y._t)), np.result_type(x.dtype, y.dtype))
     return out.reshape(-1) if vec else out
+
+
+def _as(t: Tensor, dtype: Any) -> Tensor:
+    """``t`` in ``dtype`` (float32 stays float32 through linalg, as in numpy)."""
+    return t if t.dtype == dtype else t.astype(dtype)
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
