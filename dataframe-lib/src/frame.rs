@@ -408,14 +408,20 @@ impl DataFrame {
     /// for a number, strings for a string, booleans for a boolean): pandas would make
     /// the other columns `object`; they are left as they are here.
     pub fn fillna(&self, value: impl Into<Scalar>) -> Result<DataFrame> {
+        let all = self.columns();
+        self.fillna_in(value, &all.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// [`fillna`](Self::fillna) over `columns` only; the others (index labels, say) are
+    /// kept as they are.
+    pub fn fillna_in(&self, value: impl Into<Scalar>, columns: &[&str]) -> Result<DataFrame> {
         let v = value.into();
-        let cols: Vec<(&str, Expr)> = self
-            .node
-            .schema
-            .iter()
-            .filter(|(_, d)| fill_dtype(d, &v).is_some())
-            .map(|(n, _)| (n.as_str(), col(n).fill_na(v.clone())))
-            .collect();
+        let mut cols: Vec<(&str, Expr)> = Vec::new();
+        for &c in columns {
+            if fill_dtype(self.dtype(c)?, &v).is_some() {
+                cols.push((c, col(c).fill_na(v.clone())));
+            }
+        }
         self.assign(&cols)
     }
 
@@ -448,13 +454,31 @@ impl DataFrame {
 
     /// Whether each value is missing (null, or NaN), column by column.
     pub fn isna(&self) -> Result<DataFrame> {
-        let cols: Vec<(&str, Expr)> = self.node.schema.iter().map(|(n, _)| (n.as_str(), col(n).is_na())).collect();
-        self.assign(&cols)
+        self.isna_in(&self.columns().iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// Whether each value is present.
     pub fn notna(&self) -> Result<DataFrame> {
-        let cols: Vec<(&str, Expr)> = self.node.schema.iter().map(|(n, _)| (n.as_str(), col(n).not_na())).collect();
+        self.notna_in(&self.columns().iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// [`isna`](Self::isna) of `columns`; the others (index labels, say) are kept as they
+    /// are.
+    pub fn isna_in(&self, columns: &[&str]) -> Result<DataFrame> {
+        self.each_in(columns, Expr::is_na)
+    }
+
+    /// [`notna`](Self::notna) of `columns`; the others are kept as they are.
+    pub fn notna_in(&self, columns: &[&str]) -> Result<DataFrame> {
+        self.each_in(columns, Expr::not_na)
+    }
+
+    fn each_in(&self, columns: &[&str], f: impl Fn(Expr) -> Expr) -> Result<DataFrame> {
+        let mut cols: Vec<(&str, Expr)> = Vec::with_capacity(columns.len());
+        for &c in columns {
+            self.dtype(c)?;
+            cols.push((c, f(col(c))));
+        }
         self.assign(&cols)
     }
 

@@ -57,6 +57,14 @@ fn fused_filters_assignments_and_selections_match_row_by_row() {
             let na = s.fetch(&df.isna().unwrap()).unwrap();
             let na_f: Vec<Option<bool>> = na.column("f").unwrap().bool().unwrap().iter().collect();
             prop_assert_eq!(na_f, rows.iter().map(|r| Some(r.2.is_none())).collect::<Vec<_>>());
+            // Limited to some columns (the Python layer keeps index labels out this way):
+            // the others keep their values and dtypes.
+            let some = s.fetch(&df.fillna_in(-1i64, &["k1"]).unwrap().isna_in(&["f"]).unwrap()).unwrap();
+            prop_assert_eq!(i64s(&some, "k1"), rows.iter().map(|r| Some(r.0.unwrap_or(-1))).collect::<Vec<_>>());
+            prop_assert_eq!(i64s(&some, "k2"), rows.iter().map(|r| r.1).collect::<Vec<_>>());
+            prop_assert_eq!(some.column("k2").unwrap().dtype(), &DataType::Int64);
+            let some_f: Vec<Option<bool>> = some.column("f").unwrap().bool().unwrap().iter().collect();
+            prop_assert_eq!(some_f, rows.iter().map(|r| Some(r.2.is_none())).collect::<Vec<_>>());
             let cast = s.fetch(&df.astype(&[("i", Dtype::Float64)]).unwrap()).unwrap();
             prop_assert_eq!(cast.column("i").unwrap().dtype(), &DataType::Float64);
             prop_assert_eq!(f64s(&cast, "i"), rows.iter().map(|r| Some(r.3 as f64)).collect::<Vec<_>>());
@@ -373,6 +381,10 @@ fn bad_operations_are_refused_before_anything_runs() {
     let e = df.filter(col("i") + 1).unwrap_err();
     assert!(e.to_string().contains("boolean"), "{e}");
     let e = df.filter(col("nope").gt(1)).unwrap_err();
+    assert!(matches!(e, FrameError::UnknownColumn { .. }), "{e}");
+    let e = df.isna_in(&["i", "nope"]).unwrap_err();
+    assert!(matches!(e, FrameError::UnknownColumn { .. }), "{e}");
+    let e = df.fillna_in(0.0, &["nope"]).unwrap_err();
     assert!(matches!(e, FrameError::UnknownColumn { .. }), "{e}");
     let e = df.assign(&[("x", col("i") & col("f"))]).unwrap_err();
     assert!(e.to_string().contains("boolean operands"), "{e}");

@@ -296,8 +296,15 @@ impl PyFrame {
         self.df.assign(&c).map(wrap).or_raise()
     }
 
-    fn fillna(&self, value: &Bound<'_, PyAny>) -> PyResult<PyFrame> {
-        self.df.fillna(scalar(value)?).map(wrap).or_raise()
+    /// `columns`: only these (the others, index labels say, are kept); all when None.
+    #[pyo3(signature = (value, columns=None))]
+    fn fillna(&self, value: &Bound<'_, PyAny>, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
+        match columns {
+            Some(c) => self.df.fillna_in(scalar(value)?, &strs(&c)),
+            None => self.df.fillna(scalar(value)?),
+        }
+        .map(wrap)
+        .or_raise()
     }
 
     fn dropna(&self, subset: Vec<String>, how: &str) -> PyResult<PyFrame> {
@@ -309,12 +316,24 @@ impl PyFrame {
         self.df.dropna(&strs(&subset), how).map(wrap).or_raise()
     }
 
-    fn isna(&self) -> PyResult<PyFrame> {
-        self.df.isna().map(wrap).or_raise()
+    #[pyo3(signature = (columns=None))]
+    fn isna(&self, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
+        match columns {
+            Some(c) => self.df.isna_in(&strs(&c)),
+            None => self.df.isna(),
+        }
+        .map(wrap)
+        .or_raise()
     }
 
-    fn notna(&self) -> PyResult<PyFrame> {
-        self.df.notna().map(wrap).or_raise()
+    #[pyo3(signature = (columns=None))]
+    fn notna(&self, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
+        match columns {
+            Some(c) => self.df.notna_in(&strs(&c)),
+            None => self.df.notna(),
+        }
+        .map(wrap)
+        .or_raise()
     }
 
     /// `agg` of every column (numeric ones only when `numeric_only`): a frame of one row.

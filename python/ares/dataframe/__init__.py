@@ -457,23 +457,8 @@ class DataFrame:
         if isinstance(value, dict):
             pairs = [(c, _native.NativeExpr.col(c).fill_na(_py(v))) for c, v in value.items()]
             return self._wrap(self._f.assign(pairs), self._index)
-        if self._index:
-            # The labels are not values: only the other columns of the value's kind are
-            # filled (as the native fillna does for every column).
-            v = _py(value)
-            kinds = dict(zip(self._f.columns, self._f.dtypes))
-
-            def matches(t: str) -> bool:
-                k = np.dtype(t).kind if t not in ("str", "object") else "O"
-                if isinstance(v, bool):
-                    return k == "b"
-                if isinstance(v, numbers.Number):
-                    return k in "iuf"
-                return isinstance(v, str) and k == "O"
-
-            pairs = [(c, _native.NativeExpr.col(c).fill_na(v)) for c in self.columns if matches(kinds[c])]
-            return self._wrap(self._f.assign(pairs), self._index) if pairs else self
-        return self._wrap(self._f.fillna(_py(value)), self._index)
+        # The index's labels are not values: only the other columns are filled.
+        return self._wrap(self._f.fillna(_py(value), self._values()), self._index)
 
     def dropna(self, subset: Union[str, Sequence[str], None] = None, how: str = "any") -> "DataFrame":
         if how not in ("any", "all"):
@@ -481,19 +466,18 @@ class DataFrame:
         cols = self.columns if subset is None else _as_list(subset)
         return self._wrap(self._f.dropna(cols, how), self._index) if cols else self
 
-    def _each_column(self, op: str) -> "DataFrame":
-        if not self._index:
-            return self._wrap(getattr(self._f, op)(), self._index)
-        pairs = [(c, _native.NativeExpr.col(c).unary(op)) for c in self.columns]
-        return self._wrap(self._f.assign(pairs), self._index)
+    def _values(self) -> Optional[List[str]]:
+        """The columns that hold values, for native calls that would otherwise touch
+        the index's labels too; None (all of them) without an index."""
+        return self.columns if self._index else None
 
     def isna(self) -> "DataFrame":
-        return self._each_column("isna")
+        return self._wrap(self._f.isna(self._values()), self._index)
 
     isnull = isna
 
     def notna(self) -> "DataFrame":
-        return self._each_column("notna")
+        return self._wrap(self._f.notna(self._values()), self._index)
 
     notnull = notna
 
