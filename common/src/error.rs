@@ -5,12 +5,13 @@
 /// what happened and, where one exists, what to do about it.
 #[derive(Clone, Debug, PartialEq, thiserror::Error, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum TaskError {
-    /// The task's function panicked; the panic message is carried verbatim.
-    #[error("task `{function}` panicked: {message}")]
+    /// The task's function panicked or called `ares::fail`; its message is carried
+    /// verbatim.
+    #[error("task `{function}` failed: {message}")]
     Application {
         /// Registered name of the function.
         function: String,
-        /// The panic payload, rendered as text.
+        /// The panic payload (or `ares::fail`'s message), rendered as text.
         message: String,
     },
     /// The worker process running the task died, and the retry budget is spent.

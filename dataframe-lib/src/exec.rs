@@ -55,7 +55,8 @@ fn read(c: &InPlace<'_, FrameChunk>) -> polars::prelude::DataFrame {
 fn read_columns(c: &InPlace<'_, FrameChunk>, columns: Option<&[String]>) -> polars::prelude::DataFrame {
     // SAFETY: every frame made from the input lives in the task's body, which ends before
     // the pinned input is released; results are encoded into new bytes before that.
-    unsafe { crate::chunk::map_archived(c, columns) }.unwrap_or_else(|e| ares::fail(format!("reading a frame chunk: {e}")))
+    unsafe { crate::chunk::map_archived(c, columns) }
+        .unwrap_or_else(|e| ares::fail(format!("reading a frame chunk: {e}")))
 }
 
 fn write(mut df: polars::prelude::DataFrame) -> FrameChunk {
