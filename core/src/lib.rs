@@ -82,7 +82,11 @@ pub mod __private {
 /// unlike a panic, a worker prints no panic report or backtrace for it. Outside a task it
 /// is an ordinary panic with that message.
 pub fn fail(message: impl Into<String>) -> ! {
-    std::panic::panic_any(TaskFailure(message.into()))
+    let message = message.into();
+    if !worker::is_worker() {
+        panic!("{message}");
+    }
+    std::panic::panic_any(TaskFailure(message))
 }
 
 /// The payload [`fail`] unwinds with.

@@ -252,13 +252,13 @@ fn fill_na(s: Series, v: &Scalar) -> PolarsResult<Series> {
     s.zip_with(&s.is_not_null(), &fill)
 }
 
-/// `f` of every present string of `s`.
 /// Whitespace as Python's `str.strip` sees it: Unicode's, and the ASCII separators
 /// 0x1C–0x1F that Python counts too.
 fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// `f` of every present string of `s`.
 fn map_str(s: &Series, f: impl Fn(&str) -> String) -> PolarsResult<Series> {
     let out: StringChunked = s.str()?.iter().map(|v| v.map(&f)).collect();
     Ok(out.with_name(s.name().clone()).into_series())

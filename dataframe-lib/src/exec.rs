@@ -63,7 +63,7 @@ fn write(mut df: polars::prelude::DataFrame) -> FrameChunk {
     FrameChunk::encode(&mut df).unwrap_or_else(|e| ares::fail(format!("writing a frame chunk: {e}")))
 }
 
-fn or_panic<T>(r: polars::prelude::PolarsResult<T>) -> T {
+fn or_fail<T>(r: polars::prelude::PolarsResult<T>) -> T {
     r.unwrap_or_else(|e| ares::fail(e.to_string()))
 }
 
@@ -71,7 +71,7 @@ fn or_panic<T>(r: polars::prelude::PolarsResult<T>) -> T {
 fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> FrameChunk {
     one_thread();
     let refs: Vec<ChunkRef<'_>> = cols.iter().map(|c| ChunkRef::Archived(c)).collect();
-    write(or_panic(kernels::from_tensor_chunks(&names, &refs)))
+    write(or_fail(kernels::from_tensor_chunks(&names, &refs)))
 }
 
 /// A frame chunk of tensor chunks computed here from their programs (the tensors' chunks
@@ -80,13 +80,13 @@ fn from_tensor_chunks(names: Vec<String>, cols: InPlaceList<'_, Chunk>) -> Frame
 fn from_tensor_programs(names: Vec<String>, programs: Vec<ares_tensor::kernel::Program>) -> FrameChunk {
     one_thread();
     let chunks = programs.iter().map(|p| p.run(&[]).unwrap_or_else(|e| ares::fail(e.to_string()))).collect();
-    write(or_panic(kernels::from_owned_chunks(&names, chunks)))
+    write(or_fail(kernels::from_owned_chunks(&names, chunks)))
 }
 
 /// `df` with a fused map applied when there is one.
 fn mapped(pre: &Option<MapSpec>, df: polars::prelude::DataFrame) -> polars::prelude::DataFrame {
     match pre {
-        Some(m) => or_panic(crate::eval::map(m, df)),
+        Some(m) => or_fail(crate::eval::map(m, df)),
         None => df,
     }
 }
@@ -99,13 +99,13 @@ fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> polars::pr
 #[ares::remote]
 fn map_chunk(spec: MapSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(crate::eval::map(&spec, read(&input))))
+    write(or_fail(crate::eval::map(&spec, read(&input))))
 }
 
 #[ares::remote]
 fn gb_partial(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::partial(&spec, &read_mapped(&pre, &input))))
+    write(or_fail(kernels::partial(&spec, &read_mapped(&pre, &input))))
 }
 
 /// `[rows, groups]` of a chunk: what the `auto` method is chosen from.
@@ -113,7 +113,7 @@ fn gb_partial(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChu
 fn gb_probe(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
     one_thread();
     let df = read_mapped(&pre, &input);
-    vec![df.height() as u64, or_panic(kernels::partial(&spec, &df)).height() as u64]
+    vec![df.height() as u64, or_fail(kernels::partial(&spec, &df)).height() as u64]
 }
 
 #[ares::remote]
@@ -124,20 +124,20 @@ fn gb_partial_split(
     input: InPlace<'_, FrameChunk>,
 ) -> Vec<FrameChunk> {
     one_thread();
-    let p = or_panic(kernels::partial(&spec, &read_mapped(&pre, &input)));
-    or_panic(kernels::hash_split(&spec.keys, &p, parts as usize)).into_iter().map(write).collect()
+    let p = or_fail(kernels::partial(&spec, &read_mapped(&pre, &input)));
+    or_fail(kernels::hash_split(&spec.keys, &p, parts as usize)).into_iter().map(write).collect()
 }
 
 #[ares::remote]
 fn top_rows(spec: TopSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(relational::top(&spec, parts.iter().map(read).collect())))
+    write(or_fail(relational::top(&spec, parts.iter().map(read).collect())))
 }
 
 #[ares::remote]
 fn unique_rows(subset: Vec<String>, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(relational::unique(&subset, parts.iter().map(read).collect())))
+    write(or_fail(relational::unique(&subset, parts.iter().map(read).collect())))
 }
 
 /// `[rows, distinct rows]` of a chunk.
@@ -145,7 +145,7 @@ fn unique_rows(subset: Vec<String>, parts: InPlaceList<'_, FrameChunk>) -> Frame
 fn unique_probe(subset: Vec<String>, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
     one_thread();
     let df = read(&input);
-    vec![df.height() as u64, or_panic(relational::unique(&subset, vec![df])).height() as u64]
+    vec![df.height() as u64, or_fail(relational::unique(&subset, vec![df])).height() as u64]
 }
 
 /// A chunk's rows split by the hash of `keys`, duplicates of `keys` dropped first when
@@ -155,9 +155,9 @@ fn key_split(keys: Vec<String>, parts: u32, dedup: bool, input: InPlace<'_, Fram
     one_thread();
     let mut df = read(&input);
     if dedup {
-        df = or_panic(relational::unique(&keys, vec![df]));
+        df = or_fail(relational::unique(&keys, vec![df]));
     }
-    or_panic(kernels::hash_split(&keys, &df, parts as usize)).into_iter().map(write).collect()
+    or_fail(kernels::hash_split(&keys, &df, parts as usize)).into_iter().map(write).collect()
 }
 
 /// One byte range of a CSV file, only the projected columns parsed, and a fused map
@@ -165,7 +165,7 @@ fn key_split(keys: Vec<String>, parts: u32, dedup: bool, input: InPlace<'_, Fram
 #[ares::remote]
 fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(mapped(&pre, or_panic(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection))))
+    write(mapped(&pre, or_fail(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection))))
 }
 
 /// One row group of a Parquet file, only the named columns read, and a fused map applied
@@ -173,52 +173,52 @@ fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
 #[ares::remote]
 fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(mapped(&pre, or_panic(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns))))
+    write(mapped(&pre, or_fail(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns))))
 }
 
 /// A chunk's rows as CSV text (its header line too when `header`).
 #[ares::remote]
 fn csv_format(header: bool, separator: u8, input: InPlace<'_, FrameChunk>) -> Vec<u8> {
     one_thread();
-    or_panic(crate::csv::write(&mut read(&input), header, separator))
+    or_fail(crate::csv::write(&mut read(&input), header, separator))
 }
 
 #[ares::remote]
 fn join_rows(spec: JoinSpec, left: InPlaceList<'_, FrameChunk>, right: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(relational::join(&spec, left.iter().map(read).collect(), right.iter().map(read).collect())))
+    write(or_fail(relational::join(&spec, left.iter().map(read).collect(), right.iter().map(read).collect())))
 }
 
 #[ares::remote]
 fn gb_combine(spec: GroupSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::combine(&spec, parts.iter().map(read).collect())))
+    write(or_fail(kernels::combine(&spec, parts.iter().map(read).collect())))
 }
 
 #[ares::remote]
 fn gb_finish(spec: GroupSpec, sort: bool, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    let combined = or_panic(kernels::combine(&spec, parts.iter().map(read).collect()));
-    write(or_panic(kernels::finish(&spec, &combined, sort)))
+    let combined = or_fail(kernels::combine(&spec, parts.iter().map(read).collect()));
+    write(or_fail(kernels::finish(&spec, &combined, sort)))
 }
 
 #[ares::remote]
 fn sort_sample(spec: SortSpec, n: u32, input: InPlace<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::sample(&spec, &read_columns(&input, Some(&spec.by[..1])), n as usize)))
+    write(or_fail(kernels::sample(&spec, &read_columns(&input, Some(&spec.by[..1])), n as usize)))
 }
 
 #[ares::remote]
 fn sort_split(spec: SortSpec, bounds: FrameChunk, input: InPlace<'_, FrameChunk>) -> Vec<FrameChunk> {
     one_thread();
-    let b = or_panic(decode(&bounds.ipc));
-    or_panic(kernels::range_split(&spec, &read(&input), &b)).into_iter().map(write).collect()
+    let b = or_fail(decode(&bounds.ipc));
+    or_fail(kernels::range_split(&spec, &read(&input), &b)).into_iter().map(write).collect()
 }
 
 #[ares::remote]
 fn sort_merge(spec: SortSpec, pieces: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    write(or_panic(kernels::sort_range(&spec, pieces.iter().map(read).collect())))
+    write(or_fail(kernels::sort_range(&spec, pieces.iter().map(read).collect())))
 }
 
 /// Each column's sketch of a chunk (`describe`'s first pass).
@@ -228,7 +228,7 @@ fn describe_sketch(columns: Vec<String>, points: u32, input: InPlace<'_, FrameCh
     let df = read_columns(&input, Some(&columns));
     columns
         .iter()
-        .map(|c| describe::sketch(&describe::sorted_values(or_panic(describe::floats(&df, c)).into_iter()), points))
+        .map(|c| describe::sketch(&describe::sorted_values(or_fail(describe::floats(&df, c)).into_iter()), points))
         .collect()
 }
 
@@ -241,7 +241,7 @@ fn describe_pick(brackets: Vec<(String, Vec<(f64, f64)>)>, input: InPlace<'_, Fr
     brackets
         .iter()
         .map(|(c, bs)| {
-            let v = or_panic(describe::floats(&df, c));
+            let v = or_fail(describe::floats(&df, c));
             let v: Vec<f64> = v.into_iter().flatten().collect();
             bs.iter().map(|&(lo, hi)| describe::pick(&v, lo, hi)).collect()
         })
@@ -257,7 +257,7 @@ fn to_tensor_chunk(
     input: InPlace<'_, FrameChunk>,
 ) -> Chunk {
     one_thread();
-    or_panic(kernels::to_tensor_chunk(&read(&input), &columns, dtype, flat))
+    or_fail(kernels::to_tensor_chunk(&read(&input), &columns, dtype, flat))
 }
 
 /// A chunk task's result.

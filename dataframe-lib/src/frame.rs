@@ -254,6 +254,11 @@ impl DataFrame {
         self.node.schema.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// The column names, borrowed.
+    fn column_names(&self) -> Vec<&str> {
+        self.node.schema.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
     /// The columns' dtypes.
     pub fn dtypes(&self) -> Vec<DataType> {
         self.node.schema.iter().map(|(_, d)| d.clone()).collect()
@@ -408,8 +413,7 @@ impl DataFrame {
     /// for a number, strings for a string, booleans for a boolean): pandas would make
     /// the other columns `object`; they are left as they are here.
     pub fn fillna(&self, value: impl Into<Scalar>) -> Result<DataFrame> {
-        let all = self.columns();
-        self.fillna_in(value, &all.iter().map(String::as_str).collect::<Vec<_>>())
+        self.fillna_in(value, &self.column_names())
     }
 
     /// [`fillna`](Self::fillna) over `columns` only; the others (index labels, say) are
@@ -454,12 +458,12 @@ impl DataFrame {
 
     /// Whether each value is missing (null, or NaN), column by column.
     pub fn isna(&self) -> Result<DataFrame> {
-        self.isna_in(&self.columns().iter().map(String::as_str).collect::<Vec<_>>())
+        self.isna_in(&self.column_names())
     }
 
     /// Whether each value is present.
     pub fn notna(&self) -> Result<DataFrame> {
-        self.notna_in(&self.columns().iter().map(String::as_str).collect::<Vec<_>>())
+        self.notna_in(&self.column_names())
     }
 
     /// [`isna`](Self::isna) of `columns`; the others (index labels, say) are kept as they

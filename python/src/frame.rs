@@ -299,12 +299,7 @@ impl PyFrame {
     /// `columns`: only these (the others, index labels say, are kept); all when None.
     #[pyo3(signature = (value, columns=None))]
     fn fillna(&self, value: &Bound<'_, PyAny>, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
-        match columns {
-            Some(c) => self.df.fillna_in(scalar(value)?, &strs(&c)),
-            None => self.df.fillna(scalar(value)?),
-        }
-        .map(wrap)
-        .or_raise()
+        self.df.fillna_in(scalar(value)?, &strs(&self.or_all(columns))).map(wrap).or_raise()
     }
 
     fn dropna(&self, subset: Vec<String>, how: &str) -> PyResult<PyFrame> {
@@ -318,22 +313,12 @@ impl PyFrame {
 
     #[pyo3(signature = (columns=None))]
     fn isna(&self, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
-        match columns {
-            Some(c) => self.df.isna_in(&strs(&c)),
-            None => self.df.isna(),
-        }
-        .map(wrap)
-        .or_raise()
+        self.df.isna_in(&strs(&self.or_all(columns))).map(wrap).or_raise()
     }
 
     #[pyo3(signature = (columns=None))]
     fn notna(&self, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
-        match columns {
-            Some(c) => self.df.notna_in(&strs(&c)),
-            None => self.df.notna(),
-        }
-        .map(wrap)
-        .or_raise()
+        self.df.notna_in(&strs(&self.or_all(columns))).map(wrap).or_raise()
     }
 
     /// `agg` of every column (numeric ones only when `numeric_only`): a frame of one row.
@@ -415,6 +400,13 @@ impl PyFrame {
 
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(|s| s.as_str()).collect()
+}
+
+impl PyFrame {
+    /// `columns`, or every column of the frame when None.
+    fn or_all(&self, columns: Option<Vec<String>>) -> Vec<String> {
+        columns.unwrap_or_else(|| self.df.columns())
+    }
 }
 
 /// A frame whose columns are 1-d tensors chunked alike.

@@ -397,10 +397,12 @@ class Tensor:
         if _is_scalar(other):
             if op == "pow" and self.dtype.kind == "i" and isinstance(other, int) and other < 0 and not reflected:
                 raise ValueError("Integers to negative integer powers are not allowed.")
-            if isinstance(other, int) and not isinstance(other, bool) and op not in _COMPARISONS:
-                # numpy 2 (NEP 50): a Python int must fit the tensor's integer dtype.
+            py_int = isinstance(other, int) and not isinstance(other, bool)
+            if py_int and self.dtype.kind in "ib" and op not in _COMPARISONS:
+                # numpy 2 (NEP 50): a Python int must fit the tensor's integer dtype (a
+                # bool tensor's result is int64).
                 info = np.iinfo(self.dtype if self.dtype.kind == "i" else np.int64)
-                if self.dtype.kind in "ib" and not info.min <= other <= info.max:
+                if not info.min <= other <= info.max:
                     raise OverflowError(f"Python integer {other} out of bounds for {info.dtype.name}")
             f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
             return Tensor(f(op, other))
