@@ -463,6 +463,14 @@ pub enum FromRaylet {
         /// Offset of the object in the pool.
         offset: u64,
     },
+    /// A sealed copy of the object is here already (made by another attempt of its
+    /// task): the creator writes nothing and reports that copy, which never changes.
+    ObjectExists {
+        /// The request answered.
+        request_id: u64,
+        /// The existing copy's size in bytes.
+        size: u64,
+    },
     /// Space could not be allocated.
     CreateFailed {
         /// The request answered.
@@ -750,7 +758,8 @@ pub enum Outcome {
     Inline(Vec<u8>),
     /// Large result, sealed in the node's pool.
     Shared {
-        /// Offset in the pool.
+        /// Where the worker wrote it in the pool (0 when it kept the copy an earlier
+        /// attempt sealed). Informational: readers pin the object by ID.
         offset: u64,
         /// Length in bytes.
         len: u64,
@@ -768,7 +777,8 @@ pub enum ReturnValue {
     Inline(Vec<u8>),
     /// Large, sealed in the node's pool as `ObjectId::for_return(task, index)`.
     Shared {
-        /// Offset in the pool.
+        /// Where the worker wrote it in the pool (0 when it kept the copy an earlier
+        /// attempt sealed). Informational: readers pin the object by ID.
         offset: u64,
         /// Length in bytes.
         len: u64,
@@ -1077,6 +1087,7 @@ message_kinds!(FromRaylet {
     LeaseSpillback => Control,
     LeaseInfeasible => Bulk,
     ObjectCreated => Control,
+    ObjectExists => Control,
     CreateFailed => Bulk,
     Pinned => Control,
     PinFailed => Bulk,

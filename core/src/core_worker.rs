@@ -516,8 +516,7 @@ impl CoreWorker {
                     let Location::Stored(s) = &loc else {
                         return Err(Error::Task(TaskError::ObjectLost { object }));
                     };
-                    let here = self.address.node;
-                    let tried: Vec<ares_common::NodeId> = s.nodes().filter(|n| *n != here).collect();
+                    let tried = s.tried_from(self.address.node);
                     if !self.run_untimed(|st| st.object_unreachable(Instant::now(), id, &tried)) {
                         // Failed for good (its status says why), or another copy is left.
                         if let Ok(Location::Stored(now)) = self.wait_location(id)

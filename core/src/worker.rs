@@ -371,6 +371,16 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     // Shared arguments are pinned for the task's duration (restored first if spilled).
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
+    // No copy could be read (none served a pull, or this node's is gone): the owner may
+    // rebuild it and run this task again, so say which argument.
+    let unavailable = |i: usize, object_id: &ObjectId, reason: String| {
+        Outcome::Failed(TaskError::ArgumentUnavailable {
+            function: spec.function.clone(),
+            index: i as u32,
+            object: object_id.to_string(),
+            reason,
+        })
+    };
     for (i, a) in spec.args.iter().enumerate() {
         if let WireArg::Shared { object_id, nodes, owner, .. } = a {
             // An argument stored on other nodes only is copied here first.
@@ -382,16 +392,9 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
                         PULLED.with(|p| p.borrow_mut().push(*object_id));
                         Ok(())
                     }
-                    // No holder could serve it: the owner may rebuild it and run this
-                    // task again, so say which argument.
                     Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
                         cw.store.release(pins);
-                        return Outcome::Failed(TaskError::ArgumentUnavailable {
-                            function: spec.function.clone(),
-                            index: i as u32,
-                            object: object_id.to_string(),
-                            reason: object,
-                        });
+                        return unavailable(i, object_id, object);
                     }
                     Err(e) => Err(e),
                 }
@@ -400,6 +403,10 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
                 Ok(at) => {
                     pins.push(*object_id);
                     located.push(at);
+                }
+                Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
+                    cw.store.release(pins);
+                    return unavailable(i, object_id, object);
                 }
                 Err(e) => {
                     cw.store.release(pins);

@@ -56,9 +56,19 @@ pub enum StoreError {
     /// Only the creating client may seal an object.
     #[error("object {0} was not created by this client")]
     NotCreator(ObjectId),
-    /// Another client is still writing an object of that ID.
+    /// Another client is still writing an object of that ID, or it was deleted and is
+    /// still held: a create may succeed once that ends.
     #[error("object {0} is being created by another client")]
     InProgress(ObjectId),
+    /// A sealed primary copy of that ID is already here (another attempt of the task
+    /// that makes it sealed it): sealed objects never change, so the creator keeps it.
+    #[error("object {id} already exists ({size} bytes)")]
+    Exists {
+        /// The object.
+        id: ObjectId,
+        /// Its size.
+        size: u64,
+    },
 }
 
 /// Tuning of spilling.
@@ -298,13 +308,23 @@ impl StoreIndex {
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
     /// `primary` copies are kept for their owner; secondary ones may be evicted.
     pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId, primary: bool) -> Result<u64, StoreError> {
-        if self.objects.contains_key(&id) {
-            // A retried task re-creates its return object; the old copy is unreachable
-            // and is freed, unless someone still holds it (pinned, being written, spilled
-            // or restored right now): then the create is refused rather than overwrite it.
-            self.delete(id);
-            if self.objects.contains_key(&id) {
-                return Err(StoreError::InProgress(id));
+        if let Some(e) = self.objects.get(&id) {
+            // Two attempts of one task make the same object: a retry whose killed
+            // predecessor sealed it, or a dead attempt's create read after its retry's.
+            // Neither may touch the other's copy (dooming a copy being written would
+            // free it at its seal, after its creator reported it stored). A sealed
+            // primary stands; a pulled secondary copy gives way to the primary.
+            let doomed = e.slot.doomed();
+            match e.slot.state() {
+                SlotState::Created => return Err(StoreError::InProgress(id)),
+                _ if doomed => return Err(StoreError::InProgress(id)),
+                _ if e.primary => return Err(StoreError::Exists { id, size: e.size }),
+                _ => {
+                    self.delete(id);
+                    if self.objects.contains_key(&id) {
+                        return Err(StoreError::InProgress(id));
+                    }
+                }
             }
         }
         let (a, offset) = self.allocate(size)?;
@@ -849,6 +869,43 @@ mod tests {
     }
 
     #[test]
+    fn a_second_attempt_never_touches_the_first_attempts_copy() {
+        let (dead, retry) = (ClientId(7), ClientId(8));
+        // The retry's create comes first; the dead attempt's create is read after it.
+        let mut s = StoreIndex::new(1 << 20);
+        let at = s.create(oid(1), 100, retry, true).unwrap();
+        assert_eq!(s.create(oid(1), 100, dead, true), Err(StoreError::InProgress(oid(1))));
+        assert_eq!(s.seal(oid(1), retry), Ok(false), "not freed by the other create");
+        assert_eq!(s.create(oid(1), 100, dead, true), Err(StoreError::Exists { id: oid(1), size: 100 }));
+        assert_eq!(s.pin(oid(1), ClientId(9)), Ok(Pin::InMemory { offset: at, size: 100 }));
+        s.client_gone(dead);
+        assert_eq!(s.lookup(oid(1)), Some((at, 100)), "the dead attempt's end frees nothing of the retry's");
+        s.release(oid(1), ClientId(9));
+
+        // The dead attempt sealed first: the retry keeps its copy, spilled or not.
+        let mut s = sealed_store(10_000, spill_all(), 1);
+        let jobs = s.plan_spill(0);
+        s.finish_spill(&jobs[0], Ok(&[0]));
+        assert_eq!(s.create(oid(0), 1000, retry, true), Err(StoreError::Exists { id: oid(0), size: 1000 }));
+        assert_eq!(s.stats().spilled_objects, 1);
+
+        // A dead attempt's unsealed copy goes with its connection; then the retry creates.
+        let mut s = StoreIndex::new(1 << 20);
+        s.create(oid(1), 100, dead, true).unwrap();
+        assert_eq!(s.create(oid(1), 100, retry, true), Err(StoreError::InProgress(oid(1))));
+        s.client_gone(dead);
+        s.create(oid(1), 100, retry, true).unwrap();
+        s.seal(oid(1), retry).unwrap();
+
+        // A pulled secondary copy gives way to a primary.
+        let mut s = StoreIndex::new(1 << 20);
+        s.create(oid(2), 100, C, false).unwrap();
+        s.seal(oid(2), C).unwrap();
+        s.create(oid(2), 100, retry, true).unwrap();
+        assert!(!s.is_secondary(oid(2)));
+    }
+
+    #[test]
     fn review_regressions_stray_seal_failed_spill_busy_recreate_restore_delete() {
         // A seal from another client never frees someone else's object.
         let mut s = StoreIndex::new(1 << 20);
@@ -859,7 +916,7 @@ mod tests {
         assert_eq!(s.seal(oid(1), ClientId(3)), Err(StoreError::NotCreator(oid(1))));
         assert!(!s.seal(oid(1), C).unwrap(), "a second seal is a no-op");
         assert_eq!(s.stats().objects, 1, "still pinned by client 2");
-        // Re-creating an object someone holds is refused, not overwritten.
+        // Re-creating an object deleted while someone holds it waits for the release.
         assert_eq!(s.create(oid(1), 100, C, true), Err(StoreError::InProgress(oid(1))));
         s.release(oid(1), ClientId(2));
         assert_eq!(s.stats().objects, 0);

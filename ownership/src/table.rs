@@ -51,6 +51,13 @@ impl Stored {
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         std::iter::once(self.primary).chain(self.secondary.iter().copied())
     }
+
+    /// The copies a reader on node `at` tried when it could not read the value: the
+    /// copy on its own node if there is one (read in place, never pulled), else every
+    /// copy (it pulls from each in turn).
+    pub fn tried_from(&self, at: NodeId) -> Vec<NodeId> {
+        if self.nodes().any(|n| n == at) { vec![at] } else { self.nodes().collect() }
+    }
 }
 
 /// Where a ready value is.

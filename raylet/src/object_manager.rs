@@ -37,8 +37,9 @@ pub(crate) trait TransferHost: Send + Sync + 'static {
     fn pin(&self, id: ObjectId) -> Result<(u64, u64), String>;
     /// Releases a transfer's pin after `bytes` were sent.
     fn release(&self, id: ObjectId, bytes: u64);
-    /// Allocates a secondary copy of `size` bytes (waiting for space as a create does).
-    fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String>;
+    /// Allocates a secondary copy of `size` bytes (waiting for space as a create does);
+    /// `None` if a sealed primary copy is here already (there is nothing to pull).
+    fn create_copy(&self, id: ObjectId, size: u64) -> Result<Option<u64>, String>;
     /// Seals the copy, or drops it when `ok` is false.
     fn finish_copy(&self, id: ObjectId, ok: bool);
     /// A connection to the node serving at `addr` (cached).
@@ -165,7 +166,9 @@ pub(crate) fn pull(host: &dyn TransferHost, id: ObjectId, addr: SocketAddr) -> R
     let mut first = peer.open_stream().map_err(|e| e.to_string())?;
     first.write_all(&encode_request(id, 0, CHUNK)).map_err(|e| e.to_string())?;
     let size = read_header(&mut first)?;
-    let local = host.create_copy(id, size)?;
+    let Some(local) = host.create_copy(id, size)? else {
+        return Ok(0);
+    };
     let result = fill(host, &peer, &mut first, id, size, local);
     host.finish_copy(id, result.is_ok());
     tracing::debug!(object = %id, "pull ended: {}", peer.path_stats());

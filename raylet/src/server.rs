@@ -685,7 +685,8 @@ impl Shared {
             match res {
                 // A retried task makes its result again (same ID) while the killed
                 // attempt's unsealed copy may still be there: the dead worker's
-                // disconnect frees it and wakes this wait. A reader's pin ends likewise.
+                // disconnect frees it and wakes this wait. A reader's pin of a deleted
+                // copy ends likewise; a copy that gets sealed meanwhile is kept.
                 Err(StoreError::InProgress(_)) if Instant::now() < deadline => {
                     st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
                 }
@@ -704,6 +705,7 @@ impl Shared {
                     }
                 }
             }
+            Err(StoreError::Exists { size, .. }) => FromRaylet::ObjectExists { request_id, size },
             Err(e) => FromRaylet::CreateFailed { request_id, error: st.node.no_space(e) },
         };
         if let Some(c) = st.clients.get(&client) {
@@ -826,18 +828,19 @@ impl TransferHost for Shared {
         self.carry_out(&mut st);
     }
 
-    fn create_copy(&self, id: ObjectId, size: u64) -> Result<u64, String> {
+    fn create_copy(&self, id: ObjectId, size: u64) -> Result<Option<u64>, String> {
         let st = self.lock();
         let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size, None));
         let r = match r {
             Ok(offset) => {
                 let (g, reserved) = self.reserve_pages(st, offset, size);
                 st = g;
-                reserved.map(|()| offset).map_err(|error| {
+                reserved.map(|()| Some(offset)).map_err(|error| {
                     st.node.abort_create(TRANSFER_CLIENT, id);
                     error.to_string()
                 })
             }
+            Err(StoreError::Exists { .. }) => Ok(None),
             Err(e) => Err(st.node.no_space(e).to_string()),
         };
         self.carry_out(&mut st);

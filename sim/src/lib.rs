@@ -910,6 +910,8 @@ impl Sim {
                 self.pump_node(n);
                 Ok(())
             }
+            // An earlier attempt sealed it: its copy stands, as in the raylet.
+            Err(ares_object_store::StoreError::Exists { .. }) => Ok(()),
             Err(e) => {
                 let e = sn.node.no_space(e);
                 self.pump_node(n);

@@ -197,6 +197,36 @@ fn a_process_killed_between_create_and_seal_has_its_space_reclaimed() -> anyhow:
     Ok(())
 }
 
+#[test]
+fn a_second_create_of_a_sealed_object_keeps_it_whichever_attempt_sealed_it() -> anyhow::Result<()> {
+    use ares_common::frame::write_msg;
+    use ares_common::wire::{FromRaylet, ToRaylet};
+    let spill = spill_root("second-create");
+    let _c = Cluster::start(config(256 * MIB, &spill));
+    let socket = ares::raylet_address()?;
+    // One attempt creates the object; another attempt's create (a retry, or a dead
+    // attempt's message read late) waits for it rather than doom it.
+    let (first, mut first_r) = ares_tests::raw_create(&socket, 7)?;
+    anyhow::ensure!(matches!(first_r.read::<FromRaylet>()?, FromRaylet::ObjectCreated { .. }));
+    let (second, created) = raw_create_waiting(&socket)?;
+    let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
+    write_msg(&mut &first, &ToRaylet::SealObject { request_id: 2, object_id })?;
+    match first_r.read::<FromRaylet>()? {
+        FromRaylet::Sealed { error: None, .. } => {}
+        other => anyhow::bail!("the seal failed: {other:?}"),
+    }
+    let reply = created.recv_timeout(Duration::from_secs(30))?;
+    assert!(reply.starts_with("ObjectExists") && reply.contains(&format!("size: {}", 10 << 20)), "{reply}");
+    // The second attempt's end takes nothing with it: the sealed copy is still readable.
+    drop(second);
+    write_msg(&mut &first, &ToRaylet::PinObject { request_id: 3, object_id })?;
+    match first_r.read::<FromRaylet>()? {
+        FromRaylet::Pinned { size, .. } => assert_eq!(size, 10 << 20),
+        other => anyhow::bail!("the sealed copy is gone: {other:?}"),
+    }
+    Ok(())
+}
+
 /// Asks the raylet at `socket` (as a raw client, on a thread) to create the object
 /// `raw-create` makes; the answer, as its debug text, arrives on the channel. The
 /// connection stays open until the stream returned is dropped.

@@ -287,7 +287,7 @@ impl CoreState {
         }
         match self.table.status(id) {
             Some(Status::Ready(Location::Stored(s))) => {
-                let tried: Vec<NodeId> = s.nodes().filter(|n| *n != ran_on).collect();
+                let tried = s.tried_from(ran_on);
                 if self.table.copies_unreachable(id, &tried) {
                     tracing::info!(object = %id, "a worker could not read the argument anywhere; rebuilding it");
                     self.recover(now, vec![id]);

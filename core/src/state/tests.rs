@@ -1000,3 +1000,52 @@ fn a_late_result_of_an_attempt_counted_lost_does_not_delete_the_live_value() {
     assert!(!deleted, "the live value was deleted: {e:?}");
     assert!(matches!(st.status(rid), Some(Status::Ready(_))));
 }
+
+#[test]
+fn a_copy_gone_from_this_nodes_store_is_rebuilt_not_reported_lost() {
+    let mut st = state();
+    let t0 = Instant::now();
+    let ta = st.next_task_id(None);
+    let a = st.submit(t0, ta, spec("make", 3), vec![value(1)]);
+    let (conn, _) = open_lease(&mut st, t0, 1);
+    st.handle_replies(t0, conn, vec![stored_done(ta)]);
+    assert!(matches!(st.status(a), Some(Status::Ready(Location::Stored(s))) if s.primary == node()));
+    // A worker of this node cannot pin its argument here (this node's only copy is
+    // gone): it tried this node's copy, not the others', so the object is rebuilt.
+    let tb = st.next_task_id(None);
+    let b = st.submit(t0, tb, spec("use", 1), vec![Arg::Ref(a)]);
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!(pushed[0].task_id, tb);
+    let lost = TaskError::ArgumentUnavailable {
+        function: "use".into(),
+        index: 0,
+        object: a.to_string(),
+        reason: format!("object {a} is not in the object store"),
+    };
+    st.handle_replies(
+        t0,
+        conn,
+        vec![FromWorker::Done { task_id: tb, outcome: Outcome::Failed(lost), copies: vec![], contained: vec![] }],
+    );
+    assert!(matches!(st.status(a), Some(Status::Pending)), "a is rebuilt: {:?}", st.status(a));
+    assert!(matches!(st.status(b), Some(Status::Pending)), "b waits for it, not failed");
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!(pushed.iter().map(|p| (p.task_id, p.attempt)).collect::<Vec<_>>(), vec![(ta, 1)]);
+    st.handle_replies(t0, conn, vec![stored_done(ta)]);
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!(pushed.iter().map(|p| (p.task_id, p.attempt)).collect::<Vec<_>>(), vec![(tb, 1)]);
+    st.handle_replies(t0, conn, vec![done(tb, 2)]);
+    assert!(matches!(st.status(b), Some(Status::Ready(_))));
+
+    // The owner's own read of `a` finds this node's copy gone too: rebuilt again.
+    let Some(Status::Ready(Location::Stored(s))) = st.status(a) else { panic!("{:?}", st.status(a)) };
+    let tried = s.tried_from(node());
+    assert_eq!(tried, vec![node()]);
+    assert!(st.object_unreachable(t0, a, &tried), "a is pending again");
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!(pushed.iter().map(|p| (p.task_id, p.attempt)).collect::<Vec<_>>(), vec![(ta, 2)]);
+    // A copy elsewhere is pulled from each holder in turn: all of them were tried.
+    let mut elsewhere = ares_ownership::Stored::on(node_b(), 10);
+    elsewhere.secondary.push(NodeId([6; 16]));
+    assert_eq!(elsewhere.tried_from(node()), vec![node_b(), NodeId([6; 16])]);
+}
