@@ -156,9 +156,11 @@ fn round(rng: &mut Rng, c: &mut Counts) -> Result<()> {
             let seed = rng.next();
             let b = ares::remote(blob).options(retrying()).call(seed, len);
             let want = *blake3::hash(&bytes(seed, len as usize)).as_bytes();
-            let got = ares::get(&ares::remote(digest).options(retrying()).call(&b)).context("a task's digest of a blob")?;
+            let got =
+                ares::get(&ares::remote(digest).options(retrying()).call(&b)).context("a task's digest of a blob")?;
             ensure!(got == want, "a blob's digest differs");
-            let got = ares::get(&b).with_context(|| format!("the driver's read of a blob of {len} bytes ({})", b.id()))?;
+            let got =
+                ares::get(&b).with_context(|| format!("the driver's read of a blob of {len} bytes ({})", b.id()))?;
             ensure!(blake3::hash(&got).as_bytes() == &want, "a blob read by the driver differs");
             c.blobs += 1;
         }
