@@ -198,6 +198,9 @@ pub enum TaskError {
         object: String,
         /// Why no copy could be read.
         reason: String,
+        /// The nodes whose copies were tried: the reader's own, or every one it pulled
+        /// from (the owner drops exactly these from the object's copies).
+        tried: Vec<crate::NodeId>,
     },
     /// Every copy of the object was lost (the nodes holding it died) and it cannot be
     /// rebuilt from its lineage; `reason` says why.

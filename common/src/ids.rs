@@ -110,8 +110,13 @@ impl NodeId {
 /// First index used for objects created by `put` rather than returned by a task.
 pub const PUT_INDEX_BASE: u32 = 1 << 31;
 
+/// First index used for the large by-value arguments of a task, stored by its submitter
+/// under the task's ID; the puts of the task itself stay below it.
+pub const ARG_INDEX_BASE: u32 = 3 << 30;
+
 /// Identifies an object: the task that creates it plus a return index. Objects made by
-/// `put` use indices from [`PUT_INDEX_BASE`] up, so they never collide with returns.
+/// `put` use indices from [`PUT_INDEX_BASE`] up, and a task's stored arguments indices
+/// from [`ARG_INDEX_BASE`] up, so none collides with another.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Hash, PartialEq, Eq, Debug))]
 pub struct ObjectId {
@@ -127,12 +132,19 @@ impl ObjectId {
         ObjectId { task, index }
     }
 
-    /// The `n`-th object put by `task`.
+    /// The `n`-th object put by `task` (`n` below 2^30: a task's puts are counted).
     pub fn for_put(task: TaskId, n: u32) -> Self {
+        debug_assert!(n < ARG_INDEX_BASE - PUT_INDEX_BASE, "put {n} of one task");
         ObjectId { task, index: PUT_INDEX_BASE + n }
     }
 
-    /// Whether this object was created by `put`.
+    /// Argument `i` of `task`, stored by its submitter because it is too large to travel
+    /// inline. Counted as a put: it is never rebuilt.
+    pub fn for_arg(task: TaskId, i: u32) -> Self {
+        ObjectId { task, index: ARG_INDEX_BASE + i }
+    }
+
+    /// Whether this object was created by `put` (or stored as an argument).
     pub fn is_put(&self) -> bool {
         self.index >= PUT_INDEX_BASE
     }
@@ -146,7 +158,9 @@ impl fmt::Debug for ObjectId {
 
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_put() {
+        if self.index >= ARG_INDEX_BASE {
+            write!(f, "{}:arg{}", self.task, self.index - ARG_INDEX_BASE)
+        } else if self.is_put() {
             write!(f, "{}:put{}", self.task, self.index - PUT_INDEX_BASE)
         } else {
             write!(f, "{}:{}", self.task, self.index)

@@ -69,6 +69,9 @@ pub enum ToRaylet {
         size: u64,
         /// The core worker that owns the object (told if it is spilled).
         owner: WorkerId,
+        /// The attempt of the task that makes it (0 outside a task): attempts make the
+        /// same IDs, and a later attempt's sealed copy is never replaced by an earlier's.
+        attempt: u32,
     },
     /// Pins an object for reading, restoring it from disk first if it was spilled.
     PinObject {

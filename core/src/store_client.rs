@@ -30,7 +30,7 @@ pub(crate) enum Stored {
 enum Created<'a> {
     /// A new allocation, to write and seal.
     New { offset: u64, bytes: &'a mut [u8] },
-    /// A sealed copy made by another attempt of the same task; it is kept as it is.
+    /// A sealed copy made by this or a later attempt of the same task: kept as it is.
     Exists { size: u64 },
 }
 
@@ -93,12 +93,19 @@ impl StoreClient {
     }
 
     /// Encodes `value` inline if small, else straight into a new object in the pool.
-    pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T, owner: WorkerId) -> Result<Stored> {
+    /// `attempt`: of the task storing it (see [`ToRaylet::CreateObject`]).
+    pub(crate) fn store_value<T: Value>(
+        &self,
+        id: ObjectId,
+        value: &T,
+        owner: WorkerId,
+        attempt: u32,
+    ) -> Result<Stored> {
         let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
         if len <= self.max_inline {
             return Ok(Stored::Inline(value.encode().map_err(|e| Error::Encode(e.to_string()))?));
         }
-        let (offset, dst) = match self.create_writable(id, len, owner)? {
+        let (offset, dst) = match self.create_writable(id, len, owner, attempt)? {
             Created::New { offset, bytes } => (offset, bytes),
             Created::Exists { size } => return Ok(Stored::Shared { offset: 0, len: size }),
         };
@@ -113,8 +120,8 @@ impl StoreClient {
     }
 
     /// Copies already encoded bytes into a new object in the pool.
-    pub(crate) fn store_bytes(&self, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<u64> {
-        let dst = match self.create_writable(id, bytes.len(), owner)? {
+    pub(crate) fn store_bytes(&self, id: ObjectId, bytes: &[u8], owner: WorkerId, attempt: u32) -> Result<u64> {
+        let dst = match self.create_writable(id, bytes.len(), owner, attempt)? {
             Created::New { bytes, .. } => bytes,
             Created::Exists { size } => return Ok(size),
         };
@@ -124,15 +131,16 @@ impl StoreClient {
     }
 
     /// Creates object `id` of `len` bytes and returns its offset and bytes, mapped in one
-    /// call when large (see [`POPULATE_MIN`]), unless another attempt of the task that
-    /// makes it sealed it already.
+    /// call when large (see [`POPULATE_MIN`]), unless this or a later attempt of the
+    /// task that makes it sealed it already.
     #[allow(clippy::mut_from_ref)]
-    fn create_writable(&self, id: ObjectId, len: usize, owner: WorkerId) -> Result<Created<'_>> {
+    fn create_writable(&self, id: ObjectId, len: usize, owner: WorkerId, attempt: u32) -> Result<Created<'_>> {
         let offset = match self.raylet.call(|request_id| ToRaylet::CreateObject {
             request_id,
             object_id: id,
             size: len as u64,
             owner,
+            attempt,
         })? {
             FromRaylet::ObjectCreated { offset, .. } => offset,
             FromRaylet::ObjectExists { size, .. } => return Ok(Created::Exists { size }),

@@ -318,7 +318,7 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
 
 fn execute_in_scope(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     // What the task submits and puts is named after it, the same in every attempt.
-    let _scope = crate::core_worker::enter_task(spec.task_id);
+    let _scope = crate::core_worker::enter_task(spec.task_id, spec.attempt);
     let not_found = |name: &str| Outcome::Failed(TaskError::FunctionNotFound { name: name.to_string() });
     match spec.kind {
         TaskKind::Normal => {
@@ -371,20 +371,22 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     // Shared arguments are pinned for the task's duration (restored first if spilled).
     let mut pins: Vec<ObjectId> = Vec::new();
     let mut located: Vec<(u64, u64)> = Vec::new();
-    // No copy could be read (none served a pull, or this node's is gone): the owner may
-    // rebuild it and run this task again, so say which argument.
-    let unavailable = |i: usize, object_id: &ObjectId, reason: String| {
+    // No copy could be read (none served a pull, or this node's own is gone): the owner
+    // may rebuild it and run this task again, so say which argument and copies.
+    let unavailable = |i: usize, object_id: &ObjectId, reason: String, tried: Vec<ares_common::NodeId>| {
         Outcome::Failed(TaskError::ArgumentUnavailable {
             function: spec.function.clone(),
             index: i as u32,
             object: object_id.to_string(),
             reason,
+            tried,
         })
     };
     for (i, a) in spec.args.iter().enumerate() {
         if let WireArg::Shared { object_id, nodes, owner, .. } = a {
             // An argument stored on other nodes only is copied here first.
-            let here = if nodes.contains(&cw.node()) {
+            let local = nodes.contains(&cw.node());
+            let here = if local {
                 Ok(())
             } else {
                 match cw.store.pull(*object_id, nodes, *owner) {
@@ -394,7 +396,7 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
                     }
                     Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
                         cw.store.release(pins);
-                        return unavailable(i, object_id, object);
+                        return unavailable(i, object_id, object, nodes.clone());
                     }
                     Err(e) => Err(e),
                 }
@@ -404,9 +406,11 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
                     pins.push(*object_id);
                     located.push(at);
                 }
-                Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
+                // Only this node's copy was tried (a copy just pulled that is gone
+                // again says nothing of the others).
+                Err(crate::Error::Task(TaskError::ObjectLost { object })) if local => {
                     cw.store.release(pins);
-                    return unavailable(i, object_id, object);
+                    return unavailable(i, object_id, object, vec![cw.node()]);
                 }
                 Err(e) => {
                     cw.store.release(pins);

@@ -676,11 +676,15 @@ impl Shared {
         }
     }
 
-    fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
+    /// Answers `CreateObject`: space for `new`, once there is room and no other copy
+    /// of it is being written; or `ObjectExists` (see `StoreIndex::create_attempt`).
+    fn create(&self, client: ClientId, request_id: u64, new: NewObject) {
+        let NewObject { id: object_id, size, owner, attempt } = new;
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
         let res = loop {
-            let (g, res) = self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner));
+            let (g, res) =
+                self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner, attempt));
             st = g;
             match res {
                 // A retried task makes its result again (same ID) while the killed
@@ -791,8 +795,8 @@ impl Shared {
                 st.node.handle(client, msg);
                 self.carry_out(&mut st);
             }
-            ToRaylet::CreateObject { request_id, object_id, size, owner } => {
-                self.create(client, request_id, object_id, size, owner)
+            ToRaylet::CreateObject { request_id, object_id, size, owner, attempt } => {
+                self.create(client, request_id, NewObject { id: object_id, size, owner, attempt })
             }
             ToRaylet::PinObject { request_id, object_id } => self.pin(client, request_id, object_id),
             other => {
@@ -809,6 +813,14 @@ impl Shared {
         st.node.disconnected(client);
         self.carry_out(&mut st);
     }
+}
+
+/// What a `CreateObject` asks for.
+struct NewObject {
+    id: ObjectId,
+    size: u64,
+    owner: WorkerId,
+    attempt: u32,
 }
 
 impl TransferHost for Shared {

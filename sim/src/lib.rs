@@ -407,7 +407,7 @@ impl Sim {
             Location::Inline(std::sync::Arc::new(b))
         } else {
             let owner = self.procs[p].state.worker_id();
-            self.store_sync(p, id, value, owner)?;
+            self.store_sync(p, id, value, owner, 0)?;
             Location::stored(self.nodes[self.procs[p].node].node.node_id(), value.len() as u64)
         };
         self.procs[p].state.add_put(id, location, &[]);
@@ -898,19 +898,27 @@ impl Sim {
         bytes
     }
 
-    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`.
-    fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
+    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`, as attempt
+    /// `attempt` of its task.
+    fn store_sync(
+        &mut self,
+        p: ProcId,
+        id: ObjectId,
+        bytes: &[u8],
+        owner: WorkerId,
+        attempt: u32,
+    ) -> Result<(), TaskError> {
         self.flush(Chan::ToNode(p));
         let (n, client) = (self.procs[p].node, self.procs[p].client);
         let sn = &mut self.nodes[n];
-        match sn.node.try_create(client, id, bytes.len() as u64, owner) {
+        match sn.node.try_create(client, id, bytes.len() as u64, owner, attempt) {
             Ok(_) => {
                 sn.data.insert(id, bytes.to_vec());
                 sn.node.handle(client, ToRaylet::SealObject { request_id: 0, object_id: id });
                 self.pump_node(n);
                 Ok(())
             }
-            // An earlier attempt sealed it: its copy stands, as in the raylet.
+            // This or a later attempt sealed it: that copy stands, as in the raylet.
             Err(ares_object_store::StoreError::Exists { .. }) => Ok(()),
             Err(e) => {
                 let e = sn.node.no_space(e);
@@ -960,6 +968,7 @@ impl Sim {
                                 index: i as u32,
                                 object: object_id.to_string(),
                                 reason,
+                                tried: nodes.clone(),
                             });
                         }
                     }
@@ -1023,7 +1032,7 @@ impl Sim {
                 for i in 0..n {
                     let id = self.procs[w].state.next_put_id(Some(&mut scope));
                     let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
-                    if let Err(e) = self.store_sync(w, id, &bytes, me) {
+                    if let Err(e) = self.store_sync(w, id, &bytes, me, spec.attempt) {
                         return Outcome::Failed(e);
                     }
                     self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
@@ -1050,7 +1059,7 @@ impl Sim {
             return Outcome::Inline(value);
         }
         let rid = ObjectId::for_return(spec.task_id, 0);
-        match self.store_sync(w, rid, &value, spec.owner) {
+        match self.store_sync(w, rid, &value, spec.owner, spec.attempt) {
             Ok(()) => Outcome::Shared { offset: 0, len: value.len() as u64 },
             Err(e) => Outcome::Failed(e),
         }

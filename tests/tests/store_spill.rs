@@ -198,14 +198,15 @@ fn a_process_killed_between_create_and_seal_has_its_space_reclaimed() -> anyhow:
 }
 
 #[test]
-fn a_second_create_of_a_sealed_object_keeps_it_whichever_attempt_sealed_it() -> anyhow::Result<()> {
+fn a_create_waits_for_a_copy_being_written_and_keeps_it_once_sealed() -> anyhow::Result<()> {
     use ares_common::frame::write_msg;
     use ares_common::wire::{FromRaylet, ToRaylet};
     let spill = spill_root("second-create");
     let _c = Cluster::start(config(256 * MIB, &spill));
     let socket = ares::raylet_address()?;
-    // One attempt creates the object; another attempt's create (a retry, or a dead
-    // attempt's message read late) waits for it rather than doom it.
+    // One client creates the object; a second create of it (as a dead attempt's
+    // message read after its retry's) waits for it rather than doom it, and then
+    // finds it sealed by the same attempt: the copy stands.
     let (first, mut first_r) = ares_tests::raw_create(&socket, 7)?;
     anyhow::ensure!(matches!(first_r.read::<FromRaylet>()?, FromRaylet::ObjectCreated { .. }));
     let (second, created) = raw_create_waiting(&socket)?;

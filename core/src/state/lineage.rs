@@ -195,7 +195,8 @@ impl CoreState {
         task.attempts += 1;
         tracing::debug!(task = %tid, function = %task.function, "re-running a task to rebuild its lost output");
         for r in returns_of(tid, task.num_returns) {
-            // Copies of other return values that survived are replaced by the re-run's.
+            // Copies of other return values that survived are deleted (the re-run, a
+            // later attempt, replaces any it finds still there).
             if let Some(Some(Location::Stored(s))) = self.table.restart(r) {
                 self.delete_copies(r, &s);
             }
@@ -265,17 +266,17 @@ impl CoreState {
         self.changed = true;
     }
 
-    /// A worker could not read argument `index` of `task` (every holder failed to serve
-    /// it). If it is an owned stored object, its copies there are dropped (rebuilding it
-    /// if none is left) and the task waits for it again, spending a retry; returns the
-    /// task back otherwise, to fail as it did.
+    /// A worker could not read argument `index` of `task` from the copies on `tried`. If
+    /// it is an owned stored object, those copies are dropped (rebuilding it if none is
+    /// left) and the task waits for it again, spending a retry; returns the task back
+    /// otherwise, to fail as it did.
     pub(super) fn argument_unavailable(
         &mut self,
         now: Instant,
         tid: TaskId,
         mut task: Task,
         index: u32,
-        ran_on: NodeId,
+        tried: &[NodeId],
         touched: &mut Touched,
     ) -> Option<Task> {
         let Some(Slot::Ref(id)) = task.args.get(index as usize) else {
@@ -286,9 +287,8 @@ impl CoreState {
             return Some(task);
         }
         match self.table.status(id) {
-            Some(Status::Ready(Location::Stored(s))) => {
-                let tried = s.tried_from(ran_on);
-                if self.table.copies_unreachable(id, &tried) {
+            Some(Status::Ready(Location::Stored(_))) => {
+                if self.table.copies_unreachable(id, tried) {
                     tracing::info!(object = %id, "a worker could not read the argument anywhere; rebuilding it");
                     self.recover(now, vec![id]);
                 }

@@ -1335,14 +1335,15 @@ impl CoreState {
         // One location per return value, or the task's failure.
         let attempts = task.attempts;
         match outcome {
-            Outcome::Failed(TaskError::ArgumentUnavailable { index, function, object, reason }) => {
+            Outcome::Failed(TaskError::ArgumentUnavailable { index, function, object, reason, tried }) => {
                 // A lost argument of ours is rebuilt and the task runs again.
-                if let Some(task) = self.argument_unavailable(now, task_id, task, index, node, touched) {
+                if let Some(task) = self.argument_unavailable(now, task_id, task, index, &tried, touched) {
                     if task.num_returns > 1 {
                         stale.extend(returns_of(task_id, task.num_returns));
                     }
                     self.tasks.insert(task_id, task);
-                    self.fail_task(task_id, TaskError::ArgumentUnavailable { index, function, object, reason });
+                    let e = TaskError::ArgumentUnavailable { index, function, object, reason, tried };
+                    self.fail_task(task_id, e);
                 }
                 return;
             }

@@ -958,6 +958,7 @@ fn a_task_whose_argument_could_not_be_read_waits_for_it_to_be_rebuilt() {
         index: 0,
         object: a.to_string(),
         reason: "could not pull a copy".into(),
+        tried: vec![node_b()],
     };
     st.handle_replies(
         t0,
@@ -1021,6 +1022,7 @@ fn a_copy_gone_from_this_nodes_store_is_rebuilt_not_reported_lost() {
         index: 0,
         object: a.to_string(),
         reason: format!("object {a} is not in the object store"),
+        tried: vec![node()],
     };
     st.handle_replies(
         t0,
