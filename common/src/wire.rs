@@ -69,9 +69,6 @@ pub enum ToRaylet {
         size: u64,
         /// The core worker that owns the object (told if it is spilled).
         owner: WorkerId,
-        /// The attempt of the task that makes it (0 outside a task): attempts make the
-        /// same IDs, and a later attempt's sealed copy is never replaced by an earlier's.
-        attempt: u32,
     },
     /// Pins an object for reading, restoring it from disk first if it was spilled.
     PinObject {
@@ -466,14 +463,6 @@ pub enum FromRaylet {
         /// Offset of the object in the pool.
         offset: u64,
     },
-    /// A sealed copy of the object is here already (made by another attempt of its
-    /// task): the creator writes nothing and reports that copy, which never changes.
-    ObjectExists {
-        /// The request answered.
-        request_id: u64,
-        /// The existing copy's size in bytes.
-        size: u64,
-    },
     /// Space could not be allocated.
     CreateFailed {
         /// The request answered.
@@ -761,8 +750,7 @@ pub enum Outcome {
     Inline(Vec<u8>),
     /// Large result, sealed in the node's pool.
     Shared {
-        /// Where the worker wrote it in the pool (0 when it kept the copy an earlier
-        /// attempt sealed). Informational: readers pin the object by ID.
+        /// Offset in the pool.
         offset: u64,
         /// Length in bytes.
         len: u64,
@@ -780,8 +768,7 @@ pub enum ReturnValue {
     Inline(Vec<u8>),
     /// Large, sealed in the node's pool as `ObjectId::for_return(task, index)`.
     Shared {
-        /// Where the worker wrote it in the pool (0 when it kept the copy an earlier
-        /// attempt sealed). Informational: readers pin the object by ID.
+        /// Offset in the pool.
         offset: u64,
         /// Length in bytes.
         len: u64,
@@ -1090,7 +1077,6 @@ message_kinds!(FromRaylet {
     LeaseSpillback => Control,
     LeaseInfeasible => Bulk,
     ObjectCreated => Control,
-    ObjectExists => Control,
     CreateFailed => Bulk,
     Pinned => Control,
     PinFailed => Bulk,

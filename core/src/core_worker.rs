@@ -40,32 +40,21 @@ const TICK: Duration = Duration::from_millis(50);
 thread_local! {
     /// The task this thread is running, if any: its submissions and puts take IDs from it.
     static SCOPE: RefCell<Option<TaskScope>> = const { RefCell::new(None) };
-    /// The attempt of that task (0 outside a task): the store keeps a later attempt's
-    /// copy of an object against an earlier one's.
-    static ATTEMPT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// While alive, submissions and puts on this thread are children of a running task.
-pub(crate) struct ScopeGuard(Option<TaskScope>, u32);
+pub(crate) struct ScopeGuard(Option<TaskScope>);
 
 impl Drop for ScopeGuard {
     fn drop(&mut self) {
         let outer = self.0.take();
         SCOPE.with(|s| *s.borrow_mut() = outer);
-        ATTEMPT.with(|a| a.set(self.1));
     }
 }
 
-/// Runs the rest of this thread's work (until the guard drops) as attempt `attempt` of
-/// task `task`.
-pub(crate) fn enter_task(task: TaskId, attempt: u32) -> ScopeGuard {
-    let outer = ATTEMPT.with(|a| a.replace(attempt));
-    ScopeGuard(SCOPE.with(|s| s.borrow_mut().replace(TaskScope::new(task))), outer)
-}
-
-/// The attempt of the task this thread runs (0 outside a task).
-pub(crate) fn current_attempt() -> u32 {
-    ATTEMPT.with(|a| a.get())
+/// Runs the rest of this thread's work (until the guard drops) as task `task`.
+pub(crate) fn enter_task(task: TaskId) -> ScopeGuard {
+    ScopeGuard(SCOPE.with(|s| s.borrow_mut().replace(TaskScope::new(task))))
 }
 
 /// How one argument of a call is given.
@@ -463,8 +452,7 @@ impl CoreWorker {
             }));
         }
         let id = self.run_untimed(|st| Self::with_scope(|s| st.next_put_id(s)));
-        let (stored, captured) =
-            crate::capture::capture(|| self.store.store_value(id, value, self.worker_id, current_attempt()));
+        let (stored, captured) = crate::capture::capture(|| self.store.store_value(id, value, self.worker_id));
         let stored = stored?;
         let (contained, actors) = (captured.refs(), captured.actor_ids());
         self.run_untimed(|st| {
@@ -730,7 +718,7 @@ impl CoreWorker {
                 ArgSpec::Value(b) if b.len() <= self.store.max_inline() => Arg::Inline(b),
                 ArgSpec::Value(b) => {
                     let id = ObjectId::for_arg(task_id, i as u32);
-                    match self.store.store_bytes(id, &b, self.worker_id, current_attempt()) {
+                    match self.store.store_bytes(id, &b, self.worker_id) {
                         Ok(len) => Arg::Stored { id, len },
                         Err(e) => {
                             early.get_or_insert(match e {

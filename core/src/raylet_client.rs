@@ -40,7 +40,6 @@ fn request_id(msg: &FromRaylet) -> Option<u64> {
         | FromRaylet::LeaseSpillback { request_id, .. }
         | FromRaylet::LeaseInfeasible { request_id, .. }
         | FromRaylet::ObjectCreated { request_id, .. }
-        | FromRaylet::ObjectExists { request_id, .. }
         | FromRaylet::CreateFailed { request_id, .. }
         | FromRaylet::Sealed { request_id, .. }
         | FromRaylet::Pinned { request_id, .. }

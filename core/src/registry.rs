@@ -266,17 +266,10 @@ impl TaskContext<'_> {
 
     /// Stores return value `index`: inline when small, in the node's pool when large.
     fn store_return<R: Value>(&self, index: u32, value: &R) -> crate::Result<ReturnValue> {
-        Ok(
-            match self.cw.store.store_value(
-                ObjectId::for_return(self.task_id, index),
-                value,
-                self.owner,
-                crate::core_worker::current_attempt(),
-            )? {
-                Stored::Inline(bytes) => ReturnValue::Inline(bytes.to_vec()),
-                Stored::Shared { offset, len } => ReturnValue::Shared { offset, len },
-            },
-        )
+        Ok(match self.cw.store.store_value(ObjectId::for_return(self.task_id, index), value, self.owner)? {
+            Stored::Inline(bytes) => ReturnValue::Inline(bytes.to_vec()),
+            Stored::Shared { offset, len } => ReturnValue::Shared { offset, len },
+        })
     }
 
     /// Turns the function's result (or its panic) into an outcome: inline when small,

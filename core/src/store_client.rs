@@ -26,14 +26,6 @@ pub(crate) enum Stored {
     Shared { offset: u64, len: u64 },
 }
 
-/// What [`StoreClient::create_writable`] got.
-enum Created<'a> {
-    /// A new allocation, to write and seal.
-    New { offset: u64, bytes: &'a mut [u8] },
-    /// A sealed copy made by this or a later attempt of the same task: kept as it is.
-    Exists { size: u64 },
-}
-
 pub(crate) struct StoreClient {
     raylet: Arc<RayletClient>,
     pool: Pool,
@@ -93,22 +85,12 @@ impl StoreClient {
     }
 
     /// Encodes `value` inline if small, else straight into a new object in the pool.
-    /// `attempt`: of the task storing it (see [`ToRaylet::CreateObject`]).
-    pub(crate) fn store_value<T: Value>(
-        &self,
-        id: ObjectId,
-        value: &T,
-        owner: WorkerId,
-        attempt: u32,
-    ) -> Result<Stored> {
+    pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T, owner: WorkerId) -> Result<Stored> {
         let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
         if len <= self.max_inline {
             return Ok(Stored::Inline(value.encode().map_err(|e| Error::Encode(e.to_string()))?));
         }
-        let (offset, dst) = match self.create_writable(id, len, owner, attempt)? {
-            Created::New { offset, bytes } => (offset, bytes),
-            Created::Exists { size } => return Ok(Stored::Shared { offset: 0, len: size }),
-        };
+        let (offset, dst) = self.create_writable(id, len, owner)?;
         if let Err(e) = value.encode_into_slice(dst) {
             // Seal and delete the half-written object so its space comes back at once.
             let _ = self.seal(id);
@@ -120,40 +102,33 @@ impl StoreClient {
     }
 
     /// Copies already encoded bytes into a new object in the pool.
-    pub(crate) fn store_bytes(&self, id: ObjectId, bytes: &[u8], owner: WorkerId, attempt: u32) -> Result<u64> {
-        let dst = match self.create_writable(id, bytes.len(), owner, attempt)? {
-            Created::New { bytes, .. } => bytes,
-            Created::Exists { size } => return Ok(size),
-        };
+    pub(crate) fn store_bytes(&self, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<u64> {
+        let (_, dst) = self.create_writable(id, bytes.len(), owner)?;
         dst.copy_from_slice(bytes);
         self.seal(id)?;
         Ok(bytes.len() as u64)
     }
 
     /// Creates object `id` of `len` bytes and returns its offset and bytes, mapped in one
-    /// call when large (see [`POPULATE_MIN`]), unless this or a later attempt of the
-    /// task that makes it sealed it already.
+    /// call when large (see [`POPULATE_MIN`]).
     #[allow(clippy::mut_from_ref)]
-    fn create_writable(&self, id: ObjectId, len: usize, owner: WorkerId, attempt: u32) -> Result<Created<'_>> {
-        let offset = match self.raylet.call(|request_id| ToRaylet::CreateObject {
-            request_id,
-            object_id: id,
-            size: len as u64,
-            owner,
-            attempt,
-        })? {
-            FromRaylet::ObjectCreated { offset, .. } => offset,
-            FromRaylet::ObjectExists { size, .. } => return Ok(Created::Exists { size }),
-            FromRaylet::CreateFailed { error, .. } => return Err(Error::Task(error)),
-            other => return Err(Error::RayletUnavailable(format!("unexpected answer to create: {other:?}"))),
-        };
+    fn create_writable(&self, id: ObjectId, len: usize, owner: WorkerId) -> Result<(u64, &mut [u8])> {
+        let offset = self.create(id, len as u64, owner)?;
         if len >= POPULATE_MIN {
             self.pool.populate_write(offset, len as u64);
         }
         // SAFETY: a fresh allocation of ours, unsealed: nobody else reads or writes it.
         let dst =
             unsafe { self.pool.slice_mut(offset, len as u64) }.map_err(|e| Error::RayletUnavailable(e.to_string()))?;
-        Ok(Created::New { offset, bytes: dst })
+        Ok((offset, dst))
+    }
+
+    fn create(&self, id: ObjectId, size: u64, owner: WorkerId) -> Result<u64> {
+        match self.raylet.call(|request_id| ToRaylet::CreateObject { request_id, object_id: id, size, owner })? {
+            FromRaylet::ObjectCreated { offset, .. } => Ok(offset),
+            FromRaylet::CreateFailed { error, .. } => Err(Error::Task(error)),
+            other => Err(Error::RayletUnavailable(format!("unexpected answer to create: {other:?}"))),
+        }
     }
 
     /// Seals a created object; answered synchronously, so the creator reports it to its

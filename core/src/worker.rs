@@ -318,7 +318,7 @@ fn execute(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
 
 fn execute_in_scope(cw: &CoreWorker, spec: TaskSpec) -> Outcome {
     // What the task submits and puts is named after it, the same in every attempt.
-    let _scope = crate::core_worker::enter_task(spec.task_id, spec.attempt);
+    let _scope = crate::core_worker::enter_task(spec.task_id);
     let not_found = |name: &str| Outcome::Failed(TaskError::FunctionNotFound { name: name.to_string() });
     match spec.kind {
         TaskKind::Normal => {

@@ -60,8 +60,7 @@ pub enum StoreError {
     /// still held: a create may succeed once that ends.
     #[error("object {0} is being created by another client")]
     InProgress(ObjectId),
-    /// A sealed primary copy of that ID is already here (another attempt of the task
-    /// that makes it sealed it): sealed objects never change, so the creator keeps it.
+    /// A pulled copy was asked for, and the primary copy of that ID is here.
     #[error("object {id} already exists ({size} bytes)")]
     Exists {
         /// The object.
@@ -101,8 +100,6 @@ struct Entry {
     disk: Option<SpillLoc>,
     primary: bool,
     creator: ClientId,
-    /// The attempt of the task that made it (see [`StoreIndex::create_attempt`]).
-    attempt: u32,
     last_access: u64,
     /// A spill job holds its bytes: its memory is not released until the job ends.
     in_job: bool,
@@ -309,31 +306,20 @@ impl StoreIndex {
 
     /// Allocates `size` bytes for `id` on behalf of `client`; returns the offset.
     /// `primary` copies are kept for their owner; secondary ones may be evicted.
+    ///
+    /// Attempts of one task make the same IDs. For an ID the store holds already:
+    /// - a copy being written, or deleted but still held: `InProgress` (wait for its
+    ///   seal, its creator's end or the release). It is never doomed, since a doomed copy
+    ///   is freed at its own seal, after its creator reported it stored;
+    /// - a sealed copy, for a primary: replaced (a retry's or a rebuild's value, made
+    ///   after the earlier attempt's), once nobody holds it;
+    /// - a sealed primary, for a secondary (a pulled copy): `Exists`, nothing to copy.
     pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId, primary: bool) -> Result<u64, StoreError> {
-        self.create_attempt(id, size, client, primary, 0)
-    }
-
-    /// [`StoreIndex::create`] by attempt `attempt` of the task that makes `id`. Attempts
-    /// of one task make the same IDs, and their creates may be read in any order (a
-    /// dead attempt's after its retry's): a copy being written, or deleted but still
-    /// held, is waited for (`InProgress`), never doomed, since dooming it would free it
-    /// at its seal after its creator reported it stored; a sealed copy of an earlier
-    /// attempt is replaced (its refs may name that attempt's dead worker); a sealed copy
-    /// of this or a later attempt stands (`Exists`). A secondary copy gives way.
-    pub fn create_attempt(
-        &mut self,
-        id: ObjectId,
-        size: u64,
-        client: ClientId,
-        primary: bool,
-        attempt: u32,
-    ) -> Result<u64, StoreError> {
         if let Some(e) = self.objects.get(&id) {
-            let busy = e.slot.doomed() || e.slot.state() == SlotState::Created;
-            if busy {
+            if e.slot.doomed() || e.slot.state() == SlotState::Created {
                 return Err(StoreError::InProgress(id));
             }
-            if e.primary && e.attempt >= attempt {
+            if e.primary && !primary {
                 return Err(StoreError::Exists { id, size: e.size });
             }
             self.delete(id);
@@ -355,7 +341,6 @@ impl StoreIndex {
                 disk: None,
                 primary,
                 creator: client,
-                attempt,
                 last_access,
                 in_job: false,
             },
@@ -884,50 +869,44 @@ mod tests {
     }
 
     #[test]
-    fn attempts_of_one_task_never_doom_each_others_copies_and_the_latest_sealed_stands() {
-        let (dead, retry) = (ClientId(7), ClientId(8));
-        // The retry's create (attempt 1) is read first, the dead attempt's after it.
+    fn a_create_never_dooms_a_copy_being_written_and_replaces_a_sealed_one() {
+        let (first, second) = (ClientId(7), ClientId(8));
+        // Another create of an object being written waits; the writer's seal keeps it.
         let mut s = StoreIndex::new(1 << 20);
-        let at = s.create_attempt(oid(1), 100, retry, true, 1).unwrap();
-        assert_eq!(s.create_attempt(oid(1), 100, dead, true, 0), Err(StoreError::InProgress(oid(1))));
-        assert_eq!(s.seal(oid(1), retry), Ok(false), "not freed by the other create");
-        assert_eq!(s.create_attempt(oid(1), 100, dead, true, 0), Err(StoreError::Exists { id: oid(1), size: 100 }));
+        let at = s.create(oid(1), 100, first, true).unwrap();
+        assert_eq!(s.create(oid(1), 100, second, true), Err(StoreError::InProgress(oid(1))));
+        assert_eq!(s.seal(oid(1), first), Ok(false), "not freed by the other create");
         assert_eq!(s.pin(oid(1), ClientId(9)), Ok(Pin::InMemory { offset: at, size: 100 }));
-        s.client_gone(dead);
-        assert_eq!(s.lookup(oid(1)), Some((at, 100)), "the dead attempt's end frees nothing of the retry's");
+        s.client_gone(second);
+        assert_eq!(s.lookup(oid(1)), Some((at, 100)), "the other creator's end frees nothing");
+        // A sealed copy is replaced by a later create once nobody holds it.
+        assert_eq!(s.create(oid(1), 100, second, true), Err(StoreError::InProgress(oid(1))));
         s.release(oid(1), ClientId(9));
+        s.create(oid(1), 100, second, true).unwrap();
+        s.seal(oid(1), second).unwrap();
 
-        // The dead attempt sealed first: the retry replaces its copy, spilled or not...
+        // A spilled copy is replaced too, and its disk copy dropped.
         let mut s = sealed_store(10_000, spill_all(), 2);
         let jobs = s.plan_spill(0);
         s.finish_spill(&jobs[0], Ok(&[0, 1000]));
-        s.create_attempt(oid(0), 1000, retry, true, 1).unwrap();
-        assert_eq!(s.stats().spilled_objects, 1, "the replaced copy's disk copy is dropped");
-        // ...unless someone still holds it: then it waits for the release.
-        let mut s = sealed_store(10_000, SpillPolicy::default(), 1);
-        s.pin(oid(0), ClientId(9)).unwrap();
-        assert_eq!(s.create_attempt(oid(0), 1000, retry, true, 1), Err(StoreError::InProgress(oid(0))));
-        s.release(oid(0), ClientId(9));
-        s.create_attempt(oid(0), 1000, retry, true, 1).unwrap();
-        // A later attempt's sealed copy stands against an earlier one's create.
-        s.seal(oid(0), retry).unwrap();
-        assert_eq!(s.create_attempt(oid(0), 1000, dead, true, 0), Err(StoreError::Exists { id: oid(0), size: 1000 }));
+        s.create(oid(0), 1000, second, true).unwrap();
+        assert_eq!(s.stats().spilled_objects, 1);
 
-        // A dead attempt's unsealed copy goes with its connection; then the retry creates.
+        // A dead creator's unsealed copy goes with its connection; then the create goes.
         let mut s = StoreIndex::new(1 << 20);
-        s.create_attempt(oid(1), 100, dead, true, 0).unwrap();
-        assert_eq!(s.create_attempt(oid(1), 100, retry, true, 1), Err(StoreError::InProgress(oid(1))));
-        s.client_gone(dead);
-        s.create_attempt(oid(1), 100, retry, true, 1).unwrap();
-        s.seal(oid(1), retry).unwrap();
+        s.create(oid(1), 100, first, true).unwrap();
+        assert_eq!(s.create(oid(1), 100, second, true), Err(StoreError::InProgress(oid(1))));
+        s.client_gone(first);
+        s.create(oid(1), 100, second, true).unwrap();
+        s.seal(oid(1), second).unwrap();
 
         // A pulled secondary copy gives way to a primary; a primary stands against a copy.
         let mut s = StoreIndex::new(1 << 20);
         s.create(oid(2), 100, C, false).unwrap();
         s.seal(oid(2), C).unwrap();
-        s.create(oid(2), 100, retry, true).unwrap();
+        s.create(oid(2), 100, second, true).unwrap();
         assert!(!s.is_secondary(oid(2)));
-        s.seal(oid(2), retry).unwrap();
+        s.seal(oid(2), second).unwrap();
         assert_eq!(s.create(oid(2), 100, C, false), Err(StoreError::Exists { id: oid(2), size: 100 }));
     }
 

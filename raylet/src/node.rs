@@ -900,9 +900,8 @@ impl Node {
     /// deleted when its owner's connection here ends, as primaries are; `owner` names it
     /// when the pull was not asked for here (else the request said).
     pub fn try_create_copy(&mut self, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Result<u64, StoreError> {
-        let owner = owner.or_else(|| self.copy_owners.remove(&id));
         let offset = self.store.create(id, size, TRANSFER_CLIENT, false)?;
-        if let Some(o) = owner {
+        if let Some(o) = owner.or_else(|| self.copy_owners.remove(&id)) {
             self.owners.created(id, o);
         }
         Ok(offset)
@@ -1081,18 +1080,15 @@ impl Node {
         self.out.extend(dead.into_iter().map(Output::RemoveSpillFile));
     }
 
-    /// Allocates `size` bytes for `id`, owned by `owner` and made by attempt `attempt`
-    /// of its task; returns the offset (see [`StoreIndex::create_attempt`] for an ID
-    /// that is here already: a replaced copy's owner is replaced too).
+    /// Allocates `size` bytes for `id`, owned by `owner`; returns the offset.
     pub fn try_create(
         &mut self,
         client: ClientId,
         id: ObjectId,
         size: u64,
         owner: WorkerId,
-        attempt: u32,
     ) -> Result<u64, StoreError> {
-        let offset = self.store.create_attempt(id, size, client, true, attempt)?;
+        let offset = self.store.create(id, size, client, true)?;
         self.owners.created(id, owner);
         Ok(offset)
     }
@@ -1322,7 +1318,7 @@ mod tests {
             n.try_create_copy(oid(i), 100, Some(WorkerId([9; 16]))).unwrap();
             n.finish_copy(oid(i), true);
         }
-        n.try_create(other, oid(4), 100, WorkerId([9; 16]), 0).unwrap();
+        n.try_create(other, oid(4), 100, WorkerId([9; 16])).unwrap();
         n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(4) });
         drain(&mut n);
         // Another process cannot drop them; the reader drops its copy, not the primary.
@@ -1345,9 +1341,9 @@ mod tests {
         n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
         n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
         // The other process created the object, but the first owns it.
-        n.try_create(other, oid(1), 100, WorkerId([9; 16]), 0).unwrap();
+        n.try_create(other, oid(1), 100, WorkerId([9; 16])).unwrap();
         n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(1) });
-        n.try_create(other, oid(2), 100, WorkerId([8; 16]), 0).unwrap();
+        n.try_create(other, oid(2), 100, WorkerId([8; 16])).unwrap();
         n.handle(other, ToRaylet::SealObject { request_id: 2, object_id: oid(2) });
         drain(&mut n);
         assert_eq!(n.store().stats().objects, 2);
@@ -1416,13 +1412,13 @@ mod tests {
         let c = ClientId(1);
         n.connected(c);
         n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        let e = n.try_create(c, oid(1), 2 << 20, WorkerId([9; 16]), 0).unwrap_err();
+        let e = n.try_create(c, oid(1), 2 << 20, WorkerId([9; 16])).unwrap_err();
         assert!(matches!(n.no_space(e), TaskError::ObjectTooLarge { .. }));
-        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16]), 0).unwrap();
+        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
         // Past the spill threshold: sealing plans a spill of the primary.
         n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
         assert!(drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
-        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16]), 0).unwrap_err();
+        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
         let p = n.space_progress(500 << 10);
         assert!(p.spilling, "a waiter has hope while the spill runs");
         assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
@@ -1442,14 +1438,14 @@ mod tests {
         let c = ClientId(1);
         n.connected(c);
         n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16]), 0).unwrap();
+        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
         n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
         let job = next_spill(&mut n).expect("past the threshold: a spill");
         n.spill_finished(&job, Err("spill dir /x: read-only".into()), Duration::ZERO, |_| String::new());
         let out = drain(&mut n);
         assert!(out.iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(100))));
         // Paused: asking for room plans nothing (no busy loop), and a waiter gives up at once.
-        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16]), 0).unwrap_err();
+        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
         let p = n.space_progress(500 << 10);
         assert!(p.spill_failed && !p.spilling && !p.acted, "{p:?}");
         assert!(!drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));

@@ -40,6 +40,8 @@ struct Pull {
     rest: Vec<NodeId>,
     /// Sources tried, with why each failed.
     failures: Vec<String>,
+    /// The sources tried.
+    tried: Vec<NodeId>,
     /// The source being tried (a transfer that ends from another is stale: ignored).
     current: Option<NodeId>,
 }
@@ -80,6 +82,12 @@ impl PullManager {
         // First: the copy a pull is still writing is in the store, but not readable yet.
         if let Some(p) = self.pulls.get_mut(&object) {
             p.waiters.push((client, request_id));
+            // Its sources are tried too (last): a failure then covers every one it named.
+            for n in from {
+                if p.current != Some(n) && !p.rest.contains(&n) && !p.tried.contains(&n) {
+                    p.rest.insert(0, n);
+                }
+            }
             return Vec::new();
         }
         if local {
@@ -88,7 +96,8 @@ impl PullManager {
         let mut rest = from;
         rest.dedup();
         rest.reverse(); // popped from the back: first source first
-        let pull = Pull { waiters: vec![(client, request_id)], rest, failures: Vec::new(), current: None };
+        let pull =
+            Pull { waiters: vec![(client, request_id)], rest, failures: Vec::new(), tried: Vec::new(), current: None };
         self.pulls.insert(object, pull);
         self.next_source(object)
     }
@@ -110,6 +119,7 @@ impl PullManager {
             Err(reason) => {
                 if let Some(p) = self.pulls.get_mut(&object) {
                     p.failures.push(format!("node {node}: {reason}"));
+                    p.tried.push(node);
                 }
                 self.next_source(object)
             }
@@ -209,6 +219,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(m.request(ClientId(3), 3, obj(), vec![], false).len(), 1, "no source: fails at once");
+    }
+
+    #[test]
+    fn a_request_joining_a_pull_adds_its_sources_so_a_failure_covers_them() {
+        let mut m = PullManager::new();
+        let (a, b, c) = (NodeId([1; 16]), NodeId([2; 16]), NodeId([3; 16]));
+        assert_eq!(
+            m.request(ClientId(1), 1, obj(), vec![a], false),
+            vec![PullAction::Start { object: obj(), node: a }]
+        );
+        assert!(m.request(ClientId(2), 2, obj(), vec![b, a, c], true).is_empty(), "joins, though a copy is here");
+        assert_eq!(m.finished(obj(), a, Err("gone".into())), vec![PullAction::Start { object: obj(), node: b }]);
+        assert_eq!(m.finished(obj(), b, Err("gone".into())), vec![PullAction::Start { object: obj(), node: c }]);
+        let done = m.finished(obj(), c, Err("gone".into()));
+        assert_eq!(done.len(), 2, "both waiters hear, after all three were tried: {done:?}");
     }
 
     #[test]

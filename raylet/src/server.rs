@@ -676,21 +676,28 @@ impl Shared {
         }
     }
 
-    /// Answers `CreateObject`: space for `new`, once there is room and no other copy
-    /// of it is being written; or `ObjectExists` (see `StoreIndex::create_attempt`).
-    fn create(&self, client: ClientId, request_id: u64, new: NewObject) {
-        let NewObject { id: object_id, size, owner, attempt } = new;
+    /// Answers `CreateObject`: space for the object, once there is room and no other
+    /// copy of it is being written (see `StoreIndex::create`).
+    fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
         let res = loop {
-            let (g, res) =
-                self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner, attempt));
+            // A process that died after sending this is gone: its create is not carried
+            // out (checked under the lock, so its task's retry, which comes after the
+            // death, is always decided after it). Otherwise, read late (each connection
+            // has its own reader thread), it could replace the retry's copy with one
+            // that is never written.
+            if st.clients.get(&client).is_some_and(|c| c.peer_closed()) {
+                tracing::debug!(object = %object_id, "a create from a client that is gone is dropped");
+                return;
+            }
+            let (g, res) = self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner));
             st = g;
             match res {
                 // A retried task makes its result again (same ID) while the killed
                 // attempt's unsealed copy may still be there: the dead worker's
                 // disconnect frees it and wakes this wait. A reader's pin of a deleted
-                // copy ends likewise; a copy that gets sealed meanwhile is kept.
+                // copy ends likewise.
                 Err(StoreError::InProgress(_)) if Instant::now() < deadline => {
                     st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
                 }
@@ -709,7 +716,6 @@ impl Shared {
                     }
                 }
             }
-            Err(StoreError::Exists { size, .. }) => FromRaylet::ObjectExists { request_id, size },
             Err(e) => FromRaylet::CreateFailed { request_id, error: st.node.no_space(e) },
         };
         if let Some(c) = st.clients.get(&client) {
@@ -795,8 +801,8 @@ impl Shared {
                 st.node.handle(client, msg);
                 self.carry_out(&mut st);
             }
-            ToRaylet::CreateObject { request_id, object_id, size, owner, attempt } => {
-                self.create(client, request_id, NewObject { id: object_id, size, owner, attempt })
+            ToRaylet::CreateObject { request_id, object_id, size, owner } => {
+                self.create(client, request_id, object_id, size, owner)
             }
             ToRaylet::PinObject { request_id, object_id } => self.pin(client, request_id, object_id),
             other => {
@@ -813,14 +819,6 @@ impl Shared {
         st.node.disconnected(client);
         self.carry_out(&mut st);
     }
-}
-
-/// What a `CreateObject` asks for.
-struct NewObject {
-    id: ObjectId,
-    size: u64,
-    owner: WorkerId,
-    attempt: u32,
 }
 
 impl TransferHost for Shared {

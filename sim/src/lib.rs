@@ -407,7 +407,7 @@ impl Sim {
             Location::Inline(std::sync::Arc::new(b))
         } else {
             let owner = self.procs[p].state.worker_id();
-            self.store_sync(p, id, value, owner, 0)?;
+            self.store_sync(p, id, value, owner)?;
             Location::stored(self.nodes[self.procs[p].node].node.node_id(), value.len() as u64)
         };
         self.procs[p].state.add_put(id, location, &[]);
@@ -898,28 +898,18 @@ impl Sim {
         bytes
     }
 
-    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`, as attempt
-    /// `attempt` of its task.
-    fn store_sync(
-        &mut self,
-        p: ProcId,
-        id: ObjectId,
-        bytes: &[u8],
-        owner: WorkerId,
-        attempt: u32,
-    ) -> Result<(), TaskError> {
+    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`.
+    fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
         self.flush(Chan::ToNode(p));
         let (n, client) = (self.procs[p].node, self.procs[p].client);
         let sn = &mut self.nodes[n];
-        match sn.node.try_create(client, id, bytes.len() as u64, owner, attempt) {
+        match sn.node.try_create(client, id, bytes.len() as u64, owner) {
             Ok(_) => {
                 sn.data.insert(id, bytes.to_vec());
                 sn.node.handle(client, ToRaylet::SealObject { request_id: 0, object_id: id });
                 self.pump_node(n);
                 Ok(())
             }
-            // This or a later attempt sealed it: that copy stands, as in the raylet.
-            Err(ares_object_store::StoreError::Exists { .. }) => Ok(()),
             Err(e) => {
                 let e = sn.node.no_space(e);
                 self.pump_node(n);
@@ -959,7 +949,10 @@ impl Sim {
             match a {
                 WireArg::Inline(v) => args.push(v.clone()),
                 WireArg::Shared { object_id, nodes, owner, .. } => {
-                    match self.pull_arg(w, *object_id, nodes, *owner) {
+                    // As a real worker: a copy listed on its own node is read there only.
+                    let here = self.procs[w].state.node();
+                    let local = nodes.contains(&here);
+                    match if local { Ok(false) } else { self.pull_arg(w, *object_id, nodes, *owner) } {
                         Ok(true) => copies.push(*object_id),
                         Ok(false) => {}
                         Err(reason) => {
@@ -974,6 +967,15 @@ impl Sim {
                     }
                     match self.read_pinned(w, *object_id) {
                         Ok(b) => args.push(b),
+                        Err(TaskError::ObjectLost { object }) if local => {
+                            return Outcome::Failed(TaskError::ArgumentUnavailable {
+                                function: spec.function.clone(),
+                                index: i as u32,
+                                object: object_id.to_string(),
+                                reason: object,
+                                tried: vec![here],
+                            });
+                        }
                         Err(e) => return Outcome::Failed(e),
                     }
                 }
@@ -1032,7 +1034,7 @@ impl Sim {
                 for i in 0..n {
                     let id = self.procs[w].state.next_put_id(Some(&mut scope));
                     let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
-                    if let Err(e) = self.store_sync(w, id, &bytes, me, spec.attempt) {
+                    if let Err(e) = self.store_sync(w, id, &bytes, me) {
                         return Outcome::Failed(e);
                     }
                     self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
@@ -1059,7 +1061,7 @@ impl Sim {
             return Outcome::Inline(value);
         }
         let rid = ObjectId::for_return(spec.task_id, 0);
-        match self.store_sync(w, rid, &value, spec.owner, spec.attempt) {
+        match self.store_sync(w, rid, &value, spec.owner) {
             Ok(()) => Outcome::Shared { offset: 0, len: value.len() as u64 },
             Err(e) => Outcome::Failed(e),
         }

@@ -1412,10 +1412,10 @@ impl CoreState {
     }
 
     /// The return values an attempt of `task_id` stored (on `node`, if known) that are
-    /// not the values the owner holds. Two attempts on one node share one copy (the
-    /// first sealed stands), so deleting a late attempt's result there would delete the
-    /// live value (an attempt counted lost, its connection closed, may still have
-    /// replied).
+    /// not the values the owner holds. Two attempts store the same ID in the same node's
+    /// store, the later in place of the earlier, so deleting a late attempt's result
+    /// there would delete the live value (an attempt counted lost, its connection
+    /// closed, may still have replied).
     fn unheld_returns(&self, task_id: TaskId, outcome: &Outcome, node: Option<NodeId>) -> Vec<ObjectId> {
         stored_returns(task_id, outcome)
             .into_iter()
