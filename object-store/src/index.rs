@@ -60,6 +60,9 @@ pub enum StoreError {
     /// still held: a create may succeed once that ends.
     #[error("object {0} is being created by another client")]
     InProgress(ObjectId),
+    /// The client asking is gone (the raylet checks; the index never returns it).
+    #[error("the client asking is gone")]
+    Abandoned,
     /// A pulled copy was asked for, and the primary copy of that ID is here.
     #[error("object {id} already exists ({size} bytes)")]
     Exists {
@@ -308,26 +311,35 @@ impl StoreIndex {
     /// `primary` copies are kept for their owner; secondary ones may be evicted.
     ///
     /// Attempts of one task make the same IDs. For an ID the store holds already:
-    /// - a copy being written, or deleted but still held: `InProgress` (wait for its
-    ///   seal, its creator's end or the release). It is never doomed, since a doomed copy
-    ///   is freed at its own seal, after its creator reported it stored;
-    /// - a sealed copy, for a primary: replaced (a retry's or a rebuild's value, made
-    ///   after the earlier attempt's), once nobody holds it;
-    /// - a sealed primary, for a secondary (a pulled copy): `Exists`, nothing to copy.
+    /// - a sealed primary, for a secondary (a pulled copy): `Exists`, nothing to copy;
+    /// - a copy being written, held (pinned, spilling, restoring) or deleted but still
+    ///   held: `InProgress`, untouched (wait for its seal, its creator's end or the
+    ///   release). Dooming it would free a copy being written at its own seal, after
+    ///   its creator reported it stored;
+    /// - else a sealed copy: replaced (a retry's or a rebuild's value, made after the
+    ///   earlier attempt's), all or nothing: it is freed only once the new space is
+    ///   allocated, so a create that fails leaves it as it was.
     pub fn create(&mut self, id: ObjectId, size: u64, client: ClientId, primary: bool) -> Result<u64, StoreError> {
-        if let Some(e) = self.objects.get(&id) {
-            if e.slot.doomed() || e.slot.state() == SlotState::Created {
-                return Err(StoreError::InProgress(id));
-            }
-            if e.primary && !primary {
+        let replaced = match self.objects.get(&id) {
+            None => false,
+            Some(e) if e.primary && !primary && !e.slot.doomed() && e.slot.state() != SlotState::Created => {
                 return Err(StoreError::Exists { id, size: e.size });
             }
-            self.delete(id);
-            if self.objects.contains_key(&id) {
-                return Err(StoreError::InProgress(id));
+            Some(e) => {
+                let busy = e.slot.doomed()
+                    || e.in_job
+                    || e.slot.pins() > 0
+                    || matches!(e.slot.state(), SlotState::Created | SlotState::Restoring | SlotState::Spilling);
+                if busy {
+                    return Err(StoreError::InProgress(id));
+                }
+                true
             }
-        }
+        };
         let (a, offset) = self.allocate(size)?;
+        if replaced {
+            self.free_entry(id);
+        }
         if primary {
             self.primary_in_memory += size;
         }
@@ -884,6 +896,13 @@ mod tests {
         s.release(oid(1), ClientId(9));
         s.create(oid(1), 100, second, true).unwrap();
         s.seal(oid(1), second).unwrap();
+
+        // All or nothing: a replacement that finds no room leaves the sealed copy as is.
+        let mut s = StoreIndex::new(1 << 20);
+        s.create(oid(3), 600 << 10, first, true).unwrap();
+        s.seal(oid(3), first).unwrap();
+        assert!(matches!(s.create(oid(3), 600 << 10, second, true), Err(StoreError::Full { .. })));
+        assert!(s.pin(oid(3), ClientId(9)).is_ok(), "still sealed and readable");
 
         // A spilled copy is replaced too, and its disk copy dropped.
         let mut s = sealed_store(10_000, spill_all(), 2);

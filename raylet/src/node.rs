@@ -900,7 +900,13 @@ impl Node {
     /// deleted when its owner's connection here ends, as primaries are; `owner` names it
     /// when the pull was not asked for here (else the request said).
     pub fn try_create_copy(&mut self, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Result<u64, StoreError> {
-        let offset = self.store.create(id, size, TRANSFER_CLIENT, false)?;
+        let offset = match self.store.create(id, size, TRANSFER_CLIENT, false) {
+            Err(e @ StoreError::Exists { .. }) => {
+                self.copy_owners.remove(&id);
+                return Err(e);
+            }
+            other => other?,
+        };
         if let Some(o) = owner.or_else(|| self.copy_owners.remove(&id)) {
             self.owners.created(id, o);
         }
@@ -1078,6 +1084,11 @@ impl Node {
     fn close_dead_files(&mut self) {
         let dead = self.store.take_dead_files();
         self.out.extend(dead.into_iter().map(Output::RemoveSpillFile));
+    }
+
+    /// The connection of worker `w`, if it registered here and is connected.
+    pub fn worker_client(&self, w: WorkerId) -> Option<ClientId> {
+        self.clients.iter().find(|(_, k)| matches!(k, Kind::Worker(x) if *x == w)).map(|(c, _)| *c)
     }
 
     /// Allocates `size` bytes for `id`, owned by `owner`; returns the offset.

@@ -92,6 +92,20 @@ struct State {
     next_client: u64,
     /// Which parts of the pool have their pages reserved.
     reserved: Reservations,
+    /// Connections of workers this node killed, until their end is read: what they
+    /// sent before the kill and is read after it is not carried out (see `gone`).
+    reaped: hashbrown::HashSet<ClientId>,
+}
+
+impl State {
+    /// Whether `client`'s process is gone or being killed: a create or a wait for space
+    /// on its behalf is dropped. Checked under the lock before each store change, so
+    /// a task's retry, which starts only once its owner saw the death (or returned the
+    /// lease as broken, which kills it here), is always decided after it; read late,
+    /// the dead attempt's create would otherwise take the retry's copy.
+    fn gone(&self, client: ClientId) -> bool {
+        self.reaped.contains(&client) || self.clients.get(&client).is_some_and(|c| c.peer_closed())
+    }
 }
 
 struct Shared {
@@ -208,7 +222,13 @@ impl Raylet {
         let (construct_tx, construct_rx) = mpsc::channel::<Construct>();
         let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1, reserved }),
+            state: Mutex::new(State {
+                node,
+                clients: DetMap::default(),
+                next_client: 1,
+                reserved,
+                reaped: hashbrown::HashSet::new(),
+            }),
             space: Condvar::new(),
             spill_dirs,
             spill_tx: Mutex::new(spill_tx),
@@ -569,6 +589,9 @@ impl Shared {
                 Output::ReapWorker(w) => {
                     // Dead before any reply that follows this output can be read.
                     self.children.kill_now(w);
+                    if let Some(c) = st.node.worker_client(w) {
+                        st.reaped.insert(c);
+                    }
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
                 }
                 Output::Spill(job) => {
@@ -621,17 +644,19 @@ impl Shared {
         mut attempt: impl FnMut(&mut Node) -> Result<T, StoreError>,
     ) -> (MutexGuard<'a, State>, Result<T, StoreError>) {
         let wait = SpaceWait::new(Instant::now(), self.create_timeout);
+        let gone = |st: &State| for_client.is_some_and(|c| st.gone(c));
         loop {
+            if gone(&st) {
+                tracing::debug!(size, "a client asking for space is gone");
+                return (st, Err(StoreError::Abandoned));
+            }
             match attempt(&mut st.node) {
-                Err(full @ StoreError::Full { .. }) => {
-                    if for_client.and_then(|c| st.clients.get(&c)).is_some_and(|c| c.peer_closed()) {
-                        tracing::debug!(size, "a client waiting for space is gone");
-                        return (st, Err(full));
-                    }
+                Err(StoreError::Full { .. }) => {
                     let progress = st.node.space_progress(size);
                     self.carry_out(&mut st);
                     match wait.next(Instant::now(), progress) {
                         Step::RetryNow => continue,
+                        Step::GiveUp if gone(&st) => return (st, Err(StoreError::Abandoned)),
                         Step::GiveUp => {
                             tracing::debug!(size, stats = ?st.node.store().stats(), "giving up waiting for space");
                             let last = attempt(&mut st.node);
@@ -682,18 +707,15 @@ impl Shared {
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
         let res = loop {
-            // A process that died after sending this is gone: its create is not carried
-            // out (checked under the lock, so its task's retry, which comes after the
-            // death, is always decided after it). Otherwise, read late (each connection
-            // has its own reader thread), it could replace the retry's copy with one
-            // that is never written.
-            if st.clients.get(&client).is_some_and(|c| c.peer_closed()) {
-                tracing::debug!(object = %object_id, "a create from a client that is gone is dropped");
-                return;
-            }
+            // From a process that is gone (see `State::gone`), checked again before each
+            // try: nothing is created, nothing answered.
             let (g, res) = self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner));
             st = g;
             match res {
+                Err(StoreError::Abandoned) => {
+                    tracing::debug!(object = %object_id, "a create from a client that is gone is dropped");
+                    return;
+                }
                 // A retried task makes its result again (same ID) while the killed
                 // attempt's unsealed copy may still be there: the dead worker's
                 // disconnect frees it and wakes this wait. A reader's pin of a deleted
@@ -816,6 +838,7 @@ impl Shared {
     fn disconnected(&self, client: ClientId) {
         let mut st = self.lock();
         st.clients.remove(&client);
+        st.reaped.remove(&client);
         st.node.disconnected(client);
         self.carry_out(&mut st);
     }
