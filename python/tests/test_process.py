@@ -65,8 +65,11 @@ def test_context_manager_starts_and_stops_the_runtime():
 
 def test_ctrl_c_during_execute_interrupts_and_the_session_keeps_working():
     code = """
-        import time
+        import signal, time
         import ares, ares.tensor as at
+        # As at a terminal: Ctrl-C raises KeyboardInterrupt even if whatever started
+        # the tests ignores SIGINT (a background job does; Python then keeps it ignored).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         ares.init(num_cpus=2, object_store_memory="512M")
         base = ares.node_stats()["store_objects"]
         a = at.random.rand(4000, 4000, chunk_size=500, seed=1)
