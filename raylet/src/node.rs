@@ -1088,7 +1088,7 @@ impl Node {
 
     /// The connection of worker `w`, if it registered here and is connected.
     pub fn worker_client(&self, w: WorkerId) -> Option<ClientId> {
-        self.clients.iter().find(|(_, k)| matches!(k, Kind::Worker(x) if *x == w)).map(|(c, _)| *c)
+        self.owners.client_of(w)
     }
 
     /// Allocates `size` bytes for `id`, owned by `owner`; returns the offset.

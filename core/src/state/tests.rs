@@ -814,6 +814,10 @@ fn lease_on_b(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<Task
     (conn, pushed)
 }
 
+fn failed(task_id: TaskId, error: TaskError) -> FromWorker {
+    FromWorker::Done { task_id, outcome: Outcome::Failed(error), copies: Vec::new(), contained: Vec::new() }
+}
+
 fn stored_done(task_id: TaskId) -> FromWorker {
     FromWorker::Done {
         task_id,
@@ -960,11 +964,7 @@ fn a_task_whose_argument_could_not_be_read_waits_for_it_to_be_rebuilt() {
         reason: "could not pull a copy".into(),
         tried: vec![node_b()],
     };
-    st.handle_replies(
-        t0,
-        conn,
-        vec![FromWorker::Done { task_id: tb, outcome: Outcome::Failed(lost), copies: vec![], contained: vec![] }],
-    );
+    st.handle_replies(t0, conn, vec![failed(tb, lost)]);
     assert!(matches!(st.status(a), Some(Status::Pending)), "a is rebuilt");
     assert!(matches!(st.status(b), Some(Status::Pending)), "b waits for it, not failed");
     let pushed = sent(&effects(&mut st), conn);
@@ -1024,11 +1024,7 @@ fn a_copy_gone_from_this_nodes_store_is_rebuilt_not_reported_lost() {
         reason: format!("object {a} is not in the object store"),
         tried: vec![node()],
     };
-    st.handle_replies(
-        t0,
-        conn,
-        vec![FromWorker::Done { task_id: tb, outcome: Outcome::Failed(lost), copies: vec![], contained: vec![] }],
-    );
+    st.handle_replies(t0, conn, vec![failed(tb, lost)]);
     assert!(matches!(st.status(a), Some(Status::Pending)), "a is rebuilt: {:?}", st.status(a));
     assert!(matches!(st.status(b), Some(Status::Pending)), "b waits for it, not failed");
     let pushed = sent(&effects(&mut st), conn);
