@@ -7,6 +7,7 @@
 mod cluster;
 mod dataframe;
 mod envelope;
+mod outofcore;
 mod recovery;
 mod rss;
 mod tensor;
@@ -82,6 +83,18 @@ enum Cmd {
         /// Timed products; the median is reported.
         #[arg(long, default_value_t = 7)]
         repeats: usize,
+    },
+    /// `(a @ a.T - a).std()` larger than the object store: a small pool with spilling
+    /// against a pool that holds everything (each in a child).
+    Outofcore {
+        #[command(flatten)]
+        case: outofcore::Case,
+    },
+    /// One out-of-core run in this process (used by `outofcore`).
+    #[command(hide = true)]
+    OutofcoreChild {
+        #[command(flatten)]
+        case: outofcore::Case,
     },
     /// One tensor workload in this process (used by `tensor`).
     #[command(hide = true)]
@@ -465,6 +478,8 @@ fn main() -> Result<()> {
         Cmd::TensorChild { workload, sizes } => tensor::child(&workload, &sizes),
         Cmd::Gemm { n, repeats } => tensor::gemm(n, repeats),
         Cmd::Envelope => envelope::run(),
+        Cmd::Outofcore { case } => outofcore::parent(&case),
+        Cmd::OutofcoreChild { case } => outofcore::child(&case),
         Cmd::Dataframe { repeats, sizes } => dataframe::run(repeats, &sizes),
         Cmd::Recovery { n, ms } => recovery::run(n, ms),
     }

@@ -61,6 +61,31 @@ pub enum FrameError {
     /// The computation was cancelled (`Session::cancelled_by`).
     #[error("cancelled")]
     Cancelled,
+    /// One chunk task's inputs and output together exceed the object store: found
+    /// before anything runs. Fix: smaller chunks, or a larger store.
+    #[error(
+        "object store full: the chunk task {task} needs {needs} bytes of the object store at once (its inputs and its output), more than the pool's {capacity} bytes; use smaller chunks or raise object_store_memory"
+    )]
+    StoreFull {
+        /// The task.
+        task: String,
+        /// Bytes its inputs and output take together.
+        needs: u64,
+        /// The pool's capacity.
+        capacity: u64,
+    },
+}
+
+impl From<ares_tileable::Error> for FrameError {
+    fn from(e: ares_tileable::Error) -> Self {
+        match e {
+            ares_tileable::Error::Cancelled => FrameError::Cancelled,
+            ares_tileable::Error::StoreFull { task, needs, capacity } => {
+                FrameError::StoreFull { task, needs, capacity }
+            }
+            ares_tileable::Error::Runtime(e) => FrameError::Runtime(e),
+        }
+    }
 }
 
 /// A frame operation's result.

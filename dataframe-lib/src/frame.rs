@@ -1,8 +1,7 @@
 //! The lazy `DataFrame`: a node of the frame graph with a known schema, and the
 //! operations that build new nodes. Nothing runs here; a `Session` runs frames.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use polars::prelude::DataType;
 
@@ -25,7 +24,7 @@ pub(crate) struct Node {
     pub(crate) schema: Vec<(String, DataType)>,
     /// The chunks computed for it, per session id: held by the frame, so they are freed
     /// when the frame goes (as a tensor keeps its chunks).
-    pub(crate) computed: Mutex<HashMap<u64, Computed>>,
+    pub(crate) computed: ares_tileable::Results<Computed>,
 }
 
 /// What one session computed for a frame.
@@ -151,7 +150,7 @@ fn tensor_dtype(d: ares_tensor::DType) -> DataType {
 
 impl DataFrame {
     fn new(op: Op, schema: Vec<(String, DataType)>) -> DataFrame {
-        DataFrame { node: Arc::new(Node { op, schema, computed: Mutex::new(HashMap::new()) }) }
+        DataFrame { node: Arc::new(Node { op, schema, computed: ares_tileable::Results::default() }) }
     }
 
     /// A frame whose columns are 1-d tensors of one length and one chunking (pandas'

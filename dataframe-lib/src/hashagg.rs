@@ -8,7 +8,63 @@ use hashbrown::HashMap;
 use polars::prelude::*;
 
 use crate::eval::missing;
-use crate::kernels::{Rule, packed_key};
+
+/// How one output column of a group-by step is made from an input column. Missing
+/// values (null, or NaN) are skipped by every rule but `Size`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Rule {
+    /// Sum (0 for none): int64 for integers, float64 for floats.
+    Sum,
+    /// Number of non-missing values, int64.
+    Count,
+    /// Number of rows, int64.
+    Size,
+    /// Least value (missing for none), in the column's dtype.
+    Min,
+    /// Greatest, likewise.
+    Max,
+    /// First value in row order, in the column's dtype.
+    First,
+    /// Last value, likewise.
+    Last,
+    /// Sum of squared deviations from the group's mean, float64.
+    M2,
+    /// Partial `M2`s of one group merged (Chan et al.): the input column holds the
+    /// partials' `M2`, `count` and `sum` name their counts and sums.
+    MergeM2 { count: String, sum: String },
+}
+
+/// Several integer keys without missing values packed into one `i64` (each key offset by
+/// its minimum in this frame, times the product of the later keys' ranges), when their
+/// ranges multiply to less than 2⁶²; `None` otherwise.
+pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Vec<i64>>> {
+    let mut parts = Vec::with_capacity(keys.len());
+    let mut span: u128 = 1;
+    for k in keys {
+        let s = df.column(k)?.as_materialized_series();
+        if !s.dtype().is_integer() || s.null_count() > 0 {
+            return Ok(None);
+        }
+        let s = s.cast(&DataType::Int64)?;
+        let (lo, hi) = match (s.min::<i64>()?, s.max::<i64>()?) {
+            (Some(lo), Some(hi)) => (lo, hi),
+            _ => (0, 0),
+        };
+        let range = (hi as i128 - lo as i128 + 1) as u128;
+        span = span.saturating_mul(range);
+        if span >= 1 << 62 {
+            return Ok(None);
+        }
+        parts.push((s, lo, range as i64));
+    }
+    let mut packed = vec![0i64; df.height()];
+    for (s, lo, range) in &parts {
+        for (p, v) in packed.iter_mut().zip(s.i64()?.into_no_null_iter()) {
+            *p = *p * range + (v - lo);
+        }
+    }
+    Ok(Some(packed))
+}
 
 /// Keys spanning at most this many values (or 4× the rows) use a dense table.
 const DENSE_SPAN: u64 = 1 << 22;

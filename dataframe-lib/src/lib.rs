@@ -21,7 +21,6 @@ mod csv;
 mod describe;
 mod error;
 mod eval;
-mod exec;
 mod expr;
 mod frame;
 mod hashagg;
@@ -30,21 +29,24 @@ mod numeric;
 mod order;
 mod parquet;
 mod relational;
+mod session;
 mod spec;
+mod tasks;
+mod tile;
 
 pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};
 pub use error::{FrameError, Result};
-pub use exec::Session;
 pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, col, lit};
 pub use frame::{CsvOptions, DataFrame, DropNa, GroupBy};
 pub use polars;
+pub use session::Session;
 
 /// Keeps the chunk kernels in a program that runs them for others without calling the
 /// library itself (the `ares` binary's worker mode, the Python extension's workers):
 /// they are registered through link-time tables, which the linker keeps only for code
 /// that is linked.
 pub fn link_kernels() {
-    exec::link();
+    tasks::link();
 }
 pub use spec::{Agg, How, Method};
 

@@ -576,6 +576,12 @@ pub(crate) struct PyFrameSession {
     s: Arc<Session>,
 }
 
+impl PyFrameSession {
+    pub(crate) fn of(s: Session) -> Self {
+        PyFrameSession { s: Arc::new(s) }
+    }
+}
+
 #[pymethods]
 impl PyFrameSession {
     #[new]

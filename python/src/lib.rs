@@ -350,6 +350,12 @@ impl PySession {
         PySession { s: Arc::new(Session::new()) }
     }
 
+    /// The same session, computing frames: one session under both, so a frame made from
+    /// tensors or turned into one runs as one graph and sees what either computed.
+    fn frame_session(&self) -> frame::PyFrameSession {
+        frame::PyFrameSession::of(ares_dataframe::Session::from(self.s.tileable().clone()))
+    }
+
     /// Computes the tensors and keeps their chunks while they live; `progress(done,
     /// total)` is called as chunk tasks finish (only when given: each call takes the GIL).
     #[pyo3(signature = (tensors, progress=None))]

@@ -31,15 +31,18 @@
 
 #[allow(missing_docs)] // rkyv generates undocumented archived twins.
 pub mod data;
-mod exec;
 #[allow(missing_docs)]
 pub mod kernel;
 mod linalg;
+mod session;
+mod tasks;
 mod tensor;
+mod tile;
 
 pub use ares_tileable::Progress;
 pub use data::{Chunk, ChunkRef, DType, Elem, Scalar, elements_in_place};
-pub use exec::{ReduceSpec, Session, scalar};
+pub use session::{Session, chunk_programs, tile_chunks};
+pub use tasks::ReduceSpec;
 
 /// `a · b` of two 2-d float chunks: the kernel every GEMM chunk task runs (faer,
 /// single-threaded), exposed for benchmarks.
@@ -52,9 +55,9 @@ pub use kernel::ReduceOp;
 /// library itself (the `ares` binary's worker mode): they are registered through
 /// link-time tables, which the linker keeps only for code that is linked.
 pub fn link_kernels() {
-    exec::link();
+    tasks::link();
 }
 pub use tensor::{
-    Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, from_chunk_refs, from_view,
-    full, inner, linspace, ones, random, solve, stack, tensordot, where_, zeros,
+    ChunkSource, Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, from_chunk_refs,
+    from_source, from_view, full, inner, linspace, ones, random, scalar, solve, stack, tensordot, where_, zeros,
 };

@@ -2,7 +2,7 @@
 //! grid. Nothing runs until [`Session::execute`](crate::Session::execute) or
 //! [`Tensor::fetch`].
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use ares::ObjectRef;
 use ndarray::ArrayD;
@@ -96,9 +96,38 @@ pub enum TensorError {
     /// The session's cancel flag was set ([`crate::Session::cancelled_by`]).
     #[error("the computation was cancelled")]
     Cancelled,
+    /// One chunk task's inputs and output together exceed the object store: found
+    /// before anything runs. Fix: smaller chunks, or a larger store.
+    #[error(
+        "object store full: the chunk task {task} needs {needs} bytes of the object store at once (its inputs and its output), more than the pool's {capacity} bytes; use smaller chunks or raise object_store_memory"
+    )]
+    StoreFull {
+        /// The task.
+        task: String,
+        /// Bytes its inputs and output take together.
+        needs: u64,
+        /// The pool's capacity.
+        capacity: u64,
+    },
     /// The runtime failed (a task failed, or the runtime is not started).
     #[error(transparent)]
     Runtime(#[from] ares::Error),
+    /// The library that makes this tensor's chunks (a frame's, for a frame's values)
+    /// failed.
+    #[error(transparent)]
+    Source(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<ares_tileable::Error> for TensorError {
+    fn from(e: ares_tileable::Error) -> Self {
+        match e {
+            ares_tileable::Error::Cancelled => TensorError::Cancelled,
+            ares_tileable::Error::StoreFull { task, needs, capacity } => {
+                TensorError::StoreFull { task, needs, capacity }
+            }
+            ares_tileable::Error::Runtime(e) => TensorError::Runtime(e),
+        }
+    }
 }
 
 /// `Result` with [`TensorError`].
@@ -119,6 +148,9 @@ pub(crate) enum Op {
     FromChunks(Vec<Chunk>),
     /// Chunks already in the store, made by another library's tasks, row-major.
     Stored(Arc<Vec<ares::ObjectRef<Chunk>>>),
+    /// Chunks another library's tasks make in the same graph, split along the first
+    /// dimension, whose lengths are known once they ran.
+    Source(Arc<dyn ChunkSource>),
     Unary(UnOp, Tensor),
     Binary(BinOp, Tensor, Tensor),
     Where(Tensor, Tensor, Tensor),
@@ -185,7 +217,7 @@ pub(crate) struct Node {
     /// needs); tiling uses it in place of this one.
     pub(crate) rebuilt: OnceLock<Tensor>,
     /// The computed chunks (row-major over the grid), per session that computed them.
-    pub(crate) result: Mutex<Vec<(u64, Chunks)>>,
+    pub(crate) result: ares_tileable::Results<Chunks>,
 }
 
 /// The size of a dimension (and of its chunks) that is known only after running, as for
@@ -231,7 +263,7 @@ impl Tensor {
             chunks,
             resolved: OnceLock::new(),
             rebuilt: OnceLock::new(),
-            result: Mutex::new(Vec::new()),
+            result: ares_tileable::Results::default(),
         };
         Tensor { node: Arc::new(node) }
     }
@@ -883,6 +915,7 @@ impl Tensor {
             | Op::Arange { .. }
             | Op::FromChunks(_)
             | Op::Stored(_)
+            | Op::Source(_)
             | Op::MatMul(..)
             | Op::Slice { .. }
             | Op::Factor(..)
@@ -894,7 +927,9 @@ impl Tensor {
     /// The tensors this one is computed from.
     pub(crate) fn operands(&self) -> Vec<&Tensor> {
         match &self.node.op {
-            Op::Full(_) | Op::Random { .. } | Op::Arange { .. } | Op::FromChunks(_) | Op::Stored(_) => Vec::new(),
+            Op::Full(_) | Op::Random { .. } | Op::Arange { .. } | Op::FromChunks(_) | Op::Stored(_) | Op::Source(_) => {
+                Vec::new()
+            }
             Op::Unary(_, x)
             | Op::Cast(x)
             | Op::Reduce { x, .. }
@@ -1306,6 +1341,11 @@ pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 // ---------------------------------------------------------------------- creation
 
+/// A 0-d tensor holding `s` (useful in `where_`).
+pub fn scalar(s: Scalar) -> Tensor {
+    Tensor::new(Op::Full(s), Vec::new(), s.dtype(), Vec::new())
+}
+
 /// A tensor of `shape` filled with `value`, in chunks of `chunks` per dimension.
 pub fn full(shape: &[u64], value: Scalar, chunks: &[usize]) -> Result<Tensor> {
     Ok(Tensor::new(Op::Full(value), shape.to_vec(), value.dtype(), grid(shape, chunks)?))
@@ -1390,6 +1430,31 @@ pub fn from_view<T: Elem>(a: ndarray::ArrayViewD<'_, T>, chunks: &[usize]) -> Re
         out.push(Chunk::from_array(&view.to_owned()));
     }
     Ok(Tensor::new(Op::FromChunks(out), shape, T::DTYPE, g))
+}
+
+/// Chunks that another library's tasks make (a frame's columns, say), in the graph of
+/// whatever expression reads them: the engine's half of [`from_source`].
+pub trait ChunkSource: Send + Sync + std::fmt::Debug + 'static {
+    /// The other library's tileable the chunks are made from (for the engine's
+    /// bookkeeping: depth and when its chunks may be let go).
+    fn operand(&self) -> &dyn ares_tileable::Node;
+    /// Tiles the chunks into `cx`: each chunk's node (its result an `ObjectRef<Chunk>` of
+    /// the tensor's dtype, holding a run of rows) and its length along the first
+    /// dimension. The lengths are often known only once the chunks ran: then it waits
+    /// ([`ares_tileable::Tiling::Pending`]) and is called again. Each node returned
+    /// carries one hold ([`ares_tileable::Graph::hold`]) that the tensor takes over.
+    fn tile(&self, cx: &mut ares_tileable::Cx<'_>) -> ares_tileable::TileResult<Vec<(usize, u64)>, TensorError>;
+}
+
+/// A tensor of `dtype` whose chunks `source` makes, split along the first dimension, of
+/// `trailing` further dimensions (`[]` for 1-d): its length is unknown until it runs, as
+/// a mask's result is, and it is computed in the same graph as the expression reading it.
+pub fn from_source(source: Arc<dyn ChunkSource>, dtype: DType, trailing: &[u64]) -> Tensor {
+    let mut shape = vec![UNKNOWN];
+    shape.extend_from_slice(trailing);
+    let mut chunks = vec![vec![UNKNOWN]];
+    chunks.extend(trailing.iter().map(|&d| vec![d]));
+    Tensor::new(Op::Source(source), shape, dtype, chunks)
 }
 
 /// A tensor of chunks already in the object store: `chunks` gives the chunk sizes along

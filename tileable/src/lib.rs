@@ -1,32 +1,41 @@
-//! The chunk-graph engine shared by Ares' tiled libraries (tensors, dataframes).
+//! The one tiled engine under Ares' tensors and data frames.
 //!
-//! A library tiles its lazy expression into a [`Graph`] of chunk tasks: each node holds a
-//! task of the library's own type (what kernel to run, with which parameters), the nodes
-//! whose results it reads, and the hints the scheduler orders by (the depth of the
-//! expression it belongs to, its level inside that expression's tiling, its output size).
-//! This crate owns what is the same for every library:
+//! A **tileable** is a lazy value of a tiled library: a tensor, a frame, or an expression
+//! mixing both (a frame column turned into a tensor). Running one has three parts, all
+//! owned here, whatever the library:
 //!
-//! - the **depth-first order** ([`Graph::order`]): among tasks whose inputs are submitted,
-//!   the one of the deepest expression first, then the higher tree level, then the
-//!   smaller output, so consumers run as soon as they can and intermediates die early;
-//! - the **initial placement** by locality, after Mars ([`Graph::assign_initial`]);
-//! - **combine trees** built eagerly ([`Trees`]), so partials die as soon as their
-//!   combiner has run;
-//! - the **executor** ([`Graph::run`]): submits in that order with at most
-//!   `max_in_flight` tasks unfinished, frees each intermediate once its last consumer is
-//!   submitted, reports progress and stops between tasks when cancelled.
+//! - the **session** ([`Session`]): its ID, settings, cancel flag and progress callback;
+//!   what it computed is kept on each tileable ([`Results`]), freed with it;
+//! - **tiling** into one chunk graph per expression ([`Cx`], [`run`]): a library tiles
+//!   its nodes into chunk [`Task`]s of its own type; a step that needs data first (a
+//!   mask's lengths, a group-by's method, a sort's bounds) returns [`Tiling::Pending`]
+//!   and resumes in the same graph once those tasks have run (Mars' iterative tiling);
+//! - the **executor**: depth-first order (the deepest tileable first, then the higher
+//!   level of its tiling, then the smaller output), at most `max_in_flight` tasks in
+//!   flight with their inputs and outputs within a share of the object store (so what
+//!   running tasks pin always fits and the rest can spill), intermediates dropped once
+//!   their last consumer is submitted, initial tasks placed by locality after Mars
+//!   ([`Graph::assign_initial`]), cancellation between tasks, progress.
 //!
-//! It also holds the one allocator setting chunk kernels share ([`keep_freed_memory`]).
+//! It also holds what the libraries' kernels share: combine trees ([`Trees`]) and the
+//! allocator setting of chunk kernels ([`keep_freed_memory`]).
 //!
-//! **Must not:** know any library's kernels, value types or tiling rules: those are the
-//! `T` (task) and `O` (result handle) a library plugs in. It does no IO of its own beyond
-//! submitting through the library's closure and waiting on results.
+//! **Must not:** know any library's kernels, value types or tiling rules: a library
+//! plugs in its tasks ([`Task`]) and its nodes ([`Node`]). It does no IO of its own
+//! beyond submitting tasks and waiting on their results.
 
 mod graph;
+mod run;
+mod session;
+mod task;
 mod tree;
 mod window;
 
-pub use graph::{Graph, Output};
+pub use graph::{Graph, Hints};
+pub use run::{Cx, Error, Node, TileResult, Tiling, run};
+pub use session::{Progress, ProgressFn, Results, Session, Settings};
+pub use task::{Obj, Task};
+pub use tree::Trees;
 
 /// Tunes this process's allocator for chunk kernels, once: they allocate and free many
 /// large buffers, so freed memory stays in the heap instead of going back to the kernel
@@ -42,5 +51,3 @@ pub fn keep_freed_memory() {
         }
     });
 }
-pub use tree::Trees;
-pub use window::{Progress, ProgressFn, Settings};

@@ -75,7 +75,10 @@ def _session(session: Any = None):
     s = session if session is not None else get_default_session()
     frames = getattr(s, "_frames_native", None)
     if frames is None:
-        frames = _native.NativeFrameSession()
+        # The tensor session's own: frames and tensors share one session (one graph for
+        # an expression mixing both, and what either computed).
+        native = getattr(s, "_native", None)
+        frames = native.frame_session() if native is not None else _native.NativeFrameSession()
         s._frames_native = frames
     return frames
 

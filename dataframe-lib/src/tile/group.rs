@@ -1,0 +1,214 @@
+//! Tiling of group-bys, distinct rows, merges and top rows: combine trees, hash
+//! shuffles and broadcasts. A group-by's (or drop_duplicates') method is chosen as Mars'
+//! `auto` does, from its first chunk: tiling waits for a probe of it, in the same graph.
+
+use std::sync::Arc;
+
+use ares_tileable::{Cx, Hints, Tiling, Trees};
+
+use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
+use crate::frame::DataFrame;
+use crate::spec::{GroupSpec, How, JoinSpec, Method, TopSpec};
+use crate::tasks::FrameTask;
+
+/// Partials combined by one task of a group-by tree.
+const COMBINE: usize = 4;
+/// A group-by (or a drop_duplicates) shuffles when the first chunk has more groups
+/// (distinct rows) than this share of its rows: a tree would then carry nearly every row
+/// up to one task.
+const SHUFFLE_GROUPS_PER_ROW: f64 = 0.125;
+
+/// A shuffle when `[rows, groups]` has many groups for its rows, else a tree.
+fn by_share(counts: &[u64]) -> Method {
+    let (rows, groups) = (counts.first().copied().unwrap_or(0).max(1), counts.get(1).copied().unwrap_or(0));
+    if groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree }
+}
+
+/// Mars' `auto`: the method `probe` (a task on the first chunk) finds, once it ran.
+fn choose(
+    cx: &mut Cx<'_>,
+    df: &DataFrame,
+    task: impl FnOnce() -> FrameTask,
+    first: usize,
+    depth: u32,
+) -> Tiled<Method> {
+    let p = match cx.take_state::<usize>(key(df), STATE) {
+        Some(p) => p,
+        None => probe(cx, task(), vec![first], depth),
+    };
+    match take_value::<Vec<u64>>(cx, p)? {
+        Some(counts) => Ok(by_share(&counts)),
+        None => {
+            cx.put_state(key(df), STATE, p);
+            Err(Tiling::Pending)
+        }
+    }
+}
+
+fn record(cx: &mut Cx<'_>, df: &DataFrame, m: Method) {
+    cx.set_memo(key(df), METHOD, Arc::new(m), &[]);
+}
+
+/// A group-by: per-chunk partials (with the input's pending map applied), combined in a
+/// tree or hash-shuffled to one reducer per partition.
+pub(super) fn group_by(
+    cx: &mut Cx<'_>,
+    df: &DataFrame,
+    input: &DataFrame,
+    spec: &GroupSpec,
+    method: Method,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let mut needed: Vec<String> = spec.keys.clone();
+    needed.extend(spec.aggs.iter().map(|(c, _)| c.clone()));
+    let c = tile(cx, input, Some(&needed))?;
+    // One chunk has nothing to shuffle (and a task of one return value could not split
+    // its list: see `RemoteFn::num_returns`); no keys make one group.
+    let method = match method {
+        _ if c.nodes.len() < 2 || spec.keys.is_empty() => Method::Tree,
+        Method::Auto | Method::Broadcast => {
+            choose(cx, df, || FrameTask::Probe(spec.clone(), c.pre.clone()), c.nodes[0], depth)?
+        }
+        m => m,
+    };
+    record(cx, df, method);
+    let part = c.bytes / 2;
+    let nodes = match method {
+        Method::Shuffle => {
+            let parts = c.nodes.len() as u32;
+            let maps: Vec<usize> = c
+                .nodes
+                .iter()
+                .map(|&r| {
+                    let task = FrameTask::PartialSplit(spec.clone(), c.pre.clone(), parts);
+                    cx.add(task, vec![r], Hints::new(depth, part).parts(parts))
+                })
+                .collect();
+            (0..parts as usize)
+                .map(|p| {
+                    cx.add(FrameTask::Finish(spec.clone(), Some(p)), maps.clone(), Hints::new(depth, part).level(1))
+                })
+                .collect()
+        }
+        _ => {
+            let mut trees = Trees::new(1, COMBINE);
+            for &r in &c.nodes {
+                let leaf = cx.add(FrameTask::Partial(spec.clone(), c.pre.clone()), vec![r], Hints::new(depth, part));
+                trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Combine(spec.clone())));
+            }
+            let root = trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Combine(spec.clone())));
+            vec![cx.add(FrameTask::Finish(spec.clone(), None), vec![root], Hints::new(depth, part).level(u32::MAX))]
+        }
+    };
+    Ok(Chunks { nodes, pre: None, bytes: part })
+}
+
+/// First, last or top rows: each chunk's, then the survivors' in a tree.
+pub(super) fn top(cx: &mut Cx<'_>, input: &DataFrame, spec: &TopSpec, depth: u32) -> Tiled<Chunks> {
+    let c = tile(cx, input, None)?;
+    let mut trees = Trees::new(1, COMBINE);
+    for &r in &c.nodes {
+        let leaf = cx.add(FrameTask::Top(spec.clone(), c.pre.clone()), vec![r], Hints::new(depth, 0));
+        trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
+    }
+    let root = trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
+    Ok(Chunks { nodes: vec![root], pre: None, bytes: 0 })
+}
+
+/// Distinct rows: in a tree (few), or hash-partitioned (many).
+pub(super) fn unique(
+    cx: &mut Cx<'_>,
+    df: &DataFrame,
+    input: &DataFrame,
+    subset: &[String],
+    method: Method,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let c = tile(cx, input, None)?;
+    let method = match method {
+        _ if c.nodes.len() < 2 => Method::Tree,
+        Method::Auto | Method::Broadcast => {
+            choose(cx, df, || FrameTask::UniqueProbe(subset.to_vec(), c.pre.clone()), c.nodes[0], depth)?
+        }
+        m => m,
+    };
+    record(cx, df, method);
+    let nodes = if method == Method::Shuffle {
+        let parts = c.nodes.len() as u32;
+        let maps: Vec<usize> = c
+            .nodes
+            .iter()
+            .map(|&r| {
+                let task = FrameTask::KeySplit(subset.to_vec(), parts, true, c.pre.clone());
+                cx.add(task, vec![r], Hints::new(depth, c.bytes).parts(parts))
+            })
+            .collect();
+        (0..parts as usize)
+            .map(|p| {
+                let task = FrameTask::Unique(subset.to_vec(), Some(p), None);
+                cx.add(task, maps.clone(), Hints::new(depth, c.bytes).level(1))
+            })
+            .collect()
+    } else {
+        let mut trees = Trees::new(1, COMBINE);
+        for &r in &c.nodes {
+            let leaf = cx.add(FrameTask::Unique(subset.to_vec(), None, c.pre.clone()), vec![r], Hints::new(depth, 0));
+            trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Unique(subset.to_vec(), None, None)));
+        }
+        vec![trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Unique(subset.to_vec(), None, None)))]
+    };
+    Ok(Chunks { nodes, pre: None, bytes: c.bytes })
+}
+
+/// A merge: a side of one chunk is broadcast to every chunk of the other (when that
+/// keeps the other side's unmatched rows right), else both sides are shuffled by key.
+pub(super) fn join(
+    cx: &mut Cx<'_>,
+    df: &DataFrame,
+    left: &DataFrame,
+    right: &DataFrame,
+    spec: &JoinSpec,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let (l, r) = match (tile(cx, left, None), tile(cx, right, None)) {
+        (Ok(l), Ok(r)) => (l, r),
+        (Err(Tiling::Failed(e)), _) | (_, Err(Tiling::Failed(e))) => return Err(Tiling::Failed(e)),
+        _ => return Err(Tiling::Pending),
+    };
+    let bytes = l.bytes + r.bytes;
+    let pre = (l.pre.clone(), r.pre.clone());
+    let task = |pick| FrameTask::Join(spec.clone(), 1, pick, pre.clone());
+    let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
+        (vec![cx.add(task(None), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
+    } else if r.nodes.len() == 1 && matches!(spec.how, How::Inner | How::Left) {
+        let nodes =
+            l.nodes.iter().map(|&li| cx.add(task(None), vec![li, r.nodes[0]], Hints::new(depth, bytes))).collect();
+        (nodes, Method::Broadcast)
+    } else if l.nodes.len() == 1 && matches!(spec.how, How::Inner | How::Right) {
+        let nodes =
+            r.nodes.iter().map(|&ri| cx.add(task(None), vec![l.nodes[0], ri], Hints::new(depth, bytes))).collect();
+        (nodes, Method::Broadcast)
+    } else {
+        let parts = l.nodes.len().max(r.nodes.len()) as u32;
+        let mut split = |c: &Chunks| -> Vec<usize> {
+            c.nodes
+                .iter()
+                .map(|&i| {
+                    let task = FrameTask::KeySplit(spec.on.clone(), parts, false, c.pre.clone());
+                    cx.add(task, vec![i], Hints::new(depth, c.bytes).parts(parts))
+                })
+                .collect()
+        };
+        let (ls, rs) = (split(&l), split(&r));
+        let nodes = (0..parts as usize)
+            .map(|p| {
+                let ins = ls.iter().chain(&rs).copied().collect();
+                let task = FrameTask::Join(spec.clone(), ls.len(), Some(p), (None, None));
+                cx.add(task, ins, Hints::new(depth, bytes).level(1))
+            })
+            .collect();
+        (nodes, Method::Shuffle)
+    };
+    record(cx, df, method);
+    Ok(Chunks { nodes, pre: None, bytes })
+}

@@ -1,0 +1,342 @@
+//! Tiling: a frame expression into chunk tasks of the run's one graph ([`Cx`]). Pure
+//! planning apart from reading the results a step waits for (a group-by's probe, a
+//! sort's samples).
+//!
+//! A frame tiles into [`Chunks`]: chunk nodes, and the per-chunk steps of a map still to
+//! apply to each (`pre`). A map is not a task of its own when its consumer can run it:
+//! every task that reads frame chunks applies `pre` first, so a filter → assign chain
+//! runs inside the group-by's first task, the shuffle's map side, a join's or a
+//! conversion's task, and over a file source inside the reading task. Each operator
+//! asks its input only for the columns it reads (`needed`), down to the readers.
+
+mod group;
+mod order;
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use ares_tensor::TensorError;
+use ares_tileable::{Cx, Hints, Obj, TileResult, Tiling};
+
+use crate::chunk::FrameChunk;
+use crate::error::FrameError;
+use crate::frame::{CsvSource, DataFrame, Op, ParquetSource};
+use crate::spec::{CsvTask, MapSpec, ParquetTask};
+use crate::tasks::FrameTask;
+
+/// A tiling step's result.
+pub(crate) type Tiled<T> = TileResult<T, FrameError>;
+
+/// A frame tiled into chunk nodes (results `ObjectRef<FrameChunk>`), row order kept.
+#[derive(Clone, Debug)]
+pub(crate) struct Chunks {
+    pub(crate) nodes: Vec<usize>,
+    /// Per-chunk steps every reader applies first (a map fused into its consumers).
+    pub(crate) pre: Option<MapSpec>,
+    /// About how many bytes a chunk holds (for the store bound).
+    pub(crate) bytes: u64,
+}
+
+/// Memo variants of a frame node beyond its chunks per set of needed columns.
+pub(crate) const METHOD: u64 = u64::MAX;
+const MATERIALIZED: u64 = 1 << 63;
+pub(crate) const STATE: u64 = u64::MAX - 1;
+
+pub(crate) fn key(df: &DataFrame) -> usize {
+    Arc::as_ptr(&df.node) as usize
+}
+
+/// The memo variant of tiling with `needed` columns (all: `None`).
+fn variant(needed: Option<&[String]>) -> u64 {
+    match needed {
+        None => 0,
+        Some(cols) => {
+            let mut v: Vec<&String> = cols.iter().collect();
+            v.sort();
+            v.dedup();
+            let mut h = DefaultHasher::new();
+            v.hash(&mut h);
+            // Never 0 (all columns) or the reserved variants.
+            (h.finish() >> 2) | 1
+        }
+    }
+}
+
+pub(crate) fn runtime(e: ares::Error) -> Tiling<FrameError> {
+    Tiling::Failed(FrameError::Runtime(e))
+}
+
+fn tensor<T>(r: TileResult<T, TensorError>) -> Tiled<T> {
+    r.map_err(|e| e.map_err(FrameError::from))
+}
+
+/// Tiles `df` (only the `needed` columns from sources, all when `None`); memoized per
+/// set of needed columns.
+pub(crate) fn tile(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled<Arc<Chunks>> {
+    let v = variant(needed);
+    if let Some(c) = cx.memo::<Chunks>(key(df), v) {
+        return Ok(c);
+    }
+    let chunks = Arc::new(match df.node.computed.get(cx.session()) {
+        Some(c) => {
+            let nodes = c.chunks.iter().map(|r| cx.ready(Obj::new(r.clone()), 0)).collect();
+            Chunks { nodes, pre: None, bytes: 0 }
+        }
+        None => tile_new(cx, df, needed)?,
+    });
+    cx.set_memo(key(df), v, chunks.clone(), &chunks.nodes);
+    cx.finished(df);
+    Ok(chunks)
+}
+
+/// `c` with its pending steps run as tasks of their own (for consumers that read each
+/// chunk more than once); memoized as a variant of `df`'s.
+pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>, c: &Chunks) -> Arc<Chunks> {
+    let Some(pre) = &c.pre else { return Arc::new(c.clone()) };
+    let v = variant(needed) | MATERIALIZED;
+    if let Some(m) = cx.memo::<Chunks>(key(df), v) {
+        return m;
+    }
+    let depth = cx.depth(df);
+    let nodes =
+        c.nodes.iter().map(|&n| cx.add(FrameTask::Map(pre.clone()), vec![n], Hints::new(depth, c.bytes))).collect();
+    let m = Arc::new(Chunks { nodes, pre: None, bytes: c.bytes });
+    cx.set_memo(key(df), v, m.clone(), &m.nodes);
+    m
+}
+
+/// Tiles `df` and runs whatever steps are still pending: chunk nodes holding its rows.
+pub(crate) fn tile_materialized(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled<Arc<Chunks>> {
+    let c = tile(cx, df, needed)?;
+    Ok(materialize(cx, df, needed, &c))
+}
+
+fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled<Chunks> {
+    let wanted = |name: &String| needed.is_none_or(|n| n.contains(name));
+    let depth = cx.depth(df);
+    Ok(match &df.node.op {
+        Op::Tensors(cols) => {
+            let cols: Vec<_> = cols.iter().filter(|(n, _)| wanted(n)).cloned().collect();
+            tensor_columns(cx, &cols, None, depth)?
+        }
+        Op::Local(frames) => {
+            let names: Vec<String> = df.columns().into_iter().filter(wanted).collect();
+            let mut nodes = Vec::with_capacity(frames.len());
+            let mut bytes = 0;
+            for f in frames {
+                let mut part = f.select(names.iter().map(|n| n.as_str())).map_err(FrameError::from)?;
+                let chunk = FrameChunk::encode(&mut part).map_err(FrameError::from)?;
+                bytes = bytes.max(chunk.ipc.len() as u64);
+                let r = ares::put(chunk).map_err(runtime)?;
+                nodes.push(cx.ready(Obj::new(r), chunk_bytes_hint(&part)));
+            }
+            Chunks { nodes, pre: None, bytes }
+        }
+        Op::ReadCsv(src) => read_csv(cx, src, needed, None, depth),
+        Op::ReadParquet(src) => read_parquet(cx, src, &df.columns(), needed, None, depth),
+        Op::Map { input, spec } => {
+            let all = df.columns();
+            let inner = spec.needed(needed.unwrap_or(&all));
+            let fused_source = input.node.computed.get(cx.session()).is_none();
+            match &input.node.op {
+                // Read and mapped in one task: the filter runs in the reader.
+                Op::ReadCsv(src) if fused_source => read_csv(cx, src, Some(&inner), Some(spec.clone()), depth),
+                Op::ReadParquet(src) if fused_source => {
+                    read_parquet(cx, src, &input.columns(), Some(&inner), Some(spec.clone()), depth)
+                }
+                // Made and mapped in one task.
+                Op::Tensors(cols) if fused_source => {
+                    let cols: Vec<_> = cols.iter().filter(|(n, _)| inner.contains(n)).cloned().collect();
+                    tensor_columns(cx, &cols, Some(spec.clone()), depth)?
+                }
+                _ => {
+                    let c = tile(cx, input, Some(&inner))?;
+                    let c = materialize(cx, input, Some(&inner), &c);
+                    Chunks { nodes: c.nodes.clone(), pre: Some(spec.clone()), bytes: c.bytes }
+                }
+            }
+        }
+        Op::Concat(parts) => {
+            let mut nodes = Vec::new();
+            let mut bytes = 0;
+            let mut pending = false;
+            for part in parts {
+                match tile_materialized(cx, part, needed) {
+                    Ok(c) => {
+                        nodes.extend(c.nodes.iter().copied());
+                        bytes = bytes.max(c.bytes);
+                    }
+                    Err(Tiling::Pending) => pending = true,
+                    Err(e) => return Err(e),
+                }
+            }
+            if pending {
+                return Err(Tiling::Pending);
+            }
+            Chunks { nodes, pre: None, bytes }
+        }
+        Op::GroupBy { input, spec, method } => group::group_by(cx, df, input, spec, *method, depth)?,
+        Op::Top { input, spec } => group::top(cx, input, spec, depth)?,
+        Op::Unique { input, subset, method } => group::unique(cx, df, input, subset, *method, depth)?,
+        Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, depth)?,
+        Op::Sort { input, spec } => order::sort(cx, df, input, spec, depth)?,
+        Op::Describe { input, columns, percentiles } => order::describe(cx, df, input, columns, percentiles)?,
+    })
+}
+
+/// About the bytes a chunk of `df`'s shape takes.
+fn chunk_bytes_hint(df: &polars::prelude::DataFrame) -> u64 {
+    df.estimated_size() as u64
+}
+
+/// Frame chunks made of 1-d tensors' chunks, `post` applied in the same tasks. Columns
+/// made only of creation and element-wise operations (random numbers, ranges, arithmetic
+/// on them) are computed inside the frame's own chunk tasks: their chunks are never
+/// stored, then read and copied.
+fn tensor_columns(
+    cx: &mut Cx<'_>,
+    cols: &[(String, ares_tensor::Tensor)],
+    post: Option<MapSpec>,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let names: Vec<String> = cols.iter().map(|(n, _)| n.clone()).collect();
+    let rows = cols.first().map_or(0, |(_, t)| t.chunks()[0].iter().copied().max().unwrap_or(0));
+    let bytes = rows * 8 * cols.len() as u64;
+    let mut programs = Vec::with_capacity(cols.len());
+    for (_, t) in cols {
+        match tensor(ares_tensor::chunk_programs(cx, t))? {
+            Some(p) => programs.push(p),
+            None => break,
+        }
+    }
+    if programs.len() == cols.len() && !cols.is_empty() {
+        let nodes = (0..programs[0].len())
+            .map(|i| {
+                let task = FrameTask::FromPrograms(
+                    names.clone(),
+                    programs.iter().map(|p| p[i].clone()).collect(),
+                    post.clone(),
+                );
+                cx.add(task, Vec::new(), Hints::new(depth, bytes))
+            })
+            .collect();
+        return Ok(Chunks { nodes, pre: None, bytes });
+    }
+    let mut per_col = Vec::with_capacity(cols.len());
+    let mut pending = false;
+    for (_, t) in cols {
+        match tensor(ares_tensor::tile_chunks(cx, t)) {
+            Ok(n) => per_col.push(n),
+            Err(Tiling::Pending) => pending = true,
+            Err(e) => return Err(e),
+        }
+    }
+    if pending {
+        return Err(Tiling::Pending);
+    }
+    let n = per_col.first().map_or(0, Vec::len);
+    let nodes = (0..n)
+        .map(|i| {
+            let inputs = per_col.iter().map(|c| c[i]).collect();
+            cx.add(FrameTask::FromTensors(names.clone(), post.clone()), inputs, Hints::new(depth, bytes))
+        })
+        .collect();
+    Ok(Chunks { nodes, pre: None, bytes })
+}
+
+/// A CSV file's ranges, one task each: only the `needed` columns parsed (all when
+/// `None`), and `pre` applied to the rows in the same task.
+fn read_csv(cx: &mut Cx<'_>, src: &CsvSource, needed: Option<&[String]>, pre: Option<MapSpec>, depth: u32) -> Chunks {
+    let projection: Vec<u32> = (0..src.schema.len() as u32)
+        .filter(|&i| needed.is_none_or(|n| n.contains(&src.schema[i as usize].0)))
+        .collect();
+    let bytes = src.ranges.iter().map(|&(s, e)| e - s).max().unwrap_or(0);
+    let nodes = src
+        .ranges
+        .iter()
+        .map(|&range| {
+            let t = CsvTask {
+                path: src.path.clone(),
+                range,
+                separator: src.separator,
+                schema: src.schema.clone(),
+                projection: projection.clone(),
+            };
+            cx.add(FrameTask::CsvRead(t, pre.clone()), Vec::new(), Hints::new(depth, range.1 - range.0))
+        })
+        .collect();
+    Chunks { nodes, pre: None, bytes }
+}
+
+/// A Parquet file's row groups, one task each: only the `needed` columns of `all` read
+/// (every one when `None`), and `pre` applied to the rows in the same task.
+fn read_parquet(
+    cx: &mut Cx<'_>,
+    src: &ParquetSource,
+    all: &[String],
+    needed: Option<&[String]>,
+    pre: Option<MapSpec>,
+    depth: u32,
+) -> Chunks {
+    let columns: Vec<String> = all.iter().filter(|c| needed.is_none_or(|n| n.contains(c))).cloned().collect();
+    let per_row = 8 * columns.len().max(1) as u64;
+    let bytes = src.groups.iter().map(|&(_, n)| n * per_row).max().unwrap_or(0);
+    let nodes = src
+        .groups
+        .iter()
+        .map(|&rows| {
+            let t = ParquetTask { path: src.path.clone(), rows, columns: columns.clone() };
+            cx.add(FrameTask::ParquetRead(t, pre.clone()), Vec::new(), Hints::new(depth, rows.1 * per_row))
+        })
+        .collect();
+    Chunks { nodes, pre: None, bytes }
+}
+
+/// The result of a finished task `i`, which tiling held while it waited.
+pub(crate) fn take_value<T: ares::Value + 'static>(cx: &mut Cx<'_>, i: usize) -> Tiled<Option<T>> {
+    match cx.value::<FrameError>(i) {
+        Ok(obj) => {
+            let v = ares::get(&obj.get::<T>()).map_err(runtime)?;
+            cx.graph_mut().release(i);
+            Ok(Some(v))
+        }
+        Err(Tiling::Pending) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Adds a task tiling waits for: held until [`take_value`] reads it.
+pub(crate) fn probe(cx: &mut Cx<'_>, task: FrameTask, inputs: Vec<usize>, depth: u32) -> usize {
+    let p = cx.add(task, inputs, Hints::new(depth, 64));
+    cx.graph_mut().hold(p);
+    p
+}
+
+impl ares_tileable::Node for DataFrame {
+    fn key(&self) -> usize {
+        key(self)
+    }
+
+    fn for_each_operand(&self, f: &mut dyn FnMut(&dyn ares_tileable::Node)) {
+        match &self.node.op {
+            Op::Tensors(cols) => cols.iter().for_each(|(_, t)| f(t)),
+            Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => {}
+            Op::GroupBy { input, .. }
+            | Op::Sort { input, .. }
+            | Op::Map { input, .. }
+            | Op::Top { input, .. }
+            | Op::Unique { input, .. }
+            | Op::Describe { input, .. } => f(input),
+            Op::Join { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            Op::Concat(parts) => parts.iter().for_each(|p| f(p)),
+        }
+    }
+
+    fn computed(&self, session: &ares_tileable::Session) -> bool {
+        self.node.computed.get(session).is_some()
+    }
+}
