@@ -3,11 +3,17 @@
 //! `groupby("k1")[["f1","f2"]].sum()`, `groupby(["k1","k2"])[["f1","f2"]].sum()` and
 //! `sort_values("f1")`, each timed as its own phase, as the peer script does. Every phase
 //! checks its result; one JSON line per repeat, then the median line.
+//!
+//! After W4's phases (not in its time), the chain `filter(f1 > 0.5) → assign(g = f1 +
+//! f2) → groupby(k1)[g].sum() → sort_values(g)` runs as one graph: the line `W4_chain`
+//! gives its time, the store's peak use above what it held before, and the sizes of its
+//! intermediates, each executed on its own afterwards (what running the operators one
+//! by one would have held).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ares_dataframe::{DataFrame, Session, polars::prelude::DataType};
+use ares_dataframe::{DataFrame, Session, col, polars::prelude::DataType};
 use ares_tensor::random;
 use serde_json::json;
 
@@ -50,6 +56,69 @@ fn check_sorted(s: &Session, sorted: &DataFrame, rows: u64) -> Result<()> {
     Ok(())
 }
 
+/// The store's peak use while `f` runs, sampled every millisecond.
+fn store_peak<T>(f: impl FnOnce() -> T) -> Result<(T, u64)> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(ares::node_stats()?.store_used));
+    let sampler = {
+        let (stop, peak) = (stop.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(s) = ares::node_stats() {
+                    peak.fetch_max(s.store_used, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    Ok((out, peak.load(Ordering::Relaxed)))
+}
+
+/// The chain on W4's frame as one graph: its time, the store's peak above its start,
+/// and its intermediates' sizes (each executed alone afterwards). Checks the result.
+fn chain(s: &Session, df: &DataFrame) -> Result<serde_json::Value> {
+    let filtered = df.filter(col("f1").gt(0.5))?;
+    let assigned = filtered.assign(&[("g", col("f1") + col("f2"))])?;
+    let grouped = assigned.group_by(&["k1"])?.select(&["g"])?.sum()?;
+    let sorted = grouped.sort_values(&["g"], &[false])?;
+    let before = ares::node_stats()?.store_used;
+    let t = Instant::now();
+    let (r, peak) = store_peak(|| s.execute(&sorted))?;
+    r?;
+    let chain_s = t.elapsed().as_secs_f64();
+    let out = s.fetch(&sorted)?;
+    anyhow::ensure!(out.height() == 1000, "the chain gave {} groups", out.height());
+    let g = out.column("g")?.as_materialized_series().f64()?.clone();
+    let v: Vec<f64> = g.into_no_null_iter().collect();
+    anyhow::ensure!(v.windows(2).all(|w| w[0] >= w[1]), "the chain's groups are not in descending order");
+    drop(out);
+    drop(sorted);
+    // Each intermediate on its own, as a run per operator would have held it.
+    let mut sizes = Vec::new();
+    // Held bytes: in the pool or spilled.
+    let held = || -> Result<u64> {
+        let st = ares::node_stats()?;
+        Ok(st.store_used + st.store_spilled_bytes)
+    };
+    for (name, f) in [("filter", &filtered), ("assign", &assigned), ("groupby", &grouped)] {
+        let at = held()?;
+        s.execute(f)?;
+        sizes.push((name, held()?.saturating_sub(at)));
+    }
+    let total: u64 = sizes.iter().map(|(_, b)| b).sum();
+    let peak_above = peak.saturating_sub(before);
+    anyhow::ensure!(peak_above < total, "the chain's peak ({peak_above} B) is not below its intermediates ({total} B)");
+    Ok(json!({"bench": "W4_chain", "engine": "ares", "value": chain_s, "unit": "s",
+              "store_peak_above_start_MB": peak_above as f64 / 1e6,
+              "intermediates_MB": sizes.iter().map(|(n, b)| json!({"op": n, "MB": *b as f64 / 1e6})).collect::<Vec<_>>(),
+              "intermediates_total_MB": total as f64 / 1e6}))
+}
+
 /// One W4 run: phase times (s) and what was checked.
 fn once(s: &Session, z: &Sizes) -> Result<(serde_json::Value, serde_json::Value)> {
     let cs = (z.rows / z.parts) as usize;
@@ -86,7 +155,9 @@ fn once(s: &Session, z: &Sizes) -> Result<(serde_json::Value, serde_json::Value)
     anyhow::ensure!((a - b).abs() < 1e-6 * a, "f1 sums differ: {a} and {b}");
     anyhow::ensure!((a / z.rows as f64 - 0.5).abs() < 1e-3, "mean of f1 is {}", a / z.rows as f64);
     check_sorted(s, &sorted, z.rows)?;
+    drop((g1, g2, sorted));
     let total = gen_s + g1_s + g2_s + sort_s;
+    println!("{}", chain(s, &df)?);
     Ok((
         json!({"gen": gen_s, "groupby_k1": g1_s, "groupby_k1k2": g2_s, "sort": sort_s, "total": total}),
         json!({"groups_k1": r1.height(), "groups_k1k2": r2.height(), "sorted_rows": z.rows}),

@@ -130,21 +130,12 @@ pub(crate) fn missing(s: &Series) -> PolarsResult<BooleanChunked> {
 }
 
 fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsResult<Series> {
-    if op.is_arithmetic() {
+    if op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum) {
         let Some(to) = arithmetic_dtype(op, a.dtype(), a_lit, b.dtype(), b_lit) else {
-            polars_bail!(ComputeError: "cannot compute {} {op:?} {}", a.dtype(), b.dtype())
+            polars_bail!(ComputeError: "cannot compute {} {} {}", a.dtype(), op.symbol(), b.dtype())
         };
-        let (a, b) = (a.cast(&to)?, b.cast(&to)?);
-        use crate::numeric::{Op, binary as numpy};
-        return match op {
-            BinOp::Add => &a + &b,
-            BinOp::Sub => &a - &b,
-            BinOp::Mul => &a * &b,
-            BinOp::FloorDiv => numpy(Op::FloorDiv, &a, &b, &to),
-            BinOp::Mod => numpy(Op::Mod, &a, &b, &to),
-            BinOp::Pow => numpy(Op::Pow, &a, &b, &to),
-            _ => &a / &b,
-        };
+        // The engine's kernels, as a tensor computes them.
+        return crate::numeric::binary(op, &a.cast(&to)?, &b.cast(&to)?);
     }
     if op.is_comparison() {
         let (a, b) = comparable(a, b)?;
@@ -176,8 +167,8 @@ fn comparable(a: Series, b: Series) -> PolarsResult<(Series, Series)> {
 fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
     let name = s.name().clone();
     Ok(match op {
-        // Times -1 (not 0 - x) keeps the sign of zero, as numpy's negative does.
-        UnOp::Neg => (&s * &Series::new(PlSmallStr::EMPTY, [-1i64]).cast(s.dtype())?)?,
+        // numpy's negative (the sign of zero kept, integers wrapping).
+        UnOp::Neg => crate::numeric::unary(ares_tileable::scalar::UnOp::Neg, &s)?,
         UnOp::Not => (!s.bool()?).into_series(),
         UnOp::IsNa => missing(&s)?.into_series(),
         UnOp::NotNa => (!&missing(&s)?).into_series(),

@@ -123,70 +123,10 @@ impl Dtype {
     }
 }
 
-/// An operator between two values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-pub enum BinOp {
-    /// `+`
-    Add,
-    /// `-`
-    Sub,
-    /// `*`
-    Mul,
-    /// `/` (true division: always float, as Python's).
-    Div,
-    /// `//` (floor division, numpy's: an integer divided by 0 is missing, see `numeric`).
-    FloorDiv,
-    /// `%` (the remainder with the divisor's sign, as Python's).
-    Mod,
-    /// `**` (an integer to a negative integer power fails, as numpy refuses it).
-    Pow,
-    /// `==`
-    Eq,
-    /// `!=`
-    Ne,
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-    /// `&` of booleans.
-    And,
-    /// `|` of booleans.
-    Or,
-}
-
-impl BinOp {
-    fn symbol(self) -> &'static str {
-        match self {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::FloorDiv => "//",
-            BinOp::Mod => "%",
-            BinOp::Pow => "**",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::And => "&",
-            BinOp::Or => "|",
-        }
-    }
-
-    pub(crate) fn is_arithmetic(self) -> bool {
-        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod | BinOp::Pow)
-    }
-
-    pub(crate) fn is_comparison(self) -> bool {
-        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
-    }
-}
+/// A binary operation: the engine's (`ares_tileable::scalar::BinOp`), which tensors
+/// compute too. `//` of integers by 0 is missing here (see `numeric`); `maximum` and
+/// `minimum` are numpy's.
+pub use ares_tileable::scalar::BinOp;
 
 /// A function of one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -395,7 +335,7 @@ impl Expr {
                         "Integers to negative integer powers are not allowed ({da} ** {e}): make the base a float first"
                     )));
                 }
-                if op.is_arithmetic() {
+                if op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum) {
                     match arithmetic_dtype(*op, &da, lit_of(a), &db, lit_of(b)) {
                         Some(d) => Ok(d),
                         None => bad(format!("cannot compute {da} {sym} {db}: arithmetic needs numeric operands")),
@@ -506,31 +446,14 @@ fn comparable(a: &DataType, b: &DataType) -> bool {
 /// The dtype of `a op b` (numpy's rules, with a Python literal taking the dtype of the
 /// column it meets when it is of the same kind), or `None` for non-numbers.
 pub(crate) fn arithmetic_dtype(op: BinOp, a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<DataType> {
-    let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
-    if !num(a) || !num(b) {
-        return None;
-    }
-    if op == BinOp::Div {
-        // float32 stays float32 against float32 or a Python literal; all else is float64.
-        let f32ish = |d: &DataType, l: bool| d == &DataType::Float32 || l;
-        let any32 = a == &DataType::Float32 || b == &DataType::Float32;
-        return Some(if any32 && f32ish(a, a_lit) && f32ish(b, b_lit) { DataType::Float32 } else { DataType::Float64 });
-    }
-    let float = a.is_float() || b.is_float();
-    Some(match (a_lit, b_lit) {
-        // A literal of the same kind takes the column's dtype.
-        (true, false) if b.is_float() || (!a.is_float() && b.is_integer()) => b.clone(),
-        (false, true) if a.is_float() || (!b.is_float() && a.is_integer()) => a.clone(),
-        _ if float => {
-            if a == &DataType::Float32 && b == &DataType::Float32 {
-                DataType::Float32
-            } else {
-                DataType::Float64
-            }
-        }
-        _ if a == &DataType::Int32 && b == &DataType::Int32 => DataType::Int32,
-        _ => DataType::Int64,
-    })
+    use ares_tileable::scalar::Operand;
+    // numpy 2's rules (NEP 50): a literal is a Python scalar, whose kind alone counts.
+    let operand = |d: &DataType, lit: bool| {
+        let c = crate::numeric::core(d)?;
+        Some(if lit { Operand::Scalar(c.kind()) } else { Operand::Array(c) })
+    };
+    let t = ares_tileable::scalar::binary(op, operand(a, a_lit)?, operand(b, b_lit)?).ok()?;
+    crate::numeric::of_core(t.out)
 }
 
 /// The dtype of `a.fillna(v)`: the column's, or float64 for an integer column filled

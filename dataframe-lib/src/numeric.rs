@@ -1,135 +1,138 @@
-//! numpy's rules for the column arithmetic pandas delegates to it: floor division,
-//! modulo and powers (`//`, `%`, `**`), `abs`, `round` and `clip`, on columns already cast
-//! to their result dtype. Missing values (null) stay missing.
+//! Column arithmetic through the engine's scalar core (`ares_tileable::scalar`): the
+//! same kernels and numpy rules a tensor chunk computes with (`+ - * / // % **`,
+//! maximum, minimum, `abs`, `round`), on the columns' Arrow buffers, and `clip`. Missing
+//! values (null) stay missing.
 //!
 //! Where pandas differs from numpy it is said here: an integer divided (`//`, `%`) by 0
 //! is missing (pandas makes the column float with `inf` or `NaN` there, a dtype that
 //! depends on the values; numpy gives 0).
 
+use ares_tileable::scalar::{self, BinOp, Num, Rhs, UnOp};
 use polars::prelude::*;
+use polars_arrow::bitmap::Bitmap;
+use polars_arrow::compute::utils::combine_validities_and;
 
-/// numpy's `divmod` of two floats (`npy_divmod`): the floor quotient and the modulo
-/// with the divisor's sign.
-fn float_divmod(a: f64, b: f64) -> (f64, f64) {
-    let mut m = a % b;
-    if b == 0.0 {
-        return (a / b, m);
-    }
-    let mut div = (a - m) / b;
-    if m != 0.0 {
-        if (b < 0.0) != (m < 0.0) {
-            m += b;
-            div -= 1.0;
-        }
-    } else {
-        m = 0f64.copysign(b);
-    }
-    let q = if div != 0.0 {
-        let f = div.floor();
-        if div - f > 0.5 { f + 1.0 } else { f }
-    } else {
-        0f64.copysign(a / b)
-    };
-    (q, m)
+/// The engine's dtype of a numeric (or boolean) polars dtype.
+pub(crate) fn core(d: &DataType) -> Option<scalar::DType> {
+    use scalar::DType as C;
+    Some(match d {
+        DataType::Boolean => C::Bool,
+        DataType::Int32 => C::I32,
+        DataType::Int64 => C::I64,
+        DataType::UInt32 => C::U32,
+        DataType::UInt64 => C::U64,
+        DataType::Float32 => C::F32,
+        DataType::Float64 => C::F64,
+        _ => return None,
+    })
 }
 
-/// Python's floor division and modulo of two integers (wrapping as numpy does);
-/// `None` for a zero divisor.
-fn int_divmod(a: i64, b: i64) -> Option<(i64, i64)> {
-    if b == 0 {
-        return None;
-    }
-    let (mut q, mut r) = (a.wrapping_div(b), a.wrapping_rem(b));
-    if r != 0 && ((r < 0) != (b < 0)) {
-        q = q.wrapping_sub(1);
-        r += b;
-    }
-    Some((q, r))
+/// The polars dtype of an engine dtype, for those frames hold.
+pub(crate) fn of_core(d: scalar::DType) -> Option<DataType> {
+    use scalar::DType as C;
+    Some(match d {
+        C::Bool => DataType::Boolean,
+        C::I32 => DataType::Int32,
+        C::I64 => DataType::Int64,
+        C::U32 => DataType::UInt32,
+        C::U64 => DataType::UInt64,
+        C::F32 => DataType::Float32,
+        C::F64 => DataType::Float64,
+        _ => return None,
+    })
 }
 
-/// An arithmetic operator of `expr` numpy computes itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
-    FloorDiv,
-    Mod,
-    Pow,
+fn failed(e: scalar::OpError) -> PolarsError {
+    polars_err!(ComputeError: "{e} (numpy's rule): make the base a float first (astype(float))")
 }
 
-/// `a op b` for two series of the same numeric dtype (`to`).
-pub(crate) fn binary(op: Op, a: &Series, b: &Series, to: &DataType) -> PolarsResult<Series> {
+/// `a op b` for an arithmetic operation, `maximum` or `minimum`, both columns already
+/// of the dtype it computes in.
+pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> {
     let name = a.name().clone();
-    Ok(match to {
-        DataType::Float64 | DataType::Float32 => {
-            let (x, y) = (a.cast(&DataType::Float64)?, b.cast(&DataType::Float64)?);
-            let out: Float64Chunked = x
-                .f64()?
-                .iter()
-                .zip(y.f64()?.iter())
-                .map(|(x, y)| {
-                    let (x, y) = (x?, y?);
-                    Some(match op {
-                        Op::FloorDiv => float_divmod(x, y).0,
-                        Op::Mod => float_divmod(x, y).1,
-                        Op::Pow => x.powf(y),
-                    })
-                })
-                .collect();
-            // float32 columns compute in float64 and round once to float32 (numpy
-            // computes in float32; the results agree but for the last bit of some).
-            out.into_series().cast(to)?
-        }
-        DataType::Int32 | DataType::Int64 => {
-            let (x, y) = (a.cast(&DataType::Int64)?, b.cast(&DataType::Int64)?);
-            let wide = to == &DataType::Int64;
-            let mut negative_power = false;
-            let out: Int64Chunked = x
-                .i64()?
-                .iter()
-                .zip(y.i64()?.iter())
-                .map(|(x, y)| {
-                    let (x, y) = (x?, y?);
-                    match op {
-                        Op::FloorDiv => int_divmod(x, y).map(|d| d.0),
-                        Op::Mod => int_divmod(x, y).map(|d| d.1),
-                        Op::Pow if y < 0 => {
-                            negative_power = true;
-                            None
-                        }
-                        // Wrapping in the column's width, as numpy's integers do.
-                        Op::Pow if wide => Some(x.wrapping_pow(y.min(u32::MAX as i64) as u32)),
-                        Op::Pow => Some((x as i32).wrapping_pow(y.min(u32::MAX as i64) as u32) as i64),
-                    }
-                })
-                .collect();
-            polars_ensure!(!negative_power, ComputeError: "Integers to negative integer powers are not allowed (numpy's rule): make the base a float first (astype(float))");
-            if wide {
-                out.into_series()
-            } else {
-                // Wrapping in 32 bits (int32's MIN // -1 is MIN), as numpy's int32 does.
-                out.iter().map(|v| v.map(|x| x as i32)).collect::<Int32Chunked>().into_series()
+    macro_rules! typed {
+        ($get:ident, $t:ty, $native:ty) => {{
+            let (x, y) = (a.$get()?.rechunk(), b.$get()?.rechunk());
+            let (x, y) = (x.downcast_as_array(), y.downcast_as_array());
+            let mut validity = combine_validities_and(x.validity(), y.validity());
+            let valid = |i: usize| validity.as_ref().is_none_or(|v| v.get_bit(i));
+            let mut ys: std::borrow::Cow<'_, [$native]> = y.values().as_slice().into();
+            if op == BinOp::Pow && validity.is_some() {
+                // A missing exponent is no negative one.
+                ys = ys.iter().enumerate().map(|(i, &v)| if valid(i) { v } else { 0 as $native }).collect();
             }
+            if <$native as Num>::DTYPE.is_integer() && matches!(op, BinOp::FloorDiv | BinOp::Mod) {
+                // An integer divided by 0 is missing (pandas), not numpy's 0.
+                if ys.iter().any(|&v| v == 0 as $native) {
+                    let keep: Bitmap = ys.iter().map(|&v| v != 0 as $native).collect();
+                    validity = combine_validities_and(validity.as_ref(), Some(&keep));
+                }
+            }
+            let out = scalar::arith(op, x.values().as_slice().to_vec(), Rhs::Slice(&ys)).map_err(failed)?;
+            ChunkedArray::<$t>::from_vec_validity(name.clone(), out, validity).into_series()
+        }};
+    }
+    Ok(match a.dtype() {
+        DataType::Int32 => typed!(i32, Int32Type, i32),
+        DataType::Int64 => typed!(i64, Int64Type, i64),
+        DataType::UInt32 => typed!(u32, UInt32Type, u32),
+        DataType::UInt64 => typed!(u64, UInt64Type, u64),
+        DataType::Float32 => typed!(f32, Float32Type, f32),
+        DataType::Float64 => typed!(f64, Float64Type, f64),
+        DataType::Boolean => {
+            let (x, y) = (a.bool()?, b.bool()?);
+            let xs: Vec<bool> = x.iter().map(|v| v.unwrap_or(false)).collect();
+            let ys: Vec<bool> = y.iter().map(|v| v.unwrap_or(false)).collect();
+            let out = scalar::arith(op, xs, Rhs::Slice(&ys)).map_err(failed)?;
+            let missing: Vec<bool> = x.iter().zip(y.iter()).map(|(p, q)| p.is_none() || q.is_none()).collect();
+            out.into_iter().zip(missing).map(|(v, m)| (!m).then_some(v)).collect::<BooleanChunked>().into_series()
         }
-        other => polars_bail!(ComputeError: "{op:?} of {other} columns is not supported"),
+        other => polars_bail!(ComputeError: "{} of {other} columns is not supported", op.symbol()),
+    }
+    .with_name(name))
+}
+
+/// `op s` for `abs` or `round` (numpy's: half to even; integers are unchanged unless
+/// rounded to tens or above, done in float64), keeping the dtype.
+pub(crate) fn unary(op: UnOp, s: &Series) -> PolarsResult<Series> {
+    let name = s.name().clone();
+    if let UnOp::Round(d) = op {
+        if s.dtype().is_integer() {
+            if d >= 0 {
+                return Ok(s.clone());
+            }
+            let f = unary(op, &s.cast(&DataType::Float64)?)?;
+            return Ok(f.cast(s.dtype())?.with_name(name));
+        }
+    }
+    macro_rules! typed {
+        ($get:ident, $t:ty, $kernel:path) => {{
+            let x = s.$get()?.rechunk();
+            let x = x.downcast_as_array();
+            let out = $kernel(op, x.values().as_slice().to_vec());
+            ChunkedArray::<$t>::from_vec_validity(name.clone(), out, x.validity().cloned()).into_series()
+        }};
+    }
+    Ok(match s.dtype() {
+        DataType::Int32 => typed!(i32, Int32Type, scalar::unary_kernel),
+        DataType::Int64 => typed!(i64, Int64Type, scalar::unary_kernel),
+        DataType::UInt32 => typed!(u32, UInt32Type, scalar::unary_kernel),
+        DataType::UInt64 => typed!(u64, UInt64Type, scalar::unary_kernel),
+        DataType::Float32 => typed!(f32, Float32Type, scalar::float_unary),
+        DataType::Float64 => typed!(f64, Float64Type, scalar::float_unary),
+        other => polars_bail!(ComputeError: "{op:?} of a {other} column"),
     }
     .with_name(name))
 }
 
 /// `abs` (numpy's: the most negative integer stays itself).
 pub(crate) fn abs(s: &Series) -> PolarsResult<Series> {
-    map_numeric(s, f64::abs, i64::wrapping_abs)
+    unary(UnOp::Abs, s)
 }
 
-/// numpy's `round(x, decimals)`: half to even, after scaling by `10^decimals` (integers
-/// are unchanged unless `decimals` is negative).
+/// numpy's `round(x, decimals)`.
 pub(crate) fn round(s: &Series, decimals: i32) -> PolarsResult<Series> {
-    let scale = 10f64.powi(decimals.abs());
-    let float = move |x: f64| {
-        if decimals >= 0 { (x * scale).round_ties_even() / scale } else { (x / scale).round_ties_even() * scale }
-    };
-    if s.dtype().is_integer() && decimals >= 0 {
-        return Ok(s.clone());
-    }
-    map_numeric(s, float, move |x| float(x as f64) as i64)
+    unary(UnOp::Round(decimals), s)
 }
 
 /// Values below `lo` become `lo`, above `hi` become `hi` (either bound may be absent);
@@ -139,23 +142,17 @@ pub(crate) fn clip(s: &Series, lo: Option<f64>, hi: Option<f64>) -> PolarsResult
         let x = lo.map_or(x, |l| if x < l { l } else { x });
         hi.map_or(x, |h| if x > h { h } else { x })
     };
-    map_numeric(s, f, move |x| f(x as f64) as i64)
-}
-
-/// `float` over a float column or `int` over an integer one, keeping the dtype.
-fn map_numeric(s: &Series, float: impl Fn(f64) -> f64, int: impl Fn(i64) -> i64) -> PolarsResult<Series> {
     let dt = s.dtype().clone();
     let out = if dt.is_float() {
         let v = s.cast(&DataType::Float64)?;
-        v.f64()?.apply_values(&float).into_series()
+        v.f64()?.apply_values(f).into_series()
     } else if dt == DataType::Int32 {
-        // Wrapping in 32 bits, as numpy's int32 does.
-        s.i32()?.apply_values(|x| int(x as i64) as i32).into_series()
+        s.i32()?.apply_values(|x| f(x as f64) as i32).into_series()
     } else if dt.is_integer() {
         let v = s.cast(&DataType::Int64)?;
-        v.i64()?.apply_values(&int).into_series()
+        v.i64()?.apply_values(|x| f(x as f64) as i64).into_series()
     } else {
-        polars_bail!(ComputeError: "a numeric function of a {dt} column")
+        polars_bail!(ComputeError: "clip of a {dt} column")
     };
     Ok(out.cast(&dt)?.with_name(s.name().clone()))
 }
@@ -165,33 +162,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn floor_division_and_modulo_follow_python() {
-        // Python: 7 // -2 == -4, 7 % -2 == -1, -7 // 2 == -4, -7 % 2 == 1.
-        assert_eq!(int_divmod(7, -2), Some((-4, -1)));
-        assert_eq!(int_divmod(-7, 2), Some((-4, 1)));
-        assert_eq!(int_divmod(6, 3), Some((2, 0)));
-        assert_eq!(int_divmod(1, 0), None);
-        assert_eq!(int_divmod(i64::MIN, -1), Some((i64::MIN, 0)), "wraps as numpy");
-        assert_eq!(float_divmod(7.5, -2.0), (-4.0, -0.5));
-        assert_eq!(float_divmod(-7.5, 2.0), (-4.0, 0.5));
-        let (q, m) = float_divmod(1.0, 0.0);
-        assert!(q.is_infinite() && m.is_nan(), "numpy: 1.0 // 0.0 is inf, 1.0 % 0.0 is nan");
-        // np.floor_divide(0.3, 0.1) == 2.0 (0.3 is a little under 3 tenths).
-        assert_eq!(float_divmod(0.3, 0.1).0, 2.0);
+    fn integer_division_by_zero_is_missing_and_nulls_stay_missing() {
+        let a = Series::new("a".into(), [Some(7i64), Some(-7), None, Some(1)]);
+        let b = Series::new("b".into(), [Some(-2i64), Some(2), Some(3), Some(0)]);
+        let q = binary(BinOp::FloorDiv, &a, &b).unwrap();
+        assert_eq!(q.i64().unwrap().iter().collect::<Vec<_>>(), [Some(-4), Some(-4), None, None]);
+        let m = binary(BinOp::Mod, &a, &b).unwrap();
+        assert_eq!(m.i64().unwrap().iter().collect::<Vec<_>>(), [Some(-1), Some(1), None, None]);
+        let f = binary(BinOp::FloorDiv, &Series::new("f".into(), [1.0f64]), &Series::new("g".into(), [0.0f64]));
+        assert!(f.unwrap().f64().unwrap().get(0).unwrap().is_infinite(), "numpy: 1.0 // 0.0 is inf");
     }
 
     #[test]
-    fn powers_round_abs_and_clip_follow_numpy() {
+    fn powers_round_and_abs_follow_numpy() {
         let i = Series::new("i".into(), [Some(2i64), None, Some(-3)]);
-        let p = binary(Op::Pow, &i, &Series::new("".into(), [3i64, 3, 2]), &DataType::Int64).unwrap();
+        let p = binary(BinOp::Pow, &i, &Series::new("".into(), [Some(3i64), None, Some(2)])).unwrap();
         assert_eq!(p.i64().unwrap().iter().collect::<Vec<_>>(), [Some(8), None, Some(9)]);
-        let e = binary(Op::Pow, &i, &Series::new("".into(), [-1i64, 1, 1]), &DataType::Int64).unwrap_err();
+        let e = binary(BinOp::Pow, &i, &Series::new("".into(), [-1i64, 1, 1])).unwrap_err();
         assert!(e.to_string().contains("negative integer powers"), "{e}");
         let f = Series::new("f".into(), [0.5, 1.5, 2.5, -0.5, 1.234]);
         let r = round(&f, 0).unwrap();
         assert_eq!(r.f64().unwrap().into_no_null_iter().collect::<Vec<_>>(), [0.0, 2.0, 2.0, -0.0, 1.0]);
-        let r = round(&f, 2).unwrap();
-        assert_eq!(r.f64().unwrap().get(4), Some(1.23));
+        assert_eq!(round(&f, 2).unwrap().f64().unwrap().get(4), Some(1.23));
         let tens = round(&Series::new("n".into(), [15i64, 25, -35]), -1).unwrap();
         assert_eq!(tens.i64().unwrap().into_no_null_iter().collect::<Vec<_>>(), [20, 20, -40]);
         let a = abs(&Series::new("a".into(), [i32::MIN, -4])).unwrap();

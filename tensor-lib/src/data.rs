@@ -28,21 +28,16 @@ impl DType {
         matches!(self, DType::F32 | DType::F64)
     }
 
-    /// numpy's `result_type` for two arrays.
+    /// numpy's `result_type` for two arrays (the engine's rule,
+    /// [`ares_tileable::scalar::result_type`]).
     pub fn promote(a: DType, b: DType) -> DType {
-        use DType::*;
-        match (a.max(b), a.min(b)) {
-            (F32, I32 | I64) => F64,
-            (hi, _) => hi,
-        }
+        let c = ares_tileable::scalar::result_type(crate::kernel::core(a), crate::kernel::core(b));
+        crate::kernel::of_core(c).expect("tensor dtypes promote to a tensor dtype")
     }
 
     /// The type of a true division (`/`) of these operands.
     pub fn true_div(a: DType, b: DType) -> DType {
-        match DType::promote(a, b) {
-            DType::F32 => DType::F32,
-            _ => DType::F64,
-        }
+        crate::kernel::binary_dtype(ares_tileable::scalar::BinOp::Div, a, b)
     }
 
     /// Bytes per element.

@@ -17,8 +17,9 @@
 //!   their last consumer is submitted, initial tasks placed by locality after Mars
 //!   ([`Graph::assign_initial`]), cancellation between tasks, progress.
 //!
-//! It also holds what the libraries' kernels share: combine trees ([`Trees`]) and the
-//! allocator setting of chunk kernels ([`keep_freed_memory`]).
+//! It also holds what the libraries' kernels share: the scalar-expression core
+//! ([`scalar`]: dtypes, numpy's promotion and element-wise kernels), combine trees
+//! ([`Trees`]) and the allocator setting of chunk kernels ([`keep_freed_memory`]).
 //!
 //! **Must not:** know any library's kernels, value types or tiling rules: a library
 //! plugs in its tasks ([`Task`]) and its nodes ([`Node`]). It does no IO of its own
@@ -26,6 +27,7 @@
 
 mod graph;
 mod run;
+pub mod scalar;
 mod session;
 mod task;
 mod tree;

@@ -1,0 +1,183 @@
+//! Per-chunk steps: selections, renames, filters, new columns, conversions and missing
+//! values, fused into one map (see `MapSpec`).
+
+use polars::prelude::DataType;
+
+use super::{DataFrame, DropNa, MAX_FUSED_INSTRS, Op};
+use crate::error::{FrameError, Result};
+use crate::expr::{Dtype, Expr, Scalar, col, fill_dtype};
+use crate::spec::{MapSpec, MapStep};
+
+impl DataFrame {
+    /// A new map node: `self`'s map with more steps when `self` is a map node (so a chain
+    /// of per-chunk operations runs as one task), else a map of `self`.
+    fn map(&self, add: impl FnOnce(&mut MapSpec, &mut Vec<(String, DataType)>) -> Result<()>) -> Result<DataFrame> {
+        let (input, mut spec) = match &self.node.op {
+            Op::Map { input, spec } if spec.program.instrs.len() < MAX_FUSED_INSTRS => (input.clone(), spec.clone()),
+            _ => (self.clone(), MapSpec::default()),
+        };
+        let mut schema = self.node.schema.clone();
+        add(&mut spec, &mut schema)?;
+        Ok(DataFrame::new(Op::Map { input, spec }, schema))
+    }
+
+    /// Only `columns`, in this order (pandas' `df[[c1, c2]]`).
+    pub fn select(&self, columns: &[&str]) -> Result<DataFrame> {
+        let mut schema = Vec::with_capacity(columns.len());
+        for c in columns {
+            if schema.iter().any(|(n, _): &(String, DataType)| n == c) {
+                return Err(FrameError::Invalid(format!("column {c:?} is selected twice")));
+            }
+            schema.push((c.to_string(), self.dtype(c)?.clone()));
+        }
+        self.map(|spec, s| {
+            spec.steps.push(MapStep::Select(columns.iter().map(|c| c.to_string()).collect()));
+            *s = schema;
+            Ok(())
+        })
+    }
+
+    /// Without `columns` (pandas' `drop(columns=..)`).
+    pub fn drop(&self, columns: &[&str]) -> Result<DataFrame> {
+        for c in columns {
+            self.dtype(c)?;
+        }
+        let keep: Vec<String> = self.columns().into_iter().filter(|c| !columns.contains(&c.as_str())).collect();
+        self.select(&keep.iter().map(|c| c.as_str()).collect::<Vec<_>>())
+    }
+
+    /// Columns renamed `(from, to)` (pandas' `rename(columns={from: to})`).
+    pub fn rename(&self, pairs: &[(&str, &str)]) -> Result<DataFrame> {
+        let mut schema = self.node.schema.clone();
+        for (from, to) in pairs {
+            self.dtype(from)?;
+            if from != to && schema.iter().any(|(n, _)| n == to) {
+                return Err(FrameError::Invalid(format!(
+                    "cannot rename {from:?} to {to:?}: the frame has a column {to:?}"
+                )));
+            }
+            if let Some(e) = schema.iter_mut().find(|(n, _)| n == from) {
+                e.0 = to.to_string();
+            }
+        }
+        self.map(|spec, s| {
+            spec.steps.push(MapStep::Rename(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()));
+            *s = schema;
+            Ok(())
+        })
+    }
+
+    /// The rows where `mask` is true (pandas' `df[mask]`); a missing value counts as false.
+    pub fn filter(&self, mask: Expr) -> Result<DataFrame> {
+        let dt = mask.dtype(&self.node.schema)?;
+        if dt != DataType::Boolean {
+            return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
+        }
+        self.map(|spec, _| {
+            let at = spec.program.push(&mask);
+            spec.steps.push(MapStep::Filter(at));
+            Ok(())
+        })
+    }
+
+    /// Columns set to expressions, in order (pandas' `assign(name=expr)`): an existing
+    /// column is replaced where it stands, a new one is appended; each expression sees
+    /// the columns the ones before it set.
+    pub fn assign(&self, columns: &[(&str, Expr)]) -> Result<DataFrame> {
+        self.map(|spec, schema| {
+            for (name, e) in columns {
+                let dt = e.dtype(schema)?;
+                let at = spec.program.push(e);
+                spec.steps.push(MapStep::Assign(name.to_string(), at));
+                match schema.iter_mut().find(|(n, _)| n == name) {
+                    Some(entry) => entry.1 = dt,
+                    None => schema.push((name.to_string(), dt)),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Columns converted to dtypes (pandas' `astype({column: dtype})`).
+    pub fn astype(&self, types: &[(&str, Dtype)]) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = types.iter().map(|(c, d)| (*c, col(c).cast(*d))).collect();
+        self.assign(&cols)
+    }
+
+    /// Missing values replaced by `value` in every column of a matching kind (numbers
+    /// for a number, strings for a string, booleans for a boolean): pandas would make
+    /// the other columns `object`; they are left as they are here.
+    pub fn fillna(&self, value: impl Into<Scalar>) -> Result<DataFrame> {
+        self.fillna_in(value, &self.column_names())
+    }
+
+    /// [`fillna`](Self::fillna) over `columns` only; the others (index labels, say) are
+    /// kept as they are.
+    pub fn fillna_in(&self, value: impl Into<Scalar>, columns: &[&str]) -> Result<DataFrame> {
+        let v = value.into();
+        let mut cols: Vec<(&str, Expr)> = Vec::new();
+        for &c in columns {
+            if fill_dtype(self.dtype(c)?, &v).is_some() {
+                cols.push((c, col(c).fill_na(v.clone())));
+            }
+        }
+        self.assign(&cols)
+    }
+
+    /// Missing values replaced per column (pandas' `fillna({column: value})`).
+    pub fn fillna_columns(&self, values: &[(&str, Scalar)]) -> Result<DataFrame> {
+        let cols: Vec<(&str, Expr)> = values.iter().map(|(c, v)| (*c, col(c).fill_na(v.clone()))).collect();
+        self.assign(&cols)
+    }
+
+    /// Rows with missing values in `subset` (every column when empty) dropped.
+    pub fn dropna(&self, subset: &[&str], how: DropNa) -> Result<DataFrame> {
+        let all = self.columns();
+        let cols: Vec<&str> =
+            if subset.is_empty() { all.iter().map(|c| c.as_str()).collect() } else { subset.to_vec() };
+        let mut keep: Option<Expr> = None;
+        for c in cols {
+            self.dtype(c)?;
+            let present = col(c).not_na();
+            keep = Some(match (keep, how) {
+                (None, _) => present,
+                (Some(k), DropNa::Any) => k & present,
+                (Some(k), DropNa::All) => k | present,
+            });
+        }
+        match keep {
+            Some(k) => self.filter(k),
+            None => Ok(self.clone()),
+        }
+    }
+
+    /// Whether each value is missing (null, or NaN), column by column.
+    pub fn isna(&self) -> Result<DataFrame> {
+        self.isna_in(&self.column_names())
+    }
+
+    /// Whether each value is present.
+    pub fn notna(&self) -> Result<DataFrame> {
+        self.notna_in(&self.column_names())
+    }
+
+    /// [`isna`](Self::isna) of `columns`; the others (index labels, say) are kept as they
+    /// are.
+    pub fn isna_in(&self, columns: &[&str]) -> Result<DataFrame> {
+        self.each_in(columns, Expr::is_na)
+    }
+
+    /// [`notna`](Self::notna) of `columns`; the others are kept as they are.
+    pub fn notna_in(&self, columns: &[&str]) -> Result<DataFrame> {
+        self.each_in(columns, Expr::not_na)
+    }
+
+    fn each_in(&self, columns: &[&str], f: impl Fn(Expr) -> Expr) -> Result<DataFrame> {
+        let mut cols: Vec<(&str, Expr)> = Vec::with_capacity(columns.len());
+        for &c in columns {
+            self.dtype(c)?;
+            cols.push((c, f(col(c))));
+        }
+        self.assign(&cols)
+    }
+}

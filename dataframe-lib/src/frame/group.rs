@@ -1,0 +1,306 @@
+//! Group-bys and whole-frame reductions, `nunique` and `describe`.
+
+use polars::prelude::DataType;
+
+use super::{DataFrame, Op};
+use crate::error::{FrameError, Result};
+use crate::spec::{Agg, GroupSpec, How, Method};
+
+impl DataFrame {
+    /// Groups rows by `keys` (pandas' `df.groupby(keys)`).
+    pub fn group_by(&self, keys: &[&str]) -> Result<GroupBy> {
+        if keys.is_empty() {
+            return Err(FrameError::Invalid("groupby needs at least one key column".into()));
+        }
+        for k in keys {
+            self.dtype(k)?;
+        }
+        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        let selected = self.columns().into_iter().filter(|c| !keys.contains(c)).collect();
+        Ok(GroupBy { frame: self.clone(), keys, selected, method: Method::Auto })
+    }
+
+    /// Named whole-frame aggregations (pandas' `agg({column: func})`): a frame of one row.
+    pub fn agg(&self, aggs: &[(&str, Agg)]) -> Result<DataFrame> {
+        GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Tree }.agg(aggs)
+    }
+
+    /// `agg` applied to every column (only the numeric ones when `numeric_only`), each
+    /// result named as its column: pandas' `df.sum()` and the like, as a frame of one row
+    /// rather than a Series indexed by column name.
+    pub fn reduce(&self, agg: Agg, numeric_only: bool) -> Result<DataFrame> {
+        let cols: Vec<(&str, Agg)> = self
+            .node
+            .schema
+            .iter()
+            .filter(|(_, d)| !numeric_only || d.is_primitive_numeric() || d == &DataType::Boolean)
+            .map(|(n, _)| (n.as_str(), agg))
+            .collect();
+        self.agg(&cols)
+    }
+
+    /// `sum` of every column.
+    pub fn sum(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Sum, false)
+    }
+
+    /// `mean` of every column.
+    pub fn mean(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Mean, false)
+    }
+
+    /// `count` of every column's present values.
+    pub fn count(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Count, false)
+    }
+
+    /// `min` of every column.
+    pub fn min(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Min, false)
+    }
+
+    /// `max` of every column.
+    pub fn max(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Max, false)
+    }
+
+    /// `std` (ddof=1) of every column.
+    pub fn std(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Std, false)
+    }
+
+    /// `var` (ddof=1) of every column.
+    pub fn var(&self) -> Result<DataFrame> {
+        self.reduce(Agg::Var, false)
+    }
+
+    /// Distinct present values of every column (pandas' `nunique`): a frame of one row.
+    /// Each column's count is its own duplicate removal and count; the one-row results
+    /// are put side by side through a merge on a constant key.
+    pub fn nunique(&self) -> Result<DataFrame> {
+        const KEY: &str = "__ares_one";
+        let mut out: Option<DataFrame> = None;
+        for c in self.columns() {
+            let one = self
+                .select(&[&c])?
+                .drop_duplicates(&[&c])?
+                .agg(&[(&c, Agg::Count)])?
+                .assign(&[(KEY, crate::expr::lit(0i64))])?;
+            out = Some(match out {
+                None => one,
+                Some(acc) => acc.merge(&one, &[KEY], How::Inner)?,
+            });
+        }
+        match out {
+            Some(f) => f.drop(&[KEY]),
+            None => Err(FrameError::Invalid("nunique of a frame without columns".into())),
+        }
+    }
+
+    /// pandas' `describe()`: count, mean, std, min, 25%, 50%, 75% and max of every
+    /// numeric column (booleans left out, as pandas does), one row each, named in a
+    /// first column `statistic` (pandas' index). Percentiles are exact, interpolated as
+    /// numpy's `percentile`; missing values are skipped.
+    pub fn describe(&self) -> Result<DataFrame> {
+        self.describe_percentiles(&[0.25, 0.5, 0.75])
+    }
+
+    /// `describe` with other percentiles (fractions in `[0, 1]`, listed in ascending
+    /// order; as in pandas 3, only those given: pandas 2 also added the median).
+    pub fn describe_percentiles(&self, percentiles: &[f64]) -> Result<DataFrame> {
+        let columns: Vec<String> =
+            self.node.schema.iter().filter(|(_, d)| d.is_primitive_numeric()).map(|(n, _)| n.clone()).collect();
+        if columns.is_empty() {
+            return Err(FrameError::DType(
+                "describe summarises numeric columns and the frame has none (strings and booleans are not described)"
+                    .into(),
+            ));
+        }
+        if columns.iter().any(|c| c == "statistic") {
+            return Err(FrameError::Invalid(
+                "describe names its rows in a first column \"statistic\", and the frame has a column of that name: \
+                 rename it first"
+                    .into(),
+            ));
+        }
+        if let Some(q) = percentiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+            return Err(FrameError::Invalid(format!("percentiles must lie between 0 and 1, got {q}")));
+        }
+        let mut qs = percentiles.to_vec();
+        qs.sort_by(f64::total_cmp);
+        if qs.windows(2).any(|w| w[0] == w[1]) {
+            return Err(FrameError::Invalid("percentiles cannot contain duplicates".into()));
+        }
+        let mut schema = vec![("statistic".to_string(), DataType::String)];
+        schema.extend(columns.iter().map(|c| (c.clone(), DataType::Float64)));
+        Ok(DataFrame::new(Op::Describe { input: self.clone(), columns, percentiles: qs }, schema))
+    }
+}
+
+/// A frame grouped by key columns, and the columns to aggregate.
+#[derive(Clone, Debug)]
+pub struct GroupBy {
+    frame: DataFrame,
+    keys: Vec<String>,
+    selected: Vec<String>,
+    method: Method,
+}
+
+impl GroupBy {
+    /// Aggregates only `columns` (pandas' `df.groupby(k)[[c1, c2]]`).
+    pub fn select(mut self, columns: &[&str]) -> Result<GroupBy> {
+        for c in columns {
+            self.frame.dtype(c)?;
+        }
+        self.selected = columns.iter().map(|c| c.to_string()).collect();
+        Ok(self)
+    }
+
+    /// Combines partials in a tree or by a shuffle (default: chosen from the first
+    /// chunk's number of groups).
+    pub fn method(mut self, m: Method) -> GroupBy {
+        self.method = m;
+        self
+    }
+
+    /// Each selected column aggregated by `agg`, named as the column.
+    pub fn aggregate(&self, agg: Agg) -> Result<DataFrame> {
+        let aggs: Vec<(String, Agg)> = self.selected.iter().map(|c| (c.clone(), agg)).collect();
+        self.agg(&aggs.iter().map(|(c, a)| (c.as_str(), *a)).collect::<Vec<_>>())
+    }
+
+    /// `sum` of each selected column.
+    pub fn sum(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Sum)
+    }
+
+    /// `mean` of each selected column.
+    pub fn mean(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Mean)
+    }
+
+    /// `count` of each selected column's non-missing values.
+    pub fn count(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Count)
+    }
+
+    /// `min` of each selected column.
+    pub fn min(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Min)
+    }
+
+    /// `max` of each selected column.
+    pub fn max(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Max)
+    }
+
+    /// `std` (ddof=1) of each selected column.
+    pub fn std(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Std)
+    }
+
+    /// `var` (ddof=1) of each selected column.
+    pub fn var(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Var)
+    }
+
+    /// `first` present value of each selected column.
+    pub fn first(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::First)
+    }
+
+    /// `last` present value of each selected column.
+    pub fn last(&self) -> Result<DataFrame> {
+        self.aggregate(Agg::Last)
+    }
+
+    /// Rows per group, in a column named `size` (pandas' `groupby(..).size()`).
+    pub fn size(&self) -> Result<DataFrame> {
+        self.agg_named(&[(&self.keys[0], Agg::Size, "size")])
+    }
+
+    /// Distinct present values of each selected column per group (pandas'
+    /// `groupby(..).nunique()`), named as the column.
+    pub fn nunique(&self) -> Result<DataFrame> {
+        let named: Vec<(&str, &str)> = self.selected.iter().map(|c| (c.as_str(), c.as_str())).collect();
+        self.nunique_named(&named)
+    }
+
+    /// `nunique` of `(column, output name)` pairs: per column, the rows without
+    /// duplicates of (keys, column) counted per group; several columns' results merged on
+    /// the keys, and sorted by them as every group-by result is.
+    pub fn nunique_named(&self, columns: &[(&str, &str)]) -> Result<DataFrame> {
+        if columns.is_empty() {
+            return Err(FrameError::Invalid("nunique: no column to count".into()));
+        }
+        let keys: Vec<&str> = self.keys.iter().map(|k| k.as_str()).collect();
+        let mut out: Option<DataFrame> = None;
+        for (c, name) in columns {
+            let mut cols = keys.clone();
+            cols.push(c);
+            let distinct = self.frame.select(&cols)?.drop_duplicates(&cols)?;
+            let one = distinct.group_by(&keys)?.method(self.method).agg_named(&[(c, Agg::Count, name)])?;
+            out = Some(match out {
+                None => one,
+                Some(acc) => acc.merge(&one, &keys, How::Inner)?,
+            });
+        }
+        let out = out.expect("at least one column");
+        if columns.len() > 1 { out.sort_values(&keys, &[true]) } else { Ok(out) }
+    }
+
+    /// Named aggregations (pandas' `agg({column: func})`): one output column per pair,
+    /// named as the column when it is aggregated once, else `column_func`.
+    pub fn agg(&self, aggs: &[(&str, Agg)]) -> Result<DataFrame> {
+        let named: Vec<(&str, Agg, String)> = aggs
+            .iter()
+            .map(|(c, a)| {
+                let once = aggs.iter().filter(|(x, _)| x == c).count() == 1;
+                (*c, *a, if once { c.to_string() } else { format!("{c}_{}", a.name()) })
+            })
+            .collect();
+        self.agg_named(&named.iter().map(|(c, a, n)| (*c, *a, n.as_str())).collect::<Vec<_>>())
+    }
+
+    /// Aggregations with the output column's name (pandas' named aggregation,
+    /// `agg(out=(column, func))`).
+    pub fn agg_named(&self, aggs: &[(&str, Agg, &str)]) -> Result<DataFrame> {
+        if aggs.is_empty() {
+            return Err(FrameError::Invalid("no aggregation given".into()));
+        }
+        let mut schema: Vec<(String, DataType)> = Vec::new();
+        for k in &self.keys {
+            schema.push((k.clone(), self.frame.dtype(k)?.clone()));
+        }
+        let mut names = Vec::with_capacity(aggs.len());
+        for (c, a, name) in aggs {
+            let dt = self.frame.dtype(c)?;
+            let number = dt.is_primitive_numeric() || dt == &DataType::Boolean;
+            let orderable = number || dt == &DataType::String || crate::expr::is_temporal(dt);
+            if (a.numeric() && !number) || (matches!(a, Agg::Min | Agg::Max) && !orderable) {
+                return Err(FrameError::DType(format!(
+                    "{}: column {c:?} has dtype {dt}; select the numeric columns (or reduce with numeric_only)",
+                    a.name()
+                )));
+            }
+            if schema.iter().any(|(n, _)| n == name) {
+                return Err(FrameError::Invalid(format!("two output columns would be named {name:?}")));
+            }
+            let out = match a {
+                Agg::Mean | Agg::Std | Agg::Var => DataType::Float64,
+                Agg::Count | Agg::Size => DataType::Int64,
+                Agg::Sum if dt.is_integer() || dt == &DataType::Boolean => DataType::Int64,
+                Agg::Sum => DataType::Float64,
+                _ => dt.clone(),
+            };
+            schema.push((name.to_string(), out));
+            names.push(name.to_string());
+        }
+        let spec = GroupSpec {
+            keys: self.keys.clone(),
+            aggs: aggs.iter().map(|(c, a, _)| (c.to_string(), *a)).collect(),
+            names,
+        };
+        Ok(DataFrame::new(Op::GroupBy { input: self.frame.clone(), spec, method: self.method }, schema))
+    }
+}

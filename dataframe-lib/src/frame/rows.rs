@@ -1,0 +1,214 @@
+//! Operations on rows: sorts, concatenation, first/last/top rows, duplicates, counts
+//! and merges.
+
+use polars::prelude::DataType;
+
+use super::{DataFrame, Op};
+use crate::error::{FrameError, Result};
+use crate::expr::Dtype;
+use crate::spec::{Agg, How, JoinSpec, Method, SortSpec, TopSpec};
+
+impl DataFrame {
+    /// Rows sorted by `by` (pandas' `sort_values`): `ascending` has one flag per key, or
+    /// one for all. Missing values go last, as pandas' default `na_position="last"`.
+    pub fn sort_values(&self, by: &[&str], ascending: &[bool]) -> Result<DataFrame> {
+        if by.is_empty() {
+            return Err(FrameError::Invalid("sort_values needs at least one column".into()));
+        }
+        for k in by {
+            let dt = self.dtype(k)?;
+            if !(dt.is_primitive_numeric() || dt == &DataType::Boolean || dt == &DataType::String) {
+                return Err(FrameError::DType(format!("sorting by column {k:?} of dtype {dt} is not supported yet")));
+            }
+        }
+        let descending: Vec<bool> = match ascending {
+            [] => vec![false; by.len()],
+            [a] => vec![!a; by.len()],
+            many if many.len() == by.len() => many.iter().map(|a| !a).collect(),
+            many => {
+                return Err(FrameError::Invalid(format!(
+                    "ascending has {} flags for {} sort columns: give one, or one per column",
+                    many.len(),
+                    by.len()
+                )));
+            }
+        };
+        let spec = SortSpec { by: by.iter().map(|k| k.to_string()).collect(), descending };
+        Ok(DataFrame::new(Op::Sort { input: self.clone(), spec }, self.node.schema.clone()))
+    }
+
+    /// The rows of `frames` one after the other (pandas' `concat`, `axis=0`): every frame
+    /// must have the same columns (in any order: the first frame's order is kept); a
+    /// column of several numeric dtypes takes numpy's common one (int32 with int64 is
+    /// int64, an integer with a float is float64). The result's chunks are the frames'
+    /// chunks: nothing is copied.
+    pub fn concat(frames: &[DataFrame]) -> Result<DataFrame> {
+        let Some(first) = frames.first() else {
+            return Err(FrameError::Invalid("concat needs at least one frame".into()));
+        };
+        let names = first.columns();
+        let mut schema = first.node.schema.clone();
+        for f in &frames[1..] {
+            let mut theirs = f.columns();
+            theirs.sort();
+            let mut ours = names.clone();
+            ours.sort();
+            if theirs != ours {
+                return Err(FrameError::Invalid(format!(
+                    "concat: a frame has columns {:?} where the first has {:?}; give frames with the same columns",
+                    f.columns(),
+                    names
+                )));
+            }
+            for (name, dt) in schema.iter_mut() {
+                let other = f.dtype(name)?;
+                if other == dt {
+                    continue;
+                }
+                let num = |d: &DataType| d.is_primitive_numeric();
+                *dt = match (num(dt), num(other)) {
+                    (true, true) => crate::expr::arithmetic_dtype(crate::expr::BinOp::Add, dt, false, other, false)
+                        .unwrap_or(DataType::Float64),
+                    _ => {
+                        return Err(FrameError::DType(format!(
+                            "concat: column {name:?} is {dt} in one frame and {other} in another: astype one of them"
+                        )));
+                    }
+                };
+            }
+        }
+        let order: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        let mut parts = Vec::with_capacity(frames.len());
+        for f in frames {
+            let mut part = if f.columns() == names { f.clone() } else { f.select(&order)? };
+            let casts: Vec<(&str, Dtype)> = schema
+                .iter()
+                .filter(|(n, d)| part.dtype(n).is_ok_and(|have| have != d))
+                .filter_map(|(n, d)| crate::expr::Dtype::of(d).map(|d| (n.as_str(), d)))
+                .collect();
+            if !casts.is_empty() {
+                part = part.astype(&casts)?;
+            }
+            parts.push(part);
+        }
+        Ok(DataFrame::new(Op::Concat(parts), schema))
+    }
+
+    fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {
+        let spec = TopSpec { n: n as u64, tail, order };
+        DataFrame::new(Op::Top { input: self.clone(), spec }, self.node.schema.clone())
+    }
+
+    /// The first `n` rows.
+    pub fn head(&self, n: usize) -> DataFrame {
+        self.top(n, false, None)
+    }
+
+    /// The last `n` rows.
+    pub fn tail(&self, n: usize) -> DataFrame {
+        self.top(n, true, None)
+    }
+
+    fn order(&self, by: &[&str], descending: bool) -> Result<SortSpec> {
+        if by.is_empty() {
+            return Err(FrameError::Invalid("give at least one column to order by".into()));
+        }
+        for k in by {
+            let dt = self.dtype(k)?;
+            if !(dt.is_primitive_numeric() || dt == &DataType::Boolean) {
+                return Err(FrameError::DType(format!("column {k:?} has dtype {dt}, not a number")));
+            }
+        }
+        Ok(SortSpec { by: by.iter().map(|k| k.to_string()).collect(), descending: vec![descending; by.len()] })
+    }
+
+    /// The `n` rows with the largest values of `by`, largest first; ties keep the earlier
+    /// row (pandas' `nlargest(n, by)`, `keep="first"`).
+    pub fn nlargest(&self, n: usize, by: &[&str]) -> Result<DataFrame> {
+        Ok(self.top(n, false, Some(self.order(by, true)?)))
+    }
+
+    /// The `n` rows with the smallest values of `by`, smallest first.
+    pub fn nsmallest(&self, n: usize, by: &[&str]) -> Result<DataFrame> {
+        Ok(self.top(n, false, Some(self.order(by, false)?)))
+    }
+
+    /// Rows whose `subset` values (every column when empty) appeared in an earlier row
+    /// dropped (pandas' `drop_duplicates(keep="first")`). Few distinct rows: combined in
+    /// a tree, in the frame's order; many: hash-partitioned, each partition in the
+    /// frame's order (as Mars' and Dask's shuffle methods do).
+    pub fn drop_duplicates(&self, subset: &[&str]) -> Result<DataFrame> {
+        for c in subset {
+            self.dtype(c)?;
+        }
+        let subset = if subset.is_empty() { self.columns() } else { subset.iter().map(|c| c.to_string()).collect() };
+        Ok(DataFrame::new(Op::Unique { input: self.clone(), subset, method: Method::Auto }, self.node.schema.clone()))
+    }
+
+    /// `drop_duplicates` combined by a chosen method.
+    pub fn drop_duplicates_by(&self, subset: &[&str], method: Method) -> Result<DataFrame> {
+        let d = self.drop_duplicates(subset)?;
+        let Op::Unique { input, subset, .. } = &d.node.op else { unreachable!("drop_duplicates makes a unique node") };
+        Ok(DataFrame::new(Op::Unique { input: input.clone(), subset: subset.clone(), method }, d.node.schema.clone()))
+    }
+
+    /// How often each value of `column` occurs, most frequent first (pandas'
+    /// `df[column].value_counts()`): columns `column` and `count`; missing values are not
+    /// counted. Equal counts come in no set order.
+    pub fn value_counts(&self, column: &str) -> Result<DataFrame> {
+        let counts = self.group_by(&[column])?.agg_named(&[(column, Agg::Size, "count")])?;
+        counts.sort_values(&["count"], &[false])
+    }
+
+    /// `self` merged with `right` on equal values of the `on` columns (pandas'
+    /// `merge(right, on=.., how=..)`): the keys once, then the left's other columns, then
+    /// the right's; a name on both sides becomes `name_x` and `name_y`. Missing keys match
+    /// each other, as in pandas. A side of one chunk is sent whole to every chunk of the
+    /// other (a broadcast join, in the other side's order); otherwise both sides are
+    /// hash-partitioned by key (a shuffle join, rows in no set order).
+    pub fn merge(&self, right: &DataFrame, on: &[&str], how: How) -> Result<DataFrame> {
+        if on.is_empty() {
+            return Err(FrameError::Invalid("merge needs at least one key column in `on`".into()));
+        }
+        let kind = |d: &DataType| {
+            if d.is_integer() || d == &DataType::Boolean {
+                "integer"
+            } else if d.is_float() {
+                "float"
+            } else {
+                "other"
+            }
+        };
+        let mut schema = Vec::new();
+        for k in on {
+            let (l, r) = (self.dtype(k)?, right.dtype(k)?);
+            if l != r && (kind(l) != kind(r) || kind(l) == "other") {
+                return Err(FrameError::DType(format!(
+                    "merge key {k:?} is {l} on the left and {r} on the right: astype one side to match"
+                )));
+            }
+            let d = if l == r {
+                l.clone()
+            } else if l.is_float() {
+                DataType::Float64
+            } else {
+                DataType::Int64
+            };
+            schema.push((k.to_string(), d));
+        }
+        let on: Vec<String> = on.iter().map(|k| k.to_string()).collect();
+        let both: Vec<String> =
+            self.columns().into_iter().filter(|c| !on.contains(c) && right.columns().contains(c)).collect();
+        for (side, suffix) in [(self, "_x"), (right, "_y")] {
+            for (n, d) in &side.node.schema {
+                if on.contains(n) {
+                    continue;
+                }
+                let name = if both.contains(n) { format!("{n}{suffix}") } else { n.clone() };
+                schema.push((name, d.clone()));
+            }
+        }
+        let spec = JoinSpec { on, how, both };
+        Ok(DataFrame::new(Op::Join { left: self.clone(), right: right.clone(), spec }, schema))
+    }
+}

@@ -1,0 +1,117 @@
+//! Element-wise nodes on typed buffers, through the engine's scalar core
+//! (`ares_tileable::scalar`): its kernels and numpy's dtype rules.
+
+use super::{BinOp, UnOp};
+use crate::data::{Buf, DType};
+
+pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
+    use ares_tileable::scalar::{float_unary, unary_kernel};
+    let x = match op {
+        UnOp::Sqrt | UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos => x.cast(out),
+        UnOp::Not => x.cast(DType::Bool),
+        // numpy rounds integers to tens and above in float64.
+        UnOp::Round(d) if d < 0 && !x.dtype().is_float() => {
+            return unary(op, x.cast(DType::F64), DType::F64).cast(out);
+        }
+        UnOp::Neg | UnOp::Abs | UnOp::Round(_) => x,
+    };
+    match x {
+        Buf::Bool(v) => Buf::Bool(unary_kernel(op, v)),
+        Buf::I32(v) => Buf::I32(unary_kernel(op, v)),
+        Buf::I64(v) => Buf::I64(unary_kernel(op, v)),
+        Buf::F32(v) => Buf::F32(float_unary(op, v)),
+        Buf::F64(v) => Buf::F64(float_unary(op, v)),
+    }
+}
+
+/// numpy's refusal of an integer raised to a negative integer power (it has no integer
+/// answer); the message is numpy's, with the fix.
+pub const NEGATIVE_INTEGER_POWER: &str =
+    "Integers to negative integer powers are not allowed (cast the base to float first)";
+
+/// The engine's dtype of a tensor dtype.
+pub(crate) fn core(d: DType) -> ares_tileable::scalar::DType {
+    use ares_tileable::scalar::DType as C;
+    match d {
+        DType::Bool => C::Bool,
+        DType::I32 => C::I32,
+        DType::I64 => C::I64,
+        DType::F32 => C::F32,
+        DType::F64 => C::F64,
+    }
+}
+
+/// The tensor dtype of an engine dtype, if tensors have it.
+pub(crate) fn of_core(d: ares_tileable::scalar::DType) -> Option<DType> {
+    use ares_tileable::scalar::DType as C;
+    Some(match d {
+        C::Bool => DType::Bool,
+        C::I32 => DType::I32,
+        C::I64 => DType::I64,
+        C::F32 => DType::F32,
+        C::F64 => DType::F64,
+        _ => return None,
+    })
+}
+
+/// The dtypes `a op b` computes in and returns (numpy's rules, the engine's
+/// [`ares_tileable::scalar::binary`]), if numpy accepts it and tensors have them.
+pub fn binary_types(op: BinOp, a: DType, b: DType) -> Option<(DType, DType)> {
+    use ares_tileable::scalar::Operand;
+    let t = ares_tileable::scalar::binary(op, Operand::Array(core(a)), Operand::Array(core(b))).ok()?;
+    Some((of_core(t.compute)?, of_core(t.out)?))
+}
+
+/// The dtype a binary operation computes in.
+pub fn compute_dtype(op: BinOp, a: DType, b: DType) -> DType {
+    binary_types(op, a, b).map_or_else(|| DType::promote(a, b), |t| t.0)
+}
+
+/// The dtype a binary operation returns.
+pub fn binary_dtype(op: BinOp, a: DType, b: DType) -> DType {
+    binary_types(op, a, b).map_or_else(|| DType::promote(a, b), |t| t.1)
+}
+
+/// `a op b`, both cast to the dtype it computes in; a one-element right operand (a
+/// constant) is applied as a scalar.
+pub(super) fn binary(op: BinOp, a: Buf, b: Buf) -> Result<Buf, ares_tileable::scalar::OpError> {
+    use ares_tileable::scalar::{Rhs, arith, compare, logical};
+    let t = compute_dtype(op, a.dtype(), b.dtype());
+    let (a, b) = (a.cast(t), b.cast(t));
+    debug_assert!(b.len() == a.len() || b.len() == 1, "operands of {op:?} differ in length");
+    macro_rules! typed {
+        ($x:expr, $y:expr, $wrap:ident) => {{
+            let (x, y) = ($x, $y);
+            let rhs = if y.len() == 1 && x.len() != 1 { Rhs::Scalar(y[0]) } else { Rhs::Slice(&y) };
+            if op.is_comparison() { Buf::Bool(compare(op, &x, rhs)) } else { Buf::$wrap(arith(op, x, rhs)?) }
+        }};
+    }
+    Ok(match (a, b) {
+        (Buf::Bool(x), Buf::Bool(y)) if matches!(op, BinOp::And | BinOp::Or) => {
+            let rhs = if y.len() == 1 && x.len() != 1 { Rhs::Scalar(y[0]) } else { Rhs::Slice(&y) };
+            Buf::Bool(logical(op, x, rhs))
+        }
+        (Buf::Bool(x), Buf::Bool(y)) => typed!(x, y, Bool),
+        (Buf::I32(x), Buf::I32(y)) => typed!(x, y, I32),
+        (Buf::I64(x), Buf::I64(y)) => typed!(x, y, I64),
+        (Buf::F32(x), Buf::F32(y)) => typed!(x, y, F32),
+        (Buf::F64(x), Buf::F64(y)) => typed!(x, y, F64),
+        _ => unreachable!("both cast to {t:?}"),
+    })
+}
+
+pub(super) fn select(c: Buf, a: Buf, b: Buf, out: DType) -> Buf {
+    let Buf::Bool(c) = c.cast(DType::Bool) else { unreachable!("cast to bool") };
+    let (a, b) = (a.cast(out), b.cast(out));
+    fn pick<T: Copy>(c: &[bool], a: &[T], b: &[T]) -> Vec<T> {
+        c.iter().zip(a.iter().zip(b)).map(|(&c, (&x, &y))| if c { x } else { y }).collect()
+    }
+    match (a, b) {
+        (Buf::Bool(a), Buf::Bool(b)) => Buf::Bool(pick(&c, &a, &b)),
+        (Buf::I32(a), Buf::I32(b)) => Buf::I32(pick(&c, &a, &b)),
+        (Buf::I64(a), Buf::I64(b)) => Buf::I64(pick(&c, &a, &b)),
+        (Buf::F32(a), Buf::F32(b)) => Buf::F32(pick(&c, &a, &b)),
+        (Buf::F64(a), Buf::F64(b)) => Buf::F64(pick(&c, &a, &b)),
+        _ => unreachable!("both cast to {out:?}"),
+    }
+}

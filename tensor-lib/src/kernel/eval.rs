@@ -1,0 +1,486 @@
+//! The block-wise evaluator of a [`Program`].
+
+use super::elementwise::{binary, select, unary};
+use super::random::{global_indices, random, uniform_run};
+use super::{BLOCK, KernelError, Node, Partial, Program, RandKind, ReduceOp};
+use crate::data::{Buf, Chunk, ChunkRef, DType, Scalar, numel};
+
+struct Eval<'a> {
+    p: &'a Program,
+    inputs: &'a [ChunkRef<'a>],
+    /// Whole values of broadcast operands, evaluated once.
+    whole: Vec<Option<Buf>>,
+    scratch: Vec<u64>,
+    /// Nodes read by more than one operation (`x * x`): their current block is kept.
+    shared: Vec<bool>,
+    memo: Vec<Option<(usize, usize, Buf)>>,
+}
+
+impl<'a> Eval<'a> {
+    fn new(p: &'a Program, inputs: &'a [ChunkRef<'a>]) -> Self {
+        let mut uses = vec![0u32; p.nodes.len()];
+        for node in &p.nodes {
+            let ops: &[u32] = match node {
+                Node::Unary { x, .. }
+                | Node::Cast { x }
+                | Node::Broadcast { x }
+                | Node::Transpose { x }
+                | Node::Permute { x, .. }
+                | Node::View { x, .. }
+                | Node::Reshape { x }
+                | Node::ReduceLast { x, .. } => std::slice::from_ref(x),
+                Node::Assemble { parts, .. } => parts,
+                Node::Linalg { args, .. } => args,
+                Node::Compress { x, m } => &[*x, *m],
+                Node::Binary { a, b, .. } => &[*a, *b],
+                Node::Where { c, a, b } => &[*c, *a, *b],
+                _ => &[],
+            };
+            for &o in ops {
+                if let Some(u) = uses.get_mut(o as usize) {
+                    *u += 1;
+                }
+            }
+        }
+        Eval {
+            p,
+            inputs,
+            whole: vec![None; p.nodes.len()],
+            scratch: Vec::new(),
+            shared: uses.iter().map(|&u| u > 1).collect(),
+            memo: vec![None; p.nodes.len()],
+        }
+    }
+
+    fn eval(&mut self, n: usize, s: usize, e: usize) -> Result<Buf, KernelError> {
+        if !self.shared[n] {
+            return self.eval_node(n, s, e);
+        }
+        if let Some((ms, me, b)) = &self.memo[n] {
+            if (*ms, *me) == (s, e) {
+                return Ok(b.clone());
+            }
+        }
+        let b = self.eval_node(n, s, e)?;
+        self.memo[n] = Some((s, e, b.clone()));
+        Ok(b)
+    }
+
+    fn eval_node(&mut self, n: usize, s: usize, e: usize) -> Result<Buf, KernelError> {
+        let shape = &self.p.shapes[n];
+        let dtype = self.p.dtypes[n];
+        let check = |x: u32| -> Result<usize, KernelError> {
+            let x = x as usize;
+            if x >= n {
+                return Err(KernelError::Malformed { node: n, reason: format!("operand {x} is not an earlier node") });
+            }
+            Ok(x)
+        };
+        Ok(match &self.p.nodes[n] {
+            Node::Input { arg } => {
+                let c = self.inputs.get(*arg as usize).ok_or_else(|| KernelError::BadInput {
+                    arg: *arg,
+                    reason: format!("the task got {} inputs", self.inputs.len()),
+                })?;
+                if !c.shape_is(shape) {
+                    return Err(KernelError::BadInput {
+                        arg: *arg,
+                        reason: format!("shape {:?}, expected {:?}", c.shape(), shape),
+                    });
+                }
+                c.slice(s, e).cast(dtype)
+            }
+            Node::Const(v) => Buf::filled(*v, e - s).cast(dtype),
+            Node::Random { kind, seed, offset, full } => {
+                if offset.len() != shape.len() || full.len() != shape.len() {
+                    return Err(KernelError::Malformed { node: n, reason: "random region of another rank".into() });
+                }
+                let nd = shape.len();
+                if let (RandKind::Uniform { low, high }, DType::F64, true) = (kind, dtype, nd > 0) {
+                    let span = high - low;
+                    if (1..nd).all(|d| shape[d] == full[d]) {
+                        // The chunk is one contiguous run of the tensor.
+                        let base = offset[0] * full[1..].iter().product::<u64>();
+                        let mut v = Vec::with_capacity(e - s);
+                        uniform_run(*seed, base + s as u64, e - s, *low, span, &mut v);
+                        return Ok(Buf::F64(v));
+                    }
+                    // Otherwise each row of the chunk is a contiguous run: walk them.
+                    let last = shape[nd - 1] as usize;
+                    let mut v = Vec::with_capacity(e - s);
+                    let mut k = s;
+                    while k < e {
+                        let (row, col) = (k / last, k % last);
+                        let run = (last - col).min(e - k);
+                        let mut g = 0u64;
+                        let mut rem = row as u64;
+                        let mut idx = vec![0u64; nd];
+                        for d in (0..nd - 1).rev() {
+                            idx[d] = rem % shape[d];
+                            rem /= shape[d];
+                        }
+                        idx[nd - 1] = col as u64;
+                        for d in 0..nd {
+                            g = g * full[d] + offset[d] + idx[d];
+                        }
+                        uniform_run(*seed, g, run, *low, span, &mut v);
+                        k += run;
+                    }
+                    return Ok(Buf::F64(v));
+                }
+                let mut g = std::mem::take(&mut self.scratch);
+                global_indices(shape, offset, full, s, e, &mut g);
+                let out = random(*kind, *seed, &g, dtype);
+                self.scratch = g;
+                out
+            }
+            Node::Arange { start, step, offset } => {
+                let v: Vec<f64> = (s..e).map(|i| start + step * (*offset + i as u64) as f64).collect();
+                Buf::F64(v).cast(dtype)
+            }
+            Node::Unary { op, x } => {
+                let x = check(*x)?;
+                let v = self.eval(x, s, e)?;
+                unary(*op, v, dtype)
+            }
+            Node::Binary { op, a, b } => {
+                let (a, b) = (check(*a)?, check(*b)?);
+                let va = self.eval(a, s, e)?;
+                // A constant right operand stays one element where `binary` takes a scalar.
+                let vb = match &self.p.nodes[b] {
+                    Node::Const(c) if e - s > 1 => Buf::filled(*c, 1).cast(self.p.dtypes[b]),
+                    _ => self.eval(b, s, e)?,
+                };
+                binary(*op, va, vb).map_err(|err| KernelError::Numeric { reason: err.to_string() })?.cast(dtype)
+            }
+            Node::Where { c, a, b } => {
+                let (c, a, b) = (check(*c)?, check(*a)?, check(*b)?);
+                let vc = self.eval(c, s, e)?;
+                let va = self.eval(a, s, e)?;
+                let vb = self.eval(b, s, e)?;
+                select(vc, va, vb, dtype)
+            }
+            Node::Cast { x } => {
+                let x = check(*x)?;
+                self.eval(x, s, e)?.cast(dtype)
+            }
+            Node::Broadcast { x } => {
+                let x = check(*x)?;
+                // Missing leading dimensions broadcast like dimensions of 1.
+                let src = &self.p.shapes[x];
+                let mut from = vec![1u64; shape.len().saturating_sub(src.len())];
+                from.extend_from_slice(src);
+                if from.len() != shape.len() || from.iter().zip(shape).any(|(f, t)| *f != *t && *f != 1) {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("cannot broadcast {from:?} to {shape:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                if whole.len() == 1 {
+                    return Ok(whole.repeat_first(e - s).cast(dtype));
+                }
+                let idx = broadcast_indices(&from, shape, s, e);
+                whole.gather(&idx).cast(dtype)
+            }
+            Node::Transpose { x } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                if from.len() != 2 || shape.len() != 2 || from[0] != shape[1] || from[1] != shape[0] {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("cannot transpose {from:?} into {shape:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                let (rows, cols) = (shape[0] as usize, shape[1] as usize);
+                let idx: Vec<usize> = (s..e).map(|k| (k % cols) * rows + k / cols).collect();
+                whole.gather(&idx).cast(dtype)
+            }
+            Node::Permute { x, perm } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                let nd = from.len();
+                let mut seen = vec![false; nd];
+                let valid = perm.len() == nd
+                    && shape.len() == nd
+                    && perm.iter().enumerate().all(|(d, &p)| {
+                        let p = p as usize;
+                        p < nd && !std::mem::replace(&mut seen[p], true) && from[p] == shape[d]
+                    });
+                if !valid {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("permutation {perm:?} does not take {from:?} to {shape:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                let in_strides = strides(&from);
+                let st: Vec<i64> = perm.iter().map(|&p| in_strides[p as usize] as i64).collect();
+                whole.gather(&strided_indices(shape, 0, &st, s, e)).cast(dtype)
+            }
+            Node::View { x, start, step } => {
+                let x = check(*x)?;
+                let from = self.p.shapes[x].clone();
+                let nd = from.len();
+                let valid = start.len() == nd
+                    && step.len() == nd
+                    && shape.len() == nd
+                    && (0..nd).all(|d| {
+                        let last = start[d] as i64 + (shape[d] as i64 - 1) * step[d];
+                        step[d] != 0 && (shape[d] == 0 || (start[d] < from[d] && last >= 0 && (last as u64) < from[d]))
+                    });
+                if !valid {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("view {start:?} step {step:?} of {shape:?} is outside {from:?}"),
+                    });
+                }
+                let whole = self.whole_of(x)?;
+                let in_strides = strides(&from);
+                let base: i64 = (0..nd).map(|d| (start[d] * in_strides[d]) as i64).sum();
+                let st: Vec<i64> = (0..nd).map(|d| step[d] * in_strides[d] as i64).collect();
+                whole.gather(&strided_indices(shape, base, &st, s, e)).cast(dtype)
+            }
+            Node::Assemble { parts, offsets } => {
+                if self.whole[n].is_none() {
+                    let all = self.assemble(n, shape, dtype, parts, offsets)?;
+                    self.whole[n] = Some(all);
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
+            Node::Reshape { x } => {
+                let x = check(*x)?;
+                if numel(&self.p.shapes[x]) != numel(shape) {
+                    return Err(KernelError::Malformed {
+                        node: n,
+                        reason: format!("cannot reshape {:?} into {shape:?}", self.p.shapes[x]),
+                    });
+                }
+                self.eval(x, s, e)?.cast(dtype)
+            }
+            Node::Linalg { op, args } => {
+                if self.whole[n].is_none() {
+                    let mut dense = Vec::with_capacity(args.len());
+                    for &a in args {
+                        let a = check(a)?;
+                        let sh = self.p.shapes[a].clone();
+                        let Buf::F64(v) = self.whole_of(a)?.clone().cast(DType::F64) else { unreachable!("cast") };
+                        let (rows, cols) = match sh[..] {
+                            [r, c] => (r as usize, c as usize),
+                            _ => {
+                                return Err(KernelError::Malformed {
+                                    node: n,
+                                    reason: format!("{sh:?} is not a matrix"),
+                                });
+                            }
+                        };
+                        dense.push(crate::linalg::Dense::new(rows, cols, v));
+                    }
+                    let shapes: Vec<&[u64]> = args.iter().map(|&a| &self.p.shapes[a as usize][..]).collect();
+                    let want = op.shape(&shapes).map_err(|reason| KernelError::Malformed { node: n, reason })?;
+                    if &want != shape {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("{op:?} makes {want:?}, not {shape:?}"),
+                        });
+                    }
+                    let out = op.run(&dense).map_err(|reason| KernelError::Numeric { reason })?;
+                    self.whole[n] = Some(Buf::F64(out.v).cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
+            Node::Compress { .. } => {
+                return Err(KernelError::Malformed { node: n, reason: "a compress must be the program's root".into() });
+            }
+            Node::ReduceLast { op, x } => {
+                let x = check(*x)?;
+                let len = *self.p.shapes[x].last().unwrap_or(&1) as usize;
+                let v = self.eval(x, s * len, e * len)?;
+                if let (ReduceOp::Sum, Buf::F64(v), DType::F64) = (op, &v, dtype) {
+                    if len > 0 && len <= 16 {
+                        return Ok(Buf::F64(v.chunks_exact(len).map(|g| g.iter().sum()).collect()));
+                    }
+                }
+                let p = Partial::of_groups(*op, v, len, vec![(e - s) as u64]);
+                p.finish(self.p.dtypes[x]).data.cast(dtype)
+            }
+        })
+    }
+}
+
+impl Eval<'_> {
+    /// The whole value of node `x` (evaluated once).
+    fn whole_of(&mut self, x: usize) -> Result<&Buf, KernelError> {
+        if self.whole[x].is_none() {
+            let all = self.eval(x, 0, numel(&self.p.shapes[x]))?;
+            self.whole[x] = Some(all);
+        }
+        Ok(self.whole[x].as_ref().expect("just set"))
+    }
+
+    fn assemble(
+        &mut self,
+        n: usize,
+        shape: &[u64],
+        dtype: DType,
+        parts: &[u32],
+        offsets: &[Vec<u64>],
+    ) -> Result<Buf, KernelError> {
+        let bad = |reason: String| KernelError::Malformed { node: n, reason };
+        if parts.len() != offsets.len() {
+            return Err(bad("one offset per part".into()));
+        }
+        let total = numel(shape);
+        let mut out: Option<Buf> = None;
+        let mut covered = 0usize;
+        let out_strides = strides(shape);
+        for (&part, off) in parts.iter().zip(offsets) {
+            let part = part as usize;
+            if part >= n {
+                return Err(bad(format!("operand {part} is not an earlier node")));
+            }
+            let ps = self.p.shapes[part].clone();
+            if ps.len() != shape.len() || off.len() != shape.len() || (0..ps.len()).any(|d| off[d] + ps[d] > shape[d]) {
+                return Err(bad(format!("part of {ps:?} at {off:?} is outside {shape:?}")));
+            }
+            let v = self.eval(part, 0, numel(&ps))?.cast(dtype);
+            let base: i64 = (0..ps.len()).map(|d| (off[d] * out_strides[d]) as i64).sum();
+            let st: Vec<i64> = out_strides.iter().map(|&x| x as i64).collect();
+            let dst = strided_indices(&ps, base, &st, 0, v.len());
+            let o = out.get_or_insert_with(|| Buf::filled(Scalar::Bool(false), total).cast(dtype));
+            o.scatter(&dst, &v);
+            covered += v.len();
+        }
+        if covered != total {
+            return Err(bad(format!("parts cover {covered} of {total} elements")));
+        }
+        Ok(out.unwrap_or_else(|| Buf::with_capacity(dtype, 0)))
+    }
+}
+
+/// Row-major strides (in elements) of `shape`.
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut st = vec![0u64; shape.len()];
+    let mut acc = 1u64;
+    for d in (0..shape.len()).rev() {
+        st[d] = acc;
+        acc *= shape[d];
+    }
+    st
+}
+
+/// For flat indices `s..e` of a box of `shape`, the source positions `base + Σ i_d·st_d`.
+fn strided_indices(shape: &[u64], base: i64, st: &[i64], s: usize, e: usize) -> Vec<usize> {
+    let nd = shape.len();
+    let mut out = Vec::with_capacity(e - s);
+    if s >= e {
+        return out;
+    }
+    let mut idx = vec![0u64; nd];
+    let mut rem = s as u64;
+    for d in (0..nd).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let mut pos: i64 = base + (0..nd).map(|d| idx[d] as i64 * st[d]).sum::<i64>();
+    for _ in s..e {
+        out.push(pos as usize);
+        // Increment the multi-index, carrying.
+        let mut d = nd;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            pos += st[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            pos -= st[d] * shape[d] as i64;
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+fn broadcast_indices(from: &[u64], to: &[u64], s: usize, e: usize) -> Vec<usize> {
+    let nd = to.len();
+    let mut strides = vec![0usize; nd];
+    let mut acc = 1usize;
+    for d in (0..nd).rev() {
+        strides[d] = if from[d] == 1 { 0 } else { acc };
+        acc *= from[d] as usize;
+    }
+    (s..e)
+        .map(|k| {
+            let mut rem = k;
+            let mut src = 0;
+            for d in (0..nd).rev() {
+                let i = rem % to[d] as usize;
+                rem /= to[d] as usize;
+                src += i * strides[d];
+            }
+            src
+        })
+        .collect()
+}
+
+impl Program {
+    fn root(&self) -> Result<usize, KernelError> {
+        if self.nodes.is_empty() || self.shapes.len() != self.nodes.len() || self.dtypes.len() != self.nodes.len() {
+            return Err(KernelError::Malformed {
+                node: 0,
+                reason: "empty, or shapes/dtypes do not match nodes".into(),
+            });
+        }
+        Ok(self.nodes.len() - 1)
+    }
+
+    /// Evaluates the program into a whole chunk.
+    pub fn run(&self, inputs: &[ChunkRef<'_>]) -> Result<Chunk, KernelError> {
+        let root = self.root()?;
+        let n = numel(&self.shapes[root]);
+        let mut ev = Eval::new(self, inputs);
+        if let Node::Compress { x, m } = self.nodes[root] {
+            let (x, m) = (x as usize, m as usize);
+            if x >= root || m >= root || numel(&self.shapes[x]) != n || numel(&self.shapes[m]) != n {
+                return Err(KernelError::Malformed { node: root, reason: "compress of mismatched operands".into() });
+            }
+            let mut out = Buf::with_capacity(self.dtypes[root], 0);
+            let mut s = 0;
+            while s < n {
+                let e = (s + BLOCK).min(n);
+                let Buf::Bool(keep) = ev.eval(m, s, e)?.cast(DType::Bool) else { unreachable!("cast to bool") };
+                let idx: Vec<usize> = keep.iter().enumerate().filter_map(|(i, &k)| k.then_some(i)).collect();
+                out.extend(&ev.eval(x, s, e)?.gather(&idx).cast(self.dtypes[root]));
+                s = e;
+            }
+            return Ok(Chunk { shape: vec![out.len() as u64], data: out });
+        }
+        let mut out = Buf::with_capacity(self.dtypes[root], n);
+        let mut s = 0;
+        while s < n {
+            let e = (s + BLOCK).min(n);
+            out.extend(&ev.eval(root, s, e)?);
+            s = e;
+        }
+        Ok(Chunk { shape: self.shapes[root].clone(), data: out })
+    }
+
+    /// Evaluates the program and reduces its result over every axis, block by block.
+    pub fn run_reduce(&self, op: ReduceOp, inputs: &[ChunkRef<'_>]) -> Result<Partial, KernelError> {
+        let root = self.root()?;
+        let n = numel(&self.shapes[root]);
+        let mut ev = Eval::new(self, inputs);
+        let mut acc = Partial::empty(op, self.dtypes[root], Vec::new());
+        let mut s = 0;
+        while s < n {
+            let e = (s + BLOCK).min(n);
+            let block = ev.eval(root, s, e)?;
+            let mut part = Partial::of_groups(op, block, e - s, Vec::new());
+            part.map_idx(|_, i| i + s as i64);
+            acc.combine(&part);
+            s = e;
+        }
+        Ok(acc)
+    }
+}

@@ -1,0 +1,260 @@
+//! Fused chunk kernels. A [`Program`] is the element-wise expression one chunk task
+//! evaluates: creation leaves (constants, random numbers, ranges), input chunks, unary and
+//! binary operations, casts, broadcasts, and reductions over the last axis. It is evaluated
+//! over blocks of [`BLOCK`] output elements (numexpr-style), so a chain of operations never
+//! materializes a full-size temporary; a trailing reduction folds each block into a
+//! [`Partial`] at once.
+//!
+//! Random numbers are counter-based: element `i` (its flat index in the whole tensor) of a
+//! tensor drawn with seed `s` is a pure function of `(s, i)`, so results are reproducible
+//! for a seed whatever the chunking and evaluation order.
+
+use crate::data::{DType, Scalar};
+pub use crate::linalg::LinOp;
+
+mod elementwise;
+mod eval;
+mod random;
+mod reduce;
+
+pub use elementwise::{NEGATIVE_INTEGER_POWER, binary_dtype, binary_types, compute_dtype};
+pub(crate) use elementwise::{core, of_core};
+pub use reduce::Partial;
+
+/// Output elements evaluated at a time: a few node buffers of this size stay in L1/L2.
+pub const BLOCK: usize = 4096;
+
+pub use ares_tileable::scalar::{BinOp, UnOp};
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ReduceOp {
+    /// sum
+    Sum,
+    /// product
+    Prod,
+    /// minimum
+    Min,
+    /// maximum
+    Max,
+    /// mean
+    Mean,
+    /// variance (population, numpy's default `ddof=0`)
+    Var,
+    /// standard deviation (`ddof=0`)
+    Std,
+    /// any non-zero
+    Any,
+    /// all non-zero
+    All,
+    /// index of the minimum (the first one; the first NaN if any)
+    ArgMin,
+    /// index of the maximum (the first one; the first NaN if any)
+    ArgMax,
+}
+
+impl ReduceOp {
+    /// The dtype of the reduction of `x`, as numpy computes it.
+    pub fn out_dtype(self, x: DType) -> DType {
+        match self {
+            ReduceOp::Sum | ReduceOp::Prod => match x {
+                DType::Bool | DType::I32 | DType::I64 => DType::I64,
+                f => f,
+            },
+            ReduceOp::Min | ReduceOp::Max => x,
+            ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => match x {
+                DType::F32 => DType::F32,
+                _ => DType::F64,
+            },
+            ReduceOp::Any | ReduceOp::All => DType::Bool,
+            ReduceOp::ArgMin | ReduceOp::ArgMax => DType::I64,
+        }
+    }
+
+    /// Whether the reduction yields indices (and takes one axis at most).
+    pub fn is_arg(self) -> bool {
+        matches!(self, ReduceOp::ArgMin | ReduceOp::ArgMax)
+    }
+}
+
+/// Which random distribution.
+#[derive(Clone, Copy, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum RandKind {
+    /// Uniform on `[low, high)`.
+    Uniform {
+        /// Lower bound.
+        low: f64,
+        /// Upper bound.
+        high: f64,
+    },
+    /// Standard normal.
+    Normal,
+    /// Integers uniform on `[low, high)`.
+    Int {
+        /// Lower bound.
+        low: i64,
+        /// Upper bound (exclusive).
+        high: i64,
+    },
+}
+
+/// One node of a program; operands are indices of earlier nodes.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Node {
+    /// The task's `arg`-th input chunk.
+    Input {
+        /// Which input.
+        arg: u32,
+    },
+    /// A constant.
+    Const(Scalar),
+    /// Random numbers: this chunk is the region at `offset` of a tensor of shape `full`.
+    Random {
+        /// The distribution.
+        kind: RandKind,
+        /// The tensor's seed.
+        seed: u64,
+        /// Where this chunk starts in the tensor.
+        offset: Vec<u64>,
+        /// The tensor's shape.
+        full: Vec<u64>,
+    },
+    /// `start + step * (offset + i)` along one dimension.
+    Arange {
+        /// First value.
+        start: f64,
+        /// Increment.
+        step: f64,
+        /// This chunk's first index.
+        offset: u64,
+    },
+    /// A unary operation.
+    Unary {
+        /// Which.
+        op: UnOp,
+        /// Operand.
+        x: u32,
+    },
+    /// A binary operation (operands already of the same shape).
+    Binary {
+        /// Which.
+        op: BinOp,
+        /// Left operand.
+        a: u32,
+        /// Right operand.
+        b: u32,
+    },
+    /// `c ? a : b`.
+    Where {
+        /// Condition.
+        c: u32,
+        /// Value where true.
+        a: u32,
+        /// Value where false.
+        b: u32,
+    },
+    /// A cast.
+    Cast {
+        /// Operand.
+        x: u32,
+    },
+    /// Broadcast of `x` (whose shape is the node's with some dimensions 1) to the node's shape.
+    Broadcast {
+        /// Operand.
+        x: u32,
+    },
+    /// The transpose of the 2-d value `x`.
+    Transpose {
+        /// Operand.
+        x: u32,
+    },
+    /// Axes of `x` permuted: output dimension `d` is `x`'s dimension `perm[d]`.
+    Permute {
+        /// Operand.
+        x: u32,
+        /// The permutation.
+        perm: Vec<u32>,
+    },
+    /// A strided box of `x`: output index `i` (per dimension) reads `start + i * step`.
+    View {
+        /// Operand.
+        x: u32,
+        /// First index per dimension.
+        start: Vec<u64>,
+        /// Stride per dimension (not 0; negative walks backwards).
+        step: Vec<i64>,
+    },
+    /// Parts placed at offsets of the output (concatenation, rechunking); together they
+    /// cover it.
+    Assemble {
+        /// The parts.
+        parts: Vec<u32>,
+        /// Where each part starts in the output.
+        offsets: Vec<Vec<u64>>,
+    },
+    /// The same elements in the same order, seen with the node's shape.
+    Reshape {
+        /// Operand.
+        x: u32,
+    },
+    /// The elements of `x` where `m` is true, as a 1-d chunk whose length is known only
+    /// after the run. Only the root of a program; its declared shape is `x`'s.
+    Compress {
+        /// Values.
+        x: u32,
+        /// Mask (same shape).
+        m: u32,
+    },
+    /// A dense linear-algebra operation on whole matrices (float64 inside).
+    Linalg {
+        /// Which.
+        op: LinOp,
+        /// Operands.
+        args: Vec<u32>,
+    },
+    /// Reduction of `x` over its last axis.
+    ReduceLast {
+        /// Which.
+        op: ReduceOp,
+        /// Operand.
+        x: u32,
+    },
+}
+
+/// What one chunk task evaluates; the last node is the result.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Program {
+    /// The nodes, operands first.
+    pub nodes: Vec<Node>,
+    /// The shape each node produces for this chunk.
+    pub shapes: Vec<Vec<u64>>,
+    /// The dtype each node produces.
+    pub dtypes: Vec<DType>,
+}
+
+/// Errors of evaluating a program (a malformed program, or inputs that do not match it).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum KernelError {
+    /// The program refers to an input the task did not get, or one of another shape.
+    #[error("input {arg}: {reason}")]
+    BadInput {
+        /// Which input.
+        arg: u32,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A numeric failure (a singular matrix, one that is not positive definite).
+    #[error("{reason}")]
+    Numeric {
+        /// What failed, and the fix.
+        reason: String,
+    },
+    /// A node refers to a later node or has an impossible shape.
+    #[error("malformed program at node {node}: {reason}")]
+    Malformed {
+        /// Which node.
+        node: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}

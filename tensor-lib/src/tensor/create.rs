@@ -1,0 +1,167 @@
+//! Creation: constants, ranges, identity matrices, arrays from the driver, chunks another
+//! library makes, and random numbers.
+
+use std::sync::Arc;
+
+use ndarray::ArrayD;
+
+use super::{Op, Result, Tensor, TensorError, UNKNOWN, grid, grid_indices};
+use crate::data::{Chunk, DType, Elem, Scalar};
+use crate::kernel::{BinOp, RandKind};
+
+/// A 0-d tensor holding `s` (useful in `where_`).
+pub fn scalar(s: Scalar) -> Tensor {
+    Tensor::new(Op::Full(s), Vec::new(), s.dtype(), Vec::new())
+}
+
+/// A tensor of `shape` filled with `value`, in chunks of `chunks` per dimension.
+pub fn full(shape: &[u64], value: Scalar, chunks: &[usize]) -> Result<Tensor> {
+    Ok(Tensor::new(Op::Full(value), shape.to_vec(), value.dtype(), grid(shape, chunks)?))
+}
+
+/// Ones (float64).
+pub fn ones(shape: &[u64], chunks: &[usize]) -> Result<Tensor> {
+    full(shape, Scalar::F64(1.0), chunks)
+}
+
+/// Zeros (float64).
+pub fn zeros(shape: &[u64], chunks: &[usize]) -> Result<Tensor> {
+    full(shape, Scalar::F64(0.0), chunks)
+}
+
+/// `start, start + step, ...` below `stop` (float64), like `numpy.arange`.
+pub fn arange(start: f64, stop: f64, step: f64, chunk: usize) -> Result<Tensor> {
+    let len = ((stop - start) / step).ceil().max(0.0);
+    if step == 0.0 || !len.is_finite() || len >= (1u64 << 53) as f64 {
+        return Err(TensorError::BadIndex { reason: format!("arange({start}, {stop}, {step}) has no finite length") });
+    }
+    let n = len as u64;
+    Ok(Tensor::new(Op::Arange { start, step }, vec![n], DType::F64, grid(&[n], &[chunk])?))
+}
+
+/// `num` evenly spaced values from `start` to `stop` inclusive, like `numpy.linspace`.
+pub fn linspace(start: f64, stop: f64, num: u64, chunk: usize) -> Result<Tensor> {
+    let step = if num > 1 { (stop - start) / (num - 1) as f64 } else { 0.0 };
+    Ok(Tensor::new(Op::Arange { start, step }, vec![num], DType::F64, grid(&[num], &[chunk])?))
+}
+
+/// The identity matrix of size `n` (float64).
+pub fn eye(n: u64, chunk: usize) -> Result<Tensor> {
+    let i = arange(0.0, n as f64, 1.0, chunk)?;
+    let row = reshape_col(&i);
+    let col = reshape_row(&i);
+    Ok(row.binary(BinOp::Eq, &col)?.astype(DType::F64))
+}
+
+fn reshape_col(t: &Tensor) -> Tensor {
+    let mut shape = t.shape().to_vec();
+    shape.push(1);
+    let mut chunks = t.chunks().to_vec();
+    chunks.push(vec![1]);
+    view(t, shape, chunks)
+}
+
+fn reshape_row(t: &Tensor) -> Tensor {
+    let mut shape = vec![1];
+    shape.extend_from_slice(t.shape());
+    let mut chunks = vec![vec![1]];
+    chunks.extend_from_slice(t.chunks());
+    view(t, shape, chunks)
+}
+
+/// A 1-d creation tensor seen with an extra dimension of 1 (same elements, same order).
+fn view(t: &Tensor, shape: Vec<u64>, chunks: Vec<Vec<u64>>) -> Tensor {
+    match &t.node.op {
+        Op::Arange { start, step } => Tensor::new(Op::Arange { start: *start, step: *step }, shape, t.dtype(), chunks),
+        _ => unreachable!("only used on aranges"),
+    }
+}
+
+/// A tensor holding `a`, split into chunks of `chunks` per dimension.
+pub fn from_array<T: Elem>(a: &ArrayD<T>, chunks: &[usize]) -> Result<Tensor> {
+    from_view(a.view(), chunks)
+}
+
+/// A tensor holding a copy of the viewed elements (any strides), split into chunks of
+/// `chunks` per dimension: each chunk is copied once, straight from the view.
+pub fn from_view<T: Elem>(a: ndarray::ArrayViewD<'_, T>, chunks: &[usize]) -> Result<Tensor> {
+    let shape: Vec<u64> = a.shape().iter().map(|&d| d as u64).collect();
+    let g = grid(&shape, chunks)?;
+    let mut out = Vec::new();
+    for idx in grid_indices(&g) {
+        let mut view = a.view();
+        for (d, &i) in idx.iter().enumerate() {
+            let start: u64 = g[d][..i].iter().sum();
+            let len = g[d][i];
+            view.slice_axis_inplace(ndarray::Axis(d), ndarray::Slice::from(start as usize..(start + len) as usize));
+        }
+        out.push(Chunk::from_array(&view.to_owned()));
+    }
+    Ok(Tensor::new(Op::FromChunks(out), shape, T::DTYPE, g))
+}
+
+/// Chunks that another library's tasks make (a frame's columns, say), in the graph of
+/// whatever expression reads them: the engine's half of [`from_source`].
+pub trait ChunkSource: Send + Sync + std::fmt::Debug + 'static {
+    /// The other library's tileable the chunks are made from (for the engine's
+    /// bookkeeping: depth and when its chunks may be let go).
+    fn operand(&self) -> &dyn ares_tileable::Node;
+    /// Tiles the chunks into `cx`: each chunk's node (its result an `ObjectRef<Chunk>` of
+    /// the tensor's dtype, holding a run of rows) and its length along the first
+    /// dimension. The lengths are often known only once the chunks ran: then it waits
+    /// ([`ares_tileable::Tiling::Pending`]) and is called again. Each node returned
+    /// carries one hold ([`ares_tileable::Graph::hold`]) that the tensor takes over.
+    fn tile(&self, cx: &mut ares_tileable::Cx<'_>) -> ares_tileable::TileResult<Vec<(usize, u64)>, TensorError>;
+}
+
+/// A tensor of `dtype` whose chunks `source` makes, split along the first dimension, of
+/// `trailing` further dimensions (`[]` for 1-d): its length is unknown until it runs, as
+/// a mask's result is, and it is computed in the same graph as the expression reading it.
+pub fn from_source(source: Arc<dyn ChunkSource>, dtype: DType, trailing: &[u64]) -> Tensor {
+    let mut shape = vec![UNKNOWN];
+    shape.extend_from_slice(trailing);
+    let mut chunks = vec![vec![UNKNOWN]];
+    chunks.extend(trailing.iter().map(|&d| vec![d]));
+    Tensor::new(Op::Source(source), shape, dtype, chunks)
+}
+
+/// A tensor of chunks already in the object store: `chunks` gives the chunk sizes along
+/// each dimension, and `refs` the chunks in row-major grid order. This is how another
+/// library hands its results to tensors (a data frame's `to_tensor`). Each ref must hold
+/// a chunk of `dtype` and of its grid cell's shape: a task given another fails.
+pub fn from_chunk_refs(dtype: DType, chunks: Vec<Vec<u64>>, refs: Vec<ares::ObjectRef<Chunk>>) -> Result<Tensor> {
+    let cells: usize = chunks.iter().map(Vec::len).product();
+    if chunks.is_empty() || chunks.iter().any(Vec::is_empty) || cells != refs.len() {
+        return Err(TensorError::BadIndex {
+            reason: format!("{} chunk refs for a grid of {chunks:?} chunk sizes ({cells} chunks)", refs.len()),
+        });
+    }
+    let shape = chunks.iter().map(|d| d.iter().sum()).collect();
+    Ok(Tensor::new(Op::Stored(Arc::new(refs)), shape, dtype, chunks))
+}
+
+/// Random tensors, reproducible for a seed whatever the chunking.
+pub mod random {
+    use super::*;
+
+    fn make(kind: RandKind, dtype: DType, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        Ok(Tensor::new(Op::Random { kind, seed }, shape.to_vec(), dtype, grid(shape, chunks)?))
+    }
+
+    /// Uniform on `[low, high)` (float64).
+    pub fn uniform(low: f64, high: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Uniform { low, high }, DType::F64, shape, chunks, seed)
+    }
+    /// Uniform on `[0, 1)` (float64), like `numpy.random.rand`.
+    pub fn rand(shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        uniform(0.0, 1.0, shape, chunks, seed)
+    }
+    /// Standard normal (float64), like `numpy.random.randn`.
+    pub fn randn(shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Normal, DType::F64, shape, chunks, seed)
+    }
+    /// Integers on `[low, high)` (int64), like `numpy.random.randint`.
+    pub fn randint(low: i64, high: i64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Int { low, high }, DType::I64, shape, chunks, seed)
+    }
+}

@@ -1,0 +1,323 @@
+//! Element-wise operations: unary and binary ones with numpy's broadcasting and
+//! promotion, comparisons, `where`, casts, and the operators on `&Tensor`.
+
+use super::{Op, Result, Tensor, TensorError, UNKNOWN};
+use crate::data::{DType, Scalar};
+use crate::kernel::{BinOp, UnOp};
+
+impl Tensor {
+    pub(super) fn unary(&self, op: UnOp) -> Result<Tensor> {
+        let d = self.dtype();
+        let bad = |e: String| TensorError::BadDType { op: e, dtype: d };
+        let out = ares_tileable::scalar::unary(op, crate::kernel::core(d)).map_err(|e| bad(e.0))?;
+        let out = crate::kernel::of_core(out).ok_or_else(|| bad(format!("{op:?} giving {}", out.name())))?;
+        Ok(Tensor::new(Op::Unary(op, self.clone()), self.shape().to_vec(), out, self.chunks().to_vec()))
+    }
+
+    /// Element-wise `a op b` with numpy broadcasting and type promotion.
+    pub fn binary(&self, op: BinOp, other: &Tensor) -> Result<Tensor> {
+        use ares_tileable::scalar::Operand;
+        let (da, db) = (crate::kernel::core(self.dtype()), crate::kernel::core(other.dtype()));
+        let bad = |e: String| TensorError::BadDType { op: e, dtype: self.dtype() };
+        let typed = ares_tileable::scalar::binary(op, Operand::Array(da), Operand::Array(db)).map_err(|e| bad(e.0))?;
+        // numpy gives int8 for `//`, `%` and `**` of booleans, not a dtype here yet.
+        let dtype = crate::kernel::of_core(typed.out).ok_or_else(|| {
+            bad(format!("{} of {} and {} (numpy gives {})", op.symbol(), da.name(), db.name(), typed.out.name()))
+        })?;
+        let (a, b) = unify(self, other)?;
+        let (shape, chunks) = broadcast(&a, &b)?;
+        Ok(Tensor::new(Op::Binary(op, a, b), shape, dtype, chunks))
+    }
+
+    /// Element-wise with a scalar.
+    pub fn binary_scalar(&self, op: BinOp, s: Scalar) -> Result<Tensor> {
+        self.binary(op, &full_like_scalar(self.python_scalar(s), self))
+    }
+
+    /// `s op x` for a Python scalar `s` on the left (`2 - x`), with the same value-based
+    /// casting as [`Tensor::binary_scalar`].
+    pub fn rbinary_scalar(&self, op: BinOp, s: Scalar) -> Result<Tensor> {
+        full_like_scalar(self.python_scalar(s), self).binary(op, self)
+    }
+
+    /// A Python scalar in an expression with this tensor: Python scalars do not upcast
+    /// arrays (numpy's value-based casting), so it takes the array's kind unless it is a
+    /// float and the array is not.
+    fn python_scalar(&self, s: Scalar) -> Scalar {
+        match (s, self.dtype()) {
+            (Scalar::F64(v), DType::F32) => Scalar::F32(v as f32),
+            // An int that does not fit int32 stays int64 (numpy 2 refuses it; wrapping
+            // would compare and compute with another number).
+            (Scalar::I64(v), DType::I32) => i32::try_from(v).map_or(Scalar::I64(v), Scalar::I32),
+            (Scalar::I64(v), DType::F32) => Scalar::F32(v as f32),
+            (Scalar::I64(v), DType::F64) => Scalar::F64(v as f64),
+            (s, _) => s,
+        }
+    }
+
+    /// `sqrt(x)`.
+    pub fn sqrt(&self) -> Tensor {
+        self.unary(UnOp::Sqrt).expect("unary ops accept every dtype")
+    }
+    /// `exp(x)`.
+    pub fn exp(&self) -> Tensor {
+        self.unary(UnOp::Exp).expect("unary ops accept every dtype")
+    }
+    /// `ln(x)`.
+    pub fn log(&self) -> Tensor {
+        self.unary(UnOp::Log).expect("unary ops accept every dtype")
+    }
+    /// `sin(x)`.
+    pub fn sin(&self) -> Tensor {
+        self.unary(UnOp::Sin).expect("unary ops accept every dtype")
+    }
+    /// `cos(x)`.
+    pub fn cos(&self) -> Tensor {
+        self.unary(UnOp::Cos).expect("unary ops accept every dtype")
+    }
+    /// `|x|`.
+    pub fn abs(&self) -> Tensor {
+        self.unary(UnOp::Abs).expect("unary ops accept every dtype")
+    }
+    /// Logical not.
+    pub fn not(&self) -> Tensor {
+        self.unary(UnOp::Not).expect("unary ops accept every dtype")
+    }
+    /// `x ** p`.
+    pub fn pow(&self, p: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Pow, p)
+    }
+    /// `x < y`.
+    pub fn lt(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Lt, y)
+    }
+    /// `x <= y`.
+    pub fn le(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Le, y)
+    }
+    /// `x > y`.
+    pub fn gt(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Gt, y)
+    }
+    /// `x >= y`.
+    pub fn ge(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Ge, y)
+    }
+    /// `x == y`.
+    pub fn equal(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Eq, y)
+    }
+    /// `x != y`.
+    pub fn not_equal(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Ne, y)
+    }
+    /// Logical and.
+    pub fn and(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::And, y)
+    }
+    /// Logical or.
+    pub fn or(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Or, y)
+    }
+    /// Element-wise maximum.
+    pub fn maximum(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Maximum, y)
+    }
+    /// Element-wise minimum.
+    pub fn minimum(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Minimum, y)
+    }
+    /// `x < s` for a scalar.
+    pub fn lt_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Lt, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x > s` for a scalar.
+    pub fn gt_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Gt, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x >= s` for a scalar.
+    pub fn ge_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Ge, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x <= s` for a scalar.
+    pub fn le_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Le, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// `x == s` for a scalar.
+    pub fn eq_scalar(&self, s: f64) -> Tensor {
+        self.binary_scalar(BinOp::Eq, Scalar::F64(s)).expect("a scalar broadcasts to anything")
+    }
+    /// Clips to `[lo, hi]`.
+    pub fn clip(&self, lo: f64, hi: f64) -> Tensor {
+        let lo_t = self.binary_scalar(BinOp::Maximum, Scalar::F64(lo)).expect("scalar");
+        lo_t.binary_scalar(BinOp::Minimum, Scalar::F64(hi)).expect("scalar")
+    }
+    pub(super) fn astype_if(&self, dtype: DType) -> Tensor {
+        if self.dtype() == dtype { self.clone() } else { self.astype(dtype) }
+    }
+
+    /// Cast to `dtype` (numpy `astype`).
+    pub fn astype(&self, dtype: DType) -> Tensor {
+        Tensor::new(Op::Cast(self.clone()), self.shape().to_vec(), dtype, self.chunks().to_vec())
+    }
+}
+
+fn full_like_scalar(s: Scalar, like: &Tensor) -> Tensor {
+    // A 0-d tensor broadcasts to anything.
+    let _ = like;
+    Tensor::new(Op::Full(s), Vec::new(), s.dtype(), Vec::new())
+}
+
+/// Operands chunked differently along a dimension of the same length (`x[1:] - x[:-1]`,
+/// a reversed view plus the original, a mask combined with another tensor) are rechunked
+/// alike, as Dask does: the cheaper side, the operand with fewer elements, takes the
+/// other's chunk boundaries (irregular ones included). Returns the operands unchanged
+/// when they already line up, or while a length is not known yet (they are unified again
+/// when the expression is rebuilt on known lengths).
+fn unify(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let k = sa.len().min(sb.len());
+    let aligned = (1..=k).all(|i| {
+        let (da, db) = (sa.len() - i, sb.len() - i);
+        sa[da] != sb[db] || a.chunks()[da] == b.chunks()[db]
+    });
+    if aligned || a.has_unknown_shape() || b.has_unknown_shape() {
+        return Ok((a.clone(), b.clone()));
+    }
+    let swapped = (sb.len(), b.size()) > (sa.len(), a.size());
+    let (big, small) = if swapped { (b, a) } else { (a, b) };
+    let off = big.ndim() - small.ndim();
+    let grid: Vec<Vec<u64>> = (0..small.ndim())
+        .map(|d| {
+            let same = small.shape()[d] == big.shape()[d + off];
+            if same { big.chunks()[d + off].clone() } else { small.chunks()[d].clone() }
+        })
+        .collect();
+    let small = small.rechunk_to(grid);
+    Ok(if swapped { (small, big.clone()) } else { (big.clone(), small) })
+}
+
+/// numpy broadcasting of two operands' shapes and chunk grids.
+fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
+    let nd = a.ndim().max(b.ndim());
+    let pad = |t: &Tensor| -> (Vec<u64>, Vec<Vec<u64>>) {
+        let k = nd - t.ndim();
+        let mut s = vec![1; k];
+        s.extend_from_slice(t.shape());
+        let mut c = vec![vec![1]; k];
+        c.extend_from_slice(t.chunks());
+        (s, c)
+    };
+    let (sa, ca) = pad(a);
+    let (sb, cb) = pad(b);
+    let mut shape = Vec::with_capacity(nd);
+    let mut chunks = Vec::with_capacity(nd);
+    for d in 0..nd {
+        match (sa[d], sb[d]) {
+            (x, y) if (x == UNKNOWN) != (y == UNKNOWN) && x != 1 && y != 1 => {
+                return Err(TensorError::UnknownShape { op: "broadcasting against a known length".into() });
+            }
+            // Length 1 in one chunk broadcasts against any split of length 1 (a mask's
+            // result can come out as `[1, 0]`).
+            (1, 1) if ca[d] != cb[d] && (ca[d].len() == 1 || cb[d].len() == 1) => {
+                shape.push(1);
+                chunks.push(if ca[d].len() == 1 { cb[d].clone() } else { ca[d].clone() });
+            }
+            (x, y) if x == y => {
+                // Two unknown lengths (two masks' results) are lined up, or found to
+                // differ, when the expression is rebuilt on the known ones.
+                if ca[d] != cb[d] && x != UNKNOWN {
+                    return Err(TensorError::ChunkMismatch { dim: d, a: ca[d].clone(), b: cb[d].clone() });
+                }
+                shape.push(x);
+                chunks.push(ca[d].clone());
+            }
+            (1, y) => {
+                shape.push(y);
+                chunks.push(cb[d].clone());
+            }
+            (x, 1) => {
+                shape.push(x);
+                chunks.push(ca[d].clone());
+            }
+            _ => return Err(TensorError::ShapeMismatch { a: a.shape().to_vec(), b: b.shape().to_vec() }),
+        }
+    }
+    Ok((shape, chunks))
+}
+
+macro_rules! ops {
+    ($trait:ident, $method:ident, $op:expr) => {
+        impl std::ops::$trait<&Tensor> for &Tensor {
+            type Output = Tensor;
+            /// Panics if the operands cannot be broadcast; use [`Tensor::binary`] for a `Result`.
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                self.binary($op, rhs).unwrap_or_else(|e| panic!("{e}"))
+            }
+        }
+        impl std::ops::$trait<Tensor> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                (&self).$method(&rhs)
+            }
+        }
+        impl std::ops::$trait<&Tensor> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                (&self).$method(rhs)
+            }
+        }
+        impl std::ops::$trait<Tensor> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                self.$method(&rhs)
+            }
+        }
+        impl std::ops::$trait<f64> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: f64) -> Tensor {
+                self.binary_scalar($op, Scalar::F64(rhs)).unwrap_or_else(|e| panic!("{e}"))
+            }
+        }
+        impl std::ops::$trait<f64> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: f64) -> Tensor {
+                (&self).$method(rhs)
+            }
+        }
+    };
+}
+ops!(Add, add, BinOp::Add);
+ops!(Sub, sub, BinOp::Sub);
+ops!(Mul, mul, BinOp::Mul);
+ops!(Div, div, BinOp::Div);
+
+impl std::ops::Neg for &Tensor {
+    type Output = Tensor;
+    /// Panics for a boolean tensor, as numpy refuses it; use [`Tensor::negate`] for a `Result`.
+    fn neg(self) -> Tensor {
+        self.negate().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Tensor {
+    /// `-x` (numpy refuses booleans).
+    pub fn negate(&self) -> Result<Tensor> {
+        self.unary(UnOp::Neg)
+    }
+}
+
+/// `c ? a : b`, element-wise with broadcasting.
+pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    // Every operand follows the largest one's chunks (see `unify`).
+    let (a, b) = unify(a, b)?;
+    let (c, a) = unify(c, &a)?;
+    let (c, b) = unify(&c, &b)?;
+    let (a, b) = (&a, &b);
+    let c = &c;
+    let ab = a.binary(BinOp::Add, b)?;
+    let probe = Tensor::new(Op::Full(Scalar::Bool(false)), ab.shape().to_vec(), DType::Bool, ab.chunks().to_vec());
+    let (shape, chunks) = broadcast(c, &probe)?;
+    let dtype = DType::promote(a.dtype(), b.dtype());
+    Ok(Tensor::new(Op::Where(c.clone(), a.clone(), b.clone()), shape, dtype, chunks))
+}

@@ -1,0 +1,298 @@
+//! Numeric dtypes and numpy 2's promotion rules (NEP 50), shared by tensors and frames:
+//! what dtype an operation of two operands computes in and returns.
+//!
+//! Operands are arrays (a tensor, a column: their dtype is strong) or Python scalars
+//! (a literal: only its kind counts, it takes the array's dtype when of the same kind).
+//! Where numpy would give `float16` (square roots of booleans and 8-bit integers),
+//! which is not a dtype here yet, the result is `float64`.
+
+/// A numeric dtype (numpy's names).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[rkyv(derive(Debug, PartialEq))]
+pub enum DType {
+    /// `bool`
+    Bool,
+    /// `int8`
+    I8,
+    /// `int16`
+    I16,
+    /// `int32`
+    I32,
+    /// `int64`
+    I64,
+    /// `uint8`
+    U8,
+    /// `uint16`
+    U16,
+    /// `uint32`
+    U32,
+    /// `uint64`
+    U64,
+    /// `float32`
+    F32,
+    /// `float64`
+    F64,
+}
+
+/// The kind of a dtype, or of a Python scalar (which has no width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Kind {
+    /// `bool`
+    Bool,
+    /// An integer (signed or not).
+    Int,
+    /// A float.
+    Float,
+}
+
+impl DType {
+    /// numpy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(self) -> Kind {
+        match self {
+            DType::Bool => Kind::Bool,
+            DType::F32 | DType::F64 => Kind::Float,
+            _ => Kind::Int,
+        }
+    }
+
+    /// Whether it is a float.
+    pub fn is_float(self) -> bool {
+        self.kind() == Kind::Float
+    }
+
+    /// Whether it is an integer (signed or not).
+    pub fn is_integer(self) -> bool {
+        self.kind() == Kind::Int
+    }
+
+    /// Whether it is an unsigned integer.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// The signed integer of `bytes` bytes, if there is one.
+    fn signed(bytes: usize) -> Option<DType> {
+        Some(match bytes {
+            1 => DType::I8,
+            2 => DType::I16,
+            4 => DType::I32,
+            8 => DType::I64,
+            _ => return None,
+        })
+    }
+}
+
+/// numpy's `result_type` of two arrays: the smallest dtype both cast to safely.
+pub fn result_type(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (a.kind(), b.kind()) {
+        (Kind::Bool, _) => b,
+        (_, Kind::Bool) => a,
+        (Kind::Float, Kind::Float) => F64,
+        (Kind::Float, Kind::Int) | (Kind::Int, Kind::Float) => {
+            let (f, i) = if a.is_float() { (a, b) } else { (b, a) };
+            // float32 holds integers of up to 16 bits exactly.
+            if f == F32 && i.size() <= 2 { F32 } else { F64 }
+        }
+        (Kind::Int, Kind::Int) => match (a.is_unsigned(), b.is_unsigned()) {
+            (false, false) | (true, true) => {
+                if a.size() >= b.size() {
+                    a
+                } else {
+                    b
+                }
+            }
+            _ => {
+                let (s, u) = if a.is_unsigned() { (b, a) } else { (a, b) };
+                if s.size() > u.size() { s } else { DType::signed(2 * u.size()).unwrap_or(F64) }
+            }
+        },
+    }
+}
+
+/// An operand of an operation: an array (its dtype counts) or a Python scalar (only its
+/// kind counts: NEP 50's "weak" scalars).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// An array of this dtype.
+    Array(DType),
+    /// A Python scalar of this kind.
+    Scalar(Kind),
+}
+
+impl Operand {
+    /// The dtype it has on its own (a Python int is `int64`, a float `float64`).
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Operand::Array(d) => d,
+            Operand::Scalar(Kind::Bool) => DType::Bool,
+            Operand::Scalar(Kind::Int) => DType::I64,
+            Operand::Scalar(Kind::Float) => DType::F64,
+        }
+    }
+}
+
+/// NEP 50: the dtype of an array of `a` with a Python scalar of kind `k`: the array's,
+/// unless the scalar's kind is higher (an integer with a bool array gives `int64`, a
+/// float with an integer array `float64`).
+pub fn result_type_weak(a: DType, k: Kind) -> DType {
+    match (a.kind(), k) {
+        (Kind::Bool, Kind::Int) => DType::I64,
+        (Kind::Bool | Kind::Int, Kind::Float) => DType::F64,
+        _ => a,
+    }
+}
+
+/// The common dtype of two operands.
+pub fn common(a: Operand, b: Operand) -> DType {
+    match (a, b) {
+        (Operand::Array(x), Operand::Array(y)) => result_type(x, y),
+        (Operand::Array(x), Operand::Scalar(k)) | (Operand::Scalar(k), Operand::Array(x)) => result_type_weak(x, k),
+        (x, y) => result_type(x.default_dtype(), y.default_dtype()),
+    }
+}
+
+use super::ops::{BinOp, UnOp};
+
+/// Why an operation refuses its operands (numpy raises `TypeError`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TypeError(pub String);
+
+/// What a binary operation computes in and returns, as numpy decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Typed {
+    /// Both operands are cast to this first.
+    pub compute: DType,
+    /// The result's dtype.
+    pub out: DType,
+}
+
+/// The dtypes of `a op b` (numpy's type resolution), or why numpy refuses it.
+pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
+    let c = common(a, b);
+    let typed = |compute: DType, out: DType| Ok(Typed { compute, out });
+    match op {
+        _ if op.is_comparison() => typed(c, DType::Bool),
+        BinOp::And | BinOp::Or => typed(DType::Bool, DType::Bool),
+        // Integers and booleans divide in float64; float32 stays float32.
+        BinOp::Div => {
+            let f = if c.is_float() { c } else { DType::F64 };
+            typed(f, f)
+        }
+        BinOp::Sub if c == DType::Bool => Err(TypeError(
+            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` operator, or the logical_xor function instead".into(),
+        )),
+        // numpy computes these on booleans in int8.
+        BinOp::FloorDiv | BinOp::Mod | BinOp::Pow if c == DType::Bool => typed(DType::I8, DType::I8),
+        _ => typed(c, c),
+    }
+}
+
+/// The dtype of `op x` (numpy's), or why numpy refuses it.
+pub fn unary(op: UnOp, x: DType) -> Result<DType, TypeError> {
+    match op {
+        UnOp::Neg if x == DType::Bool => Err(TypeError(
+            "The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the logical_not function instead".into(),
+        )),
+        UnOp::Neg | UnOp::Abs | UnOp::Round(_) => Ok(x),
+        UnOp::Not => Ok(DType::Bool),
+        UnOp::Sqrt | UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos => Ok(match x {
+            DType::F32 | DType::F64 => x,
+            DType::I16 | DType::U16 => DType::F32,
+            // numpy gives float16 for booleans and 8-bit integers, not a dtype here yet:
+            // float64, as for the wider integers.
+            _ => DType::F64,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+
+    #[test]
+    fn arrays_promote_as_numpys_result_type() {
+        // Cases from numpy 2's promotion table.
+        let cases = [
+            (Bool, I8, I8),
+            (I8, U8, I16),
+            (I16, U8, I16),
+            (I8, U16, I32),
+            (I32, U32, I64),
+            (I64, U32, I64),
+            (I64, U64, F64),
+            (U8, U64, U64),
+            (I8, I64, I64),
+            (F32, I16, F32),
+            (F32, U16, F32),
+            (F32, I32, F64),
+            (F32, U64, F64),
+            (F32, F64, F64),
+            (Bool, F32, F32),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(result_type(a, b), want, "{a:?} with {b:?}");
+            assert_eq!(result_type(b, a), want, "{b:?} with {a:?}");
+        }
+    }
+
+    #[test]
+    fn python_scalars_take_the_arrays_dtype_unless_their_kind_is_higher() {
+        assert_eq!(result_type_weak(I8, Kind::Int), I8);
+        assert_eq!(result_type_weak(F32, Kind::Float), F32);
+        assert_eq!(result_type_weak(F32, Kind::Int), F32);
+        assert_eq!(result_type_weak(I32, Kind::Float), F64);
+        assert_eq!(result_type_weak(Bool, Kind::Int), I64);
+        assert_eq!(result_type_weak(U8, Kind::Bool), U8);
+        assert_eq!(common(Operand::Scalar(Kind::Int), Operand::Scalar(Kind::Float)), F64);
+    }
+
+    #[test]
+    fn operations_type_as_numpy() {
+        let arr = Operand::Array;
+        let t = |op, a, b| binary(op, a, b).unwrap();
+        assert_eq!(t(BinOp::Div, arr(I32), arr(I32)).out, F64);
+        assert_eq!(t(BinOp::Div, arr(F32), Operand::Scalar(Kind::Int)).out, F32);
+        assert_eq!(t(BinOp::Lt, arr(I32), arr(F32)), Typed { compute: F64, out: Bool });
+        assert_eq!(t(BinOp::Add, arr(Bool), arr(Bool)).out, Bool);
+        assert_eq!(t(BinOp::FloorDiv, arr(Bool), arr(Bool)).out, I8);
+        assert!(binary(BinOp::Sub, arr(Bool), arr(Bool)).is_err());
+        assert_eq!(unary(UnOp::Sqrt, I64), Ok(F64));
+        assert_eq!(unary(UnOp::Sqrt, F32), Ok(F32));
+        assert!(unary(UnOp::Neg, Bool).is_err());
+    }
+}
