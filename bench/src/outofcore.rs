@@ -134,7 +134,7 @@ pub(crate) fn parent(c: &Case) -> Result<()> {
         return Ok(());
     }
     // Everything the product needs, and room to spare.
-    let big_mib = ((c.n * c.n * 8 * 3) >> 20) + 512;
+    let big_mib = ((c.n * c.n * 8 * 2) >> 20) + 512;
     let reference = run_child(c, big_mib)?;
     println!("{}", json!({"bench": "outofcore_reference", "engine": "ares", "n": c.n, "run": reference}));
     let (a, b) = (small["result"].as_f64(), reference["result"].as_f64());

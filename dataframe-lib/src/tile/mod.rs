@@ -340,3 +340,86 @@ impl ares_tileable::Node for DataFrame {
         self.node.computed.get(session).is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::col;
+    use crate::spec::Method;
+
+    /// Tiling is pure until a step waits for data: these graphs are built without a
+    /// cluster and never run.
+    fn kinds(cx: &Cx<'_>) -> Vec<String> {
+        (0..cx.graph().len()).filter_map(|i| cx.graph().task(i).map(|t| t.name())).collect()
+    }
+
+    fn frame() -> DataFrame {
+        let k = ares_tensor::random::randint(0, 10, &[4000], &[1000], 1).unwrap();
+        let f = ares_tensor::random::rand(&[4000], &[1000], 2).unwrap();
+        DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap()
+    }
+
+    #[test]
+    fn a_filter_assign_group_by_top_chain_is_one_graph_with_the_map_fused_into_the_source() {
+        let df = frame();
+        let chain = df
+            .filter(col("f").gt(0.5))
+            .unwrap()
+            .assign(&[("g", col("f") * 2.0)])
+            .unwrap()
+            .group_by(&["k"])
+            .unwrap()
+            .method(Method::Tree)
+            .select(&["g"])
+            .unwrap()
+            .sum()
+            .unwrap()
+            .head(3);
+        let s = ares_tileable::Session::new();
+        let mut cx = Cx::new(&s);
+        cx.prepare(&chain);
+        let c = tile_materialized(&mut cx, &chain, None).unwrap();
+        assert_eq!(c.nodes.len(), 1);
+        let k = kinds(&cx);
+        // Four chunks made with the filter and the assignment in the same task, their
+        // partials, a combine, the finish and the top rows: one graph, no map task.
+        assert_eq!(k.iter().filter(|n| *n == "frame from tensor programs").count(), 4, "{k:?}");
+        assert_eq!(k.iter().filter(|n| n.starts_with("group-by partial")).count(), 4, "{k:?}");
+        assert!(k.iter().any(|n| n == "group-by combine") && k.iter().any(|n| n == "group-by finish"), "{k:?}");
+        assert!(k.iter().any(|n| n.starts_with("top rows")), "{k:?}");
+        assert!(!k.iter().any(|n| n.starts_with("frame map")), "the map is fused: {k:?}");
+        // Every input comes before its consumer, and the order covers the whole chain.
+        assert_eq!(cx.graph().order().len(), k.len());
+    }
+
+    #[test]
+    fn a_sort_after_a_group_by_waits_for_its_samples_inside_the_same_graph() {
+        let df = frame();
+        let chain = df
+            .filter(col("f").gt(0.5))
+            .unwrap()
+            .group_by(&["k"])
+            .unwrap()
+            .method(Method::Shuffle)
+            .select(&["f"])
+            .unwrap()
+            .sum()
+            .unwrap()
+            .sort_values(&["f"], &[false])
+            .unwrap();
+        let s = ares_tileable::Session::new();
+        let mut cx = Cx::new(&s);
+        cx.prepare(&chain);
+        assert!(matches!(tile_materialized(&mut cx, &chain, None), Err(Tiling::Pending)));
+        let k = kinds(&cx);
+        let samples: Vec<usize> = (0..cx.graph().len())
+            .filter(|&i| cx.graph().task(i).is_some_and(|t| t.name() == "sort sample"))
+            .collect();
+        // The shuffle's four partitions, each sampled; tiling waits for the samples.
+        assert_eq!(samples.len(), 4, "{k:?}");
+        assert!(samples.iter().all(|&i| cx.waits_for(i)));
+        assert_eq!(k.iter().filter(|n| n.starts_with("group-by shuffle map")).count(), 4, "{k:?}");
+        assert!(!k.iter().any(|n| n.starts_with("frame map")), "the filter is fused: {k:?}");
+        assert!(!k.iter().any(|n| n.starts_with("sort split")), "the split waits for the bounds: {k:?}");
+    }
+}
