@@ -163,3 +163,30 @@ fn to_tensor_gives_the_rows_as_a_tensor_of_the_common_dtype() {
     assert!(e.to_string().contains("missing values") && e.to_string().contains("\"j\""), "{e}");
     ares::shutdown();
 }
+
+#[test]
+fn a_filtered_frames_column_as_a_tensor_and_back_as_a_frame_runs_as_one_graph() {
+    cluster();
+    let s = Session::new();
+    let k = ares_tensor::random::randint(0, 5, &[10_000], &[2500], 1).unwrap();
+    let f = ares_tensor::random::rand(&[10_000], &[2500], 2).unwrap();
+    let df = DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap();
+    let big = df.filter(col("f").gt(0.5)).unwrap();
+    // Lazy: the filter, the conversion and the tensor's arithmetic are one graph, whose
+    // row chunks are known once the conversions ran.
+    let t = &big.column_values("f").unwrap() * 2.0;
+    assert!(t.has_unknown_shape());
+    let total = s.tensors().scalar(&t.sum()).unwrap();
+    let want: f64 = {
+        let rows = s.fetch(&big).unwrap();
+        rows.column("f").unwrap().as_materialized_series().f64().unwrap().into_no_null_iter().map(|v| 2.0 * v).sum()
+    };
+    assert!((total - want).abs() <= 1e-9 * want.abs(), "{total} vs {want}");
+    // And back: a frame of that tensor, summed as a frame (a new session: nothing cached).
+    let back = DataFrame::from_tensors(&[("g", &t)]).unwrap();
+    let fresh = Session::new();
+    let sum = fresh.fetch(&back.sum().unwrap()).unwrap();
+    let got = sum.column("g").unwrap().as_materialized_series().f64().unwrap().get(0).unwrap();
+    assert!((got - want).abs() <= 1e-9 * want.abs(), "{got} vs {want}");
+    ares::shutdown();
+}

@@ -31,13 +31,41 @@ impl DType {
     /// numpy's `result_type` for two arrays (the engine's rule,
     /// [`ares_tileable::scalar::result_type`]).
     pub fn promote(a: DType, b: DType) -> DType {
-        let c = ares_tileable::scalar::result_type(crate::kernel::core(a), crate::kernel::core(b));
-        crate::kernel::of_core(c).expect("tensor dtypes promote to a tensor dtype")
+        let c = ares_tileable::scalar::result_type(a.core(), b.core());
+        DType::of_core(c).expect("tensor dtypes promote to a tensor dtype")
     }
 
     /// The type of a true division (`/`) of these operands.
     pub fn true_div(a: DType, b: DType) -> DType {
-        crate::kernel::binary_dtype(ares_tileable::scalar::BinOp::Div, a, b)
+        match DType::promote(a, b) {
+            DType::F32 => DType::F32,
+            _ => DType::F64,
+        }
+    }
+
+    /// The engine's dtype (its scalar core's) of this one.
+    pub fn core(self) -> ares_tileable::scalar::DType {
+        use ares_tileable::scalar::DType as C;
+        match self {
+            DType::Bool => C::Bool,
+            DType::I32 => C::I32,
+            DType::I64 => C::I64,
+            DType::F32 => C::F32,
+            DType::F64 => C::F64,
+        }
+    }
+
+    /// The tensor dtype of an engine dtype, if tensors have it.
+    pub fn of_core(d: ares_tileable::scalar::DType) -> Option<DType> {
+        use ares_tileable::scalar::DType as C;
+        Some(match d {
+            C::Bool => DType::Bool,
+            C::I32 => DType::I32,
+            C::I64 => DType::I64,
+            C::F32 => DType::F32,
+            C::F64 => DType::F64,
+            _ => return None,
+        })
     }
 
     /// Bytes per element.

@@ -117,6 +117,19 @@ impl Session {
     }
 }
 
+impl Tensor {
+    /// Computes the tensor in `session` and keeps its chunks until it is dropped (Mars'
+    /// `t.execute(session)`).
+    pub fn execute(&self, session: &Session) -> Result<()> {
+        session.execute(self)
+    }
+
+    /// Computes the tensor in `session` and returns it as an ndarray of `T` (cast if needed).
+    pub fn fetch<T: Elem>(&self, session: &Session) -> Result<ArrayD<T>> {
+        session.fetch(self)
+    }
+}
+
 /// Computes every chunk of `t` (cached on the tensor for this session) as one graph;
 /// returns their refs, row-major.
 pub(crate) fn materialize(session: &Session, t: &Tensor) -> Result<Arc<Vec<ObjectRef<Chunk>>>> {

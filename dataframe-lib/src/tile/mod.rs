@@ -412,9 +412,8 @@ mod tests {
         cx.prepare(&chain);
         assert!(matches!(tile_materialized(&mut cx, &chain, None), Err(Tiling::Pending)));
         let k = kinds(&cx);
-        let samples: Vec<usize> = (0..cx.graph().len())
-            .filter(|&i| cx.graph().task(i).is_some_and(|t| t.name() == "sort sample"))
-            .collect();
+        let samples: Vec<usize> =
+            (0..cx.graph().len()).filter(|&i| cx.graph().task(i).is_some_and(|t| t.name() == "sort sample")).collect();
         // The shuffle's four partitions, each sampled; tiling waits for the samples.
         assert_eq!(samples.len(), 4, "{k:?}");
         assert!(samples.iter().all(|&i| cx.waits_for(i)));

@@ -29,37 +29,12 @@ pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
 pub const NEGATIVE_INTEGER_POWER: &str =
     "Integers to negative integer powers are not allowed (cast the base to float first)";
 
-/// The engine's dtype of a tensor dtype.
-pub(crate) fn core(d: DType) -> ares_tileable::scalar::DType {
-    use ares_tileable::scalar::DType as C;
-    match d {
-        DType::Bool => C::Bool,
-        DType::I32 => C::I32,
-        DType::I64 => C::I64,
-        DType::F32 => C::F32,
-        DType::F64 => C::F64,
-    }
-}
-
-/// The tensor dtype of an engine dtype, if tensors have it.
-pub(crate) fn of_core(d: ares_tileable::scalar::DType) -> Option<DType> {
-    use ares_tileable::scalar::DType as C;
-    Some(match d {
-        C::Bool => DType::Bool,
-        C::I32 => DType::I32,
-        C::I64 => DType::I64,
-        C::F32 => DType::F32,
-        C::F64 => DType::F64,
-        _ => return None,
-    })
-}
-
 /// The dtypes `a op b` computes in and returns (numpy's rules, the engine's
 /// [`ares_tileable::scalar::binary`]), if numpy accepts it and tensors have them.
 pub fn binary_types(op: BinOp, a: DType, b: DType) -> Option<(DType, DType)> {
     use ares_tileable::scalar::Operand;
-    let t = ares_tileable::scalar::binary(op, Operand::Array(core(a)), Operand::Array(core(b))).ok()?;
-    Some((of_core(t.compute)?, of_core(t.out)?))
+    let t = ares_tileable::scalar::binary(op, Operand::Array(a.core()), Operand::Array(b.core())).ok()?;
+    Some((DType::of_core(t.compute)?, DType::of_core(t.out)?))
 }
 
 /// The dtype a binary operation computes in.

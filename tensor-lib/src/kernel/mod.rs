@@ -18,7 +18,6 @@ mod random;
 mod reduce;
 
 pub use elementwise::{NEGATIVE_INTEGER_POWER, binary_dtype, binary_types, compute_dtype};
-pub(crate) use elementwise::{core, of_core};
 pub use reduce::Partial;
 
 /// Output elements evaluated at a time: a few node buffers of this size stay in L1/L2.

@@ -9,19 +9,19 @@ impl Tensor {
     pub(super) fn unary(&self, op: UnOp) -> Result<Tensor> {
         let d = self.dtype();
         let bad = |e: String| TensorError::BadDType { op: e, dtype: d };
-        let out = ares_tileable::scalar::unary(op, crate::kernel::core(d)).map_err(|e| bad(e.0))?;
-        let out = crate::kernel::of_core(out).ok_or_else(|| bad(format!("{op:?} giving {}", out.name())))?;
+        let out = ares_tileable::scalar::unary(op, d.core()).map_err(|e| bad(e.0))?;
+        let out = DType::of_core(out).ok_or_else(|| bad(format!("{op:?} giving {}", out.name())))?;
         Ok(Tensor::new(Op::Unary(op, self.clone()), self.shape().to_vec(), out, self.chunks().to_vec()))
     }
 
     /// Element-wise `a op b` with numpy broadcasting and type promotion.
     pub fn binary(&self, op: BinOp, other: &Tensor) -> Result<Tensor> {
         use ares_tileable::scalar::Operand;
-        let (da, db) = (crate::kernel::core(self.dtype()), crate::kernel::core(other.dtype()));
+        let (da, db) = (self.dtype().core(), other.dtype().core());
         let bad = |e: String| TensorError::BadDType { op: e, dtype: self.dtype() };
         let typed = ares_tileable::scalar::binary(op, Operand::Array(da), Operand::Array(db)).map_err(|e| bad(e.0))?;
         // numpy gives int8 for `//`, `%` and `**` of booleans, not a dtype here yet.
-        let dtype = crate::kernel::of_core(typed.out).ok_or_else(|| {
+        let dtype = DType::of_core(typed.out).ok_or_else(|| {
             bad(format!("{} of {} and {} (numpy gives {})", op.symbol(), da.name(), db.name(), typed.out.name()))
         })?;
         let (a, b) = unify(self, other)?;

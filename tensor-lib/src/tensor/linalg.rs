@@ -1,10 +1,8 @@
 //! Linear algebra (decompositions, solves, inverses, `tensordot`) and executing from
 //! the tensor.
 
-use ndarray::ArrayD;
-
 use super::{Factor, Op, Result, Slice, Tensor, TensorError, UNKNOWN, concatenate, eye, split};
-use crate::data::{DType, Elem};
+use crate::data::DType;
 use crate::kernel::BinOp;
 
 impl Tensor {
@@ -123,17 +121,6 @@ impl Tensor {
         let mut spec: Vec<i64> = self.shape().iter().map(|&d| if d == UNKNOWN { -1 } else { d as i64 }).collect();
         spec.insert(axis, 1);
         self.reshape(&spec)
-    }
-
-    /// Computes the tensor in `session` and keeps its chunks until it is dropped (Mars'
-    /// `t.execute(session)`).
-    pub fn execute(&self, session: &crate::Session) -> Result<()> {
-        session.execute(self)
-    }
-
-    /// Computes the tensor in `session` and returns it as an ndarray of `T` (cast if needed).
-    pub fn fetch<T: Elem>(&self, session: &crate::Session) -> Result<ArrayD<T>> {
-        session.fetch(self)
     }
 }
 
