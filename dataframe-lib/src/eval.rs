@@ -4,7 +4,7 @@
 
 use polars::prelude::*;
 
-use crate::expr::{BinOp, Instr, Program, Scalar, StrOp, UnOp, arithmetic_dtype, fill_dtype};
+use crate::expr::{BinOp, Instr, Program, Scalar, StrOp, UnOp, arithmetic_dtype, compute_dtype, fill_dtype};
 use crate::spec::{MapSpec, MapStep};
 
 /// Deeper expressions are refused (they would only come from a malformed task).
@@ -134,10 +134,16 @@ fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsRe
         let Some(to) = arithmetic_dtype(op, a.dtype(), a_lit, b.dtype(), b_lit) else {
             polars_bail!(ComputeError: "cannot compute {} {} {}", a.dtype(), op.symbol(), b.dtype())
         };
-        // The engine's kernels, as a tensor computes them.
-        return crate::numeric::binary(op, &a.cast(&to)?, &b.cast(&to)?);
+        // The engine's kernels, as a tensor computes them. A literal converts exactly or
+        // fails (a column's cast to the promoted dtype always converts).
+        let cast = |s: &Series, lit: bool| if lit { s.strict_cast(&to) } else { s.cast(&to) };
+        return crate::numeric::binary(op, &cast(&a, a_lit)?, &cast(&b, b_lit)?);
     }
     if op.is_comparison() {
+        // Numbers compare through the engine's kernels, in the dtype numpy compares in.
+        if let Some(to) = compute_dtype(op, a.dtype(), a_lit, b.dtype(), b_lit) {
+            return crate::numeric::compare(op, &a.cast(&to)?, &b.cast(&to)?);
+        }
         let (a, b) = comparable(a, b)?;
         let out = match op {
             BinOp::Eq => a.equal(&b)?,

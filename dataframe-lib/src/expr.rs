@@ -336,6 +336,18 @@ impl Expr {
                     )));
                 }
                 if op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum) {
+                    // numpy 2 refuses a Python integer its integer operand cannot hold.
+                    let to = compute_dtype(*op, &da, lit_of(a), &db, lit_of(b));
+                    for side in [a, b] {
+                        if let (Expr::Lit(Scalar::Int(v)), Some(to)) = (&**side, &to)
+                            && to.is_integer()
+                            && !int_fits(*v, to)
+                        {
+                            return Err(FrameError::Invalid(format!(
+                                "Python integer {v} out of bounds for {to} (numpy 2 refuses it): astype the column to a wider integer first"
+                            )));
+                        }
+                    }
                     match arithmetic_dtype(*op, &da, lit_of(a), &db, lit_of(b)) {
                         Some(d) => Ok(d),
                         None => bad(format!("cannot compute {da} {sym} {db}: arithmetic needs numeric operands")),
@@ -438,6 +450,16 @@ pub(crate) fn is_temporal(d: &DataType) -> bool {
     matches!(d, DataType::Date | DataType::Datetime(..))
 }
 
+/// Whether the integer dtype `d` holds `v`.
+fn int_fits(v: i64, d: &DataType) -> bool {
+    match d {
+        DataType::Int32 => i32::try_from(v).is_ok(),
+        DataType::UInt32 => u32::try_from(v).is_ok(),
+        DataType::UInt64 => v >= 0,
+        _ => true,
+    }
+}
+
 fn comparable(a: &DataType, b: &DataType) -> bool {
     let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
     (num(a) && num(b)) || (a == &DataType::String && b == &DataType::String) || (a == b && is_temporal(a))
@@ -446,14 +468,23 @@ fn comparable(a: &DataType, b: &DataType) -> bool {
 /// The dtype of `a op b` (numpy's rules, with a Python literal taking the dtype of the
 /// column it meets when it is of the same kind), or `None` for non-numbers.
 pub(crate) fn arithmetic_dtype(op: BinOp, a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<DataType> {
+    crate::numeric::of_core(typed(op, a, a_lit, b, b_lit)?.out)
+}
+
+/// The dtype `a op b` computes in (both operands are cast to it first), for numbers.
+pub(crate) fn compute_dtype(op: BinOp, a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<DataType> {
+    crate::numeric::of_core(typed(op, a, a_lit, b, b_lit)?.compute)
+}
+
+/// The engine's typing of `a op b` (numpy 2's rules, NEP 50: a literal is a Python
+/// scalar, whose kind alone counts).
+fn typed(op: BinOp, a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<ares_tileable::scalar::Typed> {
     use ares_tileable::scalar::Operand;
-    // numpy 2's rules (NEP 50): a literal is a Python scalar, whose kind alone counts.
     let operand = |d: &DataType, lit: bool| {
         let c = crate::numeric::core(d)?;
         Some(if lit { Operand::Scalar(c.kind()) } else { Operand::Array(c) })
     };
-    let t = ares_tileable::scalar::binary(op, operand(a, a_lit)?, operand(b, b_lit)?).ok()?;
-    crate::numeric::of_core(t.out)
+    ares_tileable::scalar::binary(op, operand(a, a_lit)?, operand(b, b_lit)?).ok()
 }
 
 /// The dtype of `a.fillna(v)`: the column's, or float64 for an integer column filled

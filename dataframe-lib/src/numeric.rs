@@ -92,6 +92,47 @@ pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> 
     .with_name(name))
 }
 
+/// `a op b` for a comparison, both columns already of the dtype it compares in: pandas'
+/// answer for a missing operand (null, or NaN by IEEE's rules) is false, but true for
+/// `!=`.
+pub(crate) fn compare(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> {
+    let name = a.name().clone();
+    let missing = op == BinOp::Ne;
+    macro_rules! typed {
+        ($get:ident) => {{
+            let (x, y) = (a.$get()?.rechunk(), b.$get()?.rechunk());
+            let (x, y) = (x.downcast_as_array(), y.downcast_as_array());
+            let mut out = scalar::compare(op, x.values().as_slice(), Rhs::Slice(y.values().as_slice()));
+            if let Some(v) = combine_validities_and(x.validity(), y.validity()) {
+                out.iter_mut().enumerate().filter(|(i, _)| !v.get_bit(*i)).for_each(|(_, o)| *o = missing);
+            }
+            out
+        }};
+    }
+    let out = match a.dtype() {
+        DataType::Int32 => typed!(i32),
+        DataType::Int64 => typed!(i64),
+        DataType::UInt32 => typed!(u32),
+        DataType::UInt64 => typed!(u64),
+        DataType::Float32 => typed!(f32),
+        DataType::Float64 => typed!(f64),
+        DataType::Boolean => {
+            let (x, y) = (a.bool()?, b.bool()?);
+            let xs: Vec<bool> = x.iter().map(|v| v.unwrap_or(false)).collect();
+            let ys: Vec<bool> = y.iter().map(|v| v.unwrap_or(false)).collect();
+            let mut out = scalar::compare(op, &xs, Rhs::Slice(&ys));
+            for (o, (p, q)) in out.iter_mut().zip(x.iter().zip(y.iter())) {
+                if p.is_none() || q.is_none() {
+                    *o = missing;
+                }
+            }
+            out
+        }
+        other => polars_bail!(ComputeError: "{} of {other} columns is not supported", op.symbol()),
+    };
+    Ok(BooleanChunked::from_slice(name, &out).into_series())
+}
+
 /// `op s` for `abs` or `round` (numpy's: half to even; integers are unchanged unless
 /// rounded to tens or above, done in float64), keeping the dtype.
 pub(crate) fn unary(op: UnOp, s: &Series) -> PolarsResult<Series> {
@@ -171,6 +212,16 @@ mod tests {
         assert_eq!(m.i64().unwrap().iter().collect::<Vec<_>>(), [Some(-1), Some(1), None, None]);
         let f = binary(BinOp::FloorDiv, &Series::new("f".into(), [1.0f64]), &Series::new("g".into(), [0.0f64]));
         assert!(f.unwrap().f64().unwrap().get(0).unwrap().is_infinite(), "numpy: 1.0 // 0.0 is inf");
+    }
+
+    #[test]
+    fn comparisons_with_a_missing_value_are_false_but_not_equal_is_true() {
+        let a = Series::new("a".into(), [Some(1.0f64), None, Some(f64::NAN), Some(3.0)]);
+        let b = Series::new("b".into(), [2.0f64, 2.0, 2.0, 2.0]);
+        let lt = compare(BinOp::Lt, &a, &b).unwrap();
+        assert_eq!(lt.bool().unwrap().iter().collect::<Vec<_>>(), [Some(true), Some(false), Some(false), Some(false)]);
+        let ne = compare(BinOp::Ne, &a, &b).unwrap();
+        assert_eq!(ne.bool().unwrap().iter().collect::<Vec<_>>(), [Some(true); 4]);
     }
 
     #[test]

@@ -538,3 +538,13 @@ fn floor_division_modulo_powers_abs_round_clip_and_concat_match_the_oracle() {
     assert!(e.to_string().contains("at least one"), "{e}");
     ares::shutdown();
 }
+
+#[test]
+fn a_python_integer_an_integer_column_cannot_hold_is_refused_as_numpy_2_refuses_it() {
+    let local = PlFrame::new_infer_height(vec![Series::new("u".into(), [1u32, 2, 3]).into_column()]).unwrap();
+    let df = DataFrame::from_polars(local, 2).unwrap();
+    let e = df.assign(&[("v", col("u") + (-1))]).unwrap_err();
+    assert!(e.to_string().contains("out of bounds for u32") && e.to_string().contains("astype"), "{e}");
+    let ok = df.assign(&[("v", col("u") + 1)]).unwrap();
+    assert_eq!(ok.dtypes()[1], DataType::UInt32);
+}

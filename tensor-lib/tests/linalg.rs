@@ -191,6 +191,18 @@ fn cholesky_solve_and_inv_match_their_definitions() {
         );
         let inv = mat(&ga.inv().unwrap().fetch::<f64>(&s).unwrap());
         near(&g.dot(&inv), &Array2::eye(n), 1e-8);
+        // Two solves in one expression, each rechunking its operands while tiling: every
+        // node tiling makes stays apart from the others (no memo mix-up).
+        let h = noise(n, n, 11) + Array2::<f64>::eye(n) * n as f64;
+        let ha = from_array(&h.clone().into_dyn(), &[c, c]).unwrap();
+        let both = ares_tensor::solve(&ga, &b).unwrap() + ares_tensor::solve(&ha, &b).unwrap();
+        let want = mat(&ares_tensor::solve(&ga, &b).unwrap().fetch::<f64>(&s).unwrap())
+            + mat(&ares_tensor::solve(&ha, &b).unwrap().fetch::<f64>(&s).unwrap());
+        near(&mat(&both.fetch::<f64>(&s).unwrap()), &want, 1e-10);
+        let invs = ga.inv().unwrap() + ha.inv().unwrap();
+        let inv_h = mat(&ha.inv().unwrap().fetch::<f64>(&s).unwrap());
+        near(&h.dot(&inv_h), &Array2::eye(n), 1e-8);
+        near(&mat(&invs.fetch::<f64>(&s).unwrap()), &(inv + inv_h), 1e-8);
     }
     // Numeric failures name the problem.
     let zeros = from_array(&Array2::<f64>::zeros((4, 4)).into_dyn(), &[2, 2]).unwrap();

@@ -104,6 +104,9 @@ pub struct Cx<'s> {
     needs: Vec<usize>,
     tasks: usize,
     capacity: Option<u64>,
+    /// The tileables keyed by address in this run, kept alive so that no address is
+    /// reused for another node while the run's maps still name it.
+    alive: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
 impl<'s> Cx<'s> {
@@ -120,6 +123,7 @@ impl<'s> Cx<'s> {
             needs: Vec::new(),
             tasks: 0,
             capacity: None,
+            alive: Vec::new(),
         }
     }
 
@@ -196,6 +200,22 @@ impl<'s> Cx<'s> {
     /// What tiling recorded for `(key, variant)` (a library's list of chunk nodes).
     pub fn memo<V: Any + Send + Sync>(&self, key: usize, variant: u64) -> Option<Arc<V>> {
         self.memo.get(&(key, variant)).and_then(|m| m.value.clone().downcast::<V>().ok())
+    }
+
+    /// Keeps `node` (a tileable's shared node, whose address is its key) alive until the
+    /// run ends: a node made during tiling (a rechunked operand, a rebuilt one) could
+    /// otherwise be freed and its address given to another, which the memo would then
+    /// mistake for it.
+    pub fn retain(&mut self, node: Arc<dyn Any + Send + Sync>) {
+        self.alive.push(node);
+    }
+
+    /// Forgets what tiling recorded for `(key, variant)`, letting go of its chunk nodes
+    /// (their other holders keep them).
+    pub fn forget(&mut self, key: usize, variant: u64) {
+        if let Some(m) = self.memo.remove(&(key, variant)) {
+            m.nodes.iter().for_each(|&i| self.graph.release(i));
+        }
     }
 
     /// Records the tiling of `(key, variant)`: its value, and the chunk nodes it refers

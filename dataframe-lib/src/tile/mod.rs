@@ -71,11 +71,21 @@ fn tensor<T>(r: TileResult<T, TensorError>) -> Tiled<T> {
     r.map_err(|e| e.map_err(FrameError::from))
 }
 
+/// Whether `df`'s tiling depends on the columns its consumer reads (sources read only
+/// those; a map or a concat asks its inputs for them). Every other operator reads what
+/// it reads whatever its consumer needs, and is tiled once.
+fn column_dependent(df: &DataFrame) -> bool {
+    matches!(
+        df.node.op,
+        Op::Tensors(_) | Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) | Op::Map { .. } | Op::Concat(_)
+    )
+}
+
 /// Tiles `df` (only the `needed` columns from sources, all when `None`); memoized per
-/// set of needed columns.
+/// set of needed columns where that matters, and a tiling of every column serves any.
 pub(crate) fn tile(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled<Arc<Chunks>> {
-    let v = variant(needed);
-    if let Some(c) = cx.memo::<Chunks>(key(df), v) {
+    let v = if column_dependent(df) { variant(needed) } else { 0 };
+    if let Some(c) = cx.memo::<Chunks>(key(df), v).or_else(|| cx.memo::<Chunks>(key(df), 0)) {
         return Ok(c);
     }
     let chunks = Arc::new(match df.node.computed.get(cx.session()) {
@@ -85,6 +95,7 @@ pub(crate) fn tile(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -
         }
         None => tile_new(cx, df, needed)?,
     });
+    cx.retain(df.node.clone());
     cx.set_memo(key(df), v, chunks.clone(), &chunks.nodes);
     cx.finished(df);
     Ok(chunks)
@@ -92,9 +103,11 @@ pub(crate) fn tile(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -
 
 /// `c` with its pending steps run as tasks of their own (for consumers that read each
 /// chunk more than once); memoized as a variant of `df`'s.
-pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>, c: &Chunks) -> Arc<Chunks> {
-    let Some(pre) = &c.pre else { return Arc::new(c.clone()) };
-    let v = variant(needed) | MATERIALIZED;
+pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>, c: &Arc<Chunks>) -> Arc<Chunks> {
+    let Some(pre) = &c.pre else { return c.clone() };
+    // The tiling of every column may have served this set of columns: one map for both.
+    let all = cx.memo::<Chunks>(key(df), 0).is_some_and(|m| Arc::ptr_eq(&m, c));
+    let v = if all { 0 } else { variant(needed) } | MATERIALIZED;
     if let Some(m) = cx.memo::<Chunks>(key(df), v) {
         return m;
     }
@@ -339,6 +352,12 @@ impl ares_tileable::Node for DataFrame {
     fn computed(&self, session: &ares_tileable::Session) -> bool {
         self.node.computed.get(session).is_some()
     }
+
+    /// A frame whose tiling depends on the columns its consumers read is tiled once per
+    /// set of columns: its inputs stay held until every consumer has asked.
+    fn transparent(&self) -> bool {
+        column_dependent(self)
+    }
 }
 
 #[cfg(test)]
@@ -390,6 +409,21 @@ mod tests {
         assert!(!k.iter().any(|n| n.starts_with("frame map")), "the map is fused: {k:?}");
         // Every input comes before its consumer, and the order covers the whole chain.
         assert_eq!(cx.graph().order().len(), k.len());
+    }
+
+    #[test]
+    fn an_operator_read_for_different_columns_is_tiled_once() {
+        let g = frame().group_by(&["k"]).unwrap().method(Method::Tree).select(&["f"]).unwrap().sum().unwrap();
+        // The merge reads `g` whole on one side and only `k` (through a selection) on
+        // the other.
+        let root = g.select(&["k"]).unwrap().merge(&g, &["k"], crate::spec::How::Inner).unwrap();
+        let s = ares_tileable::Session::new();
+        let mut cx = Cx::new(&s);
+        cx.prepare(&root);
+        tile_materialized(&mut cx, &root, None).unwrap();
+        let k = kinds(&cx);
+        assert_eq!(k.iter().filter(|n| *n == "group-by finish").count(), 1, "{k:?}");
+        assert_eq!(k.iter().filter(|n| *n == "frame from tensor programs").count(), 4, "{k:?}");
     }
 
     #[test]

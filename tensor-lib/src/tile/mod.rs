@@ -97,18 +97,33 @@ pub(crate) fn tile(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Arc<Vec<Src>>> {
             resolve(cx, t)?;
             // Resolving a source tiles its chunks.
             if let Some(s) = cx.memo::<Vec<Src>>(key(t), CHUNKS) {
+                cx.finished(t);
                 return Ok(s);
             }
             match t.node.rebuilt.get() {
-                Some(r) => tile(cx, &r.clone())?,
+                Some(r) => {
+                    let r = r.clone();
+                    let s = tile(cx, &r)?;
+                    // `t` holds them from now on: `r`, which no count saw, lets go.
+                    memoize(cx, t, s.clone());
+                    cx.forget(key(&r), CHUNKS);
+                    cx.finished(t);
+                    return Ok(s);
+                }
                 None => Arc::new(tile_new(cx, t)?),
             }
         }
     };
-    let nodes: Vec<usize> = srcs.iter().map(|s| s.op).collect();
-    cx.set_memo(key(t), CHUNKS, srcs.clone(), &nodes);
+    memoize(cx, t, srcs.clone());
     cx.finished(t);
     Ok(srcs)
+}
+
+/// Records `t`'s chunks in the run's memo, `t` kept alive for the run.
+fn memoize(cx: &mut Cx<'_>, t: &Tensor, srcs: Arc<Vec<Src>>) {
+    let nodes: Vec<usize> = srcs.iter().map(|s| s.op).collect();
+    cx.retain(t.node.clone());
+    cx.set_memo(key(t), CHUNKS, srcs, &nodes);
 }
 
 /// Tiles each of `xs`, so that independent operands all get their tasks into the graph
@@ -149,6 +164,7 @@ fn resolve(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<()> {
         let known = resolve_node(cx, t)?;
         let _ = t.node.resolved.set(known);
     }
+    cx.retain(t.node.clone());
     cx.set_memo(key(t), RESOLVED, Arc::new(()), &[]);
     Ok(())
 }
@@ -211,7 +227,7 @@ fn source_chunks(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Vec<u64>> {
     let parts = src.tile(cx)?;
     let srcs: Vec<Src> = parts.iter().map(|&(op, _)| Src { op, t: false }).collect();
     let nodes: Vec<usize> = srcs.iter().map(|s| s.op).collect();
-    cx.set_memo(key(t), CHUNKS, Arc::new(srcs), &nodes);
+    memoize(cx, t, Arc::new(srcs));
     // The memo holds them now; the source's holds go.
     nodes.iter().for_each(|&n| cx.graph_mut().release(n));
     Ok(parts.iter().map(|&(_, n)| n).collect())
@@ -224,8 +240,7 @@ fn tile_new_memo(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Arc<Vec<Src>>> {
         return Ok(s);
     }
     let srcs = Arc::new(tile_new(cx, t)?);
-    let nodes: Vec<usize> = srcs.iter().map(|s| s.op).collect();
-    cx.set_memo(key(t), CHUNKS, srcs.clone(), &nodes);
+    memoize(cx, t, srcs.clone());
     Ok(srcs)
 }
 
@@ -401,6 +416,7 @@ pub(crate) fn tsqr_memo(cx: &Cx<'_>, x: &Tensor) -> Option<Arc<linalg::Tsqr>> {
 
 pub(crate) fn set_tsqr_memo(cx: &mut Cx<'_>, x: &Tensor, st: linalg::Tsqr) {
     let nodes = st.nodes();
+    cx.retain(x.node.clone());
     cx.set_memo(key(x), TSQR, Arc::new(st), &nodes);
 }
 
