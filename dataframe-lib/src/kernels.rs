@@ -19,7 +19,12 @@ pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef
                 DType::F64 => Series::new(name, c.elements::<f64>().as_ref()),
                 DType::F32 => Series::new(name, c.elements::<f32>().as_ref()),
                 DType::I64 => Series::new(name, c.elements::<i64>().as_ref()),
-                DType::I32 => Series::new(name, c.elements::<i32>().as_ref()),
+                DType::U64 => Series::new(name, c.elements::<u64>().as_ref()),
+                DType::U32 => Series::new(name, c.elements::<u32>().as_ref()),
+                // Small integers widen to int32 (see `frame::tensor_dtype`).
+                DType::I32 | DType::I8 | DType::I16 | DType::U8 | DType::U16 => {
+                    Series::new(name, c.elements::<i32>().as_ref())
+                }
                 DType::Bool => Series::new(name, c.elements::<bool>().as_ref()),
             };
             s.into_column()
@@ -71,7 +76,12 @@ pub(crate) fn to_tensor_chunk(
             Buf::F32(interleave(df, columns, DataType::Float32, Some(f32::NAN), |s| Ok(s.f32()?.iter().collect()))?)
         }
         DType::I64 => Buf::I64(interleave(df, columns, DataType::Int64, None, |s| Ok(s.i64()?.iter().collect()))?),
+        DType::U64 => Buf::U64(interleave(df, columns, DataType::UInt64, None, |s| Ok(s.u64()?.iter().collect()))?),
+        DType::U32 => Buf::U32(interleave(df, columns, DataType::UInt32, None, |s| Ok(s.u32()?.iter().collect()))?),
         DType::I32 => Buf::I32(interleave(df, columns, DataType::Int32, None, |s| Ok(s.i32()?.iter().collect()))?),
+        small @ (DType::I8 | DType::I16 | DType::U8 | DType::U16) => {
+            Buf::I32(interleave(df, columns, DataType::Int32, None, |s| Ok(s.i32()?.iter().collect()))?).cast(small)
+        }
         DType::Bool => Buf::Bool(interleave(df, columns, DataType::Boolean, None, |s| Ok(s.bool()?.iter().collect()))?),
     };
     let shape = if flat { vec![rows as u64] } else { vec![rows as u64, width as u64] };
@@ -92,7 +102,14 @@ pub(crate) fn from_owned_chunks(names: &[String], chunks: Vec<ares_tensor::Chunk
                 Buf::F32(v) => Float32Chunked::from_vec(name, v).into_series(),
                 Buf::I64(v) => Int64Chunked::from_vec(name, v).into_series(),
                 Buf::I32(v) => Int32Chunked::from_vec(name, v).into_series(),
+                Buf::U64(v) => UInt64Chunked::from_vec(name, v).into_series(),
+                Buf::U32(v) => UInt32Chunked::from_vec(name, v).into_series(),
                 Buf::Bool(v) => BooleanChunked::from_slice(name, &v).into_series(),
+                // Small integers widen to int32 (see `frame::tensor_dtype`).
+                small => {
+                    let Buf::I32(v) = small.cast(ares_tensor::DType::I32) else { unreachable!("cast to int32") };
+                    Int32Chunked::from_vec(name, v).into_series()
+                }
             };
             s.into_column()
         })

@@ -204,43 +204,34 @@ impl Session {
 }
 
 /// The dtype of a tensor holding `columns` of `df`: numpy's promotion of the columns'
-/// dtypes, as pandas' `to_numpy` gives for numbers (any float makes floats: float32 when
-/// the others are float32 or integers of at most 16 bits, float64 otherwise), except that
-/// booleans with numbers count as 0 and 1 where pandas makes an `object` array (tensors
-/// have no objects); booleans alone stay booleans.
+/// dtypes (the engine's `result_type`), as pandas' `to_numpy` gives for numbers, except
+/// that booleans with numbers count as 0 and 1 where pandas makes an `object` array
+/// (tensors have no objects); booleans alone stay booleans.
 pub(crate) fn values_dtype(df: &DataFrame, columns: &[String]) -> Result<DType> {
-    let mut kinds = Vec::new();
-    // Whether every integer column fits float32 exactly (numpy keeps float32 then).
-    let mut small_ints = true;
+    let mut out: Option<DType> = None;
     for c in columns {
         let dt = df.dtype(c)?;
-        small_ints &= !matches!(dt, DataType::Int32 | DataType::Int64 | DataType::UInt32 | DataType::UInt64);
-        kinds.push(match dt {
+        let d = match dt {
             DataType::Boolean => DType::Bool,
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => DType::I32,
-            DataType::Int64 | DataType::UInt32 => DType::I64,
+            DataType::Int8 => DType::I8,
+            DataType::Int16 => DType::I16,
+            DataType::Int32 => DType::I32,
+            DataType::Int64 => DType::I64,
+            DataType::UInt8 => DType::U8,
+            DataType::UInt16 => DType::U16,
+            DataType::UInt32 => DType::U32,
+            DataType::UInt64 => DType::U64,
             DataType::Float32 => DType::F32,
             DataType::Float64 => DType::F64,
             _ => {
                 return Err(FrameError::DType(format!(
-                    "to_tensor: column {c:?} has dtype {dt}; tensors hold booleans, int32/int64 and float32/float64 (astype it, or leave it out)"
+                    "to_tensor: column {c:?} has dtype {dt}; tensors hold booleans, integers and floats (astype it, or leave it out)"
                 )));
             }
-        });
+        };
+        out = Some(out.map_or(d, |o| DType::promote(o, d)));
     }
-    if kinds.is_empty() {
-        return Err(FrameError::Invalid("to_tensor of a frame without columns".into()));
-    }
-    let numbers: Vec<DType> = kinds.iter().copied().filter(|&k| k != DType::Bool).collect();
-    Ok(if numbers.is_empty() {
-        DType::Bool
-    } else if numbers.iter().any(|k| k.is_float()) {
-        if small_ints && !numbers.contains(&DType::F64) { DType::F32 } else { DType::F64 }
-    } else if numbers.iter().all(|&k| k == DType::I32) {
-        DType::I32
-    } else {
-        DType::I64
-    })
+    out.ok_or_else(|| FrameError::Invalid("to_tensor of a frame without columns".into()))
 }
 
 /// The chunks of a tensor holding a frame's columns: one conversion task per frame

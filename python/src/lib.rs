@@ -141,27 +141,15 @@ fn progress_fn(cb: Py<PyAny>) -> impl Fn(ares_tensor::Progress) + Send + Sync + 
 }
 
 fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::I32 => "int32",
-        DType::I64 => "int64",
-        DType::F32 => "float32",
-        DType::F64 => "float64",
-    }
+    d.name()
 }
 
 fn parse_dtype(name: &str) -> PyResult<DType> {
-    Ok(match name {
-        "bool" => DType::Bool,
-        "int32" => DType::I32,
-        "int64" => DType::I64,
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        other => {
-            return Err(PyNotImplementedError::new_err(format!(
-                "dtype {other} is not supported (supported: bool, int32, int64, float32, float64)"
-            )));
-        }
+    use DType::*;
+    [Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64].into_iter().find(|d| d.name() == name).ok_or_else(|| {
+        PyNotImplementedError::new_err(format!(
+            "dtype {name} is not supported (supported: bool, int8-int64, uint8-uint64, float32, float64)"
+        ))
     })
 }
 
@@ -377,13 +365,7 @@ impl PySession {
     /// stored chunk when the result is one chunk (zero copy; the array keeps the object
     /// alive, as `ray.get` does), else an array of its own assembled from the chunks.
     fn fetch<'py>(&self, py: Python<'py>, tensor: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
-        match tensor.t.dtype() {
-            DType::Bool => fetch_as::<bool>(py, &self.s, &tensor.t),
-            DType::I32 => fetch_as::<i32>(py, &self.s, &tensor.t),
-            DType::I64 => fetch_as::<i64>(py, &self.s, &tensor.t),
-            DType::F32 => fetch_as::<f32>(py, &self.s, &tensor.t),
-            DType::F64 => fetch_as::<f64>(py, &self.s, &tensor.t),
-        }
+        ares_tensor::with_dtype!(tensor.t.dtype(), T => fetch_as::<T>(py, &self.s, &tensor.t))
     }
 }
 
@@ -515,6 +497,12 @@ fn arange(py: Python<'_>, start: f64, stop: f64, step: f64, chunk: usize) -> PyR
     ares_tensor::arange(start, stop, step, chunk).or_raise(py).map(wrap)
 }
 
+/// Integers from `start` below `stop` by `step`, computed exactly in int64.
+#[pyfunction]
+fn arange_int(py: Python<'_>, start: i64, stop: i64, step: i64, chunk: usize) -> PyResult<PyTensor> {
+    ares_tensor::arange_int(start, stop, step, chunk).or_raise(py).map(wrap)
+}
+
 #[pyfunction]
 fn linspace(py: Python<'_>, start: f64, stop: f64, num: u64, chunk: usize) -> PyResult<PyTensor> {
     ares_tensor::linspace(start, stop, num, chunk).or_raise(py).map(wrap)
@@ -539,13 +527,7 @@ fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: Vec<usi
     }
     let dtype = array.dtype();
     let name = dtype.str()?.to_string();
-    match parse_dtype(&name)? {
-        DType::Bool => go::<bool>(py, array, &chunks),
-        DType::I32 => go::<i32>(py, array, &chunks),
-        DType::I64 => go::<i64>(py, array, &chunks),
-        DType::F32 => go::<f32>(py, array, &chunks),
-        DType::F64 => go::<f64>(py, array, &chunks),
-    }
+    ares_tensor::with_dtype!(parse_dtype(&name)?, T => go::<T>(py, array, &chunks))
 }
 
 #[pyfunction]
@@ -609,6 +591,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(_worker_main, m)?,
         wrap_pyfunction!(full, m)?,
         wrap_pyfunction!(arange, m)?,
+        wrap_pyfunction!(arange_int, m)?,
         wrap_pyfunction!(linspace, m)?,
         wrap_pyfunction!(eye, m)?,
         wrap_pyfunction!(from_numpy, m)?,

@@ -4,132 +4,27 @@ use std::borrow::Cow;
 
 use ndarray::{ArrayD, IxDyn};
 
-/// An element type (numpy's names).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
-#[rkyv(derive(Debug, PartialEq))]
-pub enum DType {
-    /// `bool`
-    Bool,
-    /// `int32`
-    I32,
-    /// `int64`
-    I64,
-    /// `float32`
-    F32,
-    /// `float64`
-    F64,
-}
+/// An element type (numpy's names): the engine's ([`ares_tileable::scalar::DType`]),
+/// whose promotion rules frames share.
+pub use ares_tileable::scalar::DType;
 
-impl DType {
-    /// Whether this is a floating-point type.
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
-    }
-
-    /// numpy's `result_type` for two arrays (the engine's rule,
-    /// [`ares_tileable::scalar::result_type`]).
-    pub fn promote(a: DType, b: DType) -> DType {
-        let c = ares_tileable::scalar::result_type(a.core(), b.core());
-        DType::of_core(c).expect("tensor dtypes promote to a tensor dtype")
-    }
-
-    /// The type of a true division (`/`) of these operands.
-    pub fn true_div(a: DType, b: DType) -> DType {
-        match DType::promote(a, b) {
-            DType::F32 => DType::F32,
-            _ => DType::F64,
+/// Runs `$body` with `$v` bound to the scalar's value, whatever its type.
+macro_rules! with_scalar {
+    ($s:expr, $v:ident => $body:expr) => {
+        match $s {
+            Scalar::Bool($v) => $body,
+            Scalar::I8($v) => $body,
+            Scalar::I16($v) => $body,
+            Scalar::I32($v) => $body,
+            Scalar::I64($v) => $body,
+            Scalar::U8($v) => $body,
+            Scalar::U16($v) => $body,
+            Scalar::U32($v) => $body,
+            Scalar::U64($v) => $body,
+            Scalar::F32($v) => $body,
+            Scalar::F64($v) => $body,
         }
-    }
-
-    /// The engine's dtype (its scalar core's) of this one.
-    pub fn core(self) -> ares_tileable::scalar::DType {
-        use ares_tileable::scalar::DType as C;
-        match self {
-            DType::Bool => C::Bool,
-            DType::I32 => C::I32,
-            DType::I64 => C::I64,
-            DType::F32 => C::F32,
-            DType::F64 => C::F64,
-        }
-    }
-
-    /// The tensor dtype of an engine dtype, if tensors have it.
-    pub fn of_core(d: ares_tileable::scalar::DType) -> Option<DType> {
-        use ares_tileable::scalar::DType as C;
-        Some(match d {
-            C::Bool => DType::Bool,
-            C::I32 => DType::I32,
-            C::I64 => DType::I64,
-            C::F32 => DType::F32,
-            C::F64 => DType::F64,
-            _ => return None,
-        })
-    }
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            DType::Bool => 1,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
-        }
-    }
-}
-
-/// A scalar of some dtype.
-#[derive(Clone, Copy, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-pub enum Scalar {
-    /// A bool.
-    Bool(bool),
-    /// An int32.
-    I32(i32),
-    /// An int64.
-    I64(i64),
-    /// A float32.
-    F32(f32),
-    /// A float64.
-    F64(f64),
-}
-
-impl Scalar {
-    /// Its dtype.
-    pub fn dtype(self) -> DType {
-        match self {
-            Scalar::Bool(_) => DType::Bool,
-            Scalar::I32(_) => DType::I32,
-            Scalar::I64(_) => DType::I64,
-            Scalar::F32(_) => DType::F32,
-            Scalar::F64(_) => DType::F64,
-        }
-    }
-
-    /// As a float64.
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Scalar::Bool(b) => f64::from(u8::from(b)),
-            Scalar::I32(v) => f64::from(v),
-            Scalar::I64(v) => v as f64,
-            Scalar::F32(v) => f64::from(v),
-            Scalar::F64(v) => v,
-        }
-    }
-}
-
-/// A typed, contiguous run of elements.
-#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-pub enum Buf {
-    /// bools
-    Bool(Vec<bool>),
-    /// int32s
-    I32(Vec<i32>),
-    /// int64s
-    I64(Vec<i64>),
-    /// float32s
-    F32(Vec<f32>),
-    /// float64s
-    F64(Vec<f64>),
+    };
 }
 
 /// Runs `$body` with `$v` bound to the buffer's vector, whatever its type.
@@ -139,25 +34,162 @@ macro_rules! with_buf {
     ($buf:expr, $v:ident => $body:expr) => {
         match $buf {
             $crate::data::Buf::Bool($v) => $body,
+            $crate::data::Buf::I8($v) => $body,
+            $crate::data::Buf::I16($v) => $body,
             $crate::data::Buf::I32($v) => $body,
             $crate::data::Buf::I64($v) => $body,
+            $crate::data::Buf::U8($v) => $body,
+            $crate::data::Buf::U16($v) => $body,
+            $crate::data::Buf::U32($v) => $body,
+            $crate::data::Buf::U64($v) => $body,
             $crate::data::Buf::F32($v) => $body,
             $crate::data::Buf::F64($v) => $body,
         }
     };
 }
 
-/// Conversion between element types, with numpy's casting semantics (`astype`).
-pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd {
+/// Runs `$body` with `$T` bound to the element type of `$dtype`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::data::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::data::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::data::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::data::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::data::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::data::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::data::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::data::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::data::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::data::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::data::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+/// A scalar of some dtype.
+#[derive(Clone, Copy, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Scalar {
+    /// A bool.
+    Bool(bool),
+    /// An int8.
+    I8(i8),
+    /// An int16.
+    I16(i16),
+    /// An int32.
+    I32(i32),
+    /// An int64.
+    I64(i64),
+    /// A uint8.
+    U8(u8),
+    /// A uint16.
+    U16(u16),
+    /// A uint32.
+    U32(u32),
+    /// A uint64.
+    U64(u64),
+    /// A float32.
+    F32(f32),
+    /// A float64.
+    F64(f64),
+}
+
+impl Scalar {
     /// Its dtype.
-    const DTYPE: DType;
+    pub fn dtype(self) -> DType {
+        with_scalar!(self, v => Elem::dtype_of(v))
+    }
+
+    /// As a float64.
+    pub fn as_f64(self) -> f64 {
+        with_scalar!(self, v => v.to_f64())
+    }
+
+    /// As an int64 (wrapping as numpy's `astype` does; floats truncated).
+    pub fn as_i64(self) -> i64 {
+        with_scalar!(self, v => if Elem::dtype_of(v).is_float() { v.to_f64() as i64 } else { v.to_i64() })
+    }
+
+    /// `v` as a scalar of `dtype` (numpy's `astype` of one element).
+    pub fn cast(self, dtype: DType) -> Scalar {
+        let b = with_scalar!(self, v => Elem::wrap(vec![v])).cast(dtype);
+        with_buf!(b, v => Elem::scalar(v[0]))
+    }
+}
+
+/// A typed, contiguous run of elements.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Buf {
+    /// bools
+    Bool(Vec<bool>),
+    /// int8s
+    I8(Vec<i8>),
+    /// int16s
+    I16(Vec<i16>),
+    /// int32s
+    I32(Vec<i32>),
+    /// int64s
+    I64(Vec<i64>),
+    /// uint8s
+    U8(Vec<u8>),
+    /// uint16s
+    U16(Vec<u16>),
+    /// uint32s
+    U32(Vec<u32>),
+    /// uint64s
+    U64(Vec<u64>),
+    /// float32s
+    F32(Vec<f32>),
+    /// float64s
+    F64(Vec<f64>),
+}
+
+/// Conversion between element types, with numpy's casting semantics (`astype`).
+///
+/// Its dtype is `Num::DTYPE` (the engine's element trait, whose kernels it runs).
+pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd + ares_tileable::scalar::Num {
     /// From a float64.
     fn from_f64(v: f64) -> Self;
     /// To a float64.
     fn to_f64(self) -> f64;
-    /// From an int64.
+    /// From an int64 (wrapping).
     fn from_i64(v: i64) -> Self;
-    /// To an int64.
+    /// To an int64 (wrapping).
     fn to_i64(self) -> i64;
     /// From a bool.
     fn from_bool(v: bool) -> Self;
@@ -169,12 +201,17 @@ pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd {
     fn unwrap(b: &Buf) -> Option<&Vec<Self>>;
     /// The vector of a buffer of this type, taken out.
     fn into_vec(b: Buf) -> Option<Vec<Self>>;
+    /// It as a scalar.
+    fn scalar(self) -> Scalar;
+    /// Its dtype (from a value, for macros).
+    fn dtype_of(self) -> DType {
+        Self::DTYPE
+    }
 }
 
 macro_rules! num_elem {
-    ($t:ty, $d:ident) => {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
         impl Elem for $t {
-            const DTYPE: DType = DType::$d;
             fn from_f64(v: f64) -> Self {
                 v as $t
             }
@@ -208,16 +245,15 @@ macro_rules! num_elem {
                     _ => None,
                 }
             }
+            fn scalar(self) -> Scalar {
+                Scalar::$d(self)
+            }
         }
-    };
+    )*};
 }
-num_elem!(i32, I32);
-num_elem!(i64, I64);
-num_elem!(f32, F32);
-num_elem!(f64, F64);
+num_elem!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
 
 impl Elem for bool {
-    const DTYPE: DType = DType::Bool;
     fn from_f64(v: f64) -> Self {
         v != 0.0
     }
@@ -251,18 +287,18 @@ impl Elem for bool {
             _ => None,
         }
     }
+    fn scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
 }
 
 impl Buf {
     /// Its dtype.
     pub fn dtype(&self) -> DType {
-        match self {
-            Buf::Bool(_) => DType::Bool,
-            Buf::I32(_) => DType::I32,
-            Buf::I64(_) => DType::I64,
-            Buf::F32(_) => DType::F32,
-            Buf::F64(_) => DType::F64,
+        fn of<T: Elem>(_: &[T]) -> DType {
+            T::DTYPE
         }
+        with_buf!(self, v => of(v))
     }
 
     /// Its length.
@@ -277,13 +313,7 @@ impl Buf {
 
     /// `n` copies of `s`.
     pub fn filled(s: Scalar, n: usize) -> Buf {
-        match s {
-            Scalar::Bool(v) => Buf::Bool(vec![v; n]),
-            Scalar::I32(v) => Buf::I32(vec![v; n]),
-            Scalar::I64(v) => Buf::I64(vec![v; n]),
-            Scalar::F32(v) => Buf::F32(vec![v; n]),
-            Scalar::F64(v) => Buf::F64(vec![v; n]),
-        }
+        with_scalar!(s, v => Elem::wrap(vec![v; n]))
     }
 
     /// Converted to `to` (numpy `astype`); no copy if it already is.
@@ -292,19 +322,17 @@ impl Buf {
             return self;
         }
         fn conv<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
-            match T::DTYPE {
-                DType::Bool => v.iter().map(|x| T::from_bool(x.to_bool())).collect(),
-                DType::I32 | DType::I64 if !S::DTYPE.is_float() => v.iter().map(|x| T::from_i64(x.to_i64())).collect(),
-                _ => v.iter().map(|x| T::from_f64(x.to_f64())).collect(),
+            if T::DTYPE == DType::Bool {
+                v.iter().map(|x| T::from_bool(x.to_bool())).collect()
+            } else if !T::DTYPE.is_float() && !S::DTYPE.is_float() {
+                // Integers convert exactly, wrapping (through int64's bits: a uint64 above
+                // int64's range comes back whole).
+                v.iter().map(|x| T::from_i64(x.to_i64())).collect()
+            } else {
+                v.iter().map(|x| T::from_f64(x.to_f64())).collect()
             }
         }
-        with_buf!(&self, v => match to {
-            DType::Bool => Buf::Bool(conv(v)),
-            DType::I32 => Buf::I32(conv(v)),
-            DType::I64 => Buf::I64(conv(v)),
-            DType::F32 => Buf::F32(conv(v)),
-            DType::F64 => Buf::F64(conv(v)),
-        })
+        with_buf!(&self, v => crate::with_dtype!(to, T => Elem::wrap(conv::<_, T>(v))))
     }
 
     /// `n` copies of the first element.
@@ -314,64 +342,37 @@ impl Buf {
 
     /// The elements at `idx`.
     pub fn gather(&self, idx: &[usize]) -> Buf {
-        match self {
-            Buf::Bool(v) => Buf::Bool(idx.iter().map(|&i| v[i]).collect()),
-            Buf::I32(v) => Buf::I32(idx.iter().map(|&i| v[i]).collect()),
-            Buf::I64(v) => Buf::I64(idx.iter().map(|&i| v[i]).collect()),
-            Buf::F32(v) => Buf::F32(idx.iter().map(|&i| v[i]).collect()),
-            Buf::F64(v) => Buf::F64(idx.iter().map(|&i| v[i]).collect()),
-        }
+        with_buf!(self, v => Elem::wrap(idx.iter().map(|&i| v[i]).collect()))
     }
 
     /// Elements `start..end`.
     pub fn slice(&self, start: usize, end: usize) -> Buf {
-        match self {
-            Buf::Bool(v) => Buf::Bool(v[start..end].to_vec()),
-            Buf::I32(v) => Buf::I32(v[start..end].to_vec()),
-            Buf::I64(v) => Buf::I64(v[start..end].to_vec()),
-            Buf::F32(v) => Buf::F32(v[start..end].to_vec()),
-            Buf::F64(v) => Buf::F64(v[start..end].to_vec()),
-        }
+        with_buf!(self, v => Elem::wrap(v[start..end].to_vec()))
     }
 
     /// Writes `src[k]` at position `dst[k]` (same dtype).
     pub fn scatter(&mut self, dst: &[usize], src: &Buf) {
-        fn put<T: Copy>(out: &mut [T], dst: &[usize], src: &[T]) {
+        fn put<T: Elem>(out: &mut [T], dst: &[usize], src: &Buf) {
+            let src = T::unwrap(src).unwrap_or_else(|| unreachable!("scatter {:?} into {:?}", src.dtype(), T::DTYPE));
             for (&d, &v) in dst.iter().zip(src) {
                 out[d] = v;
             }
         }
-        match (self, src) {
-            (Buf::Bool(a), Buf::Bool(b)) => put(a, dst, b),
-            (Buf::I32(a), Buf::I32(b)) => put(a, dst, b),
-            (Buf::I64(a), Buf::I64(b)) => put(a, dst, b),
-            (Buf::F32(a), Buf::F32(b)) => put(a, dst, b),
-            (Buf::F64(a), Buf::F64(b)) => put(a, dst, b),
-            (a, b) => unreachable!("scatter {:?} into {:?}", b.dtype(), a.dtype()),
-        }
+        with_buf!(self, out => put(out, dst, src))
     }
 
     /// Appends `other` (of the same dtype).
     pub fn extend(&mut self, other: &Buf) {
-        match (self, other) {
-            (Buf::Bool(a), Buf::Bool(b)) => a.extend_from_slice(b),
-            (Buf::I32(a), Buf::I32(b)) => a.extend_from_slice(b),
-            (Buf::I64(a), Buf::I64(b)) => a.extend_from_slice(b),
-            (Buf::F32(a), Buf::F32(b)) => a.extend_from_slice(b),
-            (Buf::F64(a), Buf::F64(b)) => a.extend_from_slice(b),
-            (a, b) => unreachable!("extend {:?} with {:?}", a.dtype(), b.dtype()),
+        fn ext<T: Elem>(a: &mut Vec<T>, other: &Buf) {
+            let b = T::unwrap(other).unwrap_or_else(|| unreachable!("extend {:?} with {:?}", T::DTYPE, other.dtype()));
+            a.extend_from_slice(b);
         }
+        with_buf!(self, a => ext(a, other))
     }
 
     /// An empty buffer of `dtype` with room for `n`.
     pub fn with_capacity(dtype: DType, n: usize) -> Buf {
-        match dtype {
-            DType::Bool => Buf::Bool(Vec::with_capacity(n)),
-            DType::I32 => Buf::I32(Vec::with_capacity(n)),
-            DType::I64 => Buf::I64(Vec::with_capacity(n)),
-            DType::F32 => Buf::F32(Vec::with_capacity(n)),
-            DType::F64 => Buf::F64(Vec::with_capacity(n)),
-        }
+        crate::with_dtype!(dtype, T => Elem::wrap(Vec::<T>::with_capacity(n)))
     }
 }
 
@@ -404,17 +405,96 @@ impl Chunk {
     }
 }
 
+/// An archived element: its native value.
+trait Native: Copy {
+    type N: Elem;
+    fn native(self) -> Self::N;
+}
+
+macro_rules! native_identity {
+    ($($t:ty),*) => {$(
+        impl Native for $t {
+            type N = $t;
+            fn native(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+native_identity!(bool, i8, u8);
+
+macro_rules! native_archived {
+    ($($a:ident => $t:ty),*) => {$(
+        impl Native for rkyv::primitive::$a {
+            type N = $t;
+            fn native(self) -> $t {
+                self.to_native()
+            }
+        }
+    )*};
+}
+native_archived!(
+    ArchivedI16 => i16, ArchivedI32 => i32, ArchivedI64 => i64, ArchivedU16 => u16, ArchivedU32 => u32,
+    ArchivedU64 => u64, ArchivedF32 => f32, ArchivedF64 => f64
+);
+
+/// Runs `$body` with `$v` bound to the archived vector and `$D` to its dtype.
+macro_rules! with_archived {
+    ($buf:expr, $v:ident, $D:ident => $body:expr) => {
+        match $buf {
+            ArchivedBuf::Bool($v) => {
+                let $D = DType::Bool;
+                $body
+            }
+            ArchivedBuf::I8($v) => {
+                let $D = DType::I8;
+                $body
+            }
+            ArchivedBuf::I16($v) => {
+                let $D = DType::I16;
+                $body
+            }
+            ArchivedBuf::I32($v) => {
+                let $D = DType::I32;
+                $body
+            }
+            ArchivedBuf::I64($v) => {
+                let $D = DType::I64;
+                $body
+            }
+            ArchivedBuf::U8($v) => {
+                let $D = DType::U8;
+                $body
+            }
+            ArchivedBuf::U16($v) => {
+                let $D = DType::U16;
+                $body
+            }
+            ArchivedBuf::U32($v) => {
+                let $D = DType::U32;
+                $body
+            }
+            ArchivedBuf::U64($v) => {
+                let $D = DType::U64;
+                $body
+            }
+            ArchivedBuf::F32($v) => {
+                let $D = DType::F32;
+                $body
+            }
+            ArchivedBuf::F64($v) => {
+                let $D = DType::F64;
+                $body
+            }
+        }
+    };
+}
+
 /// The elements of an archived chunk (read in place from the object store) as a slice
 /// of `T`, without a copy: `None` if the chunk holds another dtype, or on a big-endian
 /// machine (where archived numbers are not laid out as native ones).
 pub fn elements_in_place<T: Elem>(c: &ArchivedChunk) -> Option<&[T]> {
-    let (ptr, len, dtype): (*const u8, usize, DType) = match &c.data {
-        ArchivedBuf::Bool(v) => (v.as_ptr().cast(), v.len(), DType::Bool),
-        ArchivedBuf::I32(v) => (v.as_ptr().cast(), v.len(), DType::I32),
-        ArchivedBuf::I64(v) => (v.as_ptr().cast(), v.len(), DType::I64),
-        ArchivedBuf::F32(v) => (v.as_ptr().cast(), v.len(), DType::F32),
-        ArchivedBuf::F64(v) => (v.as_ptr().cast(), v.len(), DType::F64),
-    };
+    let (ptr, len, dtype): (*const u8, usize, DType) = with_archived!(&c.data, v, d => (v.as_ptr().cast(), v.len(), d));
     if dtype != T::DTYPE || cfg!(target_endian = "big") || (ptr as usize) % std::mem::align_of::<T>() != 0 {
         return None;
     }
@@ -460,13 +540,7 @@ impl<'a> ChunkRef<'a> {
     pub fn len(&self) -> usize {
         match self {
             ChunkRef::Owned(c) => c.data.len(),
-            ChunkRef::Archived(c) => match &c.data {
-                ArchivedBuf::Bool(v) => v.len(),
-                ArchivedBuf::I32(v) => v.len(),
-                ArchivedBuf::I64(v) => v.len(),
-                ArchivedBuf::F32(v) => v.len(),
-                ArchivedBuf::F64(v) => v.len(),
-            },
+            ChunkRef::Archived(c) => with_archived!(&c.data, v, _d => v.len()),
         }
     }
 
@@ -489,13 +563,7 @@ impl<'a> ChunkRef<'a> {
     pub fn dtype(&self) -> DType {
         match self {
             ChunkRef::Owned(c) => c.dtype(),
-            ChunkRef::Archived(c) => match &c.data {
-                ArchivedBuf::Bool(_) => DType::Bool,
-                ArchivedBuf::I32(_) => DType::I32,
-                ArchivedBuf::I64(_) => DType::I64,
-                ArchivedBuf::F32(_) => DType::F32,
-                ArchivedBuf::F64(_) => DType::F64,
-            },
+            ChunkRef::Archived(c) => with_archived!(&c.data, _v, d => d),
         }
     }
 
@@ -503,13 +571,9 @@ impl<'a> ChunkRef<'a> {
     pub fn slice(&self, start: usize, end: usize) -> Buf {
         match self {
             ChunkRef::Owned(c) => c.data.slice(start, end),
-            ChunkRef::Archived(c) => match &c.data {
-                ArchivedBuf::Bool(v) => Buf::Bool(v[start..end].to_vec()),
-                ArchivedBuf::I32(v) => Buf::I32(v[start..end].iter().map(|x| x.to_native()).collect()),
-                ArchivedBuf::I64(v) => Buf::I64(v[start..end].iter().map(|x| x.to_native()).collect()),
-                ArchivedBuf::F32(v) => Buf::F32(v[start..end].iter().map(|x| x.to_native()).collect()),
-                ArchivedBuf::F64(v) => Buf::F64(v[start..end].iter().map(|x| x.to_native()).collect()),
-            },
+            ChunkRef::Archived(c) => {
+                with_archived!(&c.data, v, _d => Elem::wrap(v[start..end].iter().map(|x| x.native()).collect()))
+            }
         }
     }
 

@@ -58,6 +58,7 @@ pub fn link_kernels() {
     tasks::link();
 }
 pub use tensor::{
-    ChunkSource, Result, Slice, Tensor, TensorError, UNKNOWN, arange, concatenate, eye, from_array, from_chunk_refs,
-    from_source, from_view, full, inner, linspace, ones, random, scalar, solve, stack, tensordot, where_, zeros,
+    ChunkSource, Result, Slice, Tensor, TensorError, UNKNOWN, arange, arange_int, concatenate, eye, from_array,
+    from_chunk_refs, from_source, from_view, full, inner, linspace, ones, random, scalar, solve, stack, tensordot,
+    where_, zeros,
 };

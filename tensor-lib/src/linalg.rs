@@ -129,8 +129,8 @@ fn gemm_int<'c>(
     }
     let data = match dtype {
         DType::Bool => Buf::Bool(out.iter().map(|v| *v != 0).collect()),
-        DType::I32 => Buf::I32(out.iter().map(|v| *v as i32).collect()),
-        _ => Buf::I64(out),
+        // Truncated to the result's width: the bits numpy's wrapping accumulation gives.
+        other => Buf::I64(out).cast(other),
     };
     Chunk { shape: vec![m as u64, n as u64], data }
 }

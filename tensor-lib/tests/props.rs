@@ -44,6 +44,7 @@ fn tensor(x: &ArrayD<f64>, dtype: DType, chunks: &[usize]) -> Tensor {
         DType::I64 => from_array(&x.mapv(|v| v as i64), chunks),
         DType::I32 => from_array(&x.mapv(|v| v as i32), chunks),
         DType::Bool => from_array(&x.mapv(|v| v != 0.0), chunks),
+        other => unreachable!("the properties draw no {other:?}"),
     }
     .unwrap()
 }

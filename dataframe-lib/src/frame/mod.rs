@@ -143,12 +143,16 @@ fn absolute_file(path: &std::path::Path) -> Result<String> {
     Ok(std::fs::canonicalize(path).map_err(io)?.to_string_lossy().to_string())
 }
 
+/// A frame column's dtype for a tensor's. Decision: 8- and 16-bit integers widen to
+/// int32 (frames are built without polars' small integer types).
 fn tensor_dtype(d: ares_tensor::DType) -> DataType {
     use ares_tensor::DType;
     match d {
         DType::Bool => DataType::Boolean,
-        DType::I32 => DataType::Int32,
+        DType::I8 | DType::I16 | DType::U8 | DType::U16 | DType::I32 => DataType::Int32,
         DType::I64 => DataType::Int64,
+        DType::U32 => DataType::UInt32,
+        DType::U64 => DataType::UInt64,
         DType::F32 => DataType::Float32,
         DType::F64 => DataType::Float64,
     }

@@ -885,6 +885,13 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, chunk
     if step == 0:
         raise ZeroDivisionError("arange: step cannot be zero")
     ints = builtins.all(isinstance(v, numbers.Integral) for v in (start, stop, step))
+    if ints:
+        # Exact int64 arithmetic (no float64 on the way, so 2**53 + 1 stays itself).
+        n = builtins.max(0, -((int(start) - int(stop)) // int(step)))
+        chunk = _chunks_of(chunk_size, (n,), 8)[0]
+        t = Tensor(_native.arange_int(int(start), int(stop), int(step), chunk))
+        want = _dtype_name(dtype) if dtype is not None else "int64"
+        return t if t._t.dtype == want else t.astype(want)
     n = builtins.max(0, math.ceil((stop - start) / step))
     chunk = _chunks_of(chunk_size, (n,), 8)[0]
     t = Tensor(_native.arange(float(start), float(stop), float(step), chunk))

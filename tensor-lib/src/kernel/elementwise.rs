@@ -2,7 +2,8 @@
 //! (`ares_tileable::scalar`): its kernels and numpy's dtype rules.
 
 use super::{BinOp, UnOp};
-use crate::data::{Buf, DType};
+use crate::data::{Buf, DType, Elem};
+use crate::with_buf;
 
 pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
     use ares_tileable::scalar::{float_unary, unary_kernel};
@@ -16,11 +17,9 @@ pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
         UnOp::Neg | UnOp::Abs | UnOp::Round(_) => x,
     };
     match x {
-        Buf::Bool(v) => Buf::Bool(unary_kernel(op, v)),
-        Buf::I32(v) => Buf::I32(unary_kernel(op, v)),
-        Buf::I64(v) => Buf::I64(unary_kernel(op, v)),
         Buf::F32(v) => Buf::F32(float_unary(op, v)),
         Buf::F64(v) => Buf::F64(float_unary(op, v)),
+        other => with_buf!(other, v => Elem::wrap(unary_kernel(op, v))),
     }
 }
 
@@ -33,8 +32,8 @@ pub const NEGATIVE_INTEGER_POWER: &str =
 /// [`ares_tileable::scalar::binary`]), if numpy accepts it and tensors have them.
 pub fn binary_types(op: BinOp, a: DType, b: DType) -> Option<(DType, DType)> {
     use ares_tileable::scalar::Operand;
-    let t = ares_tileable::scalar::binary(op, Operand::Array(a.core()), Operand::Array(b.core())).ok()?;
-    Some((DType::of_core(t.compute)?, DType::of_core(t.out)?))
+    let t = ares_tileable::scalar::binary(op, Operand::Array(a), Operand::Array(b)).ok()?;
+    Some((Some(t.compute)?, Some(t.out)?))
 }
 
 /// The dtype a binary operation computes in.
@@ -54,39 +53,27 @@ pub(super) fn binary(op: BinOp, a: Buf, b: Buf) -> Result<Buf, ares_tileable::sc
     let t = compute_dtype(op, a.dtype(), b.dtype());
     let (a, b) = (a.cast(t), b.cast(t));
     debug_assert!(b.len() == a.len() || b.len() == 1, "operands of {op:?} differ in length");
-    macro_rules! typed {
-        ($x:expr, $y:expr, $wrap:ident) => {{
-            let (x, y) = ($x, $y);
-            let rhs = if y.len() == 1 && x.len() != 1 { Rhs::Scalar(y[0]) } else { Rhs::Slice(&y) };
-            if op.is_comparison() { Buf::Bool(compare(op, &x, rhs)) } else { Buf::$wrap(arith(op, x, rhs)?) }
-        }};
+    fn typed<T: Elem>(op: BinOp, x: Vec<T>, y: Vec<T>) -> Result<Buf, ares_tileable::scalar::OpError> {
+        let rhs = if y.len() == 1 && x.len() != 1 { Rhs::Scalar(y[0]) } else { Rhs::Slice(&y) };
+        Ok(if op.is_comparison() { Buf::Bool(compare(op, &x, rhs)) } else { T::wrap(arith(op, x, rhs)?) })
     }
-    Ok(match (a, b) {
+    match (a, b) {
         (Buf::Bool(x), Buf::Bool(y)) if matches!(op, BinOp::And | BinOp::Or) => {
             let rhs = if y.len() == 1 && x.len() != 1 { Rhs::Scalar(y[0]) } else { Rhs::Slice(&y) };
-            Buf::Bool(logical(op, x, rhs))
+            Ok(Buf::Bool(logical(op, x, rhs)))
         }
-        (Buf::Bool(x), Buf::Bool(y)) => typed!(x, y, Bool),
-        (Buf::I32(x), Buf::I32(y)) => typed!(x, y, I32),
-        (Buf::I64(x), Buf::I64(y)) => typed!(x, y, I64),
-        (Buf::F32(x), Buf::F32(y)) => typed!(x, y, F32),
-        (Buf::F64(x), Buf::F64(y)) => typed!(x, y, F64),
-        _ => unreachable!("both cast to {t:?}"),
-    })
+        (a, b) => {
+            with_buf!(a, x => typed(op, x, Elem::into_vec(b).unwrap_or_else(|| unreachable!("both cast to {t:?}"))))
+        }
+    }
 }
 
 pub(super) fn select(c: Buf, a: Buf, b: Buf, out: DType) -> Buf {
     let Buf::Bool(c) = c.cast(DType::Bool) else { unreachable!("cast to bool") };
     let (a, b) = (a.cast(out), b.cast(out));
-    fn pick<T: Copy>(c: &[bool], a: &[T], b: &[T]) -> Vec<T> {
-        c.iter().zip(a.iter().zip(b)).map(|(&c, (&x, &y))| if c { x } else { y }).collect()
+    fn pick<T: Elem>(c: &[bool], a: &[T], b: Buf) -> Buf {
+        let b = T::into_vec(b).unwrap_or_else(|| unreachable!("both cast to {:?}", T::DTYPE));
+        T::wrap(c.iter().zip(a.iter().zip(&b)).map(|(&c, (&x, &y))| if c { x } else { y }).collect())
     }
-    match (a, b) {
-        (Buf::Bool(a), Buf::Bool(b)) => Buf::Bool(pick(&c, &a, &b)),
-        (Buf::I32(a), Buf::I32(b)) => Buf::I32(pick(&c, &a, &b)),
-        (Buf::I64(a), Buf::I64(b)) => Buf::I64(pick(&c, &a, &b)),
-        (Buf::F32(a), Buf::F32(b)) => Buf::F32(pick(&c, &a, &b)),
-        (Buf::F64(a), Buf::F64(b)) => Buf::F64(pick(&c, &a, &b)),
-        _ => unreachable!("both cast to {out:?}"),
-    }
+    with_buf!(&a, x => pick(&c, x, b))
 }

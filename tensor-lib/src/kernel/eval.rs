@@ -135,8 +135,17 @@ impl<'a> Eval<'a> {
                 out
             }
             Node::Arange { start, step, offset } => {
-                let v: Vec<f64> = (s..e).map(|i| start + step * (*offset + i as u64) as f64).collect();
-                Buf::F64(v).cast(dtype)
+                if start.dtype().is_float() || step.dtype().is_float() {
+                    let (a, d) = (start.as_f64(), step.as_f64());
+                    let v: Vec<f64> = (s..e).map(|i| a + d * (*offset + i as u64) as f64).collect();
+                    Buf::F64(v).cast(dtype)
+                } else {
+                    // Exact: no integer range goes through float64.
+                    let (a, d) = (start.as_i64(), step.as_i64());
+                    let v: Vec<i64> =
+                        (s..e).map(|i| a.wrapping_add(d.wrapping_mul((*offset + i as u64) as i64))).collect();
+                    Buf::I64(v).cast(dtype)
+                }
             }
             Node::Unary { op, x } => {
                 let x = check(*x)?;

@@ -56,9 +56,12 @@ impl ReduceOp {
     /// The dtype of the reduction of `x`, as numpy computes it.
     pub fn out_dtype(self, x: DType) -> DType {
         match self {
+            // numpy: sums and products of integers in the platform's (64-bit) integer,
+            // unsigned ones unsigned.
             ReduceOp::Sum | ReduceOp::Prod => match x {
-                DType::Bool | DType::I32 | DType::I64 => DType::I64,
-                f => f,
+                f if f.is_float() => f,
+                u if u.is_unsigned() => DType::U64,
+                _ => DType::I64,
             },
             ReduceOp::Min | ReduceOp::Max => x,
             ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => match x {
@@ -118,12 +121,13 @@ pub enum Node {
         /// The tensor's shape.
         full: Vec<u64>,
     },
-    /// `start + step * (offset + i)` along one dimension.
+    /// `start + step * (offset + i)` along one dimension, in int64 exactly for integer
+    /// `start` and `step`, else in float64.
     Arange {
         /// First value.
-        start: f64,
+        start: Scalar,
         /// Increment.
-        step: f64,
+        step: Scalar,
         /// This chunk's first index.
         offset: u64,
     },

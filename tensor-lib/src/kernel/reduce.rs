@@ -32,17 +32,11 @@ fn acc_dtype(op: ReduceOp, x: DType) -> DType {
 }
 
 fn identity(op: ReduceOp, dtype: DType) -> Scalar {
-    match (op, dtype) {
-        (ReduceOp::Prod, DType::I64) => Scalar::I64(1),
-        (ReduceOp::Prod, DType::F32) => Scalar::F32(1.0),
-        (ReduceOp::Prod, _) => Scalar::F64(1.0),
-        (ReduceOp::All, _) => Scalar::Bool(true),
-        (ReduceOp::Any, _) => Scalar::Bool(false),
-        (_, DType::I64) => Scalar::I64(0),
-        (_, DType::F32) => Scalar::F32(0.0),
-        (_, DType::Bool) => Scalar::Bool(false),
-        (_, DType::I32) => Scalar::I32(0),
-        (_, DType::F64) => Scalar::F64(0.0),
+    match op {
+        ReduceOp::All => Scalar::Bool(true),
+        ReduceOp::Any => Scalar::Bool(false),
+        ReduceOp::Prod => Scalar::I64(1).cast(dtype),
+        _ => Scalar::I64(0).cast(dtype),
     }
 }
 
@@ -149,7 +143,9 @@ impl Partial {
                 let (Some(ia), Some(ib)) = (self.idx.as_mut(), other.idx.as_ref()) else {
                     unreachable!("arg partials keep positions")
                 };
-                fn pick<T: Elem>(a: &mut [T], b: &[T], ia: &mut [i64], ib: &[i64], max: bool) {
+                fn pick<T: Elem>(a: &mut [T], b: &Buf, ia: &mut [i64], ib: &[i64], max: bool) {
+                    let b = T::unwrap(b)
+                        .unwrap_or_else(|| unreachable!("arg partials of {:?} and {:?}", T::DTYPE, b.dtype()));
                     for i in 0..a.len() {
                         let take = if better(b[i], a[i], max) {
                             true
@@ -163,14 +159,7 @@ impl Partial {
                         }
                     }
                 }
-                match (&mut self.acc, &other.acc) {
-                    (Buf::Bool(a), Buf::Bool(b)) => pick(a, b, ia, ib, max),
-                    (Buf::I32(a), Buf::I32(b)) => pick(a, b, ia, ib, max),
-                    (Buf::I64(a), Buf::I64(b)) => pick(a, b, ia, ib, max),
-                    (Buf::F32(a), Buf::F32(b)) => pick(a, b, ia, ib, max),
-                    (Buf::F64(a), Buf::F64(b)) => pick(a, b, ia, ib, max),
-                    (a, b) => unreachable!("arg partials of {:?} and {:?}", a.dtype(), b.dtype()),
-                }
+                with_buf!(&mut self.acc, a => pick(a, &other.acc, ia, ib, max))
             }
             op => {
                 let both = {
@@ -227,6 +216,8 @@ fn fold_groups(op: ReduceOp, x: &Buf, group: usize, n: usize) -> Buf {
         }
         (ReduceOp::Sum, Buf::I64(v)) => Buf::I64(fold(v, group, n, 0, |a, b| a.wrapping_add(b))),
         (ReduceOp::Prod, Buf::I64(v)) => Buf::I64(fold(v, group, n, 1, |a, b| a.wrapping_mul(b))),
+        (ReduceOp::Sum, Buf::U64(v)) => Buf::U64(fold(v, group, n, 0, |a, b| a.wrapping_add(b))),
+        (ReduceOp::Prod, Buf::U64(v)) => Buf::U64(fold(v, group, n, 1, |a, b| a.wrapping_mul(b))),
         (ReduceOp::Sum, Buf::F32(v)) => {
             Buf::F32((0..n).map(|i| pairwise_f32(&v[i * group..(i + 1) * group])).collect())
         }

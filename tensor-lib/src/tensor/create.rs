@@ -36,12 +36,27 @@ pub fn arange(start: f64, stop: f64, step: f64, chunk: usize) -> Result<Tensor> 
         return Err(TensorError::BadIndex { reason: format!("arange({start}, {stop}, {step}) has no finite length") });
     }
     let n = len as u64;
+    let (start, step) = (Scalar::F64(start), Scalar::F64(step));
     Ok(Tensor::new(Op::Arange { start, step }, vec![n], DType::F64, grid(&[n], &[chunk])?))
+}
+
+/// Integers `start, start + step, …` below `stop` (above it for a negative step), as
+/// `numpy.arange` of integers: int64, computed exactly (no float64 on the way).
+pub fn arange_int(start: i64, stop: i64, step: i64, chunk: usize) -> Result<Tensor> {
+    if step == 0 {
+        return Err(TensorError::BadIndex { reason: "arange: step cannot be zero".into() });
+    }
+    let span = i128::from(stop) - i128::from(start);
+    let n = (span + i128::from(step) - i128::from(step.signum())) / i128::from(step);
+    let n = n.max(0) as u64;
+    let (start, step) = (Scalar::I64(start), Scalar::I64(step));
+    Ok(Tensor::new(Op::Arange { start, step }, vec![n], DType::I64, grid(&[n], &[chunk])?))
 }
 
 /// `num` evenly spaced values from `start` to `stop` inclusive, like `numpy.linspace`.
 pub fn linspace(start: f64, stop: f64, num: u64, chunk: usize) -> Result<Tensor> {
     let step = if num > 1 { (stop - start) / (num - 1) as f64 } else { 0.0 };
+    let (start, step) = (Scalar::F64(start), Scalar::F64(step));
     Ok(Tensor::new(Op::Arange { start, step }, vec![num], DType::F64, grid(&[num], &[chunk])?))
 }
 

@@ -9,19 +9,19 @@ impl Tensor {
     pub(super) fn unary(&self, op: UnOp) -> Result<Tensor> {
         let d = self.dtype();
         let bad = |e: String| TensorError::BadDType { op: e, dtype: d };
-        let out = ares_tileable::scalar::unary(op, d.core()).map_err(|e| bad(e.0))?;
-        let out = DType::of_core(out).ok_or_else(|| bad(format!("{op:?} giving {}", out.name())))?;
+        let out = ares_tileable::scalar::unary(op, d).map_err(|e| bad(e.0))?;
+        let out = Some(out).ok_or_else(|| bad(format!("{op:?} giving {}", out.name())))?;
         Ok(Tensor::new(Op::Unary(op, self.clone()), self.shape().to_vec(), out, self.chunks().to_vec()))
     }
 
     /// Element-wise `a op b` with numpy broadcasting and type promotion.
     pub fn binary(&self, op: BinOp, other: &Tensor) -> Result<Tensor> {
         use ares_tileable::scalar::Operand;
-        let (da, db) = (self.dtype().core(), other.dtype().core());
+        let (da, db) = (self.dtype(), other.dtype());
         let bad = |e: String| TensorError::BadDType { op: e, dtype: self.dtype() };
         let typed = ares_tileable::scalar::binary(op, Operand::Array(da), Operand::Array(db)).map_err(|e| bad(e.0))?;
         // numpy gives int8 for `//`, `%` and `**` of booleans, not a dtype here yet.
-        let dtype = DType::of_core(typed.out).ok_or_else(|| {
+        let dtype = Some(typed.out).ok_or_else(|| {
             bad(format!("{} of {} and {} (numpy gives {})", op.symbol(), da.name(), db.name(), typed.out.name()))
         })?;
         let (a, b) = unify(self, other)?;
@@ -46,13 +46,28 @@ impl Tensor {
     fn python_scalar(&self, s: Scalar) -> Scalar {
         match (s, self.dtype()) {
             (Scalar::F64(v), DType::F32) => Scalar::F32(v as f32),
-            // An int that does not fit int32 stays int64 (numpy 2 refuses it; wrapping
-            // would compare and compute with another number).
-            (Scalar::I64(v), DType::I32) => i32::try_from(v).map_or(Scalar::I64(v), Scalar::I32),
+            // An int the array's integer dtype cannot hold stays int64 (numpy 2 refuses
+            // it; wrapping would compare and compute with another number).
+            (Scalar::I64(v), d) if d.is_integer() => match d.int_range() {
+                Some((lo, hi)) if (lo..=hi).contains(&i128::from(v)) => s.cast(d),
+                _ => s,
+            },
             (Scalar::I64(v), DType::F32) => Scalar::F32(v as f32),
             (Scalar::I64(v), DType::F64) => Scalar::F64(v as f64),
             (s, _) => s,
         }
+    }
+
+    /// Floor division `self // y` (Python's: rounded toward minus infinity; an integer
+    /// divided by 0 is 0, as numpy gives it).
+    pub fn floor_divide(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::FloorDiv, y)
+    }
+
+    /// The remainder `self % y`, with the divisor's sign (Python's; 0 for an integer
+    /// divided by 0, as numpy).
+    pub fn remainder(&self, y: &Tensor) -> Result<Tensor> {
+        self.binary(BinOp::Mod, y)
     }
 
     /// `sqrt(x)`.
@@ -291,6 +306,7 @@ ops!(Add, add, BinOp::Add);
 ops!(Sub, sub, BinOp::Sub);
 ops!(Mul, mul, BinOp::Mul);
 ops!(Div, div, BinOp::Div);
+ops!(Rem, rem, BinOp::Mod);
 
 impl std::ops::Neg for &Tensor {
     type Output = Tensor;

@@ -16,8 +16,8 @@ mod reduce;
 mod shape;
 
 pub use create::{
-    ChunkSource, arange, eye, from_array, from_chunk_refs, from_source, from_view, full, linspace, ones, random,
-    scalar, zeros,
+    ChunkSource, arange, arange_int, eye, from_array, from_chunk_refs, from_source, from_view, full, linspace, ones,
+    random, scalar, zeros,
 };
 pub use elementwise::where_;
 pub use linalg::{inner, solve, tensordot};
@@ -155,8 +155,8 @@ pub(crate) enum Op {
         seed: u64,
     },
     Arange {
-        start: f64,
-        step: f64,
+        start: Scalar,
+        step: Scalar,
     },
     /// Chunks of an ndarray, put into the store when first executed.
     FromChunks(Vec<Chunk>),

@@ -99,6 +99,35 @@ impl DType {
         }
     }
 
+    /// The range of an integer dtype (`None` for bool and floats).
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+            DType::U8 => (0, u8::MAX.into()),
+            DType::U16 => (0, u16::MAX.into()),
+            DType::U32 => (0, u32::MAX.into()),
+            DType::U64 => (0, u64::MAX.into()),
+            _ => return None,
+        })
+    }
+
+    /// numpy's `result_type` of two arrays ([`result_type`]).
+    pub fn promote(a: DType, b: DType) -> DType {
+        result_type(a, b)
+    }
+
+    /// The dtype of a true division (`/`) of arrays of these dtypes: float64, or float32
+    /// for float32 operands.
+    pub fn true_div(a: DType, b: DType) -> DType {
+        match result_type(a, b) {
+            DType::F32 => DType::F32,
+            _ => DType::F64,
+        }
+    }
+
     /// The signed integer of `bytes` bytes, if there is one.
     fn signed(bytes: usize) -> Option<DType> {
         Some(match bytes {
