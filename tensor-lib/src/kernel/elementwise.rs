@@ -6,15 +6,18 @@ use crate::data::{Buf, DType, Elem};
 use crate::with_buf;
 
 pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
-    use ares_tileable::scalar::{float_unary, unary_kernel};
+    use ares_tileable::scalar::{float_unary, predicate, unary_kernel};
+    if op.is_predicate() {
+        return Buf::Bool(with_buf!(&x, v => predicate(op, v)));
+    }
     let x = match op {
-        UnOp::Sqrt | UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos => x.cast(out),
         UnOp::Not => x.cast(DType::Bool),
         // numpy rounds integers to tens and above in float64.
         UnOp::Round(d) if d < 0 && !x.dtype().is_float() => {
             return unary(op, x.cast(DType::F64), DType::F64).cast(out);
         }
-        UnOp::Neg | UnOp::Abs | UnOp::Round(_) => x,
+        // Float functions compute in the result's float; a boolean squares in int8.
+        _ => x.cast(out),
     };
     match x {
         Buf::F32(v) => Buf::F32(float_unary(op, v)),

@@ -6,6 +6,12 @@ use crate::data::{DType, Scalar};
 use crate::kernel::{BinOp, UnOp};
 
 impl Tensor {
+    /// `op` of each element (numpy's ufunc of that name: `floor`, `tanh`, `isnan`, …),
+    /// with numpy's result dtype, or [`TensorError::BadDType`] where numpy refuses it.
+    pub fn unary_op(&self, op: UnOp) -> Result<Tensor> {
+        self.unary(op)
+    }
+
     pub(super) fn unary(&self, op: UnOp) -> Result<Tensor> {
         let d = self.dtype();
         let bad = |e: String| TensorError::BadDType { op: e, dtype: d };

@@ -241,6 +241,18 @@ pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
             let f = if c.is_float() { c } else { DType::F64 };
             typed(f, f)
         }
+        _ if op.is_bitwise() && c.is_float() => Err(TypeError(format!(
+            "{} is not supported for {}: bitwise operations take integers and booleans",
+            op.symbol(),
+            c.name()
+        ))),
+        // numpy shifts booleans in int8.
+        BinOp::Shl | BinOp::Shr if c == DType::Bool => typed(DType::I8, DType::I8),
+        _ if op.is_bitwise() => typed(c, c),
+        _ if op.is_float_function() => {
+            let f = float_of(c);
+            typed(f, f)
+        }
         BinOp::Sub if c == DType::Bool => Err(TypeError(
             "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` operator, or the logical_xor function instead".into(),
         )),
@@ -250,21 +262,31 @@ pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
     }
 }
 
+/// The float dtype a float function of `x` computes in: `x`'s if a float, float32 for
+/// 16-bit integers (numpy's), float64 for the others. Decision: numpy gives float16 for
+/// booleans and 8-bit integers, not a dtype here yet: float64, as for wider integers.
+fn float_of(x: DType) -> DType {
+    match x {
+        DType::F32 | DType::F64 => x,
+        DType::I16 | DType::U16 => DType::F32,
+        _ => DType::F64,
+    }
+}
+
 /// The dtype of `op x` (numpy's), or why numpy refuses it.
 pub fn unary(op: UnOp, x: DType) -> Result<DType, TypeError> {
+    let refuse = |what: &str| Err(TypeError(format!("{what} is not supported for {} (numpy refuses it)", x.name())));
     match op {
         UnOp::Neg if x == DType::Bool => Err(TypeError(
             "The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the logical_not function instead".into(),
         )),
-        UnOp::Neg | UnOp::Abs | UnOp::Round(_) => Ok(x),
-        UnOp::Not => Ok(DType::Bool),
-        UnOp::Sqrt | UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos => Ok(match x {
-            DType::F32 | DType::F64 => x,
-            DType::I16 | DType::U16 => DType::F32,
-            // numpy gives float16 for booleans and 8-bit integers, not a dtype here yet:
-            // float64, as for the wider integers.
-            _ => DType::F64,
-        }),
+        UnOp::Sign | UnOp::Positive if x == DType::Bool => refuse(if op == UnOp::Sign { "sign" } else { "positive (+)" }),
+        UnOp::Invert if x.is_float() => refuse("bitwise_invert (~)"),
+        // numpy squares booleans in int8.
+        UnOp::Square if x == DType::Bool => Ok(DType::I8),
+        UnOp::Not | UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::SignBit => Ok(DType::Bool),
+        _ if op.is_float_function() => Ok(float_of(x)),
+        _ => Ok(x),
     }
 }
 

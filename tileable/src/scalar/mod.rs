@@ -12,6 +12,6 @@ mod ops;
 
 pub use dtype::{DType, Kind, Operand, TypeError, Typed, binary, common, result_type, result_type_weak, unary};
 pub use ops::{
-    BinOp, Float, Num, OpError, Rhs, UnOp, arith, compare, float_divmod, float_unary, logical, round_f64,
+    BinOp, Float, Num, OpError, Rhs, UnOp, arith, compare, float_divmod, float_unary, logical, predicate, round_f64,
     unary as unary_kernel,
 };

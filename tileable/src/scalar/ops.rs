@@ -46,9 +46,38 @@ pub enum BinOp {
     And,
     /// logical or
     Or,
+    /// `atan2(a, b)`: the angle of the point `(b, a)`
+    Atan2,
+    /// `hypot(a, b)`: `sqrt(a² + b²)` without overflow
+    Hypot,
+    /// `a`'s magnitude with `b`'s sign
+    CopySign,
+    /// `log(exp(a) + exp(b))`
+    LogAddExp,
+    /// bitwise and (logical for booleans)
+    BitAnd,
+    /// bitwise or
+    BitOr,
+    /// bitwise exclusive or
+    BitXor,
+    /// `a << b` (0 once `b` reaches the width, or is negative)
+    Shl,
+    /// `a >> b`, arithmetic (the sign fills once `b` reaches the width, or is negative)
+    Shr,
 }
 
 impl BinOp {
+    /// Whether it is a float function of two arguments (`atan2`, `hypot`, `copysign`,
+    /// `logaddexp`): integers compute it in floats.
+    pub fn is_float_function(self) -> bool {
+        matches!(self, BinOp::Atan2 | BinOp::Hypot | BinOp::CopySign | BinOp::LogAddExp)
+    }
+
+    /// Whether it is bitwise (integers and booleans only).
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr)
+    }
+
     /// Whether the result is a boolean comparison.
     pub fn is_comparison(self) -> bool {
         matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
@@ -79,6 +108,15 @@ impl BinOp {
             BinOp::Ge => ">=",
             BinOp::And => "&",
             BinOp::Or => "|",
+            BinOp::Atan2 => "atan2",
+            BinOp::Hypot => "hypot",
+            BinOp::CopySign => "copysign",
+            BinOp::LogAddExp => "logaddexp",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
         }
     }
 }
@@ -104,6 +142,89 @@ pub enum UnOp {
     Not,
     /// rounded to this many decimals (half to even; negative: to tens, hundreds, …)
     Round(i32),
+    /// `tan(x)`
+    Tan,
+    /// `sinh(x)`
+    Sinh,
+    /// `cosh(x)`
+    Cosh,
+    /// `tanh(x)`
+    Tanh,
+    /// `asin(x)`
+    Asin,
+    /// `acos(x)`
+    Acos,
+    /// `atan(x)`
+    Atan,
+    /// `asinh(x)`
+    Asinh,
+    /// `acosh(x)`
+    Acosh,
+    /// `atanh(x)`
+    Atanh,
+    /// `exp(x) - 1`, exact near 0
+    Expm1,
+    /// `ln(1 + x)`, exact near 0
+    Log1p,
+    /// `log2(x)`
+    Log2,
+    /// `log10(x)`
+    Log10,
+    /// rounded down (integers and booleans unchanged)
+    Floor,
+    /// rounded up
+    Ceil,
+    /// rounded toward 0
+    Trunc,
+    /// -1, 0 or 1 (NaN for NaN; 0 for -0.0)
+    Sign,
+    /// `x * x`
+    Square,
+    /// `+x`
+    Positive,
+    /// NaN (a boolean)
+    IsNan,
+    /// ±infinity (a boolean)
+    IsInf,
+    /// neither NaN nor infinite (a boolean)
+    IsFinite,
+    /// the sign bit is set (a boolean; -0.0 and -NaN too)
+    SignBit,
+    /// bitwise not (logical not for booleans)
+    Invert,
+}
+
+impl UnOp {
+    /// Whether it is a float function (integers compute it in floats).
+    pub fn is_float_function(self) -> bool {
+        matches!(
+            self,
+            UnOp::Sqrt
+                | UnOp::Exp
+                | UnOp::Log
+                | UnOp::Sin
+                | UnOp::Cos
+                | UnOp::Tan
+                | UnOp::Sinh
+                | UnOp::Cosh
+                | UnOp::Tanh
+                | UnOp::Asin
+                | UnOp::Acos
+                | UnOp::Atan
+                | UnOp::Asinh
+                | UnOp::Acosh
+                | UnOp::Atanh
+                | UnOp::Expm1
+                | UnOp::Log1p
+                | UnOp::Log2
+                | UnOp::Log10
+        )
+    }
+
+    /// Whether its result is a boolean test of each element.
+    pub fn is_predicate(self) -> bool {
+        matches!(self, UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::SignBit)
+    }
 }
 
 /// Why an operation fails on the values it got.
@@ -145,6 +266,34 @@ pub trait Num: Copy + PartialOrd + Send + Sync + 'static {
     fn neg(self) -> Self;
     #[doc(hidden)]
     fn abs(self) -> Self;
+    /// -1, 0 or 1 (numpy's `sign`: NaN for NaN, +0 for ±0).
+    #[doc(hidden)]
+    fn signum(self) -> Self;
+    /// Bitwise not (logical for booleans; floats have none).
+    #[doc(hidden)]
+    fn invert(self) -> Self;
+    /// A bitwise operation (and, or, xor, shifts) of integers or booleans.
+    #[doc(hidden)]
+    fn bits(self, op: BinOp, o: Self) -> Self;
+    /// A float function of two arguments (floats only: integers compute it in floats).
+    #[doc(hidden)]
+    fn float2(self, op: BinOp, o: Self) -> Self;
+    /// Rounded down, up, or toward zero (integers are already whole).
+    #[doc(hidden)]
+    fn whole(self, op: UnOp) -> Self {
+        let _ = op;
+        self
+    }
+    #[doc(hidden)]
+    fn is_nan(self) -> bool {
+        false
+    }
+    #[doc(hidden)]
+    fn is_inf(self) -> bool {
+        false
+    }
+    #[doc(hidden)]
+    fn sign_bit(self) -> bool;
 }
 
 /// numpy's `divmod` of two floats (`npy_divmod`): the floor quotient, and the remainder
@@ -214,6 +363,28 @@ macro_rules! int_num {
             fn minimum(self, o: Self) -> Self { if self <= o { self } else { o } }
             fn neg(self) -> Self { self.wrapping_neg() }
             fn abs(self) -> Self { int_num!(@abs self, $signed) }
+            #[allow(unused_comparisons)]
+            fn signum(self) -> Self { if self > 0 { 1 } else if self < 0 { (0 as $t).wrapping_sub(1) } else { 0 } }
+            fn invert(self) -> Self { !self }
+            #[allow(unused_comparisons)]
+            fn bits(self, op: BinOp, o: Self) -> Self {
+                let width = (8 * std::mem::size_of::<$t>()) as u64;
+                // A count that is negative or reaches the width shifts everything out,
+                // as numpy defines it.
+                let far = o < 0 || (o as u64) >= width;
+                match op {
+                    BinOp::BitAnd => self & o,
+                    BinOp::BitOr => self | o,
+                    BinOp::BitXor => self ^ o,
+                    BinOp::Shl => if far { 0 } else { self.wrapping_shl(o as u32) },
+                    BinOp::Shr if far => if self < 0 { (0 as $t).wrapping_sub(1) } else { 0 },
+                    BinOp::Shr => self.wrapping_shr(o as u32),
+                    other => unreachable!("{other:?} is not bitwise"),
+                }
+            }
+            fn float2(self, op: BinOp, _: Self) -> Self { unreachable!("{op:?} computes in floats") }
+            #[allow(unused_comparisons)]
+            fn sign_bit(self) -> bool { self < 0 }
         }
     )*};
     (@abs $x:expr, true) => { $x.wrapping_abs() };
@@ -243,6 +414,38 @@ macro_rules! float_num {
             fn minimum(self, o: Self) -> Self { if self.is_nan() || self <= o { self } else { o } }
             fn neg(self) -> Self { -self }
             fn abs(self) -> Self { $t::abs(self) }
+            fn signum(self) -> Self {
+                if self > 0.0 { 1.0 } else if self < 0.0 { -1.0 } else if self == 0.0 { 0.0 } else { self }
+            }
+            fn invert(self) -> Self { unreachable!("floats have no bitwise not") }
+            fn bits(self, op: BinOp, _: Self) -> Self { unreachable!("floats have no {op:?}") }
+            fn float2(self, op: BinOp, o: Self) -> Self {
+                match op {
+                    BinOp::Atan2 => self.atan2(o),
+                    BinOp::Hypot => self.hypot(o),
+                    BinOp::CopySign => self.copysign(o),
+                    BinOp::LogAddExp => {
+                        if self == o {
+                            // Equal (infinities too): ln 2 more, without inf - inf.
+                            self + std::$t::consts::LN_2
+                        } else {
+                            let (hi, lo) = if self > o || o.is_nan() { (self, o) } else { (o, self) };
+                            hi + (lo - hi).exp().ln_1p()
+                        }
+                    }
+                    other => unreachable!("{other:?} is not a float function"),
+                }
+            }
+            fn whole(self, op: UnOp) -> Self {
+                match op {
+                    UnOp::Floor => self.floor(),
+                    UnOp::Ceil => self.ceil(),
+                    _ => self.trunc(),
+                }
+            }
+            fn is_nan(self) -> bool { $t::is_nan(self) }
+            fn is_inf(self) -> bool { $t::is_infinite(self) }
+            fn sign_bit(self) -> bool { self.is_sign_negative() }
         }
     )*};
 }
@@ -287,6 +490,26 @@ impl Num for bool {
     fn abs(self) -> Self {
         self
     }
+    fn signum(self) -> Self {
+        self
+    }
+    fn invert(self) -> Self {
+        !self
+    }
+    fn bits(self, op: BinOp, o: Self) -> Self {
+        match op {
+            BinOp::BitAnd => self & o,
+            BinOp::BitOr => self | o,
+            BinOp::BitXor => self ^ o,
+            other => unreachable!("{other:?} of booleans computes in int8"),
+        }
+    }
+    fn float2(self, op: BinOp, _: Self) -> Self {
+        unreachable!("{op:?} computes in floats")
+    }
+    fn sign_bit(self) -> bool {
+        false
+    }
 }
 
 /// The right operand of a binary kernel: a run as long as the left one, or one value.
@@ -329,6 +552,15 @@ pub fn arith<T: Num>(op: BinOp, mut a: Vec<T>, b: Rhs<'_, T>) -> Result<Vec<T>, 
         }
         BinOp::Maximum => apply!(T::maximum),
         BinOp::Minimum => apply!(T::minimum),
+        BinOp::BitAnd => apply!(|x: T, y: T| x.bits(BinOp::BitAnd, y)),
+        BinOp::BitOr => apply!(|x: T, y: T| x.bits(BinOp::BitOr, y)),
+        BinOp::BitXor => apply!(|x: T, y: T| x.bits(BinOp::BitXor, y)),
+        BinOp::Shl => apply!(|x: T, y: T| x.bits(BinOp::Shl, y)),
+        BinOp::Shr => apply!(|x: T, y: T| x.bits(BinOp::Shr, y)),
+        BinOp::Atan2 => apply!(|x: T, y: T| x.float2(BinOp::Atan2, y)),
+        BinOp::Hypot => apply!(|x: T, y: T| x.float2(BinOp::Hypot, y)),
+        BinOp::CopySign => apply!(|x: T, y: T| x.float2(BinOp::CopySign, y)),
+        BinOp::LogAddExp => apply!(|x: T, y: T| x.float2(BinOp::LogAddExp, y)),
         other => unreachable!("{other:?} is not arithmetic: compare() or logical() computes it"),
     }
     Ok(a)
@@ -370,18 +602,34 @@ pub fn logical(op: BinOp, mut a: Vec<bool>, b: Rhs<'_, bool>) -> Vec<bool> {
     a
 }
 
-/// `op x` for `Neg`, `Abs`, `Not` (booleans) and `Round`, over `x`'s buffer, in any
-/// type; the float functions are [`float_unary`].
+/// `op x` for the operations that keep integers integers (`Neg`, `Abs`, `Not` and
+/// `Invert`, `Round`, `Floor`/`Ceil`/`Trunc`, `Sign`, `Square`, `Positive`), over `x`'s
+/// buffer, in any type; the float functions are [`float_unary`].
 pub fn unary<T: Num>(op: UnOp, mut x: Vec<T>) -> Vec<T> {
     match op {
         UnOp::Neg | UnOp::Not => x.iter_mut().for_each(|v| *v = v.neg()),
+        UnOp::Invert => x.iter_mut().for_each(|v| *v = v.invert()),
         UnOp::Abs => x.iter_mut().for_each(|v| *v = v.abs()),
+        UnOp::Sign => x.iter_mut().for_each(|v| *v = v.signum()),
+        UnOp::Square => x.iter_mut().for_each(|v| *v = v.mul(*v)),
+        UnOp::Floor | UnOp::Ceil | UnOp::Trunc => x.iter_mut().for_each(|v| *v = v.whole(op)),
         // Integers round only to tens and above (numpy's `round` with negative
         // decimals): done by the caller in float64, as numpy does.
-        UnOp::Round(_) => {}
-        other => unreachable!("{other:?} is computed by float_unary"),
+        UnOp::Round(_) | UnOp::Positive => {}
+        other => unreachable!("{other:?} is computed by float_unary or predicate"),
     }
     x
+}
+
+/// `op x` for a test of each element (`IsNan`, `IsInf`, `IsFinite`, `SignBit`).
+pub fn predicate<T: Num>(op: UnOp, x: &[T]) -> Vec<bool> {
+    match op {
+        UnOp::IsNan => x.iter().map(|v| v.is_nan()).collect(),
+        UnOp::IsInf => x.iter().map(|v| v.is_inf()).collect(),
+        UnOp::IsFinite => x.iter().map(|v| !v.is_nan() && !v.is_inf()).collect(),
+        UnOp::SignBit => x.iter().map(|v| v.sign_bit()).collect(),
+        other => unreachable!("{other:?} is not a test"),
+    }
 }
 
 /// A float type.
@@ -398,6 +646,9 @@ pub trait Float: Num {
     fn sin(self) -> Self;
     #[doc(hidden)]
     fn cos(self) -> Self;
+    /// One of the other float functions of one argument.
+    #[doc(hidden)]
+    fn func(self, op: UnOp) -> Self;
 }
 
 macro_rules! float_fns {
@@ -409,6 +660,25 @@ macro_rules! float_fns {
             fn ln(self) -> Self { $t::ln(self) }
             fn sin(self) -> Self { $t::sin(self) }
             fn cos(self) -> Self { $t::cos(self) }
+            fn func(self, op: UnOp) -> Self {
+                match op {
+                    UnOp::Tan => self.tan(),
+                    UnOp::Sinh => self.sinh(),
+                    UnOp::Cosh => self.cosh(),
+                    UnOp::Tanh => self.tanh(),
+                    UnOp::Asin => self.asin(),
+                    UnOp::Acos => self.acos(),
+                    UnOp::Atan => self.atan(),
+                    UnOp::Asinh => self.asinh(),
+                    UnOp::Acosh => self.acosh(),
+                    UnOp::Atanh => self.atanh(),
+                    UnOp::Expm1 => self.exp_m1(),
+                    UnOp::Log1p => self.ln_1p(),
+                    UnOp::Log2 => self.log2(),
+                    UnOp::Log10 => self.log10(),
+                    other => unreachable!("{other:?} is not a float function"),
+                }
+            }
         }
     )*};
 }
@@ -439,7 +709,26 @@ pub fn float_unary<T: Float>(op: UnOp, mut x: Vec<T>) -> Vec<T> {
         UnOp::Sin => apply!(T::sin),
         UnOp::Cos => apply!(T::cos),
         UnOp::Round(d) => apply!(|v: T| v.map_f64(|f| round_f64(f, d))),
-        UnOp::Not => unreachable!("not takes booleans"),
+        UnOp::Floor | UnOp::Ceil | UnOp::Trunc => apply!(|v: T| v.whole(op)),
+        UnOp::Sign => apply!(T::signum),
+        UnOp::Square => apply!(|v: T| v.mul(v)),
+        UnOp::Positive => {}
+        UnOp::Tan => apply!(|v: T| v.func(UnOp::Tan)),
+        UnOp::Sinh => apply!(|v: T| v.func(UnOp::Sinh)),
+        UnOp::Cosh => apply!(|v: T| v.func(UnOp::Cosh)),
+        UnOp::Tanh => apply!(|v: T| v.func(UnOp::Tanh)),
+        UnOp::Asin => apply!(|v: T| v.func(UnOp::Asin)),
+        UnOp::Acos => apply!(|v: T| v.func(UnOp::Acos)),
+        UnOp::Atan => apply!(|v: T| v.func(UnOp::Atan)),
+        UnOp::Asinh => apply!(|v: T| v.func(UnOp::Asinh)),
+        UnOp::Acosh => apply!(|v: T| v.func(UnOp::Acosh)),
+        UnOp::Atanh => apply!(|v: T| v.func(UnOp::Atanh)),
+        UnOp::Expm1 => apply!(|v: T| v.func(UnOp::Expm1)),
+        UnOp::Log1p => apply!(|v: T| v.func(UnOp::Log1p)),
+        UnOp::Log2 => apply!(|v: T| v.func(UnOp::Log2)),
+        UnOp::Log10 => apply!(|v: T| v.func(UnOp::Log10)),
+        UnOp::Not | UnOp::Invert => unreachable!("not takes booleans, invert integers"),
+        UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::SignBit => unreachable!("tests are computed by predicate"),
     }
     x
 }
