@@ -21,6 +21,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ares_tensor::kernel::BinOp;
+use ares_tensor::kernel::UnOp;
 use ares_tensor::{Chunk, DType, Elem, ReduceOp, Scalar, Session, Slice, Tensor, TensorError};
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
@@ -185,7 +186,57 @@ fn bin_op(name: &str) -> PyResult<BinOp> {
         "or" => BinOp::Or,
         "maximum" => BinOp::Maximum,
         "minimum" => BinOp::Minimum,
+        "floor_divide" => BinOp::FloorDiv,
+        "remainder" => BinOp::Mod,
+        "atan2" => BinOp::Atan2,
+        "hypot" => BinOp::Hypot,
+        "copysign" => BinOp::CopySign,
+        "logaddexp" => BinOp::LogAddExp,
+        "bitwise_and" => BinOp::BitAnd,
+        "bitwise_or" => BinOp::BitOr,
+        "bitwise_xor" => BinOp::BitXor,
+        "left_shift" => BinOp::Shl,
+        "right_shift" => BinOp::Shr,
         other => return Err(PyNotImplementedError::new_err(format!("binary operation {other}"))),
+    })
+}
+
+fn un_op(name: &str) -> PyResult<UnOp> {
+    Ok(match name {
+        "sqrt" => UnOp::Sqrt,
+        "exp" => UnOp::Exp,
+        "log" => UnOp::Log,
+        "sin" => UnOp::Sin,
+        "cos" => UnOp::Cos,
+        "tan" => UnOp::Tan,
+        "sinh" => UnOp::Sinh,
+        "cosh" => UnOp::Cosh,
+        "tanh" => UnOp::Tanh,
+        "asin" => UnOp::Asin,
+        "acos" => UnOp::Acos,
+        "atan" => UnOp::Atan,
+        "asinh" => UnOp::Asinh,
+        "acosh" => UnOp::Acosh,
+        "atanh" => UnOp::Atanh,
+        "expm1" => UnOp::Expm1,
+        "log1p" => UnOp::Log1p,
+        "log2" => UnOp::Log2,
+        "log10" => UnOp::Log10,
+        "floor" => UnOp::Floor,
+        "ceil" => UnOp::Ceil,
+        "trunc" => UnOp::Trunc,
+        "sign" => UnOp::Sign,
+        "square" => UnOp::Square,
+        "positive" => UnOp::Positive,
+        "isnan" => UnOp::IsNan,
+        "isinf" => UnOp::IsInf,
+        "isfinite" => UnOp::IsFinite,
+        "signbit" => UnOp::SignBit,
+        "invert" => UnOp::Invert,
+        "abs" => UnOp::Abs,
+        "not" => UnOp::Not,
+        "negative" => UnOp::Neg,
+        other => return Err(PyNotImplementedError::new_err(format!("unary operation {other}"))),
     })
 }
 
@@ -250,17 +301,7 @@ impl PyTensor {
     }
 
     fn unary(&self, py: Python<'_>, op: &str) -> PyResult<PyTensor> {
-        Ok(wrap(match op {
-            "sqrt" => self.t.sqrt(),
-            "exp" => self.t.exp(),
-            "log" => self.t.log(),
-            "sin" => self.t.sin(),
-            "cos" => self.t.cos(),
-            "abs" => self.t.abs(),
-            "not" => self.t.not(),
-            "negative" => return self.t.negate().or_raise(py).map(wrap),
-            other => return Err(PyNotImplementedError::new_err(format!("unary operation {other}"))),
-        }))
+        self.t.unary_op(un_op(op)?).or_raise(py).map(wrap)
     }
 
     #[pyo3(signature = (op, axes, keepdims))]

@@ -42,7 +42,7 @@ FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 
 # At most this many chunks along each dimension, by number of dimensions: at most 12
 # chunks for a vector and 64 for a matrix or a 3-d tensor.
-MAX_CHUNKS_PER_DIM = {0: 1, 1: 12, 2: 8, 3: 4}
+MAX_CHUNKS_PER_DIM = {0: 1, 1: 12, 2: 8, 3: 4}  # 2 past three dimensions
 
 dtypes = st.sampled_from(DTYPES)
 shapes = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=12)
@@ -91,7 +91,7 @@ def split(n: int, c: int) -> tuple:
 def chunkings(draw, shape):
     """A chunk size per dimension: anything from 1 to the whole dimension (uneven splits
     included), with at most ``MAX_CHUNKS_PER_DIM`` chunks per dimension."""
-    cap = MAX_CHUNKS_PER_DIM[len(shape)]
+    cap = MAX_CHUNKS_PER_DIM.get(len(shape), 2)
     out = []
     for n in shape:
         lo = max(1, -(-n // cap))
@@ -1068,11 +1068,6 @@ def _setitem():
 
 
 UNSUPPORTED = {
-    "floordiv": lambda: _t() // 2,
-    "rfloordiv": lambda: 2 // _t(),
-    "mod": lambda: _t() % 2,
-    "rmod": lambda: 2 % _t(),
-    "xor": lambda: (_t() > 1) ^ (_t() > 2),
     "fancy list index": lambda: _t()[[0, 2]],
     "fancy array index": lambda: _t()[np.array([0, 2])],
     "fancy tuple index": lambda: _t()[np.array([0, 2]), 1],
@@ -1082,15 +1077,9 @@ UNSUPPORTED = {
     "float16 array": lambda: at.tensor(np.zeros(3, np.float16)),
     "float16 ones": lambda: at.ones(3, dtype=np.float16),
     "float16 astype": lambda: _t().astype(np.float16),
-    "int8": lambda: at.tensor(np.zeros(3, np.int8)),
-    "uint8": lambda: at.tensor(np.zeros(3, np.uint8)),
-    "uint64": lambda: at.tensor(np.zeros(3, np.uint64)),
     "complex array": lambda: at.tensor(np.zeros(3, np.complex128)),
     "complex scalar": lambda: _t() + 1j,
     "int beyond int64": lambda: _t() + 2**70,
-    "invert of ints": lambda: ~_ti(),
-    "and of ints": lambda: _ti() & _ti(),
-    "or of int and bool": lambda: _ti() | True,
     "explicit uneven chunks": lambda: at.tensor(np.zeros(4), chunk_size=((1, 3),)),
     "full with an array": lambda: at.full(3, [1, 2, 3]),
     "clip with tensor bounds": lambda: at.clip(_t(), _t(), 5),
@@ -1239,16 +1228,6 @@ def test_singular_matrix_raises_linalg_error():
         at.linalg.solve(at.tensor(a), at.tensor(np.ones(2))).fetch()
 
 
-def test_power_of_bools_is_not_supported():
-    """numpy computes ``bool ** bool`` in int8, which ares does not support: it must say so
-    when the expression is built (nothing is computed here)."""
-    b = at.tensor(np.array([True, False, True]))
-    with pytest.raises(NotImplementedError):
-        b**b
-    with pytest.raises(NotImplementedError):
-        b**True
-
-
 def test_integer_to_a_negative_integer_power_raises_value_error():
     x = np.arange(1, 5)
     with pytest.raises(ValueError):
@@ -1363,7 +1342,7 @@ def test_numpy_ufuncs_compute_tensors():
 
 def test_numpy_ufuncs_without_a_tiled_form_name_themselves():
     t = at.tensor(np.arange(4.0))
-    for call, name in ((lambda: np.isnan(t), "isnan"), (lambda: np.add.reduce(t), "add.reduce"), (lambda: np.exp(t, out=np.empty(4)), "out=")):
+    for call, name in ((lambda: np.cbrt(t), "cbrt"), (lambda: np.add.reduce(t), "add.reduce"), (lambda: np.exp(t, out=np.empty(4)), "out=")):
         with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
             call()
 
@@ -1432,14 +1411,6 @@ def test_var_with_ddof_at_least_n_divides_by_zero_like_numpy():
         warnings.simplefilter("ignore", RuntimeWarning)
         check(at.tensor(x, chunk_size=2).var(ddof=3), x.var(ddof=3))
         check(at.tensor(np.ones(2)).var(ddof=2), np.ones(2).var(ddof=2))
-
-
-def test_square_of_bools_and_divmod_are_named_as_unsupported():
-    b = at.tensor(np.array([True, False]))
-    with pytest.raises(NotImplementedError):
-        at.square(b)
-    with pytest.raises(NotImplementedError):
-        divmod(at.tensor(np.arange(3)), 2)
 
 
 def test_svd_of_a_square_matrix_in_numpys_default_form():

@@ -4,9 +4,10 @@ A :class:`Tensor` is a lazy expression with a shape, a dtype and a chunk grid. N
 computed until ``execute()`` or ``fetch()`` (or ``np.asarray``): then the expression is
 tiled into chunk tasks, fused, and run depth-first in Rust worker processes.
 
-Supported dtypes: ``bool``, ``int32``, ``int64``, ``float32``, ``float64``. Where numpy
-and the array API standard differ, this module follows numpy. Anything it does not
-support raises ``NotImplementedError`` naming it; it never computes something else.
+Supported dtypes: ``bool``, ``int8``–``int64``, ``uint8``–``uint64``, ``float32``,
+``float64``. Where numpy and the array API standard differ, this module follows numpy.
+Anything it does not support raises ``NotImplementedError`` naming it (also an
+``AttributeError``, so ``hasattr`` works); it never computes something else.
 """
 
 from __future__ import annotations
@@ -95,8 +96,15 @@ __all__ = [
     "linalg",
     "random",
     "bool_",
+    "bool",
+    "int8",
+    "int16",
     "int32",
     "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "float32",
     "float64",
     "newaxis",
@@ -107,6 +115,53 @@ __all__ = [
     "e",
     "inf",
     "nan",
+    "floor_divide",
+    "remainder",
+    "mod",
+    "arctan2",
+    "atan2",
+    "hypot",
+    "copysign",
+    "logaddexp",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_invert",
+    "bitwise_not",
+    "left_shift",
+    "right_shift",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_xor",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsin",
+    "asin",
+    "arccos",
+    "acos",
+    "arctan",
+    "atan",
+    "arcsinh",
+    "asinh",
+    "arccosh",
+    "acosh",
+    "arctanh",
+    "atanh",
+    "expm1",
+    "log1p",
+    "log2",
+    "log10",
+    "floor",
+    "ceil",
+    "trunc",
+    "sign",
+    "positive",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
 ]
 
 int_ = np.int64
@@ -117,13 +172,20 @@ e = np.e
 inf = np.inf
 nan = np.nan
 bool_ = np.bool_
+int8 = np.int8
+int16 = np.int16
 int32 = np.int32
 int64 = np.int64
+uint8 = np.uint8
+uint16 = np.uint16
+uint32 = np.uint32
+uint64 = np.uint64
 float32 = np.float32
 float64 = np.float64
+bool = np.bool_  # noqa: A001 - the array API's name for the dtype
 newaxis = None
 
-_SUPPORTED = ("bool", "int32", "int64", "float32", "float64")
+_SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
 # Target bytes per chunk when the caller gives no chunk_size (Dask picks 128 MiB; tasks
 # here are cheaper, and smaller chunks spread a mid-sized array over every worker).
 _AUTO_CHUNK_BYTES = 16 << 20
@@ -216,7 +278,7 @@ def _scalar(v: Any) -> Any:
 
 
 def _is_scalar(v: Any) -> bool:
-    return isinstance(v, (bool, numbers.Number, np.generic)) and not isinstance(v, complex)
+    return isinstance(v, (builtins.bool, numbers.Number, np.generic)) and not isinstance(v, complex)
 
 
 def _uniform(chunks: Sequence[Optional[int]], n: Optional[int]) -> bool:
@@ -346,7 +408,7 @@ class Tensor:
             raise ValueError(
                 "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
             )
-        return bool(self._item())
+        return builtins.bool(self._item())
 
     def __float__(self) -> float:
         return float(self._item())
@@ -388,20 +450,18 @@ class Tensor:
     # ------------------------------------------------------------ element-wise
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> "Tensor":
-        if op == "pow" and self.dtype == np.bool_ and np.result_type(other) == np.bool_:
-            raise NotImplementedError("power of booleans (numpy gives int8, which is not supported)")
         if isinstance(other, np.generic):
             # numpy 2 (NEP 50): a numpy scalar keeps its dtype in promotion, unlike a
             # Python scalar; it takes part as a 0-d tensor.
             other = tensor(np.asarray(other))
         if _is_scalar(other):
-            if op == "pow" and self.dtype.kind == "i" and isinstance(other, int) and other < 0 and not reflected:
+            if op == "pow" and self.dtype.kind in "iu" and isinstance(other, int) and other < 0 and not reflected:
                 raise ValueError("Integers to negative integer powers are not allowed.")
-            py_int = isinstance(other, int) and not isinstance(other, bool)
-            if py_int and self.dtype.kind in "ib" and op not in _COMPARISONS:
+            py_int = isinstance(other, int) and not isinstance(other, builtins.bool)
+            if py_int and self.dtype.kind in "iub" and op not in _COMPARISONS:
                 # numpy 2 (NEP 50): a Python int must fit the tensor's integer dtype (a
                 # bool tensor's result is int64).
-                info = np.iinfo(self.dtype if self.dtype.kind == "i" else np.int64)
+                info = np.iinfo(self.dtype if self.dtype.kind in "iu" else np.int64)
                 if not info.min <= other <= info.max:
                     raise OverflowError(f"Python integer {other} out of bounds for {info.dtype.name}")
             f = self._t.rbinary_scalar if reflected else self._t.binary_scalar
@@ -441,20 +501,35 @@ class Tensor:
     def __rpow__(self, o: Any) -> "Tensor":
         return self._binary("pow", o, True)
 
-    def __divmod__(self, o: Any) -> "Tensor":
-        raise NotImplementedError("divmod of a tensor (floor_divide and remainder) is not supported")
+    def __divmod__(self, o: Any) -> Tuple["Tensor", "Tensor"]:
+        return self._binary("floor_divide", o), self._binary("remainder", o)
 
-    __rdivmod__ = __divmod__
+    def __rdivmod__(self, o: Any) -> Tuple["Tensor", "Tensor"]:
+        return self._binary("floor_divide", o, True), self._binary("remainder", o, True)
 
     def __floordiv__(self, o: Any) -> "Tensor":
-        raise NotImplementedError("floor_divide (//) is not supported")
+        return self._binary("floor_divide", o)
 
-    __rfloordiv__ = __floordiv__
+    def __rfloordiv__(self, o: Any) -> "Tensor":
+        return self._binary("floor_divide", o, True)
 
     def __mod__(self, o: Any) -> "Tensor":
-        raise NotImplementedError("remainder (%) is not supported")
+        return self._binary("remainder", o)
 
-    __rmod__ = __mod__
+    def __rmod__(self, o: Any) -> "Tensor":
+        return self._binary("remainder", o, True)
+
+    def __lshift__(self, o: Any) -> "Tensor":
+        return self._binary("left_shift", o)
+
+    def __rlshift__(self, o: Any) -> "Tensor":
+        return self._binary("left_shift", o, True)
+
+    def __rshift__(self, o: Any) -> "Tensor":
+        return self._binary("right_shift", o)
+
+    def __rrshift__(self, o: Any) -> "Tensor":
+        return self._binary("right_shift", o, True)
 
     def __lt__(self, o: Any) -> "Tensor":
         return self._binary("lt", o)
@@ -476,36 +551,26 @@ class Tensor:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def _logical(self, op: str, o: Any, reflected: bool = False) -> "Tensor":
-        o = _scalar(o)
-        other_dtype = np.result_type(o) if _is_scalar(o) else _to_tensor(o, like=self).dtype
-        if self.dtype != np.bool_ or other_dtype != np.bool_:
-            raise NotImplementedError(
-                f"bitwise_{op} of {self.dtype.name} and {np.dtype(other_dtype).name}: only bool tensors are supported"
-            )
-        return self._binary(op, o, reflected)
-
     def __and__(self, o: Any) -> "Tensor":
-        return self._logical("and", o)
+        return self._binary("bitwise_and", o)
 
     def __rand__(self, o: Any) -> "Tensor":
-        return self._logical("and", o, True)
+        return self._binary("bitwise_and", o, True)
 
     def __or__(self, o: Any) -> "Tensor":
-        return self._logical("or", o)
+        return self._binary("bitwise_or", o)
 
     def __ror__(self, o: Any) -> "Tensor":
-        return self._logical("or", o, True)
+        return self._binary("bitwise_or", o, True)
 
     def __xor__(self, o: Any) -> "Tensor":
-        raise NotImplementedError("bitwise_xor (^) is not supported")
+        return self._binary("bitwise_xor", o)
 
-    __rxor__ = __xor__
+    def __rxor__(self, o: Any) -> "Tensor":
+        return self._binary("bitwise_xor", o, True)
 
     def __invert__(self) -> "Tensor":
-        if self.dtype != np.bool_:
-            raise NotImplementedError(f"invert (~) of {self.dtype.name}: only bool tensors are supported")
-        return Tensor(self._t.unary("not"))
+        return Tensor(self._t.unary("invert"))
 
     def __neg__(self) -> "Tensor":
         return Tensor(self._t.unary("negative"))
@@ -533,7 +598,7 @@ class Tensor:
             if builtins.any(self.shape[a] == 0 for a in over):
                 name = {"min": "minimum", "max": "maximum"}.get(op, op)
                 raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-        return Tensor(self._t.reduce(op, axes, bool(keepdims)))
+        return Tensor(self._t.reduce(op, axes, builtins.bool(keepdims)))
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Sum over ``axis`` (all by default). Booleans and int32 sum as int64, as in numpy
@@ -740,7 +805,7 @@ class Tensor:
                 stop = None if i.stop is None else int(i.stop)
                 slices.append((start, stop, step))
                 out_shape.append(math.nan if isinstance(n, float) else len(range(*slice(start, stop, step).indices(n))))
-            elif isinstance(i, (bool, np.bool_)):
+            elif isinstance(i, (builtins.bool, np.bool_)):
                 raise NotImplementedError("a boolean scalar as an index (numpy adds an axis)")
             elif isinstance(i, (numbers.Integral, np.integer)):
                 k = int(i)
@@ -800,14 +865,9 @@ def tensor(data: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
         t = data if dtype is None else data.astype(dtype)
         return t if chunk_size is None else t.rechunk(chunk_size)
     a = np.asarray(data)
-    if a.dtype == np.float16:
-        raise NotImplementedError("dtype float16 is not supported (supported: bool, int32, int64, float32, float64)")
     if dtype is not None:
         a = a.astype(np.dtype(_dtype_name(dtype)), copy=False)
-    elif a.dtype.name not in _SUPPORTED:
-        # Python ints and floats become numpy's defaults; other dtypes are not supported.
-        if a.dtype.kind in "iu" and a.dtype.itemsize < 8 and a.dtype != np.uint32:
-            raise NotImplementedError(f"dtype {a.dtype.name} is not supported (supported: {', '.join(_SUPPORTED)})")
+    else:
         _dtype_name(a.dtype)
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
@@ -830,7 +890,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None)
     if not _is_scalar(v):
         raise NotImplementedError("full with a non-scalar fill_value")
     name = _dtype_name(dtype if dtype is not None else np.result_type(fill_value))
-    py = {"bool": bool, "int32": int, "int64": int, "float32": float, "float64": float}[name]
+    py = builtins.bool if name == "bool" else (float if name.startswith("float") else int)
     t = Tensor(_native.full(list(shape), py(v), _chunks_of(chunk_size, shape, np.dtype(name).itemsize)))
     return t if t._t.dtype == name else t.astype(name)
 
@@ -994,16 +1054,87 @@ def logical_not(x: Any) -> Tensor:
 
 
 def invert(x: Any) -> Tensor:
-    """``~x`` for booleans."""
+    """``~x``: bitwise not of integers, logical not of booleans."""
     return ~_to_tensor(x)
 
 
+bitwise_invert = invert
+bitwise_not = invert
+
+
 def square(x: Any) -> Tensor:
-    """Element-wise ``x * x``."""
-    t = _to_tensor(x)
-    if t.dtype == np.bool_:
-        raise NotImplementedError("square of booleans (numpy gives int8, which is not supported)")
-    return t * t
+    """Element-wise ``x * x`` (booleans square in int8, as numpy's)."""
+    return _unary("square", x)
+
+
+def _float_function(name: str, doc: str) -> Any:
+    def f(x: Any) -> Tensor:
+        return _unary(name, x)
+
+    f.__name__ = name
+    f.__doc__ = doc + " Integers compute in float64 (float32 for 16-bit ones)."
+    return f
+
+
+tan = _float_function("tan", "Element-wise tangent.")
+sinh = _float_function("sinh", "Element-wise hyperbolic sine.")
+cosh = _float_function("cosh", "Element-wise hyperbolic cosine.")
+tanh = _float_function("tanh", "Element-wise hyperbolic tangent.")
+arcsin = asin = _float_function("asin", "Element-wise inverse sine.")
+arccos = acos = _float_function("acos", "Element-wise inverse cosine.")
+arctan = atan = _float_function("atan", "Element-wise inverse tangent.")
+arcsinh = asinh = _float_function("asinh", "Element-wise inverse hyperbolic sine.")
+arccosh = acosh = _float_function("acosh", "Element-wise inverse hyperbolic cosine.")
+arctanh = atanh = _float_function("atanh", "Element-wise inverse hyperbolic tangent.")
+expm1 = _float_function("expm1", "Element-wise ``exp(x) - 1``, exact near 0.")
+log1p = _float_function("log1p", "Element-wise ``log(1 + x)``, exact near 0.")
+log2 = _float_function("log2", "Element-wise base-2 logarithm.")
+log10 = _float_function("log10", "Element-wise base-10 logarithm.")
+
+
+def floor(x: Any) -> Tensor:
+    """Rounded down (integers and booleans keep their dtype, as numpy's)."""
+    return _unary("floor", x)
+
+
+def ceil(x: Any) -> Tensor:
+    """Rounded up (integers and booleans keep their dtype)."""
+    return _unary("ceil", x)
+
+
+def trunc(x: Any) -> Tensor:
+    """Rounded toward zero (integers and booleans keep their dtype)."""
+    return _unary("trunc", x)
+
+
+def sign(x: Any) -> Tensor:
+    """-1, 0 or 1 (NaN for NaN), in ``x``'s dtype."""
+    return _unary("sign", x)
+
+
+def positive(x: Any) -> Tensor:
+    """``+x`` (refused for booleans, as numpy 2)."""
+    return _unary("positive", x)
+
+
+def isnan(x: Any) -> Tensor:
+    """Whether each element is NaN."""
+    return _unary("isnan", x)
+
+
+def isinf(x: Any) -> Tensor:
+    """Whether each element is infinite."""
+    return _unary("isinf", x)
+
+
+def isfinite(x: Any) -> Tensor:
+    """Whether each element is neither NaN nor infinite."""
+    return _unary("isfinite", x)
+
+
+def signbit(x: Any) -> Tensor:
+    """Whether each element's sign bit is set (-0.0 and -NaN too)."""
+    return _unary("signbit", x)
 
 
 def _binop(name: str, x: Any, y: Any) -> Tensor:
@@ -1050,6 +1181,76 @@ def maximum(x: Any, y: Any) -> Tensor:
 def minimum(x: Any, y: Any) -> Tensor:
     """Element-wise minimum (NaN wins, as in numpy)."""
     return _binop("minimum", x, y)
+
+
+def floor_divide(x: Any, y: Any) -> Tensor:
+    """``x // y`` (Python's floor division; an integer divided by 0 gives 0, as numpy)."""
+    return _binop("floor_divide", x, y)
+
+
+def remainder(x: Any, y: Any) -> Tensor:
+    """``x % y`` (with the divisor's sign, as Python's)."""
+    return _binop("remainder", x, y)
+
+
+mod = remainder
+
+
+def arctan2(x: Any, y: Any) -> Tensor:
+    """The angle of the point ``(y, x)``, element-wise."""
+    return _binop("atan2", x, y)
+
+
+atan2 = arctan2
+
+
+def hypot(x: Any, y: Any) -> Tensor:
+    """``sqrt(x² + y²)`` without overflow."""
+    return _binop("hypot", x, y)
+
+
+def copysign(x: Any, y: Any) -> Tensor:
+    """``x``'s magnitude with ``y``'s sign."""
+    return _binop("copysign", x, y)
+
+
+def logaddexp(x: Any, y: Any) -> Tensor:
+    """``log(exp(x) + exp(y))`` without overflow."""
+    return _binop("logaddexp", x, y)
+
+
+def bitwise_and(x: Any, y: Any) -> Tensor:
+    """``x & y`` (integers and booleans)."""
+    return _binop("bitwise_and", x, y)
+
+
+def bitwise_or(x: Any, y: Any) -> Tensor:
+    """``x | y``."""
+    return _binop("bitwise_or", x, y)
+
+
+def bitwise_xor(x: Any, y: Any) -> Tensor:
+    """``x ^ y``."""
+    return _binop("bitwise_xor", x, y)
+
+
+def left_shift(x: Any, y: Any) -> Tensor:
+    """``x << y`` (0 once the count reaches the width)."""
+    return _binop("left_shift", x, y)
+
+
+def right_shift(x: Any, y: Any) -> Tensor:
+    """``x >> y``, arithmetic for signed integers."""
+    return _binop("right_shift", x, y)
+
+
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
+
+
+def logical_xor(x: Any, y: Any) -> Tensor:
+    """Element-wise exclusive or of the truth of each element."""
+    return _to_tensor(x).astype(np.bool_) ^ _to_tensor(y).astype(np.bool_)
 
 
 def less(x: Any, y: Any) -> Tensor:
@@ -1415,11 +1616,43 @@ _UFUNCS: Dict[str, Any] = {
     "logical_and": logical_and,
     "logical_or": logical_or,
     "logical_not": logical_not,
-    "bitwise_and": lambda x, y: _to_tensor(x) & y,
-    "bitwise_or": lambda x, y: _to_tensor(x) | y,
+    "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor,
+    "left_shift": left_shift,
+    "right_shift": right_shift,
+    "logical_xor": logical_xor,
     "invert": invert,
     "negative": negative,
-    "positive": _to_tensor,
+    "positive": positive,
+    "floor_divide": floor_divide,
+    "remainder": remainder,
+    "arctan2": arctan2,
+    "hypot": hypot,
+    "copysign": copysign,
+    "logaddexp": logaddexp,
+    "tan": tan,
+    "sinh": sinh,
+    "cosh": cosh,
+    "tanh": tanh,
+    "arcsin": arcsin,
+    "arccos": arccos,
+    "arctan": arctan,
+    "arcsinh": arcsinh,
+    "arccosh": arccosh,
+    "arctanh": arctanh,
+    "expm1": expm1,
+    "log1p": log1p,
+    "log2": log2,
+    "log10": log10,
+    "floor": floor,
+    "ceil": ceil,
+    "trunc": trunc,
+    "sign": sign,
+    "isnan": isnan,
+    "isinf": isinf,
+    "isfinite": isfinite,
+    "signbit": signbit,
     "absolute": absolute,
     "sqrt": sqrt,
     "exp": exp,
@@ -1432,7 +1665,9 @@ _UFUNCS: Dict[str, Any] = {
 
 
 def __getattr__(name: str) -> Any:
-    # A numpy function not built here is named as unsupported, not missing.
+    # A numpy function not built here is named as unsupported, not missing: an error that
+    # is both a NotImplementedError and an AttributeError, so `hasattr` and
+    # `getattr(at, name, default)` work.
     if not name.startswith("_") and hasattr(np, name):
-        raise NotImplementedError(f"ares.tensor.{name} is not supported (numpy.{name} has no tiled form here yet)")
+        raise Unsupported(f"ares.tensor.{name} is not supported (numpy.{name} has no tiled form here yet)")
     raise AttributeError(f"module 'ares.tensor' has no attribute {name!r}")

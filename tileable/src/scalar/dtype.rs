@@ -250,7 +250,13 @@ pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
         BinOp::Shl | BinOp::Shr if c == DType::Bool => typed(DType::I8, DType::I8),
         _ if op.is_bitwise() => typed(c, c),
         _ if op.is_float_function() => {
-            let f = float_of(c);
+            let f = match (a, b) {
+                // numpy picks the smallest float both arrays cast to safely, which is not
+                // always the float of their promotion (int8 and uint16: float32, not the
+                // float64 of int32).
+                (Operand::Array(x), Operand::Array(y)) => float_of_pair(x, y),
+                _ => float_of(c),
+            };
             typed(f, f)
         }
         BinOp::Sub if c == DType::Bool => Err(TypeError(
@@ -271,6 +277,17 @@ fn float_of(x: DType) -> DType {
         DType::I16 | DType::U16 => DType::F32,
         _ => DType::F64,
     }
+}
+
+/// The smallest float that both `x` and `y` cast to safely (float16, for two booleans or
+/// 8-bit integers, is float64 here as in [`float_of`]).
+fn float_of_pair(x: DType, y: DType) -> DType {
+    let rank = |d: DType| match d {
+        DType::Bool | DType::I8 | DType::U8 => 0,
+        DType::I16 | DType::U16 | DType::F32 => 1,
+        _ => 2,
+    };
+    if rank(x).max(rank(y)) == 1 { DType::F32 } else { DType::F64 }
 }
 
 /// The dtype of `op x` (numpy's), or why numpy refuses it.
@@ -345,5 +362,11 @@ mod tests {
         assert_eq!(unary(UnOp::Sqrt, I64), Ok(F64));
         assert_eq!(unary(UnOp::Sqrt, F32), Ok(F32));
         assert!(unary(UnOp::Neg, Bool).is_err());
+        // Float functions of two arrays: the smallest float both cast to safely.
+        assert_eq!(t(BinOp::Atan2, arr(I8), arr(U16)).out, F32);
+        assert_eq!(t(BinOp::Atan2, arr(I8), arr(U8)).out, F64, "numpy's float16");
+        assert_eq!(t(BinOp::Hypot, arr(I16), arr(F32)).out, F32);
+        assert_eq!(t(BinOp::Hypot, arr(I32), arr(F32)).out, F64);
+        assert_eq!(t(BinOp::Atan2, arr(I16), Operand::Scalar(Kind::Float)).out, F64);
     }
 }
