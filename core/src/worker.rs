@@ -192,8 +192,13 @@ fn run() -> Result<(), String> {
     // Submissions outside any task (threads a task started) take IDs from a random root.
     let root = ares_common::TaskId::root(uuid::Uuid::new_v4());
     // The raylet is gone: so is our reason to exist.
-    let cw = CoreWorker::start(cfg, worker_id, root, Some(listen_addr), hello, || std::process::exit(0))
-        .map_err(|e| e.to_string())?;
+    let cw = match CoreWorker::start(cfg, worker_id, root, Some(listen_addr), hello, || std::process::exit(0)) {
+        Ok(cw) => cw,
+        // The raylet shut down while this worker was starting (a quick init and
+        // shutdown): the normal end of a worker, nothing to report.
+        Err(crate::Error::RayletUnavailable(_)) => std::process::exit(0),
+        Err(e) => return Err(e.to_string()),
+    };
     let address = std::env::var("ARES_RAYLET_SOCKET").unwrap_or_default();
     *crate::runtime::RUNTIME.write().unwrap_or_else(|p| p.into_inner()) =
         Some(crate::runtime::Runtime { cw: cw.clone(), raylet: None, address });

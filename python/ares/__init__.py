@@ -15,8 +15,10 @@ Every chunk runs as a task in a Rust worker process; Python only builds the expr
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import sys
+import weakref
 from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from . import _native
@@ -24,6 +26,7 @@ from ._native import AresError
 
 __all__ = [
     "AresError",
+    "SessionClosedError",
     "Runtime",
     "Session",
     "init",
@@ -114,11 +117,21 @@ def init(
     return Runtime()
 
 
+class SessionClosedError(AresError):
+    """A tensor or frame was computed in a session that is now closed (by
+    :func:`shutdown` or leaving its ``with`` block): its chunks are gone. Compute it again
+    in an open session, ``t.execute(session=ares.new_session())``."""
+
+
 def shutdown() -> None:
-    """Stops the runtime: workers exit, the embedded node and its store are removed.
-    Safe to call twice; tensors executed before it can no longer be fetched."""
+    """Stops the runtime: workers exit, the embedded node and its store are removed, and
+    every session closes. Safe to call twice. A tensor executed before it raises
+    :class:`SessionClosedError` when fetched; one never computed runs in a new default
+    session (starting an embedded node again, as on first use)."""
     global _default_session
     _default_session = None
+    for s in list(_sessions):
+        s.close()
     _native.shutdown()
 
 
@@ -138,8 +151,36 @@ def _ensure_initialized() -> None:
         init()
 
 
+def _progress_shown_by_default() -> bool:
+    """Progress shows where someone watches: stderr a terminal, or a Jupyter kernel's
+    stream (which redraws a line on a carriage return)."""
+    stream = sys.stderr
+    try:
+        if stream.isatty():
+            return True
+    except (AttributeError, ValueError):
+        return False
+    return type(stream).__module__.startswith("ipykernel")
+
+
+class _Progress:
+    """``with _Progress(show) as cb``: a progress callback for a native call (None when
+    not shown), and the line ended afterwards."""
+
+    def __init__(self, show: Optional[bool]) -> None:
+        self.line = _ProgressLine() if (_progress_shown_by_default() if show is None else show) else None
+
+    def __enter__(self) -> "Optional[_ProgressLine]":
+        return self.line
+
+    def __exit__(self, *exc: object) -> None:
+        if self.line:
+            self.line.end()
+
+
 class _ProgressLine:
-    """A one-line progress display on stderr (only where stderr is a terminal)."""
+    """A one-line text progress display on stderr (no widgets, so it also shows in
+    Jupyter and in logs)."""
 
     def __init__(self) -> None:
         self.shown = False
@@ -160,55 +201,90 @@ class _ProgressLine:
 class Session:
     """Runs tensors. ``session.execute(a, b)`` computes them and keeps their chunks in
     the object store while the tensors live; ``session.fetch(a)`` returns a numpy array.
-    Make one with :func:`new_session`."""
+    Make one with :func:`new_session`; as a context manager it closes on exit (Mars').
+
+    A tensor remembers the session that computed it: its ``fetch()`` and ``execute()``
+    use that session, and raise :class:`SessionClosedError` once it is closed.
+    """
+
+    _ids = itertools.count(1)
 
     def __init__(self) -> None:
         _ensure_initialized()
+        self.id = next(Session._ids)
         # One native session: results are cached per session, so executing in one and
         # fetching from another would compute twice.
-        self._native = _native.NativeSession()
+        self._native: Optional[_native.NativeSession] = _native.NativeSession()
+        _sessions.add(self)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session is closed (its results are gone)."""
+        return self._native is None
+
+    def close(self) -> None:
+        """Drops what the session computed; its tensors can no longer be fetched from it."""
+        self._native = None
+        self.__dict__.pop("_frames_native", None)
+
+    def _open(self) -> "_native.NativeSession":
+        if self._native is None:
+            raise SessionClosedError(
+                f"{self!r} is closed (by ares.shutdown() or its with block) and what it computed is gone; "
+                "compute again in an open session: t.execute(session=ares.new_session())"
+            )
+        return self._native
 
     def execute(self, *tensors: "Tensor", show_progress: Optional[bool] = None) -> Union["Tensor", list]:
         """Computes the tensors (their chunks stay in the store while they live).
 
-        ``show_progress`` draws a progress line on stderr; the default shows it only
-        when stderr is a terminal. Returns the tensor, or the list of tensors when given
-        several, so ``session.execute(a).fetch()`` reads as in Mars.
+        ``show_progress`` draws a text progress line on stderr as chunk tasks finish; by
+        default it shows where stderr is a terminal or a Jupyter kernel. Returns the
+        tensor, or the list of tensors when given several, so
+        ``session.execute(a).fetch()`` reads as in Mars.
         """
         from .tensor import Tensor
 
-        natives = [_as_tensor(t, Tensor)._t for t in tensors]
-        if show_progress is None:
-            show_progress = sys.stderr.isatty()
-        line = _ProgressLine() if show_progress else None
-        try:
-            self._native.execute(natives, line)
-        except AresError as e:
-            raise _numeric_failure(e) from e
-        finally:
-            if line:
-                line.end()
+        native = self._open()
+        ts = [_as_tensor(t, Tensor) for t in tensors]
+        with _Progress(show_progress) as line:
+            try:
+                native.execute([t._t for t in ts], line)
+            except AresError as e:
+                raise _numeric_failure(e) from e
+        for t in ts:
+            t._session = self
         return tensors[0] if len(tensors) == 1 else list(tensors)
 
-    def fetch(self, *tensors: "Tensor"):
+    def fetch(self, *tensors: "Tensor", show_progress: Optional[bool] = None):
         """Computes the tensors if needed and returns them as numpy arrays (one array,
-        or a list for several). A 0-d result is a 0-d array."""
+        or a list for several). A 0-d result is a 0-d array. Progress shows as for
+        :meth:`execute` when chunk tasks run."""
         from .tensor import Tensor
 
-        try:
-            out = [self._native.fetch(_as_tensor(t, Tensor)._t) for t in tensors]
-        except AresError as e:
-            raise _numeric_failure(e) from e
+        native = self._open()
+        ts = [_as_tensor(t, Tensor) for t in tensors]
+        with _Progress(show_progress) as line:
+            try:
+                out = [native.fetch(t._t, line) for t in ts]
+            except AresError as e:
+                raise _numeric_failure(e) from e
+        for t in ts:
+            t._session = self
         return out[0] if len(out) == 1 else out
+
+    def is_computed(self, t: "Tensor") -> bool:
+        """Whether ``t`` was computed in this open session (never computes)."""
+        return self._native is not None and self._native.is_computed(t._t)
 
     def __enter__(self) -> "Session":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        pass
+        self.close()
 
     def __repr__(self) -> str:
-        return "<ares.Session>"
+        return f"<ares.Session {self.id}{' closed' if self.closed else ''}>"
 
 
 def _numeric_failure(e: AresError) -> Exception:
@@ -232,6 +308,8 @@ def _as_tensor(t: object, cls: type) -> "Tensor":
 
 
 _default_session: Optional[Session] = None
+# Every open session, so shutdown closes them all.
+_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
 
 
 def new_session() -> Session:
@@ -245,7 +323,7 @@ def new_session() -> Session:
 def get_default_session() -> Session:
     """The session ``tensor.execute()`` and ``tensor.fetch()`` use (made on first use)."""
     global _default_session
-    if _default_session is None or not _native.is_initialized():
+    if _default_session is None or _default_session.closed or not _native.is_initialized():
         _default_session = Session()
     return _default_session
 

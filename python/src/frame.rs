@@ -605,9 +605,19 @@ impl PyFrameSession {
         results.or_raise()
     }
 
-    /// Computes the frame and returns `(names, columns)` (see `to_python`).
-    fn fetch<'py>(&self, py: Python<'py>, frame: &PyFrame) -> PyResult<(Vec<String>, Vec<Bound<'py, PyAny>>)> {
-        let (s, df) = (Session::clone(&self.s), frame.df.clone());
+    /// Computes the frame and returns `(names, columns)` (see `to_python`); `progress` as
+    /// for `execute`.
+    #[pyo3(signature = (frame, progress=None))]
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &PyFrame,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Vec<String>, Vec<Bound<'py, PyAny>>)> {
+        let (mut s, df) = (Session::clone(&self.s), frame.df.clone());
+        if let Some(cb) = progress {
+            s = s.on_progress(crate::progress_fn(cb));
+        }
         let got = interruptible(py, move |cancel| s.cancelled_by(cancel).fetch(&df))?.or_raise()?;
         let names = got.get_column_names().iter().map(|n| n.to_string()).collect();
         let cols = got.columns().iter().map(|c| to_python(py, c)).collect::<PyResult<_>>()?;

@@ -405,8 +405,24 @@ impl PySession {
     /// Computes the tensor and returns it as a numpy array: a read-only view of the
     /// stored chunk when the result is one chunk (zero copy; the array keeps the object
     /// alive, as `ray.get` does), else an array of its own assembled from the chunks.
-    fn fetch<'py>(&self, py: Python<'py>, tensor: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
-        ares_tensor::with_dtype!(tensor.t.dtype(), T => fetch_as::<T>(py, &self.s, &tensor.t))
+    /// Whether the tensor was computed in this session (never computes).
+    fn is_computed(&self, tensor: &PyTensor) -> bool {
+        self.s.is_computed(&tensor.t)
+    }
+
+    /// `progress` as for `execute` (called only if chunk tasks run).
+    #[pyo3(signature = (tensor, progress=None))]
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        tensor: &PyTensor,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut s = Session::clone(&self.s);
+        if let Some(cb) = progress {
+            s = s.on_progress(progress_fn(cb));
+        }
+        ares_tensor::with_dtype!(tensor.t.dtype(), T => fetch_as::<T>(py, s, &tensor.t))
     }
 }
 
@@ -422,12 +438,8 @@ enum Fetched<T> {
     Copied(ndarray::ArrayD<T>),
 }
 
-fn fetch_as<'py, T: Elem + numpy::Element>(
-    py: Python<'py>,
-    s: &Arc<Session>,
-    t: &Tensor,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (s, t) = (s.clone(), t.clone());
+fn fetch_as<'py, T: Elem + numpy::Element>(py: Python<'py>, s: Session, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let t = t.clone();
     let got = interruptible(py, move |cancel| -> Result<Fetched<T>, TensorError> {
         let s = s.cancelled_by(cancel);
         match s.view(&t)? {

@@ -53,6 +53,70 @@ def test_repr_does_not_compute():
     assert huge.chunks == ((20_000,) * 10,)
 
 
+def test_repr_of_a_computed_tensor_shows_its_values_as_numpy_does():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    t = at.tensor(x, chunk_size=2) * 1
+    assert "tensor(" not in repr(t), "not computed: no values"
+    t.execute()
+    r = repr(t)
+    assert r.splitlines()[0].startswith("ares.Tensor<shape=(3, 4)")
+    assert r.split("\n", 1)[1] == np.array_repr(x).replace("array(", "tensor(").replace("\n      ", "\n       ")
+    assert str(t) == str(x)
+    # Large: elided as numpy elides, only the edges fetched, the real shape named.
+    big = at.arange(10**6, chunk_size=10**5).reshape(1000, 1000).execute()
+    want = np.arange(10**6).reshape(1000, 1000)
+    assert str(big) == str(want)
+    assert "shape=(1000, 1000)" in repr(big) and "..." in repr(big)
+    assert np.array_repr(want).split("\n")[0][len("array(") :] == repr(big).split("\n")[1][len("tensor(") :]
+
+
+def test_numpy_functions_build_tensors_or_name_what_is_missing():
+    x = np.arange(12.0).reshape(3, 4)
+    t = at.tensor(x, chunk_size=2)
+    for got, want in [
+        (np.concatenate([t, t]), np.concatenate([x, x])),
+        (np.where(t > 3, t, 0), np.where(x > 3, x, 0)),
+        (np.transpose(t), x.T),
+        (np.linalg.norm(t), np.linalg.norm(x)) if hasattr(at.linalg, "norm") else (np.matmul(t, t.T), x @ x.T),
+        (np.isclose(t, x + 1e-9), np.isclose(x, x + 1e-9)),
+        (np.allclose(t, x), np.allclose(x, x)),
+        (np.add.reduce(t, axis=1), np.add.reduce(x, axis=1)),
+    ]:
+        assert isinstance(got, at.Tensor), type(got)
+        npt.assert_allclose(got.fetch(), want)
+    assert np.shape(t) == (3, 4) and np.ndim(t) == 2 and np.size(t) == 12
+    assert not np.array_equal(t, x[:2]) and bool(np.array_equal(t, x))
+    for call, name in [(lambda: np.sort(t), "numpy.sort"), (lambda: np.fft.fft(t), "fft"), (lambda: np.cumsum(t), "cumsum")]:
+        with pytest.raises(NotImplementedError, match=name) as e:
+            call()
+        assert isinstance(e.value, AttributeError)
+
+
+def test_progress_shows_on_fetch_only_while_chunk_tasks_run(capsys):
+    t = at.tensor(np.arange(40.0), chunk_size=4) * 5
+    npt.assert_array_equal(t.fetch(show_progress=True), np.arange(40.0) * 5)
+    assert "chunk tasks" in capsys.readouterr().err
+    npt.assert_array_equal(t.fetch(show_progress=True), np.arange(40.0) * 5)
+    assert capsys.readouterr().err == "", "nothing ran the second time"
+
+
+def test_a_closed_session_names_itself_and_others_go_on():
+    x = np.arange(6.0)
+    with ares.new_session() as s:
+        t = (at.tensor(x, chunk_size=2) + 1).execute()
+        npt.assert_array_equal(t.fetch(), x + 1)
+    assert s.closed and "closed" in repr(s)
+    for call in (t.fetch, t.execute, lambda: s.fetch(at.ones(2)), t.tolist):
+        with pytest.raises(ares.SessionClosedError, match=f"Session {s.id} closed"):
+            call()
+    assert repr(t).startswith("ares.Tensor<") and "tensor(" not in repr(t)
+    # The tensor computes again where asked; the default session is a new one.
+    other = ares.new_session()
+    npt.assert_array_equal(t.fetch(session=other), x + 1)
+    npt.assert_array_equal(t.fetch(), x + 1)
+    assert ares.get_default_session() is other and not other.closed
+
+
 def test_repr_of_a_mask_result_shows_an_unknown_length():
     t = at.tensor(np.arange(10.0), chunk_size=4)
     r = t[t > 3]
@@ -300,10 +364,14 @@ def test_numpy_names_not_built_here_raise_not_implemented_naming_them():
 def test_numpy_idioms_a_converted_program_uses():
     x = np.arange(12.0).reshape(3, 4)
     t = at.tensor(x, chunk_size=2)
-    # numpy's functions on a tensor: reductions call the method (passing out=None),
-    # others convert through __array__.
+    # numpy's functions on a tensor build tensors (__array_function__); one without a
+    # tiled form raises naming it rather than computing in numpy on fetched data.
+    assert isinstance(np.sum(t), at.Tensor) and isinstance(np.concatenate([t, x]), at.Tensor)
     assert float(np.sum(t)) == x.sum() and float(np.mean(t)) == x.mean()
-    npt.assert_array_equal(np.cumsum(t), np.cumsum(x))
+    npt.assert_array_equal(np.where(t > 3, t, 0), np.where(x > 3, x, 0))
+    with pytest.raises(NotImplementedError, match="numpy.cumsum"):
+        np.cumsum(t)
+    npt.assert_array_equal(np.cumsum(np.asarray(t)), np.cumsum(x))
     # np.array(t) is a writable copy even when fetch() would be a view of the store.
     one = at.ones((4, 4), chunk_size=4) * 2
     a = np.array(one)

@@ -1342,9 +1342,21 @@ def test_numpy_ufuncs_compute_tensors():
 
 def test_numpy_ufuncs_without_a_tiled_form_name_themselves():
     t = at.tensor(np.arange(4.0))
-    for call, name in ((lambda: np.cbrt(t), "cbrt"), (lambda: np.add.reduce(t), "add.reduce"), (lambda: np.exp(t, out=np.empty(4)), "out=")):
+    for call, name in ((lambda: np.cbrt(t), "cbrt"), (lambda: np.add.accumulate(t), "add.accumulate"), (lambda: np.exp(t, out=np.empty(4)), "out=")):
         with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
             call()
+
+
+@given(data=st.data(), shape=shapes.filter(lambda s: len(s) >= 1))
+def test_ufunc_reduce_is_the_reduction_of_the_same_name(data, shape):
+    x = data.draw(arrays(np.int64, shape, elements=st.integers(-1000, 1000)))
+    chunks = data.draw(chunkings(shape))
+    t = make(x, chunks)
+    for uf in (np.add, np.multiply, np.maximum, np.minimum):
+        check(uf.reduce(t), uf.reduce(x))
+        check(uf.reduce(t, axis=-1, keepdims=True), uf.reduce(x, axis=-1, keepdims=True))
+    check(np.logical_and.reduce(t > 0), np.logical_and.reduce(x > 0))
+    check(np.logical_or.reduce(t > 0, axis=None), np.logical_or.reduce(x > 0, axis=None))
 
 
 def test_negative_integer_powers_raise_from_tensors_and_numpy_scalars():

@@ -196,3 +196,28 @@ def daemon_pid(summary: str) -> str:
     m = re.search(r"\(pid (\d+)\)", summary)
     assert m, summary
     return m.group(1)
+
+
+def test_shutdown_prints_nothing_and_closes_what_it_computed():
+    out = run(
+        """
+        import ares, ares.tensor as at
+        for _ in range(8):  # quick starts and stops, workers still registering
+            ares.init(num_cpus=2, object_store_memory="64M")
+            ares.shutdown()
+        ares.init(num_cpus=1, object_store_memory="64M")
+        t = (at.arange(10, chunk_size=3) * 2).execute()
+        ares.shutdown()
+        try:
+            t.fetch()
+        except ares.SessionClosedError as e:
+            print("closed:", e)
+        assert not ares.is_initialized(), "a closed tensor does not start a cluster"
+        print(float((at.arange(4) + 1).sum()))  # a new expression starts one, as on first use
+        ares.shutdown()
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "", f"shutdown printed: {out.stderr!r}"
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("closed: <ares.Session") and lines[1] == "10.0"

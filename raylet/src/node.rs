@@ -559,6 +559,10 @@ impl Node {
             // Registered: its connection's end handles the death.
             return;
         }
+        if self.stopping {
+            // Workers still starting when the node stops exit without registering.
+            return;
+        }
         tracing::warn!(%worker, %status, "worker exited before registering");
         let actions = self.policy.worker_start_failed(&format!("worker exited before registering: {status}"));
         self.apply(actions);

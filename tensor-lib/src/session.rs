@@ -110,6 +110,12 @@ impl Session {
         }
     }
 
+    /// Whether `t` was computed in this session (its chunks are held): a check, never a
+    /// computation.
+    pub fn is_computed(&self, t: &Tensor) -> bool {
+        t.node.result.get(&self.0).is_some()
+    }
+
     /// Computes a 0-d (or single-element) tensor and returns its value as a float64.
     pub fn scalar(&self, t: &Tensor) -> Result<f64> {
         let a = self.fetch::<f64>(t)?;

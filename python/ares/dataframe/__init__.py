@@ -35,7 +35,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _native, _ProgressLine, get_default_session
+from .. import _native, _Progress, get_default_session
 
 __all__ = ["DataFrame", "Series", "Index", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv",
            "read_parquet"]
@@ -77,23 +77,15 @@ def _session(session: Any = None):
     if frames is None:
         # The tensor session's own: frames and tensors share one session (one graph for
         # an expression mixing both, and what either computed).
-        native = getattr(s, "_native", None)
-        frames = native.frame_session() if native is not None else _native.NativeFrameSession()
+        opened = getattr(s, "_open", None)  # raises SessionClosedError for a closed session
+        frames = opened().frame_session() if opened is not None else _native.NativeFrameSession()
         s._frames_native = frames
     return frames
 
 
 def _execute(frames: List[Any], session: Any, show_progress: Optional[bool]) -> None:
-    import sys
-
-    if show_progress is None:
-        show_progress = sys.stderr.isatty()
-    line = _ProgressLine() if show_progress else None
-    try:
+    with _Progress(show_progress) as line:
         _session(session).execute(frames, line)
-    finally:
-        if line:
-            line.end()
 
 
 def _as_list(v: Union[str, Sequence[str], None]) -> List[str]:
@@ -176,8 +168,9 @@ class Scalar:
         self._frame.execute(session=session, show_progress=show_progress)
         return self
 
-    def fetch(self, session: Any = None) -> Any:
-        names, cols = _session(session).fetch(self._frame._f)
+    def fetch(self, session: Any = None, show_progress: Optional[bool] = None) -> Any:
+        with _Progress(show_progress) as line:
+            names, cols = _session(session).fetch(self._frame._f, line)
         v = cols[0]
         if self._if_empty is not None:
             x = v[0] if isinstance(v, list) else v[0].item()
@@ -296,11 +289,13 @@ class DataFrame:
         _execute([self._f], session, show_progress)
         return self
 
-    def fetch(self, session: Any = None):
+    def fetch(self, session: Any = None, show_progress: Optional[bool] = None):
         """Computes the frame if needed and returns it as pandas: a ``pandas.DataFrame``
-        (a ``pandas.Series`` for reductions and single columns)."""
+        (a ``pandas.Series`` for reductions and single columns). Progress shows as for
+        :meth:`execute` when chunk tasks run."""
         pd = _pandas()
-        names, cols = _session(session).fetch(self._f)
+        with _Progress(show_progress) as line:
+            names, cols = _session(session).fetch(self._f, line)
         types = dict(zip(self._f.columns, self._f.dtypes))
         strings = _string_dtype(pd)
         data = {}

@@ -162,6 +162,9 @@ __all__ = [
     "isinf",
     "isfinite",
     "signbit",
+    "isclose",
+    "allclose",
+    "array_equal",
 ]
 
 int_ = np.int64
@@ -296,12 +299,21 @@ class Tensor:
     :meth:`execute` / :meth:`fetch` or ``np.asarray(t)``.
     """
 
-    __slots__ = ("_t", "__weakref__")
+    # `_session`: the session that computed the tensor (None until one does).
+    __slots__ = ("_t", "_session", "__weakref__")
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """numpy's ufuncs on tensors (``np.exp(t)``, ``np_array + t``) compute here, as
-        tensors; one without a tiled form here raises ``NotImplementedError`` naming it."""
+        """numpy's ufuncs on tensors (``np.exp(t)``, ``np_array + t``,
+        ``np.add.reduce(t)``) build tensors here; one without a tiled form here raises
+        ``NotImplementedError`` naming it."""
         name = ufunc.__name__
+        if method == "reduce" and name in _UFUNC_REDUCTIONS and len(inputs) == 1:
+            axis = kwargs.pop("axis", 0)  # ufunc.reduce's default, unlike sum's
+            keepdims = kwargs.pop("keepdims", False)
+            given = [k for k, v in kwargs.items() if v is not None]
+            if given:
+                raise NotImplementedError(f"numpy.{name}.reduce(..., {given[0]}=...) of an ares tensor")
+            return _UFUNC_REDUCTIONS[name](inputs[0], axis=axis, keepdims=keepdims)
         if method != "__call__":
             raise NotImplementedError(f"numpy.{name}.{method} of an ares tensor (use the ares.tensor functions)")
         given = [k for k, v in kwargs.items() if v is not None]
@@ -312,8 +324,25 @@ class Tensor:
             raise NotImplementedError(f"numpy.{name} of an ares tensor is not supported (no tiled form here yet)")
         return f(*inputs)
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """numpy's functions on tensors (``np.concatenate([t, t])``,
+        ``np.where(t > 0, t, 0)``) build lazy tensors with this module's function of the
+        same name. One it lacks raises ``NotImplementedError`` naming it: never a silent
+        computation in numpy on fetched data (``np.asarray(t)`` fetches, on purpose)."""
+        if not builtins.all(issubclass(t, (Tensor, np.ndarray)) for t in types):
+            return NotImplemented
+        f = _array_function(func)
+        if f is None:
+            where = func.__module__ if func.__module__.startswith("numpy.") else "numpy"
+            raise Unsupported(
+                f"{where}.{func.__name__} of an ares tensor is not supported (no tiled form here yet); "
+                "np.asarray(t) fetches the tensor to compute it in numpy"
+            )
+        return f(*args, **kwargs)
+
     def __init__(self, native: "_native.NativeTensor") -> None:
         self._t = native
+        self._session: Any = None
 
     # ------------------------------------------------------------ description
 
@@ -367,7 +396,7 @@ class Tensor:
             raise TypeError("len() of a tensor whose length is known only after it runs; execute it first")
         return n
 
-    def __repr__(self) -> str:
+    def _header(self) -> str:
         def fmt(s: Tuple) -> str:
             return "(" + ", ".join(str(x) for x in s) + ("," if len(s) == 1 else "") + ")"
 
@@ -375,20 +404,72 @@ class Tensor:
         n = math.prod(len(c) for c in self.chunks)
         return f"ares.Tensor<shape={fmt(self.shape)}, dtype={self.dtype.name}, chunksize={fmt(chunksize)}, chunks={n}>"
 
+    def __repr__(self) -> str:
+        """The shape, dtype and chunks; once computed, the values as numpy shows them
+        too (elided when large, fetching only the elements shown)."""
+        shown = self._shown_values(np.array_repr)
+        if shown is None:
+            return self._header()
+        body = shown[len("array(") :].replace("\n" + " " * len("array("), "\n" + " " * len("tensor("))
+        return f"{self._header()}\ntensor({body}"
+
+    def __str__(self) -> str:
+        shown = self._shown_values(np.array_str)
+        return self._header() if shown is None else shown
+
+    def _shown_values(self, show: Any) -> Optional[str]:
+        """``show`` (numpy's ``array_repr`` or ``array_str``) of the values, if the tensor
+        was computed in an open session. Past numpy's print threshold only the edge
+        elements numpy shows are fetched, plus one placeholder per elided run, which numpy
+        (made to summarise) prints as ``...``."""
+        s = self._session
+        if s is None or not s.is_computed(self) or builtins.any(isinstance(d, float) for d in self.shape):
+            return None
+        opts = np.get_printoptions()
+        if self.size <= opts["threshold"]:
+            return show(s.fetch(self, show_progress=False))
+        edge = opts["edgeitems"]
+        t = self
+        for axis, n in enumerate(self.shape):
+            if n > 2 * edge:
+                t = concatenate([t._take_range(axis, 0, edge + 1), t._take_range(axis, n - edge, n)], axis=axis)
+        a = s.fetch(t, show_progress=False)
+        with np.printoptions(threshold=builtins.max(builtins.min(opts["threshold"], a.size - 1), 0)):
+            # numpy (2.2+) names the shape of what it summarised: the tensor's, not the edges'.
+            return show(a).replace(f"shape={a.shape}", f"shape={self.shape}")
+
+    def _take_range(self, axis: int, start: int, stop: int) -> "Tensor":
+        index = [slice(None)] * self.ndim
+        index[axis] = slice(start, stop)
+        return self[tuple(index)]
+
     # ------------------------------------------------------------ running
 
+    def _running_session(self, session: Any) -> Any:
+        """``session``, else the one that computed the tensor (an error if closed), else
+        the default session."""
+        if session is not None:
+            return session
+        if self._session is not None:
+            self._session._open()  # SessionClosedError names it
+            return self._session
+        return get_default_session()
+
     def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Tensor":
-        """Computes the tensor (in ``session``, default: the default session) and keeps
-        its chunks in the store while it lives. Returns itself."""
-        (session or get_default_session()).execute(self, show_progress=show_progress)
+        """Computes the tensor (in ``session``; by default the session that computed it
+        before, else the default session) and keeps its chunks in the store while it
+        lives. Returns itself. Raises :class:`ares.SessionClosedError` if the session
+        that computed it is closed."""
+        self._running_session(session).execute(self, show_progress=show_progress)
         return self
 
-    def fetch(self, session: Any = None) -> np.ndarray:
-        """Computes the tensor if needed and returns it as a numpy array."""
-        return (session or get_default_session()).fetch(self)
+    def fetch(self, session: Any = None, show_progress: Optional[bool] = None) -> np.ndarray:
+        """Computes the tensor if needed (as :meth:`execute`) and returns it as a numpy
+        array; a progress line shows while chunk tasks run."""
+        return self._running_session(session).fetch(self, show_progress=show_progress)
 
     def to_numpy(self) -> np.ndarray:
-        """The same as :meth:`fetch` in the default session."""
+        """The same as :meth:`fetch`."""
         return self.fetch()
 
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
@@ -1554,6 +1635,35 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
     return Tensor(_native.where_(c._t, xt._t, yt._t))
 
 
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: builtins.bool = False) -> Tensor:
+    """numpy's ``isclose``, lazily: ``|a - b| <= atol + rtol * |b|`` element-wise,
+    infinities equal only to themselves, NaN to nothing unless ``equal_nan``."""
+    x, y = _to_tensor(a), _to_tensor(b)
+    dt = np.result_type(x.dtype, y.dtype, 1.0)
+    x, y = x.astype(dt, copy=False), y.astype(dt, copy=False)
+    finite = isfinite(x) & isfinite(y)
+    close = where(finite, absolute(x - y) <= atol + rtol * absolute(y), x == y)
+    return close | (isnan(x) & isnan(y)) if equal_nan else close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: builtins.bool = False) -> Tensor:
+    """Whether every element is close (:func:`isclose`): a lazy 0-d boolean tensor,
+    where numpy returns a bool (``if at.allclose(a, b):`` computes it)."""
+    return all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: builtins.bool = False) -> Any:
+    """Whether the shapes and elements are equal: ``False`` at once for different
+    shapes, else a lazy 0-d boolean tensor."""
+    x, y = _to_tensor(a1), _to_tensor(a2)
+    if x.shape != y.shape:
+        return False
+    same = x == y
+    if equal_nan:
+        same = same | (isnan(x) & isnan(y))
+    return all(same)
+
+
 def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Tensor:
     """Elements limited to ``[a_min, a_max]`` (scalars; one may be None). numpy 2.1's
     ``min=``/``max=`` spellings are taken too."""
@@ -1662,6 +1772,38 @@ _UFUNCS: Dict[str, Any] = {
     "square": square,
     "matmul": matmul,
 }
+
+
+# ufunc.reduce as the reduction of the same name.
+_UFUNC_REDUCTIONS: Dict[str, Any] = {
+    "add": sum,
+    "multiply": prod,
+    "maximum": max,
+    "minimum": min,
+    "logical_and": all,
+    "logical_or": any,
+}
+
+# numpy functions about an array's description, answered without computing.
+_DESCRIPTIONS: Dict[str, Any] = {
+    "shape": lambda a: a.shape,
+    "ndim": lambda a: a.ndim,
+    "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
+}
+
+
+def _array_function(func: Any) -> Any:
+    """The function here standing for numpy's ``func``, or None."""
+    name, module = func.__name__, func.__module__
+    if module == "numpy":
+        if name in _DESCRIPTIONS:
+            return _DESCRIPTIONS[name]
+        f = globals().get(name) if name in __all__ else None
+    elif module == "numpy.linalg":
+        f = getattr(linalg, name, None)
+    else:
+        return None
+    return f if callable(f) and not isinstance(f, type) else None
 
 
 def __getattr__(name: str) -> Any:
