@@ -222,6 +222,8 @@ fn un_op(name: &str) -> PyResult<UnOp> {
         "log1p" => UnOp::Log1p,
         "log2" => UnOp::Log2,
         "log10" => UnOp::Log10,
+        // numpy's rint (half to even); `round(x, decimals)` is composed in Python as numpy does.
+        "rint" => UnOp::Round(0),
         "floor" => UnOp::Floor,
         "ceil" => UnOp::Ceil,
         "trunc" => UnOp::Trunc,

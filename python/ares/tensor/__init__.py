@@ -165,6 +165,7 @@ __all__ = [
     "isclose",
     "allclose",
     "array_equal",
+    "rint",
 ]
 
 int_ = np.int64
@@ -344,6 +345,42 @@ class Tensor:
         self._t = native
         self._session: Any = None
 
+    def __array_namespace__(self, *, api_version: Optional[str] = None) -> Any:
+        """The Array API namespace of tensors: :mod:`ares.tensor`."""
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"Array API version {api_version!r} is not supported (2023.12 and earlier are)")
+        import ares.tensor
+
+        return ares.tensor
+
+    @property
+    def device(self) -> str:
+        """Where the tensor lives: ``"cpu"`` (the cluster's CPUs)."""
+        return "cpu"
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> "Tensor":
+        """The tensor itself on ``"cpu"``, its only device."""
+        _check_device(device)
+        return self
+
+    @property
+    def mT(self) -> "Tensor":
+        """Each matrix transposed (the last two axes exchanged)."""
+        return matrix_transpose(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
+        """Computes the tensor and exports it by DLPack (through the numpy array ``fetch``
+        gives; a read-only view of the store is copied first for older consumers)."""
+        a = self.fetch()
+        kw = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        try:
+            return a.__dlpack__(stream=stream, **kw)
+        except BufferError:
+            return a.copy().__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
     # ------------------------------------------------------------ description
 
     @property
@@ -509,8 +546,12 @@ class Tensor:
 
     def __round__(self, ndigits: Optional[int] = None) -> Any:
         if self.ndim != 0:
-            raise NotImplementedError("round() of a tensor with dimensions (numpy.round has no tiled form here yet)")
-        return round(self._item(), ndigits)
+            return self.round(ndigits or 0)  # numpy's: an array rounded
+        return builtins.round(self._item(), ndigits)
+
+    def round(self, decimals: int = 0) -> "Tensor":
+        """Rounded half to even to ``decimals`` (numpy's ``round``), lazily."""
+        return _round(self, decimals)
 
     def copy(self) -> "Tensor":
         """The same tensor: tensors are immutable expressions, so a copy is itself."""
@@ -705,15 +746,35 @@ class Tensor:
         # numpy casts the mean to an integer dtype asked for (truncating).
         return r if dtype is None else r.astype(dtype, copy=False)
 
-    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> "Tensor":
+    def var(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: Any = 0,
+        keepdims: bool = False,
+        *,
+        correction: Any = None,
+        **kw: Any,
+    ) -> "Tensor":
         """Variance over ``axis`` (``ddof`` 0 or 1)."""
         _check_out("var", out, kw)
-        return self._moment("var", axis, dtype, ddof, keepdims)
+        return self._moment("var", axis, dtype, _correction(ddof, correction), keepdims)
 
-    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> "Tensor":
+    def std(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: Any = 0,
+        keepdims: bool = False,
+        *,
+        correction: Any = None,
+        **kw: Any,
+    ) -> "Tensor":
         """Standard deviation over ``axis`` (``ddof`` 0 or 1)."""
         _check_out("std", out, kw)
-        return self._moment("std", axis, dtype, ddof, keepdims)
+        return self._moment("std", axis, dtype, _correction(ddof, correction), keepdims)
 
     def _moment(self, op: str, axis: Any, dtype: Any, ddof: int, keepdims: bool) -> "Tensor":
         x = self if dtype is None else self.astype(dtype)
@@ -959,8 +1020,13 @@ def tensor(data: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
 array = tensor
 
 
-def asarray(data: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
-    """Like :func:`tensor`, returning a tensor unchanged."""
+def asarray(data: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any = None, copy: Any = None) -> Tensor:
+    """Like :func:`tensor`, returning a tensor unchanged. ``copy`` is accepted for the
+    Array API: a tensor is immutable and other data is always copied into chunks, so
+    only ``copy=False`` of non-tensor data (which would need sharing) raises."""
+    _check_device(device)
+    if copy is False and not isinstance(data, Tensor):
+        raise ValueError("asarray(copy=False) of data that is not a tensor: its elements are copied into chunks")
     return tensor(data, dtype=dtype, chunk_size=chunk_size)
 
 
@@ -1069,13 +1135,22 @@ def _linspace_dtype(t: Tensor, dtype: Any) -> Tensor:
     return t.astype(dtype)
 
 
-def eye(N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None, chunk_size: Any = None) -> Tensor:
-    """The ``N × N`` identity (``M`` other than ``N`` and ``k`` other than 0 are not
-    supported)."""
-    if (M is not None and M != N) or k != 0:
-        raise NotImplementedError("eye with M != N or k != 0")
-    chunk = _chunks_of(chunk_size, (N, N), 8)[0]
-    t = Tensor(_native.eye(int(N), chunk))
+def eye(
+    N: int, M: Optional[int] = None, k: int = 0, dtype: Any = None, chunk_size: Any = None, *, device: Any = None
+) -> Tensor:
+    """An ``N × M`` matrix (``M`` defaults to ``N``) with ones on diagonal ``k`` (0 the
+    main one, positive above it) and zeros elsewhere."""
+    _check_device(device)
+    N, M, k = int(N), int(N if M is None else M), int(k)
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed: ({N}, {M})")
+    if M == N and k == 0:
+        chunk = _chunks_of(chunk_size, (N, N), 8)[0]
+        t = Tensor(_native.eye(N, builtins.max(chunk, 1)))
+    else:
+        rows, cols = _chunks_of(chunk_size, (N, M), 8)
+        # Lazily from two ranges: column - row == k.
+        t = (arange(M, chunk_size=cols).reshape(1, M) - arange(N, chunk_size=rows).reshape(N, 1) == k).astype(np.float64)
     return t if dtype is None else t.astype(dtype)
 
 
@@ -1171,6 +1246,16 @@ expm1 = _float_function("expm1", "Element-wise ``exp(x) - 1``, exact near 0.")
 log1p = _float_function("log1p", "Element-wise ``log(1 + x)``, exact near 0.")
 log2 = _float_function("log2", "Element-wise base-2 logarithm.")
 log10 = _float_function("log10", "Element-wise base-10 logarithm.")
+
+
+def rint(x: Any) -> Tensor:
+    """Element-wise round half to even; integers and booleans give floats, as numpy's
+    ``rint`` (float64 where numpy gives float16)."""
+    t = _to_tensor(x)
+    if t.dtype.kind in "biu":
+        f = np.result_type(t.dtype, np.float16)
+        t = t.astype(np.float64 if f == np.float16 else f)
+    return _unary("rint", t)
 
 
 def floor(x: Any) -> Tensor:
@@ -1392,14 +1477,24 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) ->
     return _to_tensor(a).mean(axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-def std(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
-    """Standard deviation over ``axis``."""
-    return _to_tensor(a).std(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+def std(a: Any, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False, *, correction: Any = None) -> Tensor:
+    """Standard deviation over ``axis``, dividing by ``n - ddof`` (the Array API's
+    ``correction`` is the same number)."""
+    return _to_tensor(a).std(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
 
 
-def var(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
-    """Variance over ``axis``."""
-    return _to_tensor(a).var(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+def var(a: Any, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False, *, correction: Any = None) -> Tensor:
+    """Variance over ``axis``, dividing by ``n - ddof`` (or ``n - correction``)."""
+    return _to_tensor(a).var(axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+
+
+def _correction(ddof: Any, correction: Any) -> Any:
+    """numpy's ``ddof`` or the Array API's ``correction`` (not both)."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
 
 
 def min(a: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -1613,9 +1708,12 @@ def hstack(arrays: Sequence[Any]) -> Tensor:
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
-    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast)."""
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast); with
+    only ``condition``, :func:`nonzero` of it (as numpy)."""
+    if x is None and y is None:
+        return nonzero(condition)
     if x is None or y is None:
-        raise NotImplementedError("where with only a condition (nonzero)")
+        raise ValueError("either both or neither of x and y should be given")
     c = _to_tensor(condition)
     if c.dtype != np.bool_:
         c = c != 0
@@ -1756,6 +1854,7 @@ _UFUNCS: Dict[str, Any] = {
     "log2": log2,
     "log10": log10,
     "floor": floor,
+    "rint": rint,
     "ceil": ceil,
     "trunc": trunc,
     "sign": sign,
@@ -1804,6 +1903,15 @@ def _array_function(func: Any) -> Any:
     else:
         return None
     return f if callable(f) and not isinstance(f, type) else None
+
+
+from ._array_api import *  # noqa: E402,F401,F403 - the compositions, re-exported
+from ._array_api import __all__ as _composed
+from ._array_api import _check_device, matrix_transpose  # noqa: E402
+from ._array_api import round as _round  # noqa: E402
+
+__all__ += _composed
+__array_api_version__ = "2023.12"
 
 
 def __getattr__(name: str) -> Any:

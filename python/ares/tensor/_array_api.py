@@ -1,0 +1,520 @@
+"""The Array API standard's functions (and numpy's of the same kind) that are built from
+the tiled operations already there: slicing, joining, broadcasting, masks and element-wise
+arithmetic. Each returns a lazy tensor and runs as chunk tasks; none fetches.
+
+Kept apart from ``__init__`` (which re-exports everything here) so that the operations
+the engine computes and the compositions over them read separately.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import (
+    Tensor,
+    _axis_of,
+    _shape_of,
+    _to_tensor,
+    arange,
+    concatenate,
+    full,
+    rint,
+    sum,
+    transpose,
+    where,
+)
+
+__all__ = [
+    "__array_namespace_info__",
+    "astype",
+    "broadcast_arrays",
+    "broadcast_to",
+    "can_cast",
+    "concat",
+    "conj",
+    "diff",
+    "finfo",
+    "flip",
+    "from_dlpack",
+    "iinfo",
+    "imag",
+    "isdtype",
+    "matrix_transpose",
+    "meshgrid",
+    "moveaxis",
+    "nonzero",
+    "permute_dims",
+    "real",
+    "repeat",
+    "result_type",
+    "roll",
+    "round",
+    "around",
+    "tile",
+    "trace",
+    "tril",
+    "triu",
+    "unstack",
+    "vecdot",
+    "diag",
+    "count_nonzero",
+]
+
+_DEVICE = "cpu"
+
+
+def _check_device(device: Any) -> None:
+    """The one device is the CPUs of the cluster: ``"cpu"`` (or None) is accepted."""
+    if device is not None and device != _DEVICE:
+        raise ValueError(f"device {device!r} is not supported; ares tensors live on 'cpu'")
+
+
+# ---------------------------------------------------------------- inspection
+
+
+class _Info:
+    """What ``__array_namespace_info__()`` answers: one device, numpy's default dtypes."""
+
+    def capabilities(self) -> dict:
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self) -> str:
+        return _DEVICE
+
+    def devices(self) -> List[str]:
+        return [_DEVICE]
+
+    def default_dtypes(self, *, device: Any = None) -> dict:
+        _check_device(device)
+        return {
+            "real floating": np.dtype(np.float64),
+            "complex floating": np.dtype(np.complex128),
+            "integral": np.dtype(np.int64),
+            "indexing": np.dtype(np.int64),
+        }
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
+        _check_device(device)
+        from . import _SUPPORTED
+
+        names = [n for n in _SUPPORTED if kind is None or isdtype(np.dtype(n), kind)]
+        return {n: np.dtype(n) for n in names}
+
+
+def __array_namespace_info__() -> _Info:
+    """The Array API's inspection object for this namespace."""
+    return _Info()
+
+
+def _dtype_of(x: Any) -> Any:
+    """A tensor's (or array's) dtype; a dtype or Python scalar as given."""
+    return x.dtype if isinstance(x, (Tensor, np.ndarray)) else x
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """numpy's ``result_type`` of tensors, arrays, dtypes and Python scalars."""
+    if not arrays_and_dtypes:
+        raise ValueError("at least one array or dtype is required")
+    return np.result_type(*(_dtype_of(x) for x in arrays_and_dtypes))
+
+
+def can_cast(from_: Any, to: Any) -> builtins.bool:
+    """Whether ``from_`` (a dtype or a tensor's) casts to ``to`` safely (numpy's rule)."""
+    return builtins.bool(np.can_cast(_dtype_of(from_), to))
+
+
+def finfo(type: Any) -> np.finfo:  # noqa: A002 - the standard's name
+    """numpy's ``finfo`` of a float dtype or a tensor's."""
+    return np.finfo(_dtype_of(type))
+
+
+def iinfo(type: Any) -> np.iinfo:  # noqa: A002
+    """numpy's ``iinfo`` of an integer dtype or a tensor's."""
+    return np.iinfo(_dtype_of(type))
+
+
+_KINDS = {
+    "bool": "b",
+    "signed integer": "i",
+    "unsigned integer": "u",
+    "integral": "iu",
+    "real floating": "f",
+    "complex floating": "c",
+    "numeric": "iufc",
+}
+
+
+def isdtype(dtype: Any, kind: Any) -> builtins.bool:
+    """Whether ``dtype`` is of ``kind``: a dtype, a kind name (``"integral"``, ``"real
+    floating"``, ...) or a tuple of either."""
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dtype, k) for k in kind)
+    if isinstance(dtype, Tensor):
+        raise TypeError("isdtype takes a dtype, not a tensor (use x.dtype)")
+    dtype = np.dtype(dtype)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"unknown dtype kind {kind!r} (one of {', '.join(_KINDS)})")
+        return dtype.kind in _KINDS[kind]
+    return dtype == np.dtype(kind)
+
+
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Tensor:
+    """``x`` converted to ``dtype`` (a tensor is immutable, so ``copy`` changes nothing)."""
+    _check_device(device)
+    return _to_tensor(x).astype(dtype)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Tensor:
+    """A tensor of the elements of any DLPack producer on the CPU (numpy, torch, ...),
+    copied once into chunks."""
+    _check_device(device)
+    return _to_tensor(np.from_dlpack(x))
+
+
+# ---------------------------------------------------------------- element-wise
+
+
+def round(x: Any, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's and the standard's name
+    """Round half to even, as numpy: integers unchanged (for ``decimals >= 0``), floats
+    through ``rint(x * 10**decimals) / 10**decimals`` as numpy computes it."""
+    t = _to_tensor(x)
+    if t.dtype.kind in "biu":
+        if decimals >= 0:
+            return t
+        raise NotImplementedError("round of integers with negative decimals")
+    if decimals == 0:
+        return rint(t)
+    scale = 10.0**decimals if decimals >= 0 else 10.0 ** (-decimals)
+    return rint(t * scale) / scale if decimals >= 0 else rint(t / scale) * scale
+
+
+around = round
+
+
+def conj(x: Any) -> Tensor:
+    """The complex conjugate: a real tensor itself (complex dtypes are not supported)."""
+    return _real_only(x, "conj")
+
+
+def real(x: Any) -> Tensor:
+    """The real part: a real tensor itself."""
+    return _real_only(x, "real")
+
+
+def imag(x: Any) -> Tensor:
+    """The imaginary part: zeros for a real tensor."""
+    t = _real_only(x, "imag")
+    return full(t.shape, 0, dtype=t.dtype, chunk_size=tuple(c[0] if c else 1 for c in t.chunks))
+
+
+def _real_only(x: Any, name: str) -> Tensor:
+    t = _to_tensor(x)
+    if t.dtype.kind == "b" and name != "conj":
+        raise TypeError(f"{name} is not supported for booleans")
+    return t
+
+
+# ---------------------------------------------------------------- manipulation
+
+
+def permute_dims(x: Any, /, axes: Sequence[int]) -> Tensor:
+    """Axes permuted: output dimension ``d`` is ``x``'s ``axes[d]``."""
+    return transpose(x, axes)
+
+
+def matrix_transpose(x: Any, /) -> Tensor:
+    """The last two axes exchanged (a stack of matrices transposed)."""
+    t = _to_tensor(x)
+    if t.ndim < 2:
+        raise ValueError("matrix_transpose needs at least two dimensions")
+    return t.swapaxes(-1, -2)
+
+
+def concat(arrays: Sequence[Any], /, *, axis: Optional[int] = 0) -> Tensor:
+    """Tensors joined along ``axis`` (``None``: flattened first)."""
+    return concatenate(arrays, axis=axis)
+
+
+def moveaxis(x: Any, source: Any, destination: Any, /) -> Tensor:
+    """Axes moved to new positions, the others keeping their order (numpy's)."""
+    t = _to_tensor(x)
+    src = _axis_of(source, t.ndim)
+    dst = _axis_of(destination, t.ndim)
+    if len(src) != len(dst):
+        raise ValueError("source and destination must have the same number of elements")
+    order = [a for a in range(t.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return t.transpose(order)
+
+
+def flip(x: Any, /, *, axis: Any = None) -> Tensor:
+    """Elements in reverse order along ``axis`` (every axis by default)."""
+    t = _to_tensor(x)
+    axes = _axis_of(axis, t.ndim)
+    axes = range(t.ndim) if axes is None else axes
+    index = [slice(None)] * t.ndim
+    for a in axes:
+        index[a] = slice(None, None, -1)
+    return t[tuple(index)] if t.ndim else t
+
+
+def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Tensor:
+    """Elements shifted along ``axis`` (cyclically); without ``axis`` over the flattened
+    tensor, keeping the shape."""
+    t = _to_tensor(x)
+    if axis is None:
+        shape = t._known_shape("roll")
+        return roll(t.reshape(-1), shift, axis=0).reshape(shape)
+    shifts = [shift] if isinstance(shift, numbers.Integral) else list(shift)
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError("shift and axis must have the same length")
+    for s, a in zip(shifts, axes):
+        a = _axis_of(a, t.ndim)[0]
+        n = t._known_shape("roll")[a]
+        k = int(s) % n if n else 0
+        if k == 0:
+            continue
+        head = [slice(None)] * t.ndim
+        tail = [slice(None)] * t.ndim
+        head[a], tail[a] = slice(n - k, None), slice(None, n - k)
+        t = concatenate([t[tuple(head)], t[tuple(tail)]], axis=a)
+    return t
+
+
+def broadcast_to(x: Any, /, shape: Any) -> Tensor:
+    """``x`` repeated to ``shape`` by numpy's broadcasting rules (lazy: the chunk tasks
+    read the broadcast operand, nothing is materialised before)."""
+    t = _to_tensor(x)
+    shape = _shape_of(shape)
+    if np.broadcast_shapes(t._known_shape("broadcast_to"), shape) != shape:
+        raise ValueError(f"operands could not be broadcast from shape {t.shape} to {shape}")
+    if t.shape == shape:
+        return t
+    # `where` over an all-true mask keeps every bit (NaN payloads, signed zeros).
+    return where(full(shape, True, chunk_size=_broadcast_chunks(t, shape)), t, t)
+
+
+def _broadcast_chunks(t: Tensor, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """Chunk sizes for a broadcast result: ``t``'s along its own axes, whole new axes."""
+    own = [c[0] if c else 1 for c in t.chunks]
+    lead = len(shape) - len(own)
+    out = []
+    for i, n in enumerate(shape):
+        j = i - lead
+        out.append(own[j] if j >= 0 and t.shape[j] == n else builtins.max(n, 1))
+    return tuple(out)
+
+
+def broadcast_arrays(*arrays: Any) -> List[Tensor]:
+    """The tensors broadcast to their common shape."""
+    ts = [_to_tensor(a) for a in arrays]
+    shape = np.broadcast_shapes(*(t._known_shape("broadcast_arrays") for t in ts))
+    return [broadcast_to(t, shape) for t in ts]
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: Optional[int] = None) -> Tensor:
+    """Each element repeated ``repeats`` times along ``axis`` (flattened first when None).
+    ``repeats`` is one count for every element; a count per element has a shape known only
+    from the data and is not supported."""
+    t = _to_tensor(x)
+    if not isinstance(repeats, numbers.Integral):
+        r = np.asarray(repeats.fetch() if isinstance(repeats, Tensor) else repeats)
+        if r.ndim == 0 or (r.size >= 1 and (r == r.flat[0]).all()):
+            repeats = int(r.flat[0]) if r.size else 0
+        else:
+            raise NotImplementedError("repeat with a different count per element")
+    if repeats < 0:
+        raise ValueError("repeats may not contain negative values")
+    if axis is None:
+        t, axis = t.reshape(-1), 0
+    a = _axis_of(axis, t.ndim)[0]
+    shape = list(t._known_shape("repeat"))
+    wide = broadcast_to(t.reshape(shape[: a + 1] + [1] + shape[a + 1 :]), shape[: a + 1] + [repeats] + shape[a + 1 :])
+    return wide.reshape(shape[:a] + [shape[a] * repeats] + shape[a + 1 :])
+
+
+def tile(x: Any, repetitions: Any, /) -> Tensor:
+    """``x`` repeated ``repetitions`` times along each axis (numpy's ``tile``)."""
+    t = _to_tensor(x)
+    reps = [int(repetitions)] if isinstance(repetitions, numbers.Integral) else [int(r) for r in repetitions]
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
+    n = builtins.max(len(reps), t.ndim)
+    reps = [1] * (n - len(reps)) + reps
+    shape = [1] * (n - t.ndim) + list(t._known_shape("tile"))
+    interleaved = [d for s in shape for d in (1, s)]
+    wide = broadcast_to(t.reshape(interleaved), [d for r, s in zip(reps, shape) for d in (r, s)])
+    return wide.reshape([r * s for r, s in zip(reps, shape)])
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> Tuple[Tensor, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    t = _to_tensor(x)
+    a = _axis_of(axis, t.ndim)[0]
+    index = [slice(None)] * t.ndim
+    out = []
+    for i in range(t._known_shape("unstack")[a]):
+        index[a] = i
+        out.append(t[tuple(index)])
+    return tuple(out)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy", sparse: builtins.bool = False) -> List[Tensor]:
+    """Coordinate tensors from 1-d coordinate vectors (``indexing='xy'`` or ``'ij'``)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ts = [_to_tensor(a).reshape(-1) for a in arrays]
+    n = len(ts)
+    shapes = [t.shape[0] for t in ts]
+    out = []
+    for i, t in enumerate(ts):
+        s = [1] * n
+        s[i] = shapes[i]
+        if indexing == "xy" and n >= 2 and i < 2:
+            s[0], s[1] = s[1], s[0]
+        out.append(t.reshape(s))
+    if sparse:
+        return out
+    full_shape = list(shapes)
+    if indexing == "xy" and n >= 2:
+        full_shape[0], full_shape[1] = full_shape[1], full_shape[0]
+    return [broadcast_to(t, full_shape) for t in out]
+
+
+# ---------------------------------------------------------------- triangles and diagonals
+
+
+def _position_mask(shape: Tuple[int, ...], k: int, keep: str) -> Tensor:
+    """True where column − row ``<= k`` (``keep='lower'``) or ``>= k`` (``'upper'``) over the
+    last two axes, lazily from two ranges."""
+    n, m = shape[-2], shape[-1]
+    rows = arange(n).reshape(n, 1)
+    cols = arange(m).reshape(1, m)
+    return (cols - rows <= k) if keep == "lower" else (cols - rows >= k)
+
+
+def tril(x: Any, /, *, k: int = 0) -> Tensor:
+    """The lower triangle of each matrix (on and below diagonal ``k``), zeros elsewhere."""
+    t = _to_tensor(x)
+    if t.ndim < 2:
+        raise ValueError("tril needs at least two dimensions")
+    return where(_position_mask(t._known_shape("tril"), k, "lower"), t, _zero(t))
+
+
+def triu(x: Any, /, *, k: int = 0) -> Tensor:
+    """The upper triangle of each matrix (on and above diagonal ``k``), zeros elsewhere."""
+    t = _to_tensor(x)
+    if t.ndim < 2:
+        raise ValueError("triu needs at least two dimensions")
+    return where(_position_mask(t._known_shape("triu"), k, "upper"), t, _zero(t))
+
+
+def _zero(t: Tensor) -> Tensor:
+    return _to_tensor(np.zeros((), t.dtype))
+
+
+def _diagonal_mask(n: int, m: int, offset: int) -> Tensor:
+    return arange(m).reshape(1, m) - arange(n).reshape(n, 1) == offset
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Tensor:
+    """The sum along diagonal ``offset`` of each matrix (the last two axes)."""
+    t = _to_tensor(x)
+    if t.ndim < 2:
+        raise ValueError("trace needs at least two dimensions")
+    n, m = t._known_shape("trace")[-2:]
+    on = where(_diagonal_mask(n, m, offset), t, _zero(t))
+    return sum(on, axis=(-2, -1), dtype=dtype)
+
+
+def diag(v: Any, k: int = 0) -> Tensor:
+    """numpy's ``diag`` of a vector: the square matrix with ``v`` on diagonal ``k``. (Of a
+    matrix, numpy's extraction is not supported: its length comes from a mask here.)"""
+    t = _to_tensor(v)
+    if t.ndim != 1:
+        raise NotImplementedError("diag of a matrix (extracting a diagonal); use trace or a mask")
+    m = t._known_shape("diag")[0]
+    n = m + builtins.abs(k)
+    # The diagonal's element i sits in row i (k >= 0) or in column i (k < 0): lay v along
+    # that axis, padded to n, and let the diagonal mask pick it.
+    padded = concatenate([t, full(builtins.abs(k), 0, dtype=t.dtype)])
+    along = padded.reshape(n, 1) if k >= 0 else padded.reshape(1, n)
+    return where(_diagonal_mask(n, n, k), broadcast_to(along, (n, n)), _zero(t))
+
+
+# ---------------------------------------------------------------- searching and counting
+
+
+def nonzero(x: Any, /) -> Tuple[Tensor, ...]:
+    """The indices of the non-zero elements, one int64 tensor per axis, row-major (their
+    length is known once computed, as for a boolean mask)."""
+    t = _to_tensor(x)
+    if t.ndim == 0:
+        raise ValueError("nonzero of a 0-d tensor is not defined; use atleast_1d (numpy 2 refuses it too)")
+    mask = t if t.dtype == np.bool_ else t != 0
+    shape = t._known_shape("nonzero")
+    out = []
+    for a, n in enumerate(shape):
+        s = [1] * len(shape)
+        s[a] = n
+        out.append(broadcast_to(arange(n).reshape(s), shape)[mask])
+    return tuple(out)
+
+
+def count_nonzero(x: Any, axis: Any = None, *, keepdims: builtins.bool = False) -> Tensor:
+    """The number of non-zero elements (over ``axis``), as int64."""
+    t = _to_tensor(x)
+    return sum(t != 0 if t.dtype != np.bool_ else t, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis`` (broadcast over the others)."""
+    a, b = _to_tensor(x1), _to_tensor(x2)
+    if a.shape[axis] != b.shape[axis]:
+        raise ValueError(f"vecdot: axis {axis} has {a.shape[axis]} and {b.shape[axis]} elements")
+    return sum(a * b, axis=axis)
+
+
+# ---------------------------------------------------------------- differences
+
+
+def diff(x: Any, /, n: int = 1, *, axis: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+    """The ``n``-th discrete difference along ``axis`` (booleans: ``!=``, as numpy)."""
+    t = _to_tensor(x)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    if t.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    a = _axis_of(axis, t.ndim)[0]
+    parts = []
+    for extra in (prepend, t, append):
+        if extra is None:
+            continue
+        e = _to_tensor(extra)
+        if e.ndim == 0:
+            shape = list(t.shape)
+            shape[a] = 1
+            e = broadcast_to(e, shape)
+        parts.append(e)
+    if len(parts) > 1:
+        t = concatenate(parts, axis=a)
+    for _ in range(n):
+        m = t._known_shape("diff")[a]
+        hi = [slice(None)] * t.ndim
+        lo = [slice(None)] * t.ndim
+        hi[a], lo[a] = slice(1, None), slice(None, builtins.max(m - 1, 0))
+        upper, lower = t[tuple(hi)], t[tuple(lo)]
+        t = upper != lower if t.dtype == np.bool_ else upper - lower
+    return t
