@@ -311,6 +311,16 @@ impl PyTensor {
         self.t.reduce(reduce_op(op)?, axes.as_deref(), keepdims).or_raise(py).map(wrap)
     }
 
+    /// The running sum (`"sum"`) or product (`"prod"`) along `axis`.
+    fn cumulative(&self, py: Python<'_>, op: &str, axis: usize) -> PyResult<PyTensor> {
+        let op = match op {
+            "sum" => ares_tensor::ScanOp::Sum,
+            "prod" => ares_tensor::ScanOp::Prod,
+            other => return Err(PyNotImplementedError::new_err(format!("cumulative {other}"))),
+        };
+        self.t.cumulative(op, axis).or_raise(py).map(wrap)
+    }
+
     fn matmul(&self, py: Python<'_>, other: &PyTensor) -> PyResult<PyTensor> {
         self.t.matmul(&other.t).or_raise(py).map(wrap)
     }

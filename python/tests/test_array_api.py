@@ -188,3 +188,26 @@ def test_dlpack_both_ways():
     np.testing.assert_array_equal(np.from_dlpack(t), x + 1)
     check(at.from_dlpack(x), x)
     assert t.__dlpack_device__() == (1, 0)
+
+
+@given(tensors(nd_shapes), st.data())
+def test_running_sums_and_products_match_numpy(xt, data):
+    x, t = xt
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    for name in ("cumsum", "cumprod"):
+        want, err = numpy_ref(getattr(np, name), x, axis=axis)
+        assert err is None
+        # Integers exactly (wrapping as numpy); floats within rounding of the order.
+        check(getattr(at, name)(t, axis=axis), want, rtol=1e-5 if x.dtype == np.float32 else 1e-9, atol=1e-3)
+    if x.ndim == 1 or axis is not None:
+        a = 0 if axis is None else axis
+        check(at.cumulative_sum(t, axis=a, include_initial=True), np.cumulative_sum(x, axis=a, include_initial=True), rtol=1e-5, atol=1e-3)
+        check(at.cumulative_prod(t, axis=a), np.cumulative_prod(x, axis=a), rtol=1e-5, atol=1e-3)
+
+
+def test_cumsum_with_a_dtype_and_of_a_mask_result():
+    x = np.arange(20, dtype=np.int32) * 1000
+    t = at.tensor(x, chunk_size=6)
+    check(t.cumsum(dtype=np.int16), np.cumsum(x, dtype=np.int16))
+    check(t.cumsum(dtype=np.float32), np.cumsum(x, dtype=np.float32))
+    check(np.cumsum(t[t > 5000]), np.cumsum(x[x > 5000]), lazy_shape=False)

@@ -49,7 +49,7 @@ pub use tasks::ReduceSpec;
 pub fn chunk_matmul(a: &Chunk, b: &Chunk) -> Chunk {
     linalg::gemm(None, &[(a.into(), b.into(), 0)])
 }
-pub use kernel::ReduceOp;
+pub use kernel::{ReduceOp, ScanOp};
 
 /// Keeps the chunk kernels in a program that runs them for others without calling the
 /// library itself (the `ares` binary's worker mode): they are registered through

@@ -738,6 +738,29 @@ class Tensor:
         r = x._reduce("prod", axis, keepdims)
         return r if dtype is None else r.astype(dtype, copy=False)
 
+    def cumsum(self, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        """The running sum along ``axis`` (of the flattened tensor when None), lazily, in
+        numpy's dtype (booleans and narrower integers as int64/uint64). Chunks run in
+        parallel from the totals before them, so floats may differ from numpy's single
+        sequential pass in the last bits."""
+        return self._cumulative("cumsum", "sum", axis, dtype, out)
+
+    def cumprod(self, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        """The running product along ``axis`` (as :meth:`cumsum`)."""
+        return self._cumulative("cumprod", "prod", axis, dtype, out)
+
+    def _cumulative(self, name: str, op: str, axis: Any, dtype: Any, out: Any) -> "Tensor":
+        _check_out(name, out, {})
+        x = self if dtype is None else self.astype(dtype)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        a = _axis_of(axis, x.ndim)
+        if a is None or len(a) != 1:
+            raise TypeError(f"{name} takes one integer axis")
+        r = Tensor(x._t.cumulative(op, a[0]))
+        # An explicit dtype is the result's (the wrap of a wider sum is the same).
+        return r if dtype is None else r.astype(dtype)
+
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> "Tensor":
         """Arithmetic mean over ``axis``."""
         _check_out("mean", out, kw)

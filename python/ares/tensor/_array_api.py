@@ -62,6 +62,10 @@ __all__ = [
     "vecdot",
     "diag",
     "count_nonzero",
+    "cumsum",
+    "cumprod",
+    "cumulative_sum",
+    "cumulative_prod",
 ]
 
 _DEVICE = "cpu"
@@ -518,3 +522,44 @@ def diff(x: Any, /, n: int = 1, *, axis: int = -1, prepend: Any = None, append: 
         upper, lower = t[tuple(hi)], t[tuple(lo)]
         t = upper != lower if t.dtype == np.bool_ else upper - lower
     return t
+
+
+# ---------------------------------------------------------------- running sums and products
+
+
+def cumsum(a: Any, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> Tensor:
+    """numpy's ``cumsum``: see :meth:`Tensor.cumsum`."""
+    return _to_tensor(a).cumsum(axis=axis, dtype=dtype, out=out)
+
+
+def cumprod(a: Any, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> Tensor:
+    """numpy's ``cumprod``: see :meth:`Tensor.cumprod`."""
+    return _to_tensor(a).cumprod(axis=axis, dtype=dtype, out=out)
+
+
+def cumulative_sum(x: Any, /, *, axis: Optional[int] = None, dtype: Any = None, include_initial: builtins.bool = False) -> Tensor:
+    """The Array API's running sum: ``axis`` may be omitted only for 1-d input;
+    ``include_initial`` starts with the sum of nothing (0)."""
+    return _cumulative(x, "cumsum", 0, axis, dtype, include_initial)
+
+
+def cumulative_prod(x: Any, /, *, axis: Optional[int] = None, dtype: Any = None, include_initial: builtins.bool = False) -> Tensor:
+    """The Array API's running product (``include_initial`` starts with 1)."""
+    return _cumulative(x, "cumprod", 1, axis, dtype, include_initial)
+
+
+def _cumulative(x: Any, name: str, identity: int, axis: Any, dtype: Any, include_initial: builtins.bool) -> Tensor:
+    t = _to_tensor(x)
+    if axis is None:
+        if t.ndim > 1:
+            raise ValueError(f"{name}: axis must be given for a tensor of {t.ndim} dimensions")
+        if t.ndim == 0:
+            raise ValueError(f"{name} of a 0-d tensor")
+        axis = 0
+    r = getattr(t, name)(axis=axis, dtype=dtype)
+    if not include_initial:
+        return r
+    a = _axis_of(axis, t.ndim)[0]
+    shape = list(r._known_shape(name))
+    shape[a] = 1
+    return concatenate([full(shape, identity, dtype=r.dtype), r], axis=a)

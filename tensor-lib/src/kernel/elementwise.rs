@@ -1,9 +1,10 @@
 //! Element-wise nodes on typed buffers, through the engine's scalar core
 //! (`ares_tileable::scalar`): its kernels and numpy's dtype rules.
 
-use super::{BinOp, UnOp};
+use super::{BinOp, ScanOp, UnOp};
 use crate::data::{Buf, DType, Elem};
 use crate::with_buf;
+use ares_tileable::scalar::Num;
 
 pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
     use ares_tileable::scalar::{float_unary, predicate, unary_kernel};
@@ -79,4 +80,39 @@ pub(super) fn select(c: Buf, a: Buf, b: Buf, out: DType) -> Buf {
         T::wrap(c.iter().zip(a.iter().zip(&b)).map(|(&c, (&x, &y))| if c { x } else { y }).collect())
     }
     with_buf!(&a, x => pick(&c, x, b))
+}
+
+/// The running `op` of `x` (laid out as `outer × len × inner`) along its middle axis,
+/// each lane starting from `seed`'s value (`outer × inner`) when given. Integers wrap,
+/// as numpy's `cumsum` and `cumprod` do.
+pub(super) fn scan(op: ScanOp, x: Buf, seed: Option<Buf>, outer: usize, len: usize, inner: usize) -> Buf {
+    fn typed<T: Num>(
+        op: ScanOp,
+        mut v: Vec<T>,
+        seed: Option<Vec<T>>,
+        outer: usize,
+        len: usize,
+        inner: usize,
+    ) -> Vec<T> {
+        let f = |a: T, b: T| match op {
+            ScanOp::Sum => a.add(b),
+            ScanOp::Prod => a.mul(b),
+        };
+        for o in 0..outer {
+            let base = o * len * inner;
+            if let (Some(c), true) = (&seed, len > 0) {
+                for i in 0..inner {
+                    v[base + i] = f(c[o * inner + i], v[base + i]);
+                }
+            }
+            for k in 1..len {
+                let (prev, cur) = (base + (k - 1) * inner, base + k * inner);
+                for i in 0..inner {
+                    v[cur + i] = f(v[prev + i], v[cur + i]);
+                }
+            }
+        }
+        v
+    }
+    with_buf!(x, v => Elem::wrap(typed(op, v, seed.map(|c| Elem::into_vec(c).unwrap_or_else(|| unreachable!("cast alike"))), outer, len, inner)))
 }

@@ -1,6 +1,6 @@
 //! The block-wise evaluator of a [`Program`].
 
-use super::elementwise::{binary, select, unary};
+use super::elementwise::{binary, scan, select, unary};
 use super::random::{global_indices, random, uniform_run};
 use super::{BLOCK, KernelError, Node, Partial, Program, RandKind, ReduceOp};
 use crate::data::{Buf, Chunk, ChunkRef, DType, Scalar, numel};
@@ -32,6 +32,8 @@ impl<'a> Eval<'a> {
                 Node::Assemble { parts, .. } => parts,
                 Node::Linalg { args, .. } => args,
                 Node::Compress { x, m } => &[*x, *m],
+                Node::Scan { x, seed: Some(c), .. } => &[*x, *c],
+                Node::Scan { x, seed: None, .. } => std::slice::from_ref(x),
                 Node::Binary { a, b, .. } => &[*a, *b],
                 Node::Where { c, a, b } => &[*c, *a, *b],
                 _ => &[],
@@ -301,6 +303,38 @@ impl<'a> Eval<'a> {
             }
             Node::Compress { .. } => {
                 return Err(KernelError::Malformed { node: n, reason: "a compress must be the program's root".into() });
+            }
+            Node::Scan { op, axis, x, seed } => {
+                if self.whole[n].is_none() {
+                    let x = check(*x)?;
+                    let axis = *axis as usize;
+                    if self.p.shapes[x] != *shape || axis >= shape.len() {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("scan along {axis} of {:?} into {shape:?}", self.p.shapes[x]),
+                        });
+                    }
+                    let carry = match seed {
+                        Some(c) => {
+                            let c = check(*c)?;
+                            let mut want = shape.clone();
+                            want[axis] = 1;
+                            if self.p.shapes[c] != want {
+                                return Err(KernelError::Malformed {
+                                    node: n,
+                                    reason: format!("scan seed {:?}, expected {want:?}", self.p.shapes[c]),
+                                });
+                            }
+                            Some(self.whole_of(c)?.clone().cast(dtype))
+                        }
+                        None => None,
+                    };
+                    let v = self.whole_of(x)?.clone().cast(dtype);
+                    let outer = shape[..axis].iter().product::<u64>() as usize;
+                    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
+                    self.whole[n] = Some(scan(*op, v, carry, outer, shape[axis] as usize, inner));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
             }
             Node::ReduceLast { op, x } => {
                 let x = check(*x)?;

@@ -100,6 +100,15 @@ pub enum RandKind {
     },
 }
 
+/// A running (cumulative) operation along an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ScanOp {
+    /// Running sum (`cumsum`).
+    Sum,
+    /// Running product (`cumprod`).
+    Prod,
+}
+
 /// One node of a program; operands are indices of earlier nodes.
 #[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Node {
@@ -214,6 +223,19 @@ pub enum Node {
         op: LinOp,
         /// Operands.
         args: Vec<u32>,
+    },
+    /// The running `op` of `x` along `axis`, in the node's dtype, starting from `seed`
+    /// (`x`'s shape with `axis` of length 1: the running value before this chunk) when
+    /// given.
+    Scan {
+        /// Which.
+        op: ScanOp,
+        /// Along which dimension.
+        axis: u32,
+        /// Operand (the node's shape).
+        x: u32,
+        /// The carry into the first element, if any.
+        seed: Option<u32>,
     },
     /// Reduction of `x` over its last axis.
     ReduceLast {

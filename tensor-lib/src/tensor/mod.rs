@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use ares::ObjectRef;
 
 use crate::data::{Chunk, DType, Scalar};
-use crate::kernel::{BinOp, RandKind, ReduceOp, UnOp};
+use crate::kernel::{BinOp, RandKind, ReduceOp, ScanOp, UnOp};
 
 mod create;
 mod elementwise;
@@ -199,6 +199,12 @@ pub(crate) enum Op {
     Factor(Tensor, Factor),
     /// `x` with `a · x = b` (`a` square, `b` 2-d).
     Solve(Tensor, Tensor),
+    /// The running `op` of `x` (already in the result's dtype) along `axis`.
+    Scan {
+        op: ScanOp,
+        axis: usize,
+        x: Tensor,
+    },
 }
 
 /// Which factor of a decomposition.
@@ -358,6 +364,7 @@ impl Tensor {
             | Op::Factor(..)
             | Op::Solve(..) => self.clone(),
             Op::Mask(x, m) => x.mask(m)?,
+            Op::Scan { op, axis, x } => x.cumulative(*op, *axis)?,
         })
     }
 
@@ -375,7 +382,8 @@ impl Tensor {
             | Op::Slice { x, .. }
             | Op::Rechunk(x, _)
             | Op::Reshape(x, _)
-            | Op::Factor(x, _) => vec![x],
+            | Op::Factor(x, _)
+            | Op::Scan { x, .. } => vec![x],
             Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Mask(a, b) | Op::Solve(a, b) => vec![a, b],
             Op::Where(c, a, b) => vec![c, a, b],
             Op::Concat(xs, _) => xs.iter().collect(),

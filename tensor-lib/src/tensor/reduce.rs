@@ -2,7 +2,7 @@
 
 use super::{Op, Result, Tensor, TensorError};
 use crate::data::DType;
-use crate::kernel::{BinOp, ReduceOp};
+use crate::kernel::{BinOp, ReduceOp, ScanOp};
 
 impl Tensor {
     /// Reduces over `axes` (all if `None`), keeping reduced dimensions as 1 if `keepdims`.
@@ -53,6 +53,24 @@ impl Tensor {
         }
         let dtype = op.out_dtype(self.dtype());
         Ok(Tensor::new(Op::Reduce { op, axes, keepdims, x: self.clone() }, shape, dtype, chunks))
+    }
+
+    /// The running `op` along `axis` (numpy's `cumsum` and `cumprod`): the same shape, in
+    /// the dtype numpy accumulates in (booleans and narrower integers as int64 or
+    /// uint64), integers wrapping. Each chunk runs in parallel from the carry of the
+    /// chunks before it along `axis` (their totals combined in a chain of small tasks),
+    /// so floats may differ from numpy's one sequential pass in the last bits.
+    pub fn cumulative(&self, op: ScanOp, axis: usize) -> Result<Tensor> {
+        if axis >= self.ndim() {
+            return Err(TensorError::BadAxis { axis, ndim: self.ndim() });
+        }
+        let like = match op {
+            ScanOp::Sum => ReduceOp::Sum,
+            ScanOp::Prod => ReduceOp::Prod,
+        };
+        let x = self.astype(like.out_dtype(self.dtype()));
+        let (shape, chunks, dtype) = (x.shape().to_vec(), x.chunks().to_vec(), x.dtype());
+        Ok(Tensor::new(Op::Scan { op, axis, x }, shape, dtype, chunks))
     }
 
     /// Sum of all elements.

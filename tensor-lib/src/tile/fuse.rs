@@ -207,7 +207,8 @@ impl<'p, 's> Builder<'p, 's> {
             | Op::MatMul(..)
             | Op::Mask(..)
             | Op::Factor(..)
-            | Op::Solve(..) => self.tiled(t, g)?,
+            | Op::Solve(..)
+            | Op::Scan { .. } => self.tiled(t, g)?,
         })
     }
 

@@ -19,7 +19,7 @@ use ares::ObjectRef;
 use ares_tileable::{Cx, Hints, Obj, TileResult, Tiling, Trees};
 
 use crate::data::{Chunk, numel};
-use crate::kernel::{Program, ReduceOp};
+use crate::kernel::{BinOp, Node, Program, ReduceOp, ScanOp};
 use crate::tasks::{ReduceSpec, TensorTask};
 use crate::tensor::{Op, Tensor, TensorError, grid_indices};
 pub(crate) use fuse::Builder;
@@ -266,6 +266,7 @@ fn tile_new(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Vec<Src>> {
         Op::MatMul(a, b) => linalg::tile_matmul(cx, t, a, b, depth),
         Op::Factor(x, f) => linalg::tile_factor(cx, t, x, *f, depth),
         Op::Solve(a, b) => linalg::tile_solve(cx, a, b, depth),
+        Op::Scan { op, axis, x } => tile_scan(cx, t, *op, *axis, x, depth),
         Op::Mask(x, m) => {
             fuse::prepare(cx, &[x, m])?;
             let mut out = Vec::new();
@@ -274,7 +275,7 @@ fn tile_new(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Vec<Src>> {
                 let xn = b.emit(x, &g)?;
                 let mn = b.emit(m, &g)?;
                 let shape = chunk_shape(x, &g);
-                b.push(crate::kernel::Node::Compress { x: xn, m: mn }, shape, t.dtype());
+                b.push(Node::Compress { x: xn, m: mn }, shape, t.dtype());
                 let (p, inputs) = b.finish();
                 let bytes = p.shapes.last().map_or(0, |s| numel(s) as u64) * t.dtype().size() as u64;
                 out.push(Src { op: cx.add(TensorTask::Map(p), inputs, Hints::new(depth, bytes)), t: false });
@@ -342,6 +343,60 @@ fn tile_reduce(
         out.push(Src { op: fin, t: false });
     }
     Ok(out)
+}
+
+/// A running operation along `axis`: every chunk is scanned in parallel from the carry
+/// into it, and the carries are a chain of small tasks along each lane of chunks (the
+/// previous carry combined with the previous chunk's total, the last element of its own
+/// scan), as Dask's cumulative reductions.
+fn tile_scan(cx: &mut Cx<'_>, t: &Tensor, op: ScanOp, axis: usize, x: &Tensor, depth: u32) -> Tiled<Vec<Src>> {
+    fuse::prepare(cx, &[x])?;
+    let dtype = t.dtype();
+    let nd = t.ndim();
+    let combine = match op {
+        ScanOp::Sum => BinOp::Add,
+        ScanOp::Prod => BinOp::Mul,
+    };
+    let grid = grid_indices(t.chunks());
+    let mut out: Vec<Option<Src>> = vec![None; grid.len()];
+    let along = t.chunks()[axis].len();
+    for lane in grid.iter().filter(|g| g[axis] == 0) {
+        // The carry into the chunk at hand: a node of the chunk's shape with `axis` 1.
+        let mut carry: Option<usize> = None;
+        for i in 0..along {
+            let mut g = lane.clone();
+            g[axis] = i;
+            let shape = chunk_shape(t, &g);
+            let mut edge = shape.clone();
+            edge[axis] = 1;
+            let into = carry;
+            let scanned = program(cx, depth, 0, |b| {
+                let xn = b.emit(x, &g)?;
+                let seed = into.map(|c| b.input(Src { op: c, t: false }, edge.clone(), dtype));
+                Ok(b.push(Node::Scan { op, axis: axis as u32, x: xn, seed }, shape.clone(), dtype))
+            })?;
+            out[flat_index(t, &g)] = Some(Src { op: scanned, t: false });
+            if i + 1 == along || shape[axis] == 0 {
+                continue;
+            }
+            let total = program(cx, depth, 0, |b| {
+                let xn = b.emit(x, &g)?;
+                let sc = b.push(Node::Scan { op, axis: axis as u32, x: xn, seed: None }, shape.clone(), dtype);
+                let mut start = vec![0; nd];
+                start[axis] = shape[axis] - 1;
+                Ok(b.push(Node::View { x: sc, start, step: vec![1; nd] }, edge.clone(), dtype))
+            })?;
+            carry = Some(match into {
+                None => total,
+                Some(c) => program(cx, depth, 0, |b| {
+                    let a = b.input(Src { op: c, t: false }, edge.clone(), dtype);
+                    let tot = b.input(Src { op: total, t: false }, edge.clone(), dtype);
+                    Ok(b.push(Node::Binary { op: combine, a, b: tot }, edge.clone(), dtype))
+                })?,
+            });
+        }
+    }
+    Ok(out.into_iter().map(|s| s.expect("every chunk is on one lane")).collect())
 }
 
 fn combine_task() -> Box<dyn ares_tileable::Task> {
@@ -446,7 +501,8 @@ impl ares_tileable::Node for Tensor {
             | Op::MatMul(..)
             | Op::Mask(..)
             | Op::Factor(..)
-            | Op::Solve(..) => false,
+            | Op::Solve(..)
+            | Op::Scan { .. } => false,
             Op::Reduce { axes, x, .. } => fusable_reduce(axes, x),
             _ => true,
         }
