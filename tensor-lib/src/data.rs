@@ -567,6 +567,11 @@ impl<'a> ChunkRef<'a> {
         }
     }
 
+    /// The whole chunk, copied.
+    pub fn to_chunk(&self) -> Chunk {
+        Chunk { shape: self.shape(), data: self.slice(0, self.len()) }
+    }
+
     /// Elements `start..end`, copied.
     pub fn slice(&self, start: usize, end: usize) -> Buf {
         match self {

@@ -6,7 +6,7 @@ use ares_tileable::Obj;
 use ndarray::{ArrayD, IxDyn};
 
 use crate::data::{Chunk, ChunkRef, DType, numel};
-use crate::kernel::{Partial, Program, ReduceOp};
+use crate::kernel::{Partial, Program, ReduceOp, sort};
 
 /// How a chunk task reduces its fused result.
 #[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -147,6 +147,44 @@ fn finish(p: Partial, x_dtype: DType, shape: Vec<u64>) -> Chunk {
     c
 }
 
+/// A sample of a sorted 1-d chunk (a sample sort's first pass).
+#[ares::remote]
+fn sort_sample(count: u32, sorted: InPlace<'_, Chunk>) -> Chunk {
+    let c = ChunkRef::Archived(&sorted).to_chunk();
+    sort::sample(&c, count as usize)
+}
+
+/// A sorted 1-d chunk cut at `bounds` into one piece per range; with positions (a second
+/// chunk, int64, in the same order), their pieces follow the values' pieces.
+#[ares::remote]
+fn sort_split(bounds: Chunk, descending: bool, chunks: InPlaceList<'_, Chunk>) -> Vec<Chunk> {
+    ares_tileable::keep_freed_memory();
+    let values = ChunkRef::Archived(&chunks[0]).to_chunk();
+    if !sort::is_vector(&values) {
+        ares::fail("a sort split of a chunk that is not 1-d");
+    }
+    let cuts = sort::cut_points(&values.data, &bounds.data, descending);
+    let mut out = sort::pieces(&values.data, &cuts);
+    if let Some(pos) = chunks.get(1) {
+        out.extend(sort::pieces(&ChunkRef::Archived(pos).to_chunk().data, &cuts));
+    }
+    out
+}
+
+/// One range's pieces (the values of every split, then their positions when `arg`)
+/// merged: its sorted values, or with `arg` their positions.
+#[ares::remote]
+fn sort_merge(dtype: DType, descending: bool, arg: bool, pieces: InPlaceList<'_, Chunk>) -> Chunk {
+    ares_tileable::keep_freed_memory();
+    let all: Vec<crate::data::Buf> = pieces.iter().map(|c| ChunkRef::Archived(c).to_chunk().data).collect();
+    if arg {
+        let (values, positions) = all.split_at(all.len() / 2);
+        sort::merge(values, Some(positions), dtype, descending)
+    } else {
+        sort::merge(&all, None, dtype, descending)
+    }
+}
+
 /// What a tensor chunk task runs. Its result is an `ObjectRef<Chunk>`, except for
 /// [`TensorTask::Reduce`] and [`TensorTask::Combine`], whose results are partials.
 pub(crate) enum TensorTask {
@@ -156,6 +194,23 @@ pub(crate) enum TensorTask {
     Finish(DType, Vec<u64>),
     /// `[acc +] Σ aₖ · bₖ`, one flags byte per pair (see [`gemm`]).
     Gemm(Vec<u8>),
+    /// A sample of this many elements of a sorted 1-d chunk.
+    SortSample(u32),
+    /// A sorted chunk (and its positions) cut at the bounds: `ranges` pieces each.
+    SortSplit {
+        bounds: Chunk,
+        descending: bool,
+        ranges: u32,
+        arg: bool,
+    },
+    /// Range `range` of every split merged (values, or positions with `arg`); with
+    /// `range` None, whole chunks (values, then positions) merged.
+    SortMerge {
+        dtype: DType,
+        descending: bool,
+        arg: bool,
+        range: Option<(u32, u32)>,
+    },
 }
 
 impl ares_tileable::Task for TensorTask {
@@ -190,6 +245,26 @@ impl ares_tileable::Task for TensorTask {
                 Obj::new(ares::remote(finish).options(o).call(ins[0].get::<Partial>(), dtype, shape))
             }
             TensorTask::Gemm(flags) => Obj::new(ares::remote(gemm).options(o).call(chunks(), flags)),
+            TensorTask::SortSample(count) => {
+                Obj::new(ares::remote(sort_sample).options(o).call(count, ins[0].get::<Chunk>()))
+            }
+            TensorTask::SortSplit { bounds, descending, ranges, arg } => {
+                let objects = if arg { 2 * ranges } else { ranges };
+                Obj::parts(ares::remote(sort_split).options(o).num_returns(objects).call(bounds, descending, chunks()))
+            }
+            TensorTask::SortMerge { dtype, descending, arg, range } => {
+                let pieces: Vec<ObjectRef<Chunk>> = match range {
+                    None => chunks(),
+                    Some((r, ranges)) => {
+                        let mut v: Vec<ObjectRef<Chunk>> = ins.iter().map(|i| i.part::<Chunk>(r as usize)).collect();
+                        if arg {
+                            v.extend(ins.iter().map(|i| i.part::<Chunk>((ranges + r) as usize)));
+                        }
+                        v
+                    }
+                };
+                Obj::new(ares::remote(sort_merge).options(o).call(dtype, descending, arg, pieces))
+            }
         }
     }
 
@@ -200,6 +275,9 @@ impl ares_tileable::Task for TensorTask {
             TensorTask::Combine => "tensor combine".into(),
             TensorTask::Finish(..) => "tensor finish".into(),
             TensorTask::Gemm(flags) => format!("gemm ({} products)", flags.len()),
+            TensorTask::SortSample(_) => "sort sample".into(),
+            TensorTask::SortSplit { .. } => "sort split".into(),
+            TensorTask::SortMerge { .. } => "sort merge".into(),
         }
     }
 }

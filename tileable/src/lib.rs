@@ -19,7 +19,7 @@
 //!
 //! It also holds what the libraries' kernels share: the scalar-expression core
 //! ([`scalar`]: dtypes, numpy's promotion and element-wise kernels), combine trees
-//! ([`Trees`]) and the allocator setting of chunk kernels ([`keep_freed_memory`]).
+//! ([`Trees`]), the sample sort's graph ([`sample_sort`]) and the allocator setting of chunk kernels ([`keep_freed_memory`]).
 //!
 //! **Must not:** know any library's kernels, value types or tiling rules: a library
 //! plugs in its tasks ([`Task`]) and its nodes ([`Node`]). It does no IO of its own
@@ -29,6 +29,7 @@ mod graph;
 mod run;
 pub mod scalar;
 mod session;
+mod sort;
 mod task;
 mod tree;
 mod window;
@@ -36,6 +37,7 @@ mod window;
 pub use graph::{Graph, Hints};
 pub use run::{Cx, Error, Node, TileResult, Tiling, run};
 pub use session::{Progress, ProgressFn, Results, Session, Settings};
+pub use sort::{SampleSort, sample_sort};
 pub use task::{Obj, Task};
 pub use tree::Trees;
 

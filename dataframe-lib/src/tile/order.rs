@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ares_tileable::{Cx, Hints, Obj, Tiling};
+use ares_tileable::{Cx, Obj, Tiling};
 use polars::prelude::{Column, IntoColumn, NamedFrom, Series};
 
 use super::{Chunks, STATE, Tiled, key, probe, runtime, take_value, tile_materialized};
@@ -37,42 +37,47 @@ fn values<T: ares::Value + 'static>(cx: &mut Cx<'_>, nodes: &[usize]) -> Tiled<O
     Ok(Some(out))
 }
 
-/// Sample sort: bounds from each chunk's sample of the first key, each chunk split
-/// into ranges, each range's pieces concatenated and sorted.
+/// A frame sort as the engine's sample sort: samples of the first key, bounds as a
+/// one-frame chunk, splits and merges of frame chunks.
+struct FrameSort<'a>(&'a SortSpec);
+
+impl ares_tileable::SampleSort for FrameSort<'_> {
+    type Task = FrameTask;
+    type Sample = FrameChunk;
+    type Bounds = FrameChunk;
+    type Error = FrameError;
+
+    fn sample(&self) -> FrameTask {
+        FrameTask::Sample(self.0.clone())
+    }
+
+    fn bounds(&self, samples: Vec<FrameChunk>, chunks: usize) -> Result<(FrameChunk, usize), FrameError> {
+        let frames =
+            samples.iter().map(|s| crate::chunk::decode(&s.ipc)).collect::<polars::prelude::PolarsResult<Vec<_>>>()?;
+        let mut bounds = kernels::bounds(self.0, frames, chunks)?;
+        let ranges = bounds.height() + 1;
+        Ok((FrameChunk::encode(&mut bounds)?, ranges))
+    }
+
+    fn split(&self, bounds: &FrameChunk, ranges: usize) -> (FrameTask, u32) {
+        (FrameTask::Split(self.0.clone(), bounds.clone(), ranges as u32), ranges as u32)
+    }
+
+    fn merge(&self, range: usize, _ranges: usize) -> FrameTask {
+        FrameTask::Merge(self.0.clone(), range)
+    }
+
+    fn merge_all(&self) -> FrameTask {
+        FrameTask::MergeAll(self.0.clone())
+    }
+}
+
+/// Sample sort (the engine's): bounds from each chunk's sample of the first key, each
+/// chunk split into ranges, each range's pieces concatenated and sorted.
 pub(super) fn sort(cx: &mut Cx<'_>, df: &DataFrame, input: &DataFrame, spec: &SortSpec, depth: u32) -> Tiled<Chunks> {
     let c = tile_materialized(cx, input, None)?;
-    let samples = match cx.take_state::<Vec<usize>>(key(df), STATE) {
-        Some(s) => s,
-        None => c.nodes.iter().map(|&r| probe(cx, FrameTask::Sample(spec.clone()), vec![r], depth)).collect(),
-    };
-    let Some(gathered) = values::<FrameChunk>(cx, &samples)? else {
-        cx.put_state(key(df), STATE, samples);
-        return Err(Tiling::Pending);
-    };
-    let frames = gathered
-        .iter()
-        .map(|s| crate::chunk::decode(&s.ipc))
-        .collect::<polars::prelude::PolarsResult<Vec<_>>>()
-        .map_err(FrameError::from)?;
-    let mut bounds = kernels::bounds(spec, frames, c.nodes.len()).map_err(FrameError::from)?;
-    let nparts = bounds.height() + 1;
-    let bounds = FrameChunk::encode(&mut bounds).map_err(FrameError::from)?;
-    if nparts < 2 {
-        // One range: the rows sorted in one task.
-        let one = cx.add(FrameTask::MergeAll(spec.clone()), c.nodes.clone(), Hints::new(depth, c.bytes).level(1));
-        return Ok(Chunks { nodes: vec![one], pre: None, bytes: c.bytes });
-    }
-    let splits: Vec<usize> = c
-        .nodes
-        .iter()
-        .map(|&r| {
-            let task = FrameTask::Split(spec.clone(), bounds.clone(), nparts as u32);
-            cx.add(task, vec![r], Hints::new(depth, c.bytes).parts(nparts as u32))
-        })
-        .collect();
-    let nodes = (0..nparts)
-        .map(|p| cx.add(FrameTask::Merge(spec.clone(), p), splits.clone(), Hints::new(depth, c.bytes).level(1)))
-        .collect();
+    let inputs: Vec<Vec<usize>> = c.nodes.iter().map(|&n| vec![n]).collect();
+    let nodes = ares_tileable::sample_sort(cx, key(df), STATE, &inputs, c.bytes, depth, &FrameSort(spec))?;
     Ok(Chunks { nodes, pre: None, bytes: c.bytes })
 }
 

@@ -2,7 +2,7 @@
 
 use super::elementwise::{binary, scan, select, unary};
 use super::random::{global_indices, random, uniform_run};
-use super::{BLOCK, KernelError, Node, Partial, Program, RandKind, ReduceOp};
+use super::{BLOCK, KernelError, Node, Partial, Program, RandKind, ReduceOp, sort};
 use crate::data::{Buf, Chunk, ChunkRef, DType, Scalar, numel};
 
 struct Eval<'a> {
@@ -32,6 +32,15 @@ impl<'a> Eval<'a> {
                 Node::Assemble { parts, .. } => parts,
                 Node::Linalg { args, .. } => args,
                 Node::Compress { x, m } => &[*x, *m],
+                Node::Sort { x, .. } | Node::Unique { x, .. } => std::slice::from_ref(x),
+                Node::Search { a, v, .. } => {
+                    for &o in a.iter().chain(std::iter::once(v)) {
+                        if let Some(u) = uses.get_mut(o as usize) {
+                            *u += 1;
+                        }
+                    }
+                    &[]
+                }
                 Node::Scan { x, seed: Some(c), .. } => &[*x, *c],
                 Node::Scan { x, seed: None, .. } => std::slice::from_ref(x),
                 Node::Binary { a, b, .. } => &[*a, *b],
@@ -336,6 +345,60 @@ impl<'a> Eval<'a> {
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
             }
+            Node::Sort { x, axis, descending, arg } => {
+                if self.whole[n].is_none() {
+                    let x = check(*x)?;
+                    let axis = *axis as usize;
+                    if self.p.shapes[x] != *shape || axis >= shape.len() {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("sort along {axis} of {:?} into {shape:?}", self.p.shapes[x]),
+                        });
+                    }
+                    let outer = shape[..axis].iter().product::<u64>() as usize;
+                    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
+                    let len = shape[axis] as usize;
+                    let v = self.whole_of(x)?.clone();
+                    let out = if *arg {
+                        Buf::I64(sort::argsort_lanes(&v, outer, len, inner, *descending))
+                    } else {
+                        sort::sort_lanes(v, outer, len, inner, *descending)
+                    };
+                    self.whole[n] = Some(out.cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
+            Node::Unique { .. } => {
+                return Err(KernelError::Malformed { node: n, reason: "a unique must be the program's root".into() });
+            }
+            Node::Search { a, v, right } => {
+                if self.whole[n].is_none() {
+                    let v = check(*v)?;
+                    if self.p.shapes[v] != *shape {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("search of {:?} into {shape:?}", self.p.shapes[v]),
+                        });
+                    }
+                    let values = self.whole_of(v)?.clone();
+                    let mut total = vec![0i64; values.len()];
+                    for &c in a {
+                        let c = check(c)?;
+                        if self.p.shapes[c].len() != 1 {
+                            return Err(KernelError::Malformed {
+                                node: n,
+                                reason: "search in a chunk that is not 1-d".into(),
+                            });
+                        }
+                        let sorted = self.whole_of(c)?.clone();
+                        for (t, k) in total.iter_mut().zip(sort::count_before(&sorted, &values, *right)) {
+                            *t += k;
+                        }
+                    }
+                    self.whole[n] = Some(Buf::I64(total).cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
             Node::ReduceLast { op, x } => {
                 let x = check(*x)?;
                 let len = *self.p.shapes[x].last().unwrap_or(&1) as usize;
@@ -497,6 +560,16 @@ impl Program {
                 out.extend(&ev.eval(x, s, e)?.gather(&idx).cast(self.dtypes[root]));
                 s = e;
             }
+            return Ok(Chunk { shape: vec![out.len() as u64], data: out });
+        }
+        if let Node::Unique { x, counts, equal_nan } = self.nodes[root] {
+            let x = x as usize;
+            if x >= root || self.shapes[x].len() != 1 || self.shapes[x] != self.shapes[root] {
+                return Err(KernelError::Malformed { node: root, reason: "unique of a value that is not 1-d".into() });
+            }
+            let sorted = ev.eval(x, 0, n)?;
+            let (values, occurs) = sort::runs(&sorted, equal_nan);
+            let out = if counts { Buf::I64(occurs) } else { values }.cast(self.dtypes[root]);
             return Ok(Chunk { shape: vec![out.len() as u64], data: out });
         }
         let mut out = Buf::with_capacity(self.dtypes[root], n);

@@ -16,6 +16,7 @@ mod elementwise;
 mod eval;
 mod random;
 mod reduce;
+pub(crate) mod sort;
 
 pub use elementwise::{NEGATIVE_INTEGER_POWER, binary_dtype, binary_types, compute_dtype};
 pub use reduce::Partial;
@@ -236,6 +237,40 @@ pub enum Node {
         x: u32,
         /// The carry into the first element, if any.
         seed: Option<u32>,
+    },
+    /// `x` sorted along `axis` (numpy's order, stable), or with `arg` the int64
+    /// positions along `axis` that sort it.
+    Sort {
+        /// Operand (the node's shape).
+        x: u32,
+        /// Along which dimension.
+        axis: u32,
+        /// Largest first.
+        descending: bool,
+        /// Positions instead of values.
+        arg: bool,
+    },
+    /// The distinct elements of the sorted 1-d `x`, or with `counts` how many times each
+    /// occurs (int64); a 1-d chunk whose length is known only after the run. Only the
+    /// root of a program; its declared shape is `x`'s.
+    Unique {
+        /// Sorted values.
+        x: u32,
+        /// Counts instead of values.
+        counts: bool,
+        /// Every NaN one value (numpy's `unique`) rather than each its own.
+        equal_nan: bool,
+    },
+    /// For each element of `v`, how many elements of the sorted 1-d chunks `a` (together
+    /// one sorted vector) come before it (`right`: or equal to it): numpy's
+    /// `searchsorted`, as int64 of `v`'s shape.
+    Search {
+        /// The sorted chunks.
+        a: Vec<u32>,
+        /// The values looked up.
+        v: u32,
+        /// numpy's `side='right'`.
+        right: bool,
     },
     /// Reduction of `x` over its last axis.
     ReduceLast {

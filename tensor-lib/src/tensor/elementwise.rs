@@ -245,9 +245,11 @@ fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
                 chunks.push(if ca[d].len() == 1 { cb[d].clone() } else { ca[d].clone() });
             }
             (x, y) if x == y => {
-                // Two unknown lengths (two masks' results) are lined up, or found to
-                // differ, when the expression is rebuilt on the known ones.
-                if ca[d] != cb[d] && x != UNKNOWN {
+                // Two unknown lengths (two masks' results), or chunks of unknown lengths
+                // (a sample sort's), are lined up, or found to differ, when the
+                // expression is rebuilt on the known ones.
+                let pending = x == UNKNOWN || ca[d].contains(&UNKNOWN) || cb[d].contains(&UNKNOWN);
+                if ca[d] != cb[d] && !pending {
                     return Err(TensorError::ChunkMismatch { dim: d, a: ca[d].clone(), b: cb[d].clone() });
                 }
                 shape.push(x);

@@ -14,6 +14,7 @@ mod elementwise;
 mod linalg;
 mod reduce;
 mod shape;
+mod sort;
 
 pub use create::{
     ChunkSource, arange, arange_int, eye, from_array, from_chunk_refs, from_source, from_view, full, linspace, ones,
@@ -199,6 +200,33 @@ pub(crate) enum Op {
     Factor(Tensor, Factor),
     /// `x` with `a · x = b` (`a` square, `b` 2-d).
     Solve(Tensor, Tensor),
+    /// `x` sorted (or its sorting positions, `arg`) along `axis`, held in one chunk.
+    Sort {
+        x: Tensor,
+        axis: usize,
+        descending: bool,
+        arg: bool,
+    },
+    /// The 1-d `x` in several chunks sorted by a sample sort: one chunk per range, whose
+    /// lengths are known once it ran.
+    SampleSort {
+        x: Tensor,
+        descending: bool,
+        arg: bool,
+    },
+    /// The distinct elements (or their counts) of each chunk of the sorted 1-d `x`, whose
+    /// ranges never share an element.
+    Unique {
+        x: Tensor,
+        counts: bool,
+        equal_nan: bool,
+    },
+    /// Insertion points of `v`'s elements in the sorted 1-d `a`.
+    Search {
+        a: Tensor,
+        v: Tensor,
+        right: bool,
+    },
     /// The running `op` of `x` (already in the result's dtype) along `axis`.
     Scan {
         op: ScanOp,
@@ -365,6 +393,10 @@ impl Tensor {
             | Op::Solve(..) => self.clone(),
             Op::Mask(x, m) => x.mask(m)?,
             Op::Scan { op, axis, x } => x.cumulative(*op, *axis)?,
+            Op::Sort { x, axis, descending, arg } => x.sorted_again(*axis, *descending, *arg)?,
+            Op::SampleSort { x, descending, arg } => x.sorted_again(0, *descending, *arg)?,
+            Op::Unique { x, counts, equal_nan } => x.unique_again(*counts, *equal_nan)?,
+            Op::Search { a, v, right } => a.searchsorted(v, *right)?,
         })
     }
 
@@ -383,7 +415,11 @@ impl Tensor {
             | Op::Rechunk(x, _)
             | Op::Reshape(x, _)
             | Op::Factor(x, _)
-            | Op::Scan { x, .. } => vec![x],
+            | Op::Scan { x, .. }
+            | Op::Sort { x, .. }
+            | Op::SampleSort { x, .. }
+            | Op::Unique { x, .. } => vec![x],
+            Op::Search { a, v, .. } => vec![a, v],
             Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Mask(a, b) | Op::Solve(a, b) => vec![a, b],
             Op::Where(c, a, b) => vec![c, a, b],
             Op::Concat(xs, _) => xs.iter().collect(),

@@ -45,7 +45,8 @@ fn collect(cx: &Cx<'_>, t: &Tensor, out: &mut Vec<Tensor>, seen: &mut HashSet<us
         | Op::Slice { .. }
         | Op::Rechunk(..)
         | Op::Concat(..)
-        | Op::Reshape(..) => {
+        | Op::Reshape(..)
+        | Op::Sort { .. } => {
             for x in t.operands() {
                 collect(cx, x, out, seen);
             }
@@ -200,6 +201,11 @@ impl<'p, 's> Builder<'p, 's> {
                 unreachable!("the grid covers the operands")
             }
             Op::Reshape(x, _) => self.emit_reshape(t, g, x)?,
+            Op::Sort { x, axis, descending, arg } => {
+                let x = self.emit(x, g)?;
+                let node = Node::Sort { x, axis: *axis as u32, descending: *descending, arg: *arg };
+                self.push(node, shape, dtype)
+            }
             Op::FromChunks(_)
             | Op::Stored(_)
             | Op::Source(_)
@@ -208,7 +214,10 @@ impl<'p, 's> Builder<'p, 's> {
             | Op::Mask(..)
             | Op::Factor(..)
             | Op::Solve(..)
-            | Op::Scan { .. } => self.tiled(t, g)?,
+            | Op::Scan { .. }
+            | Op::SampleSort { .. }
+            | Op::Unique { .. }
+            | Op::Search { .. } => self.tiled(t, g)?,
         })
     }
 

@@ -12,6 +12,7 @@
 
 mod fuse;
 mod linalg;
+mod sort;
 
 use std::sync::Arc;
 
@@ -189,7 +190,7 @@ fn resolve_node(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<(Vec<u64>, Vec<Vec<u64>>)>
         chunks.extend(r.node.chunks[1..].iter().cloned());
         return Ok((shape, chunks));
     }
-    if let Op::Mask(..) = r.node.op {
+    if let Op::Mask(..) | Op::SampleSort { .. } | Op::Unique { .. } = r.node.op {
         let srcs = tile_new_memo(cx, &r)?;
         let mut outs = Vec::with_capacity(srcs.len());
         let mut pending = false;
@@ -267,6 +268,9 @@ fn tile_new(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Vec<Src>> {
         Op::Factor(x, f) => linalg::tile_factor(cx, t, x, *f, depth),
         Op::Solve(a, b) => linalg::tile_solve(cx, a, b, depth),
         Op::Scan { op, axis, x } => tile_scan(cx, t, *op, *axis, x, depth),
+        Op::SampleSort { x, descending, arg } => sort::tile_sample_sort(cx, t, x, *descending, *arg, depth),
+        Op::Unique { x, counts, equal_nan } => sort::tile_unique(cx, t, x, *counts, *equal_nan, depth),
+        Op::Search { a, v, right } => sort::tile_search(cx, t, a, v, *right, depth),
         Op::Mask(x, m) => {
             fuse::prepare(cx, &[x, m])?;
             let mut out = Vec::new();
@@ -502,7 +506,10 @@ impl ares_tileable::Node for Tensor {
             | Op::Mask(..)
             | Op::Factor(..)
             | Op::Solve(..)
-            | Op::Scan { .. } => false,
+            | Op::Scan { .. }
+            | Op::SampleSort { .. }
+            | Op::Unique { .. }
+            | Op::Search { .. } => false,
             Op::Reduce { axes, x, .. } => fusable_reduce(axes, x),
             _ => true,
         }

@@ -1,0 +1,163 @@
+//! Tiling of sorts, `unique` and `searchsorted`: a 1-d tensor in several chunks goes
+//! through the engine's sample sort ([`ares_tileable::sample_sort`]) with the tensor
+//! library's sample, split and merge tasks.
+
+use ares_tileable::{Cx, Hints, SampleSort, Tiling};
+
+use super::{Builder, Src, Tiled, chunk_offset, chunk_shape, fuse, key, program, tile};
+use crate::data::{Chunk, DType, Scalar, numel};
+use crate::kernel::{BinOp, Node, sort};
+use crate::tasks::TensorTask;
+use crate::tensor::{Tensor, TensorError, grid_indices};
+
+/// State variants of a sample sort in the [`Cx`]: its samples, and its chunks' local sorts.
+const SAMPLES: u64 = 10;
+const LOCAL: u64 = 11;
+
+/// A tensor sample sort: samples and bounds are 1-d chunks of the tensor's dtype.
+struct TensorSort {
+    dtype: DType,
+    descending: bool,
+    arg: bool,
+    samples: u32,
+}
+
+impl SampleSort for TensorSort {
+    type Task = TensorTask;
+    type Sample = Chunk;
+    type Bounds = Chunk;
+    type Error = TensorError;
+
+    fn sample(&self) -> TensorTask {
+        TensorTask::SortSample(self.samples)
+    }
+
+    fn bounds(&self, samples: Vec<Chunk>, chunks: usize) -> Result<(Chunk, usize), TensorError> {
+        if samples.iter().all(|s| s.data.is_empty()) {
+            return Ok((Chunk { shape: vec![0], data: crate::data::Buf::with_capacity(self.dtype, 0) }, 1));
+        }
+        // As many ranges as chunks, whatever the samples (bounds may repeat): the
+        // result keeps the input's number of chunks.
+        Ok((sort::bounds(&samples, self.dtype, chunks, self.descending), chunks))
+    }
+
+    fn split(&self, bounds: &Chunk, ranges: usize) -> (TensorTask, u32) {
+        let ranges = ranges as u32;
+        let task = TensorTask::SortSplit { bounds: bounds.clone(), descending: self.descending, ranges, arg: self.arg };
+        (task, if self.arg { 2 * ranges } else { ranges })
+    }
+
+    fn merge(&self, range: usize, ranges: usize) -> TensorTask {
+        let range = Some((range as u32, ranges as u32));
+        TensorTask::SortMerge { dtype: self.dtype, descending: self.descending, arg: self.arg, range }
+    }
+
+    fn merge_all(&self) -> TensorTask {
+        TensorTask::SortMerge { dtype: self.dtype, descending: self.descending, arg: self.arg, range: None }
+    }
+}
+
+/// A 1-d tensor's sample sort: each chunk sorted locally (and, for positions, its
+/// argsort shifted to global positions), then the engine's sample sort.
+pub(super) fn tile_sample_sort(
+    cx: &mut Cx<'_>,
+    t: &Tensor,
+    x: &Tensor,
+    descending: bool,
+    arg: bool,
+    depth: u32,
+) -> Tiled<Vec<Src>> {
+    let inputs = match cx.take_state::<Vec<Vec<usize>>>(key(t), LOCAL) {
+        Some(v) => v,
+        None => {
+            fuse::prepare(cx, &[x])?;
+            let mut inputs = Vec::new();
+            for g in grid_indices(x.chunks()) {
+                let shape = chunk_shape(x, &g);
+                let values = program(cx, depth, 0, |b| {
+                    let xn = b.emit(x, &g)?;
+                    Ok(b.push(Node::Sort { x: xn, axis: 0, descending, arg: false }, shape.clone(), x.dtype()))
+                })?;
+                let mut nodes = vec![values];
+                if arg {
+                    let offset = chunk_offset(x, &g)[0] as i64;
+                    nodes.push(program(cx, depth, 0, |b| {
+                        let xn = b.emit(x, &g)?;
+                        let p = b.push(Node::Sort { x: xn, axis: 0, descending, arg: true }, shape.clone(), DType::I64);
+                        let c = b.push(Node::Const(Scalar::I64(offset)), shape.clone(), DType::I64);
+                        Ok(b.push(Node::Binary { op: BinOp::Add, a: p, b: c }, shape.clone(), DType::I64))
+                    })?);
+                }
+                // Held until the splits read them (tiling may wait for the samples first).
+                nodes.iter().for_each(|&n| cx.graph_mut().hold(n));
+                inputs.push(nodes);
+            }
+            inputs
+        }
+    };
+    let bytes = numel(x.shape()) as u64 * t.dtype().size() as u64;
+    let chunks = inputs.len() as u32;
+    let s = TensorSort { dtype: x.dtype(), descending, arg, samples: (chunks * 16).clamp(64, 4096) };
+    match ares_tileable::sample_sort(cx, key(t), SAMPLES, &inputs, bytes, depth, &s) {
+        Err(Tiling::Pending) => {
+            cx.put_state(key(t), LOCAL, inputs);
+            Err(Tiling::Pending)
+        }
+        Err(e) => Err(e),
+        Ok(nodes) => {
+            inputs.iter().flatten().for_each(|&n| cx.graph_mut().release(n));
+            Ok(nodes.into_iter().map(|op| Src { op, t: false }).collect())
+        }
+    }
+}
+
+/// Each chunk of a sorted 1-d tensor's distinct elements (or counts): a program whose
+/// root is a `Unique`, of a length known once it ran.
+pub(super) fn tile_unique(
+    cx: &mut Cx<'_>,
+    t: &Tensor,
+    x: &Tensor,
+    counts: bool,
+    equal_nan: bool,
+    depth: u32,
+) -> Tiled<Vec<Src>> {
+    fuse::prepare(cx, &[x])?;
+    let mut out = Vec::new();
+    for g in grid_indices(x.chunks()) {
+        let mut b = Builder::new(cx);
+        let xn = b.emit(x, &g)?;
+        b.push(Node::Unique { x: xn, counts, equal_nan }, chunk_shape(x, &g), t.dtype());
+        let (p, inputs) = b.finish();
+        let bytes = numel(&chunk_shape(x, &g)) as u64 * t.dtype().size() as u64;
+        out.push(Src { op: cx.add(TensorTask::Map(p), inputs, Hints::new(depth, bytes)), t: false });
+    }
+    Ok(out)
+}
+
+/// One program per chunk of `v`, reading every chunk of the sorted `a` (stored once,
+/// read in place) and counting by binary search.
+pub(super) fn tile_search(
+    cx: &mut Cx<'_>,
+    t: &Tensor,
+    a: &Tensor,
+    v: &Tensor,
+    right: bool,
+    depth: u32,
+) -> Tiled<Vec<Src>> {
+    let sorted = tile(cx, a)?;
+    fuse::prepare(cx, &[v])?;
+    let mut out = Vec::new();
+    for g in grid_indices(t.chunks()) {
+        let shape = chunk_shape(t, &g);
+        let op = program(cx, depth, 0, |b| {
+            let mut parts = Vec::with_capacity(sorted.len());
+            for (i, s) in sorted.iter().enumerate() {
+                parts.push(b.input(*s, chunk_shape(a, &[i]), a.dtype()));
+            }
+            let vn = b.emit(v, &g)?;
+            Ok(b.push(Node::Search { a: parts, v: vn, right }, shape.clone(), DType::I64))
+        })?;
+        out.push(Src { op, t: false });
+    }
+    Ok(out)
+}
