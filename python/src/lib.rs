@@ -311,6 +311,23 @@ impl PyTensor {
         self.t.reduce(reduce_op(op)?, axes.as_deref(), keepdims).or_raise(py).map(wrap)
     }
 
+    /// Sorted along `axis` (NaN last, stable), or the positions that sort it (`arg`).
+    #[pyo3(signature = (axis, descending, arg))]
+    fn sort(&self, py: Python<'_>, axis: usize, descending: bool, arg: bool) -> PyResult<PyTensor> {
+        let r = if arg { self.t.argsort(axis, descending) } else { self.t.sort(axis, descending) };
+        r.or_raise(py).map(wrap)
+    }
+
+    /// The distinct elements of this 1-d tensor, or their counts.
+    fn unique(&self, py: Python<'_>, counts: bool, equal_nan: bool) -> PyResult<PyTensor> {
+        self.t.unique(counts, equal_nan).or_raise(py).map(wrap)
+    }
+
+    /// Insertion points of `v` in this sorted 1-d tensor.
+    fn searchsorted(&self, py: Python<'_>, v: &PyTensor, right: bool) -> PyResult<PyTensor> {
+        self.t.searchsorted(&v.t, right).or_raise(py).map(wrap)
+    }
+
     /// The running sum (`"sum"`) or product (`"prod"`) along `axis`.
     fn cumulative(&self, py: Python<'_>, op: &str, axis: usize) -> PyResult<PyTensor> {
         let op = match op {

@@ -76,6 +76,12 @@ fn a_sorted_chunked_vector_feeds_later_operations() {
         .unwrap();
     let diff = sorted.binary(ares_tensor::kernel::BinOp::Sub, &r).unwrap();
     assert_eq!(vec1(&diff.sum(), &s), [0.0], "sorted 0..500 minus 0..500");
+    // Slices of it (an order statistic, every tenth element backwards).
+    use ares_tensor::Slice;
+    assert_eq!(vec1(&sorted.slice(&[Slice::range(137, 138)]).unwrap(), &s), [137.0]);
+    let every = sorted.slice(&[Slice::new(None, None, -10)]).unwrap();
+    let want: Vec<f64> = (0..50).map(|k| (499 - 10 * k) as f64).collect();
+    assert_eq!(vec1(&every, &s), want);
 }
 
 #[test]

@@ -549,6 +549,16 @@ class Tensor:
             return self.round(ndigits or 0)  # numpy's: an array rounded
         return builtins.round(self._item(), ndigits)
 
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+        """Sorts in place, as numpy's ``ndarray.sort``: the tensor becomes the sorted
+        expression (tensors computed from it before keep the old values)."""
+        self._t = _sort(self, axis=axis, kind=kind, order=order)._t
+        self._session = None
+
+    def argsort(self, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> "Tensor":
+        """The positions that sort the tensor along ``axis`` (stable): see :func:`argsort`."""
+        return _argsort(self, axis=axis, kind=kind, order=order)
+
     def round(self, decimals: int = 0) -> "Tensor":
         """Rounded half to even to ``decimals`` (numpy's ``round``), lazily."""
         return _round(self, decimals)
@@ -1932,6 +1942,12 @@ from ._array_api import *  # noqa: E402,F401,F403 - the compositions, re-exporte
 from ._array_api import __all__ as _composed
 from ._array_api import _check_device, matrix_transpose  # noqa: E402
 from ._array_api import round as _round  # noqa: E402
+from ._sorting import *  # noqa: E402,F401,F403 - sorting and order statistics, re-exported
+from ._sorting import __all__ as _sorting_names  # noqa: E402
+from ._sorting import argsort as _argsort  # noqa: E402
+from ._sorting import sort as _sort  # noqa: E402
+
+__all__ += _sorting_names
 
 __all__ += _composed
 __array_api_version__ = "2023.12"

@@ -381,6 +381,7 @@ impl Tensor {
             }
             Op::Concat(xs, axis) => concatenate(xs, *axis)?,
             Op::Reshape(x, spec) => x.reshape(spec)?,
+            Op::Slice { x, start, step } => x.strided(start.clone(), step.clone(), self.shape().to_vec()),
             Op::Full(_)
             | Op::Random { .. }
             | Op::Arange { .. }
@@ -388,7 +389,6 @@ impl Tensor {
             | Op::Stored(_)
             | Op::Source(_)
             | Op::MatMul(..)
-            | Op::Slice { .. }
             | Op::Factor(..)
             | Op::Solve(..) => self.clone(),
             Op::Mask(x, m) => x.mask(m)?,

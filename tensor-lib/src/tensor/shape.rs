@@ -29,7 +29,10 @@ impl Tensor {
     /// Basic slicing, one [`Slice`] per leading dimension (numpy's `a[1:5, ::2]`); the
     /// dimensions not given are taken whole.
     pub fn slice(&self, index: &[Slice]) -> Result<Tensor> {
-        self.known("slicing")?;
+        // Chunks of unknown lengths (a sample sort's) are fine while the shape is known.
+        if self.shape().contains(&UNKNOWN) {
+            return Err(TensorError::UnknownShape { op: "slicing".into() });
+        }
         let nd = self.ndim();
         if index.len() > nd {
             return Err(TensorError::BadIndex { reason: format!("{} indices for {nd} dimensions", index.len()) });
@@ -42,9 +45,21 @@ impl Tensor {
             step.push(st);
             shape.push(len);
         }
-        // Output chunks follow the input's: each reads one input chunk per dimension.
-        let chunks = (0..nd).map(|d| slice_chunks(&self.chunks()[d], start[d], step[d], shape[d])).collect();
-        Ok(Tensor::new(Op::Slice { x: self.clone(), start, step }, shape, self.dtype(), chunks))
+        Ok(self.strided(start, step, shape))
+    }
+
+    /// The strided box of `shape` from `start` by `step` (resolved slice bounds). Output
+    /// chunks follow the input's, each reading one input chunk per dimension; along a
+    /// dimension whose chunk lengths are not known yet they are found once they are
+    /// (the node is built again then).
+    pub(crate) fn strided(&self, start: Vec<u64>, step: Vec<i64>, shape: Vec<u64>) -> Tensor {
+        let chunks = (0..self.ndim())
+            .map(|d| {
+                let c = &self.chunks()[d];
+                if c.contains(&UNKNOWN) { vec![UNKNOWN] } else { slice_chunks(c, start[d], step[d], shape[d]) }
+            })
+            .collect();
+        Tensor::new(Op::Slice { x: self.clone(), start, step }, shape, self.dtype(), chunks)
     }
 
     /// The same elements in chunks of `chunks` per dimension.

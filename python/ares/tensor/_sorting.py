@@ -1,0 +1,318 @@
+"""Sorting and what is built on it: ``sort``, ``argsort``, the ``unique`` family,
+``searchsorted``, ``isin``, and the exact order statistics (``median``,
+``percentile``, ``quantile``).
+
+A 1-d tensor in several chunks is sorted by the engine's sample sort (its chunk
+lengths are known once it ran, its shape at once); along an axis of a wider tensor the
+axis is gathered into one chunk. The order is numpy's: NaN last, equal elements in
+their original order (every sort here is stable, whatever ``kind`` asks).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+from collections import namedtuple
+from typing import Any, Optional
+
+import numpy as np
+
+from . import Tensor, _axis_of, _to_tensor, concatenate, isnan, stack, where
+
+__all__ = [
+    "sort",
+    "argsort",
+    "unique",
+    "unique_values",
+    "unique_counts",
+    "unique_inverse",
+    "searchsorted",
+    "isin",
+    "median",
+    "percentile",
+    "quantile",
+]
+
+UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def _sorted(a: Any, axis: Any, kind: Any, order: Any, descending: builtins.bool, arg: builtins.bool, name: str) -> Tensor:
+    if order is not None:
+        raise NotImplementedError(f"{name} with order= (structured dtypes are not supported)")
+    if kind not in (None, "quicksort", "mergesort", "heapsort", "stable"):
+        raise ValueError(f"{name}: kind {kind!r} is not one of quicksort, mergesort, heapsort, stable")
+    t = _to_tensor(a)
+    if axis is None:
+        t, axis = t.reshape(-1), 0
+    if t.ndim == 0:
+        raise np.exceptions.AxisError(axis, 0)
+    ax = _axis_of(axis, t.ndim)
+    if len(ax) != 1:
+        raise TypeError(f"{name} takes one integer axis")
+    return Tensor(t._t.sort(ax[0], builtins.bool(descending), arg))
+
+
+def sort(
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    descending: builtins.bool = False,
+) -> Tensor:
+    """``a`` sorted along ``axis`` (flattened when None), lazily: NaN last, stable
+    (``kind`` and ``stable`` are accepted; every sort here is stable). ``descending``
+    is the Array API's."""
+    return _sorted(a, axis, kind, order, descending, False, "sort")
+
+
+def argsort(
+    a: Any,
+    axis: Any = -1,
+    kind: Any = None,
+    order: Any = None,
+    *,
+    stable: Any = None,
+    descending: builtins.bool = False,
+) -> Tensor:
+    """The int64 positions along ``axis`` that sort ``a`` (stable: numpy's
+    ``kind="stable"``, where numpy's default quicksort may order ties otherwise)."""
+    return _sorted(a, axis, kind, order, descending, True, "argsort")
+
+
+def _flat(x: Any) -> Tensor:
+    t = _to_tensor(x)
+    return t.reshape(-1) if t.ndim != 1 else t
+
+
+def unique(
+    ar: Any,
+    return_index: builtins.bool = False,
+    return_inverse: builtins.bool = False,
+    return_counts: builtins.bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: builtins.bool = True,
+    sorted: builtins.bool = True,  # noqa: A002 - numpy's name
+) -> Any:
+    """numpy's ``unique`` of the flattened tensor: the sorted distinct values (a lazy
+    tensor whose length is known once computed), with the inverse (of ``ar``'s shape)
+    and the counts on request. ``return_index`` and ``axis`` are not supported."""
+    if axis is not None:
+        raise NotImplementedError("unique with axis= (unique rows)")
+    if return_index:
+        raise NotImplementedError("unique with return_index=True")
+    t = _to_tensor(ar)
+    flat = _flat(t)
+    values = Tensor(flat._t.unique(False, builtins.bool(equal_nan)))
+    out = [values]
+    if return_inverse:
+        out.append(Tensor(values._t.searchsorted(t._t, False)))
+    if return_counts:
+        out.append(Tensor(flat._t.unique(True, builtins.bool(equal_nan))))
+    return values if len(out) == 1 else tuple(out)
+
+
+def unique_values(x: Any, /) -> Tensor:
+    """The Array API's distinct values (each NaN its own)."""
+    return Tensor(_flat(x)._t.unique(False, False))
+
+
+def unique_counts(x: Any, /) -> UniqueCountsResult:
+    """The Array API's distinct values and how many times each occurs."""
+    flat = _flat(x)
+    return UniqueCountsResult(Tensor(flat._t.unique(False, False)), Tensor(flat._t.unique(True, False)))
+
+
+def unique_inverse(x: Any, /) -> UniqueInverseResult:
+    """The Array API's distinct values and, for each element of ``x`` (its shape), the
+    position of its value among them."""
+    t = _to_tensor(x)
+    values = Tensor(_flat(t)._t.unique(False, False))
+    return UniqueInverseResult(values, Tensor(values._t.searchsorted(t._t, False)))
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
+    """numpy's ``searchsorted``: where each element of ``v`` would go in the sorted 1-d
+    ``a`` (before equal elements; after them with ``side='right'``), as int64 of ``v``'s
+    shape. ``a`` must be sorted (NaN last); it is not checked."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    if sorter is not None:
+        raise NotImplementedError("searchsorted with sorter=; sort a first (at.sort)")
+    at = _to_tensor(a)
+    if at.ndim != 1:
+        raise ValueError("object too deep for desired array: searchsorted takes a 1-d a")
+    vt = _to_tensor(v, like=at) if not isinstance(v, Tensor) else v
+    return Tensor(at._t.searchsorted(vt._t, side == "right"))
+
+
+def isin(element: Any, test_elements: Any, assume_unique: builtins.bool = False, invert: builtins.bool = False, *, kind: Any = None) -> Tensor:
+    """Whether each element of ``element`` is among ``test_elements`` (numpy's ``isin``;
+    NaN is never found), lazily: two binary searches in the sorted distinct test
+    elements."""
+    e = _to_tensor(element)
+    u = Tensor(_flat(test_elements)._t.unique(False, True))
+    found = (searchsorted(u, e, "right") - searchsorted(u, e, "left")) > 0
+    if e.dtype.kind == "f":
+        found = found & ~isnan(e)
+    return ~found if invert else found
+
+
+# ---------------------------------------------------------------- order statistics
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def quantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: builtins.bool = False,
+    method: str = "linear",
+    keepdims: builtins.bool = False,
+    *,
+    weights: Any = None,
+) -> Tensor:
+    """numpy's ``quantile``, exact: ``a`` sorted along ``axis`` (all of it when None),
+    the two neighbouring order statistics of each ``q`` picked and interpolated as
+    numpy does (``method`` linear, lower, higher, nearest or midpoint). A NaN along the
+    axis makes the result NaN, as numpy's."""
+    if out is not None:
+        raise NotImplementedError("quantile with out=: tensors are immutable")
+    if weights is not None:
+        raise NotImplementedError("quantile with weights=")
+    if method not in _METHODS:
+        raise NotImplementedError(f"quantile with method={method!r} (supported: {', '.join(_METHODS)})")
+    qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q)
+    qs = qs.astype(np.float64) if qs.dtype.kind != "f" else qs
+    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    t = _to_tensor(a)
+    if t.dtype.kind == "b":
+        raise TypeError("quantile of booleans is not supported (numpy refuses the subtraction too)")
+    ndim = t.ndim
+    shape0 = t.shape
+    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
+    if len(axes) > 1 or axis is None:
+        # Several axes: moved to the end and flattened together.
+        keep = [d for d in range(ndim) if d not in axes]
+        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
+        ax = t.ndim - 1
+    else:
+        ax = axes[0]
+    n = t.shape[ax]
+    if isinstance(n, float):
+        raise ValueError("quantile of a tensor of unknown length; execute it first")
+    if n == 0:
+        raise IndexError("quantile of an empty tensor")
+    s = sort(t, axis=ax)
+    # numpy: lower/higher/nearest pick an element (the input's dtype); linear and
+    # midpoint compute integers in float64, floats in their dtype, and an array of q
+    # brings its float64 gammas into the arithmetic.
+    picks = method in ("lower", "higher", "nearest")
+    if picks:
+        ft = t.dtype
+    elif t.dtype.kind in "iu":
+        ft = np.dtype(np.float64)
+    else:
+        # A Python float q is weak (NEP 50); a numpy q or an array takes part with its dtype.
+        ft = t.dtype if _is_python_scalar(q) else np.result_type(t.dtype, qs.dtype)
+    last = _take(s, ax, n - 1).astype(ft)
+    results = []
+    for qv in qs.reshape(-1):
+        pos = float(qv) * (n - 1)
+        lo = math.floor(pos)
+        g = pos - lo
+        hi = builtins.min(lo + 1, n - 1)
+        if method == "lower":
+            r = _take(s, ax, lo).astype(ft)
+        elif method == "higher":
+            r = _take(s, ax, math.ceil(pos)).astype(ft)
+        elif method == "nearest":
+            r = _take(s, ax, builtins.round(pos)).astype(ft)  # half to even, as numpy's around
+        else:
+            gamma = g if method == "linear" else (0.5 if g > 0 else 0.0)
+            r = _lerp(_take(s, ax, lo), _take(s, ax, hi), gamma, ft)
+        if ft.kind == "f":
+            r = where(isnan(last), last, r)
+        results.append(r)
+    res = results[0] if qs.ndim == 0 else stack(results, axis=0).reshape(qs.shape + results[0].shape)
+    if keepdims:
+        res = res.reshape(list(qs.shape) + [1 if d in axes else shape0[d] for d in range(ndim)])
+    return res
+
+
+def _lerp(a: Tensor, b: Tensor, t: float, ft: Any) -> Tensor:
+    """numpy's ``_lerp`` in ``ft``: from the nearer end, so a result stays within
+    ``[a, b]``. The difference is taken in the elements' own dtype first, as numpy takes
+    it (integers wrap there)."""
+    d = (b - a).astype(ft)
+    a, b = a.astype(ft), b.astype(ft)
+    return a + d * t if t < 0.5 else b - d * (1 - t)
+
+
+def _is_python_scalar(q: Any) -> builtins.bool:
+    return isinstance(q, (int, float)) and not isinstance(q, np.generic)
+
+
+def _take(s: Tensor, axis: int, i: int) -> Tensor:
+    """Element ``i`` along ``axis`` (that axis dropped)."""
+    index = [slice(None)] * s.ndim
+    index[axis] = i
+    return s[tuple(index)]
+
+
+def percentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: builtins.bool = False,
+    method: str = "linear",
+    keepdims: builtins.bool = False,
+    *,
+    weights: Any = None,
+) -> Tensor:
+    """numpy's ``percentile`` (``q`` in [0, 100]), exact: see :func:`quantile`."""
+    qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q, dtype=np.float64)
+    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 100):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    # A Python number stays one (weak in promotion), as numpy keeps it.
+    fraction = q / 100 if _is_python_scalar(q) else qs / 100
+    return quantile(a, fraction, axis=axis, out=out, method=method, keepdims=keepdims, weights=weights)
+
+
+def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: builtins.bool = False, keepdims: builtins.bool = False) -> Tensor:
+    """numpy's ``median``, exact: the middle element, or the mean of the two middle ones
+    for an even count (integers in float64); NaN if there is a NaN."""
+    if out is not None:
+        raise NotImplementedError("median with out=: tensors are immutable")
+    t = _to_tensor(a)
+    ndim = t.ndim
+    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
+    if len(axes) > 1 or axis is None:
+        keep = [d for d in range(ndim) if d not in axes]
+        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
+        ax = t.ndim - 1
+    else:
+        ax = axes[0]
+    n = t.shape[ax]
+    if isinstance(n, float):
+        raise ValueError("median of a tensor of unknown length; execute it first")
+    if n == 0:
+        raise IndexError("median of an empty tensor")
+    s = sort(t, axis=ax)
+    ft = np.dtype(np.float64) if t.dtype.kind in "biu" else t.dtype
+    mid = _take(s, ax, n // 2).astype(ft)
+    r = mid if n % 2 else (_take(s, ax, n // 2 - 1).astype(ft) + mid) / 2
+    if ft.kind == "f":
+        last = _take(s, ax, n - 1).astype(ft)
+        r = where(isnan(last), last, r)
+    if keepdims:
+        r = r.reshape([1 if d in axes else t_d for d, t_d in enumerate(_to_tensor(a).shape)])
+    return r
