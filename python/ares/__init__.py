@@ -288,12 +288,15 @@ class Session:
 
 
 def _numeric_failure(e: AresError) -> Exception:
-    """A chunk kernel's numeric failure as numpy reports it: a singular or not positive
-    definite matrix as ``numpy.linalg.LinAlgError``, an integer to a negative integer
-    power as ``ValueError``; anything else unchanged."""
+    """A chunk kernel's failure as numpy reports it: a singular or not positive definite
+    matrix as ``numpy.linalg.LinAlgError``, an integer to a negative integer power as
+    ``ValueError``, a position out of bounds as ``IndexError``; anything else
+    unchanged."""
     msg = str(e)
     if "Integers to negative integer powers are not allowed" in msg:
         return ValueError(msg)
+    if "is out of bounds for axis" in msg:
+        return IndexError(msg)
     if "the matrix is singular" in msg or "not positive definite" in msg:
         import numpy as np
 

@@ -323,6 +323,16 @@ impl PyTensor {
         self.t.unique(counts, equal_nan).or_raise(py).map(wrap)
     }
 
+    /// The elements at the integer positions `idx` along `axis` (numpy's `take`).
+    fn take(&self, py: Python<'_>, idx: &PyTensor, axis: usize) -> PyResult<PyTensor> {
+        self.t.take(&idx.t, axis).or_raise(py).map(wrap)
+    }
+
+    /// numpy's `take_along_axis`.
+    fn take_along(&self, py: Python<'_>, idx: &PyTensor, axis: usize) -> PyResult<PyTensor> {
+        self.t.take_along(&idx.t, axis).or_raise(py).map(wrap)
+    }
+
     /// Insertion points of `v` in this sorted 1-d tensor.
     fn searchsorted(&self, py: Python<'_>, v: &PyTensor, right: bool) -> PyResult<PyTensor> {
         self.t.searchsorted(&v.t, right).or_raise(py).map(wrap)

@@ -164,6 +164,17 @@ impl Dense {
         Dense { rows, cols, v }
     }
 
+    /// A copy scaled by a power of two to a largest entry in [1, 2) (exact, as LAPACK
+    /// scales before factoring), and the map back: faer's QR and SVD lose tiny and
+    /// subnormal matrices to underflow. Two factors, as one overflows for subnormals.
+    fn scaled(&self) -> (Dense, impl Fn(f64) -> f64) {
+        let amax = self.v.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let e = if amax.is_finite() && amax > 0.0 { -(amax.log2().floor() as i32) } else { 0 };
+        let (s1, s2) = (2f64.powi(e / 2), 2f64.powi(e - e / 2));
+        let v = self.v.iter().map(|v| v * s1 * s2).collect();
+        (Dense::new(self.rows, self.cols, v), move |v: f64| v / s1 / s2)
+    }
+
     fn owned(&self) -> faer::Mat<f64> {
         self.mat().to_owned()
     }
@@ -401,16 +412,19 @@ impl LinOp {
                 Dense::from_mat(rhs.as_ref())
             }
             LinOp::QrStack => {
-                let qr = args[0].mat().qr();
+                let (scaled, unscale) = args[0].scaled();
+                let qr = scaled.mat().qr();
                 let q = Dense::from_mat(qr.compute_thin_Q().as_ref());
-                let r = Dense::from_mat(qr.thin_R());
+                let mut r = Dense::from_mat(qr.thin_R());
+                r.v.iter_mut().for_each(|v| *v = unscale(*v));
                 Dense::stack(&[q, r])
             }
             LinOp::SvdPack => {
-                let svd = args[0].mat().thin_svd().map_err(|e| format!("svd did not converge: {e:?}"))?;
+                let (scaled, unscale) = args[0].scaled();
+                let svd = scaled.mat().thin_svd().map_err(|e| format!("svd did not converge: {e:?}"))?;
                 let u = Dense::from_mat(svd.U());
                 let n = u.cols;
-                let s = Dense::new(1, n, (0..n).map(|i| svd.S().column_vector()[i]).collect());
+                let s = Dense::new(1, n, (0..n).map(|i| unscale(svd.S().column_vector()[i])).collect());
                 let vt = Dense::from_mat(svd.V().transpose());
                 Dense::stack(&[u, s, vt])
             }
@@ -501,5 +515,21 @@ mod tests {
         assert!(LinOp::Cholesky.run(&[not_pd]).unwrap_err().contains("not positive definite"));
         let singular = m(3, 1, |_, _| 0.0);
         assert!(LinOp::LuPanel { row0: 0 }.run(&[singular]).unwrap_err().contains("singular"));
+    }
+
+    #[test]
+    fn svd_of_tiny_and_huge_matrices_keeps_every_singular_value() {
+        // [[1, 2], [3, 1]]: singular values (5 ± √5)/2 · … computed at every scale.
+        let want = [(15f64 + 125f64.sqrt()) / 2.0, (15f64 - 125f64.sqrt()) / 2.0].map(f64::sqrt);
+        for scale in [1e-310, 1e-200, 1e-100, 1.0, 1e100, 1e200] {
+            let a = m(2, 2, |i, j| [[1.0, 2.0], [3.0, 1.0]][i][j] * scale);
+            let qr = LinOp::QrStack.run(std::slice::from_ref(&a)).unwrap();
+            let unscaled = |d: &Dense| Dense::new(d.rows, d.cols, d.v.iter().map(|v| v / scale).collect());
+            near(&unscaled(&mul(&qr.rows_of(0, 2), &qr.rows_of(2, 4))), &unscaled(&a));
+            let s = LinOp::SvdPack.run(std::slice::from_ref(&a)).unwrap().rows_of(2, 3);
+            for (got, want) in s.v.iter().zip(want) {
+                assert!((got / scale - want).abs() < 1e-12, "scale {scale}: {:?}", s.v);
+            }
+        }
     }
 }

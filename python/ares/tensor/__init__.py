@@ -941,19 +941,21 @@ class Tensor:
         # A 0-d integer tensor or array (a[a.argmax()]) is an integer index, as in numpy.
         if isinstance(index, (Tensor, np.ndarray)) and index.ndim == 0 and index.dtype.kind in "iu":
             index = int(index)
-        if isinstance(index, Tensor) or (isinstance(index, np.ndarray) and index.dtype == np.bool_):
+        if _is_bool_array(index):
             mask = _to_tensor(index, like=self)
-            if mask.dtype != np.bool_:
-                raise NotImplementedError("indexing with an integer tensor (fancy indexing) is not supported")
-            if mask.shape != self.shape:
-                if mask.ndim == 1 and self.ndim >= 1 and mask.shape[0] == self.shape[0]:
-                    raise NotImplementedError("a boolean mask over the first axis only; give a mask of the full shape")
-                raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
-            return Tensor(self._t.mask(mask._t))
+            if mask.shape == self.shape:
+                return Tensor(self._t.mask(mask._t))
+            if mask.ndim == 1 and self.ndim >= 1 and mask.shape[0] == self.shape[0]:
+                # Rows where a mask over the first axis holds (numpy's `a[mask]`); a
+                # mask in hand gives its positions, and so the result's length, now.
+                if not isinstance(index, Tensor):
+                    return self.take(np.flatnonzero(np.asarray(index)), axis=0)
+                return self.take(nonzero(mask)[0], axis=0)
+            raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
         if not isinstance(index, tuple):
             index = (index,)
-        if builtins.any(isinstance(i, (list, np.ndarray, Tensor)) for i in index):
-            raise NotImplementedError("indexing with integer arrays (fancy indexing) is not supported")
+        if builtins.any(_is_int_array(i) or _is_bool_array(i) for i in index):
+            return self._advanced(index)
         n_ell = builtins.sum(1 for i in index if i is Ellipsis)
         if n_ell > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
@@ -1001,8 +1003,74 @@ class Tensor:
             t = t.reshape([-1 if isinstance(d, float) else d for d in out_shape])
         return t
 
+    def _advanced(self, index: tuple) -> "Tensor":
+        """numpy's indexing with integer arrays: one array (with basic indices around it)
+        is a gather along its axis; several arrays index the leading axes together
+        (their positions broadcast, then raveled into one gather)."""
+        if builtins.any(_is_bool_array(i) for i in index):
+            raise NotImplementedError("a boolean array among other indices (give one mask of the full shape)")
+        n_ell = builtins.sum(1 for i in index if i is Ellipsis)
+        if n_ell > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if n_ell:
+            at = index.index(Ellipsis)
+            real = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+            index = index[:at] + (slice(None),) * builtins.max(self.ndim - real, 0) + index[at + 1 :]
+        arrays = [k for k, i in enumerate(index) if _is_int_array(i)]
+        if len(arrays) == 1:
+            k = arrays[0]
+            idx = _index_tensor(index[k])
+            basic = index[:k] + (slice(None),) + index[k + 1 :]
+            # The gathered axis: the dimensions the basic index keeps before it.
+            axis = builtins.sum(1 for i in basic[:k] if i is None or isinstance(i, slice))
+            sliced = self[basic]
+            out = sliced.take(idx, axis=axis)
+            # numpy counts integers as advanced indices too: when they and the array are
+            # not side by side (a slice or newaxis between), the array's dimensions go first.
+            adv = [j for j, i in enumerate(index) if j == k or isinstance(i, (numbers.Integral, np.integer))]
+            apart = builtins.any(not (j in adv) for j in range(adv[0], adv[-1] + 1))
+            if apart and axis != 0:
+                order = list(range(axis, axis + idx.ndim)) + [d for d in range(out.ndim) if not axis <= d < axis + idx.ndim]
+                out = out.transpose(order)
+            return out
+        if arrays != list(range(len(arrays))) or builtins.any(not isinstance(i, slice) or i != slice(None) for i in index[len(arrays) :]):
+            raise NotImplementedError("several integer arrays other than on the leading axes (followed by ':')")
+        k = len(arrays)
+        if k > self.ndim:
+            raise IndexError(f"too many indices for tensor: tensor is {self.ndim}-dimensional, but {k} were indexed")
+        lead = self._known_shape("indexing")[:k]
+        idx = [_index_tensor(index[j]) for j in arrays]
+        shape = np.broadcast_shapes(*(i.shape for i in idx))
+        total = math.prod(lead)
+        flat = None
+        bad = None
+        for j, i in enumerate(idx):
+            n = lead[j]
+            i = i.astype(np.int64)
+            out_of = (i < -n) | (i >= n)
+            bad = out_of if bad is None else bad | out_of
+            i = where(i < 0, i + n, i)
+            flat = i if flat is None else flat * n + i
+        # A position out of its axis must fail, not land elsewhere in the raveled one.
+        flat = where(bad, total, flat)
+        flat = broadcast_to(flat, shape)
+        rest = list(self.shape[k:])
+        merged = self.rechunk([c[0] if c else 1 for c in self.chunks[:1]] + [-1] * (self.ndim - 1)).reshape([-1] + rest)
+        return merged.take(flat, axis=0)
+
+    def take(self, indices: Any, axis: Optional[int] = None) -> "Tensor":
+        """See :func:`take`."""
+        return take(self, indices, axis=axis)
+
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise NotImplementedError("item assignment (tensors are immutable expressions; use at.where)")
+        """numpy's item assignment, by rebinding the tensor to a new expression (tensors
+        computed from it before keep the old values): a boolean mask, basic indices
+        (integers, slices, ``...``) or an integer array along the first axis, with a value
+        cast to the tensor's dtype as numpy casts it. An array value fills a box of basic
+        indices with unit steps."""
+        new = _assigned(self, index, value)
+        self._t = new._t
+        self._session = None
 
     def __getattr__(self, name: str) -> Any:
         # An ndarray attribute not built here is named as unsupported, not missing; the
@@ -1013,6 +1081,34 @@ class Tensor:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_bool_array(i: Any) -> builtins.bool:
+    """A boolean mask index: a boolean tensor or numpy array (not a bool scalar)."""
+    if isinstance(i, Tensor):
+        return i.dtype == np.bool_ and i.ndim > 0
+    return isinstance(i, np.ndarray) and i.dtype == np.bool_ and i.ndim > 0
+
+
+def _is_int_array(i: Any) -> builtins.bool:
+    """An integer-array index: an integer tensor or array, or a list of integers (an
+    empty list too, as numpy reads it)."""
+    if isinstance(i, Tensor):
+        return i.dtype.kind in "iu" and i.ndim > 0
+    if isinstance(i, np.ndarray):
+        return i.dtype.kind in "iu" and i.ndim > 0
+    if isinstance(i, list):
+        a = np.asarray(i)
+        return a.dtype.kind in "iu" or a.size == 0
+    return False
+
+
+def _index_tensor(i: Any) -> Tensor:
+    """An integer-array index as an int64 (or unsigned) tensor."""
+    if isinstance(i, Tensor):
+        return i
+    a = np.asarray(i)
+    return tensor(a.astype(np.int64) if a.size == 0 else a)
 
 
 def _to_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
@@ -1586,7 +1682,7 @@ def matmul(a: Any, b: Any) -> Tensor:
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions")
     if x.ndim > 2 or y.ndim > 2:
-        raise NotImplementedError("matmul of stacks of matrices (more than 2 dimensions)")
+        return _stacked_matmul(x, y)
     # Integers wrap around in the result's width and booleans give "some a[i,k] and
     # b[k,j]", as numpy computes them.
     dt = np.result_type(x.dtype, y.dtype)
@@ -1608,6 +1704,40 @@ def matmul(a: Any, b: Any) -> Tensor:
         return out.reshape(-1)
     if vy:
         return out.reshape(-1)
+    return out
+
+
+# Past this many matrices a stack's product is refused: each is tiled on its own.
+_MAX_STACK = 4096
+
+
+def _stacked_matmul(x: Tensor, y: Tensor) -> Tensor:
+    """numpy's matmul of stacks: the leading (stack) dimensions broadcast, each pair of
+    matrices multiplied as its own tiled product, the results stacked."""
+    vx, vy = x.ndim == 1, y.ndim == 1
+    if vx:
+        x = x.reshape(1, -1)
+    if vy:
+        y = y.reshape(-1, 1)
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, (size {y.shape[-2]} is different from {x.shape[-1]})"
+        )
+    stack_shape = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    count = math.prod(stack_shape)
+    if count > _MAX_STACK:
+        raise NotImplementedError(f"matmul of a stack of {count} matrices (at most {_MAX_STACK}: each is tiled on its own)")
+    xb = broadcast_to(x, stack_shape + x.shape[-2:])
+    yb = broadcast_to(y, stack_shape + y.shape[-2:])
+    products = []
+    for pos in np.ndindex(*stack_shape):
+        products.append(matmul(xb[pos], yb[pos]))
+    m, n = x.shape[-2], y.shape[-1]
+    out = stack(products, axis=0).reshape(stack_shape + (m, n)) if products else zeros(stack_shape + (m, n), dtype=np.result_type(x.dtype, y.dtype))
+    if vx:
+        out = out.reshape(stack_shape + (n,))
+    if vy:
+        out = out.reshape(out.shape[:-1]) if not vx else out
     return out
 
 
@@ -1940,7 +2070,8 @@ def _array_function(func: Any) -> Any:
 
 from ._array_api import *  # noqa: E402,F401,F403 - the compositions, re-exported
 from ._array_api import __all__ as _composed
-from ._array_api import _check_device, matrix_transpose  # noqa: E402
+from ._array_api import _check_device, broadcast_to, matrix_transpose  # noqa: E402
+from ._array_api import _assigned  # noqa: E402
 from ._array_api import round as _round  # noqa: E402
 from ._sorting import *  # noqa: E402,F401,F403 - sorting and order statistics, re-exported
 from ._sorting import __all__ as _sorting_names  # noqa: E402
@@ -1948,6 +2079,15 @@ from ._sorting import argsort as _argsort  # noqa: E402
 from ._sorting import sort as _sort  # noqa: E402
 
 __all__ += _sorting_names
+
+from ._statistics import *  # noqa: E402,F401,F403 - NaN-ignoring reductions and statistics
+from ._statistics import __all__ as _statistics_names  # noqa: E402
+
+__all__ += _statistics_names
+
+from ._contract import einsum  # noqa: E402,F401
+
+__all__ += ["einsum"]
 
 __all__ += _composed
 __array_api_version__ = "2023.12"

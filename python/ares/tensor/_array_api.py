@@ -66,6 +66,9 @@ __all__ = [
     "cumprod",
     "cumulative_sum",
     "cumulative_prod",
+    "take",
+    "take_along_axis",
+    "pad",
 ]
 
 _DEVICE = "cpu"
@@ -563,3 +566,197 @@ def _cumulative(x: Any, name: str, identity: int, axis: Any, dtype: Any, include
     shape = list(r._known_shape(name))
     shape[a] = 1
     return concatenate([full(shape, identity, dtype=r.dtype), r], axis=a)
+
+
+# ---------------------------------------------------------------- gathers and assignment
+
+
+def take(x: Any, indices: Any, /, *, axis: Optional[int] = None, out: Any = None, mode: str = "raise") -> Tensor:
+    """The elements at integer positions ``indices`` along ``axis`` (of the flattened
+    tensor when None): numpy's ``take``, lazily. A position out of bounds fails the
+    computation with numpy's ``IndexError``; ``mode`` other than ``'raise'`` is not
+    supported."""
+    if out is not None:
+        raise NotImplementedError("take with out=: tensors are immutable")
+    if mode != "raise":
+        raise NotImplementedError(f"take with mode={mode!r}")
+    t = _to_tensor(x)
+    if axis is None:
+        t, axis = t.reshape(-1), 0
+    a = _axis_of(axis, t.ndim)[0]
+    idx = indices if isinstance(indices, Tensor) else _to_tensor(np.asarray(indices))
+    if idx.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer type")
+    return Tensor(t._t.take(idx._t, a))
+
+
+def take_along_axis(arr: Any, indices: Any, axis: Optional[int] = -1) -> Tensor:
+    """numpy's ``take_along_axis``: each lane along ``axis`` reordered by ``indices``
+    (as :func:`argsort` gives), lazily."""
+    t = _to_tensor(arr)
+    idx = indices if isinstance(indices, Tensor) else _to_tensor(np.asarray(indices))
+    if axis is None:
+        t, idx, axis = t.reshape(-1), idx.reshape(-1), 0
+    if idx.ndim != t.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    a = _axis_of(axis, t.ndim)[0]
+    return Tensor(t._t.take_along(idx._t, a))
+
+
+def _axis_mask(n: int, i: Any) -> Tensor:
+    """Which of ``n`` positions an integer or a slice selects, as a lazy boolean vector."""
+    r = arange(n)
+    if isinstance(i, slice):
+        start, stop, step = i.indices(n)
+        if step > 0:
+            return (r >= start) & (r < stop) & ((r - start) % step == 0)
+        return (r <= start) & (r > stop) & ((start - r) % (-step) == 0)
+    k = int(i)
+    if not -n <= k < n:
+        raise IndexError(f"index {k} is out of bounds for axis with size {n}")
+    return r == k % n
+
+
+def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
+    """``x`` with ``x[index] = value`` applied (see ``Tensor.__setitem__``)."""
+    from . import _is_bool_array, _is_int_array, _index_tensor, isin, nonzero  # noqa: F401
+
+    def cast(v: Any) -> Tensor:
+        # numpy casts the value to the array's dtype (a Python int it cannot hold raises).
+        if isinstance(v, Tensor):
+            return v.astype(x.dtype)
+        return _to_tensor(np.asarray(v, dtype=x.dtype) if not isinstance(v, np.ndarray) else v.astype(x.dtype))
+
+    v = cast(value)
+    shape = x._known_shape("item assignment")
+    if _is_bool_array(index):
+        mask = _to_tensor(index)
+        if mask.shape != shape:
+            if mask.ndim == 1 and len(shape) >= 1 and mask.shape[0] == shape[0]:
+                mask = broadcast_to(mask.reshape((shape[0],) + (1,) * (len(shape) - 1)), shape)
+            else:
+                raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {shape}")
+        if v.ndim != 0:
+            raise NotImplementedError("assigning an array through a boolean mask (give a scalar)")
+        return where(mask, v, x)
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) == 1 and _is_int_array(index[0]):
+        if v.ndim != 0:
+            raise NotImplementedError("assigning an array at integer positions (give a scalar)")
+        pos = _index_tensor(index[0]).astype(np.int64)
+        n = shape[0] if shape else 0
+        rows = isin(arange(n), where(pos < 0, pos + n, pos))
+        return where(broadcast_to(rows.reshape((n,) + (1,) * (len(shape) - 1)), shape), v, x)
+    if any(_is_int_array(i) or _is_bool_array(i) or isinstance(i, Tensor) for i in index):
+        raise NotImplementedError("item assignment with integer arrays other than one on the first axis")
+    # Basic indices: expand the ellipsis, drop newaxis, fill the rest with ':'.
+    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    index = tuple(i for i in index if i is not None)
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1 :]
+    if len(index) > len(shape):
+        raise IndexError(f"too many indices for tensor: tensor is {len(shape)}-dimensional, but {len(index)} were indexed")
+    index = index + (slice(None),) * (len(shape) - len(index))
+    region = tuple(len(range(*i.indices(n))) if isinstance(i, slice) else None for i, n in zip(index, shape))
+    if v.ndim == 0:
+        mask = None
+        for d, (i, n) in enumerate(zip(index, shape)):
+            if isinstance(i, slice) and i == slice(None):
+                continue
+            m = _axis_mask(n, i).reshape(tuple(n if e == d else 1 for e in range(len(shape))))
+            mask = m if mask is None else mask & m
+        if mask is None:
+            return broadcast_to(v, shape)
+        return where(broadcast_to(mask, shape), v, x)
+    # An array value: its box (unit steps) spliced in along each axis in turn.
+    box = tuple(r if r is not None else 1 for r in region)
+    if any(isinstance(i, slice) and i.indices(n)[2] != 1 for i, n in zip(index, shape)):
+        raise NotImplementedError("assigning an array through a slice with a step (give a scalar)")
+    kept = tuple(r for r in region if r is not None)
+    v = broadcast_to(v, kept).reshape(box)
+    return _splice(x, v, [(i.indices(n)[0] if isinstance(i, slice) else int(i) % n) for i, n in zip(index, shape)], 0)
+
+
+def _splice(x: Tensor, v: Tensor, starts: List[int], d: int) -> Tensor:
+    """``x`` with the box ``v`` at ``starts``, joined along axes ``d`` and on."""
+    if d == x.ndim:
+        return v
+    n, w, s = x.shape[d], v.shape[d], starts[d]
+    lo = [slice(None)] * x.ndim
+    mid = [slice(None)] * x.ndim
+    hi = [slice(None)] * x.ndim
+    lo[d], mid[d], hi[d] = slice(0, s), slice(s, s + w), slice(s + w, n)
+    inner = _splice(x[tuple(mid)], v, starts, d + 1)
+    parts = [p for p in (x[tuple(lo)], inner, x[tuple(hi)]) if p.shape[d] > 0]
+    return parts[0] if len(parts) == 1 else concatenate(parts, axis=d)
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Tensor:
+    """numpy's ``pad`` with ``mode`` constant (``constant_values``), edge, reflect,
+    symmetric or wrap: each axis in turn joined with slices of itself (or constants)."""
+    t = _to_tensor(array)
+    if mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        raise NotImplementedError(f"pad with mode={mode!r} (supported: constant, edge, reflect, symmetric, wrap)")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (t.ndim, 2)) if t.ndim else np.zeros((0, 2), np.int64)
+    if (widths < 0).any():
+        raise ValueError("index can't contain negative values")
+    consts = np.broadcast_to(np.asarray(kwargs.pop("constant_values", 0)), (t.ndim, 2)) if t.ndim else None
+    if kwargs:
+        raise NotImplementedError(f"pad with {', '.join(kwargs)}")
+    for d in range(t.ndim):
+        before, after = int(widths[d][0]), int(widths[d][1])
+        if before == 0 and after == 0:
+            continue
+        n = t.shape[d]
+        if mode != "constant" and n == 0:
+            raise ValueError("can't extend empty axis using modes other than 'constant'")
+
+        def part(start: int, stop: int, step: int = 1) -> Tensor:
+            idx = [slice(None)] * t.ndim
+            idx[d] = slice(start, stop, step)
+            return t[tuple(idx)]
+
+        def side(width: int, lead: bool) -> List[Tensor]:
+            if width == 0:
+                return []
+            if mode == "constant":
+                shape = list(t.shape)
+                shape[d] = width
+                value = np.asarray(consts[d][0 if lead else 1]).astype(t.dtype)
+                return [full(shape, value.item(), dtype=t.dtype)]
+            if mode == "edge":
+                return [broadcast_to(part(0, 1) if lead else part(n - 1, n), tuple(width if e == d else s for e, s in enumerate(t.shape)))]
+            # Reflections and wraps repeat as needed for widths beyond the axis.
+            pieces: List[Tensor] = []
+            left = width
+            while left > 0:
+                if mode == "wrap":
+                    k = min(left, n)
+                    pieces.append(part(n - k, n) if lead else part(0, k))
+                else:
+                    span = n - 1 if mode == "reflect" else n
+                    if span == 0:
+                        k = left
+                        pieces.append(broadcast_to(part(0, 1), tuple(k if e == d else s for e, s in enumerate(t.shape))))
+                        left = 0
+                        continue
+                    k = min(left, span)
+                    off = 1 if mode == "reflect" else 0
+                    if lead:
+                        pieces.append(part(off + k - 1, off - 1 if off >= 1 else None, -1))
+                    else:
+                        stop = n - 1 - off - k
+                        pieces.append(part(n - 1 - off, stop if stop >= 0 else None, -1))
+                left -= k
+            if lead:
+                pieces = pieces[::-1]
+            return pieces
+
+        if mode in ("reflect", "symmetric") and (before > n - (mode == "reflect") or after > n - (mode == "reflect")):
+            raise NotImplementedError(f"pad with mode={mode!r} wider than the axis")
+        parts = side(before, True) + [t] + side(after, False)
+        t = concatenate(parts, axis=d)
+    return t

@@ -13,7 +13,22 @@ import numpy as np
 from .. import _native
 from . import Tensor, _chunks_of, _shape_of
 
-__all__ = ["seed", "rand", "randn", "random", "random_sample", "uniform", "normal", "standard_normal", "randint"]
+__all__ = [
+    "seed",
+    "rand",
+    "randn",
+    "random",
+    "random_sample",
+    "uniform",
+    "normal",
+    "standard_normal",
+    "randint",
+    "exponential",
+    "standard_exponential",
+    "permutation",
+    "shuffle",
+    "choice",
+]
 
 _rng = np.random.default_rng()
 
@@ -86,6 +101,108 @@ def randint(low: int, high: Optional[int] = None, size: Any = None, dtype: Any =
     t = _make("randint", size, chunk_size, seed, float(low), float(high))
     name = np.dtype(dtype).name
     return t if name == "int64" else t.astype(dtype)
+
+
+def exponential(scale: float = 1.0, size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
+    """Exponential floats of mean ``scale`` (by inverting the distribution of uniform
+    floats, so the same seed gives the same values whatever the chunking)."""
+    if scale < 0:
+        raise ValueError("scale < 0")
+    u = uniform(0.0, 1.0, size=size, chunk_size=chunk_size, seed=seed)
+    return _neg_log1p(u) * float(scale)
+
+
+def _neg_log1p(u: Tensor) -> Tensor:
+    from . import log1p
+
+    return -log1p(-u)
+
+
+def standard_exponential(size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
+    """Exponential floats of mean 1."""
+    return exponential(1.0, size=size, chunk_size=chunk_size, seed=seed)
+
+
+def permutation(x: Any, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
+    """A random permutation of ``range(x)`` (an int), or of a tensor's first axis: the
+    stable argsort of uniform floats, so it is one permutation whatever the chunking
+    and the same for a seed."""
+    from . import _to_tensor, argsort
+
+    if isinstance(x, numbers.Integral):
+        n = int(x)
+        if n < 0:
+            raise ValueError("negative dimensions are not allowed")
+        return argsort(uniform(0.0, 1.0, size=n, chunk_size=chunk_size, seed=seed))
+    t = _to_tensor(x)
+    if t.ndim == 0:
+        raise IndexError("x must be an integer or at least 1-dimensional")
+    n = t._known_shape("permutation")[0]
+    chunk = chunk_size if chunk_size is not None else (t.chunks[0][0] if t.chunks[0] else 1)
+    return t.take(permutation(n, chunk_size=chunk, seed=seed), axis=0)
+
+
+def shuffle(x: Tensor, seed: Optional[int] = None) -> None:
+    """Shuffles a tensor's first axis in place (it is rebound to the shuffled expression,
+    as ``Tensor.sort`` does)."""
+    from . import Tensor as _Tensor
+
+    if not isinstance(x, _Tensor):
+        raise TypeError("shuffle takes an ares tensor (it is shuffled in place)")
+    shuffled = permutation(x, seed=seed)
+    x._t = shuffled._t
+    x._session = None
+
+
+def choice(
+    a: Any,
+    size: Any = None,
+    replace: bool = True,
+    p: Any = None,
+    chunk_size: Any = None,
+    seed: Optional[int] = None,
+) -> Tensor:
+    """Random elements of ``a`` (a 1-d tensor or array, or ``range(a)`` for an int):
+    uniform with replacement; weighted by ``p`` (the cumulative weights searched for
+    uniform floats); without replacement the first of a random permutation."""
+    from . import _to_tensor, cumsum, searchsorted
+    from . import arange as _arange
+
+    if isinstance(a, numbers.Integral):
+        if a <= 0:
+            raise ValueError("a must be a positive integer unless no samples are taken")
+        pool = None
+        n = int(a)
+    else:
+        pool = _to_tensor(a)
+        if pool.ndim != 1:
+            raise ValueError("a must be 1-dimensional")
+        n = pool._known_shape("choice")[0]
+        if n == 0:
+            raise ValueError("a cannot be empty unless no samples are taken")
+    shape = _size(size)
+    count = int(np.prod(shape)) if shape else 1
+    if not replace:
+        if count > n:
+            raise ValueError("Cannot take a larger sample than population when replace=False")
+        if p is not None:
+            raise NotImplementedError("choice with replace=False and p=")
+        idx = permutation(n, seed=seed)[:count].reshape(shape)
+    elif p is not None:
+        w = np.asarray(p.fetch() if isinstance(p, Tensor) else p, dtype=np.float64)
+        if w.ndim != 1 or w.shape[0] != n:
+            raise ValueError("a and p must have same size")
+        if (w < 0).any() or not np.isclose(w.sum(), 1.0):
+            raise ValueError("probabilities are not non-negative" if (w < 0).any() else "probabilities do not sum to 1")
+        edges = cumsum(_to_tensor(w))
+        u = uniform(0.0, float(w.sum()), size=shape, chunk_size=chunk_size, seed=seed)
+        idx = searchsorted(edges, u, side="right")
+        idx = idx.clip(0, n - 1)
+    else:
+        idx = randint(0, n, size=shape, chunk_size=chunk_size, seed=seed)
+    if pool is None:
+        return idx if shape else idx.reshape(())
+    return pool.take(idx.reshape(-1) if shape else idx.reshape(1), axis=0).reshape(shape)
 
 
 def __getattr__(name: str) -> Any:

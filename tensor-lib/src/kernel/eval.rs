@@ -33,8 +33,8 @@ impl<'a> Eval<'a> {
                 Node::Linalg { args, .. } => args,
                 Node::Compress { x, m } => &[*x, *m],
                 Node::Sort { x, .. } | Node::Unique { x, .. } => std::slice::from_ref(x),
-                Node::Search { a, v, .. } => {
-                    for &o in a.iter().chain(std::iter::once(v)) {
+                Node::Search { a: many, v: one, .. } | Node::Take { parts: many, idx: one, .. } => {
+                    for &o in many.iter().chain(std::iter::once(one)) {
                         if let Some(u) = uses.get_mut(o as usize) {
                             *u += 1;
                         }
@@ -399,6 +399,13 @@ impl<'a> Eval<'a> {
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
             }
+            Node::Take { parts, idx, axis, along } => {
+                if self.whole[n].is_none() {
+                    let out = self.take(n, parts, *idx as usize, *axis as usize, *along, shape, dtype)?;
+                    self.whole[n] = Some(out);
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
             Node::ReduceLast { op, x } => {
                 let x = check(*x)?;
                 let len = *self.p.shapes[x].last().unwrap_or(&1) as usize;
@@ -423,6 +430,77 @@ impl Eval<'_> {
             self.whole[x] = Some(all);
         }
         Ok(self.whole[x].as_ref().expect("just set"))
+    }
+
+    /// A [`Node::Take`]: the positions are read first, and only the parts they hit are
+    /// evaluated.
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        n: usize,
+        parts: &[u32],
+        idx: usize,
+        axis: usize,
+        along: bool,
+        shape: &[u64],
+        dtype: DType,
+    ) -> Result<Buf, KernelError> {
+        let bad = |reason: String| KernelError::Malformed { node: n, reason };
+        if idx >= n || parts.is_empty() || parts.iter().any(|&p| p as usize >= n) {
+            return Err(bad("take of later nodes or of nothing".into()));
+        }
+        let first = self.p.shapes[parts[0] as usize].clone();
+        if axis >= first.len() {
+            return Err(bad(format!("take along {axis} of {first:?}")));
+        }
+        let mut lens = Vec::with_capacity(parts.len());
+        for &p in parts {
+            let sh = &self.p.shapes[p as usize];
+            if sh.len() != first.len() || sh[..axis] != first[..axis] || sh[axis + 1..] != first[axis + 1..] {
+                return Err(bad(format!("parts {first:?} and {sh:?} differ off the axis")));
+            }
+            lens.push(sh[axis]);
+        }
+        let pre = first[..axis].iter().product::<u64>() as usize;
+        let post = first[axis + 1..].iter().product::<u64>() as usize;
+        let Buf::I64(ix) = self.whole_of(idx)?.clone().cast(DType::I64) else { unreachable!("cast") };
+        let m = if along { ix.len() / (pre * post).max(1) } else { ix.len() };
+        if pre * m * post != numel(shape) || (along && ix.len() != pre * m * post) {
+            return Err(bad(format!("take of {} positions into {shape:?}", ix.len())));
+        }
+        let total: u64 = lens.iter().sum();
+        let mut starts = Vec::with_capacity(lens.len());
+        let mut acc = 0u64;
+        for &l in &lens {
+            starts.push(acc);
+            acc += l;
+        }
+        // Per part: where its picked elements go, and where they are in it.
+        let mut picks: Vec<(Vec<usize>, Vec<usize>)> = vec![(Vec::new(), Vec::new()); parts.len()];
+        for p in 0..pre {
+            for j in 0..m {
+                for q in 0..post {
+                    let dst = (p * m + j) * post + q;
+                    let raw = if along { ix[dst] } else { ix[j] };
+                    let i = if raw < 0 { raw + total as i64 } else { raw };
+                    if i < 0 || i as u64 >= total {
+                        return Err(KernelError::OutOfBounds { index: raw, axis: axis as u32, size: total });
+                    }
+                    let k = starts.partition_point(|&s| s <= i as u64) - 1;
+                    let local = (i as u64 - starts[k]) as usize;
+                    picks[k].0.push(dst);
+                    picks[k].1.push((p * lens[k] as usize + local) * post + q);
+                }
+            }
+        }
+        let mut out = Buf::filled(Scalar::Bool(false), numel(shape)).cast(dtype);
+        for (k, (dst, src)) in picks.iter().enumerate() {
+            if !dst.is_empty() {
+                let part = self.whole_of(parts[k] as usize)?.gather(src).cast(dtype);
+                out.scatter(dst, &part);
+            }
+        }
+        Ok(out)
     }
 
     fn assemble(

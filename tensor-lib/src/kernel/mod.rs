@@ -272,6 +272,20 @@ pub enum Node {
         /// numpy's `side='right'`.
         right: bool,
     },
+    /// Elements of the chunks `parts` (one tensor split along `axis`, in order) picked
+    /// along `axis` by the int64 positions `idx` (negative from the end): numpy's `take`
+    /// (the result is `pre × idx × post`), or with `along` its `take_along_axis` (`idx`
+    /// has the parts' shape but for `axis`).
+    Take {
+        /// The chunks along the axis.
+        parts: Vec<u32>,
+        /// Positions.
+        idx: u32,
+        /// The axis.
+        axis: u32,
+        /// `take_along_axis` rather than `take`.
+        along: bool,
+    },
     /// Reduction of `x` over its last axis.
     ReduceLast {
         /// Which.
@@ -308,6 +322,16 @@ pub enum KernelError {
     Numeric {
         /// What failed, and the fix.
         reason: String,
+    },
+    /// A position outside the axis it indexes (numpy's `IndexError`).
+    #[error("index {index} is out of bounds for axis {axis} with size {size}")]
+    OutOfBounds {
+        /// The position.
+        index: i64,
+        /// The axis.
+        axis: u32,
+        /// Its length.
+        size: u64,
     },
     /// A node refers to a later node or has an impossible shape.
     #[error("malformed program at node {node}: {reason}")]

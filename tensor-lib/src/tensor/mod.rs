@@ -11,6 +11,7 @@ use crate::kernel::{BinOp, RandKind, ReduceOp, ScanOp, UnOp};
 
 mod create;
 mod elementwise;
+mod gather;
 mod linalg;
 mod reduce;
 mod shape;
@@ -221,6 +222,14 @@ pub(crate) enum Op {
         counts: bool,
         equal_nan: bool,
     },
+    /// `x`'s elements at the positions `idx` along `axis` (`take`, or `take_along_axis`
+    /// with `along`).
+    Take {
+        x: Tensor,
+        idx: Tensor,
+        axis: usize,
+        along: bool,
+    },
     /// Insertion points of `v`'s elements in the sorted 1-d `a`.
     Search {
         a: Tensor,
@@ -397,6 +406,8 @@ impl Tensor {
             Op::SampleSort { x, descending, arg } => x.sorted_again(0, *descending, *arg)?,
             Op::Unique { x, counts, equal_nan } => x.unique_again(*counts, *equal_nan)?,
             Op::Search { a, v, right } => a.searchsorted(v, *right)?,
+            Op::Take { x, idx, axis, along: false } => x.take(idx, *axis)?,
+            Op::Take { x, idx, axis, along: true } => x.take_along(idx, *axis)?,
         })
     }
 
@@ -420,6 +431,7 @@ impl Tensor {
             | Op::SampleSort { x, .. }
             | Op::Unique { x, .. } => vec![x],
             Op::Search { a, v, .. } => vec![a, v],
+            Op::Take { x, idx, .. } => vec![x, idx],
             Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Mask(a, b) | Op::Solve(a, b) => vec![a, b],
             Op::Where(c, a, b) => vec![c, a, b],
             Op::Concat(xs, _) => xs.iter().collect(),

@@ -217,7 +217,8 @@ impl<'p, 's> Builder<'p, 's> {
             | Op::Scan { .. }
             | Op::SampleSort { .. }
             | Op::Unique { .. }
-            | Op::Search { .. } => self.tiled(t, g)?,
+            | Op::Search { .. }
+            | Op::Take { .. } => self.tiled(t, g)?,
         })
     }
 

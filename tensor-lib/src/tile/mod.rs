@@ -271,6 +271,7 @@ fn tile_new(cx: &mut Cx<'_>, t: &Tensor) -> Tiled<Vec<Src>> {
         Op::SampleSort { x, descending, arg } => sort::tile_sample_sort(cx, t, x, *descending, *arg, depth),
         Op::Unique { x, counts, equal_nan } => sort::tile_unique(cx, t, x, *counts, *equal_nan, depth),
         Op::Search { a, v, right } => sort::tile_search(cx, t, a, v, *right, depth),
+        Op::Take { x, idx, axis, along } => sort::tile_take(cx, t, x, idx, *axis, *along, depth),
         Op::Mask(x, m) => {
             fuse::prepare(cx, &[x, m])?;
             let mut out = Vec::new();
@@ -509,7 +510,8 @@ impl ares_tileable::Node for Tensor {
             | Op::Scan { .. }
             | Op::SampleSort { .. }
             | Op::Unique { .. }
-            | Op::Search { .. } => false,
+            | Op::Search { .. }
+            | Op::Take { .. } => false,
             Op::Reduce { axes, x, .. } => fusable_reduce(axes, x),
             _ => true,
         }

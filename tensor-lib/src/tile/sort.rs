@@ -1,6 +1,7 @@
-//! Tiling of sorts, `unique` and `searchsorted`: a 1-d tensor in several chunks goes
-//! through the engine's sample sort ([`ares_tileable::sample_sort`]) with the tensor
-//! library's sample, split and merge tasks.
+//! Tiling of sorts, `unique`, `searchsorted` and gathers (`take`): a 1-d tensor in
+//! several chunks goes through the engine's sample sort ([`ares_tileable::sample_sort`])
+//! with the tensor library's sample, split and merge tasks; a lookup or a gather reads
+//! every chunk it may need in place.
 
 use ares_tileable::{Cx, Hints, SampleSort, Tiling};
 
@@ -156,6 +157,49 @@ pub(super) fn tile_search(
             }
             let vn = b.emit(v, &g)?;
             Ok(b.push(Node::Search { a: parts, v: vn, right }, shape.clone(), DType::I64))
+        })?;
+        out.push(Src { op, t: false });
+    }
+    Ok(out)
+}
+
+/// One program per result chunk, reading its positions and the source's chunks along the
+/// axis (the lane the result chunk lies in, off the axis).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tile_take(
+    cx: &mut Cx<'_>,
+    t: &Tensor,
+    x: &Tensor,
+    idx: &Tensor,
+    axis: usize,
+    along: bool,
+    depth: u32,
+) -> Tiled<Vec<Src>> {
+    let source = tile(cx, x)?;
+    fuse::prepare(cx, &[idx])?;
+    let k = idx.ndim();
+    let mut out = Vec::new();
+    for g in grid_indices(t.chunks()) {
+        // The source's chunk coordinates off the axis, and the positions' chunk.
+        let (off, gi): (Vec<usize>, Vec<usize>) = if along {
+            (g.clone(), g.clone())
+        } else {
+            let mut off = g[..axis].to_vec();
+            off.push(0);
+            off.extend_from_slice(&g[axis + k..]);
+            (off, g[axis..axis + k].to_vec())
+        };
+        let shape = chunk_shape(t, &g);
+        let op = program(cx, depth, 0, |b| {
+            let mut parts = Vec::with_capacity(x.chunks()[axis].len());
+            for i in 0..x.chunks()[axis].len() {
+                let mut gx = off.clone();
+                gx[axis] = i;
+                parts.push(b.input(source[super::flat_index(x, &gx)], chunk_shape(x, &gx), x.dtype()));
+            }
+            let idx_node = b.emit(idx, &gi)?;
+            let node = Node::Take { parts, idx: idx_node, axis: axis as u32, along };
+            Ok(b.push(node, shape.clone(), t.dtype()))
         })?;
         out.push(Src { op, t: false });
     }
