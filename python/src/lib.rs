@@ -400,6 +400,16 @@ impl PyTensor {
         self.t.cholesky().or_raise(py).map(wrap)
     }
 
+    fn slogdet(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let (sign, log, det) = self.t.slogdet().or_raise(py)?;
+        Ok((wrap(sign), wrap(log), wrap(det)))
+    }
+
+    fn eigh(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor)> {
+        let (w, v) = self.t.eigh().or_raise(py)?;
+        Ok((wrap(w), wrap(v)))
+    }
+
     fn inv(&self, py: Python<'_>) -> PyResult<PyTensor> {
         self.t.inv().or_raise(py).map(wrap)
     }
@@ -637,6 +647,11 @@ fn random(
         "uniform" => r::uniform(low, high, &shape, &chunks, seed),
         "normal" => r::randn(&shape, &chunks, seed),
         "randint" => r::randint(low as i64, high as i64, &shape, &chunks, seed),
+        "poisson" => r::poisson(low, &shape, &chunks, seed),
+        // Trials arrive as a float: exact up to 2^53, which the caller checks.
+        "binomial" => r::binomial(low as i64, high, &shape, &chunks, seed),
+        "standard_gamma" => r::standard_gamma(low, &shape, &chunks, seed),
+        "negative_binomial" => r::negative_binomial(low, high, &shape, &chunks, seed),
         other => return Err(PyNotImplementedError::new_err(format!("random.{other}"))),
     };
     t.or_raise(py).map(wrap)

@@ -239,6 +239,13 @@ pub enum LinOp {
     QrStack,
     /// Thin SVD of a square `a` (`n × n`): `[U; S as one row; Vᵀ]`, `(2n + 1) × n`.
     SvdPack,
+    /// The sign, the natural log of the absolute value and the determinant itself of a
+    /// square `a`, as one row `[sign, logabsdet, det]` (numpy's `slogdet` and `det`; a
+    /// singular `a` gives `[0, -inf, 0]`).
+    SlogDet,
+    /// Eigenvalues (ascending, one row) over eigenvectors (columns) of a symmetric `a`
+    /// read from its lower triangle (numpy's `eigh`, `UPLO='L'`): `(n + 1) × n`.
+    EighPack,
 }
 
 impl LinOp {
@@ -319,12 +326,21 @@ impl LinOp {
                 }
                 vec![2 * r + 1, c]
             }
+            LinOp::SlogDet | LinOp::EighPack => {
+                want(1)?;
+                let (r, c) = two(0)?;
+                if r != c {
+                    return Err(format!("{r}×{c} is not square"));
+                }
+                if matches!(self, LinOp::SlogDet) { vec![1, 3] } else { vec![r + 1, r] }
+            }
         })
     }
 
     /// Runs the operation; the error names a numeric failure (a matrix that is singular or
     /// not positive definite).
     pub(crate) fn run(&self, args: &[Dense]) -> Result<Dense, String> {
+        use faer::linalg::lu::partial_pivoting::factor as lu;
         use faer::linalg::triangular_solve as tri;
         Ok(match *self {
             LinOp::MatMul { ta, tb } => {
@@ -428,6 +444,42 @@ impl LinOp {
                 let vt = Dense::from_mat(svd.V().transpose());
                 Dense::stack(&[u, s, vt])
             }
+            LinOp::SlogDet => {
+                let n = args[0].rows;
+                let mut f = args[0].owned();
+                let (mut fwd, mut bwd) = (vec![0usize; n], vec![0usize; n]);
+                let scratch = lu::lu_in_place_scratch::<usize, f64>(n, n, Par::Seq, Default::default());
+                let mut mem = faer::dyn_stack::MemBuffer::new(scratch);
+                let stack = faer::dyn_stack::MemStack::new(&mut mem);
+                let (info, _) = lu::lu_in_place(f.as_mut(), &mut fwd, &mut bwd, Par::Seq, stack, Default::default());
+                // Summed as logs, so a determinant beyond f64's range still has one.
+                let mut sign = if info.transposition_count % 2 == 0 { 1.0 } else { -1.0 };
+                let (mut log, mut det) = (0.0, 1.0);
+                for i in 0..n {
+                    let d = f[(i, i)];
+                    if d == 0.0 {
+                        // A zero pivot of partial pivoting: the column below is zero too,
+                        // so the matrix is singular (and the rest of U is not finite).
+                        (sign, log, det) = (0.0, f64::NEG_INFINITY, 0.0);
+                        break;
+                    }
+                    det *= d;
+                    sign *= d.signum();
+                    log += d.abs().ln();
+                }
+                let det = if info.transposition_count % 2 == 0 { det } else { -det };
+                Dense::new(1, 3, vec![sign, log, det])
+            }
+            LinOp::EighPack => {
+                let n = args[0].rows;
+                let (scaled, unscale) = args[0].scaled();
+                let evd = scaled
+                    .mat()
+                    .self_adjoint_eigen(faer::Side::Lower)
+                    .map_err(|e| format!("eigh did not converge: {e:?}"))?;
+                let w = Dense::new(1, n, (0..n).map(|i| unscale(evd.S().column_vector()[i])).collect());
+                Dense::stack(&[w, Dense::from_mat(evd.U())])
+            }
         })
     }
 }
@@ -515,6 +567,17 @@ mod tests {
         assert!(LinOp::Cholesky.run(&[not_pd]).unwrap_err().contains("not positive definite"));
         let singular = m(3, 1, |_, _| 0.0);
         assert!(LinOp::LuPanel { row0: 0 }.run(&[singular]).unwrap_err().contains("singular"));
+    }
+
+    #[test]
+    fn slogdet_of_singular_matrices_is_zero_not_nan() {
+        for a in [m(3, 3, |_, _| 0.0), m(3, 3, |i, j| if j == 1 { 0.0 } else { pseudo(i, j) })] {
+            let r = LinOp::SlogDet.run(std::slice::from_ref(&a)).unwrap();
+            assert_eq!(r.v, [0.0, f64::NEG_INFINITY, 0.0]);
+        }
+        let r = LinOp::SlogDet.run(&[m(2, 2, |i, j| [[0.0, 2.0], [3.0, 1.0]][i][j])]).unwrap();
+        assert_eq!(r.v[0], -1.0);
+        assert!((r.v[2] + 6.0).abs() < 1e-12 && (r.v[1] - 6f64.ln()).abs() < 1e-12, "{:?}", r.v);
     }
 
     #[test]

@@ -255,3 +255,65 @@ fn inner_and_tensordot_match_explicit_sums() {
     near(&mat(&got), &want, 1e-12);
     ares::shutdown();
 }
+
+#[test]
+fn determinants_and_symmetric_eigenpairs_of_chunked_matrices() {
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    let scalar = |t: &ares_tensor::Tensor| t.fetch::<f64>(&s).unwrap().iter().copied().next().unwrap();
+    // Triangular with known diagonal, conjugated by a permutation of odd parity: the
+    // determinant is minus the product of the diagonal.
+    let n = 7;
+    let mut x = noise(n, n, 3);
+    for i in 0..n {
+        for j in 0..i {
+            x[(i, j)] = 0.0;
+        }
+        x[(i, i)] = if i == 2 { -0.5 } else { (i + 1) as f64 };
+    }
+    let swapped = Array2::from_shape_fn((n, n), |(i, j)| {
+        x[(
+            if i == 0 {
+                1
+            } else if i == 1 {
+                0
+            } else {
+                i
+            },
+            j,
+        )]
+    });
+    let want: f64 = -(1..=n).map(|i| if i == 3 { -0.5 } else { i as f64 }).product::<f64>();
+    let a = from_array(&swapped.clone().into_dyn(), &[3, 4]).unwrap();
+    let (sign, log, det) = a.slogdet().unwrap();
+    assert_eq!(det.shape(), &[] as &[u64]);
+    assert!((scalar(&det) - want).abs() < 1e-9 * want.abs(), "{} vs {want}", scalar(&det));
+    assert_eq!(scalar(&sign), want.signum());
+    assert!((scalar(&log) - want.abs().ln()).abs() < 1e-12);
+    // Singular: a repeated row.
+    let mut sing = noise(4, 4, 9);
+    for j in 0..4 {
+        sing[(3, j)] = sing[(1, j)];
+    }
+    let (sign, log, det) = from_array(&sing.into_dyn(), &[2, 2]).unwrap().slogdet().unwrap();
+    assert_eq!((scalar(&sign), scalar(&log), scalar(&det)), (0.0, f64::NEG_INFINITY, 0.0));
+    // eigh: A·V = V·diag(w), V orthonormal, w ascending; only the lower triangle is read.
+    let b = noise(9, 9, 5);
+    let sym = &b + &b.t();
+    let mut lower_only = sym.clone();
+    for i in 0..9 {
+        for j in i + 1..9 {
+            lower_only[(i, j)] = 1e6;
+        }
+    }
+    let (w, v) = from_array(&lower_only.into_dyn(), &[4, 5]).unwrap().eigh().unwrap();
+    let (wv, vv) = (w.fetch::<f64>(&s).unwrap(), mat(&v.fetch::<f64>(&s).unwrap()));
+    assert!(wv.iter().zip(wv.iter().skip(1)).all(|(a, b)| a <= b), "ascending: {wv}");
+    let vw = Array2::from_shape_fn((9, 9), |(i, j)| vv[(i, j)] * wv[[j]]);
+    near(&sym.dot(&vv), &vw, 1e-9);
+    near(&vv.t().dot(&vv), &Array2::eye(9), 1e-9);
+    let wide = from_array(&noise(3, 4, 1).into_dyn(), &[3, 4]).unwrap();
+    assert!(matches!(wide.eigh(), Err(TensorError::BadMatrix { .. })));
+    assert!(matches!(wide.slogdet(), Err(TensorError::BadMatrix { .. })));
+    ares::shutdown();
+}

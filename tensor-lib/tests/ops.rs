@@ -163,6 +163,20 @@ fn random_tensors_are_reproducible_whatever_the_chunking() {
     assert!(mean.abs() < 0.05 && (std - 1.0).abs() < 0.05, "mean {mean} std {std}");
     let ints = random::randint(3, 9, &[1000], &[128], 1).unwrap().fetch::<i64>(&s).unwrap();
     assert!(ints.iter().all(|v| (3..9).contains(v)));
+    // Rejection samplers draw as many uniforms per element as they need: still one value
+    // per (seed, element) whatever the chunking.
+    let counts = |chunks: &[usize]| {
+        let p = random::poisson(25.0, &[40, 30], chunks, 4).unwrap().fetch::<i64>(&s).unwrap();
+        let b = random::binomial(500, 0.3, &[40, 30], chunks, 4).unwrap().fetch::<i64>(&s).unwrap();
+        let g = random::standard_gamma(0.7, &[40, 30], chunks, 4).unwrap().fetch::<f64>(&s).unwrap();
+        (p, b, g)
+    };
+    let (p, b, g) = counts(&[7, 11]);
+    assert_eq!((p.clone(), b.clone(), g.clone()), counts(&[40, 30]));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let pm = mean(&p.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    let bm = mean(&b.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    assert!((pm - 25.0).abs() < 1.0 && (bm - 150.0).abs() < 3.0 && (mean(g.as_slice().unwrap()) - 0.7).abs() < 0.15);
 }
 
 #[test]

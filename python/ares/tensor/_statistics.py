@@ -1,7 +1,7 @@
 """numpy's statistics beyond the standard's reductions: the NaN-ignoring reductions
-(``nansum``, ``nanmean``, ``nanmax``, ...), ``average``, ``cov``, ``corrcoef``, ``ptp``
-and ``nanmedian``/``nanpercentile``/``nanquantile``. Each is built from the tiled
-reductions, masks and sorts: lazy, and run as chunk tasks.
+(``nansum``, ``nanmean``, ``nanmax``, ...), ``average``, ``cov``, ``corrcoef`` and
+``ptp``. Each is built from the tiled reductions, masks and sorts: lazy, and run as
+chunk tasks.
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """``ares.tensor.linalg``: numpy.linalg's names on tensors (QR, SVD and Cholesky are
-tiled as in Mars; ``solve`` and ``inv`` go through them)."""
+tiled as in Mars; ``solve`` and ``inv`` by blocked LU; ``det``, ``slogdet`` and
+``eigh`` factor the whole matrix in one task). A stack of matrices (``ndim > 2``) is
+taken matrix by matrix, each its own tiled computation, as numpy broadcasts them."""
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
-from typing import Any, Tuple
+from typing import Any, Callable, NamedTuple, Tuple
 
 import numpy as np
 
 from .. import _native
-from . import Tensor, _axis_of, _to_tensor, where
+from . import Tensor, Unsupported, _axis_of, _to_tensor, where
 
 __all__ = [
     "qr",
@@ -33,9 +37,233 @@ __all__ = [
     "matrix_transpose",
     "tensordot",
     "vecdot",
+    "det",
+    "slogdet",
+    "eigh",
+    "eigvalsh",
+    "cond",
+    "lstsq",
+    "multi_dot",
+    "tensorinv",
+    "tensorsolve",
+    "QRResult",
+    "SVDResult",
+    "SlogdetResult",
+    "EighResult",
 ]
 
 LinAlgError = np.linalg.LinAlgError
+
+# Matrices of a stack taken one by one: each is a node of the graph, so a stack is bounded.
+_MAX_STACK = 4096
+
+
+class QRResult(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+class SVDResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+def _over_stack(fn: Callable[[Tensor], Any], t: Tensor) -> Any:
+    """``fn`` of each matrix of a stack (the last two axes), the results stacked with the
+    stack's leading shape; tuples of results stack element-wise."""
+    from . import stack, zeros
+
+    shape = t.shape[:-2]
+    count = math.prod(shape)
+    if count > _MAX_STACK:
+        raise NotImplementedError(f"a stack of {count} matrices (at most {_MAX_STACK}: each is computed on its own)")
+    if count == 0:
+        # The results' shapes from one matrix's (lazy, never computed), then empty.
+        probe = fn(zeros(t.shape[-2:], dtype=t.dtype))
+        empty = lambda r: zeros(shape + r.shape, dtype=r.dtype)  # noqa: E731
+        if isinstance(probe, tuple):
+            return type(probe)(*map(empty, probe)) if hasattr(probe, "_fields") else tuple(map(empty, probe))
+        return empty(probe)
+    results = [fn(t[pos]) for pos in np.ndindex(*shape)]
+
+    def join(parts: list) -> Tensor:
+        return stack(parts, axis=0).reshape(shape + parts[0].shape)
+
+    first = results[0]
+    if isinstance(first, tuple):
+        joined = [join([r[i] for r in results]) for i in range(len(first))]
+        return type(first)(*joined) if hasattr(first, "_fields") else tuple(joined)
+    return join(results)
+
+
+def _stacked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Lets a function of one matrix take a stack of them (first argument)."""
+
+    @functools.wraps(fn)
+    def wrapper(a: Any, *args: Any, **kwargs: Any) -> Any:
+        t = _to_tensor(a)
+        if t.ndim > 2:
+            return _over_stack(lambda m: fn(m, *args, **kwargs), t)
+        return fn(t, *args, **kwargs)
+
+    return wrapper
+
+
+def _square(a: Any) -> Tensor:
+    t = _matrix(a)
+    if t.shape[0] != t.shape[1]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    return t
+
+
+@_stacked
+def slogdet(a: Any) -> SlogdetResult:
+    """``(sign, logabsdet)`` of the determinant, 0-d tensors in ``a``'s float dtype
+    (singular: ``(0, -inf)``): LU with partial pivoting of the whole matrix in one task."""
+    t = _square(a)
+    sign, log, _ = t._t.slogdet()
+    return SlogdetResult(_as(Tensor(sign), t.dtype), _as(Tensor(log), t.dtype))
+
+
+@_stacked
+def det(a: Any) -> Tensor:
+    """The determinant, a 0-d tensor in ``a``'s float dtype (the product of the LU
+    factor's diagonal, as numpy computes it)."""
+    t = _square(a)
+    return _as(Tensor(t._t.slogdet()[2]), t.dtype)
+
+
+@_stacked
+def eigh(a: Any, UPLO: str = "L") -> EighResult:
+    """``(eigenvalues, eigenvectors)`` of a symmetric matrix, read from its lower
+    (``UPLO='L'``) or upper triangle: eigenvalues ascending, eigenvectors as columns
+    (each determined up to sign, as numpy's). The matrix is decomposed whole in one task."""
+    t = _square(a)
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    w, v = (t if UPLO == "L" else t.T)._t.eigh()
+    return EighResult(_as(Tensor(w), t.dtype), _as(Tensor(v), t.dtype))
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Tensor:
+    """The eigenvalues of a symmetric matrix, ascending (see :func:`eigh`)."""
+    return eigh(a, UPLO).eigenvalues
+
+
+def cond(x: Any, p: Any = None) -> Tensor:
+    """The condition number in the ``p``-norm: the ratio of the extreme singular values
+    for ``None``/±2, else ``norm(x, p) · norm(inv(x), p)``."""
+    t = _to_tensor(x)
+    if t.ndim > 2:
+        return _over_stack(lambda m: cond(m, p), t)
+    if p is None or p in (2, -2):
+        s = svdvals(t)
+        return s.max() / s.min() if p != -2 else s.min() / s.max()
+    return matrix_norm(t, ord=p) * matrix_norm(inv(t), ord=p)
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(x, residuals, rank, s)`` minimising ``‖b - a·x‖₂`` through the pseudo-inverse
+    (singular values below ``rcond`` times the largest cut, default ``eps · max(m, n)``
+    as numpy 2's). ``residuals`` are the squared norms of the columns of ``b - a·x`` when
+    ``a`` has full column rank and more rows than columns, else empty, as numpy's; as
+    the rank is lazy, that case is decided when the residuals are computed."""
+    from . import broadcast_to, zeros
+
+    t = _matrix(a)
+    y = _to_tensor(b)
+    m, n = t.shape
+    if y.shape[0] != m:
+        raise LinAlgError("Incompatible dimensions")
+    ft = np.result_type(t.dtype, y.dtype, np.float32 if t.dtype == np.float32 else np.float64)
+    tol = np.finfo(ft).eps * max(m, n) if rcond is None else float(rcond)
+    x = _as(pinv(t, rtol=tol) @ _as(y, ft), ft)
+    s = svdvals(t)
+    rank = matrix_rank(t, rtol=tol)
+    if m > n:
+        r = _as(y, ft) - t @ x
+        residuals = (r * r).sum(axis=0)
+        residuals = residuals if residuals.ndim else residuals.reshape(1)
+        # Empty unless full column rank: a mask that keeps all or none (so the length is
+        # known once computed, shown as nan before).
+        residuals = residuals[broadcast_to(rank == n, residuals.shape)]
+    else:
+        residuals = zeros((0,), dtype=ft)
+    return x, residuals, rank, s
+
+
+def multi_dot(arrays: Any, *, out: Any = None) -> Tensor:
+    """The product of a sequence of matrices in the cheapest order (the classic
+    dynamic programme over the chain's shapes); a leading or trailing vector is a row
+    or column, as numpy takes it."""
+    if out is not None:
+        raise NotImplementedError("multi_dot with out=: tensors are immutable")
+    ts = [_to_tensor(a) for a in arrays]
+    if len(ts) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_vec:
+        ts[0] = ts[0].reshape(1, -1)
+    if last_vec:
+        ts[-1] = ts[-1].reshape(-1, 1)
+    dims = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    k = len(ts)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = None
+            for c in range(i, j):
+                q = cost[i][c] + cost[c + 1][j] + dims[i] * dims[c + 1] * dims[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, c
+
+    def chain(i: int, j: int) -> Tensor:
+        return ts[i] if i == j else chain(i, split[i][j]) @ chain(split[i][j] + 1, j)
+
+    r = chain(0, k - 1)
+    if first_vec and last_vec:
+        return r.reshape(())
+    if first_vec or last_vec:
+        return r.reshape(-1)
+    return r
+
+
+def tensorinv(a: Any, ind: int = 2) -> Tensor:
+    """The inverse of ``a`` taken as a matrix of its first ``ind`` axes by the rest."""
+    t = _to_tensor(a)
+    rows, cols = t.shape[:ind], t.shape[ind:]
+    if math.prod(rows) != math.prod(cols):
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    return inv(t.reshape(math.prod(rows), -1)).reshape(cols + rows)
+
+
+def tensorsolve(a: Any, b: Any, axes: Any = None) -> Tensor:
+    """``x`` with ``tensordot(a, x, x.ndim) = b``."""
+    t, y = _to_tensor(a), _to_tensor(b)
+    if axes is not None:
+        order = list(range(t.ndim))
+        for k in axes:
+            order.remove(k)
+            order.append(k)
+        t = t.transpose(order)
+    xshape = t.shape[y.ndim :]
+    n = math.prod(xshape)
+    if math.prod(t.shape) != n * n:
+        raise LinAlgError(f"tensorsolve: {t.shape} does not make a square system for a solution of shape {xshape}")
+    return solve(t.reshape(n, n), y.reshape(-1)).reshape(xshape)
 
 
 def _matrix(a: Any) -> Tensor:
@@ -47,7 +275,8 @@ def _matrix(a: Any) -> Tensor:
     return t
 
 
-def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
+@_stacked
+def qr(a: Any, mode: str = "reduced") -> QRResult:
     """``Q, R`` with ``a = Q @ R`` (``mode='reduced'`` only): for an ``m × n`` matrix, ``Q``
     is ``m × k`` with orthonormal columns and ``R`` ``k × n`` upper triangular, ``k =
     min(m, n)``."""
@@ -55,9 +284,10 @@ def qr(a: Any, mode: str = "reduced") -> Tuple[Tensor, Tensor]:
         raise NotImplementedError(f"qr with mode={mode!r}; only 'reduced' is supported")
     t = _matrix(a)
     q, r = t._t.qr()
-    return Tensor(q), Tensor(r)
+    return QRResult(Tensor(q), Tensor(r))
 
 
+@_stacked
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``. Of a square matrix either form; of
     another only the reduced one (pass ``full_matrices=False``, as Mars requires)."""
@@ -71,16 +301,18 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
         u2, s, vh2 = t.T._t.svd()
         u, v = Tensor(vh2).T, Tensor(u2).T
-        return (u, Tensor(s), v) if compute_uv else Tensor(s)
+        return SVDResult(u, Tensor(s), v) if compute_uv else Tensor(s)
     u, s, v = t._t.svd()
-    return (Tensor(u), Tensor(s), Tensor(v)) if compute_uv else Tensor(s)
+    return SVDResult(Tensor(u), Tensor(s), Tensor(v)) if compute_uv else Tensor(s)
 
 
+@_stacked
 def cholesky(a: Any) -> Tensor:
     """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive definite)."""
     return Tensor(_matrix(a)._t.cholesky())
 
 
+@_stacked
 def inv(a: Any) -> Tensor:
     """The inverse of a square matrix (in its float dtype, as numpy keeps it)."""
     t = _matrix(a)
@@ -88,9 +320,13 @@ def inv(a: Any) -> Tensor:
 
 
 def solve(a: Any, b: Any) -> Tensor:
-    """``x`` with ``a @ x = b`` (``b`` a vector or a matrix)."""
-    x = _matrix(a)
+    """``x`` with ``a @ x = b`` (``b`` a vector or a matrix). Stacks broadcast as numpy
+    2's: ``b`` of one dimension is a vector for every matrix, else ``(..., M, K)``."""
+    x = _to_tensor(a)
     y = _to_tensor(b)
+    if x.ndim > 2 or y.ndim > 2:
+        return _solve_stacked(x, y)
+    x = _matrix(x)
     if y.dtype.kind != "f":
         y = y.astype(np.float64)
     vec = y.ndim == 1
@@ -100,23 +336,64 @@ def solve(a: Any, b: Any) -> Tensor:
     return out.reshape(-1) if vec else out
 
 
+def _solve_stacked(x: Tensor, y: Tensor) -> Tensor:
+    from . import broadcast_to, stack
+
+    if x.ndim < 2:
+        raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    vec = y.ndim == 1
+    stack_shape = np.broadcast_shapes(x.shape[:-2], () if vec else y.shape[:-2])
+    count = math.prod(stack_shape)
+    if count > _MAX_STACK:
+        raise NotImplementedError(f"a stack of {count} systems (at most {_MAX_STACK}: each is solved on its own)")
+    xb = broadcast_to(x, stack_shape + x.shape[-2:])
+    yb = y if vec else broadcast_to(y, stack_shape + y.shape[-2:])
+    if count == 0:
+        from . import zeros
+
+        n = x.shape[-1]
+        return zeros(stack_shape + ((n,) if vec else (n, y.shape[-1])), dtype=np.result_type(x.dtype, y.dtype, np.float64))
+    parts = [solve(xb[pos], y if vec else yb[pos]) for pos in np.ndindex(*stack_shape)]
+    return stack(parts, axis=0).reshape(stack_shape + parts[0].shape)
+
+
 def _as(t: Tensor, dtype: Any) -> Tensor:
     """``t`` in ``dtype`` (float32 stays float32 through linalg, as in numpy)."""
     return t if t.dtype == dtype else t.astype(dtype)
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """The 2-norm of vectors (``axis`` an int) or the Frobenius norm (``axis`` None or a
-    pair); other ``ord`` values are not supported."""
+    """numpy's ``norm``: a vector norm (1-d, or ``axis`` an int; ``ord=None`` is the
+    2-norm of all elements), or a matrix norm (2-d, or ``axis`` a pair; ``ord=None`` is
+    Frobenius); see :func:`vector_norm` and :func:`matrix_norm` for the orders."""
     t = _to_tensor(x)
-    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and t.ndim == 2 or not isinstance(axis, (numbers.Integral, type(None))))):
-        raise NotImplementedError(f"norm with ord={ord!r}; only the 2-norm of vectors and the Frobenius norm")
-    if ord == "fro" and isinstance(axis, numbers.Integral):
-        raise ValueError("Invalid norm order 'fro' for vectors")
-    if t.dtype.kind != "f":
-        t = t.astype(np.float64)
+    if axis is None:
+        if ord is None:
+            r = vector_norm(t)
+            return r.reshape((1,) * t.ndim) if keepdims else r
+        if t.ndim == 1:
+            return vector_norm(t, ord=ord, keepdims=keepdims)
+        if t.ndim == 2:
+            return matrix_norm(t, ord=ord, keepdims=keepdims)
+        raise ValueError("Improper number of dimensions to norm.")
     axes = _axis_of(axis, t.ndim)
-    return (t * t).sum(axis=None if axes is None else tuple(axes), keepdims=keepdims).sqrt()
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid norm order '{ord}' for vectors")
+        return vector_norm(t, axis=axes[0], ord=2 if ord is None else ord, keepdims=keepdims)
+    if len(axes) == 2:
+        if axes[0] == axes[1]:
+            raise ValueError("Duplicate axes given.")
+        rest = [d for d in range(t.ndim) if d not in axes]
+        m = t.transpose(rest + list(axes)) if rest or list(axes) != [0, 1] else t
+        r = matrix_norm(m, ord="fro" if ord is None else ord)
+        if keepdims:
+            shape = list(t.shape)
+            for d in axes:
+                shape[d] = 1
+            r = r.reshape(tuple(shape))
+        return r
+    raise ValueError("Improper number of dimensions to norm.")
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Tensor:
@@ -147,8 +424,11 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Tenso
     (largest or smallest singular value), ±1 (largest or smallest column sum of
     magnitudes), ±inf (the same of rows)."""
     t = _to_tensor(x)
+    if t.ndim > 2:
+        r = _over_stack(lambda m: matrix_norm(m, ord=ord), t)
+        return r.reshape(r.shape + (1, 1)) if keepdims else r
     if t.ndim != 2:
-        raise NotImplementedError("matrix_norm of a stack of matrices (give one matrix)")
+        raise ValueError("matrix_norm needs at least two dimensions")
     if t.dtype.kind != "f":
         t = t.astype(np.float64)
     a = abs(t)
@@ -175,6 +455,7 @@ def svdvals(x: Any, /) -> Tensor:
     return svd(x, full_matrices=False, compute_uv=False)
 
 
+@_stacked
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse through the SVD: singular values below ``rtol``
     (default ``max(m, n) · eps``) times the largest are treated as zero."""
@@ -187,6 +468,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
     return _as((vh.T * sinv.reshape(1, -1)) @ u.T, t.dtype)
 
 
+@_stacked
 def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
     """The number of singular values above ``tol`` (default ``max(m, n) · eps`` times the
     largest), as int64."""
@@ -306,7 +588,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
 
 
 def __getattr__(name: str) -> Any:
-    # A np.linalg function not built here is named as unsupported, not missing.
+    # A np.linalg function not built here is named as unsupported (an AttributeError too,
+    # so hasattr answers False).
     if not name.startswith("_") and hasattr(np.linalg, name):
-        raise NotImplementedError(f"ares.tensor.linalg.{name} is not supported (numpy.linalg.{name} has no tiled form here yet)")
+        raise Unsupported(f"ares.tensor.linalg.{name} is not supported (numpy.linalg.{name} has no tiled form here yet)")
     raise AttributeError(f"module 'ares.tensor.linalg' has no attribute {name!r}")

@@ -99,6 +99,31 @@ pub enum RandKind {
         /// Upper bound (exclusive).
         high: i64,
     },
+    /// Poisson counts of mean `lam` (int64).
+    Poisson {
+        /// The mean, ≥ 0.
+        lam: f64,
+    },
+    /// Binomial counts of `n` trials of success probability `p` (int64).
+    Binomial {
+        /// Trials, ≥ 0.
+        n: i64,
+        /// Success probability in [0, 1].
+        p: f64,
+    },
+    /// Gamma of shape `k` and scale 1 (float64).
+    Gamma {
+        /// Shape, ≥ 0.
+        k: f64,
+    },
+    /// Failures before the `n`-th success of probability `p` (int64): a Poisson of a
+    /// gamma mean, as numpy draws it.
+    NegBinomial {
+        /// Successes, > 0.
+        n: f64,
+        /// Success probability in (0, 1].
+        p: f64,
+    },
 }
 
 /// A running (cumulative) operation along an axis.

@@ -179,4 +179,21 @@ pub mod random {
     pub fn randint(low: i64, high: i64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
         make(RandKind::Int { low, high }, DType::I64, shape, chunks, seed)
     }
+    /// Poisson counts of mean `lam` (int64), like `numpy.random.poisson`.
+    pub fn poisson(lam: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Poisson { lam }, DType::I64, shape, chunks, seed)
+    }
+    /// Successes in `n` trials of probability `p` (int64), like `numpy.random.binomial`.
+    pub fn binomial(n: i64, p: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Binomial { n, p }, DType::I64, shape, chunks, seed)
+    }
+    /// Gamma of shape `k` and scale 1 (float64), like `numpy.random.standard_gamma`.
+    pub fn standard_gamma(k: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::Gamma { k }, DType::F64, shape, chunks, seed)
+    }
+    /// Failures before the `n`-th success of probability `p` (int64), like
+    /// `numpy.random.negative_binomial`.
+    pub fn negative_binomial(n: f64, p: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        make(RandKind::NegBinomial { n, p }, DType::I64, shape, chunks, seed)
+    }
 }

@@ -89,6 +89,39 @@ impl Tensor {
         Ok((u, s, vt))
     }
 
+    /// A square float matrix in one chunk, for the factorizations that need it whole.
+    fn whole_square(&self, op: &str) -> Result<Tensor> {
+        let x = self.matrix(op)?;
+        let n = x.shape()[0];
+        if x.shape()[1] != n {
+            return Err(TensorError::BadMatrix { op: op.into(), reason: format!("{:?} is not square", x.shape()) });
+        }
+        Ok(x.rechunk_to(vec![vec![n], vec![n]]))
+    }
+
+    /// `(sign, logabsdet, det)` of a square matrix as 0-d tensors (numpy's `slogdet`,
+    /// and `det`): one LU with partial pivoting of the whole matrix in one task
+    /// (decision: a determinant is one number, so there is no parallel work to tile
+    /// for; the matrix must fit one worker). Singular gives `(0, -inf, 0)`.
+    pub fn slogdet(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let x = self.whole_square("slogdet")?;
+        let pack = Tensor::factor(&x, Factor::SlogDet, vec![3], vec![vec![3]]);
+        let at = |i: i64| -> Result<Tensor> { pack.slice(&[Slice::range(i, i + 1)])?.reshape(&[]) };
+        Ok((at(0)?, at(1)?, at(2)?))
+    }
+
+    /// `(w, v)`: the eigenvalues in ascending order and the eigenvectors (columns) of a
+    /// symmetric matrix, read from its lower triangle (numpy's `eigh`), the matrix
+    /// decomposed whole in one task (as [`Tensor::slogdet`]).
+    pub fn eigh(&self) -> Result<(Tensor, Tensor)> {
+        let x = self.whole_square("eigh")?;
+        let n = x.shape()[0];
+        let pack = Tensor::factor(&x, Factor::Eigh, vec![n + 1, n], vec![vec![n + 1], vec![n]]);
+        let w = pack.slice(&[Slice::range(0, 1)])?.reshape(&[n as i64])?;
+        let v = pack.slice(&[Slice::range(1, n as i64 + 1)])?;
+        Ok((w, v))
+    }
+
     /// The lower Cholesky factor `L` (`a = L · Lᵀ`) of a symmetric positive-definite
     /// matrix, blocked over square chunks (rechunked to square if they are not).
     pub fn cholesky(&self) -> Result<Tensor> {

@@ -259,6 +259,10 @@ pub(crate) enum Factor {
     Vt,
     /// The lower Cholesky factor.
     L,
+    /// `[sign, logabsdet, det]` of a square matrix held in one chunk.
+    SlogDet,
+    /// Eigenvalues over eigenvectors of a symmetric matrix held in one chunk.
+    Eigh,
 }
 
 #[derive(Debug)]

@@ -161,6 +161,20 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
     if f == Factor::L {
         return tile_cholesky(cx, x, depth);
     }
+    if matches!(f, Factor::SlogDet | Factor::Eigh) {
+        // The whole matrix in one chunk, factored by one task.
+        let dt = t.dtype();
+        let op = program(cx, depth, 0, |b| {
+            let xi = b.emit(x, &[0, 0])?;
+            Ok(if f == Factor::SlogDet {
+                let row = b.lin(LinOp::SlogDet, &[xi], vec![1, 3], dt);
+                b.push(Node::Reshape { x: row }, vec![3], dt)
+            } else {
+                b.lin(LinOp::EighPack, &[xi], t.shape().to_vec(), dt)
+            })
+        })?;
+        return Ok(vec![Src { op, t: false }]);
+    }
     let st = stages(cx, x, matches!(f, Factor::U | Factor::S | Factor::Vt), depth)?;
     let (n, p, dt) = (st.n, st.rows.len() as u64, t.dtype());
     let src = |op: usize| Src { op, t: false };
@@ -199,7 +213,7 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
             let svd = b.input(src(st.svd.expect("computed")), vec![2 * n + 1, n], dt);
             Ok(b.rows(svd, n + 1, 2 * n + 1))
         })?),
-        Factor::L => unreachable!("handled above"),
+        Factor::L | Factor::SlogDet | Factor::Eigh => unreachable!("handled above"),
     })
 }
 
