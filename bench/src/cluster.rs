@@ -133,6 +133,8 @@ fn w2_wall(socket: &str) -> Result<f64> {
         w2_chunk: 10_000_000,
         w3_n: 0,
         w3_chunk: 1,
+        sort_n: 0,
+        sort_chunk: 1,
         num_cpus: 2,
         max_in_flight: 8,
     };

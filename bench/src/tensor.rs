@@ -35,6 +35,12 @@ pub(crate) struct Sizes {
     /// W3 chunk size (square chunks).
     #[arg(long, default_value_t = 1000)]
     pub(crate) w3_chunk: u64,
+    /// SORT elements (float64).
+    #[arg(long, default_value_t = 400_000_000)]
+    pub(crate) sort_n: u64,
+    /// SORT elements per chunk.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) sort_chunk: u64,
     /// Worker CPUs.
     #[arg(long, default_value_t = 2)]
     pub(crate) num_cpus: u32,
@@ -60,6 +66,10 @@ pub(crate) fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
         s.w3_n.to_string(),
         "--w3-chunk".into(),
         s.w3_chunk.to_string(),
+        "--sort-n".into(),
+        s.sort_n.to_string(),
+        "--sort-chunk".into(),
+        s.sort_chunk.to_string(),
         "--num-cpus".into(),
         s.num_cpus.to_string(),
         "--max-in-flight".into(),
@@ -114,7 +124,28 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
             anyhow::ensure!((std - expected).abs() < 0.05 * expected, "W3G gave {std}, expected about {expected}");
             std
         }
-        other => anyhow::bail!("unknown workload {other} (W1, W2, W3 and W3G exist)"),
+        "SORT" => {
+            // A sample sort of uniform floats, kept in the store (as np.sort's result is
+            // kept in memory); checked untimed below.
+            let a = random::rand(&[s.sort_n], &[s.sort_chunk as usize], 5)?;
+            let sorted = a.sort(0, false)?;
+            session.execute(&sorted)?;
+            let wall = t.elapsed().as_secs_f64();
+            let n = s.sort_n;
+            let tail = sorted.slice(&[ares_tensor::Slice::range(1, n as i64)])?;
+            let head = sorted.slice(&[ares_tensor::Slice::range(0, n as i64 - 1)])?;
+            let out_of_order = session.scalar(&tail.lt(&head)?.sum())?;
+            let (sum_in, sum_out) = (session.scalar(&a.sum())?, session.scalar(&sorted.sum())?);
+            anyhow::ensure!(out_of_order == 0.0, "SORT left {out_of_order} neighbours out of order");
+            anyhow::ensure!(
+                (sum_in - sum_out).abs() <= 1e-9 * sum_in.abs(),
+                "SORT changed the sum: {sum_in} vs {sum_out}"
+            );
+            ares::shutdown();
+            println!("{}", json!({"wall_s": wall, "startup_s": startup, "result": sum_out}));
+            return Ok(());
+        }
+        other => anyhow::bail!("unknown workload {other} (W1, W2, W3, W3G and SORT exist)"),
     };
     let wall = t.elapsed().as_secs_f64();
     ares::shutdown();

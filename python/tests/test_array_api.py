@@ -211,3 +211,29 @@ def test_cumsum_with_a_dtype_and_of_a_mask_result():
     check(t.cumsum(dtype=np.int16), np.cumsum(x, dtype=np.int16))
     check(t.cumsum(dtype=np.float32), np.cumsum(x, dtype=np.float32))
     check(np.cumsum(t[t > 5000]), np.cumsum(x[x > 5000]), lazy_shape=False)
+
+
+def test_standard_spellings_and_helpers():
+    x = np.array([-3.0, np.nan, 0.5, 9.0])
+    t = at.tensor(x, chunk_size=3)
+    lo, hi = np.array([-1.0, 0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0, 8.0])
+    np.testing.assert_array_equal(at.clip(t, at.tensor(lo), hi).fetch(), np.clip(x, lo, hi))
+    np.testing.assert_array_equal(at.clip(t, min=0.0).fetch(), np.clip(x, 0.0, None))
+    np.testing.assert_array_equal(at.clip(t, a_max=1.0).fetch(), np.clip(x, None, 1.0))
+    np.testing.assert_array_equal(at.clip(t).fetch(), x)
+    np.testing.assert_array_equal(at.pow(t, 2).fetch(), x**2)
+    assert complex(at.tensor(2.5)) == 2.5 + 0j
+    f = at.finfo(at.float32)
+    assert type(f.eps) is float and f.eps == float(np.finfo(np.float32).eps) and f.bits == 32
+    assert at.reshape(t, (2, 2)).shape == (2, 2) and at.reshape(t, newshape=(4, 1)).shape == (4, 1)
+    y = at.asarray(t, copy=True)
+    t[0] = 100.0
+    assert y.fetch()[0] == -3.0 and t.fetch()[0] == 100.0
+    for make in (at.zeros, at.ones, at.empty):
+        assert make((2,), device="cpu").shape == (2,)
+    with pytest.raises(ValueError):
+        at.arange(3, device="gpu")
+    np.testing.assert_array_equal(at.linspace(0.0, 1.0, 107, endpoint=False).fetch(), np.linspace(0.0, 1.0, 107, endpoint=False))
+    u = np.arange(1, 7, dtype=np.uint8)
+    d = at.vecdot(at.tensor(u), at.tensor(u))
+    assert d.dtype == np.uint8 and d.fetch() == np.vecdot(u, u)

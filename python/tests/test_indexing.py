@@ -138,3 +138,53 @@ def test_random_gathers_are_permutations_and_choices():
     assert (e >= 0).all() and 1.9 < e.mean() < 2.1
     with pytest.raises(ValueError):
         at.random.choice(3, size=4, replace=False)
+
+
+@given(st.data())
+def test_integer_arrays_and_integers_on_any_axes_match_numpy(data):
+    x = np.arange(60).reshape(3, 4, 5)
+    t = at.tensor(x, chunk_size=data.draw(st.sampled_from([2, 3, 5])))
+    index = []
+    for n in x.shape:
+        kind = data.draw(st.sampled_from(["array", "int", "slice"]))
+        if kind == "array":
+            shape = data.draw(st.sampled_from([(2,), (1, 2), (2, 1)]))
+            index.append(data.draw(arrays(np.int64, shape, elements=st.integers(-n, n - 1))))
+        elif kind == "int":
+            index.append(data.draw(st.integers(-n, n - 1)))
+        else:
+            index.append(slice(data.draw(st.integers(0, n)), None, data.draw(st.sampled_from([1, 2, -1]))))
+    index = tuple(index)
+    try:
+        want = x[index]
+    except IndexError:
+        return  # numpy's broadcast of the arrays failed; ours must too, checked elsewhere
+    check(t[index], want)
+
+
+def test_boolean_scalars_masks_in_hand_and_strided_assignment():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = at.tensor(x, chunk_size=2)
+    check(t[True], x[True])
+    check(t[False], x[False])
+    check(t[np.True_], x[np.True_])
+    m = x[:, :, 0] % 8 == 0
+    got = t[m]
+    assert got.shape == x[m].shape  # a mask in hand: the length is known before computing
+    check(got, x[m])
+    np.testing.assert_array_equal(t[at.tensor(m)].fetch(), x[m])  # known once computed
+    z = at.tensor(5.0)
+    z[at.tensor(False)] = 1.0
+    assert z.fetch() == 5.0
+    z[at.tensor(True)] = 2.0
+    assert z.fetch() == 2.0
+    y = at.tensor(np.zeros((4, 6)), chunk_size=3)
+    w = np.zeros((4, 6))
+    y[1:4:2, ::-2] = np.arange(6.0).reshape(2, 3)
+    w[1:4:2, ::-2] = np.arange(6.0).reshape(2, 3)
+    y[m[0][:2].repeat(2)] = np.arange(6.0)
+    w[m[0][:2].repeat(2)] = np.arange(6.0)
+    check(y, w)
+    e = at.tensor(np.zeros((1, 4), bool))
+    e[0, :0:2] = at.tensor(np.zeros(0, bool))
+    check(e, np.zeros((1, 4), bool))

@@ -134,3 +134,19 @@ def test_lstsq_cond_multi_dot_and_tensor_solves():
     check(at.linalg.tensorsolve(at.tensor(moved), at.tensor(rhs), axes=(0, 1)), np.linalg.tensorsolve(moved, rhs, axes=(0, 1)), rtol=1e-8, atol=1e-9)
     with pytest.raises(np.linalg.LinAlgError):
         at.linalg.tensorsolve(at.tensor(moved), at.tensor(rhs))
+
+
+def test_stacked_tolerances_cholesky_upper_and_powers():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 4, 4))
+    a[1, :, 3] = a[1, :, 0]  # rank 3
+    t = at.tensor(a, chunk_size=2)
+    rtol = np.array([1e-12, 1e-12, 0.5])
+    check(at.linalg.matrix_rank(t, rtol=rtol), np.linalg.matrix_rank(a, rtol=rtol))
+    check(at.linalg.matrix_rank(t), np.linalg.matrix_rank(a))
+    check(at.linalg.pinv(t), np.linalg.pinv(a), rtol=1e-6, atol=1e-6)
+    check(at.linalg.pinv(t, rtol=at.tensor(rtol)), np.linalg.pinv(a, rtol=rtol), rtol=1e-6, atol=1e-6)
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    check(at.linalg.cholesky(at.tensor(spd), upper=True), np.linalg.cholesky(spd, upper=True), rtol=1e-9, atol=1e-9)
+    check(at.linalg.matrix_power(at.tensor(spd), -2), np.linalg.matrix_power(spd, -2), rtol=1e-7, atol=1e-9)
+    assert at.linalg.matrix_power(at.zeros((0, 2, 2)), 3).shape == (0, 2, 2)

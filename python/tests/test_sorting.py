@@ -127,3 +127,44 @@ def test_order_statistics_of_nan_and_of_a_large_vector():
         at.percentile(t, 101)
     with pytest.raises(NotImplementedError, match="order"):
         at.sort(t, order="x")
+
+
+@given(st.data())
+def test_unique_all_and_return_index_match_numpy(data):
+    n = data.draw(st.integers(0, 40))
+    x = data.draw(arrays(np.float64, (n,), elements=st.sampled_from([0.0, 1.5, -2.0, 7.0, np.nan])))
+    t = at.tensor(x, chunk_size=data.draw(st.integers(1, 9)))
+    values, index, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    got = at.unique(t, return_index=True, return_inverse=True, return_counts=True)
+    for g, w in zip(got, (values, index, inverse, counts)):
+        np.testing.assert_array_equal(g.fetch(), w)
+    r = at.unique_all(t)
+    # The standard's: each NaN its own value, in order after the others.
+    keep = ~np.isnan(x)
+    uv, ui, uc = np.unique(x[keep], return_index=True, return_counts=True)
+    nan_at = np.flatnonzero(~keep)
+    np.testing.assert_array_equal(r.values.fetch(), np.concatenate([uv, x[nan_at]]))
+    np.testing.assert_array_equal(r.indices.fetch(), np.concatenate([np.flatnonzero(keep)[ui], nan_at]))
+    np.testing.assert_array_equal(r.counts.fetch(), np.concatenate([uc, np.ones(len(nan_at), np.int64)]))
+    np.testing.assert_array_equal(r.values.fetch()[r.inverse_indices.fetch()][keep], x[keep])
+
+
+def test_searchsorted_with_a_sorter_and_repeat_per_element():
+    a = np.array([5, 1, 4, 2, 3])
+    order = np.argsort(a)
+    v = np.array([0, 3, 6, 2])
+    check(at.searchsorted(at.tensor(a, chunk_size=2), v, sorter=at.tensor(order)), np.searchsorted(a, v, sorter=order))
+    check(at.searchsorted(at.tensor(a), v, side="right", sorter=order), np.searchsorted(a, v, side="right", sorter=order))
+    x = np.arange(12).reshape(3, 4)
+    for counts, axis in [([0, 2, 1], 0), ([1, 0, 3, 2], 1), (np.arange(12) % 3, None)]:
+        check(at.repeat(at.tensor(x, chunk_size=2), counts, axis=axis), np.repeat(x, counts, axis=axis))
+    check(at.repeat(at.tensor(x), at.tensor(np.array([2, 0, 1])), axis=0), np.repeat(x, [2, 0, 1], axis=0))
+    with pytest.raises(ValueError):
+        at.repeat(at.tensor(x), [1, 2], axis=0)
+
+
+def test_searchsorted_compares_in_the_common_dtype():
+    a = np.array([1, 2, 3])
+    for v in ([1.5, 2.5], np.array([0.5, 3.5]), 1.5, 2):
+        check(at.searchsorted(at.tensor(a), v), np.searchsorted(a, v))
+    check(at.searchsorted(at.tensor(a.astype(np.float32)), np.array([2], dtype=np.int64)), np.searchsorted(a.astype(np.float32), np.array([2])))

@@ -140,3 +140,26 @@ fn integer_functions_stay_exact_in_their_dtype() {
     assert!(matches!(bt.unary_op(UnOp::Sign), Err(TensorError::BadDType { .. })));
     ares::shutdown();
 }
+
+#[test]
+fn where_aligns_three_operands_chunked_differently() {
+    ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
+    let s = Session::new();
+    let arr = |shape: &[usize], v: Vec<f64>, chunks: &[usize]| {
+        from_array(&ArrayD::from_shape_vec(IxDyn(shape), v).unwrap(), chunks).unwrap()
+    };
+    // `y` is both the condition's operand and a value, broadcast against `x` chunked
+    // otherwise: each pair unified alone used to undo the other's rechunk.
+    for (xc, yc) in [([1, 2], [1]), ([1, 1], [2]), ([1, 1], [1]), ([1, 2], [2])] {
+        let x = arr(&[1, 2], vec![0.0, 1.0], &xc);
+        let y = arr(&[2], vec![0.0, 1.0], &yc);
+        let w = ares_tensor::where_(&y.gt_scalar(0.0), &y, &x).unwrap();
+        assert_eq!(got::<f64>(&s, &w), [0.0, 1.0], "x chunks {xc:?}, y chunks {yc:?}");
+    }
+    // Three operands of three shapes, none of them the broadcast shape.
+    let c = arr(&[3, 1], vec![1.0, 0.0, 1.0], &[2, 1]);
+    let a = arr(&[3, 1], vec![10.0, 20.0, 30.0], &[1, 1]);
+    let b = arr(&[1, 4], vec![1.0, 2.0, 3.0, 4.0], &[1, 3]);
+    let w = ares_tensor::where_(&c.gt_scalar(0.0), &a, &b).unwrap();
+    assert_eq!(got::<f64>(&s, &w), [10.0, 10.0, 10.0, 10.0, 1.0, 2.0, 3.0, 4.0, 30.0, 30.0, 30.0, 30.0]);
+}

@@ -23,6 +23,7 @@ from .. import _native, get_default_session
 
 __all__ = [
     "Tensor",
+    "pow",
     "tensor",
     "array",
     "asarray",
@@ -531,6 +532,9 @@ class Tensor:
     def __float__(self) -> float:
         return float(self._item())
 
+    def __complex__(self) -> complex:
+        return complex(self._item())
+
     def __int__(self) -> int:
         return int(self._item())
 
@@ -941,19 +945,36 @@ class Tensor:
         # A 0-d integer tensor or array (a[a.argmax()]) is an integer index, as in numpy.
         if isinstance(index, (Tensor, np.ndarray)) and index.ndim == 0 and index.dtype.kind in "iu":
             index = int(index)
+        if _is_bool_scalar(index):
+            # numpy's x[True] (a new axis) and x[False] (that axis empty); a 0-d mask
+            # tensor keeps the axis's one row or none, known once computed.
+            lifted = self[None]
+            if isinstance(index, Tensor):
+                return lifted.take(nonzero(index.reshape(1))[0], axis=0)
+            return lifted if builtins.bool(index) else lifted[:0]
         if _is_bool_array(index):
             mask = _to_tensor(index, like=self)
-            if mask.shape == self.shape:
+            k = mask.ndim
+            if k > self.ndim or mask.shape != self.shape[:k]:
+                raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
+            if not isinstance(index, Tensor) or 0 in mask.shape:
+                # A mask in hand (or an empty one) gives its positions, and so the
+                # result's length, now: a gather over the masked axes flattened.
+                index = np.zeros(mask.shape, dtype=bool) if isinstance(index, Tensor) else index
+                lead = self if k == 1 else self.reshape((-1,) + self.shape[k:])
+                return lead.take(np.flatnonzero(np.asarray(index)), axis=0)
+            if k == self.ndim:
                 return Tensor(self._t.mask(mask._t))
-            if mask.ndim == 1 and self.ndim >= 1 and mask.shape[0] == self.shape[0]:
-                # Rows where a mask over the first axis holds (numpy's `a[mask]`); a
-                # mask in hand gives its positions, and so the result's length, now.
-                if not isinstance(index, Tensor):
-                    return self.take(np.flatnonzero(np.asarray(index)), axis=0)
+            if k == 1:
+                # Rows where a mask over the first axis holds (numpy's `a[mask]`).
                 return self.take(nonzero(mask)[0], axis=0)
-            raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {self.shape}")
+            return self.reshape((-1,) + self.shape[k:]).take(nonzero(mask.reshape(-1))[0], axis=0)
         if not isinstance(index, tuple):
             index = (index,)
+        # 0-d integer tensors or arrays inside a tuple are integers, as in numpy.
+        index = tuple(
+            int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu" else i for i in index
+        )
         if builtins.any(_is_int_array(i) or _is_bool_array(i) for i in index):
             return self._advanced(index)
         n_ell = builtins.sum(1 for i in index if i is Ellipsis)
@@ -1034,7 +1055,7 @@ class Tensor:
                 out = out.transpose(order)
             return out
         if arrays != list(range(len(arrays))) or builtins.any(not isinstance(i, slice) or i != slice(None) for i in index[len(arrays) :]):
-            raise NotImplementedError("several integer arrays other than on the leading axes (followed by ':')")
+            return self._advanced_anywhere(index)
         k = len(arrays)
         if k > self.ndim:
             raise IndexError(f"too many indices for tensor: tensor is {self.ndim}-dimensional, but {k} were indexed")
@@ -1055,8 +1076,35 @@ class Tensor:
         flat = where(bad, total, flat)
         flat = broadcast_to(flat, shape)
         rest = list(self.shape[k:])
-        merged = self.rechunk([c[0] if c else 1 for c in self.chunks[:1]] + [-1] * (self.ndim - 1)).reshape([-1] + rest)
+        merged = self.rechunk([c[0] if c else 1 for c in self.chunks[:1]] + [-1] * (self.ndim - 1)).reshape([total] + rest)
         return merged.take(flat, axis=0)
+
+    def _advanced_anywhere(self, index: tuple) -> "Tensor":
+        """Several integer arrays (and integers) on any axes, with slices between or
+        around them: the indexed axes are moved to the front and gathered together, the
+        slices applied to the rest; as numpy places them, the gathered dimensions stay
+        where the indexed axes were when those are side by side, and go first otherwise."""
+        if builtins.any(i is None for i in index):
+            raise NotImplementedError("several integer arrays together with newaxis (None)")
+        index = index + (slice(None),) * (self.ndim - len(index))
+        if len(index) > self.ndim:
+            raise IndexError(f"too many indices for tensor: tensor is {self.ndim}-dimensional, but {len(index)} were indexed")
+        adv = [d for d, i in enumerate(index) if _is_int_array(i) or isinstance(i, (numbers.Integral, np.integer))]
+        rest = [d for d in range(self.ndim) if d not in adv]
+        moved = self.transpose(adv + rest) if adv + rest != list(range(self.ndim)) else self
+        # An integer is a one-element array here (broadcasting with the real arrays
+        # gives the same shape), so every indexed axis leads and one gather takes them.
+        arrays = tuple(_index_tensor(index[d]) if _is_int_array(index[d]) else np.array([int(index[d])]) for d in adv)
+        sliced = moved[(slice(None),) * len(adv) + tuple(index[d] for d in rest)]
+        out = sliced._advanced(arrays + (slice(None),) * len(rest))
+        nb = out.ndim - len(rest)
+        together = adv == list(range(adv[0], adv[-1] + 1))
+        if together and adv[0] > 0:
+            # The gathered dimensions back where the indexed axes were.
+            before = adv[0]
+            order = list(range(nb, nb + before)) + list(range(nb)) + list(range(nb + before, out.ndim))
+            out = out.transpose(order)
+        return out
 
     def take(self, indices: Any, axis: Optional[int] = None) -> "Tensor":
         """See :func:`take`."""
@@ -1081,6 +1129,13 @@ class Tensor:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_bool_scalar(i: Any) -> builtins.bool:
+    """A boolean scalar index: Python's or numpy's bool, or a 0-d boolean array or tensor."""
+    if isinstance(i, (builtins.bool, np.bool_)):
+        return True
+    return isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype == np.bool_
 
 
 def _is_bool_array(i: Any) -> builtins.bool:
@@ -1156,11 +1211,17 @@ def asarray(data: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any
     _check_device(device)
     if copy is False and not isinstance(data, Tensor):
         raise ValueError("asarray(copy=False) of data that is not a tensor: its elements are copied into chunks")
-    return tensor(data, dtype=dtype, chunk_size=chunk_size)
+    t = tensor(data, dtype=dtype, chunk_size=chunk_size)
+    if copy and t is data:
+        # A new tensor object: item assignment rebinds one, never the other.
+        t = Tensor(data._t)
+        t._session = data._session
+    return t
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``."""
+    _check_device(device)
     shape = _shape_of(shape)
     v = _scalar(fill_value)
     if not _is_scalar(v):
@@ -1171,18 +1232,21 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None)
     return t if t._t.dtype == name else t.astype(name)
 
 
-def ones(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+def ones(shape: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """A tensor of ones (float64 by default)."""
+    _check_device(device)
     return full(shape, 1.0, dtype=dtype or np.float64, chunk_size=chunk_size)
 
 
-def zeros(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+def zeros(shape: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """A tensor of zeros (float64 by default)."""
+    _check_device(device)
     return full(shape, 0.0, dtype=dtype or np.float64, chunk_size=chunk_size)
 
 
-def empty(shape: Any, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+def empty(shape: Any, dtype: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """A tensor of zeros: tensors are computed, so there is no uninitialised memory."""
+    _check_device(device)
     return zeros(shape, dtype=dtype, chunk_size=chunk_size)
 
 
@@ -1193,28 +1257,38 @@ def _like(a: Any, dtype: Any, shape: Any, chunk_size: Any) -> Tuple[Tuple[int, .
     return s, dtype if dtype is not None else t.dtype, cs
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+def full_like(
+    a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None, *, device: Any = None
+) -> Tensor:
     """A tensor like ``a`` (shape, dtype, chunks) filled with ``fill_value``."""
+    _check_device(device)
     s, d, cs = _like(a, dtype, shape, chunk_size)
     return full(s, fill_value, dtype=d, chunk_size=cs)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """Ones shaped like ``a``."""
+    _check_device(device)
     return full_like(a, 1, dtype=dtype, shape=shape, chunk_size=chunk_size)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None) -> Tensor:
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
     """Zeros shaped like ``a``."""
+    _check_device(device)
     return full_like(a, 0, dtype=dtype, shape=shape, chunk_size=chunk_size)
 
 
-empty_like = zeros_like
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, chunk_size: Any = None, *, device: Any = None) -> Tensor:
+    """Zeros shaped like ``a`` (tensors are computed: no uninitialised memory)."""
+    return zeros_like(a, dtype=dtype, shape=shape, chunk_size=chunk_size, device=device)
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, chunk_size: Any = None) -> Tensor:
+def arange(
+    start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, chunk_size: Any = None, *, device: Any = None
+) -> Tensor:
     """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (int64 for
     integer arguments, float64 otherwise)."""
+    _check_device(device)
     if stop is None:
         start, stop = 0, start
     start, stop, step = _scalar(start), _scalar(stop), _scalar(step)
@@ -1236,15 +1310,26 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, chunk
 
 
 def linspace(
-    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = None, chunk_size: Any = None
+    start: float,
+    stop: float,
+    num: int = 50,
+    endpoint: bool = True,
+    dtype: Any = None,
+    chunk_size: Any = None,
+    *,
+    device: Any = None,
 ) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` (inclusive unless
     ``endpoint=False``)."""
+    _check_device(device)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     if not endpoint:
-        step = (stop - start) / num if num else 0.0
-        t = linspace(start, stop - step, num, True, None, chunk_size) if num else zeros(0)
+        # numpy's values: i · ((stop - start) / num) + start.
+        if num == 0:
+            return _linspace_dtype(zeros(0), dtype)
+        step = (float(stop) - float(start)) / num
+        t = arange(num, chunk_size=_chunks_of(chunk_size, (num,), 8)[0]).astype(np.float64) * step + float(start)
         return _linspace_dtype(t, dtype)
     chunk = _chunks_of(chunk_size, (num,), 8)[0]
     t = Tensor(_native.linspace(float(start), float(stop), int(num), chunk))
@@ -1466,6 +1551,9 @@ divide = true_divide
 def power(x: Any, y: Any) -> Tensor:
     """``x ** y``."""
     return _binop("pow", x, y)
+
+
+pow = power  # noqa: A001 - the Array API's name (numpy 2 has both)
 
 
 def maximum(x: Any, y: Any) -> Tensor:
@@ -1797,9 +1885,12 @@ def transpose(a: Any, axes: Any = None) -> Tensor:
     return _to_tensor(a).transpose(axes)
 
 
-def reshape(a: Any, newshape: Any) -> Tensor:
-    """``a`` with a new shape."""
-    return _to_tensor(a).reshape(newshape)
+def reshape(a: Any, shape: Any = None, *, newshape: Any = None, copy: Any = None) -> Tensor:
+    """``a`` with a new shape (``newshape=`` is numpy's older spelling). ``copy`` is
+    accepted: tensors are immutable, so a reshape never shares writable memory."""
+    if (shape is None) == (newshape is None):
+        raise TypeError("reshape() takes one shape (shape= or newshape=)")
+    return _to_tensor(a).reshape(shape if newshape is None else newshape)
 
 
 def ravel(a: Any) -> Tensor:
@@ -1925,24 +2016,27 @@ def array_equal(a1: Any, a2: Any, equal_nan: builtins.bool = False) -> Any:
     return all(same)
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Tensor:
-    """Elements limited to ``[a_min, a_max]`` (scalars; one may be None). numpy 2.1's
-    ``min=``/``max=`` spellings are taken too."""
-    for k, pos in (("min", "a_min"), ("max", "a_max")):
-        if k in kwargs:
-            if (a_min if pos == "a_min" else a_max) is not None:
-                raise ValueError(f"clip: give {pos} or {k}, not both")
-            if pos == "a_min":
-                a_min = kwargs.pop(k)
-            else:
-                a_max = kwargs.pop(k)
-    if kwargs:
-        raise TypeError(f"clip() got an unexpected keyword argument {next(iter(kwargs))!r}")
+def clip(a: Any, min: Any = None, max: Any = None, out: Any = None, *, a_min: Any = None, a_max: Any = None) -> Tensor:  # noqa: A002
+    """Elements limited to ``[min, max]`` (one may be None): scalars, arrays or
+    tensors broadcast against ``a``. numpy's ``a_min=``/``a_max=`` spellings are taken too."""
+    if out is not None:
+        raise NotImplementedError("clip with out=: tensors are immutable")
+    for given, old, name in ((min, a_min, "min"), (max, a_max, "max")):
+        if given is not None and old is not None:
+            raise ValueError(f"clip: give a_{name} or {name}, not both")
+    a_min = min if min is not None else a_min
+    a_max = max if max is not None else a_max
     t = _to_tensor(a)
     if a_min is None and a_max is None:
-        raise ValueError("One of max or min must be given")
+        return t  # the standard's clip with no bounds (numpy 2.1 agrees)
     if (a_min is not None and not _is_scalar(a_min)) or (a_max is not None and not _is_scalar(a_max)):
-        raise NotImplementedError("clip with tensor bounds; give scalars")
+        # Array bounds: numpy's minimum(maximum(a, lo), hi), NaN propagating.
+        r = t
+        if a_min is not None:
+            r = maximum(r, a_min)
+        if a_max is not None:
+            r = minimum(r, a_max)
+        return r
     # numpy's promotion: Python bounds take the tensor's dtype, numpy scalars keep theirs.
     out = np.result_type(t.dtype, *(b for b in (a_min, a_max) if b is not None))
     if out.kind != "f":
@@ -2086,6 +2180,10 @@ from ._statistics import __all__ as _statistics_names  # noqa: E402
 __all__ += _statistics_names
 
 from ._contract import einsum  # noqa: E402,F401
+from ._numpy_extras import *  # noqa: E402,F401,F403 - numpy's functions beyond the standard
+from ._numpy_extras import __all__ as _extras_names  # noqa: E402
+
+__all__ += _extras_names
 
 __all__ += ["einsum"]
 

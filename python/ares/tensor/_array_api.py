@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -134,9 +134,28 @@ def can_cast(from_: Any, to: Any) -> builtins.bool:
     return builtins.bool(np.can_cast(_dtype_of(from_), to))
 
 
-def finfo(type: Any) -> np.finfo:  # noqa: A002 - the standard's name
-    """numpy's ``finfo`` of a float dtype or a tensor's."""
-    return np.finfo(_dtype_of(type))
+class finfo_object(NamedTuple):
+    """The standard's ``finfo``: Python numbers, and the dtype."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+    resolution: float
+    tiny: float
+    precision: int
+
+
+def finfo(type: Any) -> finfo_object:  # noqa: A002 - the standard's name
+    """numpy's ``finfo`` of a float dtype or a tensor's, with Python floats as the
+    standard asks (numpy's are numpy scalars)."""
+    f = np.finfo(_dtype_of(type))
+    return finfo_object(
+        int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype,
+        float(f.resolution), float(f.tiny), int(f.precision),
+    )
 
 
 def iinfo(type: Any) -> np.iinfo:  # noqa: A002
@@ -329,22 +348,29 @@ def broadcast_arrays(*arrays: Any) -> List[Tensor]:
 
 
 def repeat(x: Any, repeats: Any, /, *, axis: Optional[int] = None) -> Tensor:
-    """Each element repeated ``repeats`` times along ``axis`` (flattened first when None).
-    ``repeats`` is one count for every element; a count per element has a shape known only
-    from the data and is not supported."""
+    """Each element repeated ``repeats`` times along ``axis`` (flattened first when None):
+    one count for all (a broadcast), or a count per element (a gather of positions made
+    from the counts; counts given as a tensor are computed first, as the result's length
+    depends on them)."""
+    from . import take
+
     t = _to_tensor(x)
-    if not isinstance(repeats, numbers.Integral):
-        r = np.asarray(repeats.fetch() if isinstance(repeats, Tensor) else repeats)
-        if r.ndim == 0 or (r.size >= 1 and (r == r.flat[0]).all()):
-            repeats = int(r.flat[0]) if r.size else 0
-        else:
-            raise NotImplementedError("repeat with a different count per element")
-    if repeats < 0:
-        raise ValueError("repeats may not contain negative values")
     if axis is None:
         t, axis = t.reshape(-1), 0
     a = _axis_of(axis, t.ndim)[0]
     shape = list(t._known_shape("repeat"))
+    if not isinstance(repeats, numbers.Integral):
+        r = np.asarray(repeats.fetch() if isinstance(repeats, Tensor) else repeats)
+        if r.dtype.kind not in "iub":
+            raise TypeError(f"Cannot cast repeats from dtype {r.dtype} to int64 safely")
+        if builtins.bool((r < 0).any()):
+            raise ValueError("repeats may not contain negative values")
+        if r.ndim == 0 or r.size == 1:
+            repeats = int(r.reshape(-1)[0])
+        elif r.ndim == 1 and r.size == shape[a]:
+            return take(t, np.repeat(np.arange(shape[a], dtype=np.int64), r), axis=a)
+        else:
+            raise ValueError(f"operands could not be broadcast together with shape ({shape[a]},) ({r.size},)")
     wide = broadcast_to(t.reshape(shape[: a + 1] + [1] + shape[a + 1 :]), shape[: a + 1] + [repeats] + shape[a + 1 :])
     return wide.reshape(shape[:a] + [shape[a] * repeats] + shape[a + 1 :])
 
@@ -491,7 +517,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     a, b = _to_tensor(x1), _to_tensor(x2)
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} has {a.shape[axis]} and {b.shape[axis]} elements")
-    return sum(a * b, axis=axis)
+    # The operands' promoted dtype, as numpy's vecdot (sum alone would widen integers).
+    return sum(a * b, axis=axis, dtype=np.result_type(a.dtype, b.dtype))
 
 
 # ---------------------------------------------------------------- differences
@@ -619,7 +646,7 @@ def _axis_mask(n: int, i: Any) -> Tensor:
 
 def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
     """``x`` with ``x[index] = value`` applied (see ``Tensor.__setitem__``)."""
-    from . import _is_bool_array, _is_int_array, _index_tensor, isin, nonzero  # noqa: F401
+    from . import _is_bool_array, _is_bool_scalar, _is_int_array, _index_tensor, isin, nonzero  # noqa: F401
 
     def cast(v: Any) -> Tensor:
         # numpy casts the value to the array's dtype (a Python int it cannot hold raises).
@@ -629,16 +656,26 @@ def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
 
     v = cast(value)
     shape = x._known_shape("item assignment")
+    if _is_bool_scalar(index):
+        # x[True] = v writes everything, x[False] = v nothing; a 0-d mask tensor decides lazily.
+        if not isinstance(index, Tensor):
+            return broadcast_to(v, shape) if builtins.bool(index) else x
+        return where(index, broadcast_to(v, shape), x)
     if _is_bool_array(index):
         mask = _to_tensor(index)
-        if mask.shape != shape:
-            if mask.ndim == 1 and len(shape) >= 1 and mask.shape[0] == shape[0]:
-                mask = broadcast_to(mask.reshape((shape[0],) + (1,) * (len(shape) - 1)), shape)
-            else:
-                raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {shape}")
-        if v.ndim != 0:
-            raise NotImplementedError("assigning an array through a boolean mask (give a scalar)")
-        return where(mask, v, x)
+        k = mask.ndim
+        if k > len(shape) or mask.shape != shape[:k]:
+            raise IndexError(f"boolean index of shape {mask.shape} does not match the tensor's shape {shape}")
+        mask = broadcast_to(mask.reshape(mask.shape + (1,) * (len(shape) - k)), shape)
+        # A value for every selected element alike (it broadcasts to the unmasked axes);
+        # one value per selected element would be a scatter.
+        try:
+            np.broadcast_shapes(v.shape, shape[k:])
+        except ValueError:
+            raise NotImplementedError("assigning an array of one value per masked element (give a scalar)") from None
+        if len(v.shape) > len(shape[k:]):
+            raise NotImplementedError("assigning an array of one value per masked element (give a scalar)")
+        return where(mask, broadcast_to(v, shape), x)
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) == 1 and _is_int_array(index[0]):
@@ -671,12 +708,28 @@ def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
         if mask is None:
             return broadcast_to(v, shape)
         return where(broadcast_to(mask, shape), v, x)
-    # An array value: its box (unit steps) spliced in along each axis in turn.
     box = tuple(r if r is not None else 1 for r in region)
-    if any(isinstance(i, slice) and i.indices(n)[2] != 1 for i, n in zip(index, shape)):
-        raise NotImplementedError("assigning an array through a slice with a step (give a scalar)")
     kept = tuple(r for r in region if r is not None)
     v = broadcast_to(v, kept).reshape(box)
+    if builtins.any(r == 0 for r in kept):
+        return x  # an empty region: nothing to write
+    if builtins.any(isinstance(i, slice) and i.indices(n)[2] != 1 for i, n in zip(index, shape)):
+        # A strided region: the value spread over the whole shape (each position reads
+        # the value's element for its place in the slice), then kept where the region is.
+        from . import take
+
+        mask = None
+        for d, (i, n) in enumerate(zip(index, shape)):
+            if isinstance(i, slice):
+                start, _, step = i.indices(n)
+                place = np.clip((np.arange(n) - start) // step, 0, region[d] - 1)
+            else:
+                place = np.zeros(n, dtype=np.int64)
+            v = take(v, place, axis=d)
+            m = _axis_mask(n, i).reshape(tuple(n if e == d else 1 for e in range(len(shape))))
+            mask = m if mask is None else mask & m
+        return where(broadcast_to(mask, shape), v, x)
+    # An array value of unit steps: its box spliced in along each axis in turn.
     return _splice(x, v, [(i.indices(n)[0] if isinstance(i, slice) else int(i) % n) for i, n in zip(index, shape)], 0)
 
 
@@ -691,6 +744,8 @@ def _splice(x: Tensor, v: Tensor, starts: List[int], d: int) -> Tensor:
     lo[d], mid[d], hi[d] = slice(0, s), slice(s, s + w), slice(s + w, n)
     inner = _splice(x[tuple(mid)], v, starts, d + 1)
     parts = [p for p in (x[tuple(lo)], inner, x[tuple(hi)]) if p.shape[d] > 0]
+    if not parts:
+        return x  # an empty axis: nothing to write
     return parts[0] if len(parts) == 1 else concatenate(parts, axis=d)
 
 

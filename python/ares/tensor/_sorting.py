@@ -27,6 +27,7 @@ __all__ = [
     "unique_values",
     "unique_counts",
     "unique_inverse",
+    "unique_all",
     "searchsorted",
     "isin",
     "median",
@@ -36,6 +37,7 @@ __all__ = [
 
 UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
 UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
 
 
 def _sorted(a: Any, axis: Any, kind: Any, order: Any, descending: builtins.bool, arg: builtins.bool, name: str) -> Tensor:
@@ -100,12 +102,19 @@ def unique(
 ) -> Any:
     """numpy's ``unique`` of the flattened tensor: the sorted distinct values (a lazy
     tensor whose length is known once computed), with the inverse (of ``ar``'s shape)
-    and the counts on request. ``return_index`` and ``axis`` are not supported."""
+    and the counts on request; ``return_index`` gives each value's first position (by
+    one stable sort, see :func:`unique_all`). ``axis`` is not supported."""
     if axis is not None:
         raise NotImplementedError("unique with axis= (unique rows)")
-    if return_index:
-        raise NotImplementedError("unique with return_index=True")
     t = _to_tensor(ar)
+    if return_index:
+        r = _unique_all(t, builtins.bool(equal_nan))
+        out = [r.values, r.indices]
+        if return_inverse:
+            out.append(r.inverse_indices)
+        if return_counts:
+            out.append(r.counts)
+        return tuple(out)
     flat = _flat(t)
     values = Tensor(flat._t.unique(False, builtins.bool(equal_nan)))
     out = [values]
@@ -135,18 +144,68 @@ def unique_inverse(x: Any, /) -> UniqueInverseResult:
     return UniqueInverseResult(values, Tensor(values._t.searchsorted(t._t, False)))
 
 
+def _unique_all(t: Tensor, equal_nan: builtins.bool) -> UniqueAllResult:
+    """Everything ``unique_all`` gives, from one stable argsort of the flattened ``t``:
+    a group starts where the sorted value differs from the one before (each NaN its own
+    unless ``equal_nan``); its first position is the order's entry there, its count the
+    distance to the next start, and the inverse is the running group number sent back
+    through the inverse permutation. Lengths are known once computed."""
+    from . import arange, cumsum, nonzero, take
+
+    flat = _flat(t)
+    n = flat.shape[0]
+    order = argsort(flat)
+    ordered = take(flat, order)
+    if n == 0:
+        empty = order[:0]
+        return UniqueAllResult(ordered, empty, empty.reshape(t.shape), empty)
+    step = ordered[1:] != ordered[:-1]
+    if equal_nan and flat.dtype.kind == "f":
+        step = step & ~(isnan(ordered[1:]) & isnan(ordered[:-1]))
+    starts = concatenate([arange(1) == 0, step])
+    values = ordered[starts]
+    indices = order[starts]
+    # A group ends where the next one starts (or at the end): both position lists have
+    # one entry per group.
+    ends = concatenate([step, arange(1) == 0])
+    counts = nonzero(ends)[0] - nonzero(starts)[0] + 1
+    group = cumsum(starts.astype(np.int64)) - 1
+    inverse = take(group, argsort(order)).reshape(t.shape)
+    return UniqueAllResult(values, indices, inverse, counts)
+
+
+def unique_all(x: Any, /) -> UniqueAllResult:
+    """The Array API's distinct values (sorted, each NaN its own), the position of each
+    one's first occurrence in the flattened ``x``, the inverse (``x``'s shape) and the
+    counts."""
+    return _unique_all(_to_tensor(x), False)
+
+
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
     """numpy's ``searchsorted``: where each element of ``v`` would go in the sorted 1-d
     ``a`` (before equal elements; after them with ``side='right'``), as int64 of ``v``'s
-    shape. ``a`` must be sorted (NaN last); it is not checked."""
+    shape. ``a`` must be sorted (NaN last), or ``sorter`` the positions that sort it
+    (as :func:`argsort` gives); it is not checked."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
-    if sorter is not None:
-        raise NotImplementedError("searchsorted with sorter=; sort a first (at.sort)")
     at = _to_tensor(a)
+    if sorter is not None:
+        from . import take
+
+        at = take(at, _to_tensor(sorter))
     if at.ndim != 1:
         raise ValueError("object too deep for desired array: searchsorted takes a 1-d a")
-    vt = _to_tensor(v, like=at) if not isinstance(v, Tensor) else v
+    # Compared in the common dtype, as numpy does (searching 1.5 among integers must
+    # not truncate it to 1); a Python number is weak (NEP 50).
+    if isinstance(v, Tensor):
+        vt = v
+    elif isinstance(v, (builtins.bool, int, float)):
+        vt = _to_tensor(np.asarray(v, dtype=np.result_type(at.dtype, v)))
+    else:
+        vt = _to_tensor(np.asarray(v))
+    common = np.result_type(at.dtype, vt.dtype)
+    at = at if at.dtype == common else at.astype(common)
+    vt = vt if vt.dtype == common else vt.astype(common)
     return Tensor(at._t.searchsorted(vt._t, side == "right"))
 
 

@@ -307,9 +307,14 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 
 @_stacked
-def cholesky(a: Any) -> Tensor:
-    """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive definite)."""
-    return Tensor(_matrix(a)._t.cholesky())
+def cholesky(a: Any, /, *, upper: bool = False) -> Tensor:
+    """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive
+    definite), or with ``upper=True`` the upper ``U = L.T`` with ``a = U.T @ U``."""
+    t = _matrix(a)
+    if t.shape[0] != t.shape[1]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    low = Tensor(t._t.cholesky())
+    return low.T if upper else low
 
 
 @_stacked
@@ -455,31 +460,63 @@ def svdvals(x: Any, /) -> Tensor:
     return svd(x, full_matrices=False, compute_uv=False)
 
 
-@_stacked
+def _cutoff(s: Tensor, tol: Any) -> Tensor:
+    """Singular values at or below which a stack's matrices count as rank-deficient:
+    ``tol`` (a number, or an array over the stack) times each matrix's largest one,
+    kept as a trailing axis of 1 to compare with ``s``."""
+    from . import asarray
+
+    rel = tol if isinstance(tol, Tensor) else asarray(np.asarray(tol, dtype=s.dtype))
+    return s.max(axis=-1, keepdims=True) * rel.reshape(rel.shape + (1,))
+
+
+def _default_rtol(t: Tensor) -> float:
+    return max(t.shape[-2:]) * np.finfo(t.dtype).eps
+
+
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
-    """The Moore-Penrose pseudo-inverse through the SVD: singular values below ``rtol``
-    (default ``max(m, n) · eps``) times the largest are treated as zero."""
-    t = _matrix(a)
-    m, n = t.shape
-    tol = rtol if rtol is not None else (rcond if rcond is not None else max(m, n) * np.finfo(t.dtype).eps)
+    """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
+    ``rtol`` (default ``max(m, n) · eps``; a number or an array over the stack) times the
+    largest are treated as zero. Stacks go matrix by matrix."""
+    from . import matrix_transpose
+
+    t = _to_tensor(a)
+    if t.ndim < 2:
+        raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if t.dtype.kind != "f":
+        t = t.astype(np.float64)
+    tol = rtol if rtol is not None else (rcond if rcond is not None else _default_rtol(t))
+    if 0 in t.shape:
+        from . import zeros
+
+        return zeros(t.shape[:-2] + (t.shape[-1], t.shape[-2]), dtype=t.dtype)
     u, s, vh = svd(t, full_matrices=False)
-    cutoff = s.max() * float(tol)
-    sinv = where(s > cutoff, 1.0 / where(s > cutoff, s, 1.0), 0.0)
-    return _as((vh.T * sinv.reshape(1, -1)) @ u.T, t.dtype)
+    keep = s > _cutoff(s, tol)
+    sinv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    return _as((matrix_transpose(vh) * sinv.reshape(sinv.shape[:-1] + (1, sinv.shape[-1]))) @ matrix_transpose(u), t.dtype)
 
 
-@_stacked
 def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
-    """The number of singular values above ``tol`` (default ``max(m, n) · eps`` times the
-    largest), as int64."""
-    t = _matrix(A)
+    """The number of singular values above ``tol`` (absolute), or above ``rtol``
+    (default ``max(m, n) · eps``) times the largest, as int64 (per matrix of a stack)."""
+    from . import asarray
+
+    t = _to_tensor(A)
+    if t.ndim < 2:
+        raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if t.dtype.kind != "f":
+        t = t.astype(np.float64)
+    if 0 in t.shape:
+        from . import zeros
+
+        return zeros(t.shape[:-2], dtype=np.int64)
     s = svdvals(t)
     if tol is None:
-        r = rtol if rtol is not None else max(t.shape) * np.finfo(t.dtype).eps
-        cutoff = s.max() * float(r)
+        cutoff = _cutoff(s, rtol if rtol is not None else _default_rtol(t))
     else:
-        cutoff = float(tol)
-    return (s > cutoff).sum()
+        lim = tol if isinstance(tol, Tensor) else asarray(np.asarray(tol, dtype=s.dtype))
+        cutoff = lim.reshape(lim.shape + (1,))
+    return (s > cutoff).sum(axis=-1)
 
 
 def matrix_power(a: Any, n: int) -> Tensor:
@@ -488,10 +525,12 @@ def matrix_power(a: Any, n: int) -> Tensor:
     from . import eye
 
     t = _to_tensor(a)
-    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+    if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
     if not isinstance(n, numbers.Integral):
         raise TypeError("exponent must be an integer")
+    if t.ndim > 2:
+        return _over_stack(lambda m: matrix_power(m, n), t)
     if n == 0:
         return eye(t.shape[0], dtype=t.dtype, chunk_size=t.chunks[0][0] if t.chunks[0] else 1)
     if n < 0:
@@ -518,10 +557,13 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``axis``."""
     from . import stack
 
+    from . import broadcast_arrays
+
     a, b = _to_tensor(x1), _to_tensor(x2)
-    ax = _axis_of(axis, a.ndim)[0]
-    if a.shape[ax] != 3 or b.shape[_axis_of(axis, b.ndim)[0]] != 3:
+    if a.shape[_axis_of(axis, a.ndim)[0]] != 3 or b.shape[_axis_of(axis, b.ndim)[0]] != 3:
         raise ValueError("cross takes vectors of 3 elements along the axis")
+    a, b = broadcast_arrays(a, b)
+    ax = _axis_of(axis, a.ndim)[0]
 
     def comp(t: Tensor, i: int) -> Tensor:
         idx = [slice(None)] * t.ndim
@@ -541,8 +583,10 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Tensor:
     from . import arange, take_along_axis
 
     t = _to_tensor(x)
-    if t.ndim != 2:
-        raise NotImplementedError("diagonal of a stack of matrices (give one matrix)")
+    if t.ndim > 2:
+        return _over_stack(lambda mat: diagonal(mat, offset=offset), t)
+    if t.ndim < 2:
+        raise ValueError("diagonal needs at least two dimensions")
     n, m = t.shape
     rows = range(max(0, -offset), min(n, m - offset)) if m - offset > 0 else range(0)
     k = len(rows)

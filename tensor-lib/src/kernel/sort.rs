@@ -22,12 +22,120 @@ fn by<T: Elem>(descending: bool) -> impl Fn(&T, &T) -> Ordering + Copy {
     move |a, b| if descending { order(*b, *a) } else { order(*a, *b) }
 }
 
+/// Lanes at least this long sort by radix (below it, comparing is as fast).
+const RADIX_MIN: usize = 1024;
+
+/// An unsigned key whose order is numpy's order of the elements: floats by their bits
+/// with the sign folded (-0.0 as 0.0, every NaN the largest key), signed integers with
+/// the sign bit flipped. Descending flips every bit, which keeps ties in their order.
+#[inline(always)]
+fn radix_key<T: Elem>(v: T, descending: bool) -> u64 {
+    let k = match T::DTYPE {
+        DType::F64 | DType::F32 => {
+            let f = v.to_f64();
+            if f.is_nan() {
+                u64::MAX
+            } else {
+                let b = (f + 0.0).to_bits();
+                if b >> 63 == 1 { !b } else { b | 1 << 63 }
+            }
+        }
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => (v.to_i64() as u64) ^ 1 << 63,
+        _ => v.to_i64() as u64,
+    };
+    if descending { !k } else { k }
+}
+
+/// The element a key was made from, when the key says all of it: not for NaN (one key
+/// for every NaN) nor -0.0 (the key of 0.0); the caller checks.
+#[inline(always)]
+fn from_radix_key<T: Elem>(k: u64, descending: bool) -> T {
+    let k = if descending { !k } else { k };
+    match T::DTYPE {
+        DType::F64 | DType::F32 => T::from_f64(f64::from_bits(if k >> 63 == 1 { k ^ 1 << 63 } else { !k })),
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => T::from_i64((k ^ 1 << 63) as i64),
+        _ => T::from_i64(k as i64),
+    }
+}
+
+/// A sorted lane: by keys alone when they give the elements back (no NaN, no -0.0:
+/// half the bytes moved per pass), else keys with the elements alongside.
+fn radix_lane<T: Elem + Default>(lane: &mut [T], descending: bool) {
+    let mut whole = true;
+    let keys: Vec<u64> = lane
+        .iter()
+        .map(|&e| {
+            if T::DTYPE.is_float() {
+                let f = e.to_f64();
+                whole &= !(f.is_nan() || f == 0.0 && f.is_sign_negative());
+            }
+            radix_key(e, descending)
+        })
+        .collect();
+    if whole {
+        let sorted = radix_sort(keys, Vec::<()>::new());
+        for (o, &k) in lane.iter_mut().zip(&sorted.0) {
+            *o = from_radix_key(k, descending);
+        }
+    } else {
+        lane.copy_from_slice(&radix_sort(keys, lane.to_vec()).1);
+    }
+}
+
+/// Stable LSD radix sort of `keys` (and `payload` with them, unless it is empty), a
+/// byte per pass; a pass whose byte is the same in every key is skipped (the high bytes
+/// of most data).
+fn radix_sort<P: Copy + Default>(mut keys: Vec<u64>, mut payload: Vec<P>) -> (Vec<u64>, Vec<P>) {
+    let n = keys.len();
+    let carry = !payload.is_empty();
+    let mut hist = vec![[0usize; 256]; 8];
+    for &k in &keys {
+        for (d, h) in hist.iter_mut().enumerate() {
+            h[((k >> (8 * d)) & 255) as usize] += 1;
+        }
+    }
+    let (mut k2, mut p2) = (vec![0u64; n], vec![P::default(); if carry { n } else { 0 }]);
+    for (d, h) in hist.iter().enumerate() {
+        if h.contains(&n) {
+            continue;
+        }
+        let mut at = [0usize; 256];
+        let mut sum = 0;
+        for (b, &c) in h.iter().enumerate() {
+            at[b] = sum;
+            sum += c;
+        }
+        let shift = 8 * d;
+        if carry {
+            for (&k, &p) in keys.iter().zip(&payload) {
+                let b = ((k >> shift) & 255) as usize;
+                k2[at[b]] = k;
+                p2[at[b]] = p;
+                at[b] += 1;
+            }
+            std::mem::swap(&mut payload, &mut p2);
+        } else {
+            for &k in &keys {
+                let b = ((k >> shift) & 255) as usize;
+                k2[at[b]] = k;
+                at[b] += 1;
+            }
+        }
+        std::mem::swap(&mut keys, &mut k2);
+    }
+    (keys, payload)
+}
+
 /// `x` (laid out `outer × len × inner`) sorted along its middle axis.
 pub(super) fn sort_lanes(x: Buf, outer: usize, len: usize, inner: usize, descending: bool) -> Buf {
-    fn typed<T: Elem>(mut v: Vec<T>, outer: usize, len: usize, inner: usize, descending: bool) -> Vec<T> {
+    fn typed<T: Elem + Default>(mut v: Vec<T>, outer: usize, len: usize, inner: usize, descending: bool) -> Vec<T> {
         if inner == 1 {
             for lane in v.chunks_mut(len.max(1)) {
-                lane.sort_by(by(descending));
+                if lane.len() >= RADIX_MIN {
+                    radix_lane(lane, descending);
+                } else {
+                    lane.sort_by(by(descending));
+                }
             }
             return v;
         }
@@ -50,6 +158,14 @@ pub(super) fn sort_lanes(x: Buf, outer: usize, len: usize, inner: usize, descend
 /// The positions along the middle axis that sort each lane of `x` (stable), as int64.
 pub(super) fn argsort_lanes(x: &Buf, outer: usize, len: usize, inner: usize, descending: bool) -> Vec<i64> {
     fn typed<T: Elem>(v: &[T], outer: usize, len: usize, inner: usize, descending: bool) -> Vec<i64> {
+        if inner == 1 && len >= RADIX_MIN {
+            let mut out = Vec::with_capacity(v.len());
+            for lane in v.chunks(len) {
+                let keys = lane.iter().map(|&e| radix_key(e, descending)).collect();
+                out.extend(radix_sort(keys, (0..lane.len() as i64).collect()).1);
+            }
+            return out;
+        }
         let mut out = vec![0i64; v.len()];
         let mut idx: Vec<usize> = Vec::with_capacity(len);
         let cmp = by::<T>(descending);
@@ -199,6 +315,51 @@ mod tests {
 
     fn f(v: &[f64]) -> Buf {
         Buf::F64(v.to_vec())
+    }
+
+    /// The comparison sort's answer for a lane, to check the radix path against.
+    fn by_comparing<T: Elem>(v: &[T], descending: bool) -> (Vec<T>, Vec<i64>) {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| by::<T>(descending)(&v[a], &v[b]));
+        (idx.iter().map(|&i| v[i]).collect(), idx.iter().map(|&i| i as i64).collect())
+    }
+
+    #[test]
+    fn radix_sorts_are_the_comparison_sorts_bit_for_bit() {
+        let mut z = 7u64;
+        let mut next = move || {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x ^ (x >> 27)
+        };
+        let n = 5000;
+        let specials = [f64::NAN, -f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e-310, -1e-310, 2.5, -2.5];
+        let floats: Vec<f64> = (0..n)
+            .map(|i| if i % 7 == 0 { specials[(next() % 10) as usize] } else { (next() % 2000) as f64 / 7.0 - 140.0 })
+            .collect();
+        let ints: Vec<i64> = (0..n).map(|_| next() as i64 >> (next() % 64)).collect();
+        for descending in [false, true] {
+            let check = |x: Buf| {
+                let bits = |b: &Buf| -> Vec<u64> {
+                    with_buf!(b, v => v.iter().map(|e| e.to_f64().to_bits() ^ e.to_i64() as u64).collect())
+                };
+                let (want, want_idx) = with_buf!(&x, v => {
+                    let (s, i) = by_comparing(v, descending);
+                    (Elem::wrap(s), i)
+                });
+                assert_eq!(argsort_lanes(&x, 1, n, 1, descending), want_idx, "{:?} descending {descending}", x.dtype());
+                assert_eq!(bits(&sort_lanes(x.clone(), 1, n, 1, descending)), bits(&want), "{:?}", x.dtype());
+            };
+            check(Buf::F64(floats.clone()));
+            // Without NaN and -0.0 the keys alone give the elements back.
+            check(Buf::F64(floats.iter().map(|&f| if f.is_nan() || f == 0.0 { 1.25 } else { f }).collect()));
+            check(Buf::F32(floats.iter().map(|&f| f as f32).collect()));
+            check(Buf::I64(ints.clone()));
+            check(Buf::U64(ints.iter().map(|&i| i as u64).collect()));
+            check(Buf::I8(ints.iter().map(|&i| i as i8).collect()));
+            check(Buf::Bool(ints.iter().map(|&i| i & 1 == 1).collect()));
+        }
     }
 
     #[test]

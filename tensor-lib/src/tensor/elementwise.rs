@@ -218,6 +218,42 @@ fn unify(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok(if swapped { (small, big.clone()) } else { (big.clone(), small) })
 }
 
+/// [`unify`] for any number of operands: along each dimension of the broadcast shape,
+/// every operand spanning it takes the chunks of the largest such operand (operands of
+/// extent 1 there broadcast and keep theirs).
+fn unify_all<const N: usize>(ts: [&Tensor; N]) -> [Tensor; N] {
+    if ts.iter().any(|t| t.has_unknown_shape()) {
+        return ts.map(|t| t.clone());
+    }
+    let nd = ts.iter().map(|t| t.ndim()).max().unwrap_or(0);
+    // Operand `i`'s dimension for output dimension `d`, when it has one.
+    let dim = |t: &Tensor, d: usize| (d + t.ndim()).checked_sub(nd);
+    let mut grids: Vec<Vec<Vec<u64>>> = ts.iter().map(|t| t.chunks().to_vec()).collect();
+    for d in 0..nd {
+        let extent = ts.iter().filter_map(|t| dim(t, d).map(|k| t.shape()[k])).max().unwrap_or(1);
+        if extent <= 1 {
+            continue;
+        }
+        let leader = ts
+            .iter()
+            .filter(|t| dim(t, d).is_some_and(|k| t.shape()[k] == extent))
+            .max_by_key(|t| t.size())
+            .expect("some operand has the extent");
+        let chunks = leader.chunks()[dim(leader, d).expect("leads")].clone();
+        for (t, grid) in ts.iter().zip(grids.iter_mut()) {
+            if let Some(k) = dim(t, d).filter(|&k| t.shape()[k] == extent) {
+                grid[k] = chunks.clone();
+            }
+        }
+    }
+    let mut i = 0;
+    ts.map(|t| {
+        let grid = std::mem::take(&mut grids[i]);
+        i += 1;
+        if grid == t.chunks() { t.clone() } else { t.rechunk_to(grid) }
+    })
+}
+
 /// numpy broadcasting of two operands' shapes and chunk grids.
 fn broadcast(a: &Tensor, b: &Tensor) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
     let nd = a.ndim().max(b.ndim());
@@ -333,10 +369,8 @@ impl Tensor {
 
 /// `c ? a : b`, element-wise with broadcasting.
 pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    // Every operand follows the largest one's chunks (see `unify`).
-    let (a, b) = unify(a, b)?;
-    let (c, a) = unify(c, &a)?;
-    let (c, b) = unify(&c, &b)?;
+    // All three on one grid: pairwise unifying can undo an earlier pair's rechunk.
+    let [c, a, b] = unify_all([c, a, b]);
     let (a, b) = (&a, &b);
     let c = &c;
     let ab = a.binary(BinOp::Add, b)?;
