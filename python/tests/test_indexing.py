@@ -188,3 +188,19 @@ def test_boolean_scalars_masks_in_hand_and_strided_assignment():
     e = at.tensor(np.zeros((1, 4), bool))
     e[0, :0:2] = at.tensor(np.zeros(0, bool))
     check(e, np.zeros((1, 4), bool))
+
+
+def test_assignment_out_of_bounds_raises_as_numpy():
+    x = at.zeros((3, 4))
+    for index, value in [(5, [1.0, 2.0, 3.0, 4.0]), (-4, 1.0), ((0, 9), 1.0), ([5], 1.0), ([-4], 1.0)]:
+        with pytest.raises(IndexError):
+            x[index] = value
+    y = at.zeros(3)
+    y[at.tensor(np.array([5]))] = 1.0
+    with pytest.raises(IndexError):
+        y.fetch()
+    with pytest.raises(NotImplementedError):
+        x[0, True] = 5.0
+    with pytest.raises(IndexError):
+        x[1.0] = 1.0
+    check(x, np.zeros((3, 4)))

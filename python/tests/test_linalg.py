@@ -150,3 +150,10 @@ def test_stacked_tolerances_cholesky_upper_and_powers():
     check(at.linalg.cholesky(at.tensor(spd), upper=True), np.linalg.cholesky(spd, upper=True), rtol=1e-9, atol=1e-9)
     check(at.linalg.matrix_power(at.tensor(spd), -2), np.linalg.matrix_power(spd, -2), rtol=1e-7, atol=1e-9)
     assert at.linalg.matrix_power(at.zeros((0, 2, 2)), 3).shape == (0, 2, 2)
+
+
+def test_pinv_cutoffs_are_numpys():
+    a = np.diag([1.0, 5e-16])
+    check(at.linalg.pinv(at.tensor(a)), np.linalg.pinv(a))
+    check(at.linalg.pinv(at.tensor(a), rtol=None), np.linalg.pinv(a, rtol=None))
+    check(at.linalg.pinv(at.tensor(a), rcond=1e-20), np.linalg.pinv(a, rcond=1e-20))

@@ -694,3 +694,16 @@ def test_rejection_samplers_through_generators_and_edges():
     assert (R.binomial(0, 0.3, size=10, seed=1).fetch() == 0).all()
     with pytest.raises(NotImplementedError, match="array"):
         R.poisson(np.array([1.0, 2.0]))
+
+
+def test_rejection_sampler_parameter_edges_are_numpys():
+    with pytest.raises(ValueError, match="NaN"):
+        R.poisson(np.nan)
+    with pytest.raises(ValueError):
+        R.negative_binomial(1.0, np.nan)
+    with pytest.raises(ValueError, match="too large"):
+        R.negative_binomial(1.0, 1e-300)
+    assert np.isnan(R.standard_gamma(np.nan, size=3, seed=1).fetch()).all()
+    # Huge trials with a tiny probability: inversion, bounded as numpy bounds it.
+    x = R.binomial(2**52, 2e-15, size=20000, seed=2).fetch()
+    assert abs(x.mean() - 2**52 * 2e-15) < 0.2

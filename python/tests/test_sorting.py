@@ -168,3 +168,11 @@ def test_searchsorted_compares_in_the_common_dtype():
     for v in ([1.5, 2.5], np.array([0.5, 3.5]), 1.5, 2):
         check(at.searchsorted(at.tensor(a), v), np.searchsorted(a, v))
     check(at.searchsorted(at.tensor(a.astype(np.float32)), np.array([2], dtype=np.int64)), np.searchsorted(a.astype(np.float32), np.array([2])))
+
+
+def test_searchsorted_with_ints_beyond_the_dtype():
+    a = np.array([1, 2, 3], dtype=np.int8)
+    check(at.searchsorted(at.tensor(a), 1000), np.searchsorted(a, 1000))
+    check(at.searchsorted(at.tensor(a.astype(np.uint8)), -1), np.searchsorted(a.astype(np.uint8), -1))
+    f = at.finfo(np.float32)
+    assert f.epsneg == np.finfo(np.float32).epsneg and type(f.eps) is float

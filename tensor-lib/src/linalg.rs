@@ -168,8 +168,15 @@ impl Dense {
     /// scales before factoring), and the map back: faer's QR and SVD lose tiny and
     /// subnormal matrices to underflow. Two factors, as one overflows for subnormals.
     fn scaled(&self) -> (Dense, impl Fn(f64) -> f64) {
-        let amax = self.v.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let e = if amax.is_finite() && amax > 0.0 { -(amax.log2().floor() as i32) } else { 0 };
+        self.scaled_by(self.v.iter().fold(0.0f64, |m, v| m.max(v.abs())))
+    }
+
+    /// [`Dense::scaled`] by a given largest entry (of the part a factorization reads);
+    /// only outside [2⁻⁴⁰⁰, 2⁴⁰⁰], as LAPACK scales only outside its safe range: scaling
+    /// a wide-ranged matrix to 1 would push its smallest entries into underflow.
+    fn scaled_by(&self, amax: f64) -> (Dense, impl Fn(f64) -> f64) {
+        let safe = (2f64.powi(-400)..=2f64.powi(400)).contains(&amax);
+        let e = if amax.is_finite() && amax > 0.0 && !safe { -(amax.log2().floor() as i32) } else { 0 };
         let (s1, s2) = (2f64.powi(e / 2), 2f64.powi(e - e / 2));
         let v = self.v.iter().map(|v| v * s1 * s2).collect();
         (Dense::new(self.rows, self.cols, v), move |v: f64| v / s1 / s2)
@@ -472,7 +479,12 @@ impl LinOp {
             }
             LinOp::EighPack => {
                 let n = args[0].rows;
-                let (scaled, unscale) = args[0].scaled();
+                // Scaled by the largest entry of the lower triangle, the part it reads.
+                let a = &args[0];
+                let amax = (0..n)
+                    .flat_map(|i| (0..=i).map(move |j| (i, j)))
+                    .fold(0.0f64, |m, (i, j)| m.max(a.v[i * n + j].abs()));
+                let (scaled, unscale) = a.scaled_by(amax);
                 let evd = scaled
                     .mat()
                     .self_adjoint_eigen(faer::Side::Lower)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -134,28 +134,30 @@ def can_cast(from_: Any, to: Any) -> builtins.bool:
     return builtins.bool(np.can_cast(_dtype_of(from_), to))
 
 
-class finfo_object(NamedTuple):
-    """The standard's ``finfo``: Python numbers, and the dtype."""
+class finfo_object:
+    """The standard's ``finfo``: its fields as Python numbers (numpy's are numpy
+    scalars); numpy's other attributes (``epsneg``, ``nmant``, ...) as numpy has them."""
 
-    bits: int
-    eps: float
-    max: float
-    min: float
-    smallest_normal: float
-    dtype: np.dtype
-    resolution: float
-    tiny: float
-    precision: int
+    def __init__(self, f: np.finfo) -> None:
+        self._f = f
+        self.bits = int(f.bits)
+        self.eps = float(f.eps)
+        self.max = float(f.max)
+        self.min = float(f.min)
+        self.smallest_normal = float(f.smallest_normal)
+        self.dtype = f.dtype
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+    def __repr__(self) -> str:
+        return repr(self._f)
 
 
 def finfo(type: Any) -> finfo_object:  # noqa: A002 - the standard's name
     """numpy's ``finfo`` of a float dtype or a tensor's, with Python floats as the
-    standard asks (numpy's are numpy scalars)."""
-    f = np.finfo(_dtype_of(type))
-    return finfo_object(
-        int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype,
-        float(f.resolution), float(f.tiny), int(f.precision),
-    )
+    standard asks."""
+    return finfo_object(np.finfo(_dtype_of(type)))
 
 
 def iinfo(type: Any) -> np.iinfo:  # noqa: A002
@@ -681,13 +683,32 @@ def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
     if len(index) == 1 and _is_int_array(index[0]):
         if v.ndim != 0:
             raise NotImplementedError("assigning an array at integer positions (give a scalar)")
-        pos = _index_tensor(index[0]).astype(np.int64)
         n = shape[0] if shape else 0
-        rows = isin(arange(n), where(pos < 0, pos + n, pos))
+        if isinstance(index[0], Tensor):
+            pos = index[0].astype(np.int64)
+            # A position out of bounds fails the computation (a gather past the end), as
+            # numpy raises; in range, the gather gives the position back.
+            from . import take
+
+            pos = take(arange(n), where((pos < -n) | (pos >= n), n, where(pos < 0, pos + n, pos)))
+        else:
+            given = np.asarray(index[0], dtype=np.int64)
+            bad = given[(given < -n) | (given >= n)]
+            if bad.size:
+                raise IndexError(f"index {int(bad[0])} is out of bounds for axis 0 with size {n}")
+            pos = _to_tensor(given % builtins.max(n, 1))
+        rows = isin(arange(n), pos)
         return where(broadcast_to(rows.reshape((n,) + (1,) * (len(shape) - 1)), shape), v, x)
     if any(_is_int_array(i) or _is_bool_array(i) or isinstance(i, Tensor) for i in index):
         raise NotImplementedError("item assignment with integer arrays other than one on the first axis")
     # Basic indices: expand the ellipsis, drop newaxis, fill the rest with ':'.
+    for i in index:
+        if isinstance(i, (builtins.bool, np.bool_)):
+            raise NotImplementedError("item assignment with a boolean scalar among other indices")
+        if not (i is None or i is Ellipsis or isinstance(i, (slice, numbers.Integral))):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices"
+            )
     if builtins.sum(1 for i in index if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     index = tuple(i for i in index if i is not None)
@@ -730,6 +751,9 @@ def _assigned(x: Tensor, index: Any, value: Any) -> Tensor:
             mask = m if mask is None else mask & m
         return where(broadcast_to(mask, shape), v, x)
     # An array value of unit steps: its box spliced in along each axis in turn.
+    for i, n in zip(index, shape):
+        if not isinstance(i, slice) and not -n <= int(i) < n:
+            raise IndexError(f"index {int(i)} is out of bounds for axis with size {n}")
     return _splice(x, v, [(i.indices(n)[0] if isinstance(i, slice) else int(i) % n) for i, n in zip(index, shape)], 0)
 
 

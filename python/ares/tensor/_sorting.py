@@ -200,7 +200,11 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Tens
     if isinstance(v, Tensor):
         vt = v
     elif isinstance(v, (builtins.bool, int, float)):
-        vt = _to_tensor(np.asarray(v, dtype=np.result_type(at.dtype, v)))
+        try:
+            vt = _to_tensor(np.asarray(v, dtype=np.result_type(at.dtype, v)))
+        except OverflowError:
+            # An int beyond the array's dtype: in its own dtype, then promoted.
+            vt = _to_tensor(np.asarray(v))
     else:
         vt = _to_tensor(np.asarray(v))
     common = np.result_type(at.dtype, vt.dtype)

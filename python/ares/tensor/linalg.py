@@ -474,10 +474,14 @@ def _default_rtol(t: Tensor) -> float:
     return max(t.shape[-2:]) * np.finfo(t.dtype).eps
 
 
-def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:
-    """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below
-    ``rtol`` (default ``max(m, n) · eps``; a number or an array over the stack) times the
-    largest are treated as zero. Stacks go matrix by matrix."""
+_UNSET = object()
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNSET) -> Tensor:
+    """The Moore-Penrose pseudo-inverse through the SVD: singular values at or below a
+    cutoff times the largest are treated as zero. The cutoff is numpy's: ``rcond``, else
+    ``rtol`` (``None`` meaning ``max(m, n) · eps``), else 1e-15; a number or an array over
+    the stack. Stacks go matrix by matrix."""
     from . import matrix_transpose
 
     t = _to_tensor(a)
@@ -485,7 +489,12 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
     if t.dtype.kind != "f":
         t = t.astype(np.float64)
-    tol = rtol if rtol is not None else (rcond if rcond is not None else _default_rtol(t))
+    if rcond is not None:
+        tol = rcond
+    elif rtol is _UNSET:
+        tol = 1e-15
+    else:
+        tol = _default_rtol(t) if rtol is None else rtol
     if 0 in t.shape:
         from . import zeros
 

@@ -543,7 +543,7 @@ def poisson(lam: Any = 1.0, size: Any = None, chunk_size: Any = None, seed: Opti
     them (multiplied uniforms below a mean of 10, Hörmann's PTRS above): exact, but not
     numpy's stream. ``lam`` is one number."""
     lam = _scalar_param(lam, "poisson", "lam")
-    _check(_negative(lam), "lam < 0")
+    _check(_negative(lam) or math.isnan(lam), "lam < 0 or lam is NaN")
     if lam >= 2.0**62:
         raise ValueError("lam value too large")
     return _native_draw("poisson", size, chunk_size, _seed(seed), lam)
@@ -570,9 +570,12 @@ def negative_binomial(n: Any, p: Any, size: Any = None, chunk_size: Any = None, 
     count of a gamma mean, as numpy draws it. ``n`` and ``p`` are single numbers."""
     nf = _scalar_param(n, "negative_binomial", "n")
     pf = _scalar_param(p, "negative_binomial", "p")
-    _check(nf <= 0, "n <= 0")
-    _check(pf <= 0, "p <= 0")
+    _check(not nf > 0, "n <= 0")
+    _check(not pf > 0, "p <= 0")
     _check(pf > 1, "p > 1")
+    # numpy's limit: the Poisson mean must stay where its sampler is exact.
+    if (1 - pf) / pf * (nf + 10 * math.sqrt(nf)) > 2.0**62 or math.isinf(nf):
+        raise ValueError("n too large or p too small, see Generator.negative_binomial Notes")
     return _native_draw("negative_binomial", size, chunk_size, _seed(seed), nf, pf)
 
 
@@ -638,7 +641,9 @@ def f(dfnum: Any, dfden: Any, size: Any = None, chunk_size: Any = None, seed: Op
 
 def dirichlet(alpha: Any, size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
     """Dirichlet vectors (the last axis, one per ``alpha``): independent gammas of the
-    shapes ``alpha``, each vector divided by its sum."""
+    shapes ``alpha``, each vector divided by its sum. numpy switches to a beta-based
+    method when every alpha is below 0.1; here, for alphas around 0.001 and below, all
+    the gammas of a vector can underflow and give a NaN vector."""
     a = np.asarray(alpha.fetch() if isinstance(alpha, Tensor) else alpha, dtype=np.float64)
     if a.ndim != 1:
         raise ValueError("object too deep for desired array" if a.ndim > 1 else "alpha must be a sequence")

@@ -258,14 +258,19 @@ fn binomial(st: &mut Stream, n: i64, p: f64) -> i64 {
     if nf * p < 10.0 {
         let s = p / q;
         let a = (nf + 1.0) * s;
+        // The probabilities as computed sum to a little less than 1 for huge `n`: a draw
+        // past numpy's bound (10 standard deviations above the mean) starts again,
+        // rather than walking the whole tail.
+        let bound = nf.min(nf * p + 10.0 * (nf * p * q + 1.0).sqrt());
+        let first = (nf * (-p).ln_1p()).exp();
         'draw: loop {
-            let mut r = q.powf(nf);
+            let mut r = first;
             let mut u = st.u();
             let mut x = 0i64;
             while u > r {
                 u -= r;
                 x += 1;
-                if x > n {
+                if x as f64 > bound {
                     continue 'draw;
                 }
                 r *= a / x as f64 - s;
@@ -350,7 +355,10 @@ fn binomial(st: &mut Stream, n: i64, p: f64) -> i64 {
 /// Gamma of shape `k`, scale 1: Marsaglia and Tsang's method; below shape 1, a draw of
 /// shape `k + 1` times `u^(1/k)`.
 fn gamma(st: &mut Stream, k: f64) -> f64 {
-    if k <= 0.0 || k.is_nan() {
+    if k.is_nan() {
+        return f64::NAN;
+    }
+    if k <= 0.0 {
         return 0.0;
     }
     if k < 1.0 {
@@ -407,7 +415,9 @@ mod tests {
             assert!((m - lam).abs() < 6.0 * se, "poisson {lam}: mean {m}");
             assert!((v / lam - 1.0).abs() < 0.03, "poisson {lam}: var {v}");
         }
-        for (trials, p) in [(5, 0.3), (40, 0.2), (100, 0.5), (1000, 0.9), (100_000, 0.01), (1 << 40, 0.25)] {
+        for (trials, p) in
+            [(5, 0.3), (40, 0.2), (100, 0.5), (1000, 0.9), (100_000, 0.01), (1 << 40, 0.25), (1 << 50, 3e-15)]
+        {
             let (mean, var) = (trials as f64 * p, trials as f64 * p * (1.0 - p));
             let (m, v) = moments(n, |st| binomial(st, trials, p) as f64);
             assert!((m - mean).abs() < 6.0 * (var / n as f64).sqrt(), "binomial {trials} {p}: mean {m} vs {mean}");
