@@ -204,3 +204,15 @@ def test_assignment_out_of_bounds_raises_as_numpy():
     with pytest.raises(IndexError):
         x[1.0] = 1.0
     check(x, np.zeros((3, 4)))
+
+
+def test_masks_among_other_indices_are_their_positions():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = at.tensor(x, chunk_size=2)
+    m = np.array([True, False, True])
+    for index in [(slice(None), m), (slice(None), m, 1), (0, m, slice(1, 3)), (slice(None), [True, False, True]), (..., np.array([True, False, False, True]))]:
+        check(t[index], x[index])
+    check(t[[True, False]], x[[True, False]])
+    check(t[(np.array([True, False]),)], x[(np.array([True, False]),)])
+    np.testing.assert_array_equal(t[:, at.tensor(m)].fetch(), x[:, m])
+    check(at.take(t, []), np.take(x, []))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -945,6 +945,10 @@ class Tensor:
         # A 0-d integer tensor or array (a[a.argmax()]) is an integer index, as in numpy.
         if isinstance(index, (Tensor, np.ndarray)) and index.ndim == 0 and index.dtype.kind in "iu":
             index = int(index)
+        if isinstance(index, list) and index and builtins.all(isinstance(i, (builtins.bool, np.bool_)) for i in index):
+            index = np.asarray(index)  # a list of booleans is a mask, as in numpy
+        if isinstance(index, tuple) and len(index) == 1 and (_is_bool_array(index[0]) or _is_bool_scalar(index[0])):
+            index = index[0]
         if _is_bool_scalar(index):
             # numpy's x[True] (a new axis) and x[False] (that axis empty); a 0-d mask
             # tensor keeps the axis's one row or none, known once computed.
@@ -971,6 +975,20 @@ class Tensor:
             return self.reshape((-1,) + self.shape[k:]).take(nonzero(mask.reshape(-1))[0], axis=0)
         if not isinstance(index, tuple):
             index = (index,)
+        index = tuple(
+            np.asarray(i) if isinstance(i, list) and i and builtins.all(isinstance(e, (builtins.bool, np.bool_)) for e in i) else i
+            for i in index
+        )
+        if builtins.any(_is_bool_array(i) for i in index):
+            # Among other indices a mask is its nonzero() positions, one integer array per
+            # axis it covers (numpy's definition): known lengths for a mask in hand.
+            expanded: List[Any] = []
+            for i in index:
+                if _is_bool_array(i):
+                    expanded.extend(nonzero(i) if isinstance(i, Tensor) else np.nonzero(i))
+                else:
+                    expanded.append(i)
+            index = tuple(expanded)
         # 0-d integer tensors or arrays inside a tuple are integers, as in numpy.
         index = tuple(
             int(i) if isinstance(i, (Tensor, np.ndarray)) and i.ndim == 0 and i.dtype.kind in "iu" else i for i in index

@@ -613,7 +613,11 @@ def take(x: Any, indices: Any, /, *, axis: Optional[int] = None, out: Any = None
     if axis is None:
         t, axis = t.reshape(-1), 0
     a = _axis_of(axis, t.ndim)[0]
-    idx = indices if isinstance(indices, Tensor) else _to_tensor(np.asarray(indices))
+    if not isinstance(indices, Tensor):
+        given = np.asarray(indices)
+        # An empty list is positions too (numpy reads it as int64).
+        indices = given.astype(np.int64) if given.size == 0 else given
+    idx = _to_tensor(indices)
     if idx.dtype.kind not in "iu":
         raise IndexError("arrays used as indices must be of integer type")
     return Tensor(t._t.take(idx._t, a))
