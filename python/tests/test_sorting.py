@@ -176,3 +176,23 @@ def test_searchsorted_with_ints_beyond_the_dtype():
     check(at.searchsorted(at.tensor(a.astype(np.uint8)), -1), np.searchsorted(a.astype(np.uint8), -1))
     f = at.finfo(np.float32)
     assert f.epsneg == np.finfo(np.float32).epsneg and type(f.eps) is float
+
+
+@pytest.mark.parametrize("kind", ["uniform", "ties", "ints", "nan"])
+def test_quantiles_of_a_computed_vector_by_selection_are_numpys(kind):
+    # Past _SELECT_MIN elements a computed vector's order statistics come by selection
+    # (a sample brackets each rank); every path must give numpy's exact answers.
+    n = (1 << 22) + 12345
+    rng = np.random.default_rng(3)
+    x = {
+        "uniform": rng.standard_normal(n),
+        "ties": np.round(rng.standard_normal(n), 1),
+        "ints": rng.integers(-(2**62), 2**62, n),
+        "nan": np.where(rng.random(n) < 1e-6, np.nan, rng.random(n)),
+    }[kind]
+    t = at.tensor(x, chunk_size=1 << 20).execute()
+    q = [0.0, 0.1, 0.5, 0.9, 0.999999, 1.0]
+    for method in ("linear", "lower", "nearest", "midpoint"):
+        np.testing.assert_array_equal(at.quantile(t, q, method=method).fetch(), np.quantile(x, q, method=method))
+    np.testing.assert_array_equal(at.median(t).fetch(), np.median(x))
+    np.testing.assert_array_equal(at.percentile(t, 37.5).fetch(), np.percentile(x, 37.5))

@@ -14,7 +14,7 @@ import builtins
 import math
 import numbers
 from collections import namedtuple
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -273,7 +273,8 @@ def quantile(
         raise ValueError("quantile of a tensor of unknown length; execute it first")
     if n == 0:
         raise IndexError("quantile of an empty tensor")
-    s = sort(t, axis=ax)
+    stats = _selected(t, qs, method, n) if t.ndim == 1 and isinstance(a, Tensor) and a._session is not None else None
+    s = sort(t, axis=ax) if stats is None else None
     # numpy: lower/higher/nearest pick an element (the input's dtype); linear and
     # midpoint compute integers in float64, floats in their dtype, and an array of q
     # brings its float64 gammas into the arithmetic.
@@ -285,7 +286,10 @@ def quantile(
     else:
         # A Python float q is weak (NEP 50); a numpy q or an array takes part with its dtype.
         ft = t.dtype if _is_python_scalar(q) else np.result_type(t.dtype, qs.dtype)
-    last = _take(s, ax, n - 1).astype(ft)
+    if stats is not None:
+        # Order statistics found by selection (no NaN in `t`): read them, not a sort.
+        s = _Stats(stats)
+    last = _take(s, ax, n - 1).astype(ft) if stats is None else None
     results = []
     for qv in qs.reshape(-1):
         pos = float(qv) * (n - 1)
@@ -301,13 +305,115 @@ def quantile(
         else:
             gamma = g if method == "linear" else (0.5 if g > 0 else 0.0)
             r = _lerp(_take(s, ax, lo), _take(s, ax, hi), gamma, ft)
-        if ft.kind == "f":
+        if ft.kind == "f" and last is not None:
             r = where(isnan(last), last, r)
         results.append(r)
     res = results[0] if qs.ndim == 0 else stack(results, axis=0).reshape(qs.shape + results[0].shape)
     if keepdims:
         res = res.reshape(list(qs.shape) + [1 if d in axes else shape0[d] for d in range(ndim)])
     return res
+
+
+# Selection (instead of a sort) for quantiles of a computed vector at least this long.
+_SELECT_MIN = 1 << 22
+# Elements sampled to bracket each order statistic, and the most candidates fetched.
+_SAMPLE = 1 << 20
+_MAX_CANDIDATES = 1 << 24
+
+
+class _Stats:
+    """Stands in for the sorted vector: element ``k`` of it, from a dict of 0-d tensors."""
+
+    def __init__(self, stats: dict) -> None:
+        self.stats = stats
+        self.ndim = 1
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return self.stats[index[0]]
+
+
+def _ranks(qs: np.ndarray, method: str, n: int) -> List[int]:
+    """The order statistics (0-based ranks) the quantiles ``qs`` read, as the sorting
+    path picks them."""
+    out = set()
+    for qv in qs.reshape(-1):
+        pos = float(qv) * (n - 1)
+        lo = math.floor(pos)
+        if method == "lower":
+            out.add(lo)
+        elif method == "higher":
+            out.add(math.ceil(pos))
+        elif method == "nearest":
+            out.add(builtins.round(pos))
+        else:
+            out.update((lo, builtins.min(lo + 1, n - 1)))
+    return sorted(out)
+
+
+def _selected(t: Tensor, qs: np.ndarray, method: str, n: int) -> Optional[dict]:
+    """The order statistics the quantiles need, of a computed vector, by selection
+    (numpy partitions for the same reason): a strided sample brackets each rank, one
+    pass counts the elements below each bracket, another gathers those inside, and a
+    sort of those few gives the exact elements. None (sort instead) when the vector is
+    short, holds NaN, or a bracket misses or is too full (heavy ties). The vector is read
+    a few times (not recomputed: it is computed), never sorted."""
+    from . import tensor as _tensor
+
+    if n < _SELECT_MIN or t.dtype.kind not in "iuf":
+        return None
+    step = builtins.max(n // _SAMPLE, 1)
+    sample = np.sort(t[::step].fetch())
+    m = sample.size
+    if t.dtype.kind == "f" and np.isnan(sample).any():
+        return None
+    ks = _ranks(qs, method, n)
+    # The ends are the minimum and the maximum (a sample rarely holds them).
+    stats = {k: (t.min() if k == 0 else t.max()) for k in ks if k in (0, n - 1)}
+    inner = [k for k in ks if k not in stats]
+    # Each rank's place in the sample, widened by 8 of its sampling error's standard
+    # deviations (sqrt(m p (1-p)) <= sqrt(m)/2 places), merged where brackets overlap.
+    margin = 4 * math.isqrt(m) + 8
+    spans: List[List[Any]] = []
+    for k in inner:
+        j = int(k * (m - 1) / (n - 1))
+        lo, hi = sample[builtins.max(j - margin, 0)], sample[builtins.min(j + margin + 1, m - 1)]
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = builtins.max(spans[-1][1], hi)
+            spans[-1][2].append(k)
+        else:
+            spans.append([lo, hi, [k]])
+    # One computation counts the elements below each bracket; the elements inside a
+    # bracket are gathered (NaN counts as inside, so a NaN anywhere shows up there). A
+    # bracket of one repeated value (ties) counts instead of gathering.
+    counts = []
+    for lo, hi, _ in spans:
+        counts.append((t < lo).sum())
+        if lo == hi:
+            counts += [(t == lo).sum(), (t != t).sum()]
+    got = [int(v) for v in stack(counts).fetch()]
+    at = 0
+    for lo, hi, wanted in spans:
+        below = got[at]
+        if lo == hi:
+            within, nans = got[at + 1], got[at + 2]
+            at += 3
+            if nans:
+                return None  # NaN: numpy's result is NaN; the sorting path gives it
+            cand = np.full(1, lo)
+        else:
+            at += 1
+            # The sample says about how many are inside: too many (heavy ties) sorts instead.
+            if np.count_nonzero((sample >= lo) & (sample <= hi)) * step > _MAX_CANDIDATES:
+                return None
+            cand = np.sort(t[~(t < lo) & ~(t > hi)].fetch())
+            if t.dtype.kind == "f" and cand.size and np.isnan(cand[-1]):
+                return None
+            within = cand.size
+        if not builtins.all(below <= k < below + within for k in wanted):
+            return None  # a bracket missed: sort instead
+        for k in wanted:
+            stats[k] = _tensor(np.asarray(cand[builtins.min(k - below, cand.size - 1)], dtype=t.dtype))
+    return stats
 
 
 def _lerp(a: Tensor, b: Tensor, t: float, ft: Any) -> Tensor:
