@@ -79,6 +79,7 @@ from . import (
     where,
     zeros,
 )
+from ._sorting import _fractions, _lanes
 
 __all__ = [
     # shapes, joins and splits
@@ -2258,26 +2259,11 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * n
 _PICKS = ("lower", "higher", "nearest")
 
 
-def _lanes(t: Tensor, axis: Any) -> Tuple[Tensor, int, List[int]]:
-    """``t`` with the reduced axes moved last and flattened into one (as
-    :func:`quantile` does), that axis, and the reduced axes."""
-    ndim = t.ndim
-    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
-    if len(axes) > 1 or axis is None:
-        keep = [d for d in range(ndim) if d not in axes]
-        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
-        return t, t.ndim - 1, axes
-    return t, axes[0], axes
-
-
 def _nan_quantile(a: Any, q: Any, axis: Any, method: str, keepdims: builtins.bool, weak_q: builtins.bool, name: str) -> Tensor:
     t = _to_tensor(a)
     if method not in _PICKS + ("linear", "midpoint"):
         raise NotImplementedError(f"{name} with method={method!r} (supported: linear, lower, higher, nearest, midpoint)")
-    qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q)
-    qs = qs.astype(np.float64) if qs.dtype.kind != "f" else qs
-    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
-        raise ValueError("Quantiles must be in the range [0, 1]")
+    qs = _fractions(q)
     if t.dtype.kind != "f":
         return quantile(t, q, axis=axis, method=method, keepdims=keepdims)
     shape0 = t.shape

@@ -230,6 +230,27 @@ def isin(element: Any, test_elements: Any, assume_unique: builtins.bool = False,
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
+def _fractions(q: Any) -> np.ndarray:
+    """Quantile fractions as a float array, checked to lie in [0, 1] as numpy checks."""
+    qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q)
+    qs = qs.astype(np.float64) if qs.dtype.kind != "f" else qs
+    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return qs
+
+
+def _lanes(t: Tensor, axis: Any) -> Any:
+    """``(lanes, ax, axes)``: ``t`` with the reduced ``axes`` (all when None) moved last
+    and flattened into one, and that axis ``ax``."""
+    ndim = t.ndim
+    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
+    if len(axes) > 1 or axis is None:
+        keep = [d for d in range(ndim) if d not in axes]
+        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
+        return t, t.ndim - 1, axes
+    return t, axes[0], axes
+
+
 def quantile(
     a: Any,
     q: Any,
@@ -251,23 +272,13 @@ def quantile(
         raise NotImplementedError("quantile with weights=")
     if method not in _METHODS:
         raise NotImplementedError(f"quantile with method={method!r} (supported: {', '.join(_METHODS)})")
-    qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q)
-    qs = qs.astype(np.float64) if qs.dtype.kind != "f" else qs
-    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
-        raise ValueError("Quantiles must be in the range [0, 1]")
+    qs = _fractions(q)
     t = _to_tensor(a)
     if t.dtype.kind == "b":
         raise TypeError("quantile of booleans is not supported (numpy refuses the subtraction too)")
     ndim = t.ndim
     shape0 = t.shape
-    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
-    if len(axes) > 1 or axis is None:
-        # Several axes: moved to the end and flattened together.
-        keep = [d for d in range(ndim) if d not in axes]
-        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
-        ax = t.ndim - 1
-    else:
-        ax = axes[0]
+    t, ax, axes = _lanes(t, axis)
     n = t.shape[ax]
     if isinstance(n, float):
         raise ValueError("quantile of a tensor of unknown length; execute it first")
@@ -463,13 +474,7 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: builtins.
         raise NotImplementedError("median with out=: tensors are immutable")
     t = _to_tensor(a)
     ndim = t.ndim
-    axes = _axis_of(axis, ndim) if axis is not None else list(range(ndim))
-    if len(axes) > 1 or axis is None:
-        keep = [d for d in range(ndim) if d not in axes]
-        t = t.transpose(keep + axes).reshape([t.shape[d] for d in keep] + [-1]) if ndim else t.reshape(1)
-        ax = t.ndim - 1
-    else:
-        ax = axes[0]
+    t, ax, axes = _lanes(t, axis)
     n = t.shape[ax]
     if isinstance(n, float):
         raise ValueError("median of a tensor of unknown length; execute it first")
