@@ -1817,6 +1817,22 @@ def matmul(a: Any, b: Any) -> Tensor:
 _MAX_STACK = 4096
 
 
+def _pairs_over_stack(fn: Any, x: Tensor, y: Tensor, y_core: int, core: Tuple[int, ...], dtype: Any, refusal: str) -> Tensor:
+    """``fn`` of each pair of a matrix of ``x``'s stack and its partner in ``y``'s (``y``
+    has ``y_core`` core dimensions), the stacks broadcast together, the results of
+    shape ``core`` stacked; ``refusal`` (``{count}``, ``{limit}``) names a stack too large."""
+    stack_shape = np.broadcast_shapes(x.shape[:-2], y.shape[: y.ndim - y_core])
+    count = math.prod(stack_shape)
+    if count > _MAX_STACK:
+        raise NotImplementedError(refusal.format(count=count, limit=_MAX_STACK))
+    if count == 0:
+        return zeros(stack_shape + core, dtype=dtype)
+    xb = broadcast_to(x, stack_shape + x.shape[-2:])
+    yb = broadcast_to(y, stack_shape + y.shape[y.ndim - y_core :])
+    parts = [fn(xb[pos], yb[pos]) for pos in np.ndindex(*stack_shape)]
+    return stack(parts, axis=0).reshape(stack_shape + parts[0].shape)
+
+
 def _stacked_matmul(x: Tensor, y: Tensor) -> Tensor:
     """numpy's matmul of stacks: the leading (stack) dimensions broadcast, each pair of
     matrices multiplied as its own tiled product, the results stacked."""
@@ -1829,17 +1845,11 @@ def _stacked_matmul(x: Tensor, y: Tensor) -> Tensor:
         raise ValueError(
             f"matmul: Input operand 1 has a mismatch in its core dimension 0, (size {y.shape[-2]} is different from {x.shape[-1]})"
         )
-    stack_shape = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    count = math.prod(stack_shape)
-    if count > _MAX_STACK:
-        raise NotImplementedError(f"matmul of a stack of {count} matrices (at most {_MAX_STACK}: each is tiled on its own)")
-    xb = broadcast_to(x, stack_shape + x.shape[-2:])
-    yb = broadcast_to(y, stack_shape + y.shape[-2:])
-    products = []
-    for pos in np.ndindex(*stack_shape):
-        products.append(matmul(xb[pos], yb[pos]))
     m, n = x.shape[-2], y.shape[-1]
-    out = stack(products, axis=0).reshape(stack_shape + (m, n)) if products else zeros(stack_shape + (m, n), dtype=np.result_type(x.dtype, y.dtype))
+    out = _pairs_over_stack(
+        matmul, x, y, 2, (m, n), np.result_type(x.dtype, y.dtype), "matmul of a stack of {count} matrices (at most {limit}: each is tiled on its own)"
+    )
+    stack_shape = out.shape[:-2]
     if vx:
         out = out.reshape(stack_shape + (n,))
     if vy:

@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Tuple
 import numpy as np
 
 from .. import _native
-from . import Tensor, Unsupported, _axis_of, _to_tensor, where
+from . import _MAX_STACK, Tensor, Unsupported, _axis_of, _to_tensor, where
 
 __all__ = [
     "qr",
@@ -54,8 +54,6 @@ __all__ = [
 
 LinAlgError = np.linalg.LinAlgError
 
-# Matrices of a stack taken one by one: each is a node of the graph, so a stack is bounded.
-_MAX_STACK = 4096
 
 
 class QRResult(NamedTuple):
@@ -342,24 +340,17 @@ def solve(a: Any, b: Any) -> Tensor:
 
 
 def _solve_stacked(x: Tensor, y: Tensor) -> Tensor:
-    from . import broadcast_to, stack
+    from . import _pairs_over_stack
 
     if x.ndim < 2:
         raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
-    vec = y.ndim == 1
-    stack_shape = np.broadcast_shapes(x.shape[:-2], () if vec else y.shape[:-2])
-    count = math.prod(stack_shape)
-    if count > _MAX_STACK:
-        raise NotImplementedError(f"a stack of {count} systems (at most {_MAX_STACK}: each is solved on its own)")
-    xb = broadcast_to(x, stack_shape + x.shape[-2:])
-    yb = y if vec else broadcast_to(y, stack_shape + y.shape[-2:])
-    if count == 0:
-        from . import zeros
-
-        n = x.shape[-1]
-        return zeros(stack_shape + ((n,) if vec else (n, y.shape[-1])), dtype=np.result_type(x.dtype, y.dtype, np.float64))
-    parts = [solve(xb[pos], y if vec else yb[pos]) for pos in np.ndindex(*stack_shape)]
-    return stack(parts, axis=0).reshape(stack_shape + parts[0].shape)
+    # A vector b is one for every matrix (numpy 2); else b's stack broadcasts with a's.
+    y_core = 1 if y.ndim == 1 else 2
+    core = (x.shape[-1],) if y_core == 1 else (x.shape[-1], y.shape[-1])
+    return _pairs_over_stack(
+        solve, x, y, y_core, core, np.result_type(x.dtype, y.dtype, np.float64),
+        "a stack of {count} systems (at most {limit}: each is solved on its own)",
+    )
 
 
 def _as(t: Tensor, dtype: Any) -> Tensor:
