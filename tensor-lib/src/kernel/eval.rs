@@ -317,12 +317,7 @@ impl<'a> Eval<'a> {
                 if self.whole[n].is_none() {
                     let x = check(*x)?;
                     let axis = *axis as usize;
-                    if self.p.shapes[x] != *shape || axis >= shape.len() {
-                        return Err(KernelError::Malformed {
-                            node: n,
-                            reason: format!("scan along {axis} of {:?} into {shape:?}", self.p.shapes[x]),
-                        });
-                    }
+                    let (outer, len, inner) = self.lanes(n, x, axis, shape, "scan")?;
                     let carry = match seed {
                         Some(c) => {
                             let c = check(*c)?;
@@ -339,25 +334,14 @@ impl<'a> Eval<'a> {
                         None => None,
                     };
                     let v = self.whole_of(x)?.clone().cast(dtype);
-                    let outer = shape[..axis].iter().product::<u64>() as usize;
-                    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
-                    self.whole[n] = Some(scan(*op, v, carry, outer, shape[axis] as usize, inner));
+                    self.whole[n] = Some(scan(*op, v, carry, outer, len, inner));
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
             }
             Node::Sort { x, axis, descending, arg } => {
                 if self.whole[n].is_none() {
                     let x = check(*x)?;
-                    let axis = *axis as usize;
-                    if self.p.shapes[x] != *shape || axis >= shape.len() {
-                        return Err(KernelError::Malformed {
-                            node: n,
-                            reason: format!("sort along {axis} of {:?} into {shape:?}", self.p.shapes[x]),
-                        });
-                    }
-                    let outer = shape[..axis].iter().product::<u64>() as usize;
-                    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
-                    let len = shape[axis] as usize;
+                    let (outer, len, inner) = self.lanes(n, x, *axis as usize, shape, "sort")?;
                     let v = self.whole_of(x)?.clone();
                     let out = if *arg {
                         Buf::I64(sort::argsort_lanes(&v, outer, len, inner, *descending))
@@ -423,6 +407,27 @@ impl<'a> Eval<'a> {
 }
 
 impl Eval<'_> {
+    /// `(outer, len, inner)` of the lanes along `axis` of node `n`'s operand `x`, which
+    /// must have `n`'s shape (a scan or a sort keeps it).
+    fn lanes(
+        &self,
+        n: usize,
+        x: usize,
+        axis: usize,
+        shape: &[u64],
+        what: &str,
+    ) -> Result<(usize, usize, usize), KernelError> {
+        if self.p.shapes[x] != shape || axis >= shape.len() {
+            return Err(KernelError::Malformed {
+                node: n,
+                reason: format!("{what} along {axis} of {:?} into {shape:?}", self.p.shapes[x]),
+            });
+        }
+        let outer = shape[..axis].iter().product::<u64>() as usize;
+        let inner = shape[axis + 1..].iter().product::<u64>() as usize;
+        Ok((outer, shape[axis] as usize, inner))
+    }
+
     /// The whole value of node `x` (evaluated once).
     fn whole_of(&mut self, x: usize) -> Result<&Buf, KernelError> {
         if self.whole[x].is_none() {
