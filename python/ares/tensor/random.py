@@ -205,6 +205,13 @@ def _out_shape(size: Any, *params: Any) -> tuple:
     return shape
 
 
+def _loc_scale(loc: Any, scale: Any, size: Any, seed: Optional[int]) -> tuple:
+    """A location-scale family's checked parameters, result shape and sub-seed 0."""
+    loc, scale = _raw(loc), _raw(scale)
+    _check(_negative(scale), "scale < 0")
+    return loc, scale, _out_shape(size, loc, scale), _subseeds(seed, 1)[0]
+
+
 def _scalars(*params: Any) -> bool:
     return all(isinstance(p, float) for p in params)
 
@@ -338,10 +345,7 @@ def standard_exponential(size: Any = None, chunk_size: Any = None, seed: Optiona
 def laplace(loc: Any = 0.0, scale: Any = 1.0, size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
     """Laplace (double exponential) floats: ``loc - scale·sign(w - ½)·log(1 - 2|w - ½|)``
     of an open uniform ``w`` (the inverse distribution function)."""
-    loc, scale = _raw(loc), _raw(scale)
-    _check(_negative(scale), "scale < 0")
-    shape = _out_shape(size, loc, scale)
-    (s,) = _subseeds(seed, 1)
+    loc, scale, shape, s = _loc_scale(loc, scale, size, seed)
     at = _at()
     d = _open_uniform(shape, chunk_size, s) - 0.5
     return _final(loc) - _final(scale) * (at.sign(d) * at.log1p(-2.0 * at.absolute(d)))
@@ -349,10 +353,7 @@ def laplace(loc: Any = 0.0, scale: Any = 1.0, size: Any = None, chunk_size: Any 
 
 def logistic(loc: Any = 0.0, scale: Any = 1.0, size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
     """Logistic floats: ``loc + scale·log(w / (1 - w))`` of an open uniform ``w``."""
-    loc, scale = _raw(loc), _raw(scale)
-    _check(_negative(scale), "scale < 0")
-    shape = _out_shape(size, loc, scale)
-    (s,) = _subseeds(seed, 1)
+    loc, scale, shape, s = _loc_scale(loc, scale, size, seed)
     at = _at()
     w = _open_uniform(shape, chunk_size, s)
     return _final(loc) + _final(scale) * at.log(w / (1.0 - w))
@@ -370,10 +371,7 @@ def lognormal(mean: Any = 0.0, sigma: Any = 1.0, size: Any = None, chunk_size: A
 
 def gumbel(loc: Any = 0.0, scale: Any = 1.0, size: Any = None, chunk_size: Any = None, seed: Optional[int] = None) -> Tensor:
     """Gumbel floats: ``loc - scale·log(-log w)`` of an open uniform ``w``."""
-    loc, scale = _raw(loc), _raw(scale)
-    _check(_negative(scale), "scale < 0")
-    shape = _out_shape(size, loc, scale)
-    (s,) = _subseeds(seed, 1)
+    loc, scale, shape, s = _loc_scale(loc, scale, size, seed)
     at = _at()
     w = _open_uniform(shape, chunk_size, s)
     return _final(loc) - _final(scale) * at.log(-at.log(w))
