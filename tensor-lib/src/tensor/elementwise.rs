@@ -30,7 +30,7 @@ impl Tensor {
         let dtype = Some(typed.out).ok_or_else(|| {
             bad(format!("{} of {} and {} (numpy gives {})", op.symbol(), da.name(), db.name(), typed.out.name()))
         })?;
-        let (a, b) = unify(self, other)?;
+        let [a, b] = unify_all([self, other]);
         let (shape, chunks) = broadcast(&a, &b)?;
         Ok(Tensor::new(Op::Binary(op, a, b), shape, dtype, chunks))
     }
@@ -191,36 +191,12 @@ fn full_like_scalar(s: Scalar, like: &Tensor) -> Tensor {
 
 /// Operands chunked differently along a dimension of the same length (`x[1:] - x[:-1]`,
 /// a reversed view plus the original, a mask combined with another tensor) are rechunked
-/// alike, as Dask does: the cheaper side, the operand with fewer elements, takes the
-/// other's chunk boundaries (irregular ones included). Returns the operands unchanged
-/// when they already line up, or while a length is not known yet (they are unified again
-/// when the expression is rebuilt on known lengths).
-fn unify(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
-    let (sa, sb) = (a.shape(), b.shape());
-    let k = sa.len().min(sb.len());
-    let aligned = (1..=k).all(|i| {
-        let (da, db) = (sa.len() - i, sb.len() - i);
-        sa[da] != sb[db] || a.chunks()[da] == b.chunks()[db]
-    });
-    if aligned || a.has_unknown_shape() || b.has_unknown_shape() {
-        return Ok((a.clone(), b.clone()));
-    }
-    let swapped = (sb.len(), b.size()) > (sa.len(), a.size());
-    let (big, small) = if swapped { (b, a) } else { (a, b) };
-    let off = big.ndim() - small.ndim();
-    let grid: Vec<Vec<u64>> = (0..small.ndim())
-        .map(|d| {
-            let same = small.shape()[d] == big.shape()[d + off];
-            if same { big.chunks()[d + off].clone() } else { small.chunks()[d].clone() }
-        })
-        .collect();
-    let small = small.rechunk_to(grid);
-    Ok(if swapped { (small, big.clone()) } else { (big.clone(), small) })
-}
-
-/// [`unify`] for any number of operands: along each dimension of the broadcast shape,
-/// every operand spanning it takes the chunks of the largest such operand (operands of
-/// extent 1 there broadcast and keep theirs).
+/// alike, as Dask does: along each dimension of the broadcast shape, every operand
+/// spanning it takes the chunks of the largest such operand (most dimensions, then most
+/// elements, the first on a tie), so the one with fewer elements moves; operands of
+/// extent 1 there broadcast and keep theirs. All operands at once: unifying pair by
+/// pair could undo an earlier pair's rechunk. While a length is not known the operands
+/// are returned unchanged (they are unified again when the expression is rebuilt).
 fn unify_all<const N: usize>(ts: [&Tensor; N]) -> [Tensor; N] {
     if ts.iter().any(|t| t.has_unknown_shape()) {
         return ts.map(|t| t.clone());
@@ -237,7 +213,8 @@ fn unify_all<const N: usize>(ts: [&Tensor; N]) -> [Tensor; N] {
         let leader = ts
             .iter()
             .filter(|t| dim(t, d).is_some_and(|k| t.shape()[k] == extent))
-            .max_by_key(|t| t.size())
+            .rev()
+            .max_by_key(|t| (t.ndim(), t.size()))
             .expect("some operand has the extent");
         let chunks = leader.chunks()[dim(leader, d).expect("leads")].clone();
         for (t, grid) in ts.iter().zip(grids.iter_mut()) {
