@@ -177,6 +177,17 @@ fn random_tensors_are_reproducible_whatever_the_chunking() {
     let pm = mean(&p.iter().map(|&v| v as f64).collect::<Vec<_>>());
     let bm = mean(&b.iter().map(|&v| v as f64).collect::<Vec<_>>());
     assert!((pm - 25.0).abs() < 1.0 && (bm - 150.0).abs() < 3.0 && (mean(g.as_slice().unwrap()) - 0.7).abs() < 0.15);
+    // Parameters outside a distribution's domain are refused before anything runs.
+    let bad = |r: ares_tensor::Result<Tensor>, want: &str| match r {
+        Err(TensorError::BadParameter { reason, .. }) => assert!(reason.contains(want), "{reason}"),
+        other => panic!("expected BadParameter({want}), got {other:?}"),
+    };
+    bad(random::poisson(f64::NAN, &[3], &[3], 1), "NaN");
+    bad(random::poisson(1e300, &[3], &[3], 1), "too large");
+    bad(random::binomial(-1, 0.5, &[3], &[3], 1), "n < 0");
+    bad(random::binomial(5, 1.5, &[3], &[3], 1), "p > 1");
+    bad(random::standard_gamma(-1.0, &[3], &[3], 1), "shape < 0");
+    bad(random::negative_binomial(1.0, 1e-300, &[3], &[3], 1), "too small");
 }
 
 #[test]

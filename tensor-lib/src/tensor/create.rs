@@ -179,21 +179,42 @@ pub mod random {
     pub fn randint(low: i64, high: i64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
         make(RandKind::Int { low, high }, DType::I64, shape, chunks, seed)
     }
+    /// A parameter check: `ok`, else numpy's message for `op`.
+    fn need(ok: bool, op: &str, reason: &str) -> Result<()> {
+        if ok { Ok(()) } else { Err(TensorError::BadParameter { op: op.into(), reason: reason.into() }) }
+    }
+
+    /// The largest Poisson mean whose sampler stays exact (numpy's limit is near it).
+    const POISSON_LAM_MAX: f64 = 4_611_686_018_427_387_904.0; // 2^62
+
     /// Poisson counts of mean `lam` (int64), like `numpy.random.poisson`.
     pub fn poisson(lam: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        need(lam >= 0.0, "poisson", "lam < 0 or lam is NaN")?;
+        need(lam < POISSON_LAM_MAX, "poisson", "lam value too large")?;
         make(RandKind::Poisson { lam }, DType::I64, shape, chunks, seed)
     }
     /// Successes in `n` trials of probability `p` (int64), like `numpy.random.binomial`.
     pub fn binomial(n: i64, p: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        need(n >= 0, "binomial", "n < 0")?;
+        need((0.0..=1.0).contains(&p), "binomial", "p < 0, p > 1 or p is NaN")?;
         make(RandKind::Binomial { n, p }, DType::I64, shape, chunks, seed)
     }
-    /// Gamma of shape `k` and scale 1 (float64), like `numpy.random.standard_gamma`.
+    /// Gamma of shape `k` and scale 1 (float64), like `numpy.random.standard_gamma` (a NaN
+    /// shape gives NaN, as numpy's).
     pub fn standard_gamma(k: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        need(k >= 0.0 || k.is_nan(), "standard_gamma", "shape < 0")?;
         make(RandKind::Gamma { k }, DType::F64, shape, chunks, seed)
     }
     /// Failures before the `n`-th success of probability `p` (int64), like
     /// `numpy.random.negative_binomial`.
     pub fn negative_binomial(n: f64, p: f64, shape: &[u64], chunks: &[usize], seed: u64) -> Result<Tensor> {
+        need(n > 0.0, "negative_binomial", "n <= 0")?;
+        need(p > 0.0 && p <= 1.0, "negative_binomial", "p <= 0, p > 1 or p is NaN")?;
+        need(
+            (1.0 - p) / p * (n + 10.0 * n.sqrt()) < POISSON_LAM_MAX,
+            "negative_binomial",
+            "n too large or p too small",
+        )?;
         make(RandKind::NegBinomial { n, p }, DType::I64, shape, chunks, seed)
     }
 }

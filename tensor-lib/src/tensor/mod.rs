@@ -94,6 +94,14 @@ pub enum TensorError {
         /// What is wrong.
         reason: String,
     },
+    /// A distribution (or another function) given a parameter outside its domain.
+    #[error("{op}: {reason}")]
+    BadParameter {
+        /// The function.
+        op: String,
+        /// What is wrong (numpy's words where it has them).
+        reason: String,
+    },
     /// A linear-algebra operation given a matrix it does not apply to.
     #[error("{op}: {reason}")]
     BadMatrix {
