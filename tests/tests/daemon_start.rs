@@ -412,7 +412,7 @@ fn peak_rss(pid: u32) -> u64 {
 
 #[test]
 fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
-    use std::io::{Read, Write};
+    use std::io::{ErrorKind, Read, Write};
     use std::os::unix::net::UnixStream;
     let _serial = ares_tests::serial();
     // 1 000 sockets here and as many in the daemon: raise the soft limit if it is low.
@@ -450,9 +450,16 @@ fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
         }
         // A bulk message type (a batch of deletes), so the type's bound is the frame's.
         let announced: u32 = if i % 2 == 0 { 1 << 30 } else { 60 << 20 };
-        s.write_all(&announced.to_le_bytes()).unwrap();
-        s.write_all(&delete_kind.to_le_bytes()).unwrap();
-        s.write_all(&[1, 2, 3, 4]).unwrap();
+        let mut frame = announced.to_le_bytes().to_vec();
+        frame.extend_from_slice(&delete_kind.to_le_bytes());
+        frame.extend_from_slice(&[1, 2, 3, 4]);
+        match s.write_all(&frame) {
+            Ok(()) => {}
+            // A stranger may be refused (and closed) as soon as its header arrives, before
+            // the rest is written: the refusal is what this test wants.
+            Err(e) if i < 500 && matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) => {}
+            Err(e) => panic!("client {i}: {e}"),
+        }
         conns.push(s);
     }
     // A normal driver runs alongside meanwhile.
@@ -463,7 +470,11 @@ fn a_thousand_connections_announcing_huge_frames_cost_the_daemon_little() {
     for s in conns.iter_mut().take(500) {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut buf = [0u8; 16];
-        assert_eq!(s.read(&mut buf).unwrap(), 0, "a stranger's oversized first frame closes its connection");
+        match s.read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+            other => panic!("a stranger's oversized first frame closes its connection, got {other:?}"),
+        }
     }
     // The bar is 200 MB; this one is tighter (about 50 MiB here), so that growing
     // buffers by a whole step per announced frame again (about 175 MiB) would fail it.
