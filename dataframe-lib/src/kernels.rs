@@ -26,6 +26,7 @@ pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef
                     Series::new(name, c.elements::<i32>().as_ref())
                 }
                 DType::Bool => Series::new(name, c.elements::<bool>().as_ref()),
+                DType::C64 | DType::C128 => unreachable!("frames refuse complex tensors as columns (from_tensors)"),
             };
             s.into_column()
         })
@@ -83,6 +84,7 @@ pub(crate) fn to_tensor_chunk(
             Buf::I32(interleave(df, columns, DataType::Int32, None, |s| Ok(s.i32()?.iter().collect()))?).cast(small)
         }
         DType::Bool => Buf::Bool(interleave(df, columns, DataType::Boolean, None, |s| Ok(s.bool()?.iter().collect()))?),
+        DType::C64 | DType::C128 => unreachable!("no column's dtype promotes to complex (values_dtype)"),
     };
     let shape = if flat { vec![rows as u64] } else { vec![rows as u64, width as u64] };
     Ok(ares_tensor::Chunk { shape, data })

@@ -147,11 +147,13 @@ fn dtype_name(d: DType) -> &'static str {
 
 fn parse_dtype(name: &str) -> PyResult<DType> {
     use DType::*;
-    [Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64].into_iter().find(|d| d.name() == name).ok_or_else(|| {
-        PyNotImplementedError::new_err(format!(
-            "dtype {name} is not supported (supported: bool, int8-int64, uint8-uint64, float32, float64)"
-        ))
-    })
+    [Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, C64, C128].into_iter().find(|d| d.name() == name).ok_or_else(
+        || {
+            PyNotImplementedError::new_err(format!(
+                "dtype {name} is not supported (supported: bool, int8-int64, uint8-uint64, float32, float64, complex64, complex128)"
+            ))
+        },
+    )
 }
 
 /// A Python `bool`, `int` or `float` as a scalar (`bool` first: it is also an `int`).
@@ -164,8 +166,10 @@ fn scalar(v: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         })
     } else if v.is_instance_of::<PyFloat>() {
         Ok(Scalar::F64(v.extract()?))
+    } else if let Ok(z) = v.cast::<pyo3::types::PyComplex>() {
+        Ok(Scalar::C128(ares_tensor::data::C128::new(z.real(), z.imag())))
     } else {
-        Err(PyTypeError::new_err(format!("expected a bool, int or float, got {}", v.get_type().name()?)))
+        Err(PyTypeError::new_err(format!("expected a bool, int, float or complex, got {}", v.get_type().name()?)))
     }
 }
 
@@ -238,6 +242,9 @@ fn un_op(name: &str) -> PyResult<UnOp> {
         "abs" => UnOp::Abs,
         "not" => UnOp::Not,
         "negative" => UnOp::Neg,
+        "real" => UnOp::Real,
+        "imag" => UnOp::Imag,
+        "conj" => UnOp::Conj,
         other => return Err(PyNotImplementedError::new_err(format!("unary operation {other}"))),
     })
 }
@@ -316,6 +323,20 @@ impl PyTensor {
     fn sort(&self, py: Python<'_>, axis: usize, descending: bool, arg: bool) -> PyResult<PyTensor> {
         let r = if arg { self.t.argsort(axis, descending) } else { self.t.sort(axis, descending) };
         r.or_raise(py).map(wrap)
+    }
+
+    /// A discrete Fourier transform along `axis`: `kind` is "forward", "inverse" or
+    /// "real_inverse" (to `n` real elements); every element times `scale`.
+    #[pyo3(signature = (axis, kind, scale, n=None))]
+    fn fft(&self, py: Python<'_>, axis: usize, kind: &str, scale: f64, n: Option<u64>) -> PyResult<PyTensor> {
+        use ares_tensor::kernel::FftKind;
+        let kind = match (kind, n) {
+            ("forward", _) => FftKind::Forward,
+            ("inverse", _) => FftKind::Inverse,
+            ("real_inverse", Some(n)) => FftKind::RealInverse { n },
+            (other, _) => return Err(PyValueError::new_err(format!("unknown FFT kind {other:?}"))),
+        };
+        self.t.fft(axis, kind, scale).or_raise(py).map(wrap)
     }
 
     /// The distinct elements of this 1-d tensor, or their counts.
@@ -471,9 +492,50 @@ impl PySession {
         if let Some(cb) = progress {
             s = s.on_progress(progress_fn(cb));
         }
-        ares_tensor::with_dtype!(tensor.t.dtype(), T => fetch_as::<T>(py, s, &tensor.t))
+        ares_tensor::with_dtype!(tensor.t.dtype(), T => <T as NumpyElem>::fetch(py, s, &tensor.t))
     }
 }
+
+/// An element type as numpy holds it: its own where numpy has it, `numpy.complex64`
+/// and `complex128` (num-complex's, of the same `repr(C)` layout) for complex ones.
+trait NumpyElem: Elem {
+    fn fetch<'py>(py: Python<'py>, s: Session, t: &Tensor) -> PyResult<Bound<'py, PyAny>>;
+    fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: &[usize]) -> PyResult<PyTensor>;
+}
+
+macro_rules! numpy_elem {
+    ($($t:ty),*) => {$(
+        impl NumpyElem for $t {
+            fn fetch<'py>(py: Python<'py>, s: Session, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+                fetch_as::<$t>(py, s, t)
+            }
+            fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: &[usize]) -> PyResult<PyTensor> {
+                let a = array.cast::<PyArrayDyn<$t>>()?.readonly();
+                ares_tensor::from_view(a.as_array(), chunks).or_raise(py).map(wrap)
+            }
+        }
+    )*};
+}
+numpy_elem!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+macro_rules! numpy_complex {
+    ($($t:ident => $n:ty),*) => {$(
+        impl NumpyElem for ares_tensor::data::$t {
+            /// Copied out (complex results are not viewed in place).
+            fn fetch<'py>(py: Python<'py>, s: Session, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+                let t = t.clone();
+                let a = interruptible(py, move |cancel| s.cancelled_by(cancel).fetch::<Self>(&t))?.or_raise(py)?;
+                Ok(a.mapv(|z| <$n>::new(z.re, z.im)).into_pyarray(py).into_any())
+            }
+            fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: &[usize]) -> PyResult<PyTensor> {
+                let a = array.cast::<PyArrayDyn<$n>>()?.readonly();
+                let ours = a.as_array().mapv(|z| Self::new(z.re, z.im));
+                ares_tensor::from_view(ours.view(), chunks).or_raise(py).map(wrap)
+            }
+        }
+    )*};
+}
+numpy_complex!(C64 => numpy::Complex32, C128 => numpy::Complex64);
 
 /// A stored chunk a numpy array views: the array's `base`, so the object lives as long
 /// as the array.
@@ -619,17 +681,9 @@ fn eye(py: Python<'_>, n: u64, chunk: usize) -> PyResult<PyTensor> {
 /// (any strides; no intermediate copy).
 #[pyfunction]
 fn from_numpy(py: Python<'_>, array: &Bound<'_, PyUntypedArray>, chunks: Vec<usize>) -> PyResult<PyTensor> {
-    fn go<T: Elem + numpy::Element>(
-        py: Python<'_>,
-        array: &Bound<'_, PyUntypedArray>,
-        chunks: &[usize],
-    ) -> PyResult<PyTensor> {
-        let a = array.cast::<PyArrayDyn<T>>()?.readonly();
-        ares_tensor::from_view(a.as_array(), chunks).or_raise(py).map(wrap)
-    }
     let dtype = array.dtype();
     let name = dtype.str()?.to_string();
-    ares_tensor::with_dtype!(parse_dtype(&name)?, T => go::<T>(py, array, &chunks))
+    ares_tensor::with_dtype!(parse_dtype(&name)?, T => <T as NumpyElem>::from_numpy(py, array, &chunks))
 }
 
 #[pyfunction]

@@ -7,6 +7,8 @@ use ndarray::{ArrayD, IxDyn};
 /// An element type (numpy's names): the engine's ([`ares_tileable::scalar::DType`]),
 /// whose promotion rules frames share.
 pub use ares_tileable::scalar::DType;
+/// Complex elements (`complex64`, `complex128`).
+pub use ares_tileable::scalar::{C64, C128};
 
 /// Runs `$body` with `$v` bound to the scalar's value, whatever its type.
 macro_rules! with_scalar {
@@ -23,6 +25,8 @@ macro_rules! with_scalar {
             Scalar::U64($v) => $body,
             Scalar::F32($v) => $body,
             Scalar::F64($v) => $body,
+            Scalar::C64($v) => $body,
+            Scalar::C128($v) => $body,
         }
     };
 }
@@ -44,6 +48,8 @@ macro_rules! with_buf {
             $crate::data::Buf::U64($v) => $body,
             $crate::data::Buf::F32($v) => $body,
             $crate::data::Buf::F64($v) => $body,
+            $crate::data::Buf::C64($v) => $body,
+            $crate::data::Buf::C128($v) => $body,
         }
     };
 }
@@ -98,6 +104,14 @@ macro_rules! with_dtype {
                 type $T = f64;
                 $body
             }
+            $crate::data::DType::C64 => {
+                type $T = $crate::data::C64;
+                $body
+            }
+            $crate::data::DType::C128 => {
+                type $T = $crate::data::C128;
+                $body
+            }
         }
     };
 }
@@ -127,6 +141,10 @@ pub enum Scalar {
     F32(f32),
     /// A float64.
     F64(f64),
+    /// A complex64.
+    C64(C64),
+    /// A complex128.
+    C128(C128),
 }
 
 impl Scalar {
@@ -177,6 +195,10 @@ pub enum Buf {
     F32(Vec<f32>),
     /// float64s
     F64(Vec<f64>),
+    /// complex64s
+    C64(Vec<C64>),
+    /// complex128s
+    C128(Vec<C128>),
 }
 
 /// Conversion between element types, with numpy's casting semantics (`astype`).
@@ -195,6 +217,14 @@ pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd + ar
     fn from_bool(v: bool) -> Self;
     /// To a bool (non-zero).
     fn to_bool(self) -> bool;
+    /// From a complex128 (a real type keeps the real part, as numpy's `astype`).
+    fn from_c128(v: C128) -> Self {
+        Self::from_f64(v.re)
+    }
+    /// To a complex128.
+    fn to_c128(self) -> C128 {
+        C128::new(self.to_f64(), 0.0)
+    }
     /// The buffer holding these.
     fn wrap(v: Vec<Self>) -> Buf;
     /// The vector inside a buffer of this type.
@@ -252,6 +282,57 @@ macro_rules! num_elem {
     )*};
 }
 num_elem!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+
+macro_rules! complex_elem {
+    ($($t:ident => $f:ty),*) => {$(
+        impl Elem for $t {
+            fn from_f64(v: f64) -> Self {
+                $t::new(v as $f, 0.0)
+            }
+            /// The real part (numpy's cast of a complex to a real type).
+            fn to_f64(self) -> f64 {
+                self.re.into()
+            }
+            fn from_i64(v: i64) -> Self {
+                $t::new(v as $f, 0.0)
+            }
+            fn to_i64(self) -> i64 {
+                self.re as i64
+            }
+            fn from_bool(v: bool) -> Self {
+                $t::new(f32::from(u8::from(v)).into(), 0.0)
+            }
+            fn to_bool(self) -> bool {
+                self.re != 0.0 || self.im != 0.0
+            }
+            fn from_c128(v: C128) -> Self {
+                $t::new(v.re as $f, v.im as $f)
+            }
+            fn to_c128(self) -> C128 {
+                C128::new(self.re.into(), self.im.into())
+            }
+            fn wrap(v: Vec<Self>) -> Buf {
+                Buf::$t(v)
+            }
+            fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+                match b {
+                    Buf::$t(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_vec(b: Buf) -> Option<Vec<Self>> {
+                match b {
+                    Buf::$t(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn scalar(self) -> Scalar {
+                Scalar::$t(self)
+            }
+        }
+    )*};
+}
+complex_elem!(C64 => f32, C128 => f64);
 
 impl Elem for bool {
     fn from_f64(v: f64) -> Self {
@@ -324,6 +405,8 @@ impl Buf {
         fn conv<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
             if T::DTYPE == DType::Bool {
                 v.iter().map(|x| T::from_bool(x.to_bool())).collect()
+            } else if S::DTYPE.is_complex() || T::DTYPE.is_complex() && S::DTYPE.is_float() {
+                v.iter().map(|x| T::from_c128(x.to_c128())).collect()
             } else if !T::DTYPE.is_float() && !S::DTYPE.is_float() {
                 // Integers convert exactly, wrapping (through int64's bits: a uint64 above
                 // int64's range comes back whole).
@@ -423,6 +506,18 @@ macro_rules! native_identity {
 }
 native_identity!(bool, i8, u8);
 
+macro_rules! native_complex {
+    ($($a:ident => $t:ident),*) => {$(
+        impl Native for ares_tileable::scalar::$a {
+            type N = $t;
+            fn native(self) -> $t {
+                $t::new(self.re.to_native(), self.im.to_native())
+            }
+        }
+    )*};
+}
+native_complex!(ArchivedC64 => C64, ArchivedC128 => C128);
+
 macro_rules! native_archived {
     ($($a:ident => $t:ty),*) => {$(
         impl Native for rkyv::primitive::$a {
@@ -486,6 +581,14 @@ macro_rules! with_archived {
                 let $D = DType::F64;
                 $body
             }
+            ArchivedBuf::C64($v) => {
+                let $D = DType::C64;
+                $body
+            }
+            ArchivedBuf::C128($v) => {
+                let $D = DType::C128;
+                $body
+            }
         }
     };
 }
@@ -500,8 +603,9 @@ pub fn elements_in_place<T: Elem>(c: &ArchivedChunk) -> Option<&[T]> {
     }
     // SAFETY: the archived vector holds `len` elements of `T`'s dtype; on a little-endian
     // machine rkyv's archived primitives (`f64_le`, …, and `bool`) have the size and bit
-    // layout of the native type, and the pointer was checked to be aligned for `T`. The
-    // slice borrows `c`, which the caller keeps alive.
+    // layout of the native type (archived complex numbers are `repr(C)` pairs of them),
+    // and the pointer was checked to be aligned for `T`. The slice borrows `c`, which the
+    // caller keeps alive.
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), len) })
 }
 

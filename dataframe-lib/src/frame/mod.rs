@@ -144,10 +144,11 @@ fn absolute_file(path: &std::path::Path) -> Result<String> {
 }
 
 /// A frame column's dtype for a tensor's. Decision: 8- and 16-bit integers widen to
-/// int32 (frames are built without polars' small integer types).
-fn tensor_dtype(d: ares_tensor::DType) -> DataType {
+/// int32 (frames are built without polars' small integer types). Complex tensors have
+/// no column type (`None`).
+fn tensor_dtype(d: ares_tensor::DType) -> Option<DataType> {
     use ares_tensor::DType;
-    match d {
+    Some(match d {
         DType::Bool => DataType::Boolean,
         DType::I8 | DType::I16 | DType::U8 | DType::U16 | DType::I32 => DataType::Int32,
         DType::I64 => DataType::Int64,
@@ -155,7 +156,8 @@ fn tensor_dtype(d: ares_tensor::DType) -> DataType {
         DType::U64 => DataType::UInt64,
         DType::F32 => DataType::Float32,
         DType::F64 => DataType::Float64,
-    }
+        DType::C64 | DType::C128 => return None,
+    })
 }
 
 impl DataFrame {
@@ -185,7 +187,13 @@ impl DataFrame {
             if schema.iter().any(|(n, _)| n == name) {
                 return Err(FrameError::Invalid(format!("column {name:?} is given twice")));
             }
-            schema.push((name.to_string(), tensor_dtype(t.dtype())));
+            let dtype = tensor_dtype(t.dtype()).ok_or_else(|| {
+                FrameError::Invalid(format!(
+                    "column {name:?} is {}: frames have no complex columns (pass its real and imag parts as two)",
+                    t.dtype().name()
+                ))
+            })?;
+            schema.push((name.to_string(), dtype));
         }
         let cols = columns.iter().map(|(n, t)| (n.to_string(), (*t).clone())).collect();
         Ok(DataFrame::new(Op::Tensors(cols), schema))

@@ -95,6 +95,7 @@ __all__ = [
     "clip",
     "rechunk",
     "linalg",
+    "fft",
     "random",
     "bool_",
     "bool",
@@ -108,6 +109,10 @@ __all__ = [
     "uint64",
     "float32",
     "float64",
+    "complex64",
+    "complex128",
+    "csingle",
+    "cdouble",
     "newaxis",
     "int_",
     "double",
@@ -187,10 +192,28 @@ uint32 = np.uint32
 uint64 = np.uint64
 float32 = np.float32
 float64 = np.float64
+complex64 = np.complex64
+complex128 = np.complex128
+csingle = np.complex64
+cdouble = np.complex128
 bool = np.bool_  # noqa: A001 - the array API's name for the dtype
 newaxis = None
 
-_SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+_SUPPORTED = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 # Target bytes per chunk when the caller gives no chunk_size (Dask picks 128 MiB; tasks
 # here are cheaper, and smaller chunks spread a mid-sized array over every worker).
 _AUTO_CHUNK_BYTES = 16 << 20
@@ -283,7 +306,7 @@ def _scalar(v: Any) -> Any:
 
 
 def _is_scalar(v: Any) -> bool:
-    return isinstance(v, (builtins.bool, numbers.Number, np.generic)) and not isinstance(v, complex)
+    return isinstance(v, (builtins.bool, numbers.Number, np.generic))
 
 
 def _uniform(chunks: Sequence[Optional[int]], n: Optional[int]) -> bool:
@@ -420,6 +443,22 @@ class Tensor:
     def chunks(self) -> Tuple[Tuple[int, ...], ...]:
         """Chunk lengths along each dimension (Dask's ``chunks``)."""
         return tuple(tuple(math.nan if c is None else c for c in dim) for dim in self._t.chunks)
+
+    @property
+    def real(self) -> "Tensor":
+        """The real part (a real tensor itself)."""
+        return real(self)
+
+    @property
+    def imag(self) -> "Tensor":
+        """The imaginary part (zeros for a real tensor)."""
+        return imag(self)
+
+    def conj(self) -> "Tensor":
+        """The complex conjugate."""
+        return conj(self)
+
+    conjugate = conj
 
     @property
     def T(self) -> "Tensor":
@@ -1245,7 +1284,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, chunk_size: Any = None,
     if not _is_scalar(v):
         raise NotImplementedError("full with a non-scalar fill_value")
     name = _dtype_name(dtype if dtype is not None else np.result_type(fill_value))
-    py = builtins.bool if name == "bool" else (float if name.startswith("float") else int)
+    py = builtins.bool if name == "bool" else float if name.startswith("float") else complex if name.startswith("complex") else int
     t = Tensor(_native.full(list(shape), py(v), _chunks_of(chunk_size, shape, np.dtype(name).itemsize)))
     return t if t._t.dtype == name else t.astype(name)
 
@@ -2086,7 +2125,7 @@ def rechunk(a: Any, chunk_size: Any) -> Tensor:
     return _to_tensor(a).rechunk(chunk_size)
 
 
-from . import linalg, random  # noqa: E402  (they use Tensor)
+from . import fft, linalg, random  # noqa: E402  (they use Tensor)
 
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 
@@ -2185,6 +2224,8 @@ def _array_function(func: Any) -> Any:
         f = globals().get(name) if name in __all__ else None
     elif module == "numpy.linalg":
         f = getattr(linalg, name, None)
+    elif module == "numpy.fft":
+        f = getattr(fft, name, None)
     else:
         return None
     return f if callable(f) and not isinstance(f, type) else None

@@ -20,6 +20,7 @@ from . import (
     _shape_of,
     _to_tensor,
     arange,
+    atan2,
     concatenate,
     full,
     rint,
@@ -36,6 +37,10 @@ __all__ = [
     "can_cast",
     "concat",
     "conj",
+    "conjugate",
+    "angle",
+    "iscomplexobj",
+    "isrealobj",
     "diff",
     "finfo",
     "flip",
@@ -225,26 +230,45 @@ around = round
 
 
 def conj(x: Any) -> Tensor:
-    """The complex conjugate: a real tensor itself (complex dtypes are not supported)."""
-    return _real_only(x, "conj")
+    """The complex conjugate (a real tensor is its own)."""
+    t = _to_tensor(x)
+    return Tensor(t._t.unary("conj")) if t.dtype.kind == "c" else t
+
+
+conjugate = conj
 
 
 def real(x: Any) -> Tensor:
-    """The real part: a real tensor itself."""
-    return _real_only(x, "real")
+    """The real part: float32 of complex64, float64 of complex128; a real tensor itself."""
+    t = _to_tensor(x)
+    return Tensor(t._t.unary("real")) if t.dtype.kind == "c" else t
 
 
 def imag(x: Any) -> Tensor:
-    """The imaginary part: zeros for a real tensor."""
-    t = _real_only(x, "imag")
-    return full(t.shape, 0, dtype=t.dtype, chunk_size=tuple(c[0] if c else 1 for c in t.chunks))
-
-
-def _real_only(x: Any, name: str) -> Tensor:
+    """The imaginary part (real-typed, as ``real``); zeros of a real tensor's dtype."""
     t = _to_tensor(x)
-    if t.dtype.kind == "b" and name != "conj":
-        raise TypeError(f"{name} is not supported for booleans")
-    return t
+    if t.dtype.kind == "b":
+        raise TypeError("imag is not supported for booleans")
+    return Tensor(t._t.unary("imag"))
+
+
+def angle(z: Any, deg: builtins.bool = False) -> Tensor:
+    """The argument of each element (``atan2(imag, real)``; radians unless ``deg``)."""
+    t = _to_tensor(z)
+    if t.dtype.kind != "c":
+        t = t.astype(np.complex128 if t.dtype != np.float32 else np.complex64)
+    a = atan2(imag(t), real(t))
+    return a * (180.0 / np.pi) if deg else a
+
+
+def iscomplexobj(x: Any) -> builtins.bool:
+    """Whether ``x`` has a complex dtype."""
+    return _dtype_of(x).kind == "c" if isinstance(x, (Tensor, np.ndarray)) else isinstance(x, complex)
+
+
+def isrealobj(x: Any) -> builtins.bool:
+    """Whether ``x`` has no complex dtype."""
+    return not iscomplexobj(x)
 
 
 # ---------------------------------------------------------------- manipulation

@@ -268,6 +268,8 @@ def _matrix(a: Any) -> Tensor:
     t = _to_tensor(a)
     if t.ndim != 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
+    if t.dtype.kind == "c":
+        raise TypeError(f"{t.dtype} matrices are not supported by the factorizations yet (matmul takes them)")
     if t.dtype.kind != "f":
         t = t.astype(np.float64)
     return t
@@ -330,7 +332,7 @@ def solve(a: Any, b: Any) -> Tensor:
     if x.ndim > 2 or y.ndim > 2:
         return _solve_stacked(x, y)
     x = _matrix(x)
-    if y.dtype.kind != "f":
+    if y.dtype.kind not in "fc":
         y = y.astype(np.float64)
     vec = y.ndim == 1
     if vec:
@@ -397,7 +399,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     (Euclidean), 1, ±inf (largest or smallest magnitude), 0 (the count of non-zeros) or
     any other p (``(Σ|x|^p)^(1/p)``)."""
     t = _to_tensor(x)
-    if t.dtype.kind != "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     ax = None if axis is None else (tuple(_axis_of(axis, t.ndim)))
     a = abs(t)
@@ -425,7 +427,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Tenso
         return r.reshape(r.shape + (1, 1)) if keepdims else r
     if t.ndim != 2:
         raise ValueError("matrix_norm needs at least two dimensions")
-    if t.dtype.kind != "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     a = abs(t)
     if ord == "fro":
@@ -478,7 +480,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNS
     t = _to_tensor(a)
     if t.ndim < 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
-    if t.dtype.kind != "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     if rcond is not None:
         tol = rcond
@@ -504,7 +506,7 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any =
     t = _to_tensor(A)
     if t.ndim < 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
-    if t.dtype.kind != "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     if 0 in t.shape:
         from . import zeros

@@ -11,6 +11,9 @@ pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
     if op.is_predicate() {
         return Buf::Bool(with_buf!(&x, v => predicate(op, v)));
     }
+    if x.dtype().is_complex() && !out.is_complex() && op != UnOp::Not {
+        return complex_to_real(op, x).cast(out);
+    }
     let x = match op {
         UnOp::Not => x.cast(DType::Bool),
         // numpy rounds integers to tens and above in float64.
@@ -23,7 +26,43 @@ pub(super) fn unary(op: UnOp, x: Buf, out: DType) -> Buf {
     match x {
         Buf::F32(v) => Buf::F32(float_unary(op, v)),
         Buf::F64(v) => Buf::F64(float_unary(op, v)),
+        Buf::C64(v) => Buf::C64(complex_unary(op, v)),
+        Buf::C128(v) => Buf::C128(complex_unary(op, v)),
         other => with_buf!(other, v => Elem::wrap(unary_kernel(op, v))),
+    }
+}
+
+/// `op x` of complex numbers whose result is complex.
+fn complex_unary<T: Elem + ares_tileable::scalar::Float>(op: UnOp, mut x: Vec<T>) -> Vec<T> {
+    if op == UnOp::Conj {
+        for v in &mut x {
+            let c = v.to_c128();
+            *v = T::from_c128(ares_tileable::scalar::C128::new(c.re, -c.im));
+        }
+        return x;
+    }
+    ares_tileable::scalar::float_unary(op, x)
+}
+
+/// `op x` of complex numbers whose result is real: the magnitude (`abs`) or a part.
+fn complex_to_real(op: UnOp, x: Buf) -> Buf {
+    fn parts<T: Elem>(op: UnOp, v: &[T]) -> Vec<f64> {
+        v.iter()
+            .map(|z| {
+                let c = z.to_c128();
+                match op {
+                    UnOp::Abs => c.norm(),
+                    UnOp::Real => c.re,
+                    UnOp::Imag => c.im,
+                    other => unreachable!("{other:?} of a complex number is complex"),
+                }
+            })
+            .collect()
+    }
+    match &x {
+        // complex64's parts are float32: computed in float64 and rounded once.
+        Buf::C64(v) => Buf::F64(parts(op, v)).cast(DType::F32),
+        other => with_buf!(other, v => Buf::F64(parts(op, v))),
     }
 }
 

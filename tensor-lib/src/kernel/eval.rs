@@ -2,7 +2,7 @@
 
 use super::elementwise::{binary, scan, select, unary};
 use super::random::{global_indices, random, uniform_run};
-use super::{BLOCK, KernelError, Node, Partial, Program, RandKind, ReduceOp, sort};
+use super::{BLOCK, FftKind, KernelError, Node, Partial, Program, RandKind, ReduceOp, fft, sort};
 use crate::data::{Buf, Chunk, ChunkRef, DType, Scalar, numel};
 
 struct Eval<'a> {
@@ -32,7 +32,7 @@ impl<'a> Eval<'a> {
                 Node::Assemble { parts, .. } => parts,
                 Node::Linalg { args, .. } => args,
                 Node::Compress { x, m } => &[*x, *m],
-                Node::Sort { x, .. } | Node::Unique { x, .. } => std::slice::from_ref(x),
+                Node::Sort { x, .. } | Node::Unique { x, .. } | Node::Fft { x, .. } => std::slice::from_ref(x),
                 Node::Search { a: many, v: one, .. } | Node::Take { parts: many, idx: one, .. } => {
                     for &o in many.iter().chain(std::iter::once(one)) {
                         if let Some(u) = uses.get_mut(o as usize) {
@@ -349,6 +349,32 @@ impl<'a> Eval<'a> {
                         sort::sort_lanes(v, outer, len, inner, *descending)
                     };
                     self.whole[n] = Some(out.cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
+            Node::Fft { x, axis, kind, scale } => {
+                if self.whole[n].is_none() {
+                    let x = check(*x)?;
+                    let (axis, xs) = (*axis as usize, &self.p.shapes[x]);
+                    let out_len = match kind {
+                        FftKind::RealInverse { n } => *n,
+                        _ => xs.get(axis).copied().unwrap_or(0),
+                    };
+                    let fits = xs.len() == shape.len()
+                        && axis < shape.len()
+                        && shape[axis] == out_len
+                        && (0..shape.len()).all(|d| d == axis || xs[d] == shape[d]);
+                    if !fits || !self.p.dtypes[x].is_complex() {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("{kind:?} along {axis} of {:?} {:?} into {shape:?}", self.p.dtypes[x], xs),
+                        });
+                    }
+                    let outer = xs[..axis].iter().product::<u64>() as usize;
+                    let inner = xs[axis + 1..].iter().product::<u64>() as usize;
+                    let len = xs[axis] as usize;
+                    let v = self.whole_of(x)?.clone();
+                    self.whole[n] = Some(fft::fft_lanes(v, *kind, outer, len, inner, *scale).cast(dtype));
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
             }

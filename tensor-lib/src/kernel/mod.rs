@@ -14,11 +14,13 @@ pub use crate::linalg::LinOp;
 
 mod elementwise;
 mod eval;
+mod fft;
 mod random;
 mod reduce;
 pub(crate) mod sort;
 
 pub use elementwise::{NEGATIVE_INTEGER_POWER, binary_dtype, binary_types, compute_dtype};
+pub use fft::FftKind;
 pub use reduce::Partial;
 
 /// Output elements evaluated at a time: a few node buffers of this size stay in L1/L2.
@@ -60,13 +62,17 @@ impl ReduceOp {
             // numpy: sums and products of integers in the platform's (64-bit) integer,
             // unsigned ones unsigned.
             ReduceOp::Sum | ReduceOp::Prod => match x {
-                f if f.is_float() => f,
+                f if f.is_inexact() => f,
                 u if u.is_unsigned() => DType::U64,
                 _ => DType::I64,
             },
             ReduceOp::Min | ReduceOp::Max => x,
             ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => match x {
                 DType::F32 => DType::F32,
+                // A complex mean is complex; its variance is real.
+                DType::C64 if self == ReduceOp::Mean => DType::C64,
+                DType::C128 if self == ReduceOp::Mean => DType::C128,
+                DType::C64 => DType::F32,
                 _ => DType::F64,
             },
             ReduceOp::Any | ReduceOp::All => DType::Bool,
@@ -274,6 +280,19 @@ pub enum Node {
         descending: bool,
         /// Positions instead of values.
         arg: bool,
+    },
+    /// A discrete Fourier transform of the complex `x` along `axis` (held whole), each
+    /// element times `scale`; the node's shape is the output's (a real inverse's lanes
+    /// have its own length).
+    Fft {
+        /// Operand (complex).
+        x: u32,
+        /// Along which dimension.
+        axis: u32,
+        /// Which transform.
+        kind: FftKind,
+        /// The normalization factor.
+        scale: f64,
     },
     /// The distinct elements of the sorted 1-d `x`, or with `counts` how many times each
     /// occurs (int64); a 1-d chunk whose length is known only after the run. Only the

@@ -2,8 +2,9 @@
 //! (Chan's formula for variances), then finishes into the output chunk.
 
 use super::ReduceOp;
-use crate::data::{Buf, Chunk, DType, Elem, Scalar, numel};
+use crate::data::{Buf, C128, Chunk, DType, Elem, Scalar, numel};
 use crate::with_buf;
+use ares_tileable::scalar::Num;
 
 /// A reduction in progress: enough state to combine with others and to finish.
 #[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -14,7 +15,8 @@ pub struct Partial {
     pub shape: Vec<u64>,
     /// Elements folded into each result element.
     pub count: u64,
-    /// Sum, product, min, max, any or all; the running mean for var/std.
+    /// Sum, product, min, max, any or all; the running mean for mean, var and std
+    /// (complex128 for a complex mean, else float64).
     pub acc: Buf,
     /// Sum of squared deviations from the mean (var/std only).
     pub m2: Option<Vec<f64>>,
@@ -24,6 +26,7 @@ pub struct Partial {
 
 fn acc_dtype(op: ReduceOp, x: DType) -> DType {
     match op {
+        ReduceOp::Mean if x.is_complex() => DType::C128,
         ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => DType::F64,
         ReduceOp::Any | ReduceOp::All => DType::Bool,
         ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax => x,
@@ -55,6 +58,12 @@ impl Partial {
             return Partial { op, shape, count, acc: Buf::I64(acc), m2: None, idx: None };
         }
         match op {
+            ReduceOp::Mean if x.dtype().is_complex() => {
+                let Buf::C128(v) = x.cast(DType::C128) else { unreachable!("cast") };
+                let scale = C128::new(group as f64, 0.0);
+                let acc = v.chunks(group).take(n).map(|g| g.iter().fold(C128::default(), |a, &b| a.add(b)).div(scale));
+                Partial { op, shape, count, acc: Buf::C128(acc.collect()), m2: None, idx: None }
+            }
             ReduceOp::ArgMin | ReduceOp::ArgMax => {
                 let max = op == ReduceOp::ArgMax;
                 let mut idx = Vec::with_capacity(n);
@@ -126,6 +135,13 @@ impl Partial {
             return;
         }
         match self.op {
+            ReduceOp::Mean if matches!(self.acc, Buf::C128(_)) => {
+                let (Buf::C128(ma), Buf::C128(mb)) = (&mut self.acc, &other.acc) else { unreachable!("complex means") };
+                let w = C128::new(other.count as f64 / (self.count + other.count) as f64, 0.0);
+                for (a, &b) in ma.iter_mut().zip(mb) {
+                    *a = a.add(b.sub(*a).mul(w));
+                }
+            }
             ReduceOp::Mean | ReduceOp::Var | ReduceOp::Std => {
                 let (Buf::F64(ma), Buf::F64(mb)) = (&mut self.acc, &other.acc) else { unreachable!() };
                 let (na, nb) = (self.count as f64, other.count as f64);
@@ -180,11 +196,8 @@ impl Partial {
     pub fn finish(&self, x_dtype: DType) -> Chunk {
         let out = self.op.out_dtype(x_dtype);
         let data = match self.op {
-            ReduceOp::Mean => {
-                let Buf::F64(m) = &self.acc else { unreachable!() };
-                let v = if self.count == 0 { vec![f64::NAN; m.len()] } else { m.clone() };
-                Buf::F64(v).cast(out)
-            }
+            ReduceOp::Mean if self.count == 0 => Buf::filled(Scalar::F64(f64::NAN), self.acc.len()).cast(out),
+            ReduceOp::Mean => self.acc.clone().cast(out),
             ReduceOp::Var | ReduceOp::Std => {
                 let m2 = self.m2.as_ref().expect("var keeps m2");
                 let v: Vec<f64> = m2
@@ -224,6 +237,14 @@ fn fold_groups(op: ReduceOp, x: &Buf, group: usize, n: usize) -> Buf {
         (ReduceOp::Sum, Buf::F64(v)) => Buf::F64((0..n).map(|i| pairwise(&v[i * group..(i + 1) * group])).collect()),
         (ReduceOp::Prod, Buf::F32(v)) => Buf::F32(fold(v, group, n, 1.0, |a, b| a * b)),
         (ReduceOp::Prod, Buf::F64(v)) => Buf::F64(fold(v, group, n, 1.0, |a, b| a * b)),
+        (ReduceOp::Sum | ReduceOp::Prod, Buf::C64(v)) => {
+            let one = crate::data::C64::new(if op == ReduceOp::Sum { 0.0 } else { 1.0 }, 0.0);
+            Buf::C64(fold(v, group, n, one, |a, b| if op == ReduceOp::Sum { a.add(b) } else { a.mul(b) }))
+        }
+        (ReduceOp::Sum | ReduceOp::Prod, Buf::C128(v)) => {
+            let one = C128::new(if op == ReduceOp::Sum { 0.0 } else { 1.0 }, 0.0);
+            Buf::C128(fold(v, group, n, one, |a, b| if op == ReduceOp::Sum { a.add(b) } else { a.mul(b) }))
+        }
         (ReduceOp::Min | ReduceOp::Max, x) => {
             let max = op == ReduceOp::Max;
             with_buf!(x, v => Elem::wrap((0..n).map(|i| fold_minmax(&v[i * group..(i + 1) * group], max)).collect()))

@@ -131,7 +131,7 @@ pub(super) fn sort_lanes(x: Buf, outer: usize, len: usize, inner: usize, descend
     fn typed<T: Elem + Default>(mut v: Vec<T>, outer: usize, len: usize, inner: usize, descending: bool) -> Vec<T> {
         if inner == 1 {
             for lane in v.chunks_mut(len.max(1)) {
-                if lane.len() >= RADIX_MIN {
+                if lane.len() >= RADIX_MIN && !T::DTYPE.is_complex() {
                     radix_lane(lane, descending);
                 } else {
                     lane.sort_by(by(descending));
@@ -158,7 +158,7 @@ pub(super) fn sort_lanes(x: Buf, outer: usize, len: usize, inner: usize, descend
 /// The positions along the middle axis that sort each lane of `x` (stable), as int64.
 pub(super) fn argsort_lanes(x: &Buf, outer: usize, len: usize, inner: usize, descending: bool) -> Vec<i64> {
     fn typed<T: Elem>(v: &[T], outer: usize, len: usize, inner: usize, descending: bool) -> Vec<i64> {
-        if inner == 1 && len >= RADIX_MIN {
+        if inner == 1 && len >= RADIX_MIN && !T::DTYPE.is_complex() {
             let mut out = Vec::with_capacity(v.len());
             for lane in v.chunks(len) {
                 let keys = lane.iter().map(|&e| radix_key(e, descending)).collect();

@@ -60,8 +60,22 @@ impl Tensor {
             },
             (Scalar::I64(v), DType::F32) => Scalar::F32(v as f32),
             (Scalar::I64(v), DType::F64) => Scalar::F64(v as f64),
+            // A real with complex64, or a complex with float32, stays 32-bit.
+            (Scalar::F64(_) | Scalar::I64(_) | Scalar::C128(_), DType::C64 | DType::F32) => s.cast(DType::C64),
             (s, _) => s,
         }
+    }
+
+    /// The complex tensor `re + im·i` of two real tensors (broadcast together; complex64
+    /// when both are float32, else complex128).
+    pub fn complex(re: &Tensor, im: &Tensor) -> Result<Tensor> {
+        let dtype = DType::promote(re.dtype().real(), im.dtype().real()).complex();
+        if re.dtype().is_complex() || im.dtype().is_complex() {
+            return Err(TensorError::BadDType { op: "complex(re, im) of real parts".into(), dtype });
+        }
+        // (x + 0i)·i is exactly (±0 + xi) for a finite x; the parts then add exactly.
+        let i = Scalar::C128(crate::data::C128::new(0.0, 1.0)).cast(dtype);
+        re.astype_if(dtype).binary(BinOp::Add, &im.astype_if(dtype).binary(BinOp::Mul, &full_like_scalar(i, im))?)
     }
 
     /// Floor division `self // y` (Python's: rounded toward minus infinity; an integer

@@ -15,6 +15,14 @@ impl Tensor {
                 reason: format!("needs a 2-d tensor, not {:?}", self.shape()),
             });
         }
+        if self.dtype().is_complex() {
+            // Decision: the factorizations are real (faer's complex ones are not wired
+            // in); matmul and the element-wise functions take complex numbers.
+            return Err(TensorError::BadDType {
+                op: format!("{op} (complex matrices are not supported yet)"),
+                dtype: self.dtype(),
+            });
+        }
         Ok(if self.dtype().is_float() { self.clone() } else { self.astype(DType::F64) })
     }
 
@@ -172,6 +180,12 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let b2 = if vector { b.reshape(&[-1, 1])? } else { b.clone() };
     if b2.ndim() != 2 || b2.shape()[0] != n {
         return Err(TensorError::ShapeMismatch { a: a.shape().to_vec(), b: b.shape().to_vec() });
+    }
+    if b2.dtype().is_complex() {
+        return Err(TensorError::BadDType {
+            op: "solve (complex matrices are not supported yet)".into(),
+            dtype: b2.dtype(),
+        });
     }
     let b2 = if b2.dtype().is_float() { b2 } else { b2.astype(DType::F64) };
     let dtype = DType::promote(a.dtype(), b2.dtype());

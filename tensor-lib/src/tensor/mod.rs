@@ -11,6 +11,7 @@ use crate::kernel::{BinOp, RandKind, ReduceOp, ScanOp, UnOp};
 
 mod create;
 mod elementwise;
+mod fft;
 mod gather;
 mod linalg;
 mod reduce;
@@ -216,6 +217,13 @@ pub(crate) enum Op {
         descending: bool,
         arg: bool,
     },
+    /// A discrete Fourier transform of the complex `x` along `axis`, held in one chunk.
+    Fft {
+        x: Tensor,
+        axis: usize,
+        kind: crate::kernel::FftKind,
+        scale: f64,
+    },
     /// The 1-d `x` in several chunks sorted by a sample sort: one chunk per range, whose
     /// lengths are known once it ran.
     SampleSort {
@@ -416,6 +424,7 @@ impl Tensor {
             Op::Scan { op, axis, x } => x.cumulative(*op, *axis)?,
             Op::Sort { x, axis, descending, arg } => x.sorted_again(*axis, *descending, *arg)?,
             Op::SampleSort { x, descending, arg } => x.sorted_again(0, *descending, *arg)?,
+            Op::Fft { x, axis, kind, scale } => x.fft(*axis, *kind, *scale)?,
             Op::Unique { x, counts, equal_nan } => x.unique_again(*counts, *equal_nan)?,
             Op::Search { a, v, right } => a.searchsorted(v, *right)?,
             Op::Take { x, idx, axis, along: false } => x.take(idx, *axis)?,
@@ -440,6 +449,7 @@ impl Tensor {
             | Op::Factor(x, _)
             | Op::Scan { x, .. }
             | Op::Sort { x, .. }
+            | Op::Fft { x, .. }
             | Op::SampleSort { x, .. }
             | Op::Unique { x, .. } => vec![x],
             Op::Search { a, v, .. } => vec![a, v],

@@ -2,7 +2,7 @@
 
 use super::{Op, Result, Tensor, TensorError};
 use crate::data::DType;
-use crate::kernel::{BinOp, ReduceOp, ScanOp};
+use crate::kernel::{BinOp, ReduceOp, ScanOp, UnOp};
 
 impl Tensor {
     /// Reduces over `axes` (all if `None`), keeping reduced dimensions as 1 if `keepdims`.
@@ -16,6 +16,12 @@ impl Tensor {
         axes.dedup();
         if let Some(&axis) = axes.iter().find(|&&a| a >= nd) {
             return Err(TensorError::BadAxis { axis, ndim: nd });
+        }
+        if self.dtype().is_complex() && matches!(op, ReduceOp::Var | ReduceOp::Std) {
+            // numpy's: the variance of a complex number is its parts' summed (real).
+            let part = |u| self.unary_op(u)?.reduce(ReduceOp::Var, Some(&axes), keepdims);
+            let var = part(UnOp::Real)?.binary(BinOp::Add, &part(UnOp::Imag)?)?;
+            return if op == ReduceOp::Std { var.unary_op(UnOp::Sqrt) } else { Ok(var) };
         }
         let no_identity = matches!(op, ReduceOp::Min | ReduceOp::Max | ReduceOp::ArgMin | ReduceOp::ArgMax);
         if no_identity && axes.iter().any(|&a| self.shape()[a] == 0) {
@@ -146,6 +152,17 @@ impl Tensor {
         }
         // Integers and booleans multiply as numpy's do (see `linalg::gemm`).
         let dtype = DType::promote(self.dtype(), b.dtype());
+        if dtype.is_complex() {
+            // Four real products: (A + Bi)(C + Di) = (AC - BD) + (AD + BC)i.
+            let parts = |t: &Tensor| -> Result<(Tensor, Tensor)> {
+                let t = t.astype_if(dtype);
+                Ok((t.unary_op(UnOp::Real)?, t.unary_op(UnOp::Imag)?))
+            };
+            let ((ar, ai), (br, bi)) = (parts(self)?, parts(b)?);
+            let re = ar.matmul(&br)?.binary(BinOp::Sub, &ai.matmul(&bi)?)?;
+            let im = ar.matmul(&bi)?.binary(BinOp::Add, &ai.matmul(&br)?)?;
+            return Tensor::complex(&re, &im);
+        }
         let shape = vec![self.shape()[0], b.shape()[1]];
         let chunks = vec![self.chunks()[0].clone(), b.chunks()[1].clone()];
         Ok(Tensor::new(Op::MatMul(self.clone(), b.clone()), shape, dtype, chunks))

@@ -38,10 +38,19 @@ impl Tensor {
             let op = Op::SampleSort { x: self.clone(), descending, arg };
             return Ok(Tensor::new(op, self.shape().to_vec(), dtype, vec![vec![UNKNOWN; n]]));
         }
+        self.whole_along(axis, "sorting")?.sorted(axis, descending, arg)
+    }
+
+    /// The same elements with `axis` whole in each chunk; the other axes split further
+    /// so chunks keep about their size (what a sort or an FFT along a chunked axis
+    /// reads first, as Mars and Dask rechunk).
+    pub(super) fn whole_along(&self, axis: usize, what: &str) -> Result<Tensor> {
         if self.has_unknown_shape() {
-            return Err(TensorError::UnknownShape { op: "sorting along an axis of unknown length".into() });
+            return Err(TensorError::UnknownShape { op: format!("{what} along an axis of unknown length") });
         }
-        // The axis whole in each chunk; the other axes split so chunks keep about their size.
+        if self.chunks()[axis].len() <= 1 {
+            return Ok(self.clone());
+        }
         let mut spread = self.chunks()[axis].len() as u64;
         let mut sizes: Vec<usize> =
             self.chunks().iter().map(|c| c.first().copied().unwrap_or(1).max(1) as usize).collect();
@@ -53,7 +62,7 @@ impl Tensor {
                 spread /= k;
             }
         }
-        self.rechunk(&sizes)?.sorted(axis, descending, arg)
+        self.rechunk(&sizes)
     }
 
     /// The distinct elements of a 1-d tensor in order, or with `counts` how many times

@@ -46,7 +46,8 @@ fn collect(cx: &Cx<'_>, t: &Tensor, out: &mut Vec<Tensor>, seen: &mut HashSet<us
         | Op::Rechunk(..)
         | Op::Concat(..)
         | Op::Reshape(..)
-        | Op::Sort { .. } => {
+        | Op::Sort { .. }
+        | Op::Fft { .. } => {
             for x in t.operands() {
                 collect(cx, x, out, seen);
             }
@@ -204,6 +205,11 @@ impl<'p, 's> Builder<'p, 's> {
             Op::Sort { x, axis, descending, arg } => {
                 let x = self.emit(x, g)?;
                 let node = Node::Sort { x, axis: *axis as u32, descending: *descending, arg: *arg };
+                self.push(node, shape, dtype)
+            }
+            Op::Fft { x, axis, kind, scale } => {
+                let x = self.emit(x, g)?;
+                let node = Node::Fft { x, axis: *axis as u32, kind: *kind, scale: *scale };
                 self.push(node, shape, dtype)
             }
             Op::FromChunks(_)

@@ -4,7 +4,9 @@
 //! Operands are arrays (a tensor, a column: their dtype is strong) or Python scalars
 //! (a literal: only its kind counts, it takes the array's dtype when of the same kind).
 //! Where numpy would give `float16` (square roots of booleans and 8-bit integers),
-//! which is not a dtype here yet, the result is `float64`.
+//! which is not a dtype here yet, the result is `float64`. Complex dtypes promote as
+//! numpy's: a complex holds a float of half its width (`complex64` with `float64` is
+//! `complex128`).
 
 /// A numeric dtype (numpy's names).
 #[derive(
@@ -34,6 +36,10 @@ pub enum DType {
     F32,
     /// `float64`
     F64,
+    /// `complex64` (two float32 parts)
+    C64,
+    /// `complex128` (two float64 parts)
+    C128,
 }
 
 /// The kind of a dtype, or of a Python scalar (which has no width).
@@ -45,6 +51,8 @@ pub enum Kind {
     Int,
     /// A float.
     Float,
+    /// A complex number.
+    Complex,
 }
 
 impl DType {
@@ -62,6 +70,8 @@ impl DType {
             DType::U64 => "uint64",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -70,6 +80,7 @@ impl DType {
         match self {
             DType::Bool => Kind::Bool,
             DType::F32 | DType::F64 => Kind::Float,
+            DType::C64 | DType::C128 => Kind::Complex,
             _ => Kind::Int,
         }
     }
@@ -77,6 +88,35 @@ impl DType {
     /// Whether it is a float.
     pub fn is_float(self) -> bool {
         self.kind() == Kind::Float
+    }
+
+    /// Whether it is complex.
+    pub fn is_complex(self) -> bool {
+        self.kind() == Kind::Complex
+    }
+
+    /// Whether it is a float or complex (numpy's "inexact").
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// The dtype of a complex dtype's parts (`float32` for `complex64`); others are
+    /// their own.
+    pub fn real(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
+    /// The complex dtype whose parts are this float (`complex64` for `float32`, else
+    /// `complex128`).
+    pub fn complex(self) -> DType {
+        match self {
+            DType::F32 | DType::C64 => DType::C64,
+            _ => DType::C128,
+        }
     }
 
     /// Whether it is an integer (signed or not).
@@ -95,7 +135,8 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -120,10 +161,10 @@ impl DType {
     }
 
     /// The dtype of a true division (`/`) of arrays of these dtypes: float64, or float32
-    /// for float32 operands.
+    /// for float32 operands; complex stays complex.
     pub fn true_div(a: DType, b: DType) -> DType {
         match result_type(a, b) {
-            DType::F32 => DType::F32,
+            d @ (DType::F32 | DType::C64 | DType::C128) => d,
             _ => DType::F64,
         }
     }
@@ -149,6 +190,13 @@ pub fn result_type(a: DType, b: DType) -> DType {
     match (a.kind(), b.kind()) {
         (Kind::Bool, _) => b,
         (_, Kind::Bool) => a,
+        (Kind::Complex, _) | (_, Kind::Complex) => {
+            // The complex whose parts hold both operands' reals.
+            let part = |d: DType| if d.is_complex() { d.real() } else { d };
+            let r = result_type(part(a), part(b));
+            // An integer beside complex64 widens it as beside float32.
+            if r.is_float() { r.complex() } else { DType::C128 }
+        }
         (Kind::Float, Kind::Float) => F64,
         (Kind::Float, Kind::Int) | (Kind::Int, Kind::Float) => {
             let (f, i) = if a.is_float() { (a, b) } else { (b, a) };
@@ -189,6 +237,7 @@ impl Operand {
             Operand::Scalar(Kind::Bool) => DType::Bool,
             Operand::Scalar(Kind::Int) => DType::I64,
             Operand::Scalar(Kind::Float) => DType::F64,
+            Operand::Scalar(Kind::Complex) => DType::C128,
         }
     }
 }
@@ -200,6 +249,8 @@ pub fn result_type_weak(a: DType, k: Kind) -> DType {
     match (a.kind(), k) {
         (Kind::Bool, Kind::Int) => DType::I64,
         (Kind::Bool | Kind::Int, Kind::Float) => DType::F64,
+        (Kind::Bool | Kind::Int, Kind::Complex) => DType::C128,
+        (Kind::Float, Kind::Complex) => a.complex(),
         _ => a,
     }
 }
@@ -238,10 +289,17 @@ pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
         BinOp::And | BinOp::Or => typed(DType::Bool, DType::Bool),
         // Integers and booleans divide in float64; float32 stays float32.
         BinOp::Div => {
-            let f = if c.is_float() { c } else { DType::F64 };
+            let f = if c.is_inexact() { c } else { DType::F64 };
             typed(f, f)
         }
-        _ if op.is_bitwise() && c.is_float() => Err(TypeError(format!(
+        _ if c.is_complex() && (op.is_float_function() || matches!(op, BinOp::FloorDiv | BinOp::Mod)) => {
+            Err(TypeError(format!(
+                "{} is not supported for {}: it takes real numbers (numpy refuses it)",
+                op.symbol(),
+                c.name()
+            )))
+        }
+        _ if op.is_bitwise() && c.is_inexact() => Err(TypeError(format!(
             "{} is not supported for {}: bitwise operations take integers and booleans",
             op.symbol(),
             c.name()
@@ -273,7 +331,7 @@ pub fn binary(op: BinOp, a: Operand, b: Operand) -> Result<Typed, TypeError> {
 /// booleans and 8-bit integers, not a dtype here yet: float64, as for wider integers.
 fn float_of(x: DType) -> DType {
     match x {
-        DType::F32 | DType::F64 => x,
+        DType::F32 | DType::F64 | DType::C64 | DType::C128 => x,
         DType::I16 | DType::U16 => DType::F32,
         _ => DType::F64,
     }
@@ -298,7 +356,15 @@ pub fn unary(op: UnOp, x: DType) -> Result<DType, TypeError> {
             "The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the logical_not function instead".into(),
         )),
         UnOp::Sign | UnOp::Positive if x == DType::Bool => refuse(if op == UnOp::Sign { "sign" } else { "positive (+)" }),
-        UnOp::Invert if x.is_float() => refuse("bitwise_invert (~)"),
+        UnOp::Invert if x.is_inexact() => refuse("bitwise_invert (~)"),
+        UnOp::Floor | UnOp::Ceil | UnOp::Trunc | UnOp::SignBit if x.is_complex() => refuse(match op {
+            UnOp::Floor => "floor",
+            UnOp::Ceil => "ceil",
+            UnOp::Trunc => "trunc",
+            _ => "signbit",
+        }),
+        // The magnitude and the parts of a complex number are real.
+        UnOp::Abs | UnOp::Real | UnOp::Imag => Ok(x.real()),
         // numpy squares booleans in int8.
         UnOp::Square if x == DType::Bool => Ok(DType::I8),
         UnOp::Not | UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite | UnOp::SignBit => Ok(DType::Bool),
@@ -331,6 +397,13 @@ mod tests {
             (F32, U64, F64),
             (F32, F64, F64),
             (Bool, F32, F32),
+            (C64, F32, C64),
+            (C64, F64, C128),
+            (C64, I16, C64),
+            (C64, I32, C128),
+            (C64, C128, C128),
+            (Bool, C64, C64),
+            (U8, C64, C64),
         ];
         for (a, b, want) in cases {
             assert_eq!(result_type(a, b), want, "{a:?} with {b:?}");
@@ -347,6 +420,9 @@ mod tests {
         assert_eq!(result_type_weak(Bool, Kind::Int), I64);
         assert_eq!(result_type_weak(U8, Kind::Bool), U8);
         assert_eq!(common(Operand::Scalar(Kind::Int), Operand::Scalar(Kind::Float)), F64);
+        assert_eq!(result_type_weak(F32, Kind::Complex), C64);
+        assert_eq!(result_type_weak(I8, Kind::Complex), C128);
+        assert_eq!(result_type_weak(C64, Kind::Float), C64);
     }
 
     #[test]
@@ -368,5 +444,11 @@ mod tests {
         assert_eq!(t(BinOp::Hypot, arr(I16), arr(F32)).out, F32);
         assert_eq!(t(BinOp::Hypot, arr(I32), arr(F32)).out, F64);
         assert_eq!(t(BinOp::Atan2, arr(I16), Operand::Scalar(Kind::Float)).out, F64);
+        assert_eq!(t(BinOp::Div, arr(C64), arr(I8)).out, C64);
+        assert!(binary(BinOp::FloorDiv, arr(C64), arr(F32)).is_err());
+        assert!(binary(BinOp::BitAnd, arr(C128), arr(I8)).is_err());
+        assert_eq!(unary(UnOp::Abs, C64), Ok(F32));
+        assert_eq!(unary(UnOp::Exp, C128), Ok(C128));
+        assert!(unary(UnOp::Floor, C128).is_err());
     }
 }

@@ -7,9 +7,11 @@
 //! they agree to the bit; each library only moves its values in and out (tensor
 //! buffers; Arrow columns, whose missing values the frame evaluator tracks itself).
 
+mod complex;
 mod dtype;
 mod ops;
 
+pub use complex::{ArchivedC64, ArchivedC128, C64, C128};
 pub use dtype::{DType, Kind, Operand, TypeError, Typed, binary, common, result_type, result_type_weak, unary};
 pub use ops::{
     BinOp, Float, Num, OpError, Rhs, UnOp, arith, compare, float_divmod, float_unary, logical, predicate, round_f64,

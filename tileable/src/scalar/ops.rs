@@ -192,6 +192,12 @@ pub enum UnOp {
     SignBit,
     /// bitwise not (logical not for booleans)
     Invert,
+    /// the real part (a real number is its own)
+    Real,
+    /// the imaginary part (0 for a real number)
+    Imag,
+    /// the complex conjugate (a real number is its own)
+    Conj,
 }
 
 impl UnOp {
@@ -615,7 +621,8 @@ pub fn unary<T: Num>(op: UnOp, mut x: Vec<T>) -> Vec<T> {
         UnOp::Floor | UnOp::Ceil | UnOp::Trunc => x.iter_mut().for_each(|v| *v = v.whole(op)),
         // Integers round only to tens and above (numpy's `round` with negative
         // decimals): done by the caller in float64, as numpy does.
-        UnOp::Round(_) | UnOp::Positive => {}
+        UnOp::Round(_) | UnOp::Positive | UnOp::Real | UnOp::Conj => {}
+        UnOp::Imag => x.iter_mut().for_each(|v| *v = v.sub(*v)),
         other => unreachable!("{other:?} is computed by float_unary or predicate"),
     }
     x
@@ -712,7 +719,9 @@ pub fn float_unary<T: Float>(op: UnOp, mut x: Vec<T>) -> Vec<T> {
         UnOp::Floor | UnOp::Ceil | UnOp::Trunc => apply!(|v: T| v.whole(op)),
         UnOp::Sign => apply!(T::signum),
         UnOp::Square => apply!(|v: T| v.mul(v)),
-        UnOp::Positive => {}
+        UnOp::Positive | UnOp::Real | UnOp::Conj => {}
+        // A real number's imaginary part: +0 (x - x would make NaN of NaN).
+        UnOp::Imag => apply!(|v: T| v.map_f64(|_| 0.0)),
         UnOp::Tan => apply!(|v: T| v.func(UnOp::Tan)),
         UnOp::Sinh => apply!(|v: T| v.func(UnOp::Sinh)),
         UnOp::Cosh => apply!(|v: T| v.func(UnOp::Cosh)),
