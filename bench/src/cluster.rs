@@ -135,6 +135,8 @@ fn w2_wall(socket: &str) -> Result<f64> {
         w3_chunk: 1,
         sort_n: 0,
         sort_chunk: 1,
+        fft_n: 0,
+        fft_chunk: 1,
         num_cpus: 2,
         max_in_flight: 8,
     };

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ares_tensor::{Session, random};
+use ares_tensor::kernel::{FftKind, UnOp};
+use ares_tensor::{Session, Slice, random};
 use serde_json::json;
 
 use crate::rss::PeakRss;
@@ -41,6 +42,13 @@ pub(crate) struct Sizes {
     /// SORT elements per chunk.
     #[arg(long, default_value_t = 10_000_000)]
     pub(crate) sort_chunk: u64,
+    /// FFT2 matrix size (float64, square).
+    #[arg(long, default_value_t = 8192)]
+    pub(crate) fft_n: u64,
+    /// FFT2 rows per chunk (16 MiB of complex128 per chunk: ares.tensor's automatic
+    /// chunk size).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) fft_chunk: u64,
     /// Worker CPUs.
     #[arg(long, default_value_t = 2)]
     pub(crate) num_cpus: u32,
@@ -70,6 +78,10 @@ pub(crate) fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
         s.sort_n.to_string(),
         "--sort-chunk".into(),
         s.sort_chunk.to_string(),
+        "--fft-n".into(),
+        s.fft_n.to_string(),
+        "--fft-chunk".into(),
+        s.fft_chunk.to_string(),
         "--num-cpus".into(),
         s.num_cpus.to_string(),
         "--max-in-flight".into(),
@@ -145,7 +157,29 @@ pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
             println!("{}", json!({"wall_s": wall, "startup_s": startup, "result": sum_out}));
             return Ok(());
         }
-        other => anyhow::bail!("unknown workload {other} (W1, W2, W3, W3G and SORT exist)"),
+        "FFT2" => {
+            // The 2-d transform of a computed float64 matrix (np.fft.fft2 of an array in
+            // memory): generation untimed, the complex128 result kept in the store.
+            let n = s.fft_n;
+            let a = random::rand(&[n, n], &[s.fft_chunk as usize, n as usize], 6)?;
+            session.execute(&a)?;
+            let t = Instant::now();
+            let spectrum = a.fft(1, FftKind::Forward, 1.0)?.fft(0, FftKind::Forward, 1.0)?;
+            session.execute(&spectrum)?;
+            let wall = t.elapsed().as_secs_f64();
+            // Checked untimed: X[0, 0] is the sum, and Parseval: Σ|X|² = n² Σ a².
+            let dc = session
+                .scalar(&spectrum.slice(&[Slice::range(0, 1), Slice::range(0, 1)])?.unary_op(UnOp::Real)?.sum())?;
+            let sum = session.scalar(&a.sum())?;
+            let energy = session.scalar(&spectrum.unary_op(UnOp::Abs)?.unary_op(UnOp::Square)?.sum())?;
+            let want = (n * n) as f64 * session.scalar(&a.unary_op(UnOp::Square)?.sum())?;
+            anyhow::ensure!((dc - sum).abs() <= 1e-9 * sum.abs(), "FFT2's X[0,0] is {dc}, the sum is {sum}");
+            anyhow::ensure!((energy - want).abs() <= 1e-9 * want, "FFT2 broke Parseval: {energy} vs {want}");
+            ares::shutdown();
+            println!("{}", json!({"wall_s": wall, "startup_s": startup, "result": dc}));
+            return Ok(());
+        }
+        other => anyhow::bail!("unknown workload {other} (W1, W2, W3, W3G, SORT and FFT2 exist)"),
     };
     let wall = t.elapsed().as_secs_f64();
     ares::shutdown();

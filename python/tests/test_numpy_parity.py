@@ -166,7 +166,7 @@ def check(result, expected, *, dtype=None, rtol=None, atol=None, lazy_shape=True
     else:
         npt.assert_allclose(
             got,
-            expected.astype(np.float64),
+            expected.astype(np.complex128 if want.kind == "c" else np.float64),
             rtol=rtol_for(want) if rtol is None else rtol,
             atol=atol_for(want) if atol is None else atol,
             equal_nan=True,

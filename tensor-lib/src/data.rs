@@ -229,6 +229,8 @@ pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd + ar
     fn wrap(v: Vec<Self>) -> Buf;
     /// The vector inside a buffer of this type.
     fn unwrap(b: &Buf) -> Option<&Vec<Self>>;
+    /// The vector inside a buffer of this type, to write.
+    fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>>;
     /// The vector of a buffer of this type, taken out.
     fn into_vec(b: Buf) -> Option<Vec<Self>>;
     /// It as a scalar.
@@ -264,6 +266,12 @@ macro_rules! num_elem {
                 Buf::$d(v)
             }
             fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+                match b {
+                    Buf::$d(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
                 match b {
                     Buf::$d(v) => Some(v),
                     _ => None,
@@ -320,6 +328,12 @@ macro_rules! complex_elem {
                     _ => None,
                 }
             }
+            fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
+                match b {
+                    Buf::$t(v) => Some(v),
+                    _ => None,
+                }
+            }
             fn into_vec(b: Buf) -> Option<Vec<Self>> {
                 match b {
                     Buf::$t(v) => Some(v),
@@ -368,6 +382,12 @@ impl Elem for bool {
             _ => None,
         }
     }
+    fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
+        match b {
+            Buf::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
     fn scalar(self) -> Scalar {
         Scalar::Bool(self)
     }
@@ -392,6 +412,12 @@ impl Buf {
         self.len() == 0
     }
 
+    /// `n` zeros of `dtype` (false for bool), without a pass of writes where the
+    /// allocator hands out zeroed pages.
+    pub fn zeros(dtype: DType, n: usize) -> Buf {
+        crate::with_dtype!(dtype, T => T::wrap(vec![T::from_bool(false); n]))
+    }
+
     /// `n` copies of `s`.
     pub fn filled(s: Scalar, n: usize) -> Buf {
         with_scalar!(s, v => Elem::wrap(vec![v; n]))
@@ -402,20 +428,7 @@ impl Buf {
         if self.dtype() == to {
             return self;
         }
-        fn conv<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
-            if T::DTYPE == DType::Bool {
-                v.iter().map(|x| T::from_bool(x.to_bool())).collect()
-            } else if S::DTYPE.is_complex() || T::DTYPE.is_complex() && S::DTYPE.is_float() {
-                v.iter().map(|x| T::from_c128(x.to_c128())).collect()
-            } else if !T::DTYPE.is_float() && !S::DTYPE.is_float() {
-                // Integers convert exactly, wrapping (through int64's bits: a uint64 above
-                // int64's range comes back whole).
-                v.iter().map(|x| T::from_i64(x.to_i64())).collect()
-            } else {
-                v.iter().map(|x| T::from_f64(x.to_f64())).collect()
-            }
-        }
-        with_buf!(&self, v => crate::with_dtype!(to, T => Elem::wrap(conv::<_, T>(v))))
+        with_buf!(&self, v => cast_slice(v, to))
     }
 
     /// `n` copies of the first element.
@@ -431,6 +444,15 @@ impl Buf {
     /// Elements `start..end`.
     pub fn slice(&self, start: usize, end: usize) -> Buf {
         with_buf!(self, v => Elem::wrap(v[start..end].to_vec()))
+    }
+
+    /// Writes `src[from..from + len]` at `at` (same dtype).
+    pub fn write_at(&mut self, at: usize, src: &Buf, from: usize, len: usize) {
+        fn put<T: Elem>(out: &mut [T], at: usize, src: &Buf, from: usize, len: usize) {
+            let src = T::unwrap(src).unwrap_or_else(|| unreachable!("write {:?} into {:?}", src.dtype(), T::DTYPE));
+            out[at..at + len].copy_from_slice(&src[from..from + len]);
+        }
+        with_buf!(self, out => put(out, at, src, from, len))
     }
 
     /// Writes `src[k]` at position `dst[k]` (same dtype).
@@ -457,6 +479,24 @@ impl Buf {
     pub fn with_capacity(dtype: DType, n: usize) -> Buf {
         crate::with_dtype!(dtype, T => Elem::wrap(Vec::<T>::with_capacity(n)))
     }
+}
+
+/// The elements of `v` converted to `to` (numpy's `astype`).
+pub fn cast_slice<S: Elem>(v: &[S], to: DType) -> Buf {
+    fn conv<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
+        if T::DTYPE == DType::Bool {
+            v.iter().map(|x| T::from_bool(x.to_bool())).collect()
+        } else if S::DTYPE.is_complex() || T::DTYPE.is_complex() && S::DTYPE.is_float() {
+            v.iter().map(|x| T::from_c128(x.to_c128())).collect()
+        } else if !T::DTYPE.is_float() && !S::DTYPE.is_float() {
+            // Integers convert exactly, wrapping (through int64's bits: a uint64 above
+            // int64's range comes back whole).
+            v.iter().map(|x| T::from_i64(x.to_i64())).collect()
+        } else {
+            v.iter().map(|x| T::from_f64(x.to_f64())).collect()
+        }
+    }
+    crate::with_dtype!(to, T => Elem::wrap(conv::<_, T>(v)))
 }
 
 /// One chunk of a tensor: its shape and its elements in C order.
@@ -680,9 +720,72 @@ impl<'a> ChunkRef<'a> {
     pub fn slice(&self, start: usize, end: usize) -> Buf {
         match self {
             ChunkRef::Owned(c) => c.data.slice(start, end),
-            ChunkRef::Archived(c) => {
-                with_archived!(&c.data, v, _d => Elem::wrap(v[start..end].iter().map(|x| x.native()).collect()))
+            ChunkRef::Archived(c) => crate::with_dtype!(self.dtype(), T => match elements_in_place::<T>(c) {
+                // Native layout: one copy of the bytes.
+                Some(v) => T::wrap(v[start..end].to_vec()),
+                None => with_archived!(&c.data, v, _d => Elem::wrap(v[start..end].iter().map(|x| x.native()).collect())),
+            }),
+        }
+    }
+
+    /// Elements `start..end` as `dtype`, converted straight from where they lie.
+    pub fn slice_as(&self, start: usize, end: usize, dtype: DType) -> Buf {
+        if self.dtype() == dtype {
+            return self.slice(start, end);
+        }
+        match self {
+            ChunkRef::Owned(c) => with_buf!(&c.data, v => cast_slice(&v[start..end], dtype)),
+            ChunkRef::Archived(c) => crate::with_dtype!(self.dtype(), S => match elements_in_place::<S>(c) {
+                Some(v) => cast_slice(&v[start..end], dtype),
+                None => self.slice(start, end).cast(dtype),
+            }),
+        }
+    }
+
+    /// Copies the runs `start..start + len` of `starts` into `out` (of this dtype) at
+    /// the positions `at`, read in place when archived.
+    pub fn copy_runs(&self, out: &mut Buf, starts: &[usize], at: &[usize], len: usize) {
+        fn put<T: Elem>(out: &mut Buf, v: &[T], starts: &[usize], at: &[usize], len: usize) {
+            let d = out.dtype();
+            let out = T::unwrap_mut(out).unwrap_or_else(|| unreachable!("runs of {:?} into {d:?}", T::DTYPE));
+            for (&s, &a) in starts.iter().zip(at) {
+                out[a..a + len].copy_from_slice(&v[s..s + len]);
             }
+        }
+        match self {
+            ChunkRef::Owned(c) => with_buf!(&c.data, v => put(out, v, starts, at, len)),
+            ChunkRef::Archived(c) => crate::with_dtype!(self.dtype(), T => match elements_in_place::<T>(c) {
+                Some(v) => put(out, v, starts, at, len),
+                None => {
+                    let copied = self.slice(0, self.len());
+                    with_buf!(&copied, v => put(out, v, starts, at, len))
+                }
+            }),
+        }
+    }
+
+    /// The runs `start..start + len` for each `start` of `starts`, copied one after the
+    /// other (a block of a chunk, row by row), read in place when archived.
+    pub fn runs(&self, starts: &[usize], len: usize) -> Buf {
+        fn copy<T: Elem>(v: &[T], starts: &[usize], len: usize) -> Buf {
+            let mut out = Vec::with_capacity(starts.len() * len);
+            for &s in starts {
+                out.extend_from_slice(&v[s..s + len]);
+            }
+            T::wrap(out)
+        }
+        match self {
+            ChunkRef::Owned(c) => with_buf!(&c.data, v => copy(v, starts, len)),
+            ChunkRef::Archived(c) => crate::with_dtype!(self.dtype(), T => match elements_in_place::<T>(c) {
+                Some(v) => copy(v, starts, len),
+                None => {
+                    let mut out = Buf::with_capacity(self.dtype(), starts.len() * len);
+                    for &s in starts {
+                        out.extend(&self.slice(s, s + len));
+                    }
+                    out
+                }
+            }),
         }
     }
 

@@ -88,19 +88,7 @@ impl<'a> Eval<'a> {
             Ok(x)
         };
         Ok(match &self.p.nodes[n] {
-            Node::Input { arg } => {
-                let c = self.inputs.get(*arg as usize).ok_or_else(|| KernelError::BadInput {
-                    arg: *arg,
-                    reason: format!("the task got {} inputs", self.inputs.len()),
-                })?;
-                if !c.shape_is(shape) {
-                    return Err(KernelError::BadInput {
-                        arg: *arg,
-                        reason: format!("shape {:?}, expected {:?}", c.shape(), shape),
-                    });
-                }
-                c.slice(s, e).cast(dtype)
-            }
+            Node::Input { arg } => self.input(*arg, shape)?.slice_as(s, e, dtype),
             Node::Const(v) => Buf::filled(*v, e - s).cast(dtype),
             Node::Random { kind, seed, offset, full } => {
                 if offset.len() != shape.len() || full.len() != shape.len() {
@@ -239,27 +227,16 @@ impl<'a> Eval<'a> {
                 let st: Vec<i64> = perm.iter().map(|&p| in_strides[p as usize] as i64).collect();
                 whole.gather(&strided_indices(shape, 0, &st, s, e)).cast(dtype)
             }
-            Node::View { x, start, step } => {
-                let x = check(*x)?;
-                let from = self.p.shapes[x].clone();
-                let nd = from.len();
-                let valid = start.len() == nd
-                    && step.len() == nd
-                    && shape.len() == nd
-                    && (0..nd).all(|d| {
-                        let last = start[d] as i64 + (shape[d] as i64 - 1) * step[d];
-                        step[d] != 0 && (shape[d] == 0 || (start[d] < from[d] && last >= 0 && (last as u64) < from[d]))
-                    });
-                if !valid {
-                    return Err(KernelError::Malformed {
-                        node: n,
-                        reason: format!("view {start:?} step {step:?} of {shape:?} is outside {from:?}"),
-                    });
+            Node::View { .. } => {
+                let (x, base, st) = self.view_geometry(n)?;
+                if s == 0 && e == numel(shape) {
+                    if let Some((c, starts, len)) = self.input_runs(n, x, base, &st) {
+                        // A whole block of an input (a rechunk's piece): its rows copied
+                        // straight from the chunk, not the chunk copied out first.
+                        return Ok(c.runs(&starts, len).cast(dtype));
+                    }
                 }
                 let whole = self.whole_of(x)?;
-                let in_strides = strides(&from);
-                let base: i64 = (0..nd).map(|d| (start[d] * in_strides[d]) as i64).sum();
-                let st: Vec<i64> = (0..nd).map(|d| step[d] * in_strides[d] as i64).collect();
                 whole.gather(&strided_indices(shape, base, &st, s, e)).cast(dtype)
             }
             Node::Assemble { parts, offsets } => {
@@ -333,7 +310,7 @@ impl<'a> Eval<'a> {
                         }
                         None => None,
                     };
-                    let v = self.whole_of(x)?.clone().cast(dtype);
+                    let v = self.take_whole(x)?.cast(dtype);
                     self.whole[n] = Some(scan(*op, v, carry, outer, len, inner));
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
@@ -342,7 +319,7 @@ impl<'a> Eval<'a> {
                 if self.whole[n].is_none() {
                     let x = check(*x)?;
                     let (outer, len, inner) = self.lanes(n, x, *axis as usize, shape, "sort")?;
-                    let v = self.whole_of(x)?.clone();
+                    let v = self.take_whole(x)?;
                     let out = if *arg {
                         Buf::I64(sort::argsort_lanes(&v, outer, len, inner, *descending))
                     } else {
@@ -373,7 +350,7 @@ impl<'a> Eval<'a> {
                     let outer = xs[..axis].iter().product::<u64>() as usize;
                     let inner = xs[axis + 1..].iter().product::<u64>() as usize;
                     let len = xs[axis] as usize;
-                    let v = self.whole_of(x)?.clone();
+                    let v = self.take_whole(x)?;
                     self.whole[n] = Some(fft::fft_lanes(v, *kind, outer, len, inner, *scale).cast(dtype));
                 }
                 self.whole[n].as_ref().expect("just set").slice(s, e)
@@ -432,7 +409,7 @@ impl<'a> Eval<'a> {
     }
 }
 
-impl Eval<'_> {
+impl<'a> Eval<'a> {
     /// `(outer, len, inner)` of the lanes along `axis` of node `n`'s operand `x`, which
     /// must have `n`'s shape (a scan or a sort keeps it).
     fn lanes(
@@ -452,6 +429,63 @@ impl Eval<'_> {
         let outer = shape[..axis].iter().product::<u64>() as usize;
         let inner = shape[axis + 1..].iter().product::<u64>() as usize;
         Ok((outer, shape[axis] as usize, inner))
+    }
+
+    /// Input `arg`, checked to have `shape`.
+    fn input(&self, arg: u32, shape: &[u64]) -> Result<ChunkRef<'a>, KernelError> {
+        let c = self.inputs.get(arg as usize).ok_or_else(|| KernelError::BadInput {
+            arg,
+            reason: format!("the task got {} inputs", self.inputs.len()),
+        })?;
+        if !c.shape_is(shape) {
+            return Err(KernelError::BadInput { arg, reason: format!("shape {:?}, expected {:?}", c.shape(), shape) });
+        }
+        Ok(*c)
+    }
+
+    /// A [`Node::View`]'s operand, checked to hold the view, with the view's first
+    /// element and its steps in the operand's elements.
+    fn view_geometry(&self, n: usize) -> Result<(usize, i64, Vec<i64>), KernelError> {
+        let Node::View { x, start, step } = &self.p.nodes[n] else { unreachable!("called on views") };
+        let (x, shape) = (*x as usize, &self.p.shapes[n]);
+        if x >= n {
+            return Err(KernelError::Malformed { node: n, reason: format!("operand {x} is not an earlier node") });
+        }
+        let from = &self.p.shapes[x];
+        let nd = from.len();
+        let valid = start.len() == nd
+            && step.len() == nd
+            && shape.len() == nd
+            && (0..nd).all(|d| {
+                let last = start[d] as i64 + (shape[d] as i64 - 1) * step[d];
+                step[d] != 0 && (shape[d] == 0 || (start[d] < from[d] && last >= 0 && (last as u64) < from[d]))
+            });
+        if !valid {
+            return Err(KernelError::Malformed {
+                node: n,
+                reason: format!("view {start:?} step {step:?} of {shape:?} is outside {from:?}"),
+            });
+        }
+        let in_strides = strides(from);
+        let base: i64 = (0..nd).map(|d| (start[d] * in_strides[d]) as i64).sum();
+        let st: Vec<i64> = (0..nd).map(|d| step[d] * in_strides[d] as i64).collect();
+        Ok((x, base, st))
+    }
+
+    /// For a view `n` (of geometry `base`, `st`) of an input with contiguous rows: the
+    /// input, where each row of the view starts in it, and the rows' length.
+    fn input_runs(&self, n: usize, x: usize, base: i64, st: &[i64]) -> Option<(ChunkRef<'a>, Vec<usize>, usize)> {
+        let (Node::Input { arg }, Some(1)) = (&self.p.nodes[x], st.last()) else { return None };
+        let c = self.input(*arg, &self.p.shapes[x]).ok()?;
+        let shape = &self.p.shapes[n];
+        let (rows, len) = (&shape[..shape.len() - 1], shape[shape.len() - 1] as usize);
+        Some((c, strided_indices(rows, base, &st[..st.len() - 1], 0, numel(rows)), len))
+    }
+
+    /// The whole value of node `x`, taken when nothing else reads it (else a copy).
+    fn take_whole(&mut self, x: usize) -> Result<Buf, KernelError> {
+        self.whole_of(x)?;
+        Ok(if self.shared[x] { self.whole[x].clone() } else { self.whole[x].take() }.expect("just evaluated"))
     }
 
     /// The whole value of node `x` (evaluated once).
@@ -559,12 +593,31 @@ impl Eval<'_> {
             if ps.len() != shape.len() || off.len() != shape.len() || (0..ps.len()).any(|d| off[d] + ps[d] > shape[d]) {
                 return Err(bad(format!("part of {ps:?} at {off:?} is outside {shape:?}")));
             }
-            let v = self.eval(part, 0, numel(&ps))?.cast(dtype);
             let base: i64 = (0..ps.len()).map(|d| (off[d] * out_strides[d]) as i64).sum();
             let st: Vec<i64> = out_strides.iter().map(|&x| x as i64).collect();
-            let dst = strided_indices(&ps, base, &st, 0, v.len());
-            let o = out.get_or_insert_with(|| Buf::filled(Scalar::Bool(false), total).cast(dtype));
-            o.scatter(&dst, &v);
+            let o = out.get_or_insert_with(|| Buf::zeros(dtype, total));
+            if let (Node::View { .. }, Some((&len, rows))) = (&self.p.nodes[part], ps.split_last()) {
+                // A piece of an input, of this dtype: copied row by row straight into place.
+                let (x, vbase, vst) = self.view_geometry(part)?;
+                if let Some((c, from, _)) = self.input_runs(part, x, vbase, &vst).filter(|r| r.0.dtype() == dtype) {
+                    let at = strided_indices(rows, base, &st[..st.len() - 1], 0, numel(rows));
+                    c.copy_runs(o, &from, &at, len as usize);
+                    covered += numel(&ps);
+                    continue;
+                }
+            }
+            let v = self.eval(part, 0, numel(&ps))?.cast(dtype);
+            match ps.split_last() {
+                // Row by row: each row of the part is a run of the output.
+                Some((&len, rows)) if len > 0 => {
+                    let len = len as usize;
+                    let starts = strided_indices(rows, base, &st[..st.len() - 1], 0, numel(rows));
+                    for (r, &at) in starts.iter().enumerate() {
+                        o.write_at(at, &v, r * len, len);
+                    }
+                }
+                _ => o.scatter(&strided_indices(&ps, base, &st, 0, v.len()), &v),
+            }
             covered += v.len();
         }
         if covered != total {
@@ -680,6 +733,13 @@ impl Program {
             let (values, occurs) = sort::runs(&sorted, equal_nan);
             let out = if counts { Buf::I64(occurs) } else { values }.cast(self.dtypes[root]);
             return Ok(Chunk { shape: vec![out.len() as u64], data: out });
+        }
+        if matches!(self.nodes[root], Node::Fft { .. } | Node::Sort { .. } | Node::Assemble { .. }) {
+            // Computed whole anyway: the value itself is the chunk, not a copy in blocks.
+            ev.eval(root, 0, 0)?;
+            if let Some(all) = ev.whole[root].take() {
+                return Ok(Chunk { shape: self.shapes[root].clone(), data: all });
+            }
         }
         let mut out = Buf::with_capacity(self.dtypes[root], n);
         let mut s = 0;

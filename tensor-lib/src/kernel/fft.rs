@@ -23,46 +23,65 @@ pub enum FftKind {
     },
 }
 
-/// Lanes transformed this many at a time when they are strided (`inner > 1`): each
-/// batch is copied out row by row, so reads stay contiguous.
-const BATCH: usize = 16;
+/// The edge of the square tiles a transpose copies at a time.
+const TILE: usize = 16;
+
+/// `dst` (`cols × rows`) = the transpose of `src` (`rows × cols`).
+fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            for r in r0..(r0 + TILE).min(rows) {
+                for c in c0..(c0 + TILE).min(cols) {
+                    dst[c * rows + r] = src[r * cols + c];
+                }
+            }
+        }
+    }
+}
 
 /// The transform of each lane of `x` (laid out `outer × len × inner`, complex) along
 /// its middle axis, every output element times `scale`; a real inverse gives lanes of
 /// `n` real elements.
 pub(super) fn fft_lanes(x: Buf, kind: FftKind, outer: usize, len: usize, inner: usize, scale: f64) -> Buf {
     match x {
-        Buf::C64(v) => {
-            let v: Vec<Complex<f32>> = v.into_iter().map(|z| Complex::new(z.re, z.im)).collect();
-            match lanes(v, kind, outer, len, inner, scale as f32) {
-                Out::Complex(v) => Buf::C64(v.into_iter().map(|z| C64::new(z.re, z.im)).collect()),
-                Out::Real(v) => Buf::F32(v),
-            }
-        }
-        Buf::C128(v) => {
-            let v: Vec<Complex<f64>> = v.into_iter().map(|z| Complex::new(z.re, z.im)).collect();
-            match lanes(v, kind, outer, len, inner, scale) {
-                Out::Complex(v) => Buf::C128(v.into_iter().map(|z| C128::new(z.re, z.im)).collect()),
-                Out::Real(v) => Buf::F64(v),
-            }
-        }
+        Buf::C64(mut v) => match lanes(as_num_complex_f32(&mut v), kind, outer, len, inner, scale as f32) {
+            Some(real) => Buf::F32(real),
+            None => Buf::C64(v),
+        },
+        Buf::C128(mut v) => match lanes(as_num_complex_f64(&mut v), kind, outer, len, inner, scale) {
+            Some(real) => Buf::F64(real),
+            None => Buf::C128(v),
+        },
         other => unreachable!("the tiling casts an FFT's operand to complex, not {:?}", other.dtype()),
     }
 }
 
-enum Out<T> {
-    Complex(Vec<Complex<T>>),
-    Real(Vec<T>),
+macro_rules! as_num_complex {
+    ($name:ident, $ours:ty, $t:ty) => {
+        /// Our complex elements seen as rustfft's, in place.
+        fn $name(v: &mut [$ours]) -> &mut [Complex<$t>] {
+            const _: () = assert!(
+                size_of::<$ours>() == size_of::<Complex<$t>>() && align_of::<$ours>() == align_of::<Complex<$t>>()
+            );
+            // SAFETY: both types are `repr(C)` structs of two `$t` (real part, then
+            // imaginary part), of the same size and alignment (checked above); every bit
+            // pattern is valid for both, and the borrow of `v` covers the new slice.
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<Complex<$t>>(), v.len()) }
+        }
+    };
 }
+as_num_complex!(as_num_complex_f32, C64, f32);
+as_num_complex!(as_num_complex_f64, C128, f64);
 
+/// Transforms the lanes of `v` in place; a real inverse returns its real lanes instead.
 fn lanes<T: rustfft::FftNum>(
-    mut v: Vec<Complex<T>>,
+    v: &mut [Complex<T>],
     kind: FftKind,
     outer: usize,
     len: usize,
     inner: usize,
     scale: T,
-) -> Out<T> {
+) -> Option<Vec<T>> {
     let mut planner = FftPlanner::<T>::new();
     if let FftKind::RealInverse { n } = kind {
         let n = n as usize;
@@ -85,10 +104,10 @@ fn lanes<T: rustfft::FftNum>(
                 }
             }
         }
-        return Out::Real(out);
+        return Some(out);
     }
     if len == 0 || v.is_empty() {
-        return Out::Complex(v);
+        return None;
     }
     let plan = match kind {
         FftKind::Forward => planner.plan_fft_forward(len),
@@ -96,33 +115,24 @@ fn lanes<T: rustfft::FftNum>(
     };
     if inner == 1 {
         // Contiguous lanes: one call transforms them all.
-        plan.process(&mut v);
+        plan.process(v);
     } else {
-        let mut batch = vec![Complex::new(T::zero(), T::zero()); BATCH * len];
+        // Strided lanes: the block transposed (tile by tile, so reads and writes stay in
+        // cache) makes them contiguous; transformed in one call, transposed back.
+        let mut t = vec![Complex::new(T::zero(), T::zero()); len * inner];
         for o in 0..outer {
             let block = &mut v[o * len * inner..(o + 1) * len * inner];
-            for i0 in (0..inner).step_by(BATCH) {
-                let b = BATCH.min(inner - i0);
-                for k in 0..len {
-                    for (j, &z) in block[k * inner + i0..k * inner + i0 + b].iter().enumerate() {
-                        batch[j * len + k] = z;
-                    }
-                }
-                plan.process(&mut batch[..b * len]);
-                for k in 0..len {
-                    for (j, z) in block[k * inner + i0..k * inner + i0 + b].iter_mut().enumerate() {
-                        *z = batch[j * len + k];
-                    }
-                }
-            }
+            transpose(block, len, inner, &mut t);
+            plan.process(&mut t);
+            transpose(&t, inner, len, block);
         }
     }
     if scale != T::one() {
-        for z in &mut v {
+        for z in v.iter_mut() {
             *z = *z * scale;
         }
     }
-    Out::Complex(v)
+    None
 }
 
 #[cfg(test)]

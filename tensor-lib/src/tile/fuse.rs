@@ -297,12 +297,15 @@ impl<'p, 's> Builder<'p, 's> {
             }
             pieces.push(v);
         }
+        // A sort or an FFT computes whole lanes: fused here, each output chunk would
+        // compute again every source chunk it takes a piece of. Those are read stored.
+        let whole_lanes = matches!(x.node.op, Op::Sort { .. } | Op::Fft { .. });
         let mut parts = Vec::new();
         let mut offsets = Vec::new();
         for combo in grid_indices(&pieces.iter().map(|v| vec![0; v.len()]).collect::<Vec<_>>()) {
             let sel: Vec<(usize, u64, u64, u64)> = combo.iter().enumerate().map(|(d, &k)| pieces[d][k]).collect();
             let gx: Vec<usize> = sel.iter().map(|p| p.0).collect();
-            let xn = self.emit(x, &gx)?;
+            let xn = if whole_lanes { self.tiled(x, &gx)? } else { self.emit(x, &gx)? };
             let part_shape: Vec<u64> = sel.iter().map(|p| p.2).collect();
             let part = if self.shapes[xn as usize] == part_shape {
                 xn

@@ -102,14 +102,14 @@ macro_rules! complex_type {
                 unreachable!("numpy refuses % of complex numbers (typing rejects it)")
             }
             /// numpy's: small integer exponents by repeated squaring, 0 to a power by
-            /// its real part, the rest through `cpow`.
+            /// its real part (0 if positive, else NaN), the rest through `cpow`.
             fn pow(self, o: Self) -> Self {
                 let one = Self::new(1.0, 0.0);
                 if o.re == 0.0 && o.im == 0.0 {
                     return one;
                 }
                 if self.re == 0.0 && self.im == 0.0 {
-                    return if o.re > 0.0 && o.im == 0.0 { Self::new(0.0, 0.0) } else { Self::new($t::NAN, $t::NAN) };
+                    return if o.re > 0.0 { Self::new(0.0, 0.0) } else { Self::new($t::NAN, $t::NAN) };
                 }
                 if o.im == 0.0 && o.re == o.re.trunc() && o.re.abs() < 100.0 {
                     // numpy multiplies out 1, 2 and 3 without a leading 1 (whose zero
