@@ -1,7 +1,7 @@
 """complex64/complex128 tensors and ``ares.tensor.fft`` against numpy, over random
 shapes and chunkings (uneven ones too): element-wise functions with the special values
-of C99's Annex G, reductions, sorting, matmul, and every transform with its ``n``,
-``axis``/``axes`` and ``norm``."""
+of C99's Annex G, reductions, sorting, matmul, the factorizations of complex matrices,
+and every transform with its ``n``, ``axis``/``axes`` and ``norm``."""
 
 from __future__ import annotations
 
@@ -88,12 +88,36 @@ def test_matmul_of_complex_matrices_matches_numpy(m, k, n, data):
     check(make(a.real, ca) @ make(b, cb), a.real @ b, rtol=1e-12, atol=1e-12)
 
 
-def test_factorizations_refuse_complex_matrices_with_a_type_error():
-    t = at.asarray(np.eye(3) * (1 + 1j))
-    with pytest.raises(TypeError, match="complex"):
-        at.linalg.inv(t)
-    with pytest.raises(TypeError, match="complex"):
-        at.linalg.solve(at.asarray(np.eye(3)), at.asarray(np.ones(3) * 1j))
+@given(st.integers(1, 5), st.integers(1, 5), cdtypes, st.data())
+def test_factorizations_of_complex_matrices_match_numpy(m, n, dtype, data):
+    rng = np.random.default_rng(m * 7 + n)
+    a = (rng.normal(size=(m, n)) + 1j * rng.normal(size=(m, n))).astype(dtype)
+    t = make(a, data.draw(chunkings((m, n))))
+    tol = 1e-3 if dtype == np.complex64 else 1e-9
+    s = np.linalg.svd(a, compute_uv=False)
+    check(at.linalg.svdvals(t), s, rtol=tol, atol=tol)
+    u, sv, vh = at.linalg.svd(t, full_matrices=False)
+    check((u * sv[None, :]) @ vh, a, rtol=tol, atol=tol)
+    q, r = at.linalg.qr(t)
+    check(q @ r, a, rtol=tol, atol=tol)
+    check(at.linalg.pinv(t), np.linalg.pinv(a), rtol=tol * 100, atol=tol * 100)
+    check(at.linalg.matrix_rank(t), np.linalg.matrix_rank(a))
+    sq = a[:, :1] @ a[:, :1].conj().T + np.eye(m, dtype=dtype) * 3  # Hermitian positive definite
+    ts = make(sq, data.draw(chunkings((m, m))))
+    check(at.linalg.inv(ts), np.linalg.inv(sq), rtol=tol, atol=tol)
+    check(at.linalg.det(ts), np.linalg.det(sq), rtol=tol, atol=tol)
+    sign, logdet = at.linalg.slogdet(ts)
+    want = np.linalg.slogdet(sq)
+    check(sign, want.sign, rtol=tol, atol=tol)
+    check(logdet, want.logabsdet, rtol=tol, atol=tol)
+    check(at.linalg.cholesky(ts), np.linalg.cholesky(sq), rtol=tol, atol=tol)
+    check(at.linalg.cholesky(ts, upper=True), np.linalg.cholesky(sq).conj().T, rtol=tol, atol=tol)
+    check(at.linalg.eigvalsh(ts), np.linalg.eigvalsh(sq), rtol=tol, atol=tol)
+    check(at.linalg.eigvalsh(ts, UPLO="U"), np.linalg.eigvalsh(sq, UPLO="U"), rtol=tol, atol=tol)
+    w, v = at.linalg.eigh(ts)
+    check(v @ (w[:, None] * v.conj().T), sq, rtol=tol, atol=tol)
+    b = a[:, :1] * (2 - 1j)
+    check(at.linalg.solve(ts, make(b, (m, 1))), np.linalg.solve(sq, b), rtol=tol, atol=tol)
 
 
 fft_shapes = st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple)

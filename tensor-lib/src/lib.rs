@@ -34,6 +34,7 @@ pub mod data;
 #[allow(missing_docs)]
 pub mod kernel;
 mod linalg;
+mod linalg_complex;
 mod session;
 mod tasks;
 mod tensor;

@@ -253,6 +253,8 @@ pub enum LinOp {
     /// Eigenvalues (ascending, one row) over eigenvectors (columns) of a symmetric `a`
     /// read from its lower triangle (numpy's `eigh`, `UPLO='L'`): `(n + 1) × n`.
     EighPack,
+    /// A factorization of a complex matrix (complex128), packed as it says.
+    Complex(crate::linalg_complex::CLinOp),
 }
 
 impl LinOp {
@@ -332,6 +334,11 @@ impl LinOp {
                     return Err(format!("{r}×{c} is not square"));
                 }
                 vec![2 * r + 1, c]
+            }
+            LinOp::Complex(c) => {
+                want(1)?;
+                let (m, n) = two(0)?;
+                c.shape(m, n)?
             }
             LinOp::SlogDet | LinOp::EighPack => {
                 want(1)?;
@@ -492,6 +499,7 @@ impl LinOp {
                 let w = Dense::new(1, n, (0..n).map(|i| unscale(evd.S().column_vector()[i])).collect());
                 Dense::stack(&[w, Dense::from_mat(evd.U())])
             }
+            LinOp::Complex(_) => unreachable!("complex factorizations run on complex operands (the evaluator's)"),
         })
     }
 }

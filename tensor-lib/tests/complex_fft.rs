@@ -1,7 +1,8 @@
 //! complex64/complex128 tensors and FFTs on a real embedded cluster, against oracles
 //! computed here: arithmetic and functions element by element, reductions, a matrix
 //! product, the transforms against the definition of the DFT under uneven chunkings of
-//! the transformed axis, and the typed errors of what is refused.
+//! the transformed axis, the factorizations of complex matrices, and the typed errors of
+//! what is refused.
 
 use ares_tensor::data::{C64, C128};
 use ares_tensor::kernel::{BinOp, FftKind, ReduceOp, UnOp};
@@ -72,7 +73,7 @@ fn complex_arithmetic_functions_and_reductions_match_an_elementwise_oracle() {
 }
 
 #[test]
-fn complex_matrix_products_match_and_factorizations_are_refused() {
+fn complex_matrix_products_and_inverses_match_an_oracle() {
     ares::init_with(ares::Config::default().num_cpus(2)).unwrap();
     let s = Session::new();
     let (a, b) = (sample(&[4, 6]), sample(&[6, 3]));
@@ -89,8 +90,18 @@ fn complex_matrix_products_match_and_factorizations_are_refused() {
             assert!(close(got[[i, j]], acc, 1e-12), "({i},{j}): {:?} vs {acc:?}", got[[i, j]]);
         }
     }
-    let sq = from_array(&sample(&[3, 3]), &[3, 3]).unwrap();
-    assert!(matches!(sq.inv(), Err(TensorError::BadDType { dtype: DType::C128, .. })), "inv of a complex matrix");
+    // The factorizations of a complex matrix: its inverse gives the identity back.
+    let sq = sample(&[4, 4]);
+    let x = from_array(&sq, &[3, 2]).unwrap();
+    let inv = x.inv().unwrap();
+    assert_eq!(inv.dtype(), DType::C128);
+    let eye = x.rechunk(&[4, 4]).unwrap().matmul(&inv.rechunk(&[4, 4]).unwrap()).unwrap().fetch::<C128>(&s).unwrap();
+    for ((i, j), z) in eye.indexed_iter().map(|(ix, z)| ((ix[0], ix[1]), *z)) {
+        assert!(close(z, C128::new(if i == j { 1.0 } else { 0.0 }, 0.0), 1e-9), "a·inv(a) at ({i},{j}) is {z:?}");
+    }
+    let zero = from_array(&ArrayD::from_elem(IxDyn(&[3, 3]), C128::default()), &[3, 3]).unwrap();
+    let err = zero.inv().unwrap().fetch::<C128>(&s).unwrap_err();
+    assert!(err.to_string().contains("singular"), "{err}");
 }
 
 #[test]

@@ -539,12 +539,13 @@ def count_nonzero(x: Any, axis: Any = None, *, keepdims: builtins.bool = False) 
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
-    """The dot product of vectors along ``axis`` (broadcast over the others)."""
+    """The dot product of vectors along ``axis`` (broadcast over the others), ``x1``
+    conjugated: ``sum(conj(x1) * x2)``."""
     a, b = _to_tensor(x1), _to_tensor(x2)
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} has {a.shape[axis]} and {b.shape[axis]} elements")
     # The operands' promoted dtype, as numpy's vecdot (sum alone would widen integers).
-    return sum(a * b, axis=axis, dtype=np.result_type(a.dtype, b.dtype))
+    return sum(conj(a) * b, axis=axis, dtype=np.result_type(a.dtype, b.dtype))
 
 
 # ---------------------------------------------------------------- differences

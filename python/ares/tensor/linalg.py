@@ -128,10 +128,11 @@ def _square(a: Any) -> Tensor:
 @_stacked
 def slogdet(a: Any) -> SlogdetResult:
     """``(sign, logabsdet)`` of the determinant, 0-d tensors in ``a``'s float dtype
-    (singular: ``(0, -inf)``): LU with partial pivoting of the whole matrix in one task."""
+    (singular: ``(0, -inf)``): LU with partial pivoting of the whole matrix in one task.
+    Of a complex matrix the sign is complex (of modulus 1) and ``logabsdet`` real."""
     t = _square(a)
     sign, log, _ = t._t.slogdet()
-    return SlogdetResult(_as(Tensor(sign), t.dtype), _as(Tensor(log), t.dtype))
+    return SlogdetResult(_as(Tensor(sign), t.dtype), _as(Tensor(log), _real(t.dtype)))
 
 
 @_stacked
@@ -150,8 +151,9 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
     t = _square(a)
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
-    w, v = (t if UPLO == "L" else t.T)._t.eigh()
-    return EighResult(_as(Tensor(w), t.dtype), _as(Tensor(v), t.dtype))
+    # The upper triangle of a Hermitian matrix is the lower one of its adjoint.
+    w, v = (t if UPLO == "L" else _adjoint(t))._t.eigh()
+    return EighResult(_as(Tensor(w), _real(t.dtype)), _as(Tensor(v), t.dtype))
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Tensor:
@@ -190,14 +192,14 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Tuple[Tensor, Tensor, Tensor, Te
     s = svdvals(t)
     rank = matrix_rank(t, rtol=tol)
     if m > n:
-        r = _as(y, ft) - t @ x
+        r = abs(_as(y, ft) - t @ x)
         residuals = (r * r).sum(axis=0)
         residuals = residuals if residuals.ndim else residuals.reshape(1)
         # Empty unless full column rank: a mask that keeps all or none (so the length is
         # known once computed, shown as nan before).
         residuals = residuals[broadcast_to(rank == n, residuals.shape)]
     else:
-        residuals = zeros((0,), dtype=ft)
+        residuals = zeros((0,), dtype=_real(ft))
     return x, residuals, rank, s
 
 
@@ -268,9 +270,7 @@ def _matrix(a: Any) -> Tensor:
     t = _to_tensor(a)
     if t.ndim != 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
-    if t.dtype.kind == "c":
-        raise TypeError(f"{t.dtype} matrices are not supported by the factorizations yet (matmul takes them)")
-    if t.dtype.kind != "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     return t
 
@@ -297,7 +297,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
             "svd with full_matrices=True of a non-square matrix (U or Vh would need a completed basis); "
             "pass full_matrices=False"
         )
-    if t.shape[0] < t.shape[1]:
+    if t.shape[0] < t.shape[1] and t.dtype.kind != "c":
         # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
         u2, s, vh2 = t.T._t.svd()
         u, v = Tensor(vh2).T, Tensor(u2).T
@@ -308,13 +308,13 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 @_stacked
 def cholesky(a: Any, /, *, upper: bool = False) -> Tensor:
-    """The lower-triangular ``L`` with ``a = L @ L.T`` (``a`` symmetric positive
-    definite), or with ``upper=True`` the upper ``U = L.T`` with ``a = U.T @ U``."""
+    """The lower-triangular ``L`` with ``a = L @ L.H`` (``a`` Hermitian positive
+    definite), or with ``upper=True`` the upper ``U = L.H`` with ``a = U.H @ U``."""
     t = _matrix(a)
     if t.shape[0] != t.shape[1]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
     low = Tensor(t._t.cholesky())
-    return low.T if upper else low
+    return _adjoint(low) if upper else low
 
 
 @_stacked
@@ -358,6 +358,19 @@ def _solve_stacked(x: Tensor, y: Tensor) -> Tensor:
 def _as(t: Tensor, dtype: Any) -> Tensor:
     """``t`` in ``dtype`` (float32 stays float32 through linalg, as in numpy)."""
     return t if t.dtype == dtype else t.astype(dtype)
+
+
+def _real(dtype: Any) -> np.dtype:
+    """The real dtype of ``dtype``'s parts (float32 of complex64); a real one itself."""
+    return np.empty(0, dtype=dtype).real.dtype
+
+
+def _adjoint(t: Tensor) -> Tensor:
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    from . import matrix_transpose
+
+    m = matrix_transpose(t)
+    return m.conj() if m.dtype.kind == "c" else m
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -475,8 +488,6 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNS
     cutoff times the largest are treated as zero. The cutoff is numpy's: ``rcond``, else
     ``rtol`` (``None`` meaning ``max(m, n) · eps``), else 1e-15; a number or an array over
     the stack. Stacks go matrix by matrix."""
-    from . import matrix_transpose
-
     t = _to_tensor(a)
     if t.ndim < 2:
         raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
@@ -495,7 +506,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNS
     u, s, vh = svd(t, full_matrices=False)
     keep = s > _cutoff(s, tol)
     sinv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    return _as((matrix_transpose(vh) * sinv.reshape(sinv.shape[:-1] + (1, sinv.shape[-1]))) @ matrix_transpose(u), t.dtype)
+    return _as((_adjoint(vh) * sinv.reshape(sinv.shape[:-1] + (1, sinv.shape[-1]))) @ _adjoint(u), t.dtype)
 
 
 def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Tensor:

@@ -256,6 +256,28 @@ impl<'a> Eval<'a> {
                 }
                 self.eval(x, s, e)?.cast(dtype)
             }
+            Node::Linalg { op: crate::linalg::LinOp::Complex(c), args } => {
+                if self.whole[n].is_none() {
+                    let (a, c) = (check(*args.first().unwrap_or(&u32::MAX))?, *c);
+                    let sh = self.p.shapes[a].clone();
+                    let (rows, cols) = match (args.len(), &sh[..]) {
+                        (1, &[r, c]) => (r, c),
+                        _ => return Err(KernelError::Malformed { node: n, reason: format!("{c:?} of {sh:?}") }),
+                    };
+                    let want = c.shape(rows, cols).map_err(|reason| KernelError::Malformed { node: n, reason })?;
+                    if &want != shape {
+                        return Err(KernelError::Malformed {
+                            node: n,
+                            reason: format!("{c:?} makes {want:?}, not {shape:?}"),
+                        });
+                    }
+                    let Buf::C128(v) = self.take_whole(a)?.cast(DType::C128) else { unreachable!("cast") };
+                    let out =
+                        c.run(rows as usize, cols as usize, &v).map_err(|reason| KernelError::Numeric { reason })?;
+                    self.whole[n] = Some(Buf::C128(out).cast(dtype));
+                }
+                self.whole[n].as_ref().expect("just set").slice(s, e)
+            }
             Node::Linalg { op, args } => {
                 if self.whole[n].is_none() {
                     let mut dense = Vec::with_capacity(args.len());

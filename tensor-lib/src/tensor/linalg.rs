@@ -3,7 +3,8 @@
 
 use super::{Factor, Op, Result, Slice, Tensor, TensorError, UNKNOWN, concatenate, eye, split};
 use crate::data::DType;
-use crate::kernel::BinOp;
+use crate::kernel::{BinOp, UnOp};
+use crate::linalg_complex::CLinOp;
 
 impl Tensor {
     /// A 2-d float tensor (integers and bools cast to float64) with known shape, for `op`.
@@ -16,12 +17,8 @@ impl Tensor {
             });
         }
         if self.dtype().is_complex() {
-            // Decision: the factorizations are real (faer's complex ones are not wired
-            // in); matmul and the element-wise functions take complex numbers.
-            return Err(TensorError::BadDType {
-                op: format!("{op} (complex matrices are not supported yet)"),
-                dtype: self.dtype(),
-            });
+            // The complex factorizations go through `complex_pack`, not the tiled ones.
+            return Err(TensorError::BadDType { op: format!("{op} (tiled, of real matrices)"), dtype: self.dtype() });
         }
         Ok(if self.dtype().is_float() { self.clone() } else { self.astype(DType::F64) })
     }
@@ -36,6 +33,34 @@ impl Tensor {
         }
         let sizes = chunks.iter().map(|c| c[0].max(1)).collect();
         Tensor::new(Op::Rechunk(self.clone(), sizes), self.shape().to_vec(), self.dtype(), chunks)
+    }
+
+    /// The packed result of `op` on this complex matrix, factored whole in one task
+    /// (complex128; see [`CLinOp`] for each packing). Decision: not tiled yet, so the
+    /// matrix must fit one worker.
+    fn complex_pack(&self, op: CLinOp, what: &str) -> Result<Tensor> {
+        self.known(what)?;
+        if self.ndim() != 2 {
+            return Err(TensorError::BadMatrix {
+                op: what.into(),
+                reason: format!("needs a 2-d tensor, not {:?}", self.shape()),
+            });
+        }
+        let (m, n) = (self.shape()[0], self.shape()[1]);
+        let shape = op.shape(m, n).map_err(|reason| TensorError::BadMatrix { op: what.into(), reason })?;
+        let x = self.astype_if(DType::C128).rechunk_to(vec![vec![m], vec![n]]);
+        let chunks = shape.iter().map(|&d| vec![d]).collect();
+        Ok(Tensor::factor(&x, Factor::Complex(op), shape, chunks))
+    }
+
+    /// A block `rows × cols` of a packed result, in `like`'s precision (complex64 stays
+    /// complex64, as numpy), or its real part with `real`.
+    fn unpack(pack: &Tensor, rows: (u64, u64), cols: (u64, u64), like: DType, real: bool) -> Result<Tensor> {
+        let r = |(a, b): (u64, u64)| Slice::range(a as i64, b as i64);
+        let block = pack.slice(&[r(rows), r(cols)])?;
+        let block = if real { block.unary_op(UnOp::Real)? } else { block };
+        let want = if real { like.real() } else { like };
+        Ok(block.astype_if(if want.is_inexact() { want } else { DType::F64 }))
     }
 
     fn factor(x: &Tensor, f: Factor, shape: Vec<u64>, chunks: Vec<Vec<u64>>) -> Tensor {
@@ -65,6 +90,15 @@ impl Tensor {
     /// stacked `R`s): `(Q, R)` with `Q` `m × n` (orthonormal columns) and `R` `n × n`
     /// upper triangular, numpy's `linalg.qr(a)` (`mode="reduced"`).
     pub fn qr(&self) -> Result<(Tensor, Tensor)> {
+        if self.dtype().is_complex() {
+            let pack = self.complex_pack(CLinOp::Qr, "qr")?;
+            let (m, n, d) = (self.shape()[0], self.shape()[1], self.dtype());
+            let k = m.min(n);
+            return Ok((
+                Tensor::unpack(&pack, (0, m), (0, k), d, false)?,
+                Tensor::unpack(&pack, (m, m + k), (0, n), d, false)?,
+            ));
+        }
         let w = self.matrix("qr")?;
         let (m, n) = (w.shape()[0], w.shape()[1]);
         if m > 0 && m < n {
@@ -89,6 +123,14 @@ impl Tensor {
     /// singular values in decreasing order, `Vᵀ` `n × n`; numpy's
     /// `linalg.svd(a, full_matrices=False)`.
     pub fn svd(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        if self.dtype().is_complex() {
+            let pack = self.complex_pack(CLinOp::Svd, "svd")?;
+            let (m, n, d) = (self.shape()[0], self.shape()[1], self.dtype());
+            let k = m.min(n);
+            let u = Tensor::unpack(&pack, (0, m), (0, k), d, false)?;
+            let s = Tensor::unpack(&pack, (m, m + 1), (0, k), d, true)?.reshape(&[k as i64])?;
+            return Ok((u, s, Tensor::unpack(&pack, (m + 1, m + 1 + k), (0, n), d, false)?));
+        }
         let x = self.tall_skinny("svd")?;
         let n = x.shape()[1];
         let u = Tensor::factor(&x, Factor::U, x.shape().to_vec(), x.chunks().to_vec());
@@ -112,6 +154,13 @@ impl Tensor {
     /// (decision: a determinant is one number, so there is no parallel work to tile
     /// for; the matrix must fit one worker). Singular gives `(0, -inf, 0)`.
     pub fn slogdet(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        if self.dtype().is_complex() {
+            // numpy's: a complex sign and determinant, a real log of |det|.
+            let pack = self.complex_pack(CLinOp::SlogDet, "slogdet")?;
+            let d = self.dtype();
+            let at = |j: u64, real: bool| Tensor::unpack(&pack, (0, 1), (j, j + 1), d, real)?.reshape(&[]);
+            return Ok((at(0, false)?, at(1, true)?, at(2, false)?));
+        }
         let x = self.whole_square("slogdet")?;
         let pack = Tensor::factor(&x, Factor::SlogDet, vec![3], vec![vec![3]]);
         let at = |i: i64| -> Result<Tensor> { pack.slice(&[Slice::range(i, i + 1)])?.reshape(&[]) };
@@ -122,6 +171,13 @@ impl Tensor {
     /// symmetric matrix, read from its lower triangle (numpy's `eigh`), the matrix
     /// decomposed whole in one task (as [`Tensor::slogdet`]).
     pub fn eigh(&self) -> Result<(Tensor, Tensor)> {
+        if self.dtype().is_complex() {
+            // Of a Hermitian matrix: real eigenvalues, complex eigenvectors.
+            let pack = self.complex_pack(CLinOp::Eigh, "eigh")?;
+            let (n, d) = (self.shape()[0], self.dtype());
+            let w = Tensor::unpack(&pack, (0, 1), (0, n), d, true)?.reshape(&[n as i64])?;
+            return Ok((w, Tensor::unpack(&pack, (1, n + 1), (0, n), d, false)?));
+        }
         let x = self.whole_square("eigh")?;
         let n = x.shape()[0];
         let pack = Tensor::factor(&x, Factor::Eigh, vec![n + 1, n], vec![vec![n + 1], vec![n]]);
@@ -133,6 +189,16 @@ impl Tensor {
     /// The lower Cholesky factor `L` (`a = L · Lᵀ`) of a symmetric positive-definite
     /// matrix, blocked over square chunks (rechunked to square if they are not).
     pub fn cholesky(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            let n = self.shape().first().copied().unwrap_or(0);
+            return Tensor::unpack(
+                &self.complex_pack(CLinOp::Cholesky, "cholesky")?,
+                (0, n),
+                (0, n),
+                self.dtype(),
+                false,
+            );
+        }
         let x = self.matrix("cholesky")?;
         let n = x.shape()[0];
         if x.shape()[1] != n {
@@ -149,6 +215,10 @@ impl Tensor {
     /// The inverse of a square matrix (numpy's `linalg.inv`), by [`solve`] against the
     /// identity.
     pub fn inv(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            let n = self.shape().first().copied().unwrap_or(0);
+            return Tensor::unpack(&self.complex_pack(CLinOp::Inv, "inv")?, (0, n), (0, n), self.dtype(), false);
+        }
         let x = self.matrix("inv")?;
         let b = x.chunks()[1][0] as usize;
         solve(&x, &eye(x.shape()[0], b.max(1))?)
@@ -170,6 +240,9 @@ impl Tensor {
 /// is one task, so pivots are chosen over whole columns), then blocked back substitution.
 /// A singular `a` fails the computation with a message that says so.
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.dtype().is_complex() || b.dtype().is_complex() {
+        return solve_complex(a, b);
+    }
     let a = a.matrix("solve")?;
     let n = a.shape()[0];
     if a.shape()[1] != n {
@@ -181,17 +254,35 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if b2.ndim() != 2 || b2.shape()[0] != n {
         return Err(TensorError::ShapeMismatch { a: a.shape().to_vec(), b: b.shape().to_vec() });
     }
-    if b2.dtype().is_complex() {
-        return Err(TensorError::BadDType {
-            op: "solve (complex matrices are not supported yet)".into(),
-            dtype: b2.dtype(),
-        });
-    }
     let b2 = if b2.dtype().is_float() { b2 } else { b2.astype(DType::F64) };
     let dtype = DType::promote(a.dtype(), b2.dtype());
     let (a, b2) = (a.astype_if(dtype), b2.astype_if(dtype));
     let k = b2.shape()[1];
     let x = Tensor::new(Op::Solve(a.clone(), b2), vec![n, k], dtype, vec![a.chunks()[1].clone(), vec![k]]);
+    if vector { x.reshape(&[n as i64]) } else { Ok(x) }
+}
+
+/// [`solve`] with a complex operand: `[a | b]` factored whole in one task.
+fn solve_complex(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.known("solve")?;
+    b.known("solve")?;
+    let n = a.shape().first().copied().unwrap_or(0);
+    if a.ndim() != 2 || a.shape()[1] != n {
+        return Err(TensorError::BadMatrix { op: "solve".into(), reason: format!("{:?} is not square", a.shape()) });
+    }
+    let vector = b.ndim() == 1;
+    let b2 = if vector { b.reshape(&[-1, 1])? } else { b.clone() };
+    if b2.ndim() != 2 || b2.shape()[0] != n {
+        return Err(TensorError::ShapeMismatch { a: a.shape().to_vec(), b: b.shape().to_vec() });
+    }
+    let k = b2.shape()[1];
+    let dtype = DType::promote(a.dtype(), b2.dtype());
+    let whole = |t: &Tensor| t.astype_if(DType::C128).rechunk_to(vec![vec![n], vec![t.shape()[1]]]);
+    let both = concatenate(&[whole(a), whole(&b2)], 1)?;
+    let k32 = u32::try_from(k)
+        .map_err(|_| TensorError::BadMatrix { op: "solve".into(), reason: format!("{k} right-hand sides") })?;
+    let pack = both.complex_pack(CLinOp::Solve { k: k32 }, "solve")?;
+    let x = Tensor::unpack(&pack, (0, n), (0, k), dtype, false)?;
     if vector { x.reshape(&[n as i64]) } else { Ok(x) }
 }
 

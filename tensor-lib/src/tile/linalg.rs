@@ -161,6 +161,14 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
     if f == Factor::L {
         return tile_cholesky(cx, x, depth);
     }
+    if let Factor::Complex(c) = f {
+        // The whole matrix in one chunk, factored by one task.
+        let op = program(cx, depth, 0, |b| {
+            let xi = b.emit(x, &[0, 0])?;
+            Ok(b.lin(LinOp::Complex(c), &[xi], t.shape().to_vec(), t.dtype()))
+        })?;
+        return Ok(vec![Src { op, t: false }]);
+    }
     if matches!(f, Factor::SlogDet | Factor::Eigh) {
         // The whole matrix in one chunk, factored by one task.
         let dt = t.dtype();
@@ -213,7 +221,7 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
             let svd = b.input(src(st.svd.expect("computed")), vec![2 * n + 1, n], dt);
             Ok(b.rows(svd, n + 1, 2 * n + 1))
         })?),
-        Factor::L | Factor::SlogDet | Factor::Eigh => unreachable!("handled above"),
+        Factor::L | Factor::SlogDet | Factor::Eigh | Factor::Complex(_) => unreachable!("handled above"),
     })
 }
 

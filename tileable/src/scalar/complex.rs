@@ -238,6 +238,11 @@ macro_rules! complex_type {
                             let e = self.exp();
                             return Self::new(e.re - 1.0, e.im);
                         }
+                        if x == 0.0 && y == 0.0 {
+                            // The standard's +0 real part for either zero (the formula
+                            // below gives -0 for -0).
+                            return Self::new(0.0, y);
+                        }
                         // e^x cos y - 1 = expm1(x) cos y - 2 sin²(y/2), exact near 0.
                         let s = (y / 2.0).sin();
                         let im = if y == 0.0 { y } else { x.exp() * y.sin() };
