@@ -346,7 +346,7 @@ mod tests {
         assert!((q.re - 0.1).abs() < 1e-15 && (q.im - 0.7).abs() < 1e-15, "{q:?}");
         assert!(C128::new(1.0, 5.0) < C128::new(2.0, 0.0));
         assert!(C128::new(1.0, 0.0) < C128::new(1.0, 1.0));
-        assert!(!(C128::new(f64::NAN, 0.0) < C128::new(1.0, 0.0)));
+        assert_eq!(C128::new(f64::NAN, 0.0).partial_cmp(&C128::new(1.0, 0.0)), None);
         assert!(C128::new(1.0, f64::NAN).maximum(C128::new(5.0, 0.0)).has_nan());
         assert_eq!(C128::new(0.0, 2.0).pow(C128::new(2.0, 0.0)), C128::new(-4.0, 0.0));
         assert_eq!(C128::new(3.0, 4.0).signum(), C128::new(0.6, 0.8));
