@@ -241,6 +241,36 @@ pub trait Elem: Copy + Send + Sync + 'static + std::fmt::Debug + PartialOrd + ar
     }
 }
 
+/// The `Elem` methods that move between an element type and its `Buf`/`Scalar` variant.
+macro_rules! buf_access {
+    ($v:ident) => {
+        fn wrap(v: Vec<Self>) -> Buf {
+            Buf::$v(v)
+        }
+        fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
+            match b {
+                Buf::$v(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
+            match b {
+                Buf::$v(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn into_vec(b: Buf) -> Option<Vec<Self>> {
+            match b {
+                Buf::$v(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn scalar(self) -> Scalar {
+            Scalar::$v(self)
+        }
+    };
+}
+
 macro_rules! num_elem {
     ($($t:ty => $d:ident),* $(,)?) => {$(
         impl Elem for $t {
@@ -262,30 +292,7 @@ macro_rules! num_elem {
             fn to_bool(self) -> bool {
                 self != (0 as $t)
             }
-            fn wrap(v: Vec<Self>) -> Buf {
-                Buf::$d(v)
-            }
-            fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
-                match b {
-                    Buf::$d(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
-                match b {
-                    Buf::$d(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn into_vec(b: Buf) -> Option<Vec<Self>> {
-                match b {
-                    Buf::$d(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn scalar(self) -> Scalar {
-                Scalar::$d(self)
-            }
+            buf_access!($d);
         }
     )*};
 }
@@ -319,30 +326,7 @@ macro_rules! complex_elem {
             fn to_c128(self) -> C128 {
                 C128::new(self.re.into(), self.im.into())
             }
-            fn wrap(v: Vec<Self>) -> Buf {
-                Buf::$t(v)
-            }
-            fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
-                match b {
-                    Buf::$t(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
-                match b {
-                    Buf::$t(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn into_vec(b: Buf) -> Option<Vec<Self>> {
-                match b {
-                    Buf::$t(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn scalar(self) -> Scalar {
-                Scalar::$t(self)
-            }
+            buf_access!($t);
         }
     )*};
 }
@@ -367,30 +351,7 @@ impl Elem for bool {
     fn to_bool(self) -> bool {
         self
     }
-    fn wrap(v: Vec<Self>) -> Buf {
-        Buf::Bool(v)
-    }
-    fn into_vec(b: Buf) -> Option<Vec<Self>> {
-        match b {
-            Buf::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn unwrap(b: &Buf) -> Option<&Vec<Self>> {
-        match b {
-            Buf::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn unwrap_mut(b: &mut Buf) -> Option<&mut Vec<Self>> {
-        match b {
-            Buf::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn scalar(self) -> Scalar {
-        Scalar::Bool(self)
-    }
+    buf_access!(Bool);
 }
 
 impl Buf {

@@ -21,6 +21,23 @@ import numpy as np
 
 from .. import _native, get_default_session
 
+# The dtypes tensors hold, by numpy's names (each is also a name of this module).
+_SUPPORTED = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+
 __all__ = [
     "Tensor",
     "pow",
@@ -98,19 +115,7 @@ __all__ = [
     "fft",
     "random",
     "bool_",
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
+    *_SUPPORTED,
     "csingle",
     "cdouble",
     "newaxis",
@@ -199,21 +204,6 @@ cdouble = np.complex128
 bool = np.bool_  # noqa: A001 - the array API's name for the dtype
 newaxis = None
 
-_SUPPORTED = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
 # Target bytes per chunk when the caller gives no chunk_size (Dask picks 128 MiB; tasks
 # here are cheaper, and smaller chunks spread a mid-sized array over every worker).
 _AUTO_CHUNK_BYTES = 16 << 20
