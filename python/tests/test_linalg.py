@@ -157,3 +157,25 @@ def test_pinv_cutoffs_are_numpys():
     check(at.linalg.pinv(at.tensor(a)), np.linalg.pinv(a))
     check(at.linalg.pinv(at.tensor(a), rtol=None), np.linalg.pinv(a, rtol=None))
     check(at.linalg.pinv(at.tensor(a), rcond=1e-20), np.linalg.pinv(a, rcond=1e-20))
+
+
+@given(st.integers(1, 6), st.integers(1, 6), st.sampled_from([np.float64, np.float32, np.complex128]), st.data())
+def test_full_svd_completes_both_bases_as_numpy(m, n, dtype, data):
+    rng = np.random.default_rng(m * 10 + n)
+    a = rng.normal(size=(m, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.normal(size=(m, n))
+    a = a.astype(dtype)
+    u, s, vh = at.linalg.svd(make(a, data.draw(chunkings((m, n)))))
+    want_u, want_s, want_vh = np.linalg.svd(a)
+    tol = 1e-4 if dtype == np.float32 else 1e-9
+    assert u.shape == want_u.shape and vh.shape == want_vh.shape
+    check(s, want_s, rtol=tol, atol=tol)
+    uu, vv = u.fetch(), vh.fetch()
+    assert u.dtype == want_u.dtype and vh.dtype == want_vh.dtype and s.dtype == want_s.dtype
+    # Bases are unique only up to phases (and completions): check the identities instead.
+    np.testing.assert_allclose(uu.conj().T @ uu, np.eye(m), atol=tol * 10)
+    np.testing.assert_allclose(vv @ vv.conj().T, np.eye(n), atol=tol * 10)
+    sigma = np.zeros((m, n), dtype=want_s.dtype)
+    sigma[np.arange(min(m, n)), np.arange(min(m, n))] = s.fetch()
+    np.testing.assert_allclose(uu @ sigma @ vv, a, atol=tol * 10)

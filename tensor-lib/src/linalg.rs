@@ -200,6 +200,15 @@ impl Dense {
         Dense::new(self.rows, cols, v)
     }
 
+    /// With zero columns added up to `cols`.
+    fn padded(&self, cols: usize) -> Dense {
+        let mut v = vec![0.0; self.rows * cols];
+        for i in 0..self.rows {
+            v[i * cols..i * cols + self.cols].copy_from_slice(&self.v[i * self.cols..(i + 1) * self.cols]);
+        }
+        Dense::new(self.rows, cols, v)
+    }
+
     fn stack(parts: &[Dense]) -> Dense {
         let cols = parts[0].cols;
         Dense::new(parts.iter().map(|p| p.rows).sum(), cols, parts.iter().flat_map(|p| p.v.iter().copied()).collect())
@@ -246,6 +255,9 @@ pub enum LinOp {
     QrStack,
     /// Thin SVD of a square `a` (`n × n`): `[U; S as one row; Vᵀ]`, `(2n + 1) × n`.
     SvdPack,
+    /// Full SVD of an `m × n` `a`: `[U (m × m); S as one row; Vᵀ (n × n)]`, each padded
+    /// with zero columns to `max(m, n)`: `(m + 1 + n) × max(m, n)`.
+    SvdFull,
     /// The sign, the natural log of the absolute value and the determinant itself of a
     /// square `a`, as one row `[sign, logabsdet, det]` (numpy's `slogdet` and `det`; a
     /// singular `a` gives `[0, -inf, 0]`).
@@ -339,6 +351,11 @@ impl LinOp {
                 want(1)?;
                 let (m, n) = two(0)?;
                 c.shape(m, n)?
+            }
+            LinOp::SvdFull => {
+                want(1)?;
+                let (m, n) = two(0)?;
+                vec![m + 1 + n, m.max(n)]
             }
             LinOp::SlogDet | LinOp::EighPack => {
                 want(1)?;
@@ -499,6 +516,16 @@ impl LinOp {
                 let w = Dense::new(1, n, (0..n).map(|i| unscale(evd.S().column_vector()[i])).collect());
                 Dense::stack(&[w, Dense::from_mat(evd.U())])
             }
+            LinOp::SvdFull => {
+                let (m, n) = (args[0].rows, args[0].cols);
+                let (w, k) = (m.max(n), m.min(n));
+                let (scaled, unscale) = args[0].scaled();
+                let svd = scaled.mat().svd().map_err(|e| format!("svd did not converge: {e:?}"))?;
+                let s = (0..w).map(|i| if i < k { unscale(svd.S().column_vector()[i]) } else { 0.0 }).collect();
+                let u = Dense::from_mat(svd.U()).padded(w);
+                let vt = Dense::from_mat(svd.V().transpose()).padded(w);
+                Dense::stack(&[u, Dense::new(1, w, s), vt])
+            }
             LinOp::Complex(_) => unreachable!("complex factorizations run on complex operands (the evaluator's)"),
         })
     }
@@ -525,6 +552,23 @@ mod tests {
 
     fn pseudo(i: usize, j: usize) -> f64 {
         (((i * 31 + j * 17) * 2654435761) % 1000) as f64 / 500.0 - 1.0
+    }
+
+    #[test]
+    fn a_full_svd_completes_both_bases_and_reproduces_its_matrix() {
+        for (r, c) in [(5, 3), (3, 5), (4, 4)] {
+            let a = m(r, c, pseudo);
+            let (w, k) = (r.max(c), r.min(c));
+            let out = LinOp::SvdFull.run(std::slice::from_ref(&a)).unwrap();
+            assert_eq!((out.rows, out.cols), (r + 1 + c, w));
+            let (u, s, vt) = (out.rows_of(0, r).left(r), out.rows_of(r, r + 1), out.rows_of(r + 1, r + 1 + c).left(c));
+            let eye = |n: usize| m(n, n, |i, j| f64::from(u8::from(i == j)));
+            let t = |d: &Dense| m(d.cols, d.rows, |i, j| d.v[j * d.cols + i]);
+            near(&mul(&t(&u), &u), &eye(r));
+            near(&mul(&vt, &t(&vt)), &eye(c));
+            let sigma = m(r, c, |i, j| if i == j && i < k { s.v[i] } else { 0.0 });
+            near(&mul(&mul(&u, &sigma), &vt), &a);
+        }
     }
 
     #[test]

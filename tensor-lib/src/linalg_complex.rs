@@ -29,6 +29,9 @@ pub enum CLinOp {
     /// Thin SVD of an `m × n` matrix: `U` (`m × k`, padded to `n` columns), the singular
     /// values as one row (padded), `Vᴴ` (`k × n`).
     Svd,
+    /// Full SVD: `U` (`m × m`), the singular values as one row, `Vᴴ` (`n × n`), each
+    /// padded to `max(m, n)` columns.
+    SvdFull,
     /// The eigenvalues (ascending, one row) over the eigenvectors (columns) of a
     /// Hermitian matrix read from its lower triangle.
     Eigh,
@@ -56,6 +59,7 @@ impl CLinOp {
             }
             CLinOp::Qr => vec![m + k, n],
             CLinOp::Svd => vec![m + 1 + k, n],
+            CLinOp::SvdFull => vec![m + 1 + n, m.max(n)],
             CLinOp::Eigh => {
                 square()?;
                 vec![m + 1, n]
@@ -106,6 +110,12 @@ impl CLinOp {
                 let s =
                     Mat::from_fn(1, cols, |_, j| if j < k { svd.S().column_vector()[j] } else { c64::new(0.0, 0.0) });
                 stack(&[pad(svd.U(), cols), s, svd.V().adjoint().to_owned()])
+            }
+            CLinOp::SvdFull => {
+                let svd = a.svd().map_err(|e| format!("svd did not converge: {e:?}"))?;
+                let (k, w) = (rows.min(cols), rows.max(cols));
+                let s = Mat::from_fn(1, w, |_, j| if j < k { svd.S().column_vector()[j] } else { c64::new(0.0, 0.0) });
+                stack(&[pad(svd.U(), w), s, pad(svd.V().adjoint().to_owned().as_ref(), w)])
             }
             CLinOp::Eigh => {
                 let evd = a.self_adjoint_eigen(Side::Lower).map_err(|e| format!("eigh did not converge: {e:?}"))?;

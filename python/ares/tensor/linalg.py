@@ -289,14 +289,14 @@ def qr(a: Any, mode: str = "reduced") -> QRResult:
 
 @_stacked
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``. Of a square matrix either form; of
-    another only the reduced one (pass ``full_matrices=False``, as Mars requires)."""
+    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``. ``full_matrices=False`` (Mars' form)
+    is tiled for a tall matrix (TSQR); ``full_matrices=True`` of a non-square matrix
+    completes ``U`` (``m × m``) and ``Vh`` (``n × n``) by decomposing the matrix whole in
+    one task, so it must fit one worker."""
     t = _matrix(a)
     if full_matrices and compute_uv and t.shape[0] != t.shape[1]:
-        raise NotImplementedError(
-            "svd with full_matrices=True of a non-square matrix (U or Vh would need a completed basis); "
-            "pass full_matrices=False"
-        )
+        u, s, vh = t._t.svd_full()
+        return SVDResult(Tensor(u), Tensor(s), Tensor(vh))
     if t.shape[0] < t.shape[1] and t.dtype.kind != "c":
         # A wide matrix through its transpose: a.T = U2 S Vh2 gives a = Vh2.T S U2.T.
         u2, s, vh2 = t.T._t.svd()

@@ -139,6 +139,32 @@ impl Tensor {
         Ok((u, s, vt))
     }
 
+    /// The full SVD (numpy's `linalg.svd(a)`, `full_matrices=True`): `(U, S, Vᵀ)` with `U`
+    /// `m × m` and `Vᵀ` `n × n` (orthonormal bases completed), `S` the `min(m, n)`
+    /// singular values. Decision: the matrix is decomposed whole in one task (completing a
+    /// basis is not a tall-skinny operation), so it must fit one worker.
+    pub fn svd_full(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let (m, n) = match self.shape() {
+            &[m, n] => (m, n),
+            s => {
+                return Err(TensorError::BadMatrix {
+                    op: "svd".into(),
+                    reason: format!("needs a 2-d tensor, not {s:?}"),
+                });
+            }
+        };
+        let (k, w, d) = (m.min(n), m.max(n), self.dtype());
+        let pack = if d.is_complex() {
+            self.complex_pack(CLinOp::SvdFull, "svd")?
+        } else {
+            let x = self.matrix("svd")?.rechunk_to(vec![vec![m], vec![n]]);
+            Tensor::factor(&x, Factor::SvdFull, vec![m + 1 + n, w], vec![vec![m + 1 + n], vec![w]])
+        };
+        let u = Tensor::unpack(&pack, (0, m), (0, m), d, false)?;
+        let s = Tensor::unpack(&pack, (m, m + 1), (0, k), d, true)?.reshape(&[k as i64])?;
+        Ok((u, s, Tensor::unpack(&pack, (m + 1, m + 1 + n), (0, n), d, false)?))
+    }
+
     /// A square float matrix in one chunk, for the factorizations that need it whole.
     fn whole_square(&self, op: &str) -> Result<Tensor> {
         let x = self.matrix(op)?;

@@ -279,6 +279,8 @@ pub(crate) enum Factor {
     SlogDet,
     /// Eigenvalues over eigenvectors of a symmetric matrix held in one chunk.
     Eigh,
+    /// `[U; S; Vᵀ]` of a full SVD of a matrix held in one chunk.
+    SvdFull,
     /// The packed result of a factorization of a complex matrix held in one chunk.
     Complex(crate::linalg_complex::CLinOp),
 }

@@ -169,6 +169,13 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
         })?;
         return Ok(vec![Src { op, t: false }]);
     }
+    if f == Factor::SvdFull {
+        let op = program(cx, depth, 0, |b| {
+            let xi = b.emit(x, &[0, 0])?;
+            Ok(b.lin(LinOp::SvdFull, &[xi], t.shape().to_vec(), t.dtype()))
+        })?;
+        return Ok(vec![Src { op, t: false }]);
+    }
     if matches!(f, Factor::SlogDet | Factor::Eigh) {
         // The whole matrix in one chunk, factored by one task.
         let dt = t.dtype();
@@ -221,7 +228,9 @@ pub(crate) fn tile_factor(cx: &mut Cx<'_>, t: &Tensor, x: &Tensor, f: Factor, de
             let svd = b.input(src(st.svd.expect("computed")), vec![2 * n + 1, n], dt);
             Ok(b.rows(svd, n + 1, 2 * n + 1))
         })?),
-        Factor::L | Factor::SlogDet | Factor::Eigh | Factor::Complex(_) => unreachable!("handled above"),
+        Factor::L | Factor::SlogDet | Factor::Eigh | Factor::SvdFull | Factor::Complex(_) => {
+            unreachable!("handled above")
+        }
     })
 }
 
