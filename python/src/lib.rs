@@ -417,6 +417,12 @@ impl PyTensor {
         Ok((wrap(u), wrap(s), wrap(v)))
     }
 
+    /// numpy's `eig`: eigenvalues and eigenvectors, complex.
+    fn eig(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor)> {
+        let (w, v) = self.t.eig().or_raise(py)?;
+        Ok((wrap(w), wrap(v)))
+    }
+
     /// numpy's `svd(a)` with `full_matrices=True`: `U` and `Vh` square.
     fn svd_full(&self, py: Python<'_>) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
         let (u, s, v) = self.t.svd_full().or_raise(py)?;

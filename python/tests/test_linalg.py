@@ -179,3 +179,23 @@ def test_full_svd_completes_both_bases_as_numpy(m, n, dtype, data):
     sigma = np.zeros((m, n), dtype=want_s.dtype)
     sigma[np.arange(min(m, n)), np.arange(min(m, n))] = s.fetch()
     np.testing.assert_allclose(uu @ sigma @ vv, a, atol=tol * 10)
+
+
+@given(st.integers(1, 6), st.sampled_from([np.float64, np.float32, np.complex128]), st.data())
+def test_eig_of_a_general_matrix_satisfies_its_definition(n, dtype, data):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(n, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.normal(size=(n, n))
+    a = a.astype(dtype)
+    w, v = at.linalg.eig(make(a, data.draw(chunkings((n, n)))))
+    want = np.complex64 if dtype == np.float32 else np.complex128
+    assert w.dtype == want and v.dtype == want, "always complex, as the Array API's eig"
+    tol = 1e-3 if dtype == np.float32 else 1e-8
+    ww, vv = w.fetch(), v.fetch()
+    # Eigenvalues in any order: compare sorted; eigenvectors by A v = w v and unit norm.
+    npt_w = np.sort_complex(np.linalg.eigvals(a).astype(np.complex128))
+    np.testing.assert_allclose(np.sort_complex(ww.astype(np.complex128)), npt_w, rtol=tol, atol=tol)
+    np.testing.assert_allclose(a @ vv, vv * ww[None, :], rtol=tol, atol=tol * 10)
+    np.testing.assert_allclose(np.linalg.norm(vv, axis=0), 1.0, rtol=tol)
+    check(at.linalg.eigvals(make(a, (n, n))), ww, rtol=tol, atol=tol)

@@ -35,6 +35,10 @@ pub enum CLinOp {
     /// The eigenvalues (ascending, one row) over the eigenvectors (columns) of a
     /// Hermitian matrix read from its lower triangle.
     Eigh,
+    /// The eigenvalues (one row) over the eigenvectors (columns, each of unit norm) of a
+    /// general square matrix; a real one is decomposed as real (its real eigenvalues
+    /// get real eigenvectors, as LAPACK's).
+    Eig,
 }
 
 impl CLinOp {
@@ -60,7 +64,7 @@ impl CLinOp {
             CLinOp::Qr => vec![m + k, n],
             CLinOp::Svd => vec![m + 1 + k, n],
             CLinOp::SvdFull => vec![m + 1 + n, m.max(n)],
-            CLinOp::Eigh => {
+            CLinOp::Eigh | CLinOp::Eig => {
                 square()?;
                 vec![m + 1, n]
             }
@@ -116,6 +120,26 @@ impl CLinOp {
                 let (k, w) = (rows.min(cols), rows.max(cols));
                 let s = Mat::from_fn(1, w, |_, j| if j < k { svd.S().column_vector()[j] } else { c64::new(0.0, 0.0) });
                 stack(&[pad(svd.U(), w), s, pad(svd.V().adjoint().to_owned().as_ref(), w)])
+            }
+            CLinOp::Eig => {
+                let evd = if v.iter().all(|z| z.im == 0.0) {
+                    let re: Vec<f64> = v.iter().map(|z| z.re).collect();
+                    MatRef::from_column_major_slice(&re, cols, rows).transpose().eigen()
+                } else {
+                    a.eigen()
+                }
+                .map_err(|e| format!("eig did not converge: {e:?}"))?;
+                let w = Mat::from_fn(1, cols, |_, j| evd.S().column_vector()[j]);
+                let mut vecs = evd.U().to_owned();
+                for j in 0..cols {
+                    let norm = (0..rows).map(|i| vecs[(i, j)].norm_sqr()).sum::<f64>().sqrt();
+                    if norm > 0.0 {
+                        for i in 0..rows {
+                            vecs[(i, j)] /= norm;
+                        }
+                    }
+                }
+                stack(&[w, vecs])
             }
             CLinOp::Eigh => {
                 let evd = a.self_adjoint_eigen(Side::Lower).map_err(|e| format!("eigh did not converge: {e:?}"))?;
@@ -245,5 +269,23 @@ mod tests {
         assert!((det[2].re.hypot(det[2].im).ln() - det[1].re).abs() < 1e-9);
         let zero = vec![C128::default(); n * n];
         assert!(CLinOp::Inv.run(n, n, &zero).unwrap_err().contains("singular"));
+    }
+
+    #[test]
+    fn eigenpairs_of_real_and_complex_matrices_satisfy_a_v_equals_w_v() {
+        let n = 4;
+        let rotation: Vec<C128> = (0..n * n).map(|i| C128::new(((i * 5) % 7) as f64 - 3.0, 0.0)).collect();
+        for a in [m(n, n), rotation] {
+            let out = CLinOp::Eig.run(n, n, &a).unwrap();
+            let (w, v) = (&out[..n], &out[n..]);
+            let av = mul(&a, v, n, n, n);
+            for i in 0..n {
+                for j in 0..n {
+                    let (x, l) = (v[i * n + j], w[j]);
+                    let wv = C128::new(x.re * l.re - x.im * l.im, x.re * l.im + x.im * l.re);
+                    assert!((av[i * n + j].re - wv.re).abs() < 1e-9 && (av[i * n + j].im - wv.im).abs() < 1e-9);
+                }
+            }
+        }
     }
 }

@@ -41,6 +41,8 @@ __all__ = [
     "slogdet",
     "eigh",
     "eigvalsh",
+    "eig",
+    "eigvals",
     "cond",
     "lstsq",
     "multi_dot",
@@ -50,6 +52,7 @@ __all__ = [
     "SVDResult",
     "SlogdetResult",
     "EighResult",
+    "EigResult",
 ]
 
 LinAlgError = np.linalg.LinAlgError
@@ -154,6 +157,27 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
     # The upper triangle of a Hermitian matrix is the lower one of its adjoint.
     w, v = (t if UPLO == "L" else _adjoint(t))._t.eigh()
     return EighResult(_as(Tensor(w), _real(t.dtype)), _as(Tensor(v), t.dtype))
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+@_stacked
+def eig(a: Any) -> EigResult:
+    """``(eigenvalues, eigenvectors)`` of a general square matrix, eigenvectors as
+    columns of unit norm, decomposed whole in one task. Always complex (the Array API's
+    rule); numpy gives real arrays when every eigenvalue is real, a dtype known only
+    after computing: take ``.real`` then."""
+    t = _square(a)
+    w, v = t._t.eig()
+    return EigResult(Tensor(w), Tensor(v))
+
+
+def eigvals(a: Any) -> Tensor:
+    """The eigenvalues of a general square matrix (see :func:`eig`)."""
+    return eig(a).eigenvalues
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Tensor:

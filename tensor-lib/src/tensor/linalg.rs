@@ -212,6 +212,18 @@ impl Tensor {
         Ok((w, v))
     }
 
+    /// `(w, v)`: the eigenvalues and the eigenvectors (columns of unit norm) of a general
+    /// square matrix (numpy's `eig`), always complex (the Array API's rule: complex64 for
+    /// float32 and complex64, else complex128; numpy gives real arrays when every
+    /// eigenvalue happens to be real, a dtype known only after computing). Decomposed
+    /// whole in one task.
+    pub fn eig(&self) -> Result<(Tensor, Tensor)> {
+        let pack = self.complex_pack(CLinOp::Eig, "eig")?;
+        let (n, d) = (self.shape()[0], self.dtype().complex());
+        let w = Tensor::unpack(&pack, (0, 1), (0, n), d, false)?.reshape(&[n as i64])?;
+        Ok((w, Tensor::unpack(&pack, (1, n + 1), (0, n), d, false)?))
+    }
+
     /// The lower Cholesky factor `L` (`a = L · Lᵀ`) of a symmetric positive-definite
     /// matrix, blocked over square chunks (rechunked to square if they are not).
     pub fn cholesky(&self) -> Result<Tensor> {
