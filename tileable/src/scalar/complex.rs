@@ -3,6 +3,7 @@
 //! The transcendental functions call the C library's (`cexp`, `clog`, `casinh`, …):
 //! glibc implements C99's Annex G, whose special cases (infinities, NaNs, signed
 //! zeros) the Array API standard lists, and numpy on Linux calls the same functions.
+//! Where the standard signs a zero otherwise (`tanh(inf + iy)`), its sign is taken.
 //! `expm1`, `log1p`, `log2`, `log10`, `sign` and powers have no C function and are
 //! written here as numpy writes them.
 
@@ -216,6 +217,11 @@ macro_rules! complex_type {
                     UnOp::Tan => self.libm(libm::$tan),
                     UnOp::Sinh => self.libm(libm::$sinh),
                     UnOp::Cosh => self.libm(libm::$cosh),
+                    // The standard's tanh(±inf + iy) = ±1 + 0i with the sign of y: C99 signs
+                    // that zero as sin(2y), which the standard's special case does not.
+                    UnOp::Tanh if self.re.is_infinite() && self.im.is_finite() => {
+                        Self::new((1.0 as $t).copysign(self.re), (0.0 as $t).copysign(self.im))
+                    }
                     UnOp::Tanh => self.libm(libm::$tanh),
                     UnOp::Asin => self.libm(libm::$asin),
                     UnOp::Acos => self.libm(libm::$acos),
