@@ -137,6 +137,7 @@ fn w2_wall(socket: &str) -> Result<f64> {
         sort_chunk: 1,
         fft_n: 0,
         fft_chunk: 1,
+        preallocate_store: false,
         num_cpus: 2,
         max_in_flight: 8,
     };

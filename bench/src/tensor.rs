@@ -49,6 +49,10 @@ pub(crate) struct Sizes {
     /// chunk size).
     #[arg(long, default_value_t = 128)]
     pub(crate) fft_chunk: u64,
+    /// Reserve the whole store when the node starts (start-up, untimed), so no timed
+    /// write meets a fresh page: a diagnostic of how much first use costs.
+    #[arg(long)]
+    pub(crate) preallocate_store: bool,
     /// Worker CPUs.
     #[arg(long, default_value_t = 2)]
     pub(crate) num_cpus: u32,
@@ -87,12 +91,16 @@ pub(crate) fn child_args(s: &Sizes, workload: &str) -> Vec<String> {
         "--max-in-flight".into(),
         s.max_in_flight.to_string(),
     ]
+    .into_iter()
+    .chain(s.preallocate_store.then(|| "--preallocate-store".to_string()))
+    .collect()
 }
 
 /// Runs one workload in this process and prints `{"wall_s", "result"}`.
 pub(crate) fn child(workload: &str, s: &Sizes) -> Result<()> {
     let t = Instant::now();
     let mut cfg = ares::Config::default().num_cpus(s.num_cpus);
+    cfg.preallocate_object_store = s.preallocate_store;
     // `ares-bench cluster` points children at a running node's socket.
     cfg.address = std::env::var("ARES_ADDRESS").ok();
     ares::init_with(cfg)?;
