@@ -334,7 +334,12 @@ impl PyTensor {
             ("forward", _) => FftKind::Forward,
             ("inverse", _) => FftKind::Inverse,
             ("real_inverse", Some(n)) => FftKind::RealInverse { n },
-            (other, _) => return Err(PyValueError::new_err(format!("unknown FFT kind {other:?}"))),
+            ("real_inverse", None) => return Err(PyValueError::new_err("a real inverse FFT needs n, its output length")),
+            (other, _) => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown FFT kind {other:?} (forward, inverse or real_inverse)"
+                )));
+            }
         };
         self.t.fft(axis, kind, scale).or_raise(py).map(wrap)
     }

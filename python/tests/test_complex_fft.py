@@ -179,3 +179,16 @@ def test_numpy_fft_functions_dispatch_to_lazy_tensors_and_bad_input_is_refused()
         at.fft.fft(t, n=0)
     with pytest.raises(TypeError, match="real input"):
         at.fft.rfft(t * 1j)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_empty_complex_tensors_compute_as_numpy(dtype):
+    x = np.zeros((0, 3), dtype=dtype)
+    t = at.asarray(x, chunk_size=(1, 2))
+    check(t, x)
+    check(t.sum(axis=0), x.sum(axis=0))
+    check(abs(t), abs(x))
+    check(t * (1 + 2j), x * (1 + 2j))
+    check(at.fft.fft(t, axis=1), np.fft.fft(x, axis=1))
+    with pytest.raises(ValueError, match="data points"):
+        at.fft.fft(t, axis=0)

@@ -2076,8 +2076,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: builtins.bool = False) -> Any:
 def clip(a: Any, min: Any = None, max: Any = None, out: Any = None, *, a_min: Any = None, a_max: Any = None) -> Tensor:  # noqa: A002
     """Elements limited to ``[min, max]`` (one may be None): scalars, arrays or
     tensors broadcast against ``a``. numpy's ``a_min=``/``a_max=`` spellings are taken too."""
-    if out is not None:
-        raise NotImplementedError("clip with out=: tensors are immutable")
+    _check_out("clip", out, {})
     for given, old, name in ((min, a_min, "min"), (max, a_max, "max")):
         if given is not None and old is not None:
             raise ValueError(f"clip: give a_{name} or {name}, not both")

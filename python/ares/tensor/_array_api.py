@@ -17,6 +17,7 @@ import numpy as np
 from . import (
     Tensor,
     _axis_of,
+    _check_out,
     _shape_of,
     _to_tensor,
     arange,
@@ -630,8 +631,7 @@ def take(x: Any, indices: Any, /, *, axis: Optional[int] = None, out: Any = None
     tensor when None): numpy's ``take``, lazily. A position out of bounds fails the
     computation with numpy's ``IndexError``; ``mode`` other than ``'raise'`` is not
     supported."""
-    if out is not None:
-        raise NotImplementedError("take with out=: tensors are immutable")
+    _check_out("take", out, {})
     if mode != "raise":
         raise NotImplementedError(f"take with mode={mode!r}")
     t = _to_tensor(x)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from typing import Any, Dict, List, Tuple
 
-from . import Tensor, _to_tensor, tensordot
+from . import Tensor, _check_out, _to_tensor, tensordot
 
 __all__ = ["einsum"]
 
@@ -55,8 +55,7 @@ def _diagonalised(t: Tensor, term: str) -> Tuple[Tensor, str]:
 def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = None, casting: str = "safe", out: Any = None) -> Tensor:
     """numpy's ``einsum`` over tensors, lazily (explicit ``'ij,jk->ik'`` or implicit
     output). Not supported: ``...`` and repeated indices other than a matrix's ``'ii'``."""
-    if out is not None:
-        raise NotImplementedError("einsum with out=: tensors are immutable")
+    _check_out("einsum", out, {})
     terms, output = _parse(subscripts, len(operands))
     ts: List[Tensor] = []
     for term, op in zip(terms, operands):

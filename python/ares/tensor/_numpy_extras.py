@@ -33,6 +33,7 @@ from . import (
     _UFUNCS,
     Tensor,
     _axis_of,
+    _check_out,
     _to_tensor,
     absolute,
     arange,
@@ -1059,8 +1060,7 @@ def compress(condition: Any, a: Any, axis: Optional[int] = None, out: Any = None
     """The slices of ``a`` along ``axis`` (of the flattened tensor when None) where the
     1-d ``condition`` holds; a condition shorter than the axis counts as false beyond its
     end. A condition in hand gives a known length; a tensor one, a lazy length."""
-    if out is not None:
-        raise NotImplementedError("compress with out=: tensors are immutable")
+    _check_out("compress", out, {})
     t = _to_tensor(a)
     if axis is None:
         t, axis = t.reshape(-1), 0
@@ -1109,8 +1109,7 @@ def choose(a: Any, choices: Sequence[Any], out: Any = None, mode: str = "raise")
     """``choices[a[i]][i]`` for each position (broadcast): a chain of :func:`where`.
     ``mode='raise'`` checks ``a`` (at once for data in hand; for a tensor the
     computation fails with an ``IndexError``), ``'wrap'`` and ``'clip'`` as numpy."""
-    if out is not None:
-        raise NotImplementedError("choose with out=: tensors are immutable")
+    _check_out("choose", out, {})
     if isinstance(choices, Tensor):
         choices = [choices[i] for i in range(choices.shape[0])]
     n = len(choices)
@@ -1201,8 +1200,7 @@ def nan_to_num(x: Any, copy: builtins.bool = True, nan: float = 0.0, posinf: Opt
 def fix(x: Any, out: Any = None) -> Tensor:
     """Rounded toward zero (numpy's ``fix``, which equals ``trunc``; integers keep their
     dtype)."""
-    if out is not None:
-        raise NotImplementedError("fix with out=: tensors are immutable")
+    _check_out("fix", out, {})
     return trunc(x)
 
 
@@ -1499,8 +1497,7 @@ def sinc(x: Any) -> Tensor:
 
 def isposinf(x: Any, out: Any = None) -> Tensor:
     """Whether each element is +inf (false for integers and booleans)."""
-    if out is not None:
-        raise NotImplementedError("isposinf with out=: tensors are immutable")
+    _check_out("isposinf", out, {})
     t = _to_tensor(x)
     if t.dtype.kind != "f":
         return _full_like(t, False, np.bool_)
@@ -1509,8 +1506,7 @@ def isposinf(x: Any, out: Any = None) -> Tensor:
 
 def isneginf(x: Any, out: Any = None) -> Tensor:
     """Whether each element is -inf (false for integers and booleans)."""
-    if out is not None:
-        raise NotImplementedError("isneginf with out=: tensors are immutable")
+    _check_out("isneginf", out, {})
     t = _to_tensor(x)
     if t.dtype.kind != "f":
         return _full_like(t, False, np.bool_)
@@ -2332,10 +2328,7 @@ def nanquantile(
     or midpoint); NaN for a lane of NaN only. The dtype follows :func:`quantile`'s rule
     (numpy's is the input's when the first lane it computes is all NaN: data-dependent).
     Integers: :func:`quantile`."""
-    if out is not None:
-        raise NotImplementedError("nanquantile with out=: tensors are immutable")
-    if weights is not None:
-        raise NotImplementedError("nanquantile with weights=")
+    _check_out("nanquantile", out, {"weights": weights})
     return _nan_quantile(a, q, axis, method, keepdims, _weak_q(q), "nanquantile")
 
 
@@ -2351,10 +2344,7 @@ def nanpercentile(
     weights: Any = None,
 ) -> Tensor:
     """numpy's ``nanpercentile`` (``q`` in [0, 100]): see :func:`nanquantile`."""
-    if out is not None:
-        raise NotImplementedError("nanpercentile with out=: tensors are immutable")
-    if weights is not None:
-        raise NotImplementedError("nanpercentile with weights=")
+    _check_out("nanpercentile", out, {"weights": weights})
     qs = np.asarray(q.fetch() if isinstance(q, Tensor) else q, dtype=np.float64)
     if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 100):
         raise ValueError("Percentiles must be in the range [0, 100]")
@@ -2366,8 +2356,7 @@ def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: builti
     """The median of the non-NaN elements of each lane (NaN for a lane of NaN only): the
     axis sorted, the middle one or the mean of the two middle ones picked per lane by its
     count. Integers: :func:`median` (float64)."""
-    if out is not None:
-        raise NotImplementedError("nanmedian with out=: tensors are immutable")
+    _check_out("nanmedian", out, {})
     t = _to_tensor(a)
     if t.dtype.kind != "f":
         from . import median

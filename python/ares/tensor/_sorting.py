@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from . import Tensor, _axis_of, _to_tensor, concatenate, isnan, stack, where
+from . import Tensor, _axis_of, _check_out, _to_tensor, concatenate, isnan, stack, where
 
 __all__ = [
     "sort",
@@ -266,10 +266,7 @@ def quantile(
     the two neighbouring order statistics of each ``q`` picked and interpolated as
     numpy does (``method`` linear, lower, higher, nearest or midpoint). A NaN along the
     axis makes the result NaN, as numpy's."""
-    if out is not None:
-        raise NotImplementedError("quantile with out=: tensors are immutable")
-    if weights is not None:
-        raise NotImplementedError("quantile with weights=")
+    _check_out("quantile", out, {"weights": weights})
     if method not in _METHODS:
         raise NotImplementedError(f"quantile with method={method!r} (supported: {', '.join(_METHODS)})")
     qs = _fractions(q)
@@ -470,8 +467,7 @@ def percentile(
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: builtins.bool = False, keepdims: builtins.bool = False) -> Tensor:
     """numpy's ``median``, exact: the middle element, or the mean of the two middle ones
     for an even count (integers in float64); NaN if there is a NaN."""
-    if out is not None:
-        raise NotImplementedError("median with out=: tensors are immutable")
+    _check_out("median", out, {})
     t = _to_tensor(a)
     ndim = t.ndim
     t, ax, axes = _lanes(t, axis)

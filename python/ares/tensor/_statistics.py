@@ -15,6 +15,7 @@ import numpy as np
 from . import (
     Tensor,
     _axis_of,
+    _check_out,
     _to_tensor,
     isnan,
     matmul,
@@ -87,8 +88,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdi
     t = _to_tensor(a)
     if not _float(t):
         return t.mean(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
-    if out is not None:
-        raise NotImplementedError("nanmean with out=: tensors are immutable")
+    _check_out("nanmean", out, {})
     x = t if dtype is None else t.astype(dtype)
     return nansum(x, axis=axis, keepdims=keepdims) / _count(x, axis, keepdims)
 
@@ -103,8 +103,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
         ddof = correction
     if not _float(t):
         return t.var(axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
-    if out is not None:
-        raise NotImplementedError("nanvar with out=: tensors are immutable")
+    _check_out("nanvar", out, {})
     x = t if dtype is None else t.astype(dtype)
     n = _count(x, axis, True)
     mean = nansum(x, axis=axis, keepdims=True) / n
@@ -158,8 +157,7 @@ def nanargmax(a: Any, axis: Optional[int] = None, out: Any = None, keepdims: boo
 
 def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Tensor:
     """The range (maximum minus minimum) over ``axis``."""
-    if out is not None:
-        raise NotImplementedError("ptp with out=: tensors are immutable")
+    _check_out("ptp", out, {})
     t = _to_tensor(a)
     return t.max(axis=axis, keepdims=keepdims) - t.min(axis=axis, keepdims=keepdims)
 

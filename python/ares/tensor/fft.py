@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import Tensor, _axis_of, _to_tensor, arange, concatenate, zeros
+from . import Tensor, _axis_of, _check_out, _to_tensor, arange, concatenate, zeros
 from ._array_api import _check_device, roll
 
 __all__ = [
@@ -92,19 +92,14 @@ def _one(x: Any, n: Optional[int], axis: int, norm: Optional[str], inverse: bool
 
 def fft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The one-dimensional discrete Fourier transform along ``axis`` (complex)."""
-    _no_out(out)
+    _check_out("fft", out, {})
     return _one(x, n, axis, norm, False)
 
 
 def ifft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The inverse of :func:`fft` (complex)."""
-    _no_out(out)
+    _check_out("ifft", out, {})
     return _one(x, n, axis, norm, True)
-
-
-def _no_out(out: Any) -> None:
-    if out is not None:
-        raise NotImplementedError("fft with out=: tensors are immutable; use the result")
 
 
 def _axes_and_sizes(t: Tensor, s: Optional[Sequence[int]], axes: Optional[Sequence[int]]) -> tuple:
@@ -129,13 +124,13 @@ def _many(x: Any, s: Any, axes: Any, norm: Optional[str], inverse: bool) -> Tens
 
 def fftn(x: Any, /, s: Any = None, axes: Any = None, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The n-dimensional transform over ``axes`` (all by default), sizes ``s``."""
-    _no_out(out)
+    _check_out("fftn", out, {})
     return _many(x, s, axes, norm, False)
 
 
 def ifftn(x: Any, /, s: Any = None, axes: Any = None, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The inverse of :func:`fftn`."""
-    _no_out(out)
+    _check_out("ifftn", out, {})
     return _many(x, s, axes, norm, True)
 
 
@@ -159,7 +154,7 @@ def _real_input(x: Any, name: str) -> Tensor:
 def rfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The transform of a real signal: its first ``n // 2 + 1`` coefficients (the rest
     are their conjugates)."""
-    _no_out(out)
+    _check_out("rfft", out, {})
     t = _real_input(x, "rfft")
     (ax,) = _axis_of(axis, t.ndim)
     full = _one(t, n, ax, norm, False)
@@ -171,7 +166,7 @@ def rfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str]
 def irfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The real signal of ``n`` elements (``2 * (m - 1)`` by default) whose half
     spectrum ``x`` holds (the inverse of :func:`rfft`)."""
-    _no_out(out)
+    _check_out("irfft", out, {})
     t = _complex_input(x)
     (ax,) = _axis_of(axis, t.ndim)
     m = t.shape[ax]
@@ -184,7 +179,7 @@ def irfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str
 
 def rfftn(x: Any, /, s: Any = None, axes: Any = None, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """:func:`rfft` over the last of ``axes``, then :func:`fft` over the others."""
-    _no_out(out)
+    _check_out("rfftn", out, {})
     t = _real_input(x, "rfftn")
     axes, sizes = _axes_and_sizes(t, s, axes)
     t = rfft(t, sizes[-1], axes[-1], norm)
@@ -196,7 +191,7 @@ def rfftn(x: Any, /, s: Any = None, axes: Any = None, norm: Optional[str] = None
 def irfftn(x: Any, /, s: Any = None, axes: Any = None, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The inverse of :func:`rfftn`: :func:`ifft` over all but the last of ``axes``, then
     :func:`irfft` over it."""
-    _no_out(out)
+    _check_out("irfftn", out, {})
     t = _complex_input(x)
     axes, sizes = _axes_and_sizes(t, s, axes)
     for a, k in zip(reversed(axes[:-1]), reversed(sizes[:-1])):
@@ -220,7 +215,7 @@ _SWAP = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "b
 def hfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The transform of a signal with Hermitian symmetry given by its first half: real,
     ``n`` elements (numpy's ``irfft(conj(x), n)`` with the opposite ``norm``)."""
-    _no_out(out)
+    _check_out("hfft", out, {})
     if norm not in _SWAP:
         _scale(1, norm, False)
     t = _complex_input(x)
@@ -232,7 +227,7 @@ def hfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str]
 def ihfft(x: Any, /, n: Optional[int] = None, axis: int = -1, norm: Optional[str] = None, *, out: Any = None) -> Tensor:
     """The inverse of :func:`hfft` of a real signal: ``conj(rfft(x))`` with the opposite
     ``norm``."""
-    _no_out(out)
+    _check_out("ihfft", out, {})
     if norm not in _SWAP:
         _scale(1, norm, False)
     return rfft(x, n, axis, _SWAP[norm]).conj()

@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Tuple
 import numpy as np
 
 from .. import _native
-from . import _MAX_STACK, Tensor, Unsupported, _axis_of, _to_tensor, where
+from . import _MAX_STACK, Tensor, Unsupported, _axis_of, _check_out, _to_tensor, where
 
 __all__ = [
     "qr",
@@ -231,8 +231,7 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Tensor:
     """The product of a sequence of matrices in the cheapest order (the classic
     dynamic programme over the chain's shapes); a leading or trailing vector is a row
     or column, as numpy takes it."""
-    if out is not None:
-        raise NotImplementedError("multi_dot with out=: tensors are immutable")
+    _check_out("multi_dot", out, {})
     ts = [_to_tensor(a) for a in arrays]
     if len(ts) < 2:
         raise ValueError("Expecting at least two arrays.")

@@ -3,7 +3,7 @@
 use super::elementwise::{binary, scan, select, unary};
 use super::random::{global_indices, random, uniform_run};
 use super::{BLOCK, FftKind, KernelError, Node, Partial, Program, RandKind, ReduceOp, fft, sort};
-use crate::data::{Buf, Chunk, ChunkRef, DType, Scalar, numel};
+use crate::data::{Buf, Chunk, ChunkRef, DType, numel};
 
 struct Eval<'a> {
     p: &'a Program,
@@ -580,7 +580,7 @@ impl<'a> Eval<'a> {
                 }
             }
         }
-        let mut out = Buf::filled(Scalar::Bool(false), numel(shape)).cast(dtype);
+        let mut out = Buf::zeros(dtype, numel(shape));
         for (k, (dst, src)) in picks.iter().enumerate() {
             if !dst.is_empty() {
                 let part = self.whole_of(parts[k] as usize)?.gather(src).cast(dtype);
