@@ -138,6 +138,7 @@ fn w2_wall(socket: &str) -> Result<f64> {
         fft_n: 0,
         fft_chunk: 1,
         preallocate_store: false,
+        store_gib: None,
         num_cpus: 2,
         max_in_flight: 8,
     };

@@ -147,41 +147,38 @@ fn finish(p: Partial, x_dtype: DType, shape: Vec<u64>) -> Chunk {
     c
 }
 
-/// A sample of a sorted 1-d chunk (a sample sort's first pass).
+/// A sample of an unsorted 1-d chunk (a sample sort's first pass), read in place.
 #[ares::remote]
-fn sort_sample(count: u32, sorted: InPlace<'_, Chunk>) -> Chunk {
-    let c = ChunkRef::Archived(&sorted).to_chunk();
-    sort::sample(&c, count as usize)
+fn sort_sample(count: u32, chunk: InPlace<'_, Chunk>) -> Chunk {
+    sort::sample(ChunkRef::Archived(&chunk), count as usize)
 }
 
-/// A sorted 1-d chunk cut at `bounds` into one piece per range; with positions (a second
-/// chunk, int64, in the same order), their pieces follow the values' pieces.
+/// An unsorted 1-d chunk cut at `bounds` into one piece per range, read in place; with
+/// `offset` (the chunk's first position), the positions' pieces follow the values'.
 #[ares::remote]
-fn sort_split(bounds: Chunk, descending: bool, chunks: InPlaceList<'_, Chunk>) -> Vec<Chunk> {
+fn sort_split(bounds: Chunk, descending: bool, offset: Option<i64>, chunk: InPlace<'_, Chunk>) -> Vec<Chunk> {
     ares_tileable::keep_freed_memory();
-    let values = ChunkRef::Archived(&chunks[0]).to_chunk();
-    if !sort::is_vector(&values) {
+    let x = ChunkRef::Archived(&chunk);
+    if x.shape().len() != 1 || x.shape()[0] as usize != x.len() {
         ares::fail("a sort split of a chunk that is not 1-d");
     }
-    let cuts = sort::cut_points(&values.data, &bounds.data, descending);
-    let mut out = sort::pieces(&values.data, &cuts);
-    if let Some(pos) = chunks.get(1) {
-        out.extend(sort::pieces(&ChunkRef::Archived(pos).to_chunk().data, &cuts));
-    }
-    out
+    sort::split(x, &bounds.data, descending, offset)
 }
 
-/// One range's pieces (the values of every split, then their positions when `arg`)
-/// merged: its sorted values, or with `arg` their positions.
+/// One range's pieces sorted into one chunk: its values, or with `arg` their positions
+/// (the pieces' second half with `positions`, else counted from 0: the pieces are then
+/// whole chunks in order).
 #[ares::remote]
-fn sort_merge(dtype: DType, descending: bool, arg: bool, pieces: InPlaceList<'_, Chunk>) -> Chunk {
+fn sort_merge(dtype: DType, descending: bool, arg: bool, positions: bool, pieces: InPlaceList<'_, Chunk>) -> Chunk {
     ares_tileable::keep_freed_memory();
-    let all: Vec<crate::data::Buf> = pieces.iter().map(|c| ChunkRef::Archived(c).to_chunk().data).collect();
-    if arg {
-        let (values, positions) = all.split_at(all.len() / 2);
-        sort::merge(values, Some(positions), dtype, descending)
-    } else {
-        sort::merge(&all, None, dtype, descending)
+    let all: Vec<ChunkRef<'_>> = pieces.iter().map(|c| ChunkRef::Archived(c)).collect();
+    match (arg, positions) {
+        (false, _) => sort::merge(&all, sort::Positions::None, dtype, descending),
+        (true, false) => sort::merge(&all, sort::Positions::Count, dtype, descending),
+        (true, true) => {
+            let (values, positions) = all.split_at(all.len() / 2);
+            sort::merge(values, sort::Positions::Pieces(positions), dtype, descending)
+        }
     }
 }
 
@@ -194,17 +191,18 @@ pub(crate) enum TensorTask {
     Finish(DType, Vec<u64>),
     /// `[acc +] Σ aₖ · bₖ`, one flags byte per pair (see [`gemm`]).
     Gemm(Vec<u8>),
-    /// A sample of this many elements of a sorted 1-d chunk.
+    /// A sample of about this many elements of an unsorted 1-d chunk.
     SortSample(u32),
-    /// A sorted chunk (and its positions) cut at the bounds: `ranges` pieces each.
+    /// An unsorted chunk cut at the bounds into `ranges` pieces; with `offset` (for an
+    /// argsort: the chunk's first position), as many pieces of positions after them.
     SortSplit {
         bounds: Chunk,
         descending: bool,
         ranges: u32,
-        arg: bool,
+        offset: Option<i64>,
     },
-    /// Range `range` of every split merged (values, or positions with `arg`); with
-    /// `range` None, whole chunks (values, then positions) merged.
+    /// Range `range` of every split sorted (values, or positions with `arg`); with
+    /// `range` None, whole chunks sorted together.
     SortMerge {
         dtype: DType,
         descending: bool,
@@ -248,9 +246,12 @@ impl ares_tileable::Task for TensorTask {
             TensorTask::SortSample(count) => {
                 Obj::new(ares::remote(sort_sample).options(o).call(count, ins[0].get::<Chunk>()))
             }
-            TensorTask::SortSplit { bounds, descending, ranges, arg } => {
-                let objects = if arg { 2 * ranges } else { ranges };
-                Obj::parts(ares::remote(sort_split).options(o).num_returns(objects).call(bounds, descending, chunks()))
+            TensorTask::SortSplit { bounds, descending, ranges, offset } => {
+                let objects = if offset.is_some() { 2 * ranges } else { ranges };
+                let chunk = ins[0].get::<Chunk>();
+                Obj::parts(
+                    ares::remote(sort_split).options(o).num_returns(objects).call(bounds, descending, offset, chunk),
+                )
             }
             TensorTask::SortMerge { dtype, descending, arg, range } => {
                 let pieces: Vec<ObjectRef<Chunk>> = match range {
@@ -263,7 +264,8 @@ impl ares_tileable::Task for TensorTask {
                         v
                     }
                 };
-                Obj::new(ares::remote(sort_merge).options(o).call(dtype, descending, arg, pieces))
+                let positions = arg && range.is_some();
+                Obj::new(ares::remote(sort_merge).options(o).call(dtype, descending, arg, positions, pieces))
             }
         }
     }

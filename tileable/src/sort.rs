@@ -27,9 +27,9 @@ pub trait SampleSort {
     /// The bounds of the ranges from every chunk's sample, and how many ranges (at least
     /// one) that makes.
     fn bounds(&self, samples: Vec<Self::Sample>, chunks: usize) -> Result<(Self::Bounds, usize), Self::Error>;
-    /// A task reading one chunk (all its nodes) and returning `objects` pieces (the
+    /// A task reading chunk `chunk` (all its nodes) and returning `objects` pieces (the
     /// library numbers them; each merge reads its own).
-    fn split(&self, bounds: &Self::Bounds, ranges: usize) -> (Self::Task, u32);
+    fn split(&self, bounds: &Self::Bounds, ranges: usize, chunk: usize) -> (Self::Task, u32);
     /// A task reading every split and merging the pieces of range `range`.
     fn merge(&self, range: usize, ranges: usize) -> Self::Task;
     /// A task merging whole chunks (all their nodes) into one, for a single range.
@@ -85,8 +85,9 @@ pub fn sample_sort<S: SampleSort>(
     }
     let splits: Vec<usize> = inputs
         .iter()
-        .map(|nodes| {
-            let (task, objects) = s.split(&bounds, ranges);
+        .enumerate()
+        .map(|(i, nodes)| {
+            let (task, objects) = s.split(&bounds, ranges, i);
             cx.add(task, nodes.clone(), Hints::new(depth, bytes / inputs.len().max(1) as u64).parts(objects))
         })
         .collect();

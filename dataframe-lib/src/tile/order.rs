@@ -59,7 +59,7 @@ impl ares_tileable::SampleSort for FrameSort<'_> {
         Ok((FrameChunk::encode(&mut bounds)?, ranges))
     }
 
-    fn split(&self, bounds: &FrameChunk, ranges: usize) -> (FrameTask, u32) {
+    fn split(&self, bounds: &FrameChunk, ranges: usize, _chunk: usize) -> (FrameTask, u32) {
         (FrameTask::Split(self.0.clone(), bounds.clone(), ranges as u32), ranges as u32)
     }
 

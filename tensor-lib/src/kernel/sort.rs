@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use crate::data::{Buf, Chunk, DType, Elem, numel};
+use crate::data::{Buf, Chunk, ChunkRef, DType, Elem};
 use crate::with_buf;
 
 /// numpy's order of two elements: NaN last, otherwise as numbers.
@@ -73,7 +73,8 @@ fn radix_lane<T: Elem + Default>(lane: &mut [T], descending: bool) {
         })
         .collect();
     if whole {
-        let sorted = radix_sort(keys, Vec::<()>::new());
+        let n = keys.len();
+        let sorted = radix_sort(keys, vec![(); n]);
         for (o, &k) in lane.iter_mut().zip(&sorted.0) {
             *o = from_radix_key(k, descending);
         }
@@ -82,48 +83,150 @@ fn radix_lane<T: Elem + Default>(lane: &mut [T], descending: bool) {
     }
 }
 
-/// Stable LSD radix sort of `keys` (and `payload` with them, unless it is empty), a
-/// byte per pass; a pass whose byte is the same in every key is skipped (the high bytes
-/// of most data).
+/// Slices at most this long (in a core's cache) sort by LSD passes; longer ones are
+/// first cut 2048 ways by their top varying bits (an MSD pass).
+const IN_CACHE: usize = 1 << 16;
+
+/// Slices at most this long sort by insertion.
+const INSERTION_MAX: usize = 32;
+
+/// Stable radix sort of `keys`, with `payload` (as long: `()` for none) moved alongside.
 fn radix_sort<P: Copy + Default>(mut keys: Vec<u64>, mut payload: Vec<P>) -> (Vec<u64>, Vec<P>) {
+    assert_eq!(keys.len(), payload.len(), "a payload element per key");
     let n = keys.len();
-    let carry = !payload.is_empty();
-    let mut hist = vec![[0usize; 256]; 8];
-    for &k in &keys {
+    let (mut sk, mut sp) = (vec![0u64; n], vec![P::default(); n]);
+    if sort_slice(&mut keys, &mut payload, &mut sk, &mut sp) { (sk, sp) } else { (keys, payload) }
+}
+
+/// Sorts `k` (stably, `p` alongside) with `sk`/`sp` as scratch of the same length;
+/// returns whether the sorted data ended in the scratch. Only the bits that vary count:
+/// a long slice is cut by its top varying digit (most significant first) until the cuts
+/// fit in cache, where least significant digits first finish them.
+fn sort_slice<P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], sp: &mut [P]) -> bool {
+    let n = k.len();
+    if n <= INSERTION_MAX {
+        insertion(k, p);
+        return false;
+    }
+    let (lo, hi) = k.iter().fold((u64::MAX, 0), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    if lo >= hi {
+        return false;
+    }
+    if n <= IN_CACHE {
+        return lsd(k, p, sk, sp, 64 - (lo ^ hi).leading_zeros());
+    }
+    msd::<2048, P>(k, p, sk, sp, lo, hi - lo);
+    true
+}
+
+/// LSD radix passes over the low `bits` bits (the ones that vary); returns whether the
+/// sorted data ended in the scratch.
+fn lsd<P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], sp: &mut [P], bits: u32) -> bool {
+    if k.len() < 1 << 13 { lsd_digits::<256, P>(k, p, sk, sp, bits) } else { lsd_digits::<2048, P>(k, p, sk, sp, bits) }
+}
+
+/// LSD passes of `SIZE`-way digits; a digit the same in every key is skipped.
+fn lsd_digits<const SIZE: usize, P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], sp: &mut [P], bits: u32) -> bool {
+    let w = SIZE.trailing_zeros();
+    let passes = bits.div_ceil(w) as usize;
+    let mut hist = vec![[0usize; SIZE]; passes];
+    for &x in k.iter() {
         for (d, h) in hist.iter_mut().enumerate() {
-            h[((k >> (8 * d)) & 255) as usize] += 1;
+            h[(x >> (d as u32 * w)) as usize & (SIZE - 1)] += 1;
         }
     }
-    let (mut k2, mut p2) = (vec![0u64; n], vec![P::default(); if carry { n } else { 0 }]);
-    for (d, h) in hist.iter().enumerate() {
+    let n = k.len();
+    let mut in_scratch = false;
+    for (d, h) in hist.iter_mut().enumerate() {
         if h.contains(&n) {
             continue;
         }
-        let mut at = [0usize; 256];
         let mut sum = 0;
-        for (b, &c) in h.iter().enumerate() {
-            at[b] = sum;
-            sum += c;
+        for c in h.iter_mut() {
+            let here = *c;
+            *c = sum;
+            sum += here;
         }
-        let shift = 8 * d;
-        if carry {
-            for (&k, &p) in keys.iter().zip(&payload) {
-                let b = ((k >> shift) & 255) as usize;
-                k2[at[b]] = k;
-                p2[at[b]] = p;
-                at[b] += 1;
-            }
-            std::mem::swap(&mut payload, &mut p2);
+        let shift = d as u32 * w;
+        if in_scratch {
+            scatter(sk, sp, k, p, h, shift);
         } else {
-            for &k in &keys {
-                let b = ((k >> shift) & 255) as usize;
-                k2[at[b]] = k;
-                at[b] += 1;
-            }
+            scatter(k, p, sk, sp, h, shift);
         }
-        std::mem::swap(&mut keys, &mut k2);
+        in_scratch = !in_scratch;
     }
-    (keys, payload)
+    in_scratch
+}
+
+/// One `SIZE`-way pass from `k` into the scratch, on the keys' distance from the least
+/// `lo` (the span `span` cut into `SIZE` equal slots), then each slot's run sorted there.
+fn msd<const SIZE: usize, P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], sp: &mut [P], lo: u64, span: u64) {
+    let shift = (64 - span.leading_zeros()).saturating_sub(SIZE.trailing_zeros());
+    let mut at = [0usize; SIZE];
+    for &x in k.iter() {
+        at[((x - lo) >> shift) as usize & (SIZE - 1)] += 1;
+    }
+    let mut starts = [0usize; SIZE];
+    let mut sum = 0;
+    for (a, s) in at.iter_mut().zip(starts.iter_mut()) {
+        *s = sum;
+        sum += *a;
+        *a = *s;
+    }
+    for (&x, &y) in k.iter().zip(p.iter()) {
+        let b = ((x - lo) >> shift) as usize & (SIZE - 1);
+        sk[at[b]] = x;
+        sp[at[b]] = y;
+        at[b] += 1;
+    }
+    for (&s, &e) in starts.iter().zip(&at) {
+        if e - s > 1 && sort_slice(&mut sk[s..e], &mut sp[s..e], &mut k[s..e], &mut p[s..e]) {
+            sk[s..e].copy_from_slice(&k[s..e]);
+            sp[s..e].copy_from_slice(&p[s..e]);
+        }
+    }
+}
+
+/// One radix pass: each key (and its payload) to the next place of its `SIZE`-way
+/// digit at `shift`; `at` holds where each digit's keys start.
+#[inline(always)]
+fn scatter<const SIZE: usize, P: Copy>(
+    k: &[u64],
+    p: &[P],
+    dk: &mut [u64],
+    dp: &mut [P],
+    at: &mut [usize; SIZE],
+    shift: u32,
+) {
+    assert!(p.len() == k.len() && dk.len() == k.len() && dp.len() == k.len());
+    for (&x, &y) in k.iter().zip(p) {
+        let b = (x >> shift) as usize & (SIZE - 1);
+        let i = at[b];
+        // SAFETY: `at` holds the running starts of each digit's run, from the counts of
+        // these very keys (a pass only reorders them), so `i` stays below the start of
+        // the next digit's run, at most `k.len()`, the length of `dk` and `dp`
+        // (asserted above).
+        unsafe {
+            *dk.get_unchecked_mut(i) = x;
+            *dp.get_unchecked_mut(i) = y;
+        }
+        at[b] = i + 1;
+    }
+}
+
+/// Stable insertion sort of a short slice, `p` alongside.
+fn insertion<P: Copy>(k: &mut [u64], p: &mut [P]) {
+    for i in 1..k.len() {
+        let (x, y) = (k[i], p[i]);
+        let mut j = i;
+        while j > 0 && k[j - 1] > x {
+            k[j] = k[j - 1];
+            p[j] = p[j - 1];
+            j -= 1;
+        }
+        k[j] = x;
+        p[j] = y;
+    }
 }
 
 /// `x` (laid out `outer × len × inner`) sorted along its middle axis.
@@ -185,13 +288,35 @@ pub(super) fn argsort_lanes(x: &Buf, outer: usize, len: usize, inner: usize, des
     with_buf!(x, v => typed(v, outer, len, inner, descending))
 }
 
-/// `count` evenly spaced elements of a sorted 1-d chunk (all of them if it has fewer).
-pub(crate) fn sample(sorted: &Chunk, count: usize) -> Chunk {
-    let n = sorted.data.len();
-    let idx: Vec<usize> =
-        if n <= count { (0..n).collect() } else { (0..count).map(|i| (i * n + n / 2) / count).collect() };
-    let data = sorted.data.gather(&idx);
+/// About `count` elements of an unsorted 1-d chunk, at positions spread by a hash (so a
+/// pattern in the data that repeats cannot line up with them); all of them if it has
+/// fewer. Read in place.
+pub(crate) fn sample(x: ChunkRef<'_>, count: usize) -> Chunk {
+    let n = x.len();
+    let idx: Vec<usize> = if n <= count {
+        (0..n).collect()
+    } else {
+        // One position in each of `count` equal strides, at a hashed offset inside it.
+        (0..count)
+            .map(|i| {
+                let (lo, hi) = (i * n / count, (i + 1) * n / count);
+                lo + (mix(i as u64) % (hi - lo) as u64) as usize
+            })
+            .collect()
+    };
+    let data = crate::with_dtype!(x.dtype(), T => {
+        let v = x.elements::<T>();
+        T::wrap(idx.iter().map(|&i| v[i]).collect())
+    });
     Chunk { shape: vec![data.len() as u64], data }
+}
+
+/// splitmix64's finaliser: a well-spread hash of `i`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 /// The bounds of `ranges` ranges from the samples of every chunk: `ranges - 1` elements,
@@ -209,53 +334,158 @@ pub(crate) fn bounds(samples: &[Chunk], dtype: DType, ranges: usize, descending:
     Chunk { shape: vec![data.len() as u64], data }
 }
 
-/// Where each bound starts in the sorted 1-d `sorted`: the first element not before it
-/// (so elements equal to a bound all go to the range it starts).
-pub(crate) fn cut_points(sorted: &Buf, bounds: &Buf, descending: bool) -> Vec<usize> {
-    fn typed<T: Elem>(v: &[T], b: &Buf, descending: bool) -> Vec<usize> {
-        let cmp = by::<T>(descending);
-        let bounds = T::into_vec(b.clone()).expect("bounds in the chunk's dtype");
-        bounds.iter().map(|x| v.partition_point(|e| cmp(e, x) == Ordering::Less)).collect()
-    }
-    let b = bounds.clone().cast(sorted.dtype());
-    with_buf!(sorted, v => typed(v, &b, descending))
-}
-
-/// The pieces of the sorted 1-d `sorted` between consecutive cut points.
-pub(crate) fn pieces(sorted: &Buf, cuts: &[usize]) -> Vec<Chunk> {
-    let mut out = Vec::with_capacity(cuts.len() + 1);
-    let mut lo = 0;
-    for &hi in cuts.iter().chain(std::iter::once(&sorted.len())) {
-        let hi = hi.max(lo);
-        let data = sorted.slice(lo, hi);
-        out.push(Chunk { shape: vec![data.len() as u64], data });
-        lo = hi;
-    }
-    out
-}
-
-/// Sorted runs (in chunk order) merged into one sorted chunk; with `payload` (one run of
-/// int64 positions per run), those positions in the merged order instead. Ties keep the
-/// runs' order, so the merge is stable.
-pub(crate) fn merge(runs: &[Buf], payload: Option<&[Buf]>, dtype: DType, descending: bool) -> Chunk {
-    let n: usize = runs.iter().map(Buf::len).sum();
-    let mut keys = Buf::with_capacity(dtype, n);
-    for r in runs {
-        keys.extend(&r.clone().cast(dtype));
-    }
-    let data = match payload {
-        None => sort_lanes(keys, 1, n, 1, descending),
-        Some(p) => {
-            // The stable sort of the concatenated runs finds and merges them.
-            let order = argsort_lanes(&keys, 1, n, 1, descending);
-            let mut pos = Vec::with_capacity(n);
-            for r in p {
-                let Buf::I64(v) = r.clone().cast(DType::I64) else { unreachable!("cast") };
-                pos.extend(v);
+/// An unsorted 1-d chunk cut into one piece per range of `bounds` (in sort order), each
+/// piece in the chunk's order; an element equal to a bound goes to the range that bound
+/// starts. With `offset` (the chunk's first position in the tensor), the elements'
+/// positions follow as int64 pieces, range by range.
+pub(crate) fn split(x: ChunkRef<'_>, bounds: &Buf, descending: bool, offset: Option<i64>) -> Vec<Chunk> {
+    fn typed<T: Elem>(v: &[T], bounds: &[T], descending: bool, offset: Option<i64>) -> Vec<Chunk> {
+        let ranges = bounds.len() + 1;
+        // Room for a fair share and a margin: a range is rarely larger (a vector grows
+        // if it is), and unused room is never touched.
+        let room = (v.len() / ranges + v.len() / (4 * ranges) + 64).min(v.len());
+        let mut values: Vec<Vec<T>> = (0..ranges).map(|_| Vec::with_capacity(room)).collect();
+        let mut positions: Vec<Vec<i64>> =
+            (0..if offset.is_some() { ranges } else { 0 }).map(|_| Vec::with_capacity(room)).collect();
+        let mut put = |r: usize, i: usize, e: T| {
+            values[r].push(e);
+            if let Some(o) = offset {
+                positions[r].push(o + i as i64);
             }
-            Buf::I64(order.iter().map(|&k| pos[k as usize]).collect())
+        };
+        if T::DTYPE.is_complex() {
+            let cmp = by::<T>(descending);
+            for (i, &e) in v.iter().enumerate() {
+                put(bounds.partition_point(|b| cmp(b, &e) != Ordering::Greater), i, e);
+            }
+        } else {
+            let finder = RangeFinder::new(bounds.iter().map(|&b| radix_key(b, descending)).collect());
+            for (i, &e) in v.iter().enumerate() {
+                put(finder.range(radix_key(e, descending)), i, e);
+            }
         }
-    };
+        let piece = |data: Buf| Chunk { shape: vec![data.len() as u64], data };
+        let mut out: Vec<Chunk> = values.into_iter().map(|v| piece(T::wrap(v))).collect();
+        out.extend(positions.into_iter().map(|p| piece(Buf::I64(p))));
+        out
+    }
+    if bounds.is_empty() {
+        let n = x.len();
+        let mut out = vec![Chunk { shape: vec![n as u64], data: x.slice(0, n) }];
+        if let Some(o) = offset {
+            out.push(Chunk { shape: vec![n as u64], data: Buf::I64((o..o + n as i64).collect()) });
+        }
+        return out;
+    }
+    crate::with_dtype!(x.dtype(), T => {
+        let b = T::into_vec(bounds.clone().cast(x.dtype())).expect("cast to the chunk's dtype");
+        typed(&x.elements::<T>(), &b, descending, offset)
+    })
+}
+
+/// Which range a key falls in, given the sorted keys of the bounds: how many bounds are
+/// at or below it. A table over the keys' span between the first and last bound gives
+/// the answer straight away for most keys; only the few that share a slot of it with a
+/// bound search further (a binary search inside the slot). The table is 16 KiB (in L1).
+struct RangeFinder {
+    keys: Vec<u64>,
+    /// The first bound's key: where slot 0 starts.
+    base: u64,
+    /// A slot spans `1 << shift` keys.
+    shift: u32,
+    /// `below[j]`: how many bounds lie below slot `j`; one past the last slot, all.
+    below: Vec<u32>,
+}
+
+impl RangeFinder {
+    const SLOTS: usize = 4096;
+
+    fn new(keys: Vec<u64>) -> RangeFinder {
+        debug_assert!(keys.is_sorted() && !keys.is_empty() && keys.len() < u32::MAX as usize);
+        let base = keys[0];
+        let span = keys[keys.len() - 1] - base;
+        let shift = (64 - span.leading_zeros()).saturating_sub(Self::SLOTS.trailing_zeros());
+        let mut below = vec![0u32; Self::SLOTS + 1];
+        let mut at = 0;
+        for (j, b) in below.iter_mut().enumerate().take(Self::SLOTS) {
+            let start = base.saturating_add((j as u64) << shift);
+            while at < keys.len() && keys[at] < start {
+                at += 1;
+            }
+            *b = at as u32;
+        }
+        below[Self::SLOTS] = keys.len() as u32;
+        RangeFinder { keys, base, shift, below }
+    }
+
+    #[inline(always)]
+    fn range(&self, k: u64) -> usize {
+        let j = ((k.saturating_sub(self.base) >> self.shift) as usize).min(Self::SLOTS - 1);
+        let (lo, hi) = (self.below[j] as usize, self.below[j + 1] as usize);
+        lo + self.keys[lo..hi].partition_point(|&b| b <= k)
+    }
+}
+
+/// Where a range's positions come from when it is sorted by [`merge`].
+pub(crate) enum Positions<'a> {
+    /// Values only.
+    None,
+    /// One int64 piece per values piece.
+    Pieces(&'a [ChunkRef<'a>]),
+    /// The pieces are whole chunks in order: positions count from 0.
+    Count,
+}
+
+/// A range's unsorted pieces (in chunk order, read in place) sorted into one chunk: its
+/// values, or with `positions` their positions. Ties keep the pieces' order, so the
+/// sort is stable.
+pub(crate) fn merge(pieces: &[ChunkRef<'_>], positions: Positions<'_>, dtype: DType, descending: bool) -> Chunk {
+    fn typed<T: Elem + Default>(pieces: &[ChunkRef<'_>], positions: Positions<'_>, descending: bool) -> Buf {
+        let n: usize = pieces.iter().map(ChunkRef::len).sum();
+        let arg = !matches!(positions, Positions::None);
+        let payload = || -> Vec<i64> {
+            match positions {
+                Positions::Pieces(p) => p.iter().flat_map(|c| c.elements::<i64>().into_owned()).collect(),
+                _ => (0..n as i64).collect(),
+            }
+        };
+        if T::DTYPE.is_complex() {
+            let mut all = Vec::with_capacity(n);
+            pieces.iter().for_each(|c| all.extend_from_slice(&c.elements::<T>()));
+            if !arg {
+                all.sort_by(by(descending));
+                return T::wrap(all);
+            }
+            let pos = payload();
+            let mut idx: Vec<usize> = (0..n).collect();
+            let cmp = by::<T>(descending);
+            idx.sort_by(|&a, &b| cmp(&all[a], &all[b]));
+            return Buf::I64(idx.iter().map(|&i| pos[i]).collect());
+        }
+        let mut keys = Vec::with_capacity(n);
+        let mut whole = true;
+        for c in pieces {
+            keys.extend(c.elements::<T>().iter().map(|&e| {
+                if T::DTYPE.is_float() {
+                    let f = e.to_f64();
+                    whole &= !(f.is_nan() || f == 0.0 && f.is_sign_negative());
+                }
+                radix_key(e, descending)
+            }));
+        }
+        if arg {
+            Buf::I64(radix_sort(keys, payload()).1)
+        } else if whole {
+            let (sorted, _) = radix_sort(keys, vec![(); n]);
+            T::wrap(sorted.iter().map(|&k| from_radix_key(k, descending)).collect())
+        } else {
+            // NaN and -0.0 are not their keys: the elements travel with them.
+            let mut all = Vec::with_capacity(n);
+            pieces.iter().for_each(|c| all.extend_from_slice(&c.elements::<T>()));
+            T::wrap(radix_sort(keys, all).1)
+        }
+    }
+    let data = crate::with_dtype!(dtype, T => typed::<T>(pieces, positions, descending));
     Chunk { shape: vec![data.len() as u64], data }
 }
 
@@ -304,14 +534,13 @@ pub(crate) fn count_before(a: &Buf, v: &Buf, right: bool) -> Vec<i64> {
     with_buf!(a, s => typed(s, Elem::into_vec(v).expect("cast alike"), right))
 }
 
-/// Whether a chunk is 1-d with as many elements as its shape says.
-pub(crate) fn is_vector(c: &Chunk) -> bool {
-    c.shape.len() == 1 && numel(&c.shape) == c.data.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vector(data: Buf) -> Chunk {
+        Chunk { shape: vec![data.len() as u64], data }
+    }
 
     fn f(v: &[f64]) -> Buf {
         Buf::F64(v.to_vec())
@@ -386,18 +615,61 @@ mod tests {
     }
 
     #[test]
-    fn cuts_split_equal_keys_into_one_range_and_merges_are_stable() {
-        let a = Buf::I64(vec![1, 2, 2, 2, 5, 7]);
+    fn splits_put_equal_keys_in_one_range_and_merges_are_stable() {
+        let x = Chunk { shape: vec![6], data: Buf::I64(vec![5, 2, 7, 1, 2, 2]) };
         let b = Buf::I64(vec![2, 6]);
-        let cuts = cut_points(&a, &b, false);
-        assert_eq!(cuts, [1, 5]);
-        let p = pieces(&a, &cuts);
-        assert_eq!(p.iter().map(|c| c.data.len()).collect::<Vec<_>>(), [1, 4, 1]);
-        // Two runs with ties: positions of the first run come first.
-        let runs = [Buf::I64(vec![2, 2, 5]), Buf::I64(vec![2, 3])];
-        let pos = [Buf::I64(vec![0, 1, 2]), Buf::I64(vec![10, 11])];
-        let m = merge(&runs, Some(&pos), DType::I64, false);
-        assert_eq!(m.data, Buf::I64(vec![0, 1, 10, 11, 2]));
+        let p = split(ChunkRef::Owned(&x), &b, false, Some(10));
+        let data: Vec<Buf> = p.iter().map(|c| c.data.clone()).collect();
+        // Values below 2, from 2 (all three 2s) to below 6, from 6; then their positions.
+        assert_eq!(
+            data,
+            [
+                Buf::I64(vec![1]),
+                Buf::I64(vec![5, 2, 2, 2]),
+                Buf::I64(vec![7]),
+                Buf::I64(vec![13]),
+                Buf::I64(vec![10, 11, 14, 15]),
+                Buf::I64(vec![12])
+            ]
+        );
+        // Ties keep the pieces' order, and each piece's own.
+        let runs = [vector(Buf::I64(vec![2, 5, 2])), vector(Buf::I64(vec![2, 3]))];
+        let pos = [vector(Buf::I64(vec![0, 1, 2])), vector(Buf::I64(vec![10, 11]))];
+        let r: Vec<ChunkRef<'_>> = runs.iter().map(ChunkRef::Owned).collect();
+        let q: Vec<ChunkRef<'_>> = pos.iter().map(ChunkRef::Owned).collect();
+        assert_eq!(merge(&r, Positions::Pieces(&q), DType::I64, false).data, Buf::I64(vec![0, 2, 10, 11, 1]));
+        assert_eq!(merge(&r, Positions::Count, DType::I64, false).data, Buf::I64(vec![0, 2, 3, 4, 1]));
+        assert_eq!(merge(&r, Positions::None, DType::I64, true).data, Buf::I64(vec![5, 3, 2, 2, 2]));
+    }
+
+    #[test]
+    fn long_radix_sorts_cut_by_msd_are_the_comparison_sorts() {
+        // Longer than IN_CACHE, so a 256-way pass runs, with a skewed bucket (many equal
+        // high bits) that recurses, and NaN/-0.0 that make the elements travel.
+        let mut z = 11u64;
+        let n = 5 * IN_CACHE + 7;
+        let floats: Vec<f64> = (0..n)
+            .map(|i| {
+                z = mix(z);
+                match i % 101 {
+                    0 => f64::NAN,
+                    1 => -0.0,
+                    2..=40 => 1.0 + (z % 1000) as f64 * 1e-12,
+                    _ => (z >> 11) as f64 / (1u64 << 53) as f64 * 200.0 - 100.0,
+                }
+            })
+            .collect();
+        for descending in [false, true] {
+            let x = Buf::F64(floats.clone());
+            let (want, want_idx) = by_comparing(&floats, descending);
+            assert_eq!(argsort_lanes(&x, 1, n, 1, descending), want_idx);
+            let Buf::F64(got) = sort_lanes(x, 1, n, 1, descending) else { panic!() };
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want));
+            let ints: Vec<i64> = floats.iter().map(|&f| (f * 1e6) as i64).collect();
+            let Buf::I64(got) = sort_lanes(Buf::I64(ints.clone()), 1, n, 1, descending) else { panic!() };
+            assert_eq!(got, by_comparing(&ints, descending).0);
+        }
     }
 
     #[test]
@@ -420,11 +692,15 @@ mod tests {
     }
 
     #[test]
-    fn samples_and_bounds_are_evenly_spaced() {
-        let c = Chunk { shape: vec![10], data: Buf::I64((0..10).collect()) };
-        let s = sample(&c, 4);
-        assert_eq!(s.data, Buf::I64(vec![1, 3, 6, 8]));
+    fn samples_are_spread_and_bounds_evenly_spaced() {
+        let c = Chunk { shape: vec![1000], data: Buf::I64((0..1000).collect()) };
+        let s = sample(ChunkRef::Owned(&c), 4);
+        let Buf::I64(v) = &s.data else { panic!() };
+        // One element from each quarter.
+        assert_eq!(v.iter().map(|&e| e / 250).collect::<Vec<_>>(), [0, 1, 2, 3]);
         let b = bounds(&[s.clone(), s], DType::I64, 3, false);
         assert_eq!(b.data.len(), 2);
+        let small = Chunk { shape: vec![3], data: Buf::I64(vec![3, 1, 2]) };
+        assert_eq!(sample(ChunkRef::Owned(&small), 4).data, small.data);
     }
 }

@@ -5,9 +5,9 @@
 
 use ares_tileable::{Cx, Hints, SampleSort, Tiling};
 
-use super::{Builder, Src, Tiled, chunk_offset, chunk_shape, fuse, key, program, tile};
-use crate::data::{Chunk, DType, Scalar, numel};
-use crate::kernel::{BinOp, Node, sort};
+use super::{Builder, Src, Tiled, chunk_nodes, chunk_offset, chunk_shape, fuse, key, program, tile};
+use crate::data::{Chunk, DType, numel};
+use crate::kernel::{Node, sort};
 use crate::tasks::TensorTask;
 use crate::tensor::{Tensor, TensorError, grid_indices};
 
@@ -21,6 +21,8 @@ struct TensorSort {
     descending: bool,
     arg: bool,
     samples: u32,
+    /// Each chunk's first position in the tensor (for an argsort's positions).
+    offsets: Vec<i64>,
 }
 
 impl SampleSort for TensorSort {
@@ -42,9 +44,10 @@ impl SampleSort for TensorSort {
         Ok((sort::bounds(&samples, self.dtype, chunks, self.descending), chunks))
     }
 
-    fn split(&self, bounds: &Chunk, ranges: usize) -> (TensorTask, u32) {
+    fn split(&self, bounds: &Chunk, ranges: usize, chunk: usize) -> (TensorTask, u32) {
         let ranges = ranges as u32;
-        let task = TensorTask::SortSplit { bounds: bounds.clone(), descending: self.descending, ranges, arg: self.arg };
+        let offset = self.arg.then(|| self.offsets[chunk]);
+        let task = TensorTask::SortSplit { bounds: bounds.clone(), descending: self.descending, ranges, offset };
         (task, if self.arg { 2 * ranges } else { ranges })
     }
 
@@ -58,8 +61,8 @@ impl SampleSort for TensorSort {
     }
 }
 
-/// A 1-d tensor's sample sort: each chunk sorted locally (and, for positions, its
-/// argsort shifted to global positions), then the engine's sample sort.
+/// A 1-d tensor's sample sort: the engine's, on the tensor's stored chunks (each is
+/// sampled and split unsorted; each range is sorted once, when its pieces meet).
 pub(super) fn tile_sample_sort(
     cx: &mut Cx<'_>,
     t: &Tensor,
@@ -71,34 +74,16 @@ pub(super) fn tile_sample_sort(
     let inputs = match cx.take_state::<Vec<Vec<usize>>>(key(t), LOCAL) {
         Some(v) => v,
         None => {
-            fuse::prepare(cx, &[x])?;
-            let mut inputs = Vec::new();
-            for g in grid_indices(x.chunks()) {
-                let shape = chunk_shape(x, &g);
-                let values = program(cx, depth, 0, |b| {
-                    let xn = b.emit(x, &g)?;
-                    Ok(b.push(Node::Sort { x: xn, axis: 0, descending, arg: false }, shape.clone(), x.dtype()))
-                })?;
-                let mut nodes = vec![values];
-                if arg {
-                    let offset = chunk_offset(x, &g)[0] as i64;
-                    nodes.push(program(cx, depth, 0, |b| {
-                        let xn = b.emit(x, &g)?;
-                        let p = b.push(Node::Sort { x: xn, axis: 0, descending, arg: true }, shape.clone(), DType::I64);
-                        let c = b.push(Node::Const(Scalar::I64(offset)), shape.clone(), DType::I64);
-                        Ok(b.push(Node::Binary { op: BinOp::Add, a: p, b: c }, shape.clone(), DType::I64))
-                    })?);
-                }
-                // Held until the splits read them (tiling may wait for the samples first).
-                nodes.iter().for_each(|&n| cx.graph_mut().hold(n));
-                inputs.push(nodes);
-            }
-            inputs
+            let nodes = chunk_nodes(cx, x)?;
+            // Held until the splits read them (tiling may wait for the samples first).
+            nodes.iter().for_each(|&n| cx.graph_mut().hold(n));
+            nodes.into_iter().map(|n| vec![n]).collect()
         }
     };
     let bytes = numel(x.shape()) as u64 * t.dtype().size() as u64;
     let chunks = inputs.len() as u32;
-    let s = TensorSort { dtype: x.dtype(), descending, arg, samples: (chunks * 16).clamp(64, 4096) };
+    let offsets = grid_indices(x.chunks()).iter().map(|g| chunk_offset(x, g)[0] as i64).collect();
+    let s = TensorSort { dtype: x.dtype(), descending, arg, samples: (chunks * 32).clamp(256, 8192), offsets };
     match ares_tileable::sample_sort(cx, key(t), SAMPLES, &inputs, bytes, depth, &s) {
         Err(Tiling::Pending) => {
             cx.put_state(key(t), LOCAL, inputs);
