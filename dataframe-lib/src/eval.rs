@@ -4,7 +4,7 @@
 
 use polars::prelude::*;
 
-use crate::expr::{BinOp, Instr, Program, Scalar, StrOp, UnOp, arithmetic_dtype, compute_dtype, fill_dtype};
+use crate::expr::{BinOp, Dtype, Instr, Program, Scalar, StrOp, UnOp, arithmetic_dtype, compute_dtype, fill_dtype};
 use crate::spec::{MapSpec, MapStep};
 
 /// Deeper expressions are refused (they would only come from a malformed task).
@@ -64,6 +64,8 @@ impl Eval<'_> {
         match ins {
             Instr::Col(c) => Ok(self.df.column(c)?.as_materialized_series().clone()),
             Instr::Lit(s) => Ok(literal(s, self.n)),
+            Instr::Const(v, d) => constant(v.as_ref(), *d, self.n),
+            Instr::Value(k) => polars_bail!(ComputeError: "lazy scalar {k} reached a task unresolved"),
             Instr::Binary(op, a, b) => {
                 let (x, y) = (self.operand(at, *a, depth)?, self.operand(at, *b, depth)?);
                 binary(*op, x, self.is_lit(*a), y, self.is_lit(*b))
@@ -108,6 +110,18 @@ fn literal(s: &Scalar, n: usize) -> Series {
         Scalar::Str(v) => Series::new(PlSmallStr::EMPTY, [v.as_str()]),
     };
     one.new_from_index(0, n)
+}
+
+/// `v` (physical, for dates and times) as dtype `d` in each of `n` rows.
+fn constant(v: Option<&Scalar>, d: Dtype, n: usize) -> PolarsResult<Series> {
+    let to = d.to_polars();
+    let Some(v) = v else { return Ok(Series::full_null(PlSmallStr::EMPTY, n, &to)) };
+    let one = literal(v, 1);
+    let one = match d {
+        Dtype::Date => one.strict_cast(&DataType::Int32)?.strict_cast(&to)?,
+        _ => one.strict_cast(&to)?,
+    };
+    Ok(one.new_from_index(0, n))
 }
 
 /// NaN values of a float series made null (pandas counts both as missing).
@@ -282,7 +296,7 @@ mod tests {
 
     fn run(e: crate::expr::Expr, df: &DataFrame) -> Series {
         let mut p = Program::default();
-        let at = p.push(&e);
+        let at = p.push(&e, &mut Vec::new());
         eval(&p, at, df).unwrap()
     }
 

@@ -86,6 +86,10 @@ pub enum Dtype {
     Date,
     /// `datetime64[ns]`.
     Datetime,
+    /// `datetime64[us]`.
+    DatetimeUs,
+    /// `datetime64[ms]`.
+    DatetimeMs,
 }
 
 impl Dtype {
@@ -102,6 +106,8 @@ impl Dtype {
             DataType::String => Dtype::String,
             DataType::Date => Dtype::Date,
             DataType::Datetime(TimeUnit::Nanoseconds, None) => Dtype::Datetime,
+            DataType::Datetime(TimeUnit::Microseconds, None) => Dtype::DatetimeUs,
+            DataType::Datetime(TimeUnit::Milliseconds, None) => Dtype::DatetimeMs,
             _ => return None,
         })
     }
@@ -119,6 +125,8 @@ impl Dtype {
             Dtype::String => DataType::String,
             Dtype::Date => DataType::Date,
             Dtype::Datetime => DataType::Datetime(TimeUnit::Nanoseconds, None),
+            Dtype::DatetimeUs => DataType::Datetime(TimeUnit::Microseconds, None),
+            Dtype::DatetimeMs => DataType::Datetime(TimeUnit::Milliseconds, None),
         }
     }
 }
@@ -197,6 +205,83 @@ pub enum Expr {
     Clip(Box<Expr>, Option<Scalar>, Option<Scalar>),
     /// `.str.replace(pattern, replacement, regex)`: every match replaced.
     StrReplace(Box<Expr>, String, String, bool),
+    /// A lazy scalar: the one value of a one-row, one-column frame (a reduction), the
+    /// same in every row. Tiling computes it first, then runs the expression with it.
+    Value(Value),
+}
+
+/// A one-row, one-column frame whose value an expression uses (see [`Expr::Value`]).
+#[derive(Clone)]
+pub struct Value(pub(crate) crate::frame::DataFrame);
+
+impl Value {
+    /// The value of `df`'s one row and column, lazily; its dtype is the column's.
+    pub fn of(df: &crate::frame::DataFrame) -> Result<Value> {
+        let schema = &df.node.schema;
+        if schema.len() != 1 {
+            return Err(FrameError::Invalid(format!(
+                "a lazy scalar is a frame of one column, this one has {} ({:?})",
+                schema.len(),
+                df.columns()
+            )));
+        }
+        if Dtype::of(&schema[0].1).is_none() {
+            return Err(FrameError::DType(format!("a lazy scalar of dtype {} is not supported", schema[0].1)));
+        }
+        Ok(Value(df.clone()))
+    }
+
+    pub(crate) fn dtype(&self) -> DataType {
+        self.0.node.schema[0].1.clone()
+    }
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Value({})", self.dtype())
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        std::sync::Arc::ptr_eq(&self.0.node, &other.0.node)
+    }
+}
+
+/// The one value of a lazy scalar's computed frame, as a constant of `dtype` (the
+/// frame's column dtype when the expression was built).
+pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) -> Result<(Option<Scalar>, Dtype)> {
+    use polars::prelude::AnyValue;
+    if frame.height() != 1 || frame.width() != 1 {
+        return Err(FrameError::Invalid(format!(
+            "a lazy scalar is a frame of one row and one column; this one has {} rows and {} columns",
+            frame.height(),
+            frame.width()
+        )));
+    }
+    let d = Dtype::of(dtype).ok_or_else(|| FrameError::DType(format!("a lazy scalar of dtype {dtype}")))?;
+    let s = frame.columns()[0].as_materialized_series().strict_cast(dtype)?;
+    let v = match s.get(0)? {
+        AnyValue::Null => None,
+        AnyValue::Boolean(b) => Some(Scalar::Bool(b)),
+        AnyValue::Int32(v) => Some(Scalar::Int(v.into())),
+        AnyValue::Int64(v) => Some(Scalar::Int(v)),
+        AnyValue::UInt32(v) => Some(Scalar::Int(v.into())),
+        AnyValue::UInt64(v) => match i64::try_from(v) {
+            Ok(v) => Some(Scalar::Int(v)),
+            Err(_) => {
+                return Err(FrameError::Invalid(format!("a lazy uint64 scalar above 2⁶³ ({v}) is not supported")));
+            }
+        },
+        AnyValue::Float32(v) => Some(Scalar::Float(v.into())),
+        AnyValue::Float64(v) => Some(Scalar::Float(v)),
+        AnyValue::String(v) => Some(Scalar::Str(v.to_string())),
+        AnyValue::StringOwned(v) => Some(Scalar::Str(v.to_string())),
+        AnyValue::Date(days) => Some(Scalar::Int(days.into())),
+        AnyValue::Datetime(v, ..) | AnyValue::DatetimeOwned(v, ..) => Some(Scalar::Int(v)),
+        other => return Err(FrameError::DType(format!("a lazy scalar holding {other:?}"))),
+    };
+    Ok((v, d))
 }
 
 /// The column `name` (pandas' `df["name"]`).
@@ -323,6 +408,7 @@ impl Expr {
                 FrameError::UnknownColumn { name: c.clone(), have: schema.iter().map(|(n, _)| n.clone()).collect() }
             }),
             Expr::Lit(s) => Ok(s.dtype()),
+            Expr::Value(v) => Ok(v.dtype()),
             Expr::Binary(op, a, b) => {
                 let (da, db) = (a.dtype(schema)?, b.dtype(schema)?);
                 let sym = op.symbol();
@@ -512,6 +598,13 @@ pub(crate) enum Instr {
     Str(StrOp, u32, String),
     Clip(u32, Option<Scalar>, Option<Scalar>),
     StrReplace(u32, String, String, bool),
+    /// Lazy scalar `k` of its map (see [`Expr::Value`]); tiling replaces it with a
+    /// [`Instr::Const`] before any task runs.
+    Value(u32),
+    /// A value of a set dtype in every row (not a weak literal: it promotes as a
+    /// column of its dtype would); missing when `None`. Numbers of dates and times are
+    /// their physical values (days, nanoseconds).
+    Const(Option<Scalar>, Dtype),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
@@ -521,21 +614,29 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// Appends `e`; returns the index of its result.
-    pub(crate) fn push(&mut self, e: &Expr) -> u32 {
+    /// Appends `e`; returns the index of its result. Its lazy scalars are added to
+    /// `values` (once each) and named by their place there.
+    pub(crate) fn push(&mut self, e: &Expr, values: &mut Vec<Value>) -> u32 {
         let i = match e {
             Expr::Col(c) => Instr::Col(c.clone()),
             Expr::Lit(s) => Instr::Lit(s.clone()),
+            Expr::Value(v) => Instr::Value(match values.iter().position(|x| x == v) {
+                Some(k) => k as u32,
+                None => {
+                    values.push(v.clone());
+                    (values.len() - 1) as u32
+                }
+            }),
             Expr::Binary(op, a, b) => {
-                let (a, b) = (self.push(a), self.push(b));
+                let (a, b) = (self.push(a, values), self.push(b, values));
                 Instr::Binary(*op, a, b)
             }
-            Expr::Unary(op, a) => Instr::Unary(*op, self.push(a)),
-            Expr::FillNa(a, v) => Instr::FillNa(self.push(a), v.clone()),
-            Expr::Cast(a, d) => Instr::Cast(self.push(a), *d),
-            Expr::Str(op, a, p) => Instr::Str(*op, self.push(a), p.clone()),
-            Expr::Clip(a, lo, hi) => Instr::Clip(self.push(a), lo.clone(), hi.clone()),
-            Expr::StrReplace(a, p, r, re) => Instr::StrReplace(self.push(a), p.clone(), r.clone(), *re),
+            Expr::Unary(op, a) => Instr::Unary(*op, self.push(a, values)),
+            Expr::FillNa(a, v) => Instr::FillNa(self.push(a, values), v.clone()),
+            Expr::Cast(a, d) => Instr::Cast(self.push(a, values), *d),
+            Expr::Str(op, a, p) => Instr::Str(*op, self.push(a, values), p.clone()),
+            Expr::Clip(a, lo, hi) => Instr::Clip(self.push(a, values), lo.clone(), hi.clone()),
+            Expr::StrReplace(a, p, r, re) => Instr::StrReplace(self.push(a, values), p.clone(), r.clone(), *re),
         };
         self.instrs.push(i);
         (self.instrs.len() - 1) as u32
@@ -560,7 +661,7 @@ impl Program {
                         out.push(c.clone());
                     }
                 }
-                Instr::Lit(_) => {}
+                Instr::Lit(_) | Instr::Value(_) | Instr::Const(..) => {}
                 Instr::Binary(_, a, b) => {
                     operand(a);
                     operand(b);
@@ -667,7 +768,7 @@ mod tests {
     #[test]
     fn a_program_puts_operands_before_their_use() {
         let mut p = Program::default();
-        let r = p.push(&((col("a") + 1).gt(col("b")) & !col("c")));
+        let r = p.push(&((col("a") + 1).gt(col("b")) & !col("c")), &mut Vec::new());
         assert_eq!(r as usize, p.instrs.len() - 1);
         for (i, ins) in p.instrs.iter().enumerate() {
             let ops: Vec<u32> = match ins {

@@ -36,7 +36,7 @@ mod tile;
 
 pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};
 pub use error::{FrameError, Result};
-pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, col, lit};
+pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, Value, col, lit};
 pub use frame::{CsvOptions, DataFrame, DropNa, GroupBy};
 pub use polars;
 pub use session::Session;

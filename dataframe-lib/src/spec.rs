@@ -146,6 +146,20 @@ pub struct MapSpec {
 }
 
 impl MapSpec {
+    /// This map with lazy scalar `k` replaced by the constant `values[k]` (its value,
+    /// physical for dates and times, and dtype).
+    pub(crate) fn with_values(&self, values: &[(Option<crate::expr::Scalar>, crate::expr::Dtype)]) -> MapSpec {
+        let mut out = self.clone();
+        for ins in &mut out.program.instrs {
+            if let crate::expr::Instr::Value(k) = ins
+                && let Some((v, d)) = values.get(*k as usize)
+            {
+                *ins = crate::expr::Instr::Const(v.clone(), *d);
+            }
+        }
+        out
+    }
+
     /// The input columns the steps need for `out` (their output columns that are used):
     /// walked back from the last step, each filter and assignment adds what its
     /// expression reads, and a selection or rename needs every column it names.
@@ -261,9 +275,9 @@ mod tests {
     #[test]
     fn a_map_needs_what_its_steps_read_and_name() {
         let mut spec = MapSpec::default();
-        let f = spec.program.push(&col("a").gt(1));
+        let f = spec.program.push(&col("a").gt(1), &mut Vec::new());
         spec.steps.push(MapStep::Filter(f));
-        let g = spec.program.push(&(col("b") * 2));
+        let g = spec.program.push(&(col("b") * 2), &mut Vec::new());
         spec.steps.push(MapStep::Assign("g".into(), g));
         spec.steps.push(MapStep::Rename(vec![("c".into(), "d".into())]));
         // Output "g" and "d": "g" comes from "b", "d" was "c", and the filter reads "a".

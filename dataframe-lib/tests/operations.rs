@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use ares_dataframe::polars::prelude::{DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, NamedFrom, Series};
-use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, FrameError, How, Method, Session, col};
+use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, Expr, FrameError, How, Method, Session, Value, col};
 use common::{Row, cluster, f64s, frame, i64s, methods, rows_strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -547,4 +547,58 @@ fn a_python_integer_an_integer_column_cannot_hold_is_refused_as_numpy_2_refuses_
     assert!(e.to_string().contains("out of bounds for u32") && e.to_string().contains("astype"), "{e}");
     let ok = df.assign(&[("v", col("u") + 1)]).unwrap();
     assert_eq!(ok.dtypes()[1], DataType::UInt32);
+}
+
+#[test]
+fn lazy_scalars_in_filters_and_assignments_are_computed_first() {
+    cluster();
+    let s = Session::new();
+    runner(12)
+        .run(&(rows_strategy(), 1usize..40), |(rows, per_chunk)| {
+            let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
+            let max_i = Value::of(&df.select(&["i"]).unwrap().reduce(Agg::Max, false).unwrap()).unwrap();
+            let mean_f = Value::of(&df.agg(&[("f", Agg::Mean)]).unwrap()).unwrap();
+            let out = df
+                .filter(col("i").eq(Expr::Value(max_i.clone())) | col("f").gt(Expr::Value(mean_f.clone())))
+                .unwrap()
+                .assign(&[("d", col("i") - Expr::Value(max_i)), ("e", col("f") - Expr::Value(mean_f))])
+                .unwrap()
+                .select(&["d", "e"])
+                .unwrap();
+            let got = s.fetch(&out).unwrap();
+            let max = rows.iter().map(|r| r.3).max();
+            let present: Vec<f64> = rows.iter().filter_map(|r| r.2).collect();
+            let mean = (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64);
+            let kept: Vec<&Row> = rows
+                .iter()
+                .filter(|r| Some(r.3) == max || matches!((r.2, mean), (Some(f), Some(m)) if f > m))
+                .collect();
+            prop_assert_eq!(got.height(), kept.len());
+            let want_d: Vec<Option<i64>> = kept.iter().map(|r| max.map(|m| r.3 - m)).collect();
+            prop_assert_eq!(i64s(&got, "d"), want_d);
+            let got_e = f64s(&got, "e");
+            for (g, r) in got_e.iter().zip(&kept) {
+                let want = r.2.zip(mean).map(|(f, m)| f - m);
+                prop_assert!(g.zip(want).is_none_or(|(g, w)| (g - w).abs() <= 1e-9 * (1.0 + w.abs())));
+                prop_assert_eq!(g.is_some(), want.is_some());
+            }
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}
+
+#[test]
+fn a_lazy_scalar_must_be_one_column() {
+    let df = DataFrame::from_polars(
+        PlFrame::new(
+            2,
+            vec![Series::new("a".into(), [1i64, 2]).into_column(), Series::new("b".into(), [1i64, 2]).into_column()],
+        )
+        .unwrap(),
+        1,
+    )
+    .unwrap();
+    let e = Value::of(&df).unwrap_err().to_string();
+    assert!(e.contains("one column") && e.contains("\"a\""), "{e}");
 }

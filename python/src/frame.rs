@@ -93,6 +93,8 @@ fn parse_dtype(name: &str) -> PyResult<Dtype> {
         "float64" | "float" => Dtype::Float64,
         "str" | "object" | "string" => Dtype::String,
         "datetime64[ns]" | "datetime64" => Dtype::Datetime,
+        "datetime64[us]" => Dtype::DatetimeUs,
+        "datetime64[ms]" => Dtype::DatetimeMs,
         other => {
             return Err(PyNotImplementedError::new_err(format!(
                 "astype({other}): supported dtypes are bool, int32, int64, uint32, uint64, float32, float64, str, datetime64[ns]"
@@ -160,6 +162,12 @@ impl PyExpr {
     #[staticmethod]
     fn lit(value: &Bound<'_, PyAny>) -> PyResult<PyExpr> {
         Ok(PyExpr { e: Expr::Lit(scalar(value)?) })
+    }
+
+    /// The lazy value of a one-row, one-column frame (a reduction), in every row.
+    #[staticmethod]
+    fn value(frame: &PyFrame) -> PyResult<PyExpr> {
+        Ok(PyExpr { e: Expr::Value(ares_dataframe::Value::of(&frame.df).or_raise()?) })
     }
 
     fn binary(&self, op: &str, other: &PyExpr) -> PyResult<PyExpr> {

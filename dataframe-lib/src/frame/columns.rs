@@ -5,20 +5,25 @@ use polars::prelude::DataType;
 
 use super::{DataFrame, DropNa, MAX_FUSED_INSTRS, Op};
 use crate::error::{FrameError, Result};
-use crate::expr::{Dtype, Expr, Scalar, col, fill_dtype};
+use crate::expr::{Dtype, Expr, Scalar, Value, col, fill_dtype};
 use crate::spec::{MapSpec, MapStep};
 
 impl DataFrame {
     /// A new map node: `self`'s map with more steps when `self` is a map node (so a chain
     /// of per-chunk operations runs as one task), else a map of `self`.
-    fn map(&self, add: impl FnOnce(&mut MapSpec, &mut Vec<(String, DataType)>) -> Result<()>) -> Result<DataFrame> {
-        let (input, mut spec) = match &self.node.op {
-            Op::Map { input, spec } if spec.program.instrs.len() < MAX_FUSED_INSTRS => (input.clone(), spec.clone()),
-            _ => (self.clone(), MapSpec::default()),
+    fn map(
+        &self,
+        add: impl FnOnce(&mut MapSpec, &mut Vec<(String, DataType)>, &mut Vec<Value>) -> Result<()>,
+    ) -> Result<DataFrame> {
+        let (input, mut spec, mut values) = match &self.node.op {
+            Op::Map { input, spec, values } if spec.program.instrs.len() < MAX_FUSED_INSTRS => {
+                (input.clone(), spec.clone(), values.clone())
+            }
+            _ => (self.clone(), MapSpec::default(), Vec::new()),
         };
         let mut schema = self.node.schema.clone();
-        add(&mut spec, &mut schema)?;
-        Ok(DataFrame::new(Op::Map { input, spec }, schema))
+        add(&mut spec, &mut schema, &mut values)?;
+        Ok(DataFrame::new(Op::Map { input, spec, values }, schema))
     }
 
     /// Only `columns`, in this order (pandas' `df[[c1, c2]]`).
@@ -30,7 +35,7 @@ impl DataFrame {
             }
             schema.push((c.to_string(), self.dtype(c)?.clone()));
         }
-        self.map(|spec, s| {
+        self.map(|spec, s, _| {
             spec.steps.push(MapStep::Select(columns.iter().map(|c| c.to_string()).collect()));
             *s = schema;
             Ok(())
@@ -60,7 +65,7 @@ impl DataFrame {
                 e.0 = to.to_string();
             }
         }
-        self.map(|spec, s| {
+        self.map(|spec, s, _| {
             spec.steps.push(MapStep::Rename(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()));
             *s = schema;
             Ok(())
@@ -73,8 +78,8 @@ impl DataFrame {
         if dt != DataType::Boolean {
             return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
-        self.map(|spec, _| {
-            let at = spec.program.push(&mask);
+        self.map(|spec, _, values| {
+            let at = spec.program.push(&mask, values);
             spec.steps.push(MapStep::Filter(at));
             Ok(())
         })
@@ -84,10 +89,10 @@ impl DataFrame {
     /// column is replaced where it stands, a new one is appended; each expression sees
     /// the columns the ones before it set.
     pub fn assign(&self, columns: &[(&str, Expr)]) -> Result<DataFrame> {
-        self.map(|spec, schema| {
+        self.map(|spec, schema, values| {
             for (name, e) in columns {
                 let dt = e.dtype(schema)?;
-                let at = spec.program.push(e);
+                let at = spec.program.push(e, values);
                 spec.steps.push(MapStep::Assign(name.to_string(), at));
                 match schema.iter_mut().find(|(n, _)| n == name) {
                     Some(entry) => entry.1 = dt,

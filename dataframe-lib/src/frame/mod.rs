@@ -6,7 +6,7 @@ use std::sync::Arc;
 use polars::prelude::DataType;
 
 use crate::error::{FrameError, Result};
-use crate::expr::{Dtype, Expr};
+use crate::expr::{Dtype, Expr, Value};
 use crate::spec::{GroupSpec, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
 
 mod columns;
@@ -50,8 +50,9 @@ pub(crate) enum Op {
     GroupBy { input: DataFrame, spec: GroupSpec, method: Method },
     /// A sort.
     Sort { input: DataFrame, spec: SortSpec },
-    /// Per-chunk steps (projections, filters, new columns), fused into one task.
-    Map { input: DataFrame, spec: MapSpec },
+    /// Per-chunk steps (projections, filters, new columns), fused into one task; the
+    /// lazy scalars its expressions use are computed first (see `Expr::Value`).
+    Map { input: DataFrame, spec: MapSpec, values: Vec<Value> },
     /// First, last or top rows.
     Top { input: DataFrame, spec: TopSpec },
     /// Rows without duplicates of their `subset` values.

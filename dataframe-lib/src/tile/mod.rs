@@ -21,6 +21,7 @@ use ares_tileable::{Cx, Hints, Obj, TileResult, Tiling};
 
 use crate::chunk::FrameChunk;
 use crate::error::FrameError;
+use crate::expr::Value;
 use crate::frame::{CsvSource, DataFrame, Op, ParquetSource};
 use crate::spec::{CsvTask, MapSpec, ParquetTask};
 use crate::tasks::FrameTask;
@@ -42,6 +43,8 @@ pub(crate) struct Chunks {
 pub(crate) const METHOD: u64 = u64::MAX;
 const MATERIALIZED: u64 = 1 << 63;
 pub(crate) const STATE: u64 = u64::MAX - 1;
+/// A map's state while it waits for its lazy scalars: their chunk nodes.
+const VALUES: u64 = u64::MAX - 2;
 
 pub(crate) fn key(df: &DataFrame) -> usize {
     Arc::as_ptr(&df.node) as usize
@@ -119,6 +122,54 @@ pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[Stri
     m
 }
 
+/// `spec` with its lazy scalars in place as constants: their frames are tiled and run
+/// first (tiling waits for them here), and each gives its one value.
+fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Value]) -> Tiled<MapSpec> {
+    if values.is_empty() {
+        return Ok(spec.clone());
+    }
+    let nodes = match cx.take_state::<Vec<usize>>(key(df), VALUES) {
+        Some(nodes) => nodes,
+        None => {
+            let mut nodes = Vec::with_capacity(values.len());
+            for v in values {
+                let c = tile_materialized(cx, &v.0, None)?;
+                if c.nodes.len() != 1 {
+                    let n = c.nodes.len();
+                    return Err(Tiling::Failed(FrameError::Invalid(format!(
+                        "a lazy scalar is a frame of one row; this one comes in {n} chunks"
+                    ))));
+                }
+                nodes.push(c.nodes[0]);
+            }
+            // Held until their values are read below (tiling may wait for them first).
+            nodes.iter().for_each(|&n| cx.graph_mut().hold(n));
+            nodes
+        }
+    };
+    let mut pending = false;
+    for &n in &nodes {
+        match cx.value::<FrameError>(n) {
+            Ok(_) => {}
+            Err(Tiling::Pending) => pending = true,
+            Err(e) => return Err(e),
+        }
+    }
+    if pending {
+        cx.put_state(key(df), VALUES, nodes);
+        return Err(Tiling::Pending);
+    }
+    let mut consts = Vec::with_capacity(values.len());
+    for (&n, v) in nodes.iter().zip(values) {
+        let obj = cx.value::<FrameError>(n)?;
+        let chunk = ares::get(&obj.get::<FrameChunk>()).map_err(runtime)?;
+        let frame = crate::chunk::decode(&chunk.ipc).map_err(FrameError::from)?;
+        consts.push(crate::expr::constant_of(&frame, &v.dtype()).map_err(Tiling::Failed)?);
+        cx.graph_mut().release(n);
+    }
+    Ok(spec.with_values(&consts))
+}
+
 /// Tiles `df` and runs whatever steps are still pending: chunk nodes holding its rows.
 pub(crate) fn tile_materialized(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled<Arc<Chunks>> {
     let c = tile(cx, df, needed)?;
@@ -148,7 +199,9 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         }
         Op::ReadCsv(src) => read_csv(cx, src, needed, None, depth),
         Op::ReadParquet(src) => read_parquet(cx, src, &df.columns(), needed, None, depth),
-        Op::Map { input, spec } => {
+        Op::Map { input, spec, values } => {
+            let resolved = resolve_values(cx, df, spec, values)?;
+            let spec = &resolved;
             let all = df.columns();
             let inner = spec.needed(needed.unwrap_or(&all));
             let fused_source = input.node.computed.get(cx.session()).is_none();
@@ -337,10 +390,13 @@ impl ares_tileable::Node for DataFrame {
             Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => {}
             Op::GroupBy { input, .. }
             | Op::Sort { input, .. }
-            | Op::Map { input, .. }
             | Op::Top { input, .. }
             | Op::Unique { input, .. }
             | Op::Describe { input, .. } => f(input),
+            Op::Map { input, values, .. } => {
+                f(input);
+                values.iter().for_each(|v| f(&v.0));
+            }
             Op::Join { left, right, .. } => {
                 f(left);
                 f(right);

@@ -157,12 +157,86 @@ def _column_for_native(name: str, v: Any) -> Any:
 
 class Scalar:
     """A lazy number: a reduction of one column (``df["a"].sum()``). ``fetch()`` (or
-    ``float()``/``int()``) computes it."""
+    ``float()``/``int()``/``bool()``) computes it.
+
+    It composes lazily, as pandas' numbers do eagerly: arithmetic and comparisons with
+    numbers and other scalars give scalars (``s.sum() * 0.2``), and with a column give a
+    column (``df[df.a > df.a.mean()]``, ``df.a == df.a.max()``); nothing runs until the
+    result is computed, and then the scalar first. It keeps its dtype in arithmetic (as
+    a numpy scalar does, not as a Python number)."""
 
     def __init__(self, frame: "DataFrame", if_empty: Optional[bool] = None) -> None:
         self._frame = frame
         # For any/all: the answer is a bool, and this one when there is no value at all.
         self._if_empty = if_empty
+
+    @property
+    def dtype(self) -> Any:
+        return _dtype_of(self._frame._f.dtypes[0])
+
+    def _plain(self) -> Any:
+        """The native frame of the value (not an any()/all(), whose missing value means
+        its answer for no values)."""
+        if self._if_empty is not None:
+            raise NotImplementedError("arithmetic on the result of any()/all(): bool() it first")
+        return self._frame._f
+
+    def _expr(self) -> Any:
+        return _native.NativeExpr.value(self._plain())
+
+    def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
+        if isinstance(other, Series):
+            return NotImplemented  # the column's reflected operator makes a column
+        if isinstance(other, Scalar):
+            o = other._expr()
+        elif isinstance(other, (bool, numbers.Number, str, np.generic)) and not isinstance(other, complex):
+            o = _native.NativeExpr.lit(_py(other))
+        else:
+            return NotImplemented
+        f = self._plain()
+        mine = _native.NativeExpr.col(f.columns[0])
+        e = o.binary(op, mine) if reflected else mine.binary(op, o)
+        f.expr_dtype(e)  # a wrong dtype raises here, as in pandas
+        return Scalar(DataFrame(_frame=f.assign([("__ares_value", e)]).select(["__ares_value"])))
+
+    def _unary(self, op: str) -> "Scalar":
+        f = self._plain()
+        e = _native.NativeExpr.col(f.columns[0]).unary(op)
+        f.expr_dtype(e)
+        return Scalar(DataFrame(_frame=f.assign([("__ares_value", e)]).select(["__ares_value"])))
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __floordiv__(self, o): return self._bin("floordiv", o)
+    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
+    def __mod__(self, o): return self._bin("mod", o)
+    def __rmod__(self, o): return self._bin("mod", o, True)
+    def __pow__(self, o): return self._bin("pow", o)
+    def __rpow__(self, o): return self._bin("pow", o, True)
+    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
+    def __lt__(self, o): return self._bin("lt", o)
+    def __le__(self, o): return self._bin("le", o)
+    def __gt__(self, o): return self._bin("gt", o)
+    def __ge__(self, o): return self._bin("ge", o)
+    def __and__(self, o): return self._bin("and", o)
+    def __rand__(self, o): return self._bin("and", o, True)
+    def __or__(self, o): return self._bin("or", o)
+    def __ror__(self, o): return self._bin("or", o, True)
+    def __neg__(self) -> "Scalar": return self._unary("neg")
+    def __abs__(self) -> "Scalar": return self._unary("abs")
+    def __invert__(self) -> "Scalar": return self._unary("not")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        return bool(self.fetch())
 
     def execute(self, session: Any = None, show_progress: Optional[bool] = None) -> "Scalar":
         self._frame.execute(session=session, show_progress=show_progress)
@@ -841,6 +915,8 @@ class Series:
     # ----- operators ------------------------------------------------------------------
 
     def _other(self, other: Any):
+        if isinstance(other, Scalar):
+            return other._expr()
         if isinstance(other, Series):
             if other._base._rows is not self._base._rows:
                 raise NotImplementedError(
