@@ -65,7 +65,14 @@ impl Eval<'_> {
             Instr::Col(c) => Ok(self.df.column(c)?.as_materialized_series().clone()),
             Instr::Lit(s) => Ok(literal(s, self.n)),
             Instr::Const(v, d) => constant(v.as_ref(), *d, self.n),
-            Instr::Value(k) => polars_bail!(ComputeError: "lazy scalar {k} reached a task unresolved"),
+            Instr::Value(k) | Instr::IsIn(_, k) => {
+                polars_bail!(ComputeError: "lazy frame {k} reached a task unresolved")
+            }
+            Instr::IsInSet(a, ipc) => {
+                let set = crate::chunk::decode(ipc)?;
+                let Some(set) = set.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
+                is_in(&self.operand(at, *a, depth)?, set.as_materialized_series())
+            }
             Instr::Binary(op, a, b) => {
                 let (x, y) = (self.operand(at, *a, depth)?, self.operand(at, *b, depth)?);
                 binary(*op, x, self.is_lit(*a), y, self.is_lit(*b))
@@ -110,6 +117,39 @@ fn literal(s: &Scalar, n: usize) -> Series {
         Scalar::Str(v) => Series::new(PlSmallStr::EMPTY, [v.as_str()]),
     };
     one.new_from_index(0, n)
+}
+
+/// Whether each value of `x` is among `set`'s (pandas' `isin`): numbers compare as
+/// numbers whatever their dtypes, dates and times as the same instant; a missing `x` is
+/// in the set when the set has a missing value (null or NaN alike), else it is not.
+fn is_in(x: &Series, set: &Series) -> PolarsResult<Series> {
+    use std::collections::HashSet;
+    let (dx, ds) = (x.dtype(), set.dtype());
+    let hits: BooleanChunked = if crate::expr::is_temporal(dx) && crate::expr::is_temporal(ds) {
+        let phys = |s: &Series| -> PolarsResult<Series> { s.to_physical_repr().cast(&DataType::Int64) };
+        let set = set.cast(dx)?;
+        let s: HashSet<i64> = phys(&set)?.i64()?.iter().flatten().collect();
+        phys(x)?.i64()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
+    } else if dx.is_integer() && ds.is_integer() {
+        let s: HashSet<i64> = set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect();
+        x.cast(&DataType::Int64)?.i64()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
+    } else if dx.is_primitive_numeric() && ds.is_primitive_numeric() {
+        // -0.0 is 0.0; NaN is missing, handled below.
+        let key = |f: f64| (f + 0.0).to_bits();
+        let s: HashSet<u64> = set.cast(&DataType::Float64)?.f64()?.iter().flatten().map(key).collect();
+        let v = x.cast(&DataType::Float64)?;
+        v.f64()?.iter().map(|v| Some(v.is_some_and(|v| !v.is_nan() && s.contains(&key(v))))).collect()
+    } else if dx == &DataType::String && ds == &DataType::String {
+        let s: HashSet<&str> = set.str()?.iter().flatten().collect();
+        x.str()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(v)))).collect()
+    } else if dx == &DataType::Boolean && ds == &DataType::Boolean {
+        let s: HashSet<bool> = set.bool()?.iter().flatten().collect();
+        x.bool()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
+    } else {
+        polars_bail!(ComputeError: "isin: cannot look for {dx} values among {ds} ones")
+    };
+    let hits = if missing(set)?.any() { &hits | &missing(x)? } else { hits };
+    Ok(hits.with_name(x.name().clone()).into_series())
 }
 
 /// `v` (physical, for dates and times) as dtype `d` in each of `n` rows.

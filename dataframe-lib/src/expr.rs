@@ -208,14 +208,19 @@ pub enum Expr {
     /// A lazy scalar: the one value of a one-row, one-column frame (a reduction), the
     /// same in every row. Tiling computes it first, then runs the expression with it.
     Value(Value),
+    /// Whether `a` is one of the values of a one-column frame (pandas' `isin` with a
+    /// Series: a semi-join); a missing `a` is in it when the frame has a missing value.
+    /// Tiling computes the frame first and sends its distinct values to every task.
+    IsIn(Box<Expr>, Value),
 }
 
-/// A one-row, one-column frame whose value an expression uses (see [`Expr::Value`]).
+/// A one-column frame computed before the expression that uses it: its one value
+/// ([`Expr::Value`]) or its values ([`Expr::IsIn`]).
 #[derive(Clone)]
 pub struct Value(pub(crate) crate::frame::DataFrame);
 
 impl Value {
-    /// The value of `df`'s one row and column, lazily; its dtype is the column's.
+    /// `df`'s one column, computed first; a scalar's dtype is the column's.
     pub fn of(df: &crate::frame::DataFrame) -> Result<Value> {
         let schema = &df.node.schema;
         if schema.len() != 1 {
@@ -409,6 +414,14 @@ impl Expr {
             }),
             Expr::Lit(s) => Ok(s.dtype()),
             Expr::Value(v) => Ok(v.dtype()),
+            Expr::IsIn(a, v) => {
+                let (da, dv) = (a.dtype(schema)?, v.dtype());
+                if comparable(&da, &dv) {
+                    Ok(DataType::Boolean)
+                } else {
+                    bad(format!("isin: cannot look for {da} values among {dv} ones"))
+                }
+            }
             Expr::Binary(op, a, b) => {
                 let (da, db) = (a.dtype(schema)?, b.dtype(schema)?);
                 let sym = op.symbol();
@@ -605,12 +618,29 @@ pub(crate) enum Instr {
     /// column of its dtype would); missing when `None`. Numbers of dates and times are
     /// their physical values (days, nanoseconds).
     Const(Option<Scalar>, Dtype),
+    /// Whether operand `a` is among the values of lazy frame `k` (see [`Expr::IsIn`]);
+    /// tiling replaces it with an [`Instr::IsInSet`].
+    IsIn(u32, u32),
+    /// Whether operand `a` is among these values: one column of distinct values, as an
+    /// Arrow IPC file.
+    IsInSet(u32, Vec<u8>),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
 #[derive(Clone, Debug, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub(crate) struct Program {
     pub(crate) instrs: Vec<Instr>,
+}
+
+/// The place of `v` in `values`, added if new.
+fn register(values: &mut Vec<Value>, v: &Value) -> u32 {
+    match values.iter().position(|x| x == v) {
+        Some(k) => k as u32,
+        None => {
+            values.push(v.clone());
+            (values.len() - 1) as u32
+        }
+    }
 }
 
 impl Program {
@@ -620,13 +650,11 @@ impl Program {
         let i = match e {
             Expr::Col(c) => Instr::Col(c.clone()),
             Expr::Lit(s) => Instr::Lit(s.clone()),
-            Expr::Value(v) => Instr::Value(match values.iter().position(|x| x == v) {
-                Some(k) => k as u32,
-                None => {
-                    values.push(v.clone());
-                    (values.len() - 1) as u32
-                }
-            }),
+            Expr::Value(v) => Instr::Value(register(values, v)),
+            Expr::IsIn(a, v) => {
+                let a = self.push(a, values);
+                Instr::IsIn(a, register(values, v))
+            }
             Expr::Binary(op, a, b) => {
                 let (a, b) = (self.push(a, values), self.push(b, values));
                 Instr::Binary(*op, a, b)
@@ -671,7 +699,9 @@ impl Program {
                 | Instr::Cast(a, _)
                 | Instr::Str(_, a, _)
                 | Instr::Clip(a, _, _)
-                | Instr::StrReplace(a, ..) => operand(a),
+                | Instr::StrReplace(a, ..)
+                | Instr::IsIn(a, _)
+                | Instr::IsInSet(a, _) => operand(a),
             }
         }
     }

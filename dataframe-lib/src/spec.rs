@@ -146,18 +146,41 @@ pub struct MapSpec {
 }
 
 impl MapSpec {
-    /// This map with lazy scalar `k` replaced by the constant `values[k]` (its value,
-    /// physical for dates and times, and dtype).
-    pub(crate) fn with_values(&self, values: &[(Option<crate::expr::Scalar>, crate::expr::Dtype)]) -> MapSpec {
+    /// This map with its lazy frames in place, from their computed rows `frames[k]`
+    /// (of dtype `dtypes[k]`, as the expressions were built): a scalar as a constant,
+    /// a set as its distinct values (at most `max_set` bytes of them).
+    pub(crate) fn with_values(
+        &self,
+        frames: &[polars::prelude::DataFrame],
+        dtypes: &[polars::prelude::DataType],
+        max_set: usize,
+    ) -> crate::error::Result<MapSpec> {
+        use crate::expr::Instr;
         let mut out = self.clone();
         for ins in &mut out.program.instrs {
-            if let crate::expr::Instr::Value(k) = ins
-                && let Some((v, d)) = values.get(*k as usize)
-            {
-                *ins = crate::expr::Instr::Const(v.clone(), *d);
+            match ins {
+                Instr::Value(k) => {
+                    let (v, d) = crate::expr::constant_of(&frames[*k as usize], &dtypes[*k as usize])?;
+                    *ins = Instr::Const(v, d);
+                }
+                Instr::IsIn(a, k) => {
+                    let f = &frames[*k as usize];
+                    let mut distinct = f.unique_stable(None, polars::prelude::UniqueKeepStrategy::First, None)?;
+                    let ipc = crate::chunk::FrameChunk::encode(&mut distinct)?.ipc;
+                    if ipc.len() > max_set {
+                        return Err(crate::error::FrameError::Invalid(format!(
+                            "isin with {} distinct values ({} bytes) would send them to every task (at most {max_set} \
+                             bytes): join the frames with merge instead",
+                            distinct.height(),
+                            ipc.len()
+                        )));
+                    }
+                    *ins = Instr::IsInSet(*a, ipc);
+                }
+                _ => {}
             }
         }
-        out
+        Ok(out)
     }
 
     /// The input columns the steps need for `out` (their output columns that are used):

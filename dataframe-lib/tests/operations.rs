@@ -602,3 +602,40 @@ fn a_lazy_scalar_must_be_one_column() {
     let e = Value::of(&df).unwrap_err().to_string();
     assert!(e.contains("one column") && e.contains("\"a\""), "{e}");
 }
+
+#[test]
+fn isin_another_frames_column_is_a_semi_join_and_its_negation_an_anti_join() {
+    cluster();
+    let s = Session::new();
+    runner(12)
+        .run(&(rows_strategy(), rows_strategy(), 1usize..30), |(rows, others, per_chunk)| {
+            let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
+            let other = DataFrame::from_polars(frame(&others), per_chunk).unwrap();
+            // Another frame's keys (k1, with missing values) and, as floats, its f.
+            let set = Value::of(&other.select(&["k1"]).unwrap().drop_duplicates(&["k1"]).unwrap()).unwrap();
+            let fset = Value::of(&other.select(&["f"]).unwrap()).unwrap();
+            let out = df
+                .assign(&[
+                    ("semi", Expr::IsIn(Box::new(col("k2")), set.clone())),
+                    ("anti", !Expr::IsIn(Box::new(col("k1")), set)),
+                    ("num", Expr::IsIn(Box::new(col("i")), fset)),
+                ])
+                .unwrap()
+                .select(&["semi", "anti", "num"])
+                .unwrap();
+            let got = s.fetch(&out).unwrap();
+            let bools = |c: &str| -> Vec<Option<bool>> { got.column(c).unwrap().bool().unwrap().iter().collect() };
+            let keys: Vec<Option<i64>> = others.iter().map(|r| r.0).collect();
+            let floats: Vec<Option<f64>> = others.iter().map(|r| r.2).collect();
+            // A missing value is in the set when the set has one (pandas' isin).
+            let semi: Vec<Option<bool>> = rows.iter().map(|r| Some(keys.contains(&r.1))).collect();
+            let anti: Vec<Option<bool>> = rows.iter().map(|r| Some(!keys.contains(&r.0))).collect();
+            let num: Vec<Option<bool>> = rows.iter().map(|r| Some(floats.contains(&Some(r.3 as f64)))).collect();
+            prop_assert_eq!(bools("semi"), semi);
+            prop_assert_eq!(bools("anti"), anti);
+            prop_assert_eq!(bools("num"), num);
+            Ok(())
+        })
+        .unwrap();
+    ares::shutdown();
+}

@@ -170,6 +170,12 @@ impl PyExpr {
         Ok(PyExpr { e: Expr::Value(ares_dataframe::Value::of(&frame.df).or_raise()?) })
     }
 
+    /// Whether each value is among the values of a one-column frame (computed first).
+    fn is_in(&self, frame: &PyFrame) -> PyResult<PyExpr> {
+        let v = ares_dataframe::Value::of(&frame.df).or_raise()?;
+        Ok(PyExpr { e: Expr::IsIn(Box::new(self.e.clone()), v) })
+    }
+
     fn binary(&self, op: &str, other: &PyExpr) -> PyResult<PyExpr> {
         use ares_dataframe::BinOp as B;
         let op = match op {

@@ -29,7 +29,17 @@ def frames(draw, min_rows=0, max_rows=60):
     return pdf, draw(st.integers(1, 25))
 
 
+def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """String columns with every missing value as None (pandas shows some as NaN)."""
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+    return df
+
+
 def same(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    got, want = _none_for_missing(got), _none_for_missing(want)
     pdt.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True), check_dtype=False,
                            check_exact=False, rtol=1e-12, atol=1e-12)
 
@@ -91,3 +101,39 @@ def test_bad_scalars_are_refused_naming_the_problem():
         _ = df.s.max() + 1
     with pytest.raises(NotImplementedError, match="any"):
         _ = (df.f > 0).any() & True
+
+
+@st.composite
+def two_frames(draw):
+    def keys(n):
+        return draw(st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=n, max_size=n))
+
+    n, m = draw(st.integers(0, 50)), draw(st.integers(0, 50))
+    left = pd.DataFrame({"k": pd.array(keys(n), dtype="Int64").astype("float64"),
+                         "s": pd.Series(draw(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n,
+                                                      max_size=n)), dtype=object),
+                         "v": np.arange(n, dtype=np.int64)})
+    right = pd.DataFrame({"k": np.array([x if x is not None else 99 for x in keys(m)], dtype=np.int64),
+                          "s": pd.Series(draw(st.lists(st.sampled_from(["b", "c", "d"]), min_size=m, max_size=m)),
+                                         dtype=object)})
+    return left, right, draw(st.integers(1, 20))
+
+
+@given(two_frames())
+def test_isin_with_another_frames_column_is_a_semi_join_and_not_isin_an_anti_join(data):
+    left, right, chunk = data
+    lf, rf = ad.DataFrame(left, chunk_size=chunk), ad.DataFrame(right, chunk_size=chunk)
+    same(lf[lf.k.isin(rf.k)].fetch(), left[left.k.isin(right.k)])
+    same(lf[~lf.k.isin(rf.k)].fetch(), left[~left.k.isin(right.k)])
+    same(lf[lf.s.isin(rf.s) & (lf.v > 3)].fetch(), left[left.s.isin(right.s) & (left.v > 3)])
+    # The set may itself be an expression of the other frame, or of this one.
+    same(lf[lf.v.isin(rf.k * 2)].fetch(), left[left.v.isin(right.k * 2)])
+    same(lf[lf.k.isin(lf.v)].fetch(), left[left.k.isin(left.v)])
+
+
+def test_isin_refuses_what_cannot_match():
+    lf = ad.DataFrame(pd.DataFrame({"k": [1, 2], "s": ["a", "b"]}))
+    with pytest.raises(TypeError, match="isin"):
+        _ = lf.k.isin(lf.s)
+    with pytest.raises(NotImplementedError, match="DataFrame"):
+        _ = lf.k.isin(lf)

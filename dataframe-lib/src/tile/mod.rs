@@ -122,33 +122,29 @@ pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[Stri
     m
 }
 
-/// `spec` with its lazy scalars in place as constants: their frames are tiled and run
-/// first (tiling waits for them here), and each gives its one value.
+/// Bytes of distinct values an `isin` sends to each task at most.
+const MAX_ISIN_SET: usize = 256 << 20;
+
+/// `spec` with its lazy frames in place (scalars as constants, `isin` sets as their
+/// values): the frames are tiled and run first (tiling waits for them here), then read.
 fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Value]) -> Tiled<MapSpec> {
     if values.is_empty() {
         return Ok(spec.clone());
     }
-    let nodes = match cx.take_state::<Vec<usize>>(key(df), VALUES) {
+    let nodes = match cx.take_state::<Vec<Vec<usize>>>(key(df), VALUES) {
         Some(nodes) => nodes,
         None => {
             let mut nodes = Vec::with_capacity(values.len());
             for v in values {
-                let c = tile_materialized(cx, &v.0, None)?;
-                if c.nodes.len() != 1 {
-                    let n = c.nodes.len();
-                    return Err(Tiling::Failed(FrameError::Invalid(format!(
-                        "a lazy scalar is a frame of one row; this one comes in {n} chunks"
-                    ))));
-                }
-                nodes.push(c.nodes[0]);
+                nodes.push(tile_materialized(cx, &v.0, None)?.nodes.clone());
             }
             // Held until their values are read below (tiling may wait for them first).
-            nodes.iter().for_each(|&n| cx.graph_mut().hold(n));
+            nodes.iter().flatten().for_each(|&n| cx.graph_mut().hold(n));
             nodes
         }
     };
     let mut pending = false;
-    for &n in &nodes {
+    for &n in nodes.iter().flatten() {
         match cx.value::<FrameError>(n) {
             Ok(_) => {}
             Err(Tiling::Pending) => pending = true,
@@ -159,15 +155,29 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
         cx.put_state(key(df), VALUES, nodes);
         return Err(Tiling::Pending);
     }
-    let mut consts = Vec::with_capacity(values.len());
-    for (&n, v) in nodes.iter().zip(values) {
-        let obj = cx.value::<FrameError>(n)?;
-        let chunk = ares::get(&obj.get::<FrameChunk>()).map_err(runtime)?;
-        let frame = crate::chunk::decode(&chunk.ipc).map_err(FrameError::from)?;
-        consts.push(crate::expr::constant_of(&frame, &v.dtype()).map_err(Tiling::Failed)?);
-        cx.graph_mut().release(n);
+    let mut frames = Vec::with_capacity(values.len());
+    for (chunks, v) in nodes.iter().zip(values) {
+        use polars::prelude::{IntoColumn, Series};
+        let (name, dtype) = &v.0.node.schema[0];
+        let empty = Series::new_empty(name.into(), dtype).into_column();
+        let mut all = polars::prelude::DataFrame::new(0, vec![empty]).map_err(FrameError::from)?;
+        for &n in chunks {
+            let obj = cx.value::<FrameError>(n)?;
+            let chunk = ares::get(&obj.get::<FrameChunk>()).map_err(runtime)?;
+            let part = crate::chunk::decode(&chunk.ipc).map_err(FrameError::from)?;
+            // As the schema names and types it, whatever the chunk's file says.
+            let col = part.columns().first().map(|c| c.cast(dtype)).transpose().map_err(FrameError::from)?;
+            if let Some(c) = col {
+                let c = c.with_name(name.into());
+                all.vstack_mut(&polars::prelude::DataFrame::new(c.len(), vec![c]).map_err(FrameError::from)?)
+                    .map_err(FrameError::from)?;
+            }
+            cx.graph_mut().release(n);
+        }
+        frames.push(all);
     }
-    Ok(spec.with_values(&consts))
+    let dtypes: Vec<_> = values.iter().map(Value::dtype).collect();
+    spec.with_values(&frames, &dtypes, MAX_ISIN_SET).map_err(Tiling::Failed)
 }
 
 /// Tiles `df` and runs whatever steps are still pending: chunk nodes holding its rows.

@@ -1033,6 +1033,19 @@ class Series:
         return Series(self._base, e, self.name)
 
     def isin(self, values: Iterable[Any]) -> "Series":
+        """Whether each value is among ``values`` (never missing: a missing value is in
+        them when they hold one, as pandas'). ``values`` may be another frame's column
+        (``orders.o_custkey``): a semi-join, lazy; its distinct values are computed
+        first and sent to every task (up to 256 MiB of them; beyond, merge instead).
+        ``~s.isin(other)`` is the anti-join."""
+        if isinstance(values, Series):
+            f = values._frame()._f
+            distinct = f.drop_duplicates([f.columns[0]], "auto")
+            e = self._e.is_in(distinct)
+            self._base._f.expr_dtype(e)  # a wrong dtype raises here
+            return Series(self._base, e, self.name)
+        if isinstance(values, (DataFrame, Scalar)):
+            raise NotImplementedError(f"isin with a {type(values).__name__} (give a Series or a list)")
         if isinstance(values, (str, bytes)):
             raise TypeError(f"only list-like objects are allowed to be passed to isin(), you passed a "
                             f"{type(values).__name__}")
