@@ -5,27 +5,92 @@
 //! chunk, from this process.
 
 use polars::prelude::*;
+use polars_arrow::datatypes::ArrowDataType as A;
+
+use crate::error::FrameError;
 
 /// A file's columns (names and dtypes) and the rows of each of its row groups.
 pub(crate) type Layout = (Vec<(String, DataType)>, Vec<u64>);
 
-/// The file's columns and the rows of each row group.
-pub(crate) fn layout(path: &str) -> PolarsResult<Layout> {
+/// The dtype a frame gives a Parquet column of Arrow type `t`, or `None` for a type
+/// frames do not hold. Narrow integers widen to 32 bits and decimals become float64
+/// (as the Python layer makes them from numpy); pandas would keep `int8`…, and make
+/// decimals `object` columns of exact `Decimal`s.
+fn frame_dtype(t: &A) -> Option<DataType> {
+    Some(match t {
+        A::Boolean => DataType::Boolean,
+        A::Int8 | A::Int16 | A::Int32 => DataType::Int32,
+        A::Int64 => DataType::Int64,
+        A::UInt8 | A::UInt16 | A::UInt32 => DataType::UInt32,
+        A::UInt64 => DataType::UInt64,
+        A::Float32 => DataType::Float32,
+        A::Float64 => DataType::Float64,
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => DataType::String,
+        A::Date32 => DataType::Date,
+        A::Timestamp(unit, None) => DataType::Datetime(unit.into(), None),
+        A::Decimal(p, _) | A::Decimal32(p, _) | A::Decimal64(p, _) if *p <= 38 => DataType::Float64,
+        _ => return None,
+    })
+}
+
+/// The file's columns and the rows of each row group. Only `columns` (all when `None`)
+/// must be of types frames hold; another is refused naming it and its type.
+pub(crate) fn layout(path: &str, columns: Option<&[String]>) -> crate::error::Result<Layout> {
     let open = || std::fs::File::open(path).map_err(|e| polars_err!(ComputeError: "{path}: {e}"));
     let mut reader = ParquetReader::new(open()?);
     let groups = reader.get_metadata()?.row_groups.iter().map(|rg| rg.num_rows() as u64).collect();
-    let empty = ParquetReader::new(open()?).with_slice(Some((0, 0))).finish()?;
-    let schema = empty.columns().iter().map(|c| (c.name().to_string(), c.dtype().clone())).collect();
+    let arrow = reader.schema()?;
+    if let Some(cols) = columns
+        && let Some(c) = cols.iter().find(|c| arrow.get(c.as_str()).is_none())
+    {
+        let have: Vec<String> = arrow.iter().map(|(n, _)| n.to_string()).collect();
+        return Err(FrameError::UnknownColumn { name: c.clone(), have });
+    }
+    let mut schema = Vec::with_capacity(arrow.len());
+    for (name, field) in arrow.iter() {
+        if columns.is_some_and(|cols| !cols.iter().any(|c| c == name.as_str())) {
+            continue;
+        }
+        match frame_dtype(field.dtype()) {
+            Some(d) => schema.push((name.to_string(), d)),
+            None => {
+                return Err(FrameError::DType(format!(
+                    "{path}: column {name:?} is of Parquet/Arrow type {:?}, which frames do not hold \
+                     (they hold booleans, integers, floats, strings, dates, timestamps without a time \
+                     zone and decimals, read as float64): leave it out with columns=[...]",
+                    field.dtype()
+                )));
+            }
+        }
+    }
     Ok((schema, groups))
 }
 
-/// Rows `[offset, offset + len)` (one row group) with the named columns.
+/// Rows `[offset, offset + len)` (one row group) with the named columns, each of the
+/// dtype [`layout`] gave it.
 pub(crate) fn read_rows(path: &str, offset: u64, len: u64, columns: &[String]) -> PolarsResult<DataFrame> {
     let f = std::fs::File::open(path).map_err(|e| polars_err!(ComputeError: "{path}: {e}"))?;
-    ParquetReader::new(f)
+    let mut reader = ParquetReader::new(f);
+    let arrow = reader.schema()?;
+    let mut want = Vec::with_capacity(columns.len());
+    for c in columns {
+        let Some(field) = arrow.get(c.as_str()) else { polars_bail!(ColumnNotFound: "{path}: no column {c:?}") };
+        let Some(d) = frame_dtype(field.dtype()) else {
+            polars_bail!(ComputeError: "{path}: column {c:?} is of Arrow type {:?}, which frames do not hold", field.dtype())
+        };
+        want.push(d);
+    }
+    let mut df = reader
         .with_columns(Some(columns.to_vec()))
         .with_slice(Some((offset as usize, len as usize)))
         .read_parallel(ParallelStrategy::None)
         .finish()
-        .map_err(|e| polars_err!(ComputeError: "{path}, rows {offset}..{}: {e}", offset + len))
+        .map_err(|e| polars_err!(ComputeError: "{path}, rows {offset}..{}: {e}", offset + len))?;
+    for (c, d) in columns.iter().zip(&want) {
+        if df.column(c)?.dtype() != d {
+            let cast = df.column(c)?.cast(d)?;
+            df.with_column(cast)?;
+        }
+    }
+    Ok(df)
 }

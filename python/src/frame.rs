@@ -509,8 +509,9 @@ pub(crate) fn frame_concat(frames: Vec<Bound<'_, PyFrame>>) -> PyResult<PyFrame>
 
 /// A Parquet file read by worker tasks, a row group each.
 #[pyfunction]
-pub(crate) fn read_parquet(path: &str) -> PyResult<PyFrame> {
-    opened(path, DataFrame::read_parquet(path))
+#[pyo3(signature = (path, columns=None))]
+pub(crate) fn read_parquet(path: &str, columns: Option<Vec<String>>) -> PyResult<PyFrame> {
+    opened(path, DataFrame::read_parquet_columns(path, columns.as_deref()))
 }
 
 /// A frame of columns from this process, `rows_per_chunk` rows per chunk.

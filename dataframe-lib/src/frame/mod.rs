@@ -233,8 +233,14 @@ impl DataFrame {
     /// task of its own. Only the columns an operation needs are read (their column chunks
     /// alone), and a filter (or any per-chunk step) on the frame runs in the reading task.
     pub fn read_parquet(path: impl AsRef<std::path::Path>) -> Result<DataFrame> {
+        Self::read_parquet_columns(path, None)
+    }
+
+    /// Only `columns` of a Parquet file (all when `None`): a column of a type frames do
+    /// not hold is refused only when it is asked for.
+    pub fn read_parquet_columns(path: impl AsRef<std::path::Path>, columns: Option<&[String]>) -> Result<DataFrame> {
         let abs = absolute_file(path.as_ref())?;
-        let (schema, rows) = crate::parquet::layout(&abs)?;
+        let (schema, rows) = crate::parquet::layout(&abs, columns)?;
         let mut groups = Vec::with_capacity(rows.len().max(1));
         let mut first = 0;
         for n in rows {

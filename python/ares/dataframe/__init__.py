@@ -1737,10 +1737,17 @@ def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
 def read_parquet(path: Any, columns: Optional[Sequence[str]] = None, **kwargs: Any) -> DataFrame:
     """A Parquet file, a chunk per row group read by a worker task. Only the columns used
     downstream are read (their column chunks alone), and filters run in the reading
-    tasks."""
+    tasks.
+
+    Differs from pandas: ``decimal(p, s)`` columns are read as ``float64`` (pandas with
+    pyarrow makes ``object`` columns of exact ``Decimal`` values), 8- and 16-bit integers
+    as 32-bit ones. A column of a type frames do not hold (lists, structs, binary,
+    timestamps with a time zone, …) raises ``TypeError`` naming it and its type unless
+    ``columns=`` leaves it out."""
     import os
 
     if kwargs:
         raise NotImplementedError(f"read_parquet({', '.join(kwargs)}=...)")
-    df = DataFrame(_frame=_native.read_parquet(os.fspath(path)))
-    return df[list(columns)] if columns is not None else df
+    cols = list(columns) if columns is not None else None
+    df = DataFrame(_frame=_native.read_parquet(os.fspath(path), cols))
+    return df[cols] if cols is not None else df
