@@ -68,6 +68,24 @@ impl Eval<'_> {
             Instr::Value(k) | Instr::IsIn(_, k) => {
                 polars_bail!(ComputeError: "lazy frame {k} reached a task unresolved")
             }
+            Instr::Where(c, a, b) => {
+                let (x, y) = (self.operand(at, *a, depth)?, self.operand(at, *b, depth)?);
+                let Some(to) = crate::expr::where_dtype(x.dtype(), self.is_lit(*a), y.dtype(), self.is_lit(*b)) else {
+                    polars_bail!(ComputeError: "where cannot choose between {} and {} values", x.dtype(), y.dtype())
+                };
+                let cond = self.operand(at, *c, depth)?;
+                let cond = cond.bool()?.fill_null_with_values(false)?;
+                x.cast(&to)?.zip_with(&cond, &y.cast(&to)?)
+            }
+            Instr::StrSlice(a, lo, hi, step) => {
+                let s = self.operand(at, *a, depth)?;
+                map_str(&s, |v| py_slice(v, *lo, *hi, step.unwrap_or(1)))
+            }
+            Instr::StrGet(a, i) => {
+                let s = self.operand(at, *a, depth)?;
+                let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();
+                Ok(out.with_name(s.name().clone()).into_series())
+            }
             Instr::IsInSet(a, ipc) => {
                 let set = crate::chunk::decode(ipc)?;
                 let Some(set) = set.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
@@ -214,8 +232,13 @@ fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsRe
     Ok(if op == BinOp::And { &x & &y } else { &x | &y }.into_series())
 }
 
-/// Both sides in one dtype to compare, NaN made null.
+/// Both sides in one dtype to compare, NaN made null; dates and times of different
+/// kinds or units as nanosecond timestamps (a date is its midnight).
 fn comparable(a: Series, b: Series) -> PolarsResult<(Series, Series)> {
+    if a.dtype() != b.dtype() && crate::expr::is_temporal(a.dtype()) && crate::expr::is_temporal(b.dtype()) {
+        let ns = DataType::Datetime(TimeUnit::Nanoseconds, None);
+        return Ok((a.cast(&ns)?, b.cast(&ns)?));
+    }
     let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
     if num(a.dtype()) && num(b.dtype()) && a.dtype() != b.dtype() {
         let to = if a.dtype().is_float() || b.dtype().is_float() { DataType::Float64 } else { DataType::Int64 };
@@ -310,6 +333,40 @@ fn py_space(c: char) -> bool {
 }
 
 /// `f` of every present string of `s`.
+/// Python's `v[lo:hi:step]` over the characters of `v` (`step` is not 0).
+fn py_slice(v: &str, lo: Option<i64>, hi: Option<i64>, step: i64) -> String {
+    let chars: Vec<char> = v.chars().collect();
+    let n = chars.len() as i64;
+    // Python's slice.indices: negative bounds count from the end, then clamp.
+    let fix = |b: Option<i64>, default: i64, min: i64, max: i64| match b {
+        None => default,
+        Some(b) if b < 0 => (b + n).max(min),
+        Some(b) => b.min(max),
+    };
+    let (lo, hi) = if step > 0 {
+        (fix(lo, 0, 0, n), fix(hi, n, 0, n))
+    } else {
+        (fix(lo, n - 1, -1, n - 1), fix(hi, -1, -1, n - 1))
+    };
+    let mut out = String::new();
+    let mut i = lo;
+    while (step > 0 && i < hi) || (step < 0 && i > hi) {
+        out.push(chars[i as usize]);
+        i += step;
+    }
+    out
+}
+
+/// Python's `v[i]` over the characters of `v`, `None` out of range.
+fn py_get(v: &str, i: i64) -> Option<&str> {
+    let n = v.chars().count() as i64;
+    let i = if i < 0 { i + n } else { i };
+    if i < 0 || i >= n {
+        return None;
+    }
+    v.char_indices().nth(i as usize).map(|(b, c)| &v[b..b + c.len_utf8()])
+}
+
 fn map_str(s: &Series, f: impl Fn(&str) -> String) -> PolarsResult<Series> {
     let out: StringChunked = s.str()?.iter().map(|v| v.map(&f)).collect();
     Ok(out.with_name(s.name().clone()).into_series())
@@ -347,6 +404,30 @@ mod tests {
             "s" => [Some("apple"), None, Some("banana"), Some("cherry pie")],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn string_slices_and_gets_are_pythons() {
+        let words = ["", "a", "héllo", "wörld!"];
+        // (start, stop, step) against Python's own answers for "héllo".
+        let cases: [(Option<i64>, Option<i64>, i64, &str); 8] = [
+            (None, Some(2), 1, "hé"),
+            (Some(-3), None, 1, "llo"),
+            (Some(1), Some(-1), 1, "éll"),
+            (None, None, -1, "olléh"),
+            (Some(3), Some(0), -1, "llé"),
+            (Some(10), Some(20), 1, ""),
+            (Some(-10), Some(2), 1, "hé"),
+            (None, None, 2, "hlo"),
+        ];
+        for (lo, hi, step, want) in cases {
+            assert_eq!(py_slice(words[2], lo, hi, step), want, "{lo:?}:{hi:?}:{step}");
+        }
+        assert_eq!(py_slice(words[0], Some(-1), None, 1), "");
+        assert_eq!(py_get(words[3], 1), Some("ö"));
+        assert_eq!(py_get(words[3], -1), Some("!"));
+        assert_eq!(py_get(words[1], 1), None);
+        assert_eq!(py_get(words[0], 0), None);
     }
 
     #[test]

@@ -208,6 +208,19 @@ pub enum Expr {
     /// A lazy scalar: the one value of a one-row, one-column frame (a reduction), the
     /// same in every row. Tiling computes it first, then runs the expression with it.
     Value(Value),
+    /// `a` where `cond` is true, else `b` (pandas' `a.where(cond, b)`; `mask` swaps
+    /// them): numbers in the dtype numpy's `where` gives them, a missing `cond` false.
+    Where(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// Python's `v[start:stop:step]` of each string, by characters (pandas'
+    /// `.str.slice` and `.str[a:b]`).
+    StrSlice(Box<Expr>, Option<i64>, Option<i64>, Option<i64>),
+    /// Python's `v[i]` of each string, missing where `i` is out of range (pandas'
+    /// `.str.get(i)` and `.str[i]`).
+    StrGet(Box<Expr>, i64),
+    /// A value of a set dtype in every row (a date or time literal, as its physical
+    /// value: days, or units since the epoch); missing when `None`. Not weak: it
+    /// promotes as a column of its dtype would.
+    Const(Option<Scalar>, Dtype),
     /// Whether `a` is one of the values of a one-column frame (pandas' `isin` with a
     /// Series: a semi-join); a missing `a` is in it when the frame has a missing value.
     /// Tiling computes the frame first and sends its distinct values to every task.
@@ -215,41 +228,34 @@ pub enum Expr {
 }
 
 /// A one-column frame computed before the expression that uses it: its one value
-/// ([`Expr::Value`]) or its values ([`Expr::IsIn`]).
+/// ([`Expr::Value`]) or its values ([`Expr::IsIn`]). Made by `DataFrame::as_value`; it
+/// holds the frame's node type-erased, so that expressions do not depend on frames.
 #[derive(Clone)]
-pub struct Value(pub(crate) crate::frame::DataFrame);
+pub struct Value {
+    pub(crate) node: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    dtype: DataType,
+}
 
 impl Value {
-    /// `df`'s one column, computed first; a scalar's dtype is the column's.
-    pub fn of(df: &crate::frame::DataFrame) -> Result<Value> {
-        let schema = &df.node.schema;
-        if schema.len() != 1 {
-            return Err(FrameError::Invalid(format!(
-                "a lazy scalar is a frame of one column, this one has {} ({:?})",
-                schema.len(),
-                df.columns()
-            )));
-        }
-        if Dtype::of(&schema[0].1).is_none() {
-            return Err(FrameError::DType(format!("a lazy scalar of dtype {} is not supported", schema[0].1)));
-        }
-        Ok(Value(df.clone()))
+    pub(crate) fn new(node: std::sync::Arc<dyn std::any::Any + Send + Sync>, dtype: DataType) -> Value {
+        Value { node, dtype }
     }
 
+    /// The column's dtype (a scalar's).
     pub(crate) fn dtype(&self) -> DataType {
-        self.0.node.schema[0].1.clone()
+        self.dtype.clone()
     }
 }
 
 impl std::fmt::Debug for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Value({})", self.dtype())
+        write!(f, "Value({})", self.dtype)
     }
 }
 
 impl PartialEq for Value {
     fn eq(&self, other: &Value) -> bool {
-        std::sync::Arc::ptr_eq(&self.0.node, &other.0.node)
+        std::ptr::addr_eq(std::sync::Arc::as_ptr(&self.node), std::sync::Arc::as_ptr(&other.node))
     }
 }
 
@@ -414,6 +420,36 @@ impl Expr {
             }),
             Expr::Lit(s) => Ok(s.dtype()),
             Expr::Value(v) => Ok(v.dtype()),
+            Expr::Const(_, d) => Ok(d.to_polars()),
+            Expr::Where(c, a, b) => {
+                let dc = c.dtype(schema)?;
+                if dc != DataType::Boolean {
+                    return bad(format!("where needs a boolean condition, this one is {dc}"));
+                }
+                let (da, db) = (a.dtype(schema)?, b.dtype(schema)?);
+                match where_dtype(&da, lit_of(a), &db, lit_of(b)) {
+                    Some(d) => Ok(d),
+                    None => bad(format!("where cannot choose between {da} and {db} values")),
+                }
+            }
+            Expr::StrSlice(a, _, _, step) => {
+                let d = a.dtype(schema)?;
+                if d != DataType::String {
+                    return bad(format!("str.slice needs a string column, this one is {d}"));
+                }
+                if *step == Some(0) {
+                    return bad("str.slice: slice step cannot be zero".into());
+                }
+                Ok(d)
+            }
+            Expr::StrGet(a, _) => {
+                let d = a.dtype(schema)?;
+                if d == DataType::String {
+                    Ok(d)
+                } else {
+                    bad(format!("str.get needs a string column, this one is {d}"))
+                }
+            }
             Expr::IsIn(a, v) => {
                 let (da, dv) = (a.dtype(schema)?, v.dtype());
                 if comparable(&da, &dv) {
@@ -561,7 +597,24 @@ fn int_fits(v: i64, d: &DataType) -> bool {
 
 fn comparable(a: &DataType, b: &DataType) -> bool {
     let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
-    (num(a) && num(b)) || (a == &DataType::String && b == &DataType::String) || (a == b && is_temporal(a))
+    (num(a) && num(b)) || (a == &DataType::String && b == &DataType::String) || (is_temporal(a) && is_temporal(b))
+}
+
+/// The dtype `where` gives a choice between `a` and `b` (numpy's promotion, a Python
+/// literal weak): numbers (booleans included) promote, other kinds must agree, and a
+/// missing constant takes the other side's dtype.
+pub(crate) fn where_dtype(a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) -> Option<DataType> {
+    if a == b {
+        return Some(a.clone());
+    }
+    let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
+    if num(a) && num(b) {
+        return arithmetic_dtype(BinOp::Maximum, a, a_lit, b, b_lit);
+    }
+    if is_temporal(a) && is_temporal(b) {
+        return Some(DataType::Datetime(TimeUnit::Nanoseconds, None));
+    }
+    None
 }
 
 /// The dtype of `a op b` (numpy's rules, with a Python literal taking the dtype of the
@@ -618,6 +671,9 @@ pub(crate) enum Instr {
     /// column of its dtype would); missing when `None`. Numbers of dates and times are
     /// their physical values (days, nanoseconds).
     Const(Option<Scalar>, Dtype),
+    StrSlice(u32, Option<i64>, Option<i64>, Option<i64>),
+    StrGet(u32, i64),
+    Where(u32, u32, u32),
     /// Whether operand `a` is among the values of lazy frame `k` (see [`Expr::IsIn`]);
     /// tiling replaces it with an [`Instr::IsInSet`].
     IsIn(u32, u32),
@@ -651,6 +707,13 @@ impl Program {
             Expr::Col(c) => Instr::Col(c.clone()),
             Expr::Lit(s) => Instr::Lit(s.clone()),
             Expr::Value(v) => Instr::Value(register(values, v)),
+            Expr::Const(v, d) => Instr::Const(v.clone(), *d),
+            Expr::StrSlice(a, lo, hi, step) => Instr::StrSlice(self.push(a, values), *lo, *hi, *step),
+            Expr::Where(c, a, b) => {
+                let (c, a, b) = (self.push(c, values), self.push(a, values), self.push(b, values));
+                Instr::Where(c, a, b)
+            }
+            Expr::StrGet(a, i) => Instr::StrGet(self.push(a, values), *i),
             Expr::IsIn(a, v) => {
                 let a = self.push(a, values);
                 Instr::IsIn(a, register(values, v))
@@ -701,7 +764,14 @@ impl Program {
                 | Instr::Clip(a, _, _)
                 | Instr::StrReplace(a, ..)
                 | Instr::IsIn(a, _)
-                | Instr::IsInSet(a, _) => operand(a),
+                | Instr::IsInSet(a, _)
+                | Instr::StrSlice(a, ..)
+                | Instr::StrGet(a, _) => operand(a),
+                Instr::Where(c, a, b) => {
+                    operand(c);
+                    operand(a);
+                    operand(b);
+                }
             }
         }
     }

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use ares_dataframe::polars::prelude::{DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, NamedFrom, Series};
-use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, Expr, FrameError, How, Method, Session, Value, col};
+use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, Expr, FrameError, How, Method, Session, col};
 use common::{Row, cluster, f64s, frame, i64s, methods, rows_strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -556,8 +556,8 @@ fn lazy_scalars_in_filters_and_assignments_are_computed_first() {
     runner(12)
         .run(&(rows_strategy(), 1usize..40), |(rows, per_chunk)| {
             let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
-            let max_i = Value::of(&df.select(&["i"]).unwrap().reduce(Agg::Max, false).unwrap()).unwrap();
-            let mean_f = Value::of(&df.agg(&[("f", Agg::Mean)]).unwrap()).unwrap();
+            let max_i = df.select(&["i"]).unwrap().reduce(Agg::Max, false).unwrap().as_value().unwrap();
+            let mean_f = df.agg(&[("f", Agg::Mean)]).unwrap().as_value().unwrap();
             let out = df
                 .filter(col("i").eq(Expr::Value(max_i.clone())) | col("f").gt(Expr::Value(mean_f.clone())))
                 .unwrap()
@@ -599,7 +599,7 @@ fn a_lazy_scalar_must_be_one_column() {
         1,
     )
     .unwrap();
-    let e = Value::of(&df).unwrap_err().to_string();
+    let e = df.as_value().unwrap_err().to_string();
     assert!(e.contains("one column") && e.contains("\"a\""), "{e}");
 }
 
@@ -612,8 +612,8 @@ fn isin_another_frames_column_is_a_semi_join_and_its_negation_an_anti_join() {
             let df = DataFrame::from_polars(frame(&rows), per_chunk).unwrap();
             let other = DataFrame::from_polars(frame(&others), per_chunk).unwrap();
             // Another frame's keys (k1, with missing values) and, as floats, its f.
-            let set = Value::of(&other.select(&["k1"]).unwrap().drop_duplicates(&["k1"]).unwrap()).unwrap();
-            let fset = Value::of(&other.select(&["f"]).unwrap()).unwrap();
+            let set = other.select(&["k1"]).unwrap().drop_duplicates(&["k1"]).unwrap().as_value().unwrap();
+            let fset = other.select(&["f"]).unwrap().as_value().unwrap();
             let out = df
                 .assign(&[
                     ("semi", Expr::IsIn(Box::new(col("k2")), set.clone())),

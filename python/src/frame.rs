@@ -93,6 +93,7 @@ fn parse_dtype(name: &str) -> PyResult<Dtype> {
         "float64" | "float" => Dtype::Float64,
         "str" | "object" | "string" => Dtype::String,
         "datetime64[ns]" | "datetime64" => Dtype::Datetime,
+        "datetime64[D]" | "date" => Dtype::Date,
         "datetime64[us]" => Dtype::DatetimeUs,
         "datetime64[ms]" => Dtype::DatetimeMs,
         other => {
@@ -167,12 +168,20 @@ impl PyExpr {
     /// The lazy value of a one-row, one-column frame (a reduction), in every row.
     #[staticmethod]
     fn value(frame: &PyFrame) -> PyResult<PyExpr> {
-        Ok(PyExpr { e: Expr::Value(ares_dataframe::Value::of(&frame.df).or_raise()?) })
+        Ok(PyExpr { e: Expr::Value(frame.df.as_value().or_raise()?) })
+    }
+
+    /// A value of dtype `dtype` in every row, given as its physical integer (days for
+    /// `datetime64[D]`, units since the epoch for other datetimes); missing when None.
+    #[staticmethod]
+    #[pyo3(name = "const")]
+    fn constant(value: Option<i64>, dtype: &str) -> PyResult<PyExpr> {
+        Ok(PyExpr { e: Expr::Const(value.map(Scalar::Int), parse_dtype(dtype)?) })
     }
 
     /// Whether each value is among the values of a one-column frame (computed first).
     fn is_in(&self, frame: &PyFrame) -> PyResult<PyExpr> {
-        let v = ares_dataframe::Value::of(&frame.df).or_raise()?;
+        let v = frame.df.as_value().or_raise()?;
         Ok(PyExpr { e: Expr::IsIn(Box::new(self.e.clone()), v) })
     }
 
@@ -223,6 +232,22 @@ impl PyExpr {
     /// `.str.replace(pattern, replacement, regex)`.
     fn str_replace(&self, pattern: &str, replacement: &str, regex: bool) -> PyExpr {
         PyExpr { e: self.e.clone().str_replace(pattern, replacement, regex) }
+    }
+
+    /// `self` where `cond` is true, else `other`.
+    fn where_(&self, cond: &PyExpr, other: &PyExpr) -> PyExpr {
+        PyExpr { e: Expr::Where(Box::new(cond.e.clone()), Box::new(self.e.clone()), Box::new(other.e.clone())) }
+    }
+
+    /// Python's `v[start:stop:step]` of each string.
+    #[pyo3(signature = (start=None, stop=None, step=None))]
+    fn str_slice(&self, start: Option<i64>, stop: Option<i64>, step: Option<i64>) -> PyExpr {
+        PyExpr { e: Expr::StrSlice(Box::new(self.e.clone()), start, stop, step) }
+    }
+
+    /// Python's `v[i]` of each string, missing out of range.
+    fn str_get(&self, i: i64) -> PyExpr {
+        PyExpr { e: Expr::StrGet(Box::new(self.e.clone()), i) }
     }
 
     /// numpy's `round(x, decimals)`.

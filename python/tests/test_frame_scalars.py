@@ -137,3 +137,22 @@ def test_isin_refuses_what_cannot_match():
         _ = lf.k.isin(lf.s)
     with pytest.raises(NotImplementedError, match="DataFrame"):
         _ = lf.k.isin(lf)
+
+
+@given(frames())
+def test_where_and_mask_match_pandas(data):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+
+    def check(got, want):
+        pdt.assert_series_equal(got.reset_index(drop=True), want.reset_index(drop=True), check_dtype=False,
+                                check_names=False, rtol=1e-12)
+
+    check(df.f.where(df.f > df.f.mean(), 0).fetch(), pdf.f.where(pdf.f > pdf.f.mean(), 0))
+    check(df.i.where(df.i > 0).fetch(), pdf.i.where(pdf.i > 0))
+    check(df.i.mask(df.i > 0, df.f).fetch(), pdf.i.mask(pdf.i > 0, pdf.f))
+    check(df.f.where(df.i % 2 == 0, df.i.max()).fetch(), pdf.f.where(pdf.i % 2 == 0, pdf.i.max()))
+    got = df.assign(g=df.i.where(df.f.notna(), -1)).fetch()
+    want = pdf.assign(g=pdf.i.where(pdf.f.notna(), -1))
+    same(got, want)
+    assert df.i.where(df.i > 0, -1).dtype == np.int64

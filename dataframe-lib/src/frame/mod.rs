@@ -268,6 +268,28 @@ impl DataFrame {
         Ok(DataFrame::new(Op::Local(chunks), schema))
     }
 
+    /// This one-column frame as a value an expression uses, computed first: its one
+    /// value (`Expr::Value`, a lazy scalar) or its values (`Expr::IsIn`).
+    pub fn as_value(&self) -> Result<Value> {
+        let schema = &self.node.schema;
+        if schema.len() != 1 {
+            return Err(FrameError::Invalid(format!(
+                "a lazy scalar or set is a frame of one column, this one has {} ({:?})",
+                schema.len(),
+                self.columns()
+            )));
+        }
+        if Dtype::of(&schema[0].1).is_none() {
+            return Err(FrameError::DType(format!("a lazy scalar or set of dtype {} is not supported", schema[0].1)));
+        }
+        Ok(Value::new(self.node.clone(), schema[0].1.clone()))
+    }
+
+    /// The frame a [`Value`] was made from.
+    pub(crate) fn of_value(v: &Value) -> DataFrame {
+        DataFrame { node: v.node.clone().downcast::<Node>().unwrap_or_else(|_| unreachable!("a Value holds a frame")) }
+    }
+
     /// The dtype `e` has over this frame's columns, or why it cannot be computed here.
     pub fn dtype_of(&self, e: &Expr) -> Result<DataType> {
         e.dtype(&self.node.schema)

@@ -136,7 +136,7 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
         None => {
             let mut nodes = Vec::with_capacity(values.len());
             for v in values {
-                nodes.push(tile_materialized(cx, &v.0, None)?.nodes.clone());
+                nodes.push(tile_materialized(cx, &DataFrame::of_value(v), None)?.nodes.clone());
             }
             // Held until their values are read below (tiling may wait for them first).
             nodes.iter().flatten().for_each(|&n| cx.graph_mut().hold(n));
@@ -158,7 +158,8 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
     let mut frames = Vec::with_capacity(values.len());
     for (chunks, v) in nodes.iter().zip(values) {
         use polars::prelude::{IntoColumn, Series};
-        let (name, dtype) = &v.0.node.schema[0];
+        let frame = DataFrame::of_value(v);
+        let (name, dtype) = &frame.node.schema[0];
         let empty = Series::new_empty(name.into(), dtype).into_column();
         let mut all = polars::prelude::DataFrame::new(0, vec![empty]).map_err(FrameError::from)?;
         for &n in chunks {
@@ -405,7 +406,7 @@ impl ares_tileable::Node for DataFrame {
             | Op::Describe { input, .. } => f(input),
             Op::Map { input, values, .. } => {
                 f(input);
-                values.iter().for_each(|v| f(&v.0));
+                values.iter().for_each(|v| f(&DataFrame::of_value(v)));
             }
             Op::Join { left, right, .. } => {
                 f(left);

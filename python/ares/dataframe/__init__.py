@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -806,6 +807,36 @@ def _agg_name(f: Any) -> str:
     return name
 
 
+def _temporal_literal(v: Any, native: str) -> Any:
+    """A date or time literal (``datetime.date``/``datetime``, ``pd.Timestamp``,
+    ``np.datetime64``, an ISO string, ``NaT``) met by a column of native dtype ``native``
+    (``datetime64[D]`` for dates): a constant of the column's kind, or of nanoseconds
+    when it has a time of day a date column cannot hold (compared then as instants, a
+    date being its midnight, as pandas compares them). ``None`` for anything else."""
+    import datetime as _dt
+    if not isinstance(v, (str, _dt.date, np.datetime64)) and type(v).__name__ not in ("Timestamp", "NaTType"):
+        return None
+    if isinstance(v, np.datetime64):
+        if np.isnat(v):
+            return _native.NativeExpr.const(None, native)
+        ns = v.astype("datetime64[ns]")
+        if ns.astype("datetime64[D]") != v.astype("datetime64[D]"):
+            raise OverflowError(f"{v!r} is outside the range of nanosecond timestamps")
+        v = ns
+    pd = _pandas()
+    try:
+        ts = pd.Timestamp(v)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"cannot compare a {native} column with {v!r}: {e}") from None
+    if ts is pd.NaT:
+        return _native.NativeExpr.const(None, native)
+    if ts.tzinfo is not None:
+        raise NotImplementedError(f"comparing a {native} column with a time-zoned timestamp ({v!r})")
+    if native == "datetime64[D]" and ts == ts.normalize():
+        return _native.NativeExpr.const(int(ts.value // 86_400_000_000_000), "datetime64[D]")
+    return _native.NativeExpr.const(int(ts.value), "datetime64[ns]")
+
+
 def _py(v: Any) -> Any:
     """numpy scalars as Python ones."""
     if isinstance(v, np.generic):
@@ -917,6 +948,11 @@ class Series:
     def _other(self, other: Any):
         if isinstance(other, Scalar):
             return other._expr()
+        native = self._base._f.expr_dtype(self._e)
+        if native.startswith("datetime64["):
+            t = _temporal_literal(other, native)
+            if t is not None:
+                return t
         if isinstance(other, Series):
             if other._base._rows is not self._base._rows:
                 raise NotImplementedError(
@@ -1057,6 +1093,33 @@ class Series:
             out = out | (self == v)
         return out
 
+    def where(self, cond: Any, other: Any = np.nan) -> "Series":
+        """This column where ``cond`` (a boolean column of this frame) is true, else
+        ``other`` (a number, string, lazy scalar, or column of this frame; missing by
+        default, which makes integers float64 as in pandas). A missing ``cond`` counts
+        as false."""
+        if not isinstance(cond, Series):
+            raise NotImplementedError(f"where with a {type(cond).__name__} condition (give a boolean column)")
+        c = self._other(cond)
+        if other is None or (isinstance(other, float) and math.isnan(other)):
+            native = self._base._f.expr_dtype(self._e)
+            o = (_native.NativeExpr.lit(math.nan) if native not in ("object", "bool") and
+                 not native.startswith("datetime64[") else _native.NativeExpr.const(None, native))
+        else:
+            o = self._other(other)
+            if o is NotImplemented:
+                raise NotImplementedError(f"where with other={type(other).__name__}")
+        e = self._e.where_(c, o)
+        self._base._f.expr_dtype(e)  # a wrong dtype raises here
+        return Series(self._base, e, self.name)
+
+    def mask(self, cond: Any, other: Any = np.nan) -> "Series":
+        """This column where ``cond`` is false, else ``other`` (``where`` of ``~cond``;
+        a missing ``cond`` keeps the value, as pandas')."""
+        if not isinstance(cond, Series):
+            raise NotImplementedError(f"mask with a {type(cond).__name__} condition (give a boolean column)")
+        return self.where(~cond.fillna(False), other)
+
     def between(self, left: Any, right: Any, inclusive: str = "both") -> "Series":
         if inclusive not in ("both", "neither", "left", "right"):
             raise ValueError("Inclusive has to be either string of 'both','left', 'right', or 'neither'.")
@@ -1178,6 +1241,27 @@ class _StrAccessor:
 
     def len(self) -> Series:
         return self._s._unary("str_len")
+
+    def _expr(self, e: Any) -> Series:
+        self._s._base._f.expr_dtype(e)  # a wrong dtype raises here
+        return Series(self._s._base, e, self._s.name)
+
+    def slice(self, start: Optional[int] = None, stop: Optional[int] = None, step: Optional[int] = None) -> Series:
+        """Each string's ``v[start:stop:step]``, by characters (missing stays missing)."""
+        ints = [None if b is None else operator.index(b) for b in (start, stop, step)]
+        if ints[2] == 0:
+            raise ValueError("slice step cannot be zero")
+        return self._expr(self._s._e.str_slice(*ints))
+
+    def get(self, i: int) -> Series:
+        """Each string's character ``i`` (negative from the end); missing where there is
+        none, as pandas'."""
+        return self._expr(self._s._e.str_get(operator.index(i)))
+
+    def __getitem__(self, key: Any) -> Series:
+        if isinstance(key, slice):
+            return self.slice(key.start, key.stop, key.step)
+        return self.get(key)
 
     def lower(self) -> Series:
         return self._s._unary("str_lower")
