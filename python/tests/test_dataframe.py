@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import ares
 import ares.dataframe as ad
 import ares.tensor as at
+from frame_oracle import none_for_missing
 
 
 @st.composite
@@ -40,17 +41,8 @@ def frames(draw, min_rows=0, max_rows=120):
     return pdf, chunk
 
 
-def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
-    """String columns with every missing value as None (pandas fills some with NaN)."""
-    df = df.copy()
-    for c in df.columns:
-        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
-            df[c] = df[c].astype(object).where(df[c].notna(), None)
-    return df
-
-
 def same(got: pd.DataFrame, want: pd.DataFrame, sort_by=None) -> None:
-    got, want = _none_for_missing(got), _none_for_missing(want)
+    got, want = none_for_missing(got), none_for_missing(want)
     if sort_by:
         got = got.sort_values(sort_by, kind="stable").reset_index(drop=True)
         want = want.sort_values(sort_by, kind="stable").reset_index(drop=True)

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ares.dataframe as ad
+from frame_oracle import none_for_missing
 
 
 @st.composite
@@ -29,17 +30,8 @@ def frames(draw, min_rows=0, max_rows=60):
     return pdf, draw(st.integers(1, 25))
 
 
-def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
-    """String columns with every missing value as None (pandas shows some as NaN)."""
-    df = df.copy()
-    for c in df.columns:
-        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
-            df[c] = df[c].astype(object).where(df[c].notna(), None)
-    return df
-
-
 def same(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    got, want = _none_for_missing(got), _none_for_missing(want)
+    got, want = none_for_missing(got), none_for_missing(want)
     pdt.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True), check_dtype=False,
                            check_exact=False, rtol=1e-12, atol=1e-12)
 

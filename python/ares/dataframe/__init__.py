@@ -156,7 +156,42 @@ def _column_for_native(name: str, v: Any) -> Any:
     return np.ascontiguousarray(a)
 
 
-class Scalar:
+class _Operators:
+    """Python's operators on a lazy value, as its ``_bin(op, other, reflected)`` and
+    ``_unary(op)`` build them (a ``Series``' column expression, a ``Scalar``'s map)."""
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __floordiv__(self, o): return self._bin("floordiv", o)
+    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
+    def __mod__(self, o): return self._bin("mod", o)
+    def __rmod__(self, o): return self._bin("mod", o, True)
+    def __pow__(self, o): return self._bin("pow", o)
+    def __rpow__(self, o): return self._bin("pow", o, True)
+    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
+    def __lt__(self, o): return self._bin("lt", o)
+    def __le__(self, o): return self._bin("le", o)
+    def __gt__(self, o): return self._bin("gt", o)
+    def __ge__(self, o): return self._bin("ge", o)
+    def __and__(self, o): return self._bin("and", o)
+    def __rand__(self, o): return self._bin("and", o, True)
+    def __or__(self, o): return self._bin("or", o)
+    def __ror__(self, o): return self._bin("or", o, True)
+    def __neg__(self): return self._unary("neg")
+    def __abs__(self): return self._unary("abs")
+    def __invert__(self): return self._unary("not")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Scalar(_Operators):
     """A lazy number: a reduction of one column (``df["a"].sum()``). ``fetch()`` (or
     ``float()``/``int()``/``bool()``) computes it.
 
@@ -205,36 +240,6 @@ class Scalar:
         e = _native.NativeExpr.col(f.columns[0]).unary(op)
         f.expr_dtype(e)
         return Scalar(DataFrame(_frame=f.assign([("__ares_value", e)]).select(["__ares_value"])))
-
-    def __add__(self, o): return self._bin("add", o)
-    def __radd__(self, o): return self._bin("add", o, True)
-    def __sub__(self, o): return self._bin("sub", o)
-    def __rsub__(self, o): return self._bin("sub", o, True)
-    def __mul__(self, o): return self._bin("mul", o)
-    def __rmul__(self, o): return self._bin("mul", o, True)
-    def __truediv__(self, o): return self._bin("div", o)
-    def __rtruediv__(self, o): return self._bin("div", o, True)
-    def __floordiv__(self, o): return self._bin("floordiv", o)
-    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
-    def __mod__(self, o): return self._bin("mod", o)
-    def __rmod__(self, o): return self._bin("mod", o, True)
-    def __pow__(self, o): return self._bin("pow", o)
-    def __rpow__(self, o): return self._bin("pow", o, True)
-    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
-    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
-    def __lt__(self, o): return self._bin("lt", o)
-    def __le__(self, o): return self._bin("le", o)
-    def __gt__(self, o): return self._bin("gt", o)
-    def __ge__(self, o): return self._bin("ge", o)
-    def __and__(self, o): return self._bin("and", o)
-    def __rand__(self, o): return self._bin("and", o, True)
-    def __or__(self, o): return self._bin("or", o)
-    def __ror__(self, o): return self._bin("or", o, True)
-    def __neg__(self) -> "Scalar": return self._unary("neg")
-    def __abs__(self) -> "Scalar": return self._unary("abs")
-    def __invert__(self) -> "Scalar": return self._unary("not")
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __bool__(self) -> bool:
         return bool(self.fetch())
@@ -868,7 +873,7 @@ def _dtype_name(t: Any) -> str:
     return np.dtype(t).name
 
 
-class Series:
+class Series(_Operators):
     """One column of a frame, or an expression of its columns (``df["a"] * 2``). It
     stays tied to its frame: combining columns of two different frames is not
     supported (pandas would align them by index)."""
@@ -984,35 +989,6 @@ class Series:
                     raise
         raise AssertionError("unreachable")
 
-    def __add__(self, o): return self._bin("add", o)
-    def __radd__(self, o): return self._bin("add", o, True)
-    def __sub__(self, o): return self._bin("sub", o)
-    def __rsub__(self, o): return self._bin("sub", o, True)
-    def __mul__(self, o): return self._bin("mul", o)
-    def __rmul__(self, o): return self._bin("mul", o, True)
-    def __truediv__(self, o): return self._bin("div", o)
-    def __rtruediv__(self, o): return self._bin("div", o, True)
-    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
-    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
-    def __lt__(self, o): return self._bin("lt", o)
-    def __le__(self, o): return self._bin("le", o)
-    def __gt__(self, o): return self._bin("gt", o)
-    def __ge__(self, o): return self._bin("ge", o)
-    def __and__(self, o): return self._bin("and", o)
-    def __rand__(self, o): return self._bin("and", o, True)
-    def __or__(self, o): return self._bin("or", o)
-    def __ror__(self, o): return self._bin("or", o, True)
-
-    def __floordiv__(self, o): return self._bin("floordiv", o)
-    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
-    def __mod__(self, o): return self._bin("mod", o)
-    def __rmod__(self, o): return self._bin("mod", o, True)
-    def __pow__(self, o): return self._bin("pow", o)
-    def __rpow__(self, o): return self._bin("pow", o, True)
-
-    def __abs__(self) -> "Series":
-        return self._unary("abs")
-
     def abs(self) -> "Series":
         """Absolute values (numpy's: the most negative integer stays itself)."""
         return self._unary("abs")
@@ -1031,14 +1007,6 @@ class Series:
         e = self._e.clip(None if lower is None else _py(lower), None if upper is None else _py(upper))
         self._base._f.expr_dtype(e)
         return Series(self._base, e, self.name)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __neg__(self) -> "Series":
-        return self._unary("neg")
-
-    def __invert__(self) -> "Series":
-        return self._unary("not")
 
     def __bool__(self) -> bool:
         raise ValueError("the truth value of a Series is ambiguous: use &, |, ~ and .any() / .all()")
