@@ -288,6 +288,8 @@ fn mix(h: u64, v: u64) -> u64 {
 fn hash_into(c: &Column, h: &mut [u64]) -> PolarsResult<()> {
     const NULL: u64 = 0x5bd1_e995_1234_5678;
     let s = c.as_materialized_series();
+    // Dates and times hash as their physical integers.
+    let s = &*s.to_physical_repr();
     let dt = s.dtype().clone();
     if dt.is_integer() || dt == DataType::Boolean {
         let s = s.cast(&DataType::Int64)?;
@@ -318,7 +320,7 @@ fn hash_into(c: &Column, h: &mut [u64]) -> PolarsResult<()> {
             *x = mix(*x, b);
         }
     } else {
-        polars_bail!(ComputeError: "group-by keys of dtype {dt} cannot be shuffled (ints, floats, bools and strings can)");
+        polars_bail!(ComputeError: "group-by keys of dtype {dt} cannot be shuffled (numbers, bools, strings, dates and times can)");
     }
     Ok(())
 }

@@ -6,9 +6,10 @@
 
 use polars::prelude::{DataType, IdxSize, PolarsResult, Series, polars_bail};
 
-/// Whether [`keys`] orders a column of this dtype.
+/// Whether [`keys`] orders a column of this dtype (dates and times by their physical
+/// integers, whose order is theirs).
 pub(crate) fn orderable(dt: &DataType) -> bool {
-    dt.is_primitive_numeric() || dt == &DataType::Boolean
+    dt.is_primitive_numeric() || dt == &DataType::Boolean || crate::expr::is_temporal(dt)
 }
 
 /// A column as `u64` keys whose order is the column's (ascending), and which rows are
@@ -30,6 +31,13 @@ pub(crate) fn keys(s: &Series) -> PolarsResult<Keys> {
         let any = missing.iter().any(|&m| m);
         Keys { keys, missing: any.then_some(missing) }
     }
+    let physical;
+    let s = if crate::expr::is_temporal(s.dtype()) {
+        physical = s.to_physical_repr();
+        &*physical
+    } else {
+        s
+    };
     let dt = s.dtype();
     Ok(if dt.is_float() {
         let s = s.cast(&DataType::Float64)?;

@@ -69,3 +69,24 @@ def test_bad_date_literals_are_refused_naming_them(tmp_path):
         _ = df.d < "not-a-date"
     with pytest.raises(NotImplementedError, match="time-zoned"):
         _ = df.d < pd.Timestamp("1998-01-01", tz="UTC")
+
+
+def test_dates_sort_group_merge_and_shuffle_as_pandas_does():
+    days = pd.to_datetime(pd.Series(["2001-01-02", "1999-05-06", None, "2000-01-01", "1969-07-20"] * 40))
+    pdf = pd.DataFrame({"d": days, "k": np.arange(200) % 3, "v": np.arange(200, dtype=np.float64)})
+    df = ad.DataFrame(pdf, chunk_size=30)
+    got = df.sort_values(["d", "v"]).fetch()
+    want = pdf.sort_values(["d", "v"], kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    got = df.sort_values(["k", "d"], ascending=[True, False]).fetch()
+    want = pdf.sort_values(["k", "d"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    for method in ("tree", "shuffle"):
+        got = df.groupby("d", method=method)[["v"]].sum().fetch().sort_index()
+        pd.testing.assert_frame_equal(got, pdf.groupby("d")[["v"]].sum(), check_dtype=False, check_index_type=False)
+    # A merge on a date key (two sides of several chunks: shuffled by the key's hash).
+    other = ad.DataFrame(pdf[["d", "k"]].rename(columns={"k": "k2"}), chunk_size=30)
+    got = df.merge(other, on="d").fetch()
+    want = pdf.merge(pdf[["d", "k"]].rename(columns={"k": "k2"}), on="d")
+    assert len(got) == len(want)
+    assert sorted(got.v.tolist()) == sorted(want.v.tolist())

@@ -17,7 +17,7 @@ impl DataFrame {
         }
         for k in by {
             let dt = self.dtype(k)?;
-            if !(dt.is_primitive_numeric() || dt == &DataType::Boolean || dt == &DataType::String) {
+            if !(crate::order::orderable(dt) || dt == &DataType::String) {
                 return Err(FrameError::DType(format!("sorting by column {k:?} of dtype {dt} is not supported yet")));
             }
         }
