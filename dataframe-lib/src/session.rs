@@ -96,8 +96,10 @@ impl Session {
         }
         let mut out = kernels::concat(frames)?;
         // A shuffled group-by's partitions each hold sorted keys; pandas sorts them all.
-        if let (Op::GroupBy { spec, .. }, true) = (&df.node.op, refs.len() > 1) {
-            out = out.sort(spec.keys.iter().map(|k| k.as_str()), Default::default())?;
+        if refs.len() > 1
+            && let Some(keys) = group_keys(df)
+        {
+            out = out.sort(keys.iter().map(|k| k.as_str()), Default::default())?;
         }
         Ok(out)
     }
@@ -325,5 +327,34 @@ impl DataFrame {
         let dtype = values_dtype(&df, &columns)?;
         let src = FrameValues { df, columns, dtype, flat: true };
         Ok(ares_tensor::from_source(Arc::new(src), dtype, &[]))
+    }
+}
+
+/// The key columns, as `df` names them, of the group-by `df` is, or maps over without
+/// touching its keys (filters, new columns, renames, selections that keep them): such
+/// a frame comes in the group-by's order, sorted per shuffle partition only.
+fn group_keys(df: &DataFrame) -> Option<Vec<String>> {
+    match &df.node.op {
+        Op::GroupBy { spec, .. } => Some(spec.keys.clone()),
+        Op::Map { input, spec, .. } => {
+            let mut keys = group_keys(input)?;
+            for step in &spec.steps {
+                match step {
+                    crate::spec::MapStep::Filter(_) => {}
+                    crate::spec::MapStep::Select(cols) if keys.iter().all(|k| cols.contains(k)) => {}
+                    crate::spec::MapStep::Assign(name, _) if !keys.contains(name) => {}
+                    crate::spec::MapStep::Rename(pairs) => {
+                        for k in keys.iter_mut() {
+                            if let Some((_, to)) = pairs.iter().find(|(from, _)| from == k) {
+                                *k = to.clone();
+                            }
+                        }
+                    }
+                    _ => return None,
+                }
+            }
+            Some(keys)
+        }
+        _ => None,
     }
 }

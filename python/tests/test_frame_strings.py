@@ -38,3 +38,16 @@ def test_str_slicing_refuses_what_pandas_refuses():
         df.s.str.slice(0, 2, 0)
     with pytest.raises(TypeError, match="str.slice"):
         df.n.str.slice(0, 2)
+
+
+def test_reset_index_names_a_series_value_column_as_pandas():
+    pdf = pd.DataFrame({"k": [1, 2, 1, 3], "v": [1.0, 2.0, 3.0, 4.0]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    got = df.groupby("k")["v"].sum().reset_index(name="total").fetch()
+    want = pdf.groupby("k")["v"].sum().reset_index(name="total")
+    pdt.assert_frame_equal(got, want, check_dtype=False)
+    got = df.k.value_counts().reset_index(name="n").fetch().sort_values("k").reset_index(drop=True)
+    want = pdf.k.value_counts().reset_index(name="n").sort_values("k").reset_index(drop=True)
+    pdt.assert_frame_equal(got, want, check_dtype=False)
+    with pytest.raises(TypeError, match="name"):
+        df.reset_index(name="x")

@@ -577,12 +577,22 @@ class DataFrame:
             raise KeyError(f"{missing} not found in axis")
         return self._wrap(self._f.drop(_as_list(columns)), self._index, same_rows=True)
 
-    def reset_index(self, drop: bool = False) -> "DataFrame":
+    def reset_index(self, drop: bool = False, name: Any = None) -> "DataFrame":
         """The index columns (set with ``set_index``, or a group-by's keys) back as
-        ordinary columns, or dropped."""
+        ordinary columns, or dropped. ``name=`` (a Series' only, as in pandas) names the
+        value column of the frame this makes: ``df.groupby("k")["v"].sum()
+        .reset_index(name="total")``."""
+        if name is not None and self._kind != "series":
+            raise TypeError("DataFrame.reset_index() got an unexpected keyword argument 'name'")
         if drop:
             return self._wrap(self._f.drop(self._index)) if self._index else self
-        return self._wrap(self._f)
+        f = self._f
+        if name is not None:
+            value = [c for c in f.columns if c not in self._index][0]
+            if name != value and name in f.columns:
+                raise ValueError(f"cannot insert {name}, already exists")
+            f = f.rename([(value, str(name))])
+        return self._wrap(f)
 
     def set_index(self, keys: Union[str, Sequence[str]], drop: bool = True, append: bool = False) -> "DataFrame":
         """Columns as the row labels (pandas' ``set_index``): they are kept as the frame's
