@@ -61,17 +61,8 @@ fn from_radix_key<T: Elem>(k: u64, descending: bool) -> T {
 /// A sorted lane: by keys alone when they give the elements back (no NaN, no -0.0:
 /// half the bytes moved per pass), else keys with the elements alongside.
 fn radix_lane<T: Elem + Default>(lane: &mut [T], descending: bool) {
-    let mut whole = true;
-    let keys: Vec<u64> = lane
-        .iter()
-        .map(|&e| {
-            if T::DTYPE.is_float() {
-                let f = e.to_f64();
-                whole &= !(f.is_nan() || f == 0.0 && f.is_sign_negative());
-            }
-            radix_key(e, descending)
-        })
-        .collect();
+    let mut keys = Vec::with_capacity(lane.len());
+    let whole = push_keys(lane, descending, &mut keys);
     if whole {
         let n = keys.len();
         let sorted = radix_sort(keys, vec![(); n]);
@@ -81,6 +72,20 @@ fn radix_lane<T: Elem + Default>(lane: &mut [T], descending: bool) {
     } else {
         lane.copy_from_slice(&radix_sort(keys, lane.to_vec()).1);
     }
+}
+
+/// Appends the radix keys of `v` to `keys`; returns whether they give the elements back
+/// (no NaN, no -0.0, which share their keys with other elements).
+fn push_keys<T: Elem>(v: &[T], descending: bool, keys: &mut Vec<u64>) -> bool {
+    let mut whole = true;
+    keys.extend(v.iter().map(|&e| {
+        if T::DTYPE.is_float() {
+            let f = e.to_f64();
+            whole &= !(f.is_nan() || f == 0.0 && f.is_sign_negative());
+        }
+        radix_key(e, descending)
+    }));
+    whole
 }
 
 /// Slices at most this long (in a core's cache) sort by LSD passes; longer ones are
@@ -149,9 +154,9 @@ fn lsd_digits<const SIZE: usize, P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [
         }
         let shift = d as u32 * w;
         if in_scratch {
-            scatter(sk, sp, k, p, h, shift);
+            scatter(sk, sp, k, p, h, |x| (x >> shift) as usize);
         } else {
-            scatter(k, p, sk, sp, h, shift);
+            scatter(k, p, sk, sp, h, |x| (x >> shift) as usize);
         }
         in_scratch = !in_scratch;
     }
@@ -173,12 +178,7 @@ fn msd<const SIZE: usize, P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], s
         sum += *a;
         *a = *s;
     }
-    for (&x, &y) in k.iter().zip(p.iter()) {
-        let b = ((x - lo) >> shift) as usize & (SIZE - 1);
-        sk[at[b]] = x;
-        sp[at[b]] = y;
-        at[b] += 1;
-    }
+    scatter(k, p, sk, sp, &mut at, |x| ((x - lo) >> shift) as usize);
     for (&s, &e) in starts.iter().zip(&at) {
         if e - s > 1 && sort_slice(&mut sk[s..e], &mut sp[s..e], &mut k[s..e], &mut p[s..e]) {
             sk[s..e].copy_from_slice(&k[s..e]);
@@ -188,7 +188,7 @@ fn msd<const SIZE: usize, P: Copy>(k: &mut [u64], p: &mut [P], sk: &mut [u64], s
 }
 
 /// One radix pass: each key (and its payload) to the next place of its `SIZE`-way
-/// digit at `shift`; `at` holds where each digit's keys start.
+/// digit (`digit`, taken modulo `SIZE`); `at` holds where each digit's keys start.
 #[inline(always)]
 fn scatter<const SIZE: usize, P: Copy>(
     k: &[u64],
@@ -196,14 +196,14 @@ fn scatter<const SIZE: usize, P: Copy>(
     dk: &mut [u64],
     dp: &mut [P],
     at: &mut [usize; SIZE],
-    shift: u32,
+    digit: impl Fn(u64) -> usize,
 ) {
     assert!(p.len() == k.len() && dk.len() == k.len() && dp.len() == k.len());
     for (&x, &y) in k.iter().zip(p) {
-        let b = (x >> shift) as usize & (SIZE - 1);
+        let b = digit(x) & (SIZE - 1);
         let i = at[b];
         // SAFETY: `at` holds the running starts of each digit's run, from the counts of
-        // these very keys (a pass only reorders them), so `i` stays below the start of
+        // these very keys by this same digit (a pass only reorders them), so `i` stays below the start of
         // the next digit's run, at most `k.len()`, the length of `dk` and `dp`
         // (asserted above).
         unsafe {
@@ -465,13 +465,7 @@ pub(crate) fn merge(pieces: &[ChunkRef<'_>], positions: Positions<'_>, dtype: DT
         let mut keys = Vec::with_capacity(n);
         let mut whole = true;
         for c in pieces {
-            keys.extend(c.elements::<T>().iter().map(|&e| {
-                if T::DTYPE.is_float() {
-                    let f = e.to_f64();
-                    whole &= !(f.is_nan() || f == 0.0 && f.is_sign_negative());
-                }
-                radix_key(e, descending)
-            }));
+            whole &= push_keys(&c.elements::<T>(), descending, &mut keys);
         }
         if arg {
             Buf::I64(radix_sort(keys, payload()).1)
