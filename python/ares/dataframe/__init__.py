@@ -744,9 +744,11 @@ class DataFrame:
         return self[cols[0]].value_counts()
 
     def merge(self, right: "DataFrame", how: str = "inner", on: Union[str, Sequence[str], None] = None,
-              left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y")) -> "DataFrame":
-        """pandas' ``merge`` on equal key columns (``on``, or the columns both share)."""
-        return merge(self, right, how=how, on=on, left_on=left_on, right_on=right_on, suffixes=suffixes)
+              left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y"),
+              indicator: Union[bool, str] = False, validate: Optional[str] = None) -> "DataFrame":
+        """pandas' ``merge`` (see the module's ``merge``)."""
+        return merge(self, right, how=how, on=on, left_on=left_on, right_on=right_on, suffixes=suffixes,
+                     indicator=indicator, validate=validate)
 
     def join(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("DataFrame.join joins on the index, which ares frames do not have: use merge(on=...)")
@@ -883,6 +885,30 @@ def _dtype_name(t: Any) -> str:
     return np.dtype(t).name
 
 
+# numpy ufuncs a column computes, as the operator methods that compute them.
+_UFUNC_OPERATORS = {
+    "add": "__add__", "subtract": "__sub__", "multiply": "__mul__", "true_divide": "__truediv__",
+    "divide": "__truediv__", "floor_divide": "__floordiv__", "remainder": "__mod__", "power": "__pow__",
+    "equal": "__eq__", "not_equal": "__ne__", "less": "__lt__", "less_equal": "__le__",
+    "greater": "__gt__", "greater_equal": "__ge__", "logical_and": "__and__", "logical_or": "__or__",
+    "bitwise_and": "__and__", "bitwise_or": "__or__", "negative": "__neg__", "absolute": "__abs__",
+    "invert": "__invert__", "logical_not": "__invert__", "isnan": "isna",
+}
+
+
+def _np_where(cond: Any, x: Any, y: Any) -> "Series":
+    """numpy's ``where(cond, x, y)`` with a boolean column ``cond``: ``x`` where it is
+    true, else ``y`` (either a column of the same frame or a value)."""
+    if not isinstance(cond, Series):
+        raise NotImplementedError("np.where with series needs a boolean Series as its condition")
+    if isinstance(x, Series):
+        return x.where(cond, y)
+    if isinstance(y, Series):
+        return y.mask(cond, x)
+    # Two values: a column of the first, then the second where cond is false.
+    return Series(cond._base, cond._base._expr(_py(x)), None).where(cond, y)
+
+
 class Series(_Operators):
     """One column of a frame, or an expression of its columns (``df["a"] * 2``). It
     stays tied to its frame: combining columns of two different frames is not
@@ -957,6 +983,37 @@ class Series(_Operators):
 
         f = self._frame()._f
         return Tensor(_session(session).to_tensor(f, f.columns[0]))
+
+    # ----- numpy's protocols -----------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(s)`` fetches the column (as pandas gives its values)."""
+        return self.to_numpy(dtype=dtype)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's arithmetic, comparison and sign ufuncs on a column give a lazy column,
+        as its operators do (``np.add(s, 1)``, ``np.negative(s)``, ``np.abs(s)``); others
+        raise ``NotImplementedError`` naming the ufunc rather than compute in numpy."""
+        name = _UFUNC_OPERATORS.get(ufunc.__name__)
+        if method != "__call__" or kwargs or name is None or len(inputs) != ufunc.nin:
+            raise NotImplementedError(
+                f"numpy.{ufunc.__name__} of an ares Series is not supported: use its methods, "
+                "or fetch() it to compute in numpy"
+            )
+        if ufunc.nin == 1:
+            return getattr(inputs[0], name)()
+        a, b = inputs
+        return getattr(a, name)(b) if isinstance(a, (Series, Scalar)) else getattr(b, "__r" + name[2:])(a)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """``np.where(cond, x, y)`` with series gives a lazy column (``x.where(cond, y)``);
+        other numpy functions raise ``NotImplementedError`` naming themselves."""
+        if func is np.where and len(args) == 3 and not kwargs:
+            return _np_where(*args)
+        raise NotImplementedError(
+            f"numpy.{func.__name__} of an ares Series is not supported: use its methods, "
+            "or fetch() it to compute in numpy"
+        )
 
     # ----- operators ------------------------------------------------------------------
 
@@ -1570,6 +1627,13 @@ class GroupBy:
         single = key if isinstance(key, str) else None
         return GroupBy(self._frame, self._keys, cols, self._as_index, self._method, single)
 
+    def __getattr__(self, name: str) -> "GroupBy":
+        # ``g.col`` is ``g["col"]``, as in pandas (dunder and private names stay errors,
+        # so copy and pickle see an ordinary object).
+        if name.startswith("_") or name not in self._frame._f.columns:
+            raise AttributeError(f"'GroupBy' object has no attribute {name!r}")
+        return self[name]
+
     def _run(self, aggs: List[Tuple[str, str, str]], series: bool = False) -> DataFrame:
         # nunique is its own pipeline (distinct (keys, column) rows counted per group),
         # merged on the keys with the other aggregations and sorted by them.
@@ -1667,37 +1731,73 @@ def from_pandas(data: Any, chunk_size: Optional[int] = None) -> DataFrame:
 
 
 def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, Sequence[str], None] = None,
-          left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y")) -> DataFrame:
+          left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y"),
+          indicator: Union[bool, str] = False, validate: Optional[str] = None) -> DataFrame:
     """pandas' ``merge`` on equal key columns: ``on``, every column both frames have, or
-    ``left_on``/``right_on`` (then both key columns are kept, as pandas does; for inner
-    and left merges). Overlapping other columns get ``suffixes``; missing keys match
-    each other."""
+    ``left_on``/``right_on`` (then both key columns are kept, as pandas does), for
+    ``how`` inner, left, right, outer or cross. Overlapping other columns get
+    ``suffixes``; missing keys match each other. ``indicator`` adds a ``_merge`` column
+    (strings, where pandas makes a categorical); ``validate`` checks the keys' uniqueness
+    first (which computes both frames) and raises pandas' ``MergeError``."""
+    if how not in ("inner", "left", "right", "outer", "cross"):
+        raise ValueError(f"how={how!r}: give 'inner', 'left', 'right', 'outer' or 'cross'")
     if len(tuple(suffixes)) != 2:
         raise ValueError("suffixes must be a pair, such as ('_x', '_y')")
-    sx, sy = (s or "" for s in suffixes)
+    if how == "cross":
+        if on is not None or left_on is not None or right_on is not None:
+            raise _merge_error("Can not pass on, right_on, left_on or set right_index=True or left_index=True")
+        # Every row meets every row: one constant key on both sides.
+        k = "__ares_cross"
+        out = merge(left.assign(**{k: 0}), right.assign(**{k: 0}), on=k, suffixes=suffixes, indicator=indicator)
+        return out.drop(columns=k)
     if left_on is not None or right_on is not None:
         if on is not None:
-            raise ValueError('Can only pass argument "on" OR "left_on" and "right_on", not a combination of both.')
+            raise _merge_error('Can only pass argument "on" OR "left_on" and "right_on", not a combination of both.')
         lk, rk = _as_list(left_on), _as_list(right_on)
         if len(lk) != len(rk) or not lk:
             raise ValueError("left_on and right_on must name as many columns (at least one)")
-        if how not in ("inner", "left"):
-            raise NotImplementedError(f"merge(left_on=, right_on=, how={how!r}): only inner and left merges")
-        _merge_keys(left, lk)
-        _merge_keys(right, rk)
+    else:
+        lk = rk = _as_list(on) or [c for c in left.columns if c in right.columns]
+        if not lk:
+            raise _merge_error("No common columns to perform merge on: give on=")
+    _merge_keys(left, lk)
+    _merge_keys(right, rk)
+    if validate is not None:
+        _validate_merge(left, right, lk, rk, validate)
+    label = "_merge" if indicator is True else (indicator or None)
+    if label is not None and (label in left.columns or label in right.columns):
+        raise ValueError(f"Cannot use name of an existing column for indicator column: {label!r}")
+    # Marker columns say which side a row came from: for the indicator, and for the left's
+    # key columns of a right or outer merge on left_on/right_on (missing where no left row
+    # matched, as pandas has them).
+    copied = [(l, r) for l, r in zip(lk, rk) if l != r]
+    mark = label is not None or (bool(copied) and how in ("right", "outer"))
+    ml, mr = "__ares_left_row", "__ares_right_row"
+    if mark:
+        left, right = left.assign(**{ml: True}), right.assign(**{mr: True})
+    if copied:
         # The right side's keys copied under the left's names: matched rows have equal
         # keys, so the merged key columns are the left's, and the right's stay as columns.
-        copied = [(l, right._col(r)) for l, r in zip(lk, rk) if l != r]
         taken = [l for l, _ in copied if l in right._f.columns]
         if taken:
             raise NotImplementedError(f"merge(left_on=, right_on=) where the right frame also has {taken}")
-        r2 = right.assign(**{l: e for l, e in copied}) if copied else right
-        return merge(left, r2, how=how, on=lk, suffixes=(sx, sy))
-    keys = _as_list(on) or [c for c in left.columns if c in right.columns]
-    if not keys:
-        raise ValueError("no common columns to merge on: give on=")
-    _merge_keys(left, keys)
-    _merge_keys(right, keys)
+        right = right.assign(**{l: right._col(r) for l, r in copied})
+    out = _merge_on(left, right, how, lk, suffixes)
+    if not mark:
+        return out
+    in_left, in_right = out[ml].notna(), out[mr].notna()
+    if copied and how in ("right", "outer"):
+        for l, _ in copied:
+            out[l] = out[l].where(in_left)
+    if label is not None:
+        out[label] = "both"
+        out[label] = out[label].where(in_right, "left_only").where(in_left, "right_only")
+    return out.drop(columns=[ml, mr])
+
+
+def _merge_on(left: DataFrame, right: DataFrame, how: str, keys: List[str], suffixes: Tuple[str, str]) -> DataFrame:
+    """The merge on key columns both frames name alike."""
+    sx, sy = (s or "" for s in suffixes)
     # As pandas' merge on columns: the result has no index (the frames' index columns
     # are left out).
     lf = left._f.drop(left._index) if left._index else left._f
@@ -1721,6 +1821,33 @@ def merge(left: DataFrame, right: DataFrame, how: str = "inner", on: Union[str, 
     if how == "outer":
         out = out.sort_values(keys, [True] * len(keys))
     return DataFrame(_frame=out)
+
+
+def _merge_error(message: str) -> Exception:
+    """pandas' ``MergeError`` (a ``ValueError``), or a ``ValueError`` without pandas."""
+    try:
+        from pandas.errors import MergeError
+    except ImportError:  # pragma: no cover - pandas is a dependency of the tests
+        return ValueError(message)
+    return MergeError(message)
+
+
+_VALIDATE = {"one_to_one": (True, True), "1:1": (True, True), "one_to_many": (True, False),
+             "1:m": (True, False), "many_to_one": (False, True), "m:1": (False, True),
+             "many_to_many": (False, False), "m:m": (False, False)}
+
+
+def _validate_merge(left: DataFrame, right: DataFrame, lk: List[str], rk: List[str], validate: str) -> None:
+    """pandas' ``validate=``: the keys of a "one" side are unique (computes both frames)."""
+    if validate not in _VALIDATE:
+        raise ValueError(f'"{validate}" is not a valid argument. Valid arguments are:\n'
+                         + "\n".join(f'- "{v}"' for v in _VALIDATE))
+    kind = {(True, True): "one-to-one", (True, False): "one-to-many", (False, True): "many-to-one"}
+    need_left, need_right = _VALIDATE[validate]
+    for need, df, keys, side in ((need_left, left, lk, "left"), (need_right, right, rk, "right")):
+        if need and len(df[keys].drop_duplicates()) != len(df):
+            what = kind[(need_left, need_right)]
+            raise _merge_error(f"Merge keys are not unique in {side} dataset; not a {what} merge")
 
 
 def _merge_keys(df: DataFrame, keys: List[str]) -> None:
