@@ -262,8 +262,45 @@ def test_merge_with_left_on_right_on_and_suffixes_matches_pandas():
         same(got[list(want.columns)], want, sort_by=["id", "v_r"])
     got = a.merge(ad.DataFrame(left, chunk_size=3), on="id", suffixes=("", "_2")).fetch()
     same(got, left.merge(left, on="id", suffixes=("", "_2")), sort_by=["id"])
-    with pytest.raises(NotImplementedError, match="outer"):
-        ad.merge(a, b, left_on="id", right_on="key", how="outer")
+    for how in ["right", "outer"]:
+        got = ad.merge(a, b, left_on="id", right_on="key", how=how, indicator="came_from").fetch()
+        want = left.merge(right, left_on="id", right_on="key", how=how, indicator="came_from")
+        want["came_from"] = want["came_from"].astype(str)  # a categorical in pandas
+        same(got, want, sort_by=["id", "key", "v_y"])
+
+
+@given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer", "cross"]),
+       st.booleans())
+def test_merges_with_indicator_and_cross_match_pandas(left, right, how, named_keys):
+    (lp, lc), (rp, rc) = left, right
+    rp = rp[["k", "f", "i"]].rename(columns={"i": "j", "k": "rk" if named_keys else "k"})
+    keys = {} if how == "cross" else {"left_on": "k", "right_on": "rk"} if named_keys else {"on": "k"}
+    got = ad.DataFrame(lp, chunk_size=lc).merge(ad.DataFrame(rp, chunk_size=rc), how=how, indicator=True,
+                                                **keys).fetch()
+    want = lp.merge(rp, how=how, indicator=True, **keys)
+    want["_merge"] = want["_merge"].astype(str)
+    assert list(got.columns) == list(want.columns)
+    same(got, want, sort_by=list(want.columns))
+
+
+def test_merge_validate_checks_key_uniqueness_as_pandas():
+    one = pd.DataFrame({"k": [1, 2, 3], "a": [1.0, 2.0, 3.0]})
+    many = pd.DataFrame({"k": [1, 1, 2], "b": [4, 5, 6]})
+    a, b = ad.DataFrame(one, chunk_size=2), ad.DataFrame(many, chunk_size=2)
+    for validate in ["one_to_many", "1:m", "many_to_many"]:
+        same(a.merge(b, on="k", validate=validate).fetch(), one.merge(many, on="k", validate=validate),
+             sort_by=["k", "b"])
+    for validate, side in [("1:1", "right"), ("m:1", "right")]:
+        with pytest.raises(pd.errors.MergeError, match=f"not unique in {side} dataset"):
+            a.merge(b, on="k", validate=validate)
+    with pytest.raises(pd.errors.MergeError, match="not unique in left dataset"):
+        b.merge(a, on="k", validate="one_to_many")
+    with pytest.raises(ValueError, match="not a valid argument"):
+        a.merge(b, on="k", validate="1:2")
+    with pytest.raises(pd.errors.MergeError, match="Can not pass on"):
+        a.merge(b, on="k", how="cross")
+    with pytest.raises(ValueError, match="existing column"):
+        a.merge(b, on="k", indicator="a")
 
 
 @given(frames(), st.booleans(), st.booleans())
@@ -573,3 +610,28 @@ def test_read_csv_usecols_keeps_the_files_order(tmp_path):
     assert list(got.columns) == list(pd.read_csv(path, usecols=["d", "a"]).columns) == ["a", "d"]
     with pytest.raises(KeyError):
         ad.read_csv(str(path), usecols=["nope"])
+
+
+@given(frames())
+def test_numpy_where_and_ufuncs_on_series_stay_lazy_and_match_pandas(data):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    cases = [
+        (np.where(df.f > 0, df.f, 0), np.where(pdf.f > 0, pdf.f, 0)),
+        (np.where(df.k > 3, 1, df.i), np.where(pdf.k > 3, 1, pdf.i)),
+        (np.where(df.k > 3, df.i, df.k2), np.where(pdf.k > 3, pdf.i, pdf.k2)),
+        (np.where(df.i % 2 == 0, "even", "odd"), np.where(pdf.i % 2 == 0, "even", "odd")),
+        (np.add(df.i, 1), np.add(pdf.i, 1)),
+        (np.multiply(2.5, df.f), np.multiply(2.5, pdf.f)),
+        (np.negative(df.i), np.negative(pdf.i)),
+        (np.abs(df.f), np.abs(pdf.f)),
+        (np.greater(df.f, df.i), np.greater(pdf.f, pdf.i)),
+    ]
+    for got, want in cases:
+        assert isinstance(got, ad.Series)
+        np.testing.assert_array_equal(got.to_numpy(), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(df.i), pdf.i.to_numpy())
+    with pytest.raises(NotImplementedError, match="numpy.sqrt"):
+        np.sqrt(df.f)
+    with pytest.raises(NotImplementedError, match="numpy.cumsum"):
+        np.cumsum(df.f)
