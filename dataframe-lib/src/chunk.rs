@@ -67,7 +67,8 @@ impl AsRef<[u8]> for Pinned {
 /// buffers it checks for bounds and alignment (strings are not mapped: it does not
 /// validate them).
 fn mappable(dt: &DataType) -> bool {
-    dt.is_primitive_numeric() || matches!(dt, DataType::Boolean | DataType::Date | DataType::Datetime(..))
+    dt.is_primitive_numeric()
+        || matches!(dt, DataType::Boolean | DataType::Date | DataType::Datetime(..) | DataType::Duration(_))
 }
 
 /// Reads an archived chunk (only `columns`, when given) where it lies: the columns of a

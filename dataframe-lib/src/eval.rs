@@ -81,6 +81,7 @@ impl Eval<'_> {
                 let s = self.operand(at, *a, depth)?;
                 map_str(&s, |v| py_slice(v, *lo, *hi, step.unwrap_or(1)))
             }
+            Instr::Strftime(a, fmt) => crate::temporal::strftime(&self.operand(at, *a, depth)?, fmt),
             Instr::StrGet(a, i) => {
                 let s = self.operand(at, *a, depth)?;
                 let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();
@@ -97,7 +98,14 @@ impl Eval<'_> {
             }
             Instr::Unary(op, a) => unary(*op, self.operand(at, *a, depth)?),
             Instr::FillNa(a, v) => fill_na(self.operand(at, *a, depth)?, v),
-            Instr::Cast(a, d) => self.operand(at, *a, depth)?.strict_cast(&d.to_polars()),
+            Instr::Cast(a, d) => {
+                let (s, to) = (self.operand(at, *a, depth)?, d.to_polars());
+                if s.dtype() == &DataType::String && crate::temporal::is_datetime(&to) {
+                    crate::temporal::parse_column(&s, &to)
+                } else {
+                    s.strict_cast(&to)
+                }
+            }
             Instr::Str(op, a, pat) => string_test(*op, &self.operand(at, *a, depth)?, pat),
             Instr::StrReplace(a, pat, repl, regex) => {
                 let s = self.operand(at, *a, depth)?;
@@ -202,6 +210,11 @@ pub(crate) fn missing(s: &Series) -> PolarsResult<BooleanChunked> {
 }
 
 fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsResult<Series> {
+    if (op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum))
+        && crate::temporal::arithmetic_dtype(op, a.dtype(), b.dtype()).is_some()
+    {
+        return crate::temporal::binary(op, &a, &b);
+    }
     if op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum) {
         let Some(to) = arithmetic_dtype(op, a.dtype(), a_lit, b.dtype(), b_lit) else {
             polars_bail!(ComputeError: "cannot compute {} {} {}", a.dtype(), op.symbol(), b.dtype())
@@ -235,6 +248,10 @@ fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsRe
 /// Both sides in one dtype to compare, NaN made null; dates and times of different
 /// kinds or units as nanosecond timestamps (a date is its midnight).
 fn comparable(a: Series, b: Series) -> PolarsResult<(Series, Series)> {
+    if crate::temporal::is_duration(a.dtype()) && a.dtype() != b.dtype() {
+        let ns = DataType::Duration(TimeUnit::Nanoseconds);
+        return Ok((a.cast(&ns)?, b.cast(&ns)?));
+    }
     if a.dtype() != b.dtype() && crate::expr::is_temporal(a.dtype()) && crate::expr::is_temporal(b.dtype()) {
         let ns = DataType::Datetime(TimeUnit::Nanoseconds, None);
         return Ok((a.cast(&ns)?, b.cast(&ns)?));
@@ -251,6 +268,7 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
     let name = s.name().clone();
     Ok(match op {
         // numpy's negative (the sign of zero kept, integers wrapping).
+        UnOp::Neg | UnOp::Abs if crate::temporal::is_duration(s.dtype()) => crate::temporal::duration_unary(op, &s)?,
         UnOp::Neg => crate::numeric::unary(ares_tileable::scalar::UnOp::Neg, &s)?,
         UnOp::Not => (!s.bool()?).into_series(),
         UnOp::IsNa => missing(&s)?.into_series(),
@@ -265,56 +283,9 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
         UnOp::StrLen => {
             s.str()?.iter().map(|v| v.map(|v| v.chars().count() as i64)).collect::<Int64Chunked>().into_series()
         }
-        UnOp::Year | UnOp::Month | UnOp::Day => {
-            let days = days_since_epoch(&s)?;
-            days.iter()
-                .map(|d| {
-                    d.map(|d| {
-                        let (y, m, day) = civil_from_days(d);
-                        match op {
-                            UnOp::Year => y as i32,
-                            UnOp::Month => m as i32,
-                            _ => day as i32,
-                        }
-                    })
-                })
-                .collect::<Int32Chunked>()
-                .into_series()
-        }
+        _ => crate::temporal::field(op, &s)?,
     }
     .with_name(name))
-}
-
-/// Whole days since 1970-01-01 of a date or (time-zone naive) datetime column.
-fn days_since_epoch(s: &Series) -> PolarsResult<Int64Chunked> {
-    let per_day: i64 = match s.dtype() {
-        DataType::Date => 1,
-        DataType::Datetime(unit, None) => {
-            86_400
-                * match unit {
-                    TimeUnit::Nanoseconds => 1_000_000_000,
-                    TimeUnit::Microseconds => 1_000_000,
-                    TimeUnit::Milliseconds => 1_000,
-                }
-        }
-        other => polars_bail!(ComputeError: ".dt needs a date or a time-zone naive datetime, got {other}"),
-    };
-    let phys = s.to_physical_repr().cast(&DataType::Int64)?;
-    Ok(phys.i64()?.iter().map(|v| v.map(|v| v.div_euclid(per_day))).collect())
-}
-
-/// The proleptic Gregorian (year, month, day) of a day count from 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn fill_na(s: Series, v: &Scalar) -> PolarsResult<Series> {
@@ -472,14 +443,6 @@ mod tests {
         let padded = df!("w" => [" a b  "]).unwrap();
         let st = run(col("w").str_map(UnOp::StrStrip), &padded);
         assert_eq!(st.str().unwrap().get(0), Some("a b"));
-    }
-
-    #[test]
-    fn civil_dates_round_the_calendar() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub enum Dtype {
     DatetimeUs,
     /// `datetime64[ms]`.
     DatetimeMs,
+    /// `timedelta64[ns]`.
+    Duration,
 }
 
 impl Dtype {
@@ -108,6 +110,7 @@ impl Dtype {
             DataType::Datetime(TimeUnit::Nanoseconds, None) => Dtype::Datetime,
             DataType::Datetime(TimeUnit::Microseconds, None) => Dtype::DatetimeUs,
             DataType::Datetime(TimeUnit::Milliseconds, None) => Dtype::DatetimeMs,
+            DataType::Duration(TimeUnit::Nanoseconds) => Dtype::Duration,
             _ => return None,
         })
     }
@@ -127,6 +130,7 @@ impl Dtype {
             Dtype::Datetime => DataType::Datetime(TimeUnit::Nanoseconds, None),
             Dtype::DatetimeUs => DataType::Datetime(TimeUnit::Microseconds, None),
             Dtype::DatetimeMs => DataType::Datetime(TimeUnit::Milliseconds, None),
+            Dtype::Duration => DataType::Duration(TimeUnit::Nanoseconds),
         }
     }
 }
@@ -169,6 +173,44 @@ pub enum UnOp {
     Abs,
     /// `round(decimals)`: numpy's half to even.
     Round(i32),
+    /// `.dt.dayofweek` (Monday 0).
+    DayOfWeek,
+    /// `.dt.dayofyear` (from 1).
+    DayOfYear,
+    /// `.dt.quarter`.
+    Quarter,
+    /// `.dt.hour`.
+    Hour,
+    /// `.dt.minute`.
+    Minute,
+    /// `.dt.second`.
+    Second,
+    /// `.dt.microsecond`.
+    Microsecond,
+    /// `.dt.nanosecond`.
+    Nanosecond,
+    /// `.dt.days_in_month`.
+    DaysInMonth,
+    /// `.dt.is_month_start`.
+    IsMonthStart,
+    /// `.dt.is_month_end`.
+    IsMonthEnd,
+    /// `.dt.is_quarter_start`.
+    IsQuarterStart,
+    /// `.dt.is_quarter_end`.
+    IsQuarterEnd,
+    /// `.dt.is_year_start`.
+    IsYearStart,
+    /// `.dt.is_year_end`.
+    IsYearEnd,
+    /// `.dt.is_leap_year`.
+    IsLeapYear,
+    /// `.dt.date`: the calendar date.
+    DtDate,
+    /// `.dt.floor(freq)`, `freq` in nanoseconds (`normalize()` is a day's).
+    Floor(i64),
+    /// `+ DateOffset(months=n)`: `n` calendar months later, the day clipped to the month.
+    AddMonths(i32),
 }
 
 /// A string test against a pattern.
@@ -225,6 +267,8 @@ pub enum Expr {
     /// Series: a semi-join); a missing `a` is in it when the frame has a missing value.
     /// Tiling computes the frame first and sends its distinct values to every task.
     IsIn(Box<Expr>, Value),
+    /// Each date or datetime formatted as text (pandas' `.dt.strftime(format)`).
+    Strftime(Box<Expr>, String),
 }
 
 /// A one-column frame computed before the expression that uses it: its one value
@@ -289,7 +333,7 @@ pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) 
         AnyValue::String(v) => Some(Scalar::Str(v.to_string())),
         AnyValue::StringOwned(v) => Some(Scalar::Str(v.to_string())),
         AnyValue::Date(days) => Some(Scalar::Int(days.into())),
-        AnyValue::Datetime(v, ..) | AnyValue::DatetimeOwned(v, ..) => Some(Scalar::Int(v)),
+        AnyValue::Datetime(v, ..) | AnyValue::DatetimeOwned(v, ..) | AnyValue::Duration(v, _) => Some(Scalar::Int(v)),
         other => return Err(FrameError::DType(format!("a lazy scalar holding {other:?}"))),
     };
     Ok((v, d))
@@ -442,6 +486,14 @@ impl Expr {
                 }
                 Ok(d)
             }
+            Expr::Strftime(a, fmt) => {
+                let d = a.dtype(schema)?;
+                if !crate::temporal::is_datetime(&d) {
+                    return bad(format!("strftime needs dates or datetimes, this column is {d}"));
+                }
+                crate::temporal::check_format(fmt).map_err(FrameError::Invalid)?;
+                Ok(DataType::String)
+            }
             Expr::StrGet(a, _) => {
                 let d = a.dtype(schema)?;
                 if d == DataType::String {
@@ -469,6 +521,11 @@ impl Expr {
                     return Err(FrameError::Invalid(format!(
                         "Integers to negative integer powers are not allowed ({da} ** {e}): make the base a float first"
                     )));
+                }
+                if let Some(t) = crate::temporal::arithmetic_dtype(*op, &da, &db)
+                    && (op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum))
+                {
+                    return t.map_err(FrameError::DType);
                 }
                 if op.is_arithmetic() || matches!(op, BinOp::Maximum | BinOp::Minimum) {
                     // numpy 2 refuses a Python integer its integer operand cannot hold.
@@ -504,6 +561,7 @@ impl Expr {
             Expr::Unary(op, a) => {
                 let d = a.dtype(schema)?;
                 match op {
+                    UnOp::Neg | UnOp::Abs if crate::temporal::is_duration(&d) => Ok(d),
                     UnOp::Neg if d.is_primitive_numeric() => Ok(d),
                     UnOp::Not if d == DataType::Boolean => Ok(d),
                     UnOp::IsNa | UnOp::NotNa => Ok(DataType::Boolean),
@@ -513,7 +571,7 @@ impl Expr {
                     {
                         Ok(d)
                     }
-                    UnOp::Year | UnOp::Month | UnOp::Day if is_temporal(&d) => Ok(DataType::Int32),
+                    op if let Some(out) = crate::temporal::field_dtype(*op, &d) => Ok(out),
                     UnOp::Abs | UnOp::Round(_) if d.is_primitive_numeric() => Ok(d),
                     other => bad(format!("{other:?} is not defined for dtype {d}")),
                 }
@@ -597,7 +655,10 @@ fn int_fits(v: i64, d: &DataType) -> bool {
 
 fn comparable(a: &DataType, b: &DataType) -> bool {
     let num = |d: &DataType| d.is_primitive_numeric() || d == &DataType::Boolean;
-    (num(a) && num(b)) || (a == &DataType::String && b == &DataType::String) || (is_temporal(a) && is_temporal(b))
+    (num(a) && num(b))
+        || (a == &DataType::String && b == &DataType::String)
+        || (is_temporal(a) && is_temporal(b))
+        || (crate::temporal::is_duration(a) && crate::temporal::is_duration(b))
 }
 
 /// The dtype `where` gives a choice between `a` and `b` (numpy's promotion, a Python
@@ -680,6 +741,7 @@ pub(crate) enum Instr {
     /// Whether operand `a` is among these values: one column of distinct values, as an
     /// Arrow IPC file.
     IsInSet(u32, Vec<u8>),
+    Strftime(u32, String),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
@@ -714,6 +776,7 @@ impl Program {
                 Instr::Where(c, a, b)
             }
             Expr::StrGet(a, i) => Instr::StrGet(self.push(a, values), *i),
+            Expr::Strftime(a, f) => Instr::Strftime(self.push(a, values), f.clone()),
             Expr::IsIn(a, v) => {
                 let a = self.push(a, values);
                 Instr::IsIn(a, register(values, v))
@@ -766,7 +829,8 @@ impl Program {
                 | Instr::IsIn(a, _)
                 | Instr::IsInSet(a, _)
                 | Instr::StrSlice(a, ..)
-                | Instr::StrGet(a, _) => operand(a),
+                | Instr::StrGet(a, _)
+                | Instr::Strftime(a, _) => operand(a),
                 Instr::Where(c, a, b) => {
                     operand(c);
                     operand(a);

@@ -32,6 +32,7 @@ mod relational;
 mod session;
 mod spec;
 mod tasks;
+mod temporal;
 mod tile;
 
 pub use chunk::{ArchivedFrameChunk, FrameChunk, decode, decode_archived};

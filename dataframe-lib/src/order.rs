@@ -9,7 +9,10 @@ use polars::prelude::{DataType, IdxSize, PolarsResult, Series, polars_bail};
 /// Whether [`keys`] orders a column of this dtype (dates and times by their physical
 /// integers, whose order is theirs).
 pub(crate) fn orderable(dt: &DataType) -> bool {
-    dt.is_primitive_numeric() || dt == &DataType::Boolean || crate::expr::is_temporal(dt)
+    dt.is_primitive_numeric()
+        || dt == &DataType::Boolean
+        || crate::expr::is_temporal(dt)
+        || crate::temporal::is_duration(dt)
 }
 
 /// A column as `u64` keys whose order is the column's (ascending), and which rows are
@@ -32,7 +35,7 @@ pub(crate) fn keys(s: &Series) -> PolarsResult<Keys> {
         Keys { keys, missing: any.then_some(missing) }
     }
     let physical;
-    let s = if crate::expr::is_temporal(s.dtype()) {
+    let s = if crate::expr::is_temporal(s.dtype()) || crate::temporal::is_duration(s.dtype()) {
         physical = s.to_physical_repr();
         &*physical
     } else {

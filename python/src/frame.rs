@@ -70,6 +70,7 @@ fn dtype_name(d: &DataType) -> String {
         DataType::String => "object".into(),
         DataType::Date => "datetime64[D]".into(),
         DataType::Datetime(u, _) => format!("datetime64[{}]", unit_name(*u)),
+        DataType::Duration(u) => format!("timedelta64[{}]", unit_name(*u)),
         other => other.to_string(),
     }
 }
@@ -96,9 +97,10 @@ fn parse_dtype(name: &str) -> PyResult<Dtype> {
         "datetime64[D]" | "date" => Dtype::Date,
         "datetime64[us]" => Dtype::DatetimeUs,
         "datetime64[ms]" => Dtype::DatetimeMs,
+        "timedelta64[ns]" | "timedelta64" => Dtype::Duration,
         other => {
             return Err(PyNotImplementedError::new_err(format!(
-                "astype({other}): supported dtypes are bool, int32, int64, uint32, uint64, float32, float64, str, datetime64[ns]"
+                "astype({other}): supported dtypes are bool, int32, int64, uint32, uint64, float32, float64, str, datetime64[ns], timedelta64[ns]"
             )));
         }
     })
@@ -218,6 +220,23 @@ impl PyExpr {
             "year" => UnOp::Year,
             "month" => UnOp::Month,
             "day" => UnOp::Day,
+            "dayofweek" => UnOp::DayOfWeek,
+            "dayofyear" => UnOp::DayOfYear,
+            "quarter" => UnOp::Quarter,
+            "hour" => UnOp::Hour,
+            "minute" => UnOp::Minute,
+            "second" => UnOp::Second,
+            "microsecond" => UnOp::Microsecond,
+            "nanosecond" => UnOp::Nanosecond,
+            "days_in_month" => UnOp::DaysInMonth,
+            "is_month_start" => UnOp::IsMonthStart,
+            "is_month_end" => UnOp::IsMonthEnd,
+            "is_quarter_start" => UnOp::IsQuarterStart,
+            "is_quarter_end" => UnOp::IsQuarterEnd,
+            "is_year_start" => UnOp::IsYearStart,
+            "is_year_end" => UnOp::IsYearEnd,
+            "is_leap_year" => UnOp::IsLeapYear,
+            "date" => UnOp::DtDate,
             "abs" => UnOp::Abs,
             "str_lower" => UnOp::StrLower,
             "str_upper" => UnOp::StrUpper,
@@ -248,6 +267,24 @@ impl PyExpr {
     /// Python's `v[i]` of each string, missing out of range.
     fn str_get(&self, i: i64) -> PyExpr {
         PyExpr { e: Expr::StrGet(Box::new(self.e.clone()), i) }
+    }
+
+    /// Dates and times rounded down to a multiple of `nanos` (pandas' `.dt.floor`).
+    fn dt_floor(&self, nanos: i64) -> PyResult<PyExpr> {
+        if nanos <= 0 {
+            return Err(PyValueError::new_err(format!("floor: the frequency must be positive, got {nanos} ns")));
+        }
+        Ok(PyExpr { e: Expr::Unary(UnOp::Floor(nanos), Box::new(self.e.clone())) })
+    }
+
+    /// Dates and times `months` calendar months later (pandas' `DateOffset(months=)`).
+    fn add_months(&self, months: i32) -> PyExpr {
+        PyExpr { e: Expr::Unary(UnOp::AddMonths(months), Box::new(self.e.clone())) }
+    }
+
+    /// Dates and times formatted as text (pandas' `.dt.strftime`).
+    fn strftime(&self, format: &str) -> PyExpr {
+        PyExpr { e: Expr::Strftime(Box::new(self.e.clone()), format.to_string()) }
     }
 
     /// numpy's `round(x, decimals)`.
@@ -484,6 +521,7 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
             "ns" => DataType::Datetime(TimeUnit::Nanoseconds, None),
             "us" => DataType::Datetime(TimeUnit::Microseconds, None),
             "ms" => DataType::Datetime(TimeUnit::Milliseconds, None),
+            "timedelta64[ns]" => DataType::Duration(TimeUnit::Nanoseconds),
             other => return Err(PyNotImplementedError::new_err(format!("datetime64[{other}] columns"))),
         };
         let s = if dt == DataType::Date { s.cast(&DataType::Int32) } else { Ok(s) };
@@ -571,10 +609,14 @@ fn to_python<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
         let v: Vec<Option<&str>> = s.str().map_err(err)?.iter().collect();
         return Ok(PyList::new(py, v)?.into_any());
     }
-    if let DataType::Date | DataType::Datetime(..) = dt {
-        let unit = match dt {
-            DataType::Datetime(u, _) => unit_name(u),
-            _ => "D",
+    if let DataType::Date | DataType::Datetime(..) | DataType::Duration(_) = dt {
+        // Durations in nanoseconds, named by their numpy dtype.
+        let (s, unit) = match dt {
+            DataType::Datetime(u, _) => (s.clone(), unit_name(u)),
+            DataType::Duration(_) => {
+                (s.cast(&DataType::Duration(TimeUnit::Nanoseconds)).map_err(err)?, "timedelta64[ns]")
+            }
+            _ => (s.clone(), "D"),
         };
         let phys = s.to_physical_repr().cast(&DataType::Int64).map_err(err)?;
         // Missing datetimes are numpy's NaT (the least int64).

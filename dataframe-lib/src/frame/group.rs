@@ -276,7 +276,8 @@ impl GroupBy {
         for (c, a, name) in aggs {
             let dt = self.frame.dtype(c)?;
             let number = dt.is_primitive_numeric() || dt == &DataType::Boolean;
-            let orderable = number || dt == &DataType::String || crate::expr::is_temporal(dt);
+            let orderable =
+                number || dt == &DataType::String || crate::expr::is_temporal(dt) || crate::temporal::is_duration(dt);
             if (a.numeric() && !number) || (matches!(a, Agg::Min | Agg::Max) && !orderable) {
                 return Err(FrameError::DType(format!(
                     "{}: column {c:?} has dtype {dt}; select the numeric columns (or reduce with numeric_only)",

@@ -39,7 +39,7 @@ import numpy as np
 from .. import _native, _Progress, get_default_session
 
 __all__ = ["DataFrame", "Series", "Index", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv",
-           "read_parquet"]
+           "read_parquet", "to_datetime"]
 
 # Rows per chunk made from local data, by default: chunks of about this many bytes.
 _CHUNK_BYTES = 64 << 20
@@ -104,6 +104,12 @@ def _missing(x: Any) -> bool:
     return type(x).__name__ in ("NAType", "NaTType")
 
 
+def _numpy_time_dtype(unit: str) -> str:
+    """The numpy dtype of a fetched time column: ``timedelta64[ns]`` as named, else a
+    datetime's unit."""
+    return unit if unit.startswith("timedelta64") else f"datetime64[{unit}]"
+
+
 def _column_for_native(name: str, v: Any) -> Any:
     """A column as the native layer takes it: a 1-d numpy array of numbers or booleans,
     ``(int64 array, unit)`` for datetimes, or a list of ``str``/``None`` (or of
@@ -130,6 +136,8 @@ def _column_for_native(name: str, v: Any) -> Any:
         if unit == "s":
             a, unit = a.astype("datetime64[ms]"), "ms"
         return (np.ascontiguousarray(a.view("int64")), unit)
+    if a.dtype.kind == "m":
+        return (np.ascontiguousarray(a.astype("timedelta64[ns]").view("int64")), "timedelta64[ns]")
     if a.dtype.kind == "O":
         values = [None if _missing(x) else x for x in a.tolist()]
         present = [x for x in values if x is not None]
@@ -258,7 +266,7 @@ class Scalar(_Operators):
         if isinstance(v, list):
             return v[0]
         if isinstance(v, tuple):
-            return v[0].view(f"datetime64[{v[1]}]")[0]
+            return v[0].view(_numpy_time_dtype(v[1]))[0]
         return v[0].item()
 
     def __float__(self) -> float:
@@ -381,7 +389,7 @@ class DataFrame:
         data = {}
         for n, c in zip(names, cols):
             if isinstance(c, tuple):
-                data[n] = c[0].view(f"datetime64[{c[1]}]")
+                data[n] = c[0].view(_numpy_time_dtype(c[1]))
             elif isinstance(c, list):
                 # Strings, or booleans with missing values (object, as pandas has them).
                 data[n] = pd.Series(c, dtype=strings if types.get(n) == "object" else object)
@@ -854,6 +862,63 @@ def _temporal_literal(v: Any, native: str) -> Any:
     return _native.NativeExpr.const(int(ts.value), "datetime64[ns]")
 
 
+def _timedelta_literal(v: Any) -> Any:
+    """A duration (``pd.Timedelta``, ``datetime.timedelta``, ``np.timedelta64``, a fixed
+    offset such as ``pd.offsets.Day(2)``) as a nanosecond constant; ``None`` for anything
+    else."""
+    import datetime as _dt
+    if isinstance(v, np.timedelta64):
+        if np.isnat(v):
+            return _native.NativeExpr.const(None, "timedelta64[ns]")
+        return _native.NativeExpr.const(int(v.astype("timedelta64[ns]").astype(np.int64)), "timedelta64[ns]")
+    if isinstance(v, _dt.timedelta):
+        return _native.NativeExpr.const(int(_pandas().Timedelta(v).value), "timedelta64[ns]")
+    if _is_offset(v) and _is_tick(v):
+        return _native.NativeExpr.const(int(v.nanos), "timedelta64[ns]")
+    return None
+
+
+def _is_offset(v: Any) -> bool:
+    """Whether ``v`` is a pandas date offset (``pd.DateOffset``, ``pd.offsets.*``)."""
+    return any(c.__name__ == "BaseOffset" and c.__module__.startswith("pandas") for c in type(v).__mro__)
+
+
+def _is_tick(v: Any) -> bool:
+    """A fixed-length offset (``Day``, ``Hour``, …): a duration."""
+    return any(c.__name__ == "Tick" for c in type(v).__mro__)
+
+
+# pd.DateOffset's relative keywords that are fixed durations.
+_OFFSET_DURATIONS = ("weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "nanoseconds")
+
+
+def _offset_parts(offset: Any) -> Tuple[int, Any]:
+    """A date offset as (calendar months, the rest as a ``pd.Timedelta``)."""
+    pd = _pandas()
+    if _is_tick(offset):
+        return 0, pd.Timedelta(offset.nanos, unit="ns")
+    if type(offset).__name__ == "Day":
+        # A calendar day (pandas 3): 24 hours in time-zone naive values.
+        return 0, pd.Timedelta(days=int(offset.n))
+    if type(offset).__name__ != "DateOffset":
+        raise NotImplementedError(
+            f"adding a {type(offset).__name__} offset (anchored offsets are not supported): "
+            "use pd.DateOffset(months=..., days=...) or pd.Timedelta"
+        )
+    kwds = dict(offset.kwds)
+    absolute = [k for k in kwds if k not in ("years", "months") + _OFFSET_DURATIONS]
+    if absolute:
+        raise NotImplementedError(f"pd.DateOffset({', '.join(absolute)}=...): only relative fields "
+                                  "(years, months, weeks, days, hours, ...) are supported")
+    n = int(offset.n)
+    months = n * (int(kwds.pop("years", 0)) * 12 + int(kwds.pop("months", 0)))
+    if not kwds and not months:
+        return 0, pd.Timedelta(days=n)  # pd.DateOffset(n) is n days
+    nanos = kwds.pop("nanoseconds", 0)
+    rest = pd.Timedelta(**kwds) if kwds else pd.Timedelta(0)
+    return months, n * (rest + pd.Timedelta(nanos, unit="ns"))
+
+
 def _py(v: Any) -> Any:
     """numpy scalars as Python ones."""
     if isinstance(v, np.generic):
@@ -1020,9 +1085,13 @@ class Series(_Operators):
     def _other(self, other: Any):
         if isinstance(other, Scalar):
             return other._expr()
+        td = _timedelta_literal(other)
+        if td is not None:
+            return td
         native = self._base._f.expr_dtype(self._e)
-        if native.startswith("datetime64["):
-            t = _temporal_literal(other, native)
+        if native.startswith(("datetime64[", "timedelta64[")):
+            # A duration column meets a date or time as a nanosecond instant.
+            t = _temporal_literal(other, native if native.startswith("datetime64[") else "datetime64[ns]")
             if t is not None:
                 return t
         if isinstance(other, Series):
@@ -1036,6 +1105,10 @@ class Series(_Operators):
         return NotImplemented
 
     def _bin(self, op: str, other: Any, reflected: bool = False) -> Any:
+        if _is_offset(other):
+            if op not in ("add", "sub") or (reflected and op == "sub"):
+                raise TypeError(f"unsupported operand: a date offset with {op}")
+            return self._offset(other, -1 if op == "sub" else 1)
         o = self._other(other)
         if o is NotImplemented:
             if op in ("eq", "ne"):
@@ -1055,6 +1128,19 @@ class Series(_Operators):
                 if i == len(bases) - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def _offset(self, offset: Any, sign: int) -> "Series":
+        """Dates and times moved by a ``pd.DateOffset``: its years and months in calendar
+        months (the day clipped to the month's last), then the rest as a duration."""
+        months, rest = _offset_parts(offset)
+        out = self
+        if months:
+            e = self._e.add_months(sign * months)
+            self._base._f.expr_dtype(e)
+            out = Series(self._base, e, self.name)
+        if rest or not months:
+            out = out + rest if sign > 0 else out - rest
+        return out
 
     def abs(self) -> "Series":
         """Absolute values (numpy's: the most negative integer stays itself)."""
@@ -1593,22 +1679,111 @@ def _re_escape(s: str) -> str:
 
 
 class _DtAccessor:
-    """``series.dt``: calendar fields of dates and datetimes."""
+    """``series.dt``: calendar fields of dates and datetimes, rounding down, formatting,
+    and the parts of durations."""
 
     def __init__(self, s: Series) -> None:
         self._s = s
+        native = s._base._f.expr_dtype(s._e)
+        self._duration = native.startswith("timedelta64")
+        if not (self._duration or native.startswith("datetime64[")):
+            raise AttributeError("Can only use .dt accessor with datetimelike values")
+
+    def _field(self, op: str) -> Series:
+        if self._duration:
+            raise AttributeError(f"'TimedeltaProperties' object has no attribute {op!r}")
+        return self._s._unary(op)
+
+    year = property(lambda self: self._field("year"))
+    month = property(lambda self: self._field("month"))
+    day = property(lambda self: self._field("day"))
+    dayofweek = day_of_week = weekday = property(lambda self: self._field("dayofweek"))
+    dayofyear = day_of_year = property(lambda self: self._field("dayofyear"))
+    quarter = property(lambda self: self._field("quarter"))
+    hour = property(lambda self: self._field("hour"))
+    minute = property(lambda self: self._field("minute"))
+    second = property(lambda self: self._field("second"))
+    microsecond = property(lambda self: self._field("microsecond"))
+    nanosecond = property(lambda self: self._field("nanosecond"))
+    days_in_month = daysinmonth = property(lambda self: self._field("days_in_month"))
+    is_month_start = property(lambda self: self._field("is_month_start"))
+    is_month_end = property(lambda self: self._field("is_month_end"))
+    is_quarter_start = property(lambda self: self._field("is_quarter_start"))
+    is_quarter_end = property(lambda self: self._field("is_quarter_end"))
+    is_year_start = property(lambda self: self._field("is_year_start"))
+    is_year_end = property(lambda self: self._field("is_year_end"))
+    is_leap_year = property(lambda self: self._field("is_leap_year"))
 
     @property
-    def year(self) -> Series:
-        return self._s._unary("year")
+    def date(self) -> Series:
+        """The calendar dates (a date column; pandas gives ``datetime.date`` objects)."""
+        return self._field("date")
+
+    def normalize(self) -> Series:
+        """Midnight of each date and time."""
+        return self.floor("D")
+
+    def floor(self, freq: Any) -> Series:
+        """Rounded down to a multiple of a fixed frequency (``"D"``, ``"h"``, ``"15min"``,
+        ``"s"``, ``pd.Timedelta``), counted from the epoch as pandas counts it."""
+        if self._duration:
+            raise NotImplementedError("floor of durations")
+        pd = _pandas()
+        try:
+            nanos = int(pd.tseries.frequencies.to_offset(freq).nanos)
+        except ValueError as e:
+            raise ValueError(f"floor({freq!r}): {e}") from None
+        e = self._s._e.dt_floor(nanos)
+        self._s._base._f.expr_dtype(e)
+        return Series(self._s._base, e, self._s.name)
+
+    def strftime(self, date_format: str) -> Series:
+        """Each date or time as text, by Python's ``strftime`` directives (in the C
+        locale); an unsupported directive raises naming it."""
+        if self._duration:
+            raise AttributeError("'TimedeltaProperties' object has no attribute 'strftime'")
+        e = self._s._e.strftime(str(date_format))
+        self._s._base._f.expr_dtype(e)
+        return Series(self._s._base, e, self._s.name)
+
+    def month_name(self) -> Series:
+        return self.strftime("%B")
+
+    def day_name(self) -> Series:
+        return self.strftime("%A")
+
+    # Durations: pandas' components (days floored, seconds and below within the day).
+
+    def _duration_only(self, name: str) -> None:
+        if not self._duration:
+            raise AttributeError(f"'DatetimeProperties' object has no attribute {name!r}")
 
     @property
-    def month(self) -> Series:
-        return self._s._unary("month")
+    def days(self) -> Series:
+        self._duration_only("days")
+        return self._s // _pandas().Timedelta(days=1)
 
     @property
-    def day(self) -> Series:
-        return self._s._unary("day")
+    def seconds(self) -> Series:
+        self._duration_only("seconds")
+        pd = _pandas()
+        return (self._s % pd.Timedelta(days=1)) // pd.Timedelta(seconds=1)
+
+    @property
+    def microseconds(self) -> Series:
+        self._duration_only("microseconds")
+        pd = _pandas()
+        return (self._s % pd.Timedelta(seconds=1)) // pd.Timedelta(microseconds=1)
+
+    @property
+    def nanoseconds(self) -> Series:
+        self._duration_only("nanoseconds")
+        pd = _pandas()
+        return (self._s % pd.Timedelta(microseconds=1)) // pd.Timedelta(nanoseconds=1)
+
+    def total_seconds(self) -> Series:
+        self._duration_only("total_seconds")
+        return self._s / _pandas().Timedelta(seconds=1)
 
 
 class GroupBy:
@@ -1903,19 +2078,45 @@ def concat(objs: Sequence[Any], axis: Any = 0, join: str = "outer", ignore_index
     return DataFrame(_frame=_native.frame_concat([o._f for o in objs]), _index=index)
 
 
+def to_datetime(arg: Any, format: Optional[str] = None, **kwargs: Any) -> Any:
+    """pandas' ``to_datetime``: a column of ISO 8601 strings (``2024-01-31``,
+    ``2024-01-31 12:00:00``, ``2024-01-31T12:00:00.5``) or of dates becomes a lazy
+    ``datetime64[ns]`` column (a text that is not a date fails the computation, as
+    pandas raises); a datetime column stays itself. Anything else (one value, a list)
+    is pandas' own ``to_datetime``."""
+    if not isinstance(arg, Series):
+        return _pandas().to_datetime(arg, format=format, **kwargs)
+    if kwargs:
+        raise NotImplementedError(f"to_datetime of a column with {', '.join(kwargs)}=...")
+    if format not in (None, "ISO8601", "%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
+        raise NotImplementedError(f"to_datetime(format={format!r}): columns parse ISO 8601 text only")
+    native = arg._base._f.expr_dtype(arg._e)
+    if native.startswith("datetime64[") and native != "datetime64[D]":
+        return arg
+    if native not in ("object", "datetime64[D]"):
+        raise NotImplementedError(f"to_datetime of a {native} column (give text or dates)")
+    return arg.astype("datetime64[ns]")
+
+
 def read_csv(path: Any, sep: str = ",", dtype: Optional[Dict[str, Any]] = None,
-             usecols: Optional[Sequence[str]] = None, chunk_bytes: int = 64 << 20, **kwargs: Any) -> DataFrame:
+             usecols: Optional[Sequence[str]] = None, chunk_bytes: int = 64 << 20,
+             parse_dates: Optional[Sequence[str]] = None, **kwargs: Any) -> DataFrame:
     """A CSV file with a header line, read in byte ranges of ``chunk_bytes`` by worker
     tasks (pandas' NA strings are missing values; dtypes inferred from the first 10 000
     lines unless given in ``dtype``). Only the columns used downstream are parsed, and
-    filters run in the reading tasks. A quoted field holding a newline cannot be split:
-    give such a file a ``chunk_bytes`` larger than itself."""
+    filters run in the reading tasks. ``parse_dates`` names columns of ISO 8601 text read
+    as ``datetime64[ns]`` (see ``to_datetime``). A quoted field holding a newline cannot
+    be split: give such a file a ``chunk_bytes`` larger than itself."""
     import os
 
     if kwargs:
         raise NotImplementedError(f"read_csv({', '.join(kwargs)}=...)")
     types = [(str(c), _dtype_name(t)) for c, t in (dtype or {}).items()]
     df = DataFrame(_frame=_native.read_csv(os.fspath(path), sep, types, int(chunk_bytes)))
+    if parse_dates is not None:
+        if isinstance(parse_dates, bool) or not all(isinstance(c, str) for c in parse_dates):
+            raise NotImplementedError("parse_dates: give a list of column names")
+        df = df.assign(**{c: to_datetime(df[c]) for c in parse_dates})
     if usecols is None:
         return df
     df[list(usecols)]  # raises KeyError naming a column the file does not have
