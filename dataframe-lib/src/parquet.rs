@@ -83,7 +83,10 @@ pub(crate) fn read_rows(path: &str, offset: u64, len: u64, columns: &[String]) -
     let mut df = reader
         .with_columns(Some(columns.to_vec()))
         .with_slice(Some((offset as usize, len as usize)))
-        .read_parallel(ParallelStrategy::None)
+        // By row groups: polars then skips the groups outside the slice. Its sequential
+        // strategy decodes every earlier group with an empty filter, which made reading
+        // the last of n groups cost n groups (the whole file, quadratic, over all tasks).
+        .read_parallel(ParallelStrategy::RowGroups)
         .finish()
         .map_err(|e| polars_err!(ComputeError: "{path}, rows {offset}..{}: {e}", offset + len))?;
     for (c, d) in columns.iter().zip(&want) {
