@@ -183,6 +183,66 @@ impl MapSpec {
         Ok(out)
     }
 
+    /// These steps trimmed to compute only the output columns `out` (in that order):
+    /// a selection keeps only those of its columns that are used later, an assignment
+    /// nobody reads is dropped, and a rename keeps only the pairs whose new name is used
+    /// (or whose old name another pair takes). So a consumer reading a few columns makes
+    /// the map, and through [`MapSpec::needed`] its input, read only what those need.
+    pub(crate) fn pruned(&self, out: &[String]) -> MapSpec {
+        let mut out = out.to_vec();
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|c| seen.insert(c.clone()));
+        let mut need: Vec<String> = out.clone();
+        let add = |need: &mut Vec<String>, c: &str| {
+            if !need.iter().any(|n| n == c) {
+                need.push(c.to_string());
+            }
+        };
+        let mut steps = Vec::with_capacity(self.steps.len() + 1);
+        for step in self.steps.iter().rev() {
+            match step {
+                MapStep::Select(cols) => {
+                    let kept: Vec<String> = cols.iter().filter(|c| need.contains(c)).cloned().collect();
+                    need = kept.clone();
+                    steps.push(MapStep::Select(kept));
+                }
+                MapStep::Filter(at) => {
+                    self.program.columns(*at, &mut need);
+                    steps.push(step.clone());
+                }
+                MapStep::Assign(name, at) => {
+                    if need.contains(name) {
+                        need.retain(|n| n != name);
+                        self.program.columns(*at, &mut need);
+                        steps.push(step.clone());
+                    }
+                }
+                MapStep::Rename(pairs) => {
+                    let targets: Vec<&String> =
+                        pairs.iter().filter(|(_, to)| need.contains(to)).map(|(_, to)| to).collect();
+                    let kept: Vec<(String, String)> = pairs
+                        .iter()
+                        .filter(|(from, to)| targets.contains(&to) || targets.contains(&from))
+                        .cloned()
+                        .collect();
+                    for (from, to) in kept.iter().rev() {
+                        need.retain(|n| n != to);
+                        add(&mut need, from);
+                    }
+                    if !kept.is_empty() {
+                        steps.push(MapStep::Rename(kept));
+                    }
+                }
+            }
+        }
+        steps.reverse();
+        // Exactly `out`, whatever else the steps read (parts of a concat must agree).
+        if !matches!(steps.last(), Some(MapStep::Select(c)) if *c == out) {
+            steps.push(MapStep::Select(out));
+        }
+        MapSpec { program: self.program.clone(), steps }
+    }
+
     /// The input columns the steps need for `out` (their output columns that are used):
     /// walked back from the last step, each filter and assignment adds what its
     /// expression reads, and a selection or rename needs every column it names.
@@ -311,5 +371,34 @@ mod tests {
         let mut need = spec.needed(&["g".into()]);
         need.sort();
         assert_eq!(need, ["a", "b", "c", "e"], "a selection needs every column it names");
+    }
+
+    #[test]
+    fn a_pruned_map_computes_and_reads_only_what_is_used() {
+        let mut spec = MapSpec::default();
+        spec.steps.push(MapStep::Select(vec!["a".into(), "b".into(), "c".into(), "x".into()]));
+        let f = spec.program.push(&col("a").gt(1), &mut Vec::new());
+        spec.steps.push(MapStep::Filter(f));
+        let g = spec.program.push(&(col("c") * 2), &mut Vec::new());
+        spec.steps.push(MapStep::Assign("g".into(), g));
+        spec.steps.push(MapStep::Rename(vec![("b".into(), "e".into()), ("x".into(), "y".into())]));
+        let p = spec.pruned(&["e".into(), "e".into()]);
+        // "g" is not used, nor "y": their assignment and rename go, and so does "c".
+        assert_eq!(
+            p.steps,
+            [
+                MapStep::Select(vec!["a".into(), "b".into()]),
+                MapStep::Filter(f),
+                MapStep::Rename(vec![("b".into(), "e".into())]),
+                MapStep::Select(vec!["e".into()]),
+            ]
+        );
+        let mut need = p.needed(&["e".into()]);
+        need.sort();
+        assert_eq!(need, ["a", "b"]);
+        // A pair whose old name another pair takes stays (no two columns share a name).
+        let mut swap = MapSpec::default();
+        swap.steps.push(MapStep::Rename(vec![("a".into(), "b".into()), ("b".into(), "a".into())]));
+        assert_eq!(swap.pruned(&["a".into()]).steps[0], swap.steps[0]);
     }
 }

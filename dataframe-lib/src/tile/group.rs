@@ -160,17 +160,49 @@ pub(super) fn unique(
     Ok(Chunks { nodes, pre: None, bytes: c.bytes })
 }
 
-/// A merge: a side of one chunk is broadcast to every chunk of the other (when that
-/// keeps the other side's unmatched rows right), else both sides are shuffled by key.
+/// The most bytes a broadcast side may hold (each task of the other side reads it all).
+const BROADCAST_BYTES: u64 = 256 << 20;
+
+/// Whether sending all of `small` to every task of `big` costs less than shuffling both:
+/// each of `big`'s tasks reads and hashes `small` once, where a shuffle writes and reads
+/// every row of both sides (about four times a read's cost per byte), from the chunks'
+/// byte estimates (upper bounds: filters are not counted). Chunks of unknown size (0:
+/// computed earlier) are never broadcast.
+fn broadcast_pays(big: &Chunks, small: &Chunks) -> bool {
+    if big.bytes == 0 || small.bytes == 0 {
+        return false;
+    }
+    let (b, s) =
+        (big.bytes.saturating_mul(big.nodes.len() as u64), small.bytes.saturating_mul(small.nodes.len() as u64));
+    s <= BROADCAST_BYTES && s.saturating_mul(big.nodes.len() as u64) <= 4 * (b + s)
+}
+
+/// A merge: a small side is broadcast to every chunk of the other (when that keeps the
+/// other side's unmatched rows right; see [`broadcast_pays`]), else both sides are
+/// shuffled by key.
 pub(super) fn join(
     cx: &mut Cx<'_>,
     df: &DataFrame,
     left: &DataFrame,
     right: &DataFrame,
     spec: &JoinSpec,
+    needed: Option<&[String]>,
     depth: u32,
 ) -> Tiled<Chunks> {
-    let (l, r) = match (tile(cx, left, None), tile(cx, right, None)) {
+    // Each side is asked for the keys, the columns its consumer reads, and the
+    // overlapping ones (always both, so that their suffixes stay as named).
+    let side = |input: &DataFrame| -> Option<Vec<String>> {
+        let needed = needed?;
+        let mut cols = spec.on.clone();
+        for c in input.columns() {
+            if !spec.on.contains(&c) && (spec.both.contains(&c) || needed.contains(&c)) {
+                cols.push(c);
+            }
+        }
+        Some(cols)
+    };
+    let (ln, rn) = (side(left), side(right));
+    let (l, r) = match (tile(cx, left, ln.as_deref()), tile(cx, right, rn.as_deref())) {
         (Ok(l), Ok(r)) => (l, r),
         (Err(Tiling::Failed(e)), _) | (_, Err(Tiling::Failed(e))) => return Err(Tiling::Failed(e)),
         _ => return Err(Tiling::Pending),
@@ -178,15 +210,32 @@ pub(super) fn join(
     let bytes = l.bytes + r.bytes;
     let pre = (l.pre.clone(), r.pre.clone());
     let task = |pick| FrameTask::Join(spec.clone(), 1, pick, pre.clone());
+    // Which side may go to every task of the other: the smaller, when both may.
+    let total = |c: &Chunks| c.bytes.saturating_mul(c.nodes.len() as u64);
+    let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(&l, &r));
+    let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(&r, &l));
     let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
         (vec![cx.add(task(None), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
-    } else if r.nodes.len() == 1 && matches!(spec.how, How::Inner | How::Left) {
-        let nodes =
-            l.nodes.iter().map(|&li| cx.add(task(None), vec![li, r.nodes[0]], Hints::new(depth, bytes))).collect();
+    } else if right_may && !(left_may && total(&l) < total(&r)) {
+        // Every task reads the whole right side (its chunks mapped and joined together).
+        let nodes = l
+            .nodes
+            .iter()
+            .map(|&li| {
+                let ins = std::iter::once(li).chain(r.nodes.iter().copied()).collect();
+                cx.add(task(None), ins, Hints::new(depth, bytes))
+            })
+            .collect();
         (nodes, Method::Broadcast)
-    } else if l.nodes.len() == 1 && matches!(spec.how, How::Inner | How::Right) {
-        let nodes =
-            r.nodes.iter().map(|&ri| cx.add(task(None), vec![l.nodes[0], ri], Hints::new(depth, bytes))).collect();
+    } else if left_may {
+        let nodes = r
+            .nodes
+            .iter()
+            .map(|&ri| {
+                let ins = l.nodes.iter().copied().chain(std::iter::once(ri)).collect();
+                cx.add(FrameTask::Join(spec.clone(), l.nodes.len(), None, pre.clone()), ins, Hints::new(depth, bytes))
+            })
+            .collect();
         (nodes, Method::Broadcast)
     } else {
         let parts = l.nodes.len().max(r.nodes.len()) as u32;

@@ -75,12 +75,18 @@ fn tensor<T>(r: TileResult<T, TensorError>) -> Tiled<T> {
 }
 
 /// Whether `df`'s tiling depends on the columns its consumer reads (sources read only
-/// those; a map or a concat asks its inputs for them). Every other operator reads what
-/// it reads whatever its consumer needs, and is tiled once.
+/// those; a map, a concat or a merge asks its inputs for them). Every other operator
+/// reads what it reads whatever its consumer needs, and is tiled once.
 fn column_dependent(df: &DataFrame) -> bool {
     matches!(
         df.node.op,
-        Op::Tensors(_) | Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) | Op::Map { .. } | Op::Concat(_)
+        Op::Tensors(_)
+            | Op::Local(_)
+            | Op::ReadCsv(_)
+            | Op::ReadParquet(_)
+            | Op::Map { .. }
+            | Op::Concat(_)
+            | Op::Join { .. }
     )
 }
 
@@ -212,7 +218,10 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         Op::ReadParquet(src) => read_parquet(cx, src, &df.columns(), needed, None, depth),
         Op::Map { input, spec, values } => {
             let resolved = resolve_values(cx, df, spec, values)?;
-            let spec = &resolved;
+            let spec = &match needed {
+                Some(out) => resolved.pruned(out),
+                None => resolved,
+            };
             let all = df.columns();
             let inner = spec.needed(needed.unwrap_or(&all));
             let fused_source = input.node.computed.get(cx.session()).is_none();
@@ -256,7 +265,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         Op::GroupBy { input, spec, method } => group::group_by(cx, df, input, spec, *method, depth)?,
         Op::Top { input, spec } => group::top(cx, input, spec, depth)?,
         Op::Unique { input, subset, method } => group::unique(cx, df, input, subset, *method, depth)?,
-        Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, depth)?,
+        Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, needed, depth)?,
         Op::Sort { input, spec } => order::sort(cx, df, input, spec, depth)?,
         Op::Describe { input, columns, percentiles } => order::describe(cx, df, input, columns, percentiles)?,
     })
