@@ -88,9 +88,9 @@ impl Eval<'_> {
                 Ok(out.with_name(s.name().clone()).into_series())
             }
             Instr::IsInSet(a, ipc) => {
-                let set = crate::chunk::decode(ipc)?;
-                let Some(set) = set.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
-                is_in(&self.operand(at, *a, depth)?, set.as_materialized_series())
+                let x = self.operand(at, *a, depth)?;
+                let set = Set::cached(ipc, x.dtype())?;
+                set.probe(&x)
             }
             Instr::Binary(op, a, b) => {
                 let (x, y) = (self.operand(at, *a, depth)?, self.operand(at, *b, depth)?);
@@ -145,37 +145,88 @@ fn literal(s: &Scalar, n: usize) -> Series {
     one.new_from_index(0, n)
 }
 
-/// Whether each value of `x` is among `set`'s (pandas' `isin`): numbers compare as
-/// numbers whatever their dtypes, dates and times as the same instant; a missing `x` is
-/// in the set when the set has a missing value (null or NaN alike), else it is not.
-fn is_in(x: &Series, set: &Series) -> PolarsResult<Series> {
-    use std::collections::HashSet;
-    let (dx, ds) = (x.dtype(), set.dtype());
-    let hits: BooleanChunked = if crate::expr::is_temporal(dx) && crate::expr::is_temporal(ds) {
-        let phys = |s: &Series| -> PolarsResult<Series> { s.to_physical_repr().cast(&DataType::Int64) };
-        let set = set.cast(dx)?;
-        let s: HashSet<i64> = phys(&set)?.i64()?.iter().flatten().collect();
-        phys(x)?.i64()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
-    } else if dx.is_integer() && ds.is_integer() {
-        let s: HashSet<i64> = set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect();
-        x.cast(&DataType::Int64)?.i64()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
-    } else if dx.is_primitive_numeric() && ds.is_primitive_numeric() {
-        // -0.0 is 0.0; NaN is missing, handled below.
-        let key = |f: f64| (f + 0.0).to_bits();
-        let s: HashSet<u64> = set.cast(&DataType::Float64)?.f64()?.iter().flatten().map(key).collect();
-        let v = x.cast(&DataType::Float64)?;
-        v.f64()?.iter().map(|v| Some(v.is_some_and(|v| !v.is_nan() && s.contains(&key(v))))).collect()
-    } else if dx == &DataType::String && ds == &DataType::String {
-        let s: HashSet<&str> = set.str()?.iter().flatten().collect();
-        x.str()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(v)))).collect()
-    } else if dx == &DataType::Boolean && ds == &DataType::Boolean {
-        let s: HashSet<bool> = set.bool()?.iter().flatten().collect();
-        x.bool()?.iter().map(|v| Some(v.is_some_and(|v| s.contains(&v)))).collect()
-    } else {
-        polars_bail!(ComputeError: "isin: cannot look for {dx} values among {ds} ones")
-    };
-    let hits = if missing(set)?.any() { &hits | &missing(x)? } else { hits };
-    Ok(hits.with_name(x.name().clone()).into_series())
+/// The values of an `isin` set, hashed for lookups of one kind of value: numbers
+/// compare as numbers whatever their dtypes, dates and times as the same instant.
+enum SetIndex {
+    Ints(hashbrown::HashSet<i64>),
+    /// Float bits, -0.0 as 0.0 (NaN is missing, handled apart).
+    Floats(hashbrown::HashSet<u64>),
+    Strs(hashbrown::HashSet<String>),
+    Bools(hashbrown::HashSet<bool>),
+    /// Temporal values as instants in the probed column's dtype.
+    Instants(hashbrown::HashSet<i64>, DataType),
+}
+
+/// The set a value is probed in, and whether it holds a missing value.
+struct Set {
+    index: SetIndex,
+    has_missing: bool,
+}
+
+fn float_key(f: f64) -> u64 {
+    (f + 0.0).to_bits()
+}
+
+impl Set {
+    /// The set of an IPC-encoded column for probing values of dtype `dx`. A map's tasks
+    /// all carry the same set: each worker process builds it once and keeps the last
+    /// one (keyed by its bytes' hash and `dx`), so a large set is hashed per process,
+    /// not per chunk.
+    fn cached(ipc: &[u8], dx: &DataType) -> PolarsResult<std::sync::Arc<Set>> {
+        type Cached = Option<(blake3::Hash, DataType, std::sync::Arc<Set>)>;
+        static LAST: std::sync::Mutex<Cached> = std::sync::Mutex::new(None);
+        let key = blake3::hash(ipc);
+        if let Some((k, d, set)) = &*LAST.lock().unwrap_or_else(|p| p.into_inner())
+            && *k == key
+            && d == dx
+        {
+            return Ok(set.clone());
+        }
+        let frame = crate::chunk::decode(ipc)?;
+        let Some(col) = frame.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
+        let set = std::sync::Arc::new(Set::build(col.as_materialized_series(), dx)?);
+        *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, dx.clone(), set.clone()));
+        Ok(set)
+    }
+
+    fn build(set: &Series, dx: &DataType) -> PolarsResult<Set> {
+        let ds = set.dtype();
+        let index = if crate::expr::is_temporal(dx) && crate::expr::is_temporal(ds) {
+            let phys = set.cast(dx)?.to_physical_repr().cast(&DataType::Int64)?;
+            SetIndex::Instants(phys.i64()?.iter().flatten().collect(), dx.clone())
+        } else if dx.is_integer() && ds.is_integer() {
+            SetIndex::Ints(set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect())
+        } else if dx.is_primitive_numeric() && ds.is_primitive_numeric() {
+            SetIndex::Floats(set.cast(&DataType::Float64)?.f64()?.iter().flatten().map(float_key).collect())
+        } else if dx == &DataType::String && ds == &DataType::String {
+            SetIndex::Strs(set.str()?.iter().flatten().map(str::to_string).collect())
+        } else if dx == &DataType::Boolean && ds == &DataType::Boolean {
+            SetIndex::Bools(set.bool()?.iter().flatten().collect())
+        } else {
+            polars_bail!(ComputeError: "isin: cannot look for {dx} values among {ds} ones")
+        };
+        Ok(Set { index, has_missing: missing(set)?.any() })
+    }
+
+    /// Whether each value of `x` is in the set (pandas' `isin`); a missing `x` is in it
+    /// when the set has a missing value (null or NaN alike), else it is not.
+    fn probe(&self, x: &Series) -> PolarsResult<Series> {
+        let ints = |s: &Series, set: &hashbrown::HashSet<i64>| -> PolarsResult<BooleanChunked> {
+            Ok(s.i64()?.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect())
+        };
+        let hits: BooleanChunked = match &self.index {
+            SetIndex::Instants(set, d) => ints(&x.cast(d)?.to_physical_repr().cast(&DataType::Int64)?, set)?,
+            SetIndex::Ints(set) => ints(&x.cast(&DataType::Int64)?, set)?,
+            SetIndex::Floats(set) => {
+                let v = x.cast(&DataType::Float64)?;
+                v.f64()?.iter().map(|v| Some(v.is_some_and(|v| !v.is_nan() && set.contains(&float_key(v))))).collect()
+            }
+            SetIndex::Strs(set) => x.str()?.iter().map(|v| Some(v.is_some_and(|v| set.contains(v)))).collect(),
+            SetIndex::Bools(set) => x.bool()?.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect(),
+        };
+        let hits = if self.has_missing { &hits | &missing(x)? } else { hits };
+        Ok(hits.with_name(x.name().clone()).into_series())
+    }
 }
 
 /// `v` (physical, for dates and times) as dtype `d` in each of `n` rows.

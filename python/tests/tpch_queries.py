@@ -1,10 +1,9 @@
 """TPC-H's 22 queries as a pandas user writes them, run unchanged on pandas and on
 ``ares.dataframe``: each takes a function that reads a table (with pandas or with
-``ares.dataframe``) and returns a frame or a (lazy) scalar. Literals are plain Python and
-pandas values, as a user's program has them. Parameters are the specification's
-validation values; ``FRACTION`` of Q11 is the same in SQL (see ``tpch_sql.py``)."""
-
-from datetime import date
+``ares.dataframe``) and returns a frame or a (lazy) scalar. Literals are pandas values
+(``pd.Timestamp``, ISO strings), as a pandas program has them: pandas compares a
+datetime64 column with no ``datetime.date``. Parameters are the specification's validation values;
+``FRACTION`` of Q11 is the same in SQL (see ``tpch_sql.py``)."""
 
 import numpy as np
 import pandas as pd
@@ -50,8 +49,8 @@ def q2(t):
 def q3(t):
     customer, orders, lineitem = t("customer"), t("orders"), t("lineitem")
     c = customer[customer.c_mktsegment == "BUILDING"]
-    o = orders[orders.o_orderdate < date(1995, 3, 15)]
-    li = lineitem[lineitem.l_shipdate > date(1995, 3, 15)]
+    o = orders[orders.o_orderdate < pd.Timestamp("1995-03-15")]
+    li = lineitem[lineitem.l_shipdate > pd.Timestamp("1995-03-15")]
     j = c.merge(o, left_on="c_custkey", right_on="o_custkey").merge(li, left_on="o_orderkey", right_on="l_orderkey")
     j["revenue"] = j.l_extendedprice * (1 - j.l_discount)
     r = j.groupby(["l_orderkey", "o_orderdate", "o_shippriority"], as_index=False).revenue.sum()
@@ -70,7 +69,7 @@ def q4(t):
 
 def q5(t):
     orders = t("orders")
-    o = orders[(orders.o_orderdate >= date(1994, 1, 1)) & (orders.o_orderdate < date(1995, 1, 1))]
+    o = orders[(orders.o_orderdate >= pd.Timestamp("1994-01-01")) & (orders.o_orderdate < pd.Timestamp("1995-01-01"))]
     region = t("region")
     j = (
         region[region.r_name == "ASIA"]
@@ -88,8 +87,8 @@ def q5(t):
 def q6(t):
     li = t("lineitem")
     li = li[
-        (li.l_shipdate >= date(1994, 1, 1))
-        & (li.l_shipdate < date(1995, 1, 1))
+        (li.l_shipdate >= pd.Timestamp("1994-01-01"))
+        & (li.l_shipdate < pd.Timestamp("1995-01-01"))
         & li.l_discount.between(0.05, 0.07)
         & (li.l_quantity < 24)
     ]
@@ -101,7 +100,7 @@ def q7(t):
     n1 = nation[["n_nationkey", "n_name"]].rename(columns={"n_nationkey": "s_nationkey", "n_name": "supp_nation"})
     n2 = nation[["n_nationkey", "n_name"]].rename(columns={"n_nationkey": "c_nationkey", "n_name": "cust_nation"})
     lineitem = t("lineitem")
-    li = lineitem[lineitem.l_shipdate.between(date(1995, 1, 1), date(1996, 12, 31))]
+    li = lineitem[lineitem.l_shipdate.between(pd.Timestamp("1995-01-01"), pd.Timestamp("1996-12-31"))]
     j = (
         li.merge(t("supplier"), left_on="l_suppkey", right_on="s_suppkey")
         .merge(t("orders"), left_on="l_orderkey", right_on="o_orderkey")
@@ -122,7 +121,7 @@ def q7(t):
 def q8(t):
     part, orders, nation, region = t("part"), t("orders"), t("nation"), t("region")
     p = part[part.p_type == "ECONOMY ANODIZED STEEL"]
-    o = orders[orders.o_orderdate.between(date(1995, 1, 1), date(1996, 12, 31))]
+    o = orders[orders.o_orderdate.between(pd.Timestamp("1995-01-01"), pd.Timestamp("1996-12-31"))]
     america = region[region.r_name == "AMERICA"].merge(nation, left_on="r_regionkey", right_on="n_regionkey")
     c = t("customer").merge(america[["n_nationkey"]], left_on="c_nationkey", right_on="n_nationkey")
     supp_nation = nation[["n_nationkey", "n_name"]].rename(columns={"n_nationkey": "s_nationkey", "n_name": "nation"})
@@ -160,7 +159,7 @@ def q9(t):
 
 def q10(t):
     orders, lineitem = t("orders"), t("lineitem")
-    o = orders[(orders.o_orderdate >= date(1993, 10, 1)) & (orders.o_orderdate < date(1994, 1, 1))]
+    o = orders[(orders.o_orderdate >= pd.Timestamp("1993-10-01")) & (orders.o_orderdate < pd.Timestamp("1994-01-01"))]
     li = lineitem[lineitem.l_returnflag == "R"]
     j = (
         t("customer").merge(o, left_on="c_custkey", right_on="o_custkey")
@@ -191,8 +190,8 @@ def q12(t):
         li.l_shipmode.isin(["MAIL", "SHIP"])
         & (li.l_commitdate < li.l_receiptdate)
         & (li.l_shipdate < li.l_commitdate)
-        & (li.l_receiptdate >= date(1994, 1, 1))
-        & (li.l_receiptdate < date(1995, 1, 1))
+        & (li.l_receiptdate >= pd.Timestamp("1994-01-01"))
+        & (li.l_receiptdate < pd.Timestamp("1995-01-01"))
     ]
     j = li.merge(t("orders"), left_on="l_orderkey", right_on="o_orderkey")
     urgent = j.o_orderpriority.isin(["1-URGENT", "2-HIGH"])
@@ -213,7 +212,7 @@ def q13(t):
 
 def q14(t):
     lineitem = t("lineitem")
-    li = lineitem[(lineitem.l_shipdate >= date(1995, 9, 1)) & (lineitem.l_shipdate < date(1995, 10, 1))]
+    li = lineitem[(lineitem.l_shipdate >= pd.Timestamp("1995-09-01")) & (lineitem.l_shipdate < pd.Timestamp("1995-10-01"))]
     j = li.merge(t("part"), left_on="l_partkey", right_on="p_partkey")
     j["revenue"] = j.l_extendedprice * (1 - j.l_discount)
     promo = j.revenue.where(j.p_type.str.startswith("PROMO"), 0).sum()
@@ -222,7 +221,7 @@ def q14(t):
 
 def q15(t):
     lineitem = t("lineitem")
-    li = lineitem[(lineitem.l_shipdate >= date(1996, 1, 1)) & (lineitem.l_shipdate < date(1996, 4, 1))]
+    li = lineitem[(lineitem.l_shipdate >= pd.Timestamp("1996-01-01")) & (lineitem.l_shipdate < pd.Timestamp("1996-04-01"))]
     li = li.assign(revenue=li.l_extendedprice * (1 - li.l_discount))
     rev = li.groupby("l_suppkey", as_index=False).agg(total_revenue=("revenue", "sum"))
     top = rev[rev.total_revenue == rev.total_revenue.max()]
@@ -296,7 +295,7 @@ def q19(t):
 def q20(t):
     part, lineitem, partsupp, nation = t("part"), t("lineitem"), t("partsupp"), t("nation")
     forest = part[part.p_name.str.startswith("forest")]
-    li = lineitem[(lineitem.l_shipdate >= date(1994, 1, 1)) & (lineitem.l_shipdate < date(1995, 1, 1))]
+    li = lineitem[(lineitem.l_shipdate >= pd.Timestamp("1994-01-01")) & (lineitem.l_shipdate < pd.Timestamp("1995-01-01"))]
     shipped = li.groupby(["l_partkey", "l_suppkey"], as_index=False).agg(qty=("l_quantity", "sum"))
     ps = partsupp[partsupp.ps_partkey.isin(forest.p_partkey)]
     ps = ps.merge(shipped, left_on=["ps_partkey", "ps_suppkey"], right_on=["l_partkey", "l_suppkey"])
