@@ -131,11 +131,12 @@ fn float_keys_and_sparse_integer_keys_group_like_dense_ones() {
 fn auto_chooses_a_tree_for_few_groups_and_a_shuffle_for_many() {
     cluster();
     let s = Session::new();
-    let n = 4000i64;
+    // Over a million groups in all: fewer would go up a tree, whatever their share.
+    let n = 1_200_000i64;
     let few: Vec<_> = (0..n).map(|r| (Some(r % 7), Some(0), Some(r as f64), r)).collect();
     let many: Vec<_> = (0..n).map(|r| (Some(r), Some(r % 3), Some(r as f64), r)).collect();
     for (rows, want, groups) in [(few, Method::Tree, 7), (many, Method::Shuffle, n as usize)] {
-        let df = DataFrame::from_polars(frame(&rows), 1000).unwrap();
+        let df = DataFrame::from_polars(frame(&rows), 300_000).unwrap();
         let g = df.group_by(&["k1"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
         s.execute(&g).unwrap();
         assert_eq!(s.group_by_method(&g), Some(want));

@@ -353,11 +353,15 @@ def test_dates_and_the_method_in_the_plan():
     assert math.isnan(got["y"].tolist()[3])
     assert got["d"].tolist()[:3] == dates.tolist()[:3]
 
-    many = ad.DataFrame({"k": np.arange(4000), "v": np.ones(4000)}, chunk_size=1000)
-    few = ad.DataFrame({"k": np.arange(4000) % 7, "v": np.ones(4000)}, chunk_size=1000)
+    # Over a million groups shuffle; fewer go up a tree, whatever their share.
+    n = 1_200_000
+    many = ad.DataFrame({"k": np.arange(n), "v": np.ones(n)}, chunk_size=300_000)
+    few = ad.DataFrame({"k": np.arange(n) % 7, "v": np.ones(n)}, chunk_size=300_000)
+    some = ad.DataFrame({"k": np.arange(4000), "v": np.ones(4000)}, chunk_size=1000)
     g_many, g_few = many.groupby("k").sum().execute(), few.groupby("k").sum().execute()
-    assert (g_many.method, g_few.method) == ("shuffle", "tree")
-    assert g_many.shape == (4000, 1) and g_few.shape == (7, 1)
+    g_some = some.groupby("k").sum().execute()
+    assert (g_many.method, g_few.method, g_some.method) == ("shuffle", "tree", "tree")
+    assert g_many.shape == (n, 1) and g_few.shape == (7, 1) and g_some.shape == (4000, 1)
 
 
 def test_w4_runs_as_a_mars_user_writes_it():

@@ -104,6 +104,8 @@ pub struct Cx<'s> {
     needs: Vec<usize>,
     tasks: usize,
     capacity: Option<u64>,
+    /// The CPUs of the nodes a run places tasks on (1 when tiling alone).
+    cpus: usize,
     /// The tileables keyed by address in this run, kept alive so that no address is
     /// reused for another node while the run's maps still name it.
     alive: Vec<Arc<dyn Any + Send + Sync>>,
@@ -123,6 +125,7 @@ impl<'s> Cx<'s> {
             needs: Vec::new(),
             tasks: 0,
             capacity: None,
+            cpus: 1,
             alive: Vec::new(),
         }
     }
@@ -136,6 +139,12 @@ impl<'s> Cx<'s> {
     /// it); `None` when tiling alone.
     pub fn store_capacity(&self) -> Option<u64> {
         self.capacity
+    }
+
+    /// The CPUs of the nodes the run places tasks on (a shuffle needs at least this many
+    /// partitions to keep them busy); 1 when tiling alone.
+    pub fn cpus(&self) -> usize {
+        self.cpus
     }
 
     /// The chunk graph.
@@ -310,6 +319,7 @@ impl<'s> Cx<'s> {
 struct Submitter {
     window: Window,
     capacity: Option<u64>,
+    cpus: usize,
     nodes: Vec<ares::NodeId>,
     next_node: usize,
 }
@@ -318,17 +328,18 @@ impl Submitter {
     fn new(session: &Session) -> Result<Self, Error> {
         let settings = session.settings();
         let here = ares::node_id()?;
-        let mut nodes: Vec<ares::NodeId> = ares::nodes()?
-            .into_iter()
-            .filter(|n| n.node_id == here || (n.alive && n.addr.is_some()))
-            .map(|n| n.node_id)
-            .collect();
+        let usable: Vec<_> =
+            ares::nodes()?.into_iter().filter(|n| n.node_id == here || (n.alive && n.addr.is_some())).collect();
+        let cpu_units: u64 = usable.iter().map(|n| n.total.get_units("CPU")).sum();
+        let cpus = (cpu_units / ares_common::resources::UNITS).max(1) as usize;
+        let mut nodes: Vec<ares::NodeId> = usable.into_iter().map(|n| n.node_id).collect();
         nodes.sort();
         let capacity = ares::node_stats().ok().map(|s| s.store_capacity).filter(|&c| c > 0);
         let limit = capacity.map(|c| (c as f64 * settings.store_share.clamp(0.05, 1.0)) as u64);
         Ok(Submitter {
             window: Window::new(settings.max_in_flight, limit, settings.progress.clone()),
             capacity,
+            cpus,
             nodes,
             next_node: 0,
         })
@@ -401,6 +412,7 @@ pub fn run<E: From<Error>>(
     cx.prepare(root);
     let mut sub = Submitter::new(session).map_err(E::from)?;
     cx.capacity = sub.capacity;
+    cx.cpus = sub.cpus;
     let result = loop {
         if session.settings().cancelled() {
             break Err(E::from(Error::Cancelled));

@@ -18,10 +18,29 @@ const COMBINE: usize = 4;
 /// up to one task.
 const SHUFFLE_GROUPS_PER_ROW: f64 = 0.125;
 
-/// A shuffle when `[rows, groups]` has many groups for its rows, else a tree.
-fn by_share(counts: &[u64]) -> Method {
+/// A tree whatever the share when the chunks hold at most this many groups in all (at
+/// the first chunk's count): one task can take them, and a shuffle's many small parts
+/// would cost more.
+const TREE_GROUPS: u64 = 1 << 20;
+/// Bytes a shuffle partition holds about, at most (its reducer reads it at once).
+const PARTITION_BYTES: u64 = 32 << 20;
+
+/// A shuffle when the first chunk's `[rows, groups]` has many groups for its rows and
+/// the `chunks` may hold many in all, else a tree.
+fn by_share(counts: &[u64], chunks: usize) -> Method {
     let (rows, groups) = (counts.first().copied().unwrap_or(0).max(1), counts.get(1).copied().unwrap_or(0));
-    if groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree }
+    let many = groups.saturating_mul(chunks as u64) > TREE_GROUPS;
+    if many && groups as f64 > SHUFFLE_GROUPS_PER_ROW * rows as f64 { Method::Shuffle } else { Method::Tree }
+}
+
+/// The partitions of a shuffle of `chunks` chunks holding about `bytes` in all (0:
+/// unknown): enough to keep each near [`PARTITION_BYTES`] (a sixteenth of the store,
+/// if smaller) and every CPU busy, at most one per chunk. Fewer partitions than chunks
+/// mean fewer, larger parts: a shuffle makes chunks × partitions of them.
+fn partitions(cx: &Cx<'_>, chunks: usize, bytes: u64) -> u32 {
+    let target = cx.store_capacity().map_or(PARTITION_BYTES, |c| (c / 16).clamp(1 << 20, PARTITION_BYTES));
+    let by_size = if bytes == 0 { chunks } else { bytes.div_ceil(target) as usize };
+    by_size.max(2 * cx.cpus()).min(chunks).max(1) as u32
 }
 
 /// Mars' `auto`: the method `probe` (a task on the first chunk) finds, once it ran.
@@ -29,15 +48,16 @@ fn choose(
     cx: &mut Cx<'_>,
     df: &DataFrame,
     task: impl FnOnce() -> FrameTask,
-    first: usize,
+    chunks: &[usize],
     depth: u32,
 ) -> Tiled<Method> {
+    let first = chunks[0];
     let p = match cx.take_state::<usize>(key(df), STATE) {
         Some(p) => p,
         None => probe(cx, task(), vec![first], depth),
     };
     match take_value::<Vec<u64>>(cx, p)? {
-        Some(counts) => Ok(by_share(&counts)),
+        Some(counts) => Ok(by_share(&counts, chunks.len())),
         None => {
             cx.put_state(key(df), STATE, p);
             Err(Tiling::Pending)
@@ -67,7 +87,7 @@ pub(super) fn group_by(
     let method = match method {
         _ if c.nodes.len() < 2 || spec.keys.is_empty() => Method::Tree,
         Method::Auto | Method::Broadcast => {
-            choose(cx, df, || FrameTask::Probe(spec.clone(), c.pre.clone()), c.nodes[0], depth)?
+            choose(cx, df, || FrameTask::Probe(spec.clone(), c.pre.clone()), &c.nodes, depth)?
         }
         m => m,
     };
@@ -75,7 +95,7 @@ pub(super) fn group_by(
     let part = c.bytes / 2;
     let nodes = match method {
         Method::Shuffle => {
-            let parts = c.nodes.len() as u32;
+            let parts = partitions(cx, c.nodes.len(), c.bytes.saturating_mul(c.nodes.len() as u64));
             let maps: Vec<usize> = c
                 .nodes
                 .iter()
@@ -128,13 +148,13 @@ pub(super) fn unique(
     let method = match method {
         _ if c.nodes.len() < 2 => Method::Tree,
         Method::Auto | Method::Broadcast => {
-            choose(cx, df, || FrameTask::UniqueProbe(subset.to_vec(), c.pre.clone()), c.nodes[0], depth)?
+            choose(cx, df, || FrameTask::UniqueProbe(subset.to_vec(), c.pre.clone()), &c.nodes, depth)?
         }
         m => m,
     };
     record(cx, df, method);
     let nodes = if method == Method::Shuffle {
-        let parts = c.nodes.len() as u32;
+        let parts = partitions(cx, c.nodes.len(), c.bytes.saturating_mul(c.nodes.len() as u64));
         let maps: Vec<usize> = c
             .nodes
             .iter()
@@ -238,7 +258,9 @@ pub(super) fn join(
             .collect();
         (nodes, Method::Broadcast)
     } else {
-        let parts = l.nodes.len().max(r.nodes.len()) as u32;
+        let known = l.bytes > 0 && r.bytes > 0;
+        let bytes = if known { total(&l).saturating_add(total(&r)) } else { 0 };
+        let parts = partitions(cx, l.nodes.len().max(r.nodes.len()), bytes);
         let mut split = |c: &Chunks| -> Vec<usize> {
             c.nodes
                 .iter()
