@@ -455,6 +455,68 @@ impl Expr {
         Expr::Unary(UnOp::Day, Box::new(self))
     }
 
+    /// The terms of `a & b & …` (itself when it is no `&`).
+    pub(crate) fn and_terms<'a>(&'a self, out: &mut Vec<&'a Expr>) {
+        match self {
+            Expr::Binary(BinOp::And, a, b) => {
+                a.and_terms(out);
+                b.and_terms(out);
+            }
+            e => out.push(e),
+        }
+    }
+
+    /// Whether it holds an `isin` of a frame's values ([`Expr::IsIn`]).
+    pub(crate) fn has_semi_join(&self) -> bool {
+        match self {
+            Expr::IsIn(..) => true,
+            Expr::Col(_) | Expr::Lit(_) | Expr::Value(_) | Expr::Const(..) => false,
+            Expr::Binary(_, a, b) => a.has_semi_join() || b.has_semi_join(),
+            Expr::Where(c, a, b) => c.has_semi_join() || a.has_semi_join() || b.has_semi_join(),
+            Expr::Unary(_, a)
+            | Expr::FillNa(a, _)
+            | Expr::Cast(a, _)
+            | Expr::Str(_, a, _)
+            | Expr::Clip(a, ..)
+            | Expr::StrReplace(a, ..)
+            | Expr::StrSlice(a, ..)
+            | Expr::StrGet(a, _)
+            | Expr::Strftime(a, _) => a.has_semi_join(),
+        }
+    }
+
+    /// The columns of its frame it reads, added to `out` once each (a lazy scalar's or
+    /// set's own frame is not this one's).
+    pub(crate) fn columns(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Col(c) => {
+                if !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+            Expr::Lit(_) | Expr::Value(_) | Expr::Const(..) => {}
+            Expr::Binary(_, a, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+            Expr::Where(c, a, b) => {
+                c.columns(out);
+                a.columns(out);
+                b.columns(out);
+            }
+            Expr::Unary(_, a)
+            | Expr::FillNa(a, _)
+            | Expr::Cast(a, _)
+            | Expr::Str(_, a, _)
+            | Expr::Clip(a, ..)
+            | Expr::StrReplace(a, ..)
+            | Expr::StrSlice(a, ..)
+            | Expr::StrGet(a, _)
+            | Expr::IsIn(a, _)
+            | Expr::Strftime(a, _) => a.columns(out),
+        }
+    }
+
     /// Its dtype over a frame of `schema`, or why it cannot be computed there.
     pub(crate) fn dtype(&self, schema: &[(String, DataType)]) -> Result<DataType> {
         let bad = |m: String| Err(FrameError::DType(m));

@@ -639,3 +639,24 @@ def test_numpy_where_and_ufuncs_on_series_stay_lazy_and_match_pandas(data):
         np.sqrt(df.f)
     with pytest.raises(NotImplementedError, match="numpy.cumsum"):
         np.cumsum(df.f)
+
+
+@given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer"]),
+       st.integers(0, 3))
+def test_filters_after_merges_match_pandas_wherever_they_run(left, right, how, which):
+    # Terms on the left's columns, the right's, the keys and both sides: the engine runs
+    # the one-sided ones below the merge where the merge allows it.
+    (lp, lc), (rp, rc) = left, right
+    rp = rp[["k", "f", "i"]].rename(columns={"i": "j", "f": "g"})
+    got = ad.DataFrame(lp, chunk_size=lc).merge(ad.DataFrame(rp, chunk_size=rc), on="k", how=how)
+    want = lp.merge(rp, on="k", how=how)
+    masks = [
+        lambda d: (d.i > 0) & (d.j < 10) & (d.k != 3),
+        lambda d: (d.f > -3) & ((d.i > 5) | (d.g < 2)),
+        lambda d: d.s.isin(["apple", "fig"]) & (d.k >= 1),
+        lambda d: (d.g.isna() | (d.i < 20)) & (d.j > -20),
+    ]
+    got = got.assign(t=got.i * 2)
+    got = got[masks[which](got)]
+    want = want.assign(t=want.i * 2)[masks[which](want)]
+    same(got.fetch(), want, sort_by=list(want.columns))

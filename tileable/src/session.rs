@@ -150,6 +150,11 @@ impl<V: Clone> Results<V> {
         g.push((session.id, v));
     }
 
+    /// Whether some session computed it.
+    pub fn any(&self) -> bool {
+        !self.by_session.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
     /// Forgets what `session` computed (a failed result is not kept).
     pub fn remove(&self, session: &Session) {
         self.by_session.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != session.id);

@@ -78,11 +78,89 @@ impl DataFrame {
         if dt != DataType::Boolean {
             return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
-        self.map(|spec, _, values| {
+        let base = self.pushed_below_merge(&mask)?.unwrap_or_else(|| self.clone());
+        base.map(|spec, _, values| {
             let at = spec.program.push(&mask, values);
             spec.steps.push(MapStep::Filter(at));
             Ok(())
         })
+    }
+
+    /// `self` with the parts of `mask` that read one side of the merge under it applied
+    /// to that side first, as a database pushes a filter below a join: the `&` terms of
+    /// `mask` that read only the left's columns (or keys) filter the left before an inner
+    /// or left merge, the right's the right before an inner or right merge. The whole
+    /// mask still runs after the merge (a pushed term is true there). `None` when
+    /// nothing moves: `self` is no merge, nor a map over one whose steps leave the
+    /// columns the terms read as the merge made them.
+    fn pushed_below_merge(&self, mask: &Expr) -> Result<Option<DataFrame>> {
+        use crate::spec::How;
+        let (join, map) = match &self.node.op {
+            Op::Join { .. } => (self, None),
+            Op::Map { input, spec, values } if matches!(input.node.op, Op::Join { .. }) => {
+                (input, Some((spec, values)))
+            }
+            _ => return Ok(None),
+        };
+        let Op::Join { left, right, spec: js } = &join.node.op else { return Ok(None) };
+        // A computed merge is read, not run again below a filter.
+        if join.node.computed.any() || self.node.computed.any() {
+            return Ok(None);
+        }
+        // Columns the map's steps set or rename: a term reading one is not the merge's.
+        let mut touched: Vec<&String> = Vec::new();
+        for step in map.map_or(&[][..], |(spec, _)| &spec.steps[..]) {
+            match step {
+                MapStep::Assign(name, _) => touched.push(name),
+                MapStep::Rename(pairs) => touched.extend(pairs.iter().flat_map(|(a, b)| [a, b])),
+                MapStep::Select(_) | MapStep::Filter(_) => {}
+            }
+        }
+        let (left_cols, right_cols) = (left.columns(), right.columns());
+        let (to_left, to_right) = (matches!(js.how, How::Inner | How::Left), matches!(js.how, How::Inner | How::Right));
+        let mut terms = Vec::new();
+        mask.and_terms(&mut terms);
+        let (mut lf, mut rf): (Vec<&Expr>, Vec<&Expr>) = (Vec::new(), Vec::new());
+        for t in terms {
+            let mut cols = Vec::new();
+            t.columns(&mut cols);
+            // A semi-join (`isin` of a frame) stays where it was written: below a merge it
+            // would probe more rows, and a database would plan it as a join of its own.
+            if cols.is_empty() || t.has_semi_join() || cols.iter().any(|c| touched.contains(&c) || js.both.contains(c))
+            {
+                continue;
+            }
+            let key = |c: &String| js.on.contains(c);
+            if cols.iter().all(key) {
+                // Keys: equal on both sides of a matched row; a left (right) merge's keys
+                // are the left's (right's).
+                if to_left {
+                    lf.push(t);
+                }
+                if to_right {
+                    rf.push(t);
+                }
+            } else if to_left && cols.iter().all(|c| key(c) || left_cols.contains(c)) {
+                lf.push(t);
+            } else if to_right && cols.iter().all(|c| key(c) || right_cols.contains(c)) {
+                rf.push(t);
+            }
+        }
+        if lf.is_empty() && rf.is_empty() {
+            return Ok(None);
+        }
+        let apply = |side: &DataFrame, terms: &[&Expr]| -> Result<DataFrame> {
+            terms.iter().try_fold(side.clone(), |d, t| d.filter((*t).clone()))
+        };
+        let (l, r) = (apply(left, &lf)?, apply(right, &rf)?);
+        let join = DataFrame::new(Op::Join { left: l, right: r, spec: js.clone() }, join.node.schema.clone());
+        Ok(Some(match map {
+            None => join,
+            Some((spec, values)) => DataFrame::new(
+                Op::Map { input: join, spec: spec.clone(), values: values.clone() },
+                self.node.schema.clone(),
+            ),
+        }))
     }
 
     /// Columns set to expressions, in order (pandas' `assign(name=expr)`): an existing
