@@ -660,3 +660,36 @@ def test_filters_after_merges_match_pandas_wherever_they_run(left, right, how, w
     got = got[masks[which](got)]
     want = want.assign(t=want.i * 2)[masks[which](want)]
     same(got.fetch(), want, sort_by=list(want.columns))
+
+
+@given(frames(), st.sampled_from(["mean", "sum", "count", "min", "max", "size"]), st.booleans())
+def test_pivot_table_crosstab_and_melt_match_pandas(data, aggfunc, fill):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    fill_value = 0 if fill else None
+    values = None if aggfunc == "size" else "f"
+    got = df.pivot_table(values=values, index="k", columns="k2", aggfunc=aggfunc, fill_value=fill_value).fetch()
+    want = pdf.pivot_table(values=values, index="k", columns="k2", aggfunc=aggfunc, fill_value=fill_value)
+    if want.empty:
+        assert got.empty or got.dropna(how="all").empty
+    else:
+        pdt.assert_frame_equal(got, want, check_dtype=False, check_index_type=False, check_column_type=False,
+                               check_exact=False, rtol=1e-9)
+    got, want = ad.crosstab(df.k, df.s).fetch(), pd.crosstab(pdf.k, pdf.s)
+    if not want.empty:
+        pdt.assert_frame_equal(got, want, check_dtype=False, check_index_type=False, check_column_type=False)
+    got = df.melt(id_vars=["k", "s"], value_vars=["f", "i"], var_name="which").fetch()
+    same(got, pdf.melt(id_vars=["k", "s"], value_vars=["f", "i"], var_name="which"))
+    same(ad.melt(df[["k", "i"]], id_vars="k").fetch(), pdf[["k", "i"]].melt(id_vars="k"))
+
+
+def test_pivot_table_refuses_what_it_does_not_build():
+    df = ad.DataFrame(pd.DataFrame({"a": [1, 2], "b": [3, 4], "v": [1.0, 2.0]}))
+    with pytest.raises(NotImplementedError, match="margins"):
+        df.pivot_table(values="v", index="a", columns="b", margins=True)
+    with pytest.raises(NotImplementedError, match="several values"):
+        df.pivot_table(values=["v", "a"], index="a", columns="b")
+    with pytest.raises(NotImplementedError, match="median"):
+        df.pivot_table(values="v", index="a", columns="b", aggfunc="median")
+    with pytest.raises(KeyError):
+        df.pivot_table(values="zz", index="a", columns="b")

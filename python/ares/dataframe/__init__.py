@@ -39,7 +39,7 @@ import numpy as np
 from .. import _native, _Progress, get_default_session
 
 __all__ = ["DataFrame", "Series", "Index", "GroupBy", "Scalar", "from_pandas", "merge", "concat", "read_csv",
-           "read_parquet", "to_datetime"]
+           "read_parquet", "to_datetime", "melt", "pivot_table", "crosstab"]
 
 # Rows per chunk made from local data, by default: chunks of about this many bytes.
 _CHUNK_BYTES = 64 << 20
@@ -294,6 +294,9 @@ class DataFrame:
         # (a Series by column), or one column (a Series, `_index` columns as its index).
         self._index = list(_index)
         self._kind = _kind
+        # Column labels that are not strings (a pivot's values) and the columns' name, as
+        # fetch shows them: {native name: label}, name.
+        self._labels: Optional[Tuple[Dict[str, Any], Any]] = None
         # Frames with the same rows (one made from another by adding, converting,
         # selecting or renaming columns) share this token: a column expression of one
         # can be used in the other.
@@ -396,6 +399,9 @@ class DataFrame:
             else:
                 data[n] = c
         out = pd.DataFrame(data, columns=names)
+        if self._labels is not None:
+            labels, name = self._labels
+            out.columns = pd.Index([labels.get(c, c) for c in out.columns], name=name)
         if self._kind == "row":
             return out.iloc[0].rename(None) if len(out) else pd.Series(dtype=float)
         if self._index:
@@ -750,6 +756,17 @@ class DataFrame:
         if len(cols) != 1:
             raise NotImplementedError("value_counts of several columns (give one column)")
         return self[cols[0]].value_counts()
+
+    def melt(self, id_vars: Any = None, value_vars: Any = None, var_name: Any = None,
+             value_name: str = "value") -> "DataFrame":
+        """pandas' ``melt`` (see the module's ``melt``)."""
+        return melt(self, id_vars=id_vars, value_vars=value_vars, var_name=var_name, value_name=value_name)
+
+    def pivot_table(self, values: Any = None, index: Any = None, columns: Any = None, aggfunc: Any = "mean",
+                    fill_value: Any = None, **kwargs: Any) -> "DataFrame":
+        """pandas' ``pivot_table`` (see the module's ``pivot_table``)."""
+        return pivot_table(self, values=values, index=index, columns=columns, aggfunc=aggfunc,
+                           fill_value=fill_value, **kwargs)
 
     def merge(self, right: "DataFrame", how: str = "inner", on: Union[str, Sequence[str], None] = None,
               left_on: Any = None, right_on: Any = None, suffixes: Tuple[str, str] = ("_x", "_y"),
@@ -2023,6 +2040,127 @@ def _validate_merge(left: DataFrame, right: DataFrame, lk: List[str], rk: List[s
         if need and len(df[keys].drop_duplicates()) != len(df):
             what = kind[(need_left, need_right)]
             raise _merge_error(f"Merge keys are not unique in {side} dataset; not a {what} merge")
+
+
+def melt(frame: DataFrame, id_vars: Any = None, value_vars: Any = None, var_name: Any = None,
+         value_name: str = "value") -> DataFrame:
+    """pandas' ``melt``: one row per row and value column (all rows of the first value
+    column, then of the next, as pandas orders them), the identifier columns repeated, the
+    value column's name in ``var_name`` (``"variable"``) and its value in ``value_name``.
+    The value columns take numpy's common dtype (numbers with numbers, strings with
+    strings)."""
+    ids = _as_list(id_vars)
+    frame[ids]  # raises KeyError naming a missing column
+    vals = _as_list(value_vars) if value_vars is not None else [c for c in frame.columns if c not in ids]
+    if not vals:
+        raise ValueError("melt: no value columns (every column is an identifier)")
+    var = "variable" if var_name is None else str(var_name)
+    if var in ids or value_name in ids or var == value_name:
+        raise ValueError(f"melt: var_name {var!r} and value_name {value_name!r} must differ from the "
+                         "identifiers and from each other")
+    parts = [frame.assign(**{var: v, "__ares_melt": frame[v]})[ids + [var, "__ares_melt"]] for v in vals]
+    out = concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return out.rename(columns={"__ares_melt": value_name})
+
+
+# pivot_table's aggregations by name.
+_PIVOT_AGGS = ("mean", "sum", "count", "min", "max", "size", "std", "var", "first", "last")
+
+
+def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns: Any = None,
+                aggfunc: Any = "mean", fill_value: Any = None, **kwargs: Any) -> DataFrame:
+    """pandas' ``pivot_table`` of one ``values`` column: rows by ``index`` (the result's
+    index), a column per value of ``columns`` (sorted, found by computing that column's
+    distinct values first, as pandas is eager), each cell ``aggfunc`` of the rows of its
+    pair (NaN where the pair has no row, or ``fill_value``). One group-by computes every
+    cell: each column value's cells are the aggregation of the values masked to it."""
+    if kwargs.get("margins"):
+        raise NotImplementedError("pivot_table(margins=True)")
+    kwargs.pop("margins", None)
+    kwargs.pop("observed", None)
+    if kwargs.pop("sort", True) is not True or kwargs.pop("dropna", True) is not True or kwargs:
+        raise NotImplementedError(f"pivot_table with {', '.join(kwargs) or 'sort=False or dropna=False'}")
+    keys, cols = _as_list(index), _as_list(columns)
+    if not keys or len(cols) != 1:
+        raise NotImplementedError("pivot_table: give index= (one or more columns) and one columns= column")
+    vals = _as_list(values)
+    if len(vals) > 1:
+        raise NotImplementedError("pivot_table of several values columns (pandas makes MultiIndex columns): "
+                                  "pivot one at a time")
+    how = _agg_name(aggfunc)
+    if how not in _PIVOT_AGGS:
+        raise NotImplementedError(f"pivot_table(aggfunc={aggfunc!r}): give one of {', '.join(_PIVOT_AGGS)}")
+    if not vals:
+        if how != "size":
+            raise ValueError("pivot_table: give values= (the column to aggregate)")
+        vals = [keys[0]]
+    col = cols[0]
+    data[list(dict.fromkeys(keys + cols + vals))]  # raises KeyError naming a missing column
+    # As pandas: pairs whose aggregate is NaN are left out (dropna=True), so a column
+    # value with no other value is no column; the values found by computing, as pandas.
+    nan_out = how in ("mean", "min", "max", "std", "var", "first", "last")
+    if nan_out:
+        counts = data.groupby(col)[vals[0]].count().fetch()
+        labels = sorted(v for v, n in counts.items() if n > 0 and not _missing(v))
+    else:
+        labels = sorted(v for v in data[col].drop_duplicates().fetch().tolist() if not _missing(v))
+    if not labels:
+        return data[keys].head(0).set_index(keys)
+    names = [f"__ares_pivot_{i}" for i in range(len(labels))]
+    # Per column value: the values where the row has it (missing elsewhere), and how many
+    # rows have it (a pair without rows is NaN, as pandas leaves it).
+    masked: Dict[str, Any] = {}
+    for name, label in zip(names, labels):
+        hit = data[col] == label
+        masked[name] = data[vals[0]].where(hit) if how != "size" else hit.astype("int64")
+        masked[name + "_n"] = (hit & data[vals[0]].notna() if nan_out else hit).astype("int64")
+    wide = data.assign(**masked)
+    agg = "sum" if how == "size" else how
+    spec = {n: agg for n in names}
+    spec.update({n + "_n": "sum" for n in names})
+    out = wide.groupby(keys)[list(spec)].agg(spec)
+    # Index keys with no pair left go, as the pairs do.
+    present = [out[n + "_n"] > 0 for n in names]
+    keep = present[0]
+    for p in present[1:]:
+        keep = keep | p
+    out = out[keep]
+    cells = {}
+    for name in names:
+        has = out[name + "_n"] > 0
+        cells[name] = out[name].where(has) if fill_value is None else out[name].where(has, fill_value)
+    out = out.assign(**cells)[names]
+    out._labels = (dict(zip(names, labels)), col)
+    return out
+
+
+def crosstab(index: Series, columns: Series, values: Optional[Series] = None, aggfunc: Any = None,
+             **kwargs: Any) -> DataFrame:
+    """pandas' ``crosstab`` of two columns of one frame: how many rows have each pair (0
+    where none), or ``aggfunc`` of ``values`` per pair (NaN where none)."""
+    if kwargs:
+        raise NotImplementedError(f"crosstab with {', '.join(kwargs)}=...")
+    if (values is None) != (aggfunc is None):
+        raise ValueError("aggfunc cannot be used without values, and values need an aggfunc")
+    series = [index, columns] + ([values] if values is not None else [])
+    if not all(isinstance(s, Series) for s in series):
+        raise NotImplementedError("crosstab of columns of an ares frame (give Series)")
+    base = index._base
+    if any(s._base._rows is not base._rows for s in series):
+        raise NotImplementedError("crosstab of columns of different frames")
+    names = ["__ares_row", "__ares_col", "__ares_val"][:len(series)]
+    frame = base.assign(**dict(zip(names, series)))
+    if values is None:
+        out = pivot_table(frame, index="__ares_row", columns="__ares_col", aggfunc="size", fill_value=0)
+    else:
+        out = pivot_table(frame, values="__ares_val", index="__ares_row", columns="__ares_col", aggfunc=aggfunc)
+    # Named as the columns were (pandas' row_0 and col_0 when unnamed): the index by the
+    # first, the column labels by the second.
+    labels = out._labels[0] if out._labels is not None else {}
+    row = index.name if index.name is not None else "row_0"
+    named = DataFrame(_frame=out._f.rename([("__ares_row", str(row))]), _index=[str(row)])
+    named._labels = (labels, columns.name if columns.name is not None else "col_0")
+    return named
 
 
 def _merge_keys(df: DataFrame, keys: List[str]) -> None:
