@@ -319,7 +319,9 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
     let name = s.name().clone();
     Ok(match op {
         // numpy's negative (the sign of zero kept, integers wrapping).
-        UnOp::Neg | UnOp::Abs if crate::temporal::is_duration(s.dtype()) => crate::temporal::duration_unary(op, &s)?,
+        UnOp::Neg | UnOp::Abs if crate::temporal::is_duration(s.dtype()) => {
+            crate::temporal::duration_unary(op == UnOp::Abs, &s)?
+        }
         UnOp::Neg => crate::numeric::unary(ares_tileable::scalar::UnOp::Neg, &s)?,
         UnOp::Not => (!s.bool()?).into_series(),
         UnOp::IsNa => missing(&s)?.into_series(),
@@ -334,7 +336,7 @@ fn unary(op: UnOp, s: Series) -> PolarsResult<Series> {
         UnOp::StrLen => {
             s.str()?.iter().map(|v| v.map(|v| v.chars().count() as i64)).collect::<Int64Chunked>().into_series()
         }
-        _ => crate::temporal::field(op, &s)?,
+        UnOp::Dt(op) => crate::temporal::field(op, &s)?,
     }
     .with_name(name))
 }

@@ -153,12 +153,6 @@ pub enum UnOp {
     NotNa,
     /// `.str.len()`: characters.
     StrLen,
-    /// `.dt.year`
-    Year,
-    /// `.dt.month`
-    Month,
-    /// `.dt.day`
-    Day,
     /// `.str.lower()`.
     StrLower,
     /// `.str.upper()`.
@@ -173,44 +167,8 @@ pub enum UnOp {
     Abs,
     /// `round(decimals)`: numpy's half to even.
     Round(i32),
-    /// `.dt.dayofweek` (Monday 0).
-    DayOfWeek,
-    /// `.dt.dayofyear` (from 1).
-    DayOfYear,
-    /// `.dt.quarter`.
-    Quarter,
-    /// `.dt.hour`.
-    Hour,
-    /// `.dt.minute`.
-    Minute,
-    /// `.dt.second`.
-    Second,
-    /// `.dt.microsecond`.
-    Microsecond,
-    /// `.dt.nanosecond`.
-    Nanosecond,
-    /// `.dt.days_in_month`.
-    DaysInMonth,
-    /// `.dt.is_month_start`.
-    IsMonthStart,
-    /// `.dt.is_month_end`.
-    IsMonthEnd,
-    /// `.dt.is_quarter_start`.
-    IsQuarterStart,
-    /// `.dt.is_quarter_end`.
-    IsQuarterEnd,
-    /// `.dt.is_year_start`.
-    IsYearStart,
-    /// `.dt.is_year_end`.
-    IsYearEnd,
-    /// `.dt.is_leap_year`.
-    IsLeapYear,
-    /// `.dt.date`: the calendar date.
-    DtDate,
-    /// `.dt.floor(freq)`, `freq` in nanoseconds (`normalize()` is a day's).
-    Floor(i64),
-    /// `+ DateOffset(months=n)`: `n` calendar months later, the day clipped to the month.
-    AddMonths(i32),
+    /// A `.dt` computation on dates and datetimes.
+    Dt(crate::temporal::DtOp),
 }
 
 /// A string test against a pattern.
@@ -442,17 +400,17 @@ impl Expr {
 
     /// `.dt.year`.
     pub fn year(self) -> Expr {
-        Expr::Unary(UnOp::Year, Box::new(self))
+        Expr::Unary(UnOp::Dt(crate::temporal::DtOp::Year), Box::new(self))
     }
 
     /// `.dt.month`.
     pub fn month(self) -> Expr {
-        Expr::Unary(UnOp::Month, Box::new(self))
+        Expr::Unary(UnOp::Dt(crate::temporal::DtOp::Month), Box::new(self))
     }
 
     /// `.dt.day`.
     pub fn day(self) -> Expr {
-        Expr::Unary(UnOp::Day, Box::new(self))
+        Expr::Unary(UnOp::Dt(crate::temporal::DtOp::Day), Box::new(self))
     }
 
     /// The terms of `a & b & …` (itself when it is no `&`).
@@ -466,43 +424,18 @@ impl Expr {
         }
     }
 
-    /// Whether it holds an `isin` of a frame's values ([`Expr::IsIn`]).
-    pub(crate) fn has_semi_join(&self) -> bool {
+    /// Calls `f` with each operand (its sub-expressions one level down).
+    fn for_each_operand(&self, f: &mut dyn FnMut(&Expr)) {
         match self {
-            Expr::IsIn(..) => true,
-            Expr::Col(_) | Expr::Lit(_) | Expr::Value(_) | Expr::Const(..) => false,
-            Expr::Binary(_, a, b) => a.has_semi_join() || b.has_semi_join(),
-            Expr::Where(c, a, b) => c.has_semi_join() || a.has_semi_join() || b.has_semi_join(),
-            Expr::Unary(_, a)
-            | Expr::FillNa(a, _)
-            | Expr::Cast(a, _)
-            | Expr::Str(_, a, _)
-            | Expr::Clip(a, ..)
-            | Expr::StrReplace(a, ..)
-            | Expr::StrSlice(a, ..)
-            | Expr::StrGet(a, _)
-            | Expr::Strftime(a, _) => a.has_semi_join(),
-        }
-    }
-
-    /// The columns of its frame it reads, added to `out` once each (a lazy scalar's or
-    /// set's own frame is not this one's).
-    pub(crate) fn columns(&self, out: &mut Vec<String>) {
-        match self {
-            Expr::Col(c) => {
-                if !out.contains(c) {
-                    out.push(c.clone());
-                }
-            }
-            Expr::Lit(_) | Expr::Value(_) | Expr::Const(..) => {}
+            Expr::Col(_) | Expr::Lit(_) | Expr::Value(_) | Expr::Const(..) => {}
             Expr::Binary(_, a, b) => {
-                a.columns(out);
-                b.columns(out);
+                f(a);
+                f(b);
             }
             Expr::Where(c, a, b) => {
-                c.columns(out);
-                a.columns(out);
-                b.columns(out);
+                f(c);
+                f(a);
+                f(b);
             }
             Expr::Unary(_, a)
             | Expr::FillNa(a, _)
@@ -513,8 +446,26 @@ impl Expr {
             | Expr::StrSlice(a, ..)
             | Expr::StrGet(a, _)
             | Expr::IsIn(a, _)
-            | Expr::Strftime(a, _) => a.columns(out),
+            | Expr::Strftime(a, _) => f(a),
         }
+    }
+
+    /// Whether it holds an `isin` of a frame's values ([`Expr::IsIn`]).
+    pub(crate) fn has_semi_join(&self) -> bool {
+        let mut found = matches!(self, Expr::IsIn(..));
+        self.for_each_operand(&mut |e| found |= e.has_semi_join());
+        found
+    }
+
+    /// The columns of its frame it reads, added to `out` once each (a lazy scalar's or
+    /// set's own frame is not this one's).
+    pub(crate) fn columns(&self, out: &mut Vec<String>) {
+        if let Expr::Col(c) = self
+            && !out.contains(c)
+        {
+            out.push(c.clone());
+        }
+        self.for_each_operand(&mut |e| e.columns(out));
     }
 
     /// Its dtype over a frame of `schema`, or why it cannot be computed there.
@@ -633,7 +584,7 @@ impl Expr {
                     {
                         Ok(d)
                     }
-                    op if let Some(out) = crate::temporal::field_dtype(*op, &d) => Ok(out),
+                    UnOp::Dt(op) if let Some(out) = crate::temporal::field_dtype(*op, &d) => Ok(out),
                     UnOp::Abs | UnOp::Round(_) if d.is_primitive_numeric() => Ok(d),
                     other => bad(format!("{other:?} is not defined for dtype {d}")),
                 }

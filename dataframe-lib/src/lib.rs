@@ -41,6 +41,7 @@ pub use expr::{BinOp, Dtype, Expr, Scalar, StrOp, UnOp, Value, col, lit};
 pub use frame::{CsvOptions, DataFrame, DropNa, GroupBy};
 pub use polars;
 pub use session::Session;
+pub use temporal::DtOp;
 
 /// Keeps the chunk kernels in a program that runs them for others without calling the
 /// library itself (the `ares` binary's worker mode, the Python extension's workers):

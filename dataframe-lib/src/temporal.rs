@@ -5,9 +5,57 @@
 //! proleptic Gregorian calendar. Results of datetime arithmetic are nanosecond
 //! datetimes and durations, as pandas makes them.
 
+use ares_tileable::scalar::BinOp;
 use polars::prelude::*;
 
-use crate::expr::{BinOp, UnOp};
+/// A `.dt` computation on dates and datetimes (held by `UnOp::Dt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum DtOp {
+    /// `.dt.year`.
+    Year,
+    /// `.dt.month`.
+    Month,
+    /// `.dt.day`.
+    Day,
+    /// `.dt.dayofweek` (Monday 0).
+    DayOfWeek,
+    /// `.dt.dayofyear` (from 1).
+    DayOfYear,
+    /// `.dt.quarter`.
+    Quarter,
+    /// `.dt.hour`.
+    Hour,
+    /// `.dt.minute`.
+    Minute,
+    /// `.dt.second`.
+    Second,
+    /// `.dt.microsecond`.
+    Microsecond,
+    /// `.dt.nanosecond`.
+    Nanosecond,
+    /// `.dt.days_in_month`.
+    DaysInMonth,
+    /// `.dt.is_month_start`.
+    IsMonthStart,
+    /// `.dt.is_month_end`.
+    IsMonthEnd,
+    /// `.dt.is_quarter_start`.
+    IsQuarterStart,
+    /// `.dt.is_quarter_end`.
+    IsQuarterEnd,
+    /// `.dt.is_year_start`.
+    IsYearStart,
+    /// `.dt.is_year_end`.
+    IsYearEnd,
+    /// `.dt.is_leap_year`.
+    IsLeapYear,
+    /// `.dt.date`: the calendar date.
+    Date,
+    /// `.dt.floor(freq)`, `freq` in nanoseconds (`normalize()` is a day's).
+    Floor(i64),
+    /// `+ DateOffset(months=n)`: `n` calendar months later, the day clipped to the month.
+    AddMonths(i32),
+}
 
 pub(crate) const NS_PER_DAY: i64 = 86_400 * 1_000_000_000;
 const NS: TimeUnit = TimeUnit::Nanoseconds;
@@ -150,42 +198,42 @@ pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> 
     Ok(out.with_name(name))
 }
 
-/// `-x` or `abs(x)` of a duration.
-pub(crate) fn duration_unary(op: UnOp, s: &Series) -> PolarsResult<Series> {
+/// `abs(x)` (`abs`), else `-x`, of a duration.
+pub(crate) fn duration_unary(abs: bool, s: &Series) -> PolarsResult<Series> {
     let v = nanos(s)?;
-    let r = if op == UnOp::Abs { v.apply_values(i64::wrapping_abs) } else { v.apply_values(i64::wrapping_neg) };
+    let r = if abs { v.apply_values(i64::wrapping_abs) } else { v.apply_values(i64::wrapping_neg) };
     Ok(to_duration(r).with_name(s.name().clone()))
 }
 
-/// Which `.dt` computation a [`UnOp`] is, with the dtype it gives a date or datetime.
-pub(crate) fn field_dtype(op: UnOp, input: &DataType) -> Option<DataType> {
+/// The dtype `op` gives a date or datetime, or `None` for another dtype.
+pub(crate) fn field_dtype(op: DtOp, input: &DataType) -> Option<DataType> {
     if !is_datetime(input) {
         return None;
     }
     Some(match op {
-        UnOp::Year
-        | UnOp::Month
-        | UnOp::Day
-        | UnOp::DayOfWeek
-        | UnOp::DayOfYear
-        | UnOp::Quarter
-        | UnOp::Hour
-        | UnOp::Minute
-        | UnOp::Second
-        | UnOp::Microsecond
-        | UnOp::Nanosecond
-        | UnOp::DaysInMonth => DataType::Int32,
-        UnOp::IsMonthStart
-        | UnOp::IsMonthEnd
-        | UnOp::IsQuarterStart
-        | UnOp::IsQuarterEnd
-        | UnOp::IsYearStart
-        | UnOp::IsYearEnd
-        | UnOp::IsLeapYear => DataType::Boolean,
-        UnOp::DtDate => DataType::Date,
-        UnOp::Floor(unit) if unit > 0 => input.clone(),
-        UnOp::AddMonths(_) => input.clone(),
-        _ => return None,
+        DtOp::Year
+        | DtOp::Month
+        | DtOp::Day
+        | DtOp::DayOfWeek
+        | DtOp::DayOfYear
+        | DtOp::Quarter
+        | DtOp::Hour
+        | DtOp::Minute
+        | DtOp::Second
+        | DtOp::Microsecond
+        | DtOp::Nanosecond
+        | DtOp::DaysInMonth => DataType::Int32,
+        DtOp::IsMonthStart
+        | DtOp::IsMonthEnd
+        | DtOp::IsQuarterStart
+        | DtOp::IsQuarterEnd
+        | DtOp::IsYearStart
+        | DtOp::IsYearEnd
+        | DtOp::IsLeapYear => DataType::Boolean,
+        DtOp::Date => DataType::Date,
+        DtOp::Floor(unit) if unit > 0 => input.clone(),
+        DtOp::Floor(_) => return None,
+        DtOp::AddMonths(_) => input.clone(),
     })
 }
 
@@ -198,7 +246,7 @@ fn day_and_time(s: &Series) -> PolarsResult<Vec<Option<(i64, i64)>>> {
 }
 
 /// A `.dt` field, `date`, `floor`/`normalize` or a month offset of a date or datetime.
-pub(crate) fn field(op: UnOp, s: &Series) -> PolarsResult<Series> {
+pub(crate) fn field(op: DtOp, s: &Series) -> PolarsResult<Series> {
     let name = s.name().clone();
     let Some(out) = field_dtype(op, s.dtype()) else {
         polars_bail!(ComputeError: ".dt: {op:?} is not defined for dtype {}", s.dtype())
@@ -222,12 +270,12 @@ pub(crate) fn field(op: UnOp, s: &Series) -> PolarsResult<Series> {
                 .map(|p| {
                     p.map(|(d, t)| {
                         let (d, t) = match op {
-                            UnOp::Floor(unit) => {
+                            DtOp::Floor(unit) => {
                                 let ns = d.wrapping_mul(NS_PER_DAY).wrapping_add(t);
                                 let f = ns.div_euclid(unit) * unit;
                                 (f.div_euclid(NS_PER_DAY), f.rem_euclid(NS_PER_DAY))
                             }
-                            UnOp::AddMonths(n) => (add_months(d, n), t),
+                            DtOp::AddMonths(n) => (add_months(d, n), t),
                             _ => (d, t),
                         };
                         if s.dtype() == &DataType::Date { d } else { d * (NS_PER_DAY / per) + t / per }
@@ -240,36 +288,36 @@ pub(crate) fn field(op: UnOp, s: &Series) -> PolarsResult<Series> {
     Ok(r.with_name(name))
 }
 
-fn int_field(op: UnOp, day: i64, t: i64) -> i32 {
+fn int_field(op: DtOp, day: i64, t: i64) -> i32 {
     let (y, m, d) = civil_from_days(day);
     let v = match op {
-        UnOp::Year => y,
-        UnOp::Month => m.into(),
-        UnOp::Day => d.into(),
+        DtOp::Year => y,
+        DtOp::Month => m.into(),
+        DtOp::Day => d.into(),
         // Monday is 0; 1970-01-01 was a Thursday.
-        UnOp::DayOfWeek => (day + 3).rem_euclid(7),
-        UnOp::DayOfYear => day - days_from_civil(y, 1, 1) + 1,
-        UnOp::Quarter => i64::from((m - 1) / 3 + 1),
-        UnOp::Hour => t / 3_600_000_000_000,
-        UnOp::Minute => t / 60_000_000_000 % 60,
-        UnOp::Second => t / 1_000_000_000 % 60,
-        UnOp::Microsecond => t / 1_000 % 1_000_000,
-        UnOp::Nanosecond => t % 1_000,
+        DtOp::DayOfWeek => (day + 3).rem_euclid(7),
+        DtOp::DayOfYear => day - days_from_civil(y, 1, 1) + 1,
+        DtOp::Quarter => i64::from((m - 1) / 3 + 1),
+        DtOp::Hour => t / 3_600_000_000_000,
+        DtOp::Minute => t / 60_000_000_000 % 60,
+        DtOp::Second => t / 1_000_000_000 % 60,
+        DtOp::Microsecond => t / 1_000 % 1_000_000,
+        DtOp::Nanosecond => t % 1_000,
         _ => days_in_month(y, m).into(),
     };
     v as i32
 }
 
-fn flag(op: UnOp, day: i64) -> bool {
+fn flag(op: DtOp, day: i64) -> bool {
     let (y, m, d) = civil_from_days(day);
     let last = d == days_in_month(y, m);
     match op {
-        UnOp::IsMonthStart => d == 1,
-        UnOp::IsMonthEnd => last,
-        UnOp::IsQuarterStart => d == 1 && m % 3 == 1,
-        UnOp::IsQuarterEnd => last && m % 3 == 0,
-        UnOp::IsYearStart => d == 1 && m == 1,
-        UnOp::IsYearEnd => d == 31 && m == 12,
+        DtOp::IsMonthStart => d == 1,
+        DtOp::IsMonthEnd => last,
+        DtOp::IsQuarterStart => d == 1 && m % 3 == 1,
+        DtOp::IsQuarterEnd => last && m % 3 == 0,
+        DtOp::IsYearStart => d == 1 && m == 1,
+        DtOp::IsYearEnd => d == 31 && m == 12,
         _ => is_leap(y),
     }
 }

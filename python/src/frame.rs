@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ares_dataframe::polars::prelude::{
     Column, DataFrame as PlFrame, DataType, IntoColumn, NamedFrom, Series, TimeUnit,
 };
-use ares_dataframe::{Agg, DataFrame, DropNa, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp};
+use ares_dataframe::{Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp};
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -217,26 +217,26 @@ impl PyExpr {
             "isna" => UnOp::IsNa,
             "notna" => UnOp::NotNa,
             "str_len" => UnOp::StrLen,
-            "year" => UnOp::Year,
-            "month" => UnOp::Month,
-            "day" => UnOp::Day,
-            "dayofweek" => UnOp::DayOfWeek,
-            "dayofyear" => UnOp::DayOfYear,
-            "quarter" => UnOp::Quarter,
-            "hour" => UnOp::Hour,
-            "minute" => UnOp::Minute,
-            "second" => UnOp::Second,
-            "microsecond" => UnOp::Microsecond,
-            "nanosecond" => UnOp::Nanosecond,
-            "days_in_month" => UnOp::DaysInMonth,
-            "is_month_start" => UnOp::IsMonthStart,
-            "is_month_end" => UnOp::IsMonthEnd,
-            "is_quarter_start" => UnOp::IsQuarterStart,
-            "is_quarter_end" => UnOp::IsQuarterEnd,
-            "is_year_start" => UnOp::IsYearStart,
-            "is_year_end" => UnOp::IsYearEnd,
-            "is_leap_year" => UnOp::IsLeapYear,
-            "date" => UnOp::DtDate,
+            "year" => UnOp::Dt(DtOp::Year),
+            "month" => UnOp::Dt(DtOp::Month),
+            "day" => UnOp::Dt(DtOp::Day),
+            "dayofweek" => UnOp::Dt(DtOp::DayOfWeek),
+            "dayofyear" => UnOp::Dt(DtOp::DayOfYear),
+            "quarter" => UnOp::Dt(DtOp::Quarter),
+            "hour" => UnOp::Dt(DtOp::Hour),
+            "minute" => UnOp::Dt(DtOp::Minute),
+            "second" => UnOp::Dt(DtOp::Second),
+            "microsecond" => UnOp::Dt(DtOp::Microsecond),
+            "nanosecond" => UnOp::Dt(DtOp::Nanosecond),
+            "days_in_month" => UnOp::Dt(DtOp::DaysInMonth),
+            "is_month_start" => UnOp::Dt(DtOp::IsMonthStart),
+            "is_month_end" => UnOp::Dt(DtOp::IsMonthEnd),
+            "is_quarter_start" => UnOp::Dt(DtOp::IsQuarterStart),
+            "is_quarter_end" => UnOp::Dt(DtOp::IsQuarterEnd),
+            "is_year_start" => UnOp::Dt(DtOp::IsYearStart),
+            "is_year_end" => UnOp::Dt(DtOp::IsYearEnd),
+            "is_leap_year" => UnOp::Dt(DtOp::IsLeapYear),
+            "date" => UnOp::Dt(DtOp::Date),
             "abs" => UnOp::Abs,
             "str_lower" => UnOp::StrLower,
             "str_upper" => UnOp::StrUpper,
@@ -274,12 +274,12 @@ impl PyExpr {
         if nanos <= 0 {
             return Err(PyValueError::new_err(format!("floor: the frequency must be positive, got {nanos} ns")));
         }
-        Ok(PyExpr { e: Expr::Unary(UnOp::Floor(nanos), Box::new(self.e.clone())) })
+        Ok(PyExpr { e: Expr::Unary(UnOp::Dt(DtOp::Floor(nanos)), Box::new(self.e.clone())) })
     }
 
     /// Dates and times `months` calendar months later (pandas' `DateOffset(months=)`).
     fn add_months(&self, months: i32) -> PyExpr {
-        PyExpr { e: Expr::Unary(UnOp::AddMonths(months), Box::new(self.e.clone())) }
+        PyExpr { e: Expr::Unary(UnOp::Dt(DtOp::AddMonths(months)), Box::new(self.e.clone())) }
     }
 
     /// Dates and times formatted as text (pandas' `.dt.strftime`).

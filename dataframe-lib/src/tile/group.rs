@@ -180,21 +180,24 @@ pub(super) fn unique(
     Ok(Chunks { nodes, pre: None, bytes: c.bytes })
 }
 
-/// The most bytes a broadcast side may hold (each task of the other side reads it all).
+/// The most bytes a broadcast side may hold (each task of the other side reads it all),
+/// and at most this share of the store (each task holds it at once).
 const BROADCAST_BYTES: u64 = 256 << 20;
+const BROADCAST_STORE_SHARE: u64 = 8;
 
 /// Whether sending all of `small` to every task of `big` costs less than shuffling both:
 /// each of `big`'s tasks reads and hashes `small` once, where a shuffle writes and reads
 /// every row of both sides (about four times a read's cost per byte), from the chunks'
 /// byte estimates (upper bounds: filters are not counted). Chunks of unknown size (0:
 /// computed earlier) are never broadcast.
-fn broadcast_pays(big: &Chunks, small: &Chunks) -> bool {
+fn broadcast_pays(cx: &Cx<'_>, big: &Chunks, small: &Chunks) -> bool {
     if big.bytes == 0 || small.bytes == 0 {
         return false;
     }
     let (b, s) =
         (big.bytes.saturating_mul(big.nodes.len() as u64), small.bytes.saturating_mul(small.nodes.len() as u64));
-    s <= BROADCAST_BYTES && s.saturating_mul(big.nodes.len() as u64) <= 4 * (b + s)
+    let most = cx.store_capacity().map_or(BROADCAST_BYTES, |c| (c / BROADCAST_STORE_SHARE).min(BROADCAST_BYTES));
+    s <= most && s.saturating_mul(big.nodes.len() as u64) <= 4 * (b + s)
 }
 
 /// A merge: a small side is broadcast to every chunk of the other (when that keeps the
@@ -232,8 +235,8 @@ pub(super) fn join(
     let task = |pick| FrameTask::Join(spec.clone(), 1, pick, pre.clone());
     // Which side may go to every task of the other: the smaller, when both may.
     let total = |c: &Chunks| c.bytes.saturating_mul(c.nodes.len() as u64);
-    let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(&l, &r));
-    let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(&r, &l));
+    let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(cx, &l, &r));
+    let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(cx, &r, &l));
     let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
         (vec![cx.add(task(None), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
     } else if right_may && !(left_may && total(&l) < total(&r)) {
