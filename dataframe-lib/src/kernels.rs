@@ -5,7 +5,7 @@
 use polars::prelude::*;
 
 pub(crate) use crate::hashagg::Rule;
-use crate::spec::{Agg, GroupSpec, Part, SortSpec};
+use crate::spec::{Agg, GroupSpec, Part, Scan, ScanSpec, SortSpec};
 
 /// A frame of the named tensor chunks (read in place), one column each.
 pub(crate) fn from_tensor_chunks(names: &[String], cols: &[ares_tensor::ChunkRef<'_>]) -> PolarsResult<DataFrame> {
@@ -179,6 +179,131 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
         Rule::Min | Rule::Max | Rule::First | Rule::Last => input.clone(),
     };
     if c.dtype() == &to { Ok(c) } else { c.cast(&to) }
+}
+
+/// A chunk with `spec`'s running aggregation within groups appended, continuing from
+/// `prefix` (the combined partials of the chunks before it): rows in order, each group's
+/// value carried from row to row. A row with a missing key, or (but for `cumcount`) a
+/// missing value, gets a missing result; the running value skips it.
+pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let keys = &spec.group.keys;
+    let (col, agg) = &spec.group.aggs[0];
+    let part = GroupSpec::partial_name(0, agg.partials()[0]);
+    // Each row's group (none for a missing key), and each group's running start.
+    let keyed = {
+        let mut keep: Option<BooleanChunked> = None;
+        for k in keys {
+            let m = !&crate::eval::missing(df.column(k)?.as_materialized_series())?;
+            keep = Some(match keep {
+                Some(acc) => &acc & &m,
+                None => m,
+            });
+        }
+        keep.unwrap_or_else(|| BooleanChunked::full(PlSmallStr::EMPTY, true, df.height()))
+    };
+    let (key_cols, ids, n) = crate::hashagg::groups(&drop_missing(&df, keys)?, keys)?;
+    let mut row_ids = ids.into_iter();
+    let group: Vec<Option<u32>> = keyed.iter().map(|k| if k == Some(true) { row_ids.next() } else { None }).collect();
+    let start = match prefix {
+        Some(p) if p.height() > 0 && n > 0 => {
+            let here = DataFrame::new(n, key_cols)?;
+            let names: Vec<&str> = keys.iter().map(String::as_str).chain([part.as_str()]).collect();
+            let before = p.select(names)?;
+            let args = JoinArgs {
+                nulls_equal: true,
+                maintain_order: MaintainOrderJoin::Left,
+                ..JoinArgs::new(JoinType::Left)
+            };
+            let j = here.join(&before, keys, keys, args, None)?;
+            Some(j.column(&part)?.as_materialized_series().clone())
+        }
+        _ => None,
+    };
+    let values = df.column(col)?.as_materialized_series().clone();
+    let out: Series = match spec.kind {
+        Scan::Count => {
+            let mut acc: Vec<i64> = match &start {
+                Some(s) => s.cast(&DataType::Int64)?.i64()?.iter().map(|v| v.unwrap_or(0)).collect(),
+                None => vec![0; n],
+            };
+            let v: Int64Chunked = group
+                .iter()
+                .map(|g| {
+                    g.map(|g| {
+                        let a = &mut acc[g as usize];
+                        *a += 1;
+                        *a - 1
+                    })
+                })
+                .collect();
+            v.into_series()
+        }
+        kind if values.dtype().is_float() => {
+            let init: Vec<Option<f64>> = match &start {
+                Some(s) => s.cast(&DataType::Float64)?.f64()?.iter().collect(),
+                None => vec![None; n],
+            };
+            let x = values.cast(&DataType::Float64)?;
+            running(kind, init, x.f64()?.iter().map(|v| v.filter(|v| !v.is_nan())), &group, |a, b| a + b)
+                .into_series()
+                .cast(if kind == Scan::Sum { &DataType::Float64 } else { values.dtype() })?
+        }
+        kind => {
+            let init: Vec<Option<i64>> = match &start {
+                Some(s) => s.cast(&DataType::Int64)?.i64()?.iter().collect(),
+                None => vec![None; n],
+            };
+            let x = values.cast(&DataType::Int64)?;
+            running(kind, init, x.i64()?.iter(), &group, i64::wrapping_add)
+                .into_series()
+                .cast(if kind == Scan::Sum { &DataType::Int64 } else { values.dtype() })?
+        }
+    };
+    df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
+    Ok(df)
+}
+
+/// Running sums or extremes of `values` per group (`group` per row; `init` per group, a
+/// sum's missing start being 0): each row's value after it, missing where the row's
+/// value or group is.
+fn running<T>(
+    kind: Scan,
+    mut acc: Vec<Option<T>>,
+    values: impl Iterator<Item = Option<T>>,
+    group: &[Option<u32>],
+    add: fn(T, T) -> T,
+) -> ChunkedArray<T::PolarsType>
+where
+    T: NumericNative + Copy + PartialOrd + Default,
+    ChunkedArray<T::PolarsType>: FromIterator<Option<T>>,
+{
+    values
+        .zip(group)
+        .map(|(v, g)| {
+            let (v, g) = (v?, (*g)? as usize);
+            let a = acc[g];
+            let next = match (kind, a) {
+                (Scan::Sum, a) => add(a.unwrap_or_default(), v),
+                (_, None) => v,
+                (Scan::Min, Some(a)) => {
+                    if v < a {
+                        v
+                    } else {
+                        a
+                    }
+                }
+                (_, Some(a)) => {
+                    if v > a {
+                        v
+                    } else {
+                        a
+                    }
+                }
+            };
+            acc[g] = Some(next);
+            Some(next)
+        })
+        .collect()
 }
 
 /// One chunk's partial aggregation: per group, the partial columns of each aggregation.

@@ -50,7 +50,7 @@ pub use temporal::DtOp;
 pub fn link_kernels() {
     tasks::link();
 }
-pub use spec::{Agg, How, Method};
+pub use spec::{Agg, How, Method, Scan};
 
 /// What the unit tests share.
 #[cfg(test)]

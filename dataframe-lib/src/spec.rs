@@ -289,6 +289,41 @@ pub enum MapStep {
     Rename(Vec<(String, String)>),
 }
 
+/// A running aggregation within groups, in row order (pandas' `groupby(...).cumsum()`
+/// and the like).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Scan {
+    /// `cumsum`: int64 for integers and booleans, float64 for floats.
+    Sum,
+    /// `cummin`, in the column's dtype.
+    Min,
+    /// `cummax`, likewise.
+    Max,
+    /// `cumcount`: the rows of the group before this one, int64.
+    Count,
+}
+
+impl Scan {
+    /// The aggregation whose partials carry the running value across chunks.
+    pub(crate) fn agg(self) -> Agg {
+        match self {
+            Scan::Sum => Agg::Sum,
+            Scan::Min => Agg::Min,
+            Scan::Max => Agg::Max,
+            Scan::Count => Agg::Size,
+        }
+    }
+}
+
+/// A group scan: keys and the one aggregation (in `group`), its kind, and the column the
+/// result is appended as.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ScanSpec {
+    pub(crate) group: GroupSpec,
+    pub(crate) kind: Scan,
+    pub(crate) name: String,
+}
+
 /// The first or last rows of a frame, or its top rows by some columns.
 #[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct TopSpec {

@@ -13,7 +13,7 @@ use ares_tileable::Obj;
 
 use crate::chunk::{FrameChunk, decode};
 use crate::describe::{Picked, Sketch};
-use crate::spec::{CsvTask, GroupSpec, JoinSpec, MapSpec, ParquetTask, SortSpec, TopSpec};
+use crate::spec::{CsvTask, GroupSpec, JoinSpec, MapSpec, ParquetTask, ScanSpec, SortSpec, TopSpec};
 use crate::{describe, kernels, relational};
 
 /// Rows sampled per chunk to choose a sort's partition bounds.
@@ -202,6 +202,18 @@ fn join_rows(
 }
 
 #[ares::remote]
+fn gb_scan(
+    spec: ScanSpec,
+    pre: Option<MapSpec>,
+    input: InPlace<'_, FrameChunk>,
+    prefix: InPlaceList<'_, FrameChunk>,
+) -> FrameChunk {
+    one_thread();
+    let prefix = prefix.iter().next().map(read);
+    write(or_fail(kernels::scan(&spec, read_mapped(&pre, &input), prefix.as_ref())))
+}
+
+#[ares::remote]
 fn gb_combine(spec: GroupSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
     write(or_fail(kernels::combine(&spec, parts.iter().map(read).collect())))
@@ -287,6 +299,9 @@ pub(crate) enum FrameTask {
     /// Result: one part per partition.
     PartialSplit(GroupSpec, Option<MapSpec>, u32),
     Combine(GroupSpec),
+    /// A chunk with a running aggregation within groups appended; its second input, if
+    /// any, is the combined partials of the chunks before it.
+    Scan(ScanSpec, Option<MapSpec>),
     /// Combines (the partition `pick` of, for a shuffle) its inputs and finishes.
     Finish(GroupSpec, Option<usize>),
     Sample(SortSpec),
@@ -365,6 +380,10 @@ impl ares_tileable::Task for FrameTask {
                 Obj::new(ares::remote(join_rows).options(o).call(spec, pre, l, r))
             }
             FrameTask::Combine(spec) => Obj::new(ares::remote(gb_combine).options(o).call(spec, frames())),
+            FrameTask::Scan(spec, pre) => {
+                let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
+                Obj::new(ares::remote(gb_scan).options(o).call(spec, pre, first(), prefix))
+            }
             FrameTask::Finish(spec, None) => Obj::new(ares::remote(gb_finish).options(o).call(spec, true, frames())),
             FrameTask::Finish(spec, Some(p)) => {
                 Obj::new(ares::remote(gb_finish).options(o).call(spec, false, parts(p)))
@@ -398,6 +417,7 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::PartialSplit(_, pre, _) => format!("group-by shuffle map{}", fused(pre)),
             FrameTask::Combine(_) => "group-by combine".into(),
             FrameTask::Finish(..) => "group-by finish".into(),
+            FrameTask::Scan(_, pre) => format!("group-by scan{}", fused(pre)),
             FrameTask::Sample(_) => "sort sample".into(),
             FrameTask::Split(..) => "sort split".into(),
             FrameTask::Merge(..) | FrameTask::MergeAll(_) => "sort merge".into(),

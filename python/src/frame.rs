@@ -416,6 +416,21 @@ impl PyFrame {
         g.agg_named(&a).map(wrap).or_raise()
     }
 
+    /// The frame with a running `kind` (cumsum, cummin, cummax, cumcount) of `column`
+    /// within the groups of `keys` appended as `name`.
+    fn group_scan(&self, keys: Vec<String>, column: &str, kind: &str, name: &str) -> PyResult<PyFrame> {
+        use ares_dataframe::Scan;
+        let kind = match kind {
+            "cumsum" => Scan::Sum,
+            "cummin" => Scan::Min,
+            "cummax" => Scan::Max,
+            "cumcount" => Scan::Count,
+            other => return Err(PyNotImplementedError::new_err(format!("groupby(...).{other}()"))),
+        };
+        let g = self.df.group_by(&strs(&keys)).or_raise()?;
+        g.scan(column, kind, name).map(wrap).or_raise()
+    }
+
     /// A group-by's distinct counts of `(column, output name)` pairs.
     fn groupby_nunique(&self, keys: Vec<String>, columns: Vec<(String, String)>, how: &str) -> PyResult<PyFrame> {
         let c: Vec<(&str, &str)> = columns.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();

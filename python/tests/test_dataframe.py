@@ -693,3 +693,31 @@ def test_pivot_table_refuses_what_it_does_not_build():
         df.pivot_table(values="v", index="a", columns="b", aggfunc="median")
     with pytest.raises(KeyError):
         df.pivot_table(values="zz", index="a", columns="b")
+
+
+@given(frames(), st.sampled_from(["cumsum", "cummin", "cummax"]))
+def test_running_aggregations_within_groups_match_pandas_and_assign_as_columns(data, kind):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for col in ["f", "i"]:
+        got = getattr(df.groupby("k")[col], kind)().fetch()
+        want = getattr(pdf.groupby("k")[col], kind)()
+        pdt.assert_series_equal(got, want, check_dtype=False, check_names=False)
+    got = df.groupby("k").cumcount().fetch()
+    pdt.assert_series_equal(got, pdf.groupby("k").cumcount(), check_dtype=False, check_names=False)
+    # As pandas users write it: the result set as a column, and used in an expression.
+    df["run"] = getattr(df.groupby(["k", "k2"])["f"], kind)()
+    df["gap"] = df.f - df.groupby("k").f.cumsum()
+    want = pdf.assign(run=getattr(pdf.groupby(["k", "k2"])["f"], kind)(),
+                      gap=pdf.f - pdf.groupby("k").f.cumsum())
+    same(df.fetch(), want)
+    frame = getattr(df.groupby("k")[["f", "i"]], kind)().fetch()
+    same(frame, getattr(pdf.groupby("k")[["f", "i"]], kind)())
+
+
+def test_running_aggregations_refuse_what_they_cannot_compute():
+    df = ad.DataFrame(pd.DataFrame({"k": [1, 1], "s": ["a", "b"], "v": [1.0, 2.0]}))
+    with pytest.raises(TypeError, match="needs numbers"):
+        df.groupby("k").s.cumsum()
+    with pytest.raises(NotImplementedError, match="ascending"):
+        df.groupby("k").cumcount(ascending=False)

@@ -264,6 +264,42 @@ impl GroupBy {
 
     /// Aggregations with the output column's name (pandas' named aggregation,
     /// `agg(out=(column, func))`).
+    /// A running `kind` of `column` within the groups, in row order, appended to the frame
+    /// as `name` (pandas' `groupby(keys)[column].cumsum()` and the like, aligned with the
+    /// frame's rows): the frame keeps its rows and chunks. Each chunk's result starts
+    /// from the combined partials of the chunks before it. Rows with a missing key get
+    /// a missing result (pandas' `dropna=True`); a missing value gets a missing result
+    /// and leaves the running value as it was.
+    pub fn scan(&self, column: &str, kind: crate::spec::Scan, name: &str) -> Result<DataFrame> {
+        use crate::spec::{Scan, ScanSpec};
+        let dt = self.frame.dtype(column)?.clone();
+        let number = dt.is_primitive_numeric() || (dt == DataType::Boolean && kind == Scan::Sum);
+        if kind != Scan::Count && !number {
+            return Err(FrameError::DType(format!(
+                "{kind:?} within groups: column {column:?} has dtype {dt}; it needs numbers"
+            )));
+        }
+        if self.keys.iter().any(|k| k == name) {
+            return Err(FrameError::Invalid(format!("a group scan cannot be named like its key {name:?}")));
+        }
+        let out = match kind {
+            Scan::Count => DataType::Int64,
+            Scan::Sum if dt.is_float() => DataType::Float64,
+            Scan::Sum => DataType::Int64,
+            Scan::Min | Scan::Max => dt,
+        };
+        let mut schema: Vec<(String, DataType)> =
+            self.frame.node.schema.iter().filter(|(n, _)| n != name).cloned().collect();
+        schema.push((name.to_string(), out));
+        let group = GroupSpec {
+            keys: self.keys.clone(),
+            aggs: vec![(column.to_string(), kind.agg())],
+            names: vec![name.to_string()],
+        };
+        let spec = ScanSpec { group, kind, name: name.to_string() };
+        Ok(DataFrame::new(Op::GroupScan { input: self.frame.clone(), spec }, schema))
+    }
+
     pub fn agg_named(&self, aggs: &[(&str, Agg, &str)]) -> Result<DataFrame> {
         if aggs.is_empty() {
             return Err(FrameError::Invalid("no aggregation given".into()));

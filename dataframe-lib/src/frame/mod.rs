@@ -7,7 +7,7 @@ use polars::prelude::DataType;
 
 use crate::error::{FrameError, Result};
 use crate::expr::{Dtype, Expr, Value};
-use crate::spec::{GroupSpec, JoinSpec, MapSpec, Method, SortSpec, TopSpec};
+use crate::spec::{GroupSpec, JoinSpec, MapSpec, Method, ScanSpec, SortSpec, TopSpec};
 
 mod columns;
 mod group;
@@ -48,6 +48,8 @@ pub(crate) enum Op {
     Local(Vec<polars::prelude::DataFrame>),
     /// A group-by aggregation.
     GroupBy { input: DataFrame, spec: GroupSpec, method: Method },
+    /// The input's rows and chunks with a running aggregation within groups appended.
+    GroupScan { input: DataFrame, spec: ScanSpec },
     /// A sort.
     Sort { input: DataFrame, spec: SortSpec },
     /// Per-chunk steps (projections, filters, new columns), fused into one task; the
@@ -118,6 +120,7 @@ impl std::fmt::Debug for DataFrame {
             Op::Tensors(_) => "from_tensors".to_string(),
             Op::Local(_) => "from_polars".to_string(),
             Op::GroupBy { .. } => "groupby".to_string(),
+            Op::GroupScan { .. } => "groupby scan".to_string(),
             Op::Sort { .. } => "sort_values".to_string(),
             // Fused steps run as one task per chunk.
             Op::Map { spec, .. } => format!("map of {} fused steps", spec.steps.len()),

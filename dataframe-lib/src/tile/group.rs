@@ -8,7 +8,7 @@ use ares_tileable::{Cx, Hints, Tiling, Trees};
 
 use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
 use crate::frame::DataFrame;
-use crate::spec::{GroupSpec, How, JoinSpec, Method, TopSpec};
+use crate::spec::{GroupSpec, How, JoinSpec, Method, ScanSpec, TopSpec};
 use crate::tasks::FrameTask;
 
 /// Partials combined by one task of a group-by tree.
@@ -121,6 +121,28 @@ pub(super) fn group_by(
         }
     };
     Ok(Chunks { nodes, pre: None, bytes: part })
+}
+
+/// A running aggregation within groups: chunk `i`'s task reads the chunk and the
+/// combined partials of chunks `0..i` (a chain of combines, each adding one chunk's
+/// partial), so the result keeps the input's rows and chunks.
+pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u32) -> Tiled<Chunks> {
+    let c = tile(cx, input, None)?;
+    let g = &spec.group;
+    let mut prefix: Option<usize> = None;
+    let mut nodes = Vec::with_capacity(c.nodes.len());
+    for (i, &n) in c.nodes.iter().enumerate() {
+        let ins = std::iter::once(n).chain(prefix).collect();
+        nodes.push(cx.add(FrameTask::Scan(spec.clone(), c.pre.clone()), ins, Hints::new(depth, c.bytes)));
+        if i + 1 < c.nodes.len() {
+            let part = cx.add(FrameTask::Partial(g.clone(), c.pre.clone()), vec![n], Hints::new(depth, c.bytes / 2));
+            prefix = Some(match prefix {
+                None => part,
+                Some(p) => cx.add(FrameTask::Combine(g.clone()), vec![p, part], Hints::new(depth, c.bytes / 2)),
+            });
+        }
+    }
+    Ok(Chunks { nodes, pre: None, bytes: c.bytes })
 }
 
 /// First, last or top rows: each chunk's, then the survivors' in a tree.

@@ -263,6 +263,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
             Chunks { nodes, pre: None, bytes }
         }
         Op::GroupBy { input, spec, method } => group::group_by(cx, df, input, spec, *method, depth)?,
+        Op::GroupScan { input, spec } => group::scan(cx, input, spec, depth)?,
         Op::Top { input, spec } => group::top(cx, input, spec, depth)?,
         Op::Unique { input, subset, method } => group::unique(cx, df, input, subset, *method, depth)?,
         Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, needed, depth)?,
@@ -409,6 +410,7 @@ impl ares_tileable::Node for DataFrame {
             Op::Tensors(cols) => cols.iter().for_each(|(_, t)| f(t)),
             Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => {}
             Op::GroupBy { input, .. }
+            | Op::GroupScan { input, .. }
             | Op::Sort { input, .. }
             | Op::Top { input, .. }
             | Op::Unique { input, .. }

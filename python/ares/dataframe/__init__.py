@@ -297,6 +297,9 @@ class DataFrame:
         # Column labels that are not strings (a pivot's values) and the columns' name, as
         # fetch shows them: {native name: label}, name.
         self._labels: Optional[Tuple[Dict[str, Any], Any]] = None
+        # A frame made of this one's native frame plus columns (a group scan's), with the
+        # same rows: a column of it can be set on a frame whose native frame is that one.
+        self._extends: Any = None
         # Frames with the same rows (one made from another by adding, converting,
         # selecting or renaming columns) share this token: a column expression of one
         # can be used in the other.
@@ -499,7 +502,16 @@ class DataFrame:
         raise AttributeError(f"'DataFrame' object has no attribute {name!r}")
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._f = self._f.assign([(self._settable(str(key)), self._expr(value))])
+        self._f = self.assign(**{str(key): value})._f
+
+    def _adopting(self, value: Any) -> "DataFrame":
+        """This frame, or the frame ``value`` (a column of a group scan of this frame, as
+        ``df.groupby(k)[c].cumsum()``) is an extension of: its native frame then serves,
+        the extra columns dropped after the assignment."""
+        if (isinstance(value, Series) and value._base is not self and value._base._rows is self._rows
+                and value._base._extends is not None and value._base._extends is self._f):
+            return value._base
+        return self
 
     def _settable(self, name: str) -> str:
         if name in self._index:
@@ -530,7 +542,12 @@ class DataFrame:
         for name, v in columns.items():
             if callable(v):
                 v = v(out)
-            out = out._wrap(out._f.assign([(out._settable(name), out._expr(v))]), out._index, same_rows=True)
+            src = out._adopting(v)
+            f = src._f.assign([(out._settable(name), src._expr(v))])
+            if src is not out:
+                f = f.select([c for c in out._f.columns if c != name] + [name]) if name not in out._f.columns \
+                    else f.select(out._f.columns)
+            out = out._wrap(f, out._index, same_rows=True)
         return out
 
     def astype(self, dtype: Union[str, type, Dict[str, Any]]) -> "DataFrame":
@@ -1860,6 +1877,56 @@ class GroupBy:
     def var(self, ddof: int = 1) -> DataFrame:
         _ddof(ddof)
         return self._each("var")
+
+    def _scan(self, kind: str, columns: List[str]) -> Any:
+        """Running ``kind`` of ``columns`` within the groups, aligned with the frame's rows:
+        a frame holding the frame's columns and the results (the frame's rows and chunks),
+        and the results' names there."""
+        if self._frame._index:
+            raise NotImplementedError(f"groupby(...).{kind}() of a frame with an index: reset_index() first")
+        f = self._frame._f
+        names = []
+        for c in columns:
+            name = f"__ares_{kind}_{c}"
+            f = f.group_scan(self._keys, c, kind, name)
+            names.append(name)
+        base = DataFrame(_frame=f, _rows=self._frame._rows)
+        base._extends = self._frame._f
+        return base, names
+
+    def _scans(self, kind: str) -> Any:
+        cols = [c for c in self._selected if c not in self._keys]
+        if not cols:
+            raise ValueError(f"{kind}: no columns to scan (every column is a key)")
+        base, names = self._scan(kind, cols)
+        if self._single is not None:
+            return Series(base, _native.NativeExpr.col(names[0]), self._single)
+        out = base._wrap(base._f.select(names).rename(list(zip(names, cols))), same_rows=True)
+        out._extends = base._extends
+        return out
+
+    def cumsum(self) -> Any:
+        """Running sums within each group, in row order, aligned with the frame's rows (a
+        Series for one selected column, else a frame of the selected columns): what
+        ``df["c"] = df.groupby("k")["v"].cumsum()`` assigns. Missing values (and rows
+        with a missing key) give missing results and are skipped."""
+        return self._scans("cumsum")
+
+    def cummin(self) -> Any:
+        """Running least values within each group (see ``cumsum``)."""
+        return self._scans("cummin")
+
+    def cummax(self) -> Any:
+        """Running greatest values within each group (see ``cumsum``)."""
+        return self._scans("cummax")
+
+    def cumcount(self, ascending: bool = True) -> "Series":
+        """Each row's number within its group, from 0, in row order (a Series aligned with
+        the frame's rows)."""
+        if not ascending:
+            raise NotImplementedError("cumcount(ascending=False)")
+        base, names = self._scan("cumcount", [self._keys[0]])
+        return Series(base, _native.NativeExpr.col(names[0]), None)
 
     def size(self) -> DataFrame:
         """Rows per group: a Series indexed by key (a frame with a ``size`` column when
