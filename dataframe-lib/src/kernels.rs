@@ -152,8 +152,8 @@ pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> Pola
     DataFrame::new(n, cols)
 }
 
-/// The rows of `df` with no missing value (null or NaN) in `cols`.
-pub(crate) fn drop_missing(df: &DataFrame, cols: &[String]) -> PolarsResult<DataFrame> {
+/// Per row, whether none of `cols` is missing (null or NaN); `None` for no columns.
+fn complete(df: &DataFrame, cols: &[String]) -> PolarsResult<Option<BooleanChunked>> {
     let mut keep: Option<BooleanChunked> = None;
     for c in cols {
         let m = !&crate::eval::missing(df.column(c)?.as_materialized_series())?;
@@ -162,7 +162,12 @@ pub(crate) fn drop_missing(df: &DataFrame, cols: &[String]) -> PolarsResult<Data
             None => m,
         });
     }
-    match keep {
+    Ok(keep)
+}
+
+/// The rows of `df` with no missing value (null or NaN) in `cols`.
+pub(crate) fn drop_missing(df: &DataFrame, cols: &[String]) -> PolarsResult<DataFrame> {
+    match complete(df, cols)? {
         Some(k) if !k.all() => df.filter(&k),
         _ => Ok(df.clone()),
     }
@@ -190,17 +195,7 @@ pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame
     let (col, agg) = &spec.group.aggs[0];
     let part = GroupSpec::partial_name(0, agg.partials()[0]);
     // Each row's group (none for a missing key), and each group's running start.
-    let keyed = {
-        let mut keep: Option<BooleanChunked> = None;
-        for k in keys {
-            let m = !&crate::eval::missing(df.column(k)?.as_materialized_series())?;
-            keep = Some(match keep {
-                Some(acc) => &acc & &m,
-                None => m,
-            });
-        }
-        keep.unwrap_or_else(|| BooleanChunked::full(PlSmallStr::EMPTY, true, df.height()))
-    };
+    let keyed = complete(&df, keys)?.unwrap_or_else(|| BooleanChunked::full(PlSmallStr::EMPTY, true, df.height()));
     let (key_cols, ids, n) = crate::hashagg::groups(&drop_missing(&df, keys)?, keys)?;
     let mut row_ids = ids.into_iter();
     let group: Vec<Option<u32>> = keyed.iter().map(|k| if k == Some(true) { row_ids.next() } else { None }).collect();

@@ -545,8 +545,8 @@ class DataFrame:
             src = out._adopting(v)
             f = src._f.assign([(out._settable(name), src._expr(v))])
             if src is not out:
-                f = f.select([c for c in out._f.columns if c != name] + [name]) if name not in out._f.columns \
-                    else f.select(out._f.columns)
+                # Only this frame's columns and the new one: the scan's own go.
+                f = f.select(out._f.columns if name in out._f.columns else out._f.columns + [name])
             out = out._wrap(f, out._index, same_rows=True)
         return out
 
@@ -1901,9 +1901,7 @@ class GroupBy:
         base, names = self._scan(kind, cols)
         if self._single is not None:
             return Series(base, _native.NativeExpr.col(names[0]), self._single)
-        out = base._wrap(base._f.select(names).rename(list(zip(names, cols))), same_rows=True)
-        out._extends = base._extends
-        return out
+        return base._wrap(base._f.select(names).rename(list(zip(names, cols))), same_rows=True)
 
     def cumsum(self) -> Any:
         """Running sums within each group, in row order, aligned with the frame's rows (a
