@@ -191,14 +191,14 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
 /// value carried from row to row. A row with a missing key, or (but for `cumcount`) a
 /// missing value, gets a missing result; the running value skips it.
 pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    if let Scan::Shift(periods) = spec.kind {
+        return shift(spec, df, prefix, periods as usize);
+    }
     let keys = &spec.group.keys;
     let (col, agg) = &spec.group.aggs[0];
     let part = GroupSpec::partial_name(0, agg.partials()[0]);
     // Each row's group (none for a missing key), and each group's running start.
-    let keyed = complete(&df, keys)?.unwrap_or_else(|| BooleanChunked::full(PlSmallStr::EMPTY, true, df.height()));
-    let (key_cols, ids, n) = crate::hashagg::groups(&drop_missing(&df, keys)?, keys)?;
-    let mut row_ids = ids.into_iter();
-    let group: Vec<Option<u32>> = keyed.iter().map(|k| if k == Some(true) { row_ids.next() } else { None }).collect();
+    let (key_cols, group, n) = grouped_rows(&df, keys)?;
     let start = match prefix {
         Some(p) if p.height() > 0 && n > 0 => {
             let here = DataFrame::new(n, key_cols)?;
@@ -254,6 +254,81 @@ pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame
                 .cast(if kind == Scan::Sum { &DataType::Int64 } else { values.dtype() })?
         }
     };
+    df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
+    Ok(df)
+}
+
+/// Each group's key values, each row's group (none for a row with a missing key), and
+/// the number of groups.
+fn grouped_rows(df: &DataFrame, keys: &[String]) -> PolarsResult<(Vec<Column>, Vec<Option<u32>>, usize)> {
+    let keyed = complete(df, keys)?.unwrap_or_else(|| BooleanChunked::full(PlSmallStr::EMPTY, true, df.height()));
+    let (key_cols, ids, n) = crate::hashagg::groups(&drop_missing(df, keys)?, keys)?;
+    let mut row_ids = ids.into_iter();
+    let group = keyed.iter().map(|k| if k == Some(true) { row_ids.next() } else { None }).collect();
+    Ok((key_cols, group, n))
+}
+
+/// The keys and scanned column of `prefix` (earlier rows), then of `df`: the rows a
+/// shift looks back over, in order.
+fn rows_so_far(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let names: Vec<&str> = spec.group.keys.iter().map(String::as_str).chain([spec.group.aggs[0].0.as_str()]).collect();
+    let here = df.select(names.iter().copied())?;
+    match prefix {
+        Some(p) if p.height() > 0 => {
+            let mut rows = p.select(names)?;
+            rows.vstack_mut(&here)?;
+            Ok(rows)
+        }
+        _ => Ok(here),
+    }
+}
+
+/// The last `periods` rows of each group among the rows so far (`prefix`'s, then
+/// `df`'s; keys and the scanned column), in order: what the next chunk's shift looks
+/// back at.
+pub(crate) fn group_tail(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let Scan::Shift(periods) = spec.kind else { polars_bail!(ComputeError: "group tail rows of a {:?}", spec.kind) };
+    let rows = rows_so_far(spec, df, prefix)?;
+    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
+    let mut seen = vec![0u32; n];
+    let mut keep = vec![false; rows.height()];
+    for (r, g) in group.iter().enumerate().rev() {
+        if let Some(g) = g {
+            seen[*g as usize] += 1;
+            keep[r] = seen[*g as usize] <= periods;
+        }
+    }
+    rows.filter(&BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep))
+}
+
+/// `df` with each row's value `periods` rows before it in its group appended (missing
+/// where there is none, or the key is missing), looking back into `prefix`: the last
+/// rows of each group before this chunk ([`group_tail`]).
+fn shift(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
+    let rows = rows_so_far(spec, &df, prefix)?;
+    let before = rows.height() - df.height();
+    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
+    // Each group's last `periods` rows, as row numbers in `rows`.
+    let mut last: Vec<std::collections::VecDeque<IdxSize>> = vec![std::collections::VecDeque::new(); n];
+    let mut take: Vec<Option<IdxSize>> = Vec::with_capacity(df.height());
+    for (r, g) in group.iter().enumerate() {
+        let Some(g) = g else {
+            if r >= before {
+                take.push(None);
+            }
+            continue;
+        };
+        let ring = &mut last[*g as usize];
+        if r >= before {
+            take.push(if ring.len() >= periods { Some(ring[ring.len() - periods]) } else { None });
+        }
+        ring.push_back(r as IdxSize);
+        if ring.len() > periods {
+            ring.pop_front();
+        }
+    }
+    let col = rows.column(&spec.group.aggs[0].0)?.as_materialized_series();
+    let out = col.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, take.into_iter()))?;
     df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
     Ok(df)
 }

@@ -301,6 +301,9 @@ pub enum Scan {
     Max,
     /// `cumcount`: the rows of the group before this one, int64.
     Count,
+    /// `shift(periods)` for `periods` ≥ 1: the value of the group's row that many rows
+    /// before (missing where there is none), in the column's dtype.
+    Shift(u32),
 }
 
 impl Scan {
@@ -310,7 +313,8 @@ impl Scan {
             Scan::Sum => Agg::Sum,
             Scan::Min => Agg::Min,
             Scan::Max => Agg::Max,
-            Scan::Count => Agg::Size,
+            // A shift carries rows, not partials (see `kernels::group_tail`).
+            Scan::Count | Scan::Shift(_) => Agg::Size,
         }
     }
 }

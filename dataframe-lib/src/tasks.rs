@@ -214,6 +214,18 @@ fn gb_scan(
 }
 
 #[ares::remote]
+fn gb_tail(
+    spec: ScanSpec,
+    pre: Option<MapSpec>,
+    input: InPlace<'_, FrameChunk>,
+    prefix: InPlaceList<'_, FrameChunk>,
+) -> FrameChunk {
+    one_thread();
+    let prefix = prefix.iter().next().map(read);
+    write(or_fail(kernels::group_tail(&spec, &read_mapped(&pre, &input), prefix.as_ref())))
+}
+
+#[ares::remote]
 fn gb_combine(spec: GroupSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
     write(or_fail(kernels::combine(&spec, parts.iter().map(read).collect())))
@@ -302,6 +314,9 @@ pub(crate) enum FrameTask {
     /// A chunk with a running aggregation within groups appended; its second input, if
     /// any, is the combined partials of the chunks before it.
     Scan(ScanSpec, Option<MapSpec>),
+    /// The last rows (as many as a shift's periods) of each group of its first input,
+    /// after those of its second input (the groups' last rows before it), if any.
+    GroupTail(ScanSpec, Option<MapSpec>),
     /// Combines (the partition `pick` of, for a shuffle) its inputs and finishes.
     Finish(GroupSpec, Option<usize>),
     Sample(SortSpec),
@@ -380,6 +395,10 @@ impl ares_tileable::Task for FrameTask {
                 Obj::new(ares::remote(join_rows).options(o).call(spec, pre, l, r))
             }
             FrameTask::Combine(spec) => Obj::new(ares::remote(gb_combine).options(o).call(spec, frames())),
+            FrameTask::GroupTail(spec, pre) => {
+                let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
+                Obj::new(ares::remote(gb_tail).options(o).call(spec, pre, first(), prefix))
+            }
             FrameTask::Scan(spec, pre) => {
                 let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
                 Obj::new(ares::remote(gb_scan).options(o).call(spec, pre, first(), prefix))
@@ -418,6 +437,7 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::Combine(_) => "group-by combine".into(),
             FrameTask::Finish(..) => "group-by finish".into(),
             FrameTask::Scan(_, pre) => format!("group-by scan{}", fused(pre)),
+            FrameTask::GroupTail(_, pre) => format!("group tail rows{}", fused(pre)),
             FrameTask::Sample(_) => "sort sample".into(),
             FrameTask::Split(..) => "sort split".into(),
             FrameTask::Merge(..) | FrameTask::MergeAll(_) => "sort merge".into(),

@@ -416,15 +416,17 @@ impl PyFrame {
         g.agg_named(&a).map(wrap).or_raise()
     }
 
-    /// The frame with a running `kind` (cumsum, cummin, cummax, cumcount) of `column`
-    /// within the groups of `keys` appended as `name`.
-    fn group_scan(&self, keys: Vec<String>, column: &str, kind: &str, name: &str) -> PyResult<PyFrame> {
+    /// The frame with a running `kind` (cumsum, cummin, cummax, cumcount, or shift by
+    /// `periods`) of `column` within the groups of `keys` appended as `name`.
+    #[pyo3(signature = (keys, column, kind, name, periods=1))]
+    fn group_scan(&self, keys: Vec<String>, column: &str, kind: &str, name: &str, periods: u32) -> PyResult<PyFrame> {
         use ares_dataframe::Scan;
         let kind = match kind {
             "cumsum" => Scan::Sum,
             "cummin" => Scan::Min,
             "cummax" => Scan::Max,
             "cumcount" => Scan::Count,
+            "shift" => Scan::Shift(periods),
             other => return Err(PyNotImplementedError::new_err(format!("groupby(...).{other}()"))),
         };
         let g = self.df.group_by(&strs(&keys)).or_raise()?;

@@ -721,3 +721,28 @@ def test_running_aggregations_refuse_what_they_cannot_compute():
         df.groupby("k").s.cumsum()
     with pytest.raises(NotImplementedError, match="ascending"):
         df.groupby("k").cumcount(ascending=False)
+
+
+@given(frames(), st.integers(1, 3))
+def test_shift_and_diff_within_groups_match_pandas(data, periods):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for col in ["f", "i", "s"]:
+        got = df.groupby("k")[col].shift(periods).fetch()
+        want = pdf.groupby("k")[col].shift(periods)
+        if col == "s":
+            assert none_for_missing(got.to_frame()).iloc[:, 0].tolist() == \
+                none_for_missing(want.to_frame()).iloc[:, 0].tolist()
+        else:
+            pdt.assert_series_equal(got, want, check_dtype=False, check_names=False)
+    for col in ["f", "i"]:
+        got = df.groupby(["k", "k2"])[col].diff(periods).fetch()
+        pdt.assert_series_equal(got, pdf.groupby(["k", "k2"])[col].diff(periods), check_dtype=False,
+                                check_names=False)
+    pdt.assert_series_equal(df.groupby("k").i.shift(periods, fill_value=0).fetch(),
+                            pdf.groupby("k").i.shift(periods, fill_value=0), check_dtype=False, check_names=False)
+    df["prev"] = df.groupby("k").f.shift(periods)
+    same(df.fetch(), pdf.assign(prev=pdf.groupby("k").f.shift(periods)))
+    same(df.groupby("k")[["f", "i"]].diff(periods).fetch(), pdf.groupby("k")[["f", "i"]].diff(periods))
+    with pytest.raises(NotImplementedError, match="periods"):
+        df.groupby("k").f.shift(-1)

@@ -274,7 +274,10 @@ impl GroupBy {
         use crate::spec::{Scan, ScanSpec};
         let dt = self.frame.dtype(column)?.clone();
         let number = dt.is_primitive_numeric() || (dt == DataType::Boolean && kind == Scan::Sum);
-        if kind != Scan::Count && !number {
+        if matches!(kind, Scan::Shift(0)) {
+            return Err(FrameError::Invalid("shift within groups needs periods of at least 1".into()));
+        }
+        if !matches!(kind, Scan::Count | Scan::Shift(_)) && !number {
             return Err(FrameError::DType(format!(
                 "{kind:?} within groups: column {column:?} has dtype {dt}; it needs numbers"
             )));
@@ -286,7 +289,7 @@ impl GroupBy {
             Scan::Count => DataType::Int64,
             Scan::Sum if dt.is_float() => DataType::Float64,
             Scan::Sum => DataType::Int64,
-            Scan::Min | Scan::Max => dt,
+            Scan::Min | Scan::Max | Scan::Shift(_) => dt,
         };
         let mut schema: Vec<(String, DataType)> =
             self.frame.node.schema.iter().filter(|(n, _)| n != name).cloned().collect();

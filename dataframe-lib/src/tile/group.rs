@@ -8,7 +8,7 @@ use ares_tileable::{Cx, Hints, Tiling, Trees};
 
 use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
 use crate::frame::DataFrame;
-use crate::spec::{GroupSpec, How, JoinSpec, Method, ScanSpec, TopSpec};
+use crate::spec::{GroupSpec, How, JoinSpec, Method, Scan, ScanSpec, TopSpec};
 use crate::tasks::FrameTask;
 
 /// Partials combined by one task of a group-by tree.
@@ -125,7 +125,8 @@ pub(super) fn group_by(
 
 /// A running aggregation within groups: chunk `i`'s task reads the chunk and the
 /// combined partials of chunks `0..i` (a chain of combines, each adding one chunk's
-/// partial), so the result keeps the input's rows and chunks.
+/// partial; for a shift, the last rows of each group so far), so the result keeps the
+/// input's rows and chunks.
 pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u32) -> Tiled<Chunks> {
     let c = tile(cx, input, None)?;
     let g = &spec.group;
@@ -135,10 +136,17 @@ pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u
         let ins = std::iter::once(n).chain(prefix).collect();
         nodes.push(cx.add(FrameTask::Scan(spec.clone(), c.pre.clone()), ins, Hints::new(depth, c.bytes)));
         if i + 1 < c.nodes.len() {
-            let part = cx.add(FrameTask::Partial(g.clone(), c.pre.clone()), vec![n], Hints::new(depth, c.bytes / 2));
-            prefix = Some(match prefix {
-                None => part,
-                Some(p) => cx.add(FrameTask::Combine(g.clone()), vec![p, part], Hints::new(depth, c.bytes / 2)),
+            let hint = Hints::new(depth, c.bytes / 2);
+            prefix = Some(if let Scan::Shift(_) = spec.kind {
+                // The last rows of each group so far: this chunk's after the earlier ones'.
+                let ins = std::iter::once(n).chain(prefix).collect();
+                cx.add(FrameTask::GroupTail(spec.clone(), c.pre.clone()), ins, hint)
+            } else {
+                let part = cx.add(FrameTask::Partial(g.clone(), c.pre.clone()), vec![n], hint);
+                match prefix {
+                    None => part,
+                    Some(p) => cx.add(FrameTask::Combine(g.clone()), vec![p, part], hint),
+                }
             });
         }
     }

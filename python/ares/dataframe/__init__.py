@@ -1878,7 +1878,7 @@ class GroupBy:
         _ddof(ddof)
         return self._each("var")
 
-    def _scan(self, kind: str, columns: List[str]) -> Any:
+    def _scan(self, kind: str, columns: List[str], periods: int = 1) -> Any:
         """Running ``kind`` of ``columns`` within the groups, aligned with the frame's rows:
         a frame holding the frame's columns and the results (the frame's rows and chunks),
         and the results' names there."""
@@ -1888,20 +1888,49 @@ class GroupBy:
         names = []
         for c in columns:
             name = f"__ares_{kind}_{c}"
-            f = f.group_scan(self._keys, c, kind, name)
+            f = f.group_scan(self._keys, c, kind, name, periods)
             names.append(name)
         base = DataFrame(_frame=f, _rows=self._frame._rows)
         base._extends = self._frame._f
         return base, names
 
-    def _scans(self, kind: str) -> Any:
+    def _scans(self, kind: str, periods: int = 1, then: Any = None) -> Any:
+        """``kind`` of each selected column (a Series for one), ``then(column, scanned)``
+        applied to each when given (``diff``)."""
         cols = [c for c in self._selected if c not in self._keys]
         if not cols:
             raise ValueError(f"{kind}: no columns to scan (every column is a key)")
-        base, names = self._scan(kind, cols)
+        base, names = self._scan(kind, cols, periods)
+        out = [Series(base, _native.NativeExpr.col(n), c) for n, c in zip(names, cols)]
+        if then is not None:
+            out = [then(base[c], s) for c, s in zip(cols, out)]
         if self._single is not None:
-            return Series(base, _native.NativeExpr.col(names[0]), self._single)
-        return base._wrap(base._f.select(names).rename(list(zip(names, cols))), same_rows=True)
+            out[0].name = self._single
+            return out[0]
+        exprs = [(f"__ares_out_{c}", s._e) for c, s in zip(cols, out)]
+        f = base._f.assign(exprs).select([n for n, _ in exprs]).rename([(n, c) for (n, _), c in zip(exprs, cols)])
+        return base._wrap(f, same_rows=True)
+
+    def _periods(self, periods: Any, what: str) -> int:
+        if not isinstance(periods, (int, np.integer)) or isinstance(periods, bool):
+            raise TypeError(f"{what}: periods must be an integer")
+        if periods < 1:
+            raise NotImplementedError(f"{what}(periods={periods}) within groups: only periods of at least 1 "
+                                      "(looking back) are supported")
+        return int(periods)
+
+    def shift(self, periods: int = 1, fill_value: Any = None) -> Any:
+        """Each row's value ``periods`` rows before it in its group (missing where there
+        is none, or ``fill_value``), aligned with the frame's rows; any dtype."""
+        out = self._scans("shift", self._periods(periods, "shift"))
+        if fill_value is None:
+            return out
+        return out.fillna(fill_value)
+
+    def diff(self, periods: int = 1) -> Any:
+        """Each row's value minus the value ``periods`` rows before it in its group
+        (missing where there is none), aligned with the frame's rows."""
+        return self._scans("shift", self._periods(periods, "diff"), then=lambda v, before: v - before)
 
     def cumsum(self) -> Any:
         """Running sums within each group, in row order, aligned with the frame's rows (a
