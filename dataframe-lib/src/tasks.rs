@@ -201,28 +201,30 @@ fn join_rows(
     write(or_fail(relational::join(&spec, l, r)))
 }
 
+/// Submits a group scan's step: `ins` are the chunk and, if any, the prefix before it.
+fn scan_step(ins: &[Obj], o: ares::TaskOptions, spec: ScanSpec, tail: bool, pre: Option<MapSpec>) -> Obj {
+    let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
+    Obj::new(ares::remote(gb_scan).options(o).call(spec, tail, pre, ins[0].get::<FrameChunk>(), prefix))
+}
+
+/// A group scan's chunk (`tail`: the groups' last rows so far, for the next chunk's
+/// shift), from the chunk and what the chunks before it left (`prefix`, if any).
 #[ares::remote]
 fn gb_scan(
     spec: ScanSpec,
+    tail: bool,
     pre: Option<MapSpec>,
     input: InPlace<'_, FrameChunk>,
     prefix: InPlaceList<'_, FrameChunk>,
 ) -> FrameChunk {
     one_thread();
     let prefix = prefix.iter().next().map(read);
-    write(or_fail(kernels::scan(&spec, read_mapped(&pre, &input), prefix.as_ref())))
-}
-
-#[ares::remote]
-fn gb_tail(
-    spec: ScanSpec,
-    pre: Option<MapSpec>,
-    input: InPlace<'_, FrameChunk>,
-    prefix: InPlaceList<'_, FrameChunk>,
-) -> FrameChunk {
-    one_thread();
-    let prefix = prefix.iter().next().map(read);
-    write(or_fail(kernels::group_tail(&spec, &read_mapped(&pre, &input), prefix.as_ref())))
+    let df = read_mapped(&pre, &input);
+    write(or_fail(if tail {
+        kernels::group_tail(&spec, &df, prefix.as_ref())
+    } else {
+        kernels::scan(&spec, df, prefix.as_ref())
+    }))
 }
 
 #[ares::remote]
@@ -395,14 +397,8 @@ impl ares_tileable::Task for FrameTask {
                 Obj::new(ares::remote(join_rows).options(o).call(spec, pre, l, r))
             }
             FrameTask::Combine(spec) => Obj::new(ares::remote(gb_combine).options(o).call(spec, frames())),
-            FrameTask::GroupTail(spec, pre) => {
-                let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
-                Obj::new(ares::remote(gb_tail).options(o).call(spec, pre, first(), prefix))
-            }
-            FrameTask::Scan(spec, pre) => {
-                let prefix = ins[1..].iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<_>>();
-                Obj::new(ares::remote(gb_scan).options(o).call(spec, pre, first(), prefix))
-            }
+            FrameTask::Scan(spec, pre) => scan_step(&ins, o, spec, false, pre),
+            FrameTask::GroupTail(spec, pre) => scan_step(&ins, o, spec, true, pre),
             FrameTask::Finish(spec, None) => Obj::new(ares::remote(gb_finish).options(o).call(spec, true, frames())),
             FrameTask::Finish(spec, Some(p)) => {
                 Obj::new(ares::remote(gb_finish).options(o).call(spec, false, parts(p)))
