@@ -87,9 +87,9 @@ impl Eval<'_> {
                 let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();
                 Ok(out.with_name(s.name().clone()).into_series())
             }
-            Instr::IsInSet(a, ipc) => {
+            Instr::IsInSet(a, key, ipc) => {
                 let x = self.operand(at, *a, depth)?;
-                let set = Set::cached(ipc, x.dtype())?;
+                let set = Set::cached(key, ipc, x.dtype())?;
                 set.probe(&x)
             }
             Instr::Binary(op, a, b) => {
@@ -172,12 +172,11 @@ impl Set {
     /// all carry the same set: each worker process builds it once and keeps the last
     /// one (keyed by its bytes' hash and `dx`), so a large set is hashed per process,
     /// not per chunk.
-    fn cached(ipc: &[u8], dx: &DataType) -> PolarsResult<std::sync::Arc<Set>> {
-        type Cached = Option<(blake3::Hash, DataType, std::sync::Arc<Set>)>;
+    fn cached(key: &[u8; 32], ipc: &[u8], dx: &DataType) -> PolarsResult<std::sync::Arc<Set>> {
+        type Cached = Option<([u8; 32], DataType, std::sync::Arc<Set>)>;
         static LAST: std::sync::Mutex<Cached> = std::sync::Mutex::new(None);
-        let key = blake3::hash(ipc);
         if let Some((k, d, set)) = &*LAST.lock().unwrap_or_else(|p| p.into_inner())
-            && *k == key
+            && k == key
             && d == dx
         {
             return Ok(set.clone());
@@ -185,7 +184,7 @@ impl Set {
         let frame = crate::chunk::decode(ipc)?;
         let Some(col) = frame.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
         let set = std::sync::Arc::new(Set::build(col.as_materialized_series(), dx)?);
-        *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, dx.clone(), set.clone()));
+        *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((*key, dx.clone(), set.clone()));
         Ok(set)
     }
 

@@ -752,8 +752,9 @@ pub(crate) enum Instr {
     /// tiling replaces it with an [`Instr::IsInSet`].
     IsIn(u32, u32),
     /// Whether operand `a` is among these values: one column of distinct values, as an
-    /// Arrow IPC file.
-    IsInSet(u32, Vec<u8>),
+    /// Arrow IPC file, with its bytes' blake3 hash (computed once, in tiling: workers key
+    /// the hashed set they keep on it).
+    IsInSet(u32, [u8; 32], Vec<u8>),
     Strftime(u32, String),
 }
 
@@ -840,7 +841,7 @@ impl Program {
                 | Instr::Clip(a, _, _)
                 | Instr::StrReplace(a, ..)
                 | Instr::IsIn(a, _)
-                | Instr::IsInSet(a, _)
+                | Instr::IsInSet(a, ..)
                 | Instr::StrSlice(a, ..)
                 | Instr::StrGet(a, _)
                 | Instr::Strftime(a, _) => operand(a),

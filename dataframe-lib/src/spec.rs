@@ -175,7 +175,7 @@ impl MapSpec {
                             ipc.len()
                         )));
                     }
-                    *ins = Instr::IsInSet(*a, ipc);
+                    *ins = Instr::IsInSet(*a, *blake3::hash(&ipc).as_bytes(), ipc);
                 }
                 _ => {}
             }

@@ -95,7 +95,7 @@ pub(super) fn group_by(
     let part = c.bytes / 2;
     let nodes = match method {
         Method::Shuffle => {
-            let parts = partitions(cx, c.nodes.len(), c.bytes.saturating_mul(c.nodes.len() as u64));
+            let parts = partitions(cx, c.nodes.len(), c.total());
             let maps: Vec<usize> = c
                 .nodes
                 .iter()
@@ -184,7 +184,7 @@ pub(super) fn unique(
     };
     record(cx, df, method);
     let nodes = if method == Method::Shuffle {
-        let parts = partitions(cx, c.nodes.len(), c.bytes.saturating_mul(c.nodes.len() as u64));
+        let parts = partitions(cx, c.nodes.len(), c.total());
         let maps: Vec<usize> = c
             .nodes
             .iter()
@@ -224,8 +224,7 @@ fn broadcast_pays(cx: &Cx<'_>, big: &Chunks, small: &Chunks) -> bool {
     if big.bytes == 0 || small.bytes == 0 {
         return false;
     }
-    let (b, s) =
-        (big.bytes.saturating_mul(big.nodes.len() as u64), small.bytes.saturating_mul(small.nodes.len() as u64));
+    let (b, s) = (big.total(), small.total());
     let most = cx.store_capacity().map_or(BROADCAST_BYTES, |c| (c / BROADCAST_STORE_SHARE).min(BROADCAST_BYTES));
     s <= most && s.saturating_mul(big.nodes.len() as u64) <= 4 * (b + s)
 }
@@ -264,12 +263,11 @@ pub(super) fn join(
     let pre = (l.pre.clone(), r.pre.clone());
     let task = |pick| FrameTask::Join(spec.clone(), 1, pick, pre.clone());
     // Which side may go to every task of the other: the smaller, when both may.
-    let total = |c: &Chunks| c.bytes.saturating_mul(c.nodes.len() as u64);
     let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(cx, &l, &r));
     let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(cx, &r, &l));
     let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
         (vec![cx.add(task(None), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
-    } else if right_may && !(left_may && total(&l) < total(&r)) {
+    } else if right_may && !(left_may && l.total() < r.total()) {
         // Every task reads the whole right side (its chunks mapped and joined together).
         let nodes = l
             .nodes
@@ -292,7 +290,7 @@ pub(super) fn join(
         (nodes, Method::Broadcast)
     } else {
         let known = l.bytes > 0 && r.bytes > 0;
-        let bytes = if known { total(&l).saturating_add(total(&r)) } else { 0 };
+        let bytes = if known { l.total().saturating_add(r.total()) } else { 0 };
         let parts = partitions(cx, l.nodes.len().max(r.nodes.len()), bytes);
         let mut split = |c: &Chunks| -> Vec<usize> {
             c.nodes

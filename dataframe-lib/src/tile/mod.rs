@@ -39,6 +39,13 @@ pub(crate) struct Chunks {
     pub(crate) bytes: u64,
 }
 
+impl Chunks {
+    /// About how many bytes all the chunks hold (0: unknown).
+    pub(crate) fn total(&self) -> u64 {
+        self.bytes.saturating_mul(self.nodes.len() as u64)
+    }
+}
+
 /// Memo variants of a frame node beyond its chunks per set of needed columns.
 pub(crate) const METHOD: u64 = u64::MAX;
 const MATERIALIZED: u64 = 1 << 63;
