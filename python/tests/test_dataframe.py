@@ -630,6 +630,9 @@ def test_numpy_where_and_ufuncs_on_series_stay_lazy_and_match_pandas(data):
         (np.negative(df.i), np.negative(pdf.i)),
         (np.abs(df.f), np.abs(pdf.f)),
         (np.greater(df.f, df.i), np.greater(pdf.f, pdf.i)),
+        (np.less(2, df.i), np.less(2, pdf.i)),
+        (np.equal(0.5, df.f), np.equal(0.5, pdf.f)),
+        (np.subtract(10, df.i), np.subtract(10, pdf.i)),
     ]
     for got, want in cases:
         assert isinstance(got, ad.Series)

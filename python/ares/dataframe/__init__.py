@@ -995,6 +995,11 @@ _UFUNC_OPERATORS = {
 }
 
 
+# Comparisons with the column on the right, as the column's own comparisons.
+_MIRRORED = {"__eq__": "__eq__", "__ne__": "__ne__", "__lt__": "__gt__", "__le__": "__ge__",
+             "__gt__": "__lt__", "__ge__": "__le__"}
+
+
 def _np_where(cond: Any, x: Any, y: Any) -> "Series":
     """numpy's ``where(cond, x, y)`` with a boolean column ``cond``: ``x`` where it is
     true, else ``y`` (either a column of the same frame or a value)."""
@@ -1102,7 +1107,10 @@ class Series(_Operators):
         if ufunc.nin == 1:
             return getattr(inputs[0], name)()
         a, b = inputs
-        return getattr(a, name)(b) if isinstance(a, (Series, Scalar)) else getattr(b, "__r" + name[2:])(a)
+        if isinstance(a, (Series, Scalar)):
+            return getattr(a, name)(b)
+        # The column on the right: the reflected operator (comparisons mirrored).
+        return getattr(b, _MIRRORED.get(name, "__r" + name[2:]))(a)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """``np.where(cond, x, y)`` with series gives a lazy column (``x.where(cond, y)``);
