@@ -87,9 +87,9 @@ impl Eval<'_> {
                 let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();
                 Ok(out.with_name(s.name().clone()).into_series())
             }
-            Instr::IsInSet(a, key, ipc) => {
+            Instr::IsInSet(a, key, values) => {
                 let x = self.operand(at, *a, depth)?;
-                let set = Set::cached(key, ipc, x.dtype())?;
+                let set = Set::cached(key, values, x.dtype())?;
                 set.probe(&x)
             }
             Instr::Binary(op, a, b) => {
@@ -168,24 +168,23 @@ fn float_key(f: f64) -> u64 {
 }
 
 impl Set {
-    /// The set of an IPC-encoded column for probing values of dtype `dx`. A map's tasks
-    /// all carry the same set: each worker process builds it once and keeps the last
-    /// one (keyed by its bytes' hash and `dx`), so a large set is hashed per process,
-    /// not per chunk.
-    fn cached(key: &[u8; 32], ipc: &[u8], dx: &DataType) -> PolarsResult<std::sync::Arc<Set>> {
-        type Cached = Option<([u8; 32], DataType, std::sync::Arc<Set>)>;
-        static LAST: std::sync::Mutex<Cached> = std::sync::Mutex::new(None);
-        if let Some((k, d, set)) = &*LAST.lock().unwrap_or_else(|p| p.into_inner())
-            && k == key
-            && d == dx
-        {
-            return Ok(set.clone());
-        }
-        let frame = crate::chunk::decode(ipc)?;
-        let Some(col) = frame.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
-        let set = std::sync::Arc::new(Set::build(col.as_materialized_series(), dx)?);
-        *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((*key, dx.clone(), set.clone()));
-        Ok(set)
+    /// The set of a stored column of distinct values for probing values of dtype `dx`.
+    /// A map's tasks all carry the same set: each worker process builds it once and
+    /// keeps it (keyed by its bytes' hash and `dx`), so a large set is hashed per
+    /// process, not per chunk.
+    fn cached(key: &[u8; 32], values: &crate::expr::SetRef, dx: &DataType) -> PolarsResult<std::sync::Arc<Set>> {
+        static SETS: crate::kept::Kept<Set> = crate::kept::Kept::new(256 << 20);
+        let mut h = blake3::Hasher::new();
+        h.update(key);
+        h.update(format!("{dx:?}").as_bytes());
+        SETS.get_or_make(h.finalize().as_bytes(), || {
+            let chunk = ares::get(&values.0).map_err(|e| polars_err!(ComputeError: "reading an isin set: {e}"))?;
+            let frame = crate::chunk::decode(&chunk.ipc)?;
+            let Some(col) = frame.columns().first() else { polars_bail!(ComputeError: "isin: a set of no column") };
+            // About what the hashed set takes: its values and a table slot each.
+            let bytes = chunk.ipc.len() + 16 * frame.height();
+            Ok((Set::build(col.as_materialized_series(), dx)?, bytes))
+        })
     }
 
     fn build(set: &Series, dx: &DataType) -> PolarsResult<Set> {

@@ -726,6 +726,16 @@ pub(crate) fn fill_dtype(d: &DataType, v: &Scalar) -> Option<DataType> {
     }
 }
 
+/// An `isin` set's values in the store: a one-column frame chunk of distinct values.
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub(crate) struct SetRef(pub(crate) ares::ObjectRef<crate::chunk::FrameChunk>);
+
+impl PartialEq for SetRef {
+    fn eq(&self, other: &SetRef) -> bool {
+        self.0.id() == other.0.id()
+    }
+}
+
 /// One instruction of a flattened expression; operands are earlier instructions.
 #[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub(crate) enum Instr {
@@ -751,10 +761,10 @@ pub(crate) enum Instr {
     /// Whether operand `a` is among the values of lazy frame `k` (see [`Expr::IsIn`]);
     /// tiling replaces it with an [`Instr::IsInSet`].
     IsIn(u32, u32),
-    /// Whether operand `a` is among these values: one column of distinct values, as an
-    /// Arrow IPC file, with its bytes' blake3 hash (computed once, in tiling: workers key
-    /// the hashed set they keep on it).
-    IsInSet(u32, [u8; 32], Vec<u8>),
+    /// Whether operand `a` is among these values: one column of distinct values, put in
+    /// the store once by tiling (each task carrying them would copy them), with their
+    /// bytes' blake3 hash (workers key the hashed set they keep on it).
+    IsInSet(u32, [u8; 32], SetRef),
     Strftime(u32, String),
 }
 

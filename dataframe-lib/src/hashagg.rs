@@ -59,10 +59,17 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
     for k in keys {
         let s = df.column(k)?.as_materialized_series();
         let text = s.dtype() == &DataType::String;
-        if !(s.dtype().is_integer() || text) || s.null_count() > 0 {
+        let time = crate::expr::is_temporal(s.dtype()) || crate::temporal::is_duration(s.dtype());
+        if !(s.dtype().is_integer() || text || time) || s.null_count() > 0 {
             return Ok(None);
         }
-        let s = if text { string_codes(s)? } else { s.cast(&DataType::Int64)? };
+        let s = if text {
+            string_codes(s)?
+        } else if time {
+            s.to_physical_repr().cast(&DataType::Int64)?
+        } else {
+            s.cast(&DataType::Int64)?
+        };
         let (lo, hi) = match (s.min::<i64>()?, s.max::<i64>()?) {
             (Some(lo), Some(hi)) => (lo, hi),
             _ => (0, 0),
@@ -86,14 +93,15 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
 /// Keys spanning at most this many values (or 4× the rows) use a dense table.
 const DENSE_SPAN: u64 = 1 << 22;
 
-/// The groups of `df` (no missing keys) by `keys`: each group's key values, each row's
-/// group number, and the number of groups. No keys: every row in one group.
+/// The groups of `df` by `keys`: each group's key values, each row's group number, and
+/// the number of groups. No keys: every row in one group. Missing keys (which group-bys
+/// drop first) form groups of their own, through polars.
 pub(crate) fn groups(df: &DataFrame, keys: &[String]) -> PolarsResult<(Vec<Column>, Vec<u32>, usize)> {
     if keys.is_empty() {
         return Ok((Vec::new(), vec![0; df.height()], 1));
     }
     if let Some(key) = packed_key(df, keys)? {
-        let (ids, first) = group_ids(&key);
+        let (_, ids, first) = KeyTable::number(&key);
         let n = first.len();
         let first = IdxCa::from_vec(PlSmallStr::EMPTY, first);
         let cols = df.select(keys.iter().map(|k| k.as_str()))?.take(&first)?.columns().to_vec();
@@ -205,25 +213,38 @@ pub(crate) fn apply(s: &Series, rule: &Rule, df: &DataFrame, ids: &[u32], n: usi
     }
 }
 
-/// Each row's group number (groups numbered in order of first appearance) and each
-/// group's first row.
-fn group_ids(key: &[i64]) -> (Vec<u32>, Vec<IdxSize>) {
-    let mut ids = Vec::with_capacity(key.len());
-    let mut first: Vec<IdxSize> = Vec::new();
-    let (Some(&lo), Some(&hi)) = (key.iter().min(), key.iter().max()) else { return (ids, first) };
-    let span = (hi as i128 - lo as i128 + 1) as u64;
-    if span <= DENSE_SPAN.max(4 * key.len() as u64) {
-        let mut slot = vec![u32::MAX; span as usize];
-        for (row, &k) in key.iter().enumerate() {
-            let s = &mut slot[(k - lo) as usize];
-            if *s == u32::MAX {
-                *s = first.len() as u32;
-                first.push(row as IdxSize);
+/// Group numbers of `i64` keys: a dense table when they span a small range, a hash map
+/// otherwise.
+pub(crate) enum KeyTable {
+    Dense { lo: i64, slot: Vec<u32> },
+    Hash(HashMap<i64, u32>),
+}
+
+impl KeyTable {
+    /// The table of `key` (keys numbered in order of first appearance), each row's
+    /// number, and each number's first row.
+    pub(crate) fn number(key: &[i64]) -> (KeyTable, Vec<u32>, Vec<IdxSize>) {
+        let mut ids = Vec::with_capacity(key.len());
+        let mut first: Vec<IdxSize> = Vec::new();
+        let (Some(&lo), Some(&hi)) = (key.iter().min(), key.iter().max()) else {
+            return (KeyTable::Hash(HashMap::new()), ids, first);
+        };
+        let span = (hi as i128 - lo as i128 + 1) as u64;
+        if span <= DENSE_SPAN.max(4 * key.len() as u64) {
+            let mut slot = vec![u32::MAX; span as usize];
+            for (row, &k) in key.iter().enumerate() {
+                let s = &mut slot[(k - lo) as usize];
+                if *s == u32::MAX {
+                    *s = first.len() as u32;
+                    first.push(row as IdxSize);
+                }
+                ids.push(*s);
             }
-            ids.push(*s);
+            return (KeyTable::Dense { lo, slot }, ids, first);
         }
-    } else {
-        let mut map: HashMap<i64, u32> = HashMap::with_capacity(key.len().min(1 << 20));
+        // Sized for the rows up front (a chunk of mostly distinct keys would otherwise
+        // rehash as it grows), within bounds.
+        let mut map: HashMap<i64, u32> = HashMap::with_capacity(key.len().min(1 << 22));
         for (row, &k) in key.iter().enumerate() {
             let next = first.len() as u32;
             let id = *map.entry(k).or_insert_with(|| {
@@ -232,8 +253,19 @@ fn group_ids(key: &[i64]) -> (Vec<u32>, Vec<IdxSize>) {
             });
             ids.push(id);
         }
+        (KeyTable::Hash(map), ids, first)
     }
-    (ids, first)
+
+    /// The number of `k`, if it was among the keys.
+    pub(crate) fn get(&self, k: i64) -> Option<u32> {
+        match self {
+            KeyTable::Dense { lo, slot } => {
+                let i = usize::try_from(k.checked_sub(*lo)?).ok()?;
+                slot.get(i).copied().filter(|&s| s != u32::MAX)
+            }
+            KeyTable::Hash(map) => map.get(&k).copied(),
+        }
+    }
 }
 
 /// Folds the values of one column into per-group accumulators by `rule` (a sum with

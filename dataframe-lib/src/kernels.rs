@@ -152,6 +152,18 @@ pub(crate) fn aggregate(df: &DataFrame, keys: &[String], steps: &[Step]) -> Pola
     DataFrame::new(n, cols)
 }
 
+/// Rows a `nunique` partial samples to decide whether hashing its chunk pays.
+const NUNIQUE_SAMPLE: usize = 4096;
+
+/// The distinct rows of `df` among those with no missing `keys` (a `nunique` partial:
+/// a missing value is kept once, so that a group of missing values only counts 0).
+fn distinct_rows(df: &DataFrame, keys: &[String]) -> PolarsResult<DataFrame> {
+    let all: Vec<String> = df.get_column_names().iter().map(|c| c.to_string()).collect();
+    let df = drop_missing(df, keys)?;
+    let (cols, _, n) = crate::hashagg::groups(&df, &all)?;
+    DataFrame::new(n, cols)
+}
+
 /// Per row, whether none of `cols` is missing (null or NaN); `None` for no columns.
 fn complete(df: &DataFrame, cols: &[String]) -> PolarsResult<Option<BooleanChunked>> {
     let mut keep: Option<BooleanChunked> = None;
@@ -378,6 +390,21 @@ where
 
 /// One chunk's partial aggregation: per group, the partial columns of each aggregation.
 pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFrame> {
+    if let Some(c) = spec.nunique_column() {
+        let mut value = df.column(c)?.clone();
+        value.rename(GroupSpec::partial_name(0, Part::Count).into());
+        let mut cols: Vec<Column> = spec.keys.iter().map(|k| df.column(k).cloned()).collect::<PolarsResult<_>>()?;
+        cols.push(value);
+        let rows = DataFrame::new(df.height(), cols)?;
+        // Rows of mostly distinct pairs (each order's suppliers, say) go on as they are:
+        // the combine finds the distinct ones anyway, and hashing here would not shrink
+        // them. A sample of the first rows decides.
+        let sample = distinct_rows(&rows.slice(0, NUNIQUE_SAMPLE), &spec.keys)?.height();
+        if rows.height() > NUNIQUE_SAMPLE && sample * 10 > NUNIQUE_SAMPLE * 9 {
+            return drop_missing(&rows, &spec.keys);
+        }
+        return distinct_rows(&rows, &spec.keys);
+    }
     let mut steps = Vec::new();
     for (i, (col, agg)) in spec.aggs.iter().enumerate() {
         for &p in agg.partials() {
@@ -401,6 +428,9 @@ pub(crate) fn partial(spec: &GroupSpec, df: &DataFrame) -> PolarsResult<DataFram
 /// partial each.
 pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let df = concat(frames)?;
+    if spec.nunique_column().is_some() {
+        return distinct_rows(&df, &spec.keys);
+    }
     let mut steps = Vec::new();
     for (i, (_, agg)) in spec.aggs.iter().enumerate() {
         for &p in agg.partials() {
@@ -425,6 +455,18 @@ pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<
 /// The final columns from combined partials, sorted by key (pandas' `sort=True`) when
 /// `sort` (a shuffle's reducers leave that to whoever gathers their partitions).
 pub(crate) fn finish(spec: &GroupSpec, df: &DataFrame, sort: bool) -> PolarsResult<DataFrame> {
+    if spec.nunique_column().is_some() {
+        let step = Step { col: GroupSpec::partial_name(0, Part::Count), out: spec.names[0].clone(), rule: Rule::Count };
+        let mut out = aggregate(df, &spec.keys, &[step])?;
+        let name = spec.names[0].as_str();
+        let n = out.column(name)?.cast(&DataType::Int64)?;
+        out.with_column(n)?;
+        return if sort && !spec.keys.is_empty() {
+            out.sort(spec.keys.iter().map(|k| k.as_str()), SortMultipleOptions::new().with_multithreaded(false))
+        } else {
+            Ok(out)
+        };
+    }
     let mut cols: Vec<Column> = spec.keys.iter().map(|k| df.column(k).cloned()).collect::<PolarsResult<_>>()?;
     for (i, ((_, agg), name)) in spec.aggs.iter().zip(&spec.names).enumerate() {
         let part = |p: Part| df.column(&GroupSpec::partial_name(i, p)).map(|c| c.as_materialized_series().clone());
@@ -449,7 +491,8 @@ pub(crate) fn finish(spec: &GroupSpec, df: &DataFrame, sort: bool) -> PolarsResu
                 if *agg == Agg::Std { var.apply_values(f64::sqrt).into_series() } else { var.into_series() }
             }
             // pandas counts, and sums integers and bools, in int64.
-            Agg::Count => part(Part::Count)?.cast(&DataType::Int64)?,
+            // (A nunique group-by finished above; agg_named never mixes it with others.)
+            Agg::Count | Agg::NUnique => part(Part::Count)?.cast(&DataType::Int64)?,
             Agg::Size => part(Part::Size)?.cast(&DataType::Int64)?,
             Agg::Sum => {
                 let s = part(Part::Sum)?;

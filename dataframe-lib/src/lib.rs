@@ -24,6 +24,7 @@ mod eval;
 mod expr;
 mod frame;
 mod hashagg;
+mod kept;
 mod kernels;
 mod numeric;
 mod order;

@@ -31,11 +31,19 @@ pub(crate) fn top(spec: &TopSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFr
 /// row: pandas' `drop_duplicates(keep="first")`. Missing values equal each other.
 pub(crate) fn unique(subset: &[String], frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let df = concat(frames)?;
+    // Integer, time and string keys without missing values: each key's first row, from
+    // the group-by's packed keys and numbering (in order of first appearance).
+    if !subset.is_empty()
+        && let Some(key) = crate::hashagg::packed_key(&df, subset)?
+    {
+        let (_, _, first) = crate::hashagg::KeyTable::number(&key);
+        return df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, first));
+    }
     df.unique_stable(Some(subset), UniqueKeepStrategy::First, None)
 }
 
 /// The columns of one side, overlapping non-key names suffixed as pandas does.
-fn suffixed(df: DataFrame, both: &[String], suffix: &str) -> PolarsResult<DataFrame> {
+pub(crate) fn suffixed(df: DataFrame, both: &[String], suffix: &str) -> PolarsResult<DataFrame> {
     let mut df = df;
     for c in both {
         df.rename(c, format!("{c}{suffix}").into())?;
@@ -76,6 +84,180 @@ pub(crate) fn join(spec: &JoinSpec, left: Vec<DataFrame>, right: Vec<DataFrame>)
     out.select(names.iter().map(|n| n.as_str()))
 }
 
+/// How one key column becomes an `i64` alike on both sides of a join: its integer (or
+/// physical time) value, or a string's number in the built side's dictionary.
+enum Code {
+    Int,
+    Str(hashbrown::HashMap<String, i64>),
+}
+
+/// One side of a broadcast join made ready to be probed by the other side's chunks: its
+/// rows (mapped, gathered, suffixed) and an index from key to rows, built once per worker
+/// process and kept for the next chunk of the same join (see `tasks::join_rows`).
+pub(crate) struct Built {
+    frame: DataFrame,
+    /// Per key: its dtype, code, least value and range (the keys are packed into one
+    /// `i64`, as a group-by packs them).
+    codes: Vec<(DataType, Code, i64, i64)>,
+    table: crate::hashagg::KeyTable,
+    /// The rows of key number `g`, in row order: `rows[start[g]..start[g + 1]]`.
+    rows: Vec<IdxSize>,
+    start: Vec<usize>,
+}
+
+/// A key column's values as `i64`, for integer and time dtypes.
+fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {
+    let d = s.dtype();
+    let ints = if d.is_integer() {
+        s.cast(&DataType::Int64)?
+    } else if crate::expr::is_temporal(d) || crate::temporal::is_duration(d) {
+        s.to_physical_repr().cast(&DataType::Int64)?
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(ints.i64()?.into_no_null_iter().collect()))
+}
+
+impl Built {
+    /// `frame` (one side, suffixed) indexed by the spec's keys; `None` when a key has
+    /// missing values (they match each other, as pandas'), a dtype other than integers,
+    /// times and strings, or the keys span too much to pack: the join then goes to polars.
+    pub(crate) fn new(spec: &JoinSpec, frame: DataFrame) -> PolarsResult<Option<Built>> {
+        let mut codes = Vec::with_capacity(spec.on.len());
+        let mut values = Vec::with_capacity(spec.on.len());
+        let mut span: u128 = 1;
+        for k in &spec.on {
+            let s = frame.column(k)?.as_materialized_series();
+            if s.null_count() > 0 {
+                return Ok(None);
+            }
+            let (code, v) = if s.dtype() == &DataType::String {
+                let mut dict: hashbrown::HashMap<String, i64> = hashbrown::HashMap::new();
+                let v = s
+                    .str()?
+                    .iter()
+                    .map(|x| {
+                        let x = x.unwrap_or_default();
+                        let next = dict.len() as i64;
+                        *dict.entry_ref(x).or_insert(next)
+                    })
+                    .collect();
+                (Code::Str(dict), v)
+            } else {
+                match key_ints(s)? {
+                    Some(v) => (Code::Int, v),
+                    None => return Ok(None),
+                }
+            };
+            let (lo, hi) = (v.iter().copied().min().unwrap_or(0), v.iter().copied().max().unwrap_or(0));
+            let range = hi as i128 - lo as i128 + 1;
+            span = span.saturating_mul(range as u128);
+            if span >= 1 << 62 {
+                return Ok(None);
+            }
+            codes.push((s.dtype().clone(), code, lo, range as i64));
+            values.push(v);
+        }
+        let mut packed = vec![0i64; frame.height()];
+        for (v, (_, _, lo, range)) in values.iter().zip(&codes) {
+            for (p, x) in packed.iter_mut().zip(v) {
+                *p = *p * range + (x - lo);
+            }
+        }
+        let (table, ids, first) = crate::hashagg::KeyTable::number(&packed);
+        let (rows, start) = crate::order::group_rows(&ids, first.len());
+        Ok(Some(Built { frame, codes, table, rows, start }))
+    }
+
+    /// Each row's packed key in this side's coding (`None`: no row of this side has
+    /// it); `None` in all when the keys cannot be coded alike (missing values, other
+    /// dtypes).
+    fn probe_keys(&self, spec: &JoinSpec, df: &DataFrame) -> PolarsResult<Option<Vec<Option<i64>>>> {
+        let mut packed: Vec<Option<i64>> = vec![Some(0); df.height()];
+        for (k, (dtype, code, lo, range)) in spec.on.iter().zip(&self.codes) {
+            let s = df.column(k)?.as_materialized_series();
+            if s.null_count() > 0 || s.dtype() != dtype {
+                return Ok(None);
+            }
+            let put = |p: &mut Option<i64>, x: Option<i64>| {
+                *p = match (*p, x) {
+                    (Some(p), Some(x)) if x >= *lo && x - lo < *range => Some(p * range + (x - lo)),
+                    _ => None,
+                }
+            };
+            match code {
+                Code::Str(dict) => {
+                    for (p, x) in packed.iter_mut().zip(s.str()?.iter()) {
+                        put(p, x.and_then(|x| dict.get(x)).copied());
+                    }
+                }
+                Code::Int => {
+                    let Some(v) = key_ints(s)? else { return Ok(None) };
+                    for (p, x) in packed.iter_mut().zip(v) {
+                        put(p, Some(x));
+                    }
+                }
+            }
+        }
+        Ok(Some(packed))
+    }
+}
+
+/// `probe` (a chunk of the other side) joined with `built` as [`join`] would join them
+/// (`built_right`: the built side is the right one), for inner joins, left joins with the
+/// right built and right joins with the left built; `None` when the keys cannot be
+/// coded alike (see [`Built::new`]).
+pub(crate) fn join_built(
+    spec: &JoinSpec,
+    built: &Built,
+    probe: DataFrame,
+    built_right: bool,
+) -> PolarsResult<Option<DataFrame>> {
+    let probe = suffixed(probe, &spec.both, if built_right { "_x" } else { "_y" })?;
+    let Some(keys) = built.probe_keys(spec, &probe)? else { return Ok(None) };
+    let keep_unmatched = match spec.how {
+        How::Inner => false,
+        How::Left if built_right => true,
+        How::Right if !built_right => true,
+        _ => {
+            polars_bail!(ComputeError: "a {:?} join cannot probe the {} side", spec.how, if built_right { "right" } else { "left" })
+        }
+    };
+    let (mut p_idx, mut b_idx): (Vec<IdxSize>, Vec<Option<IdxSize>>) = (Vec::new(), Vec::new());
+    for (row, k) in keys.iter().enumerate() {
+        match k.and_then(|k| built.table.get(k)) {
+            Some(g) => {
+                for &b in &built.rows[built.start[g as usize]..built.start[g as usize + 1]] {
+                    p_idx.push(row as IdxSize);
+                    b_idx.push(Some(b));
+                }
+            }
+            None if keep_unmatched => {
+                p_idx.push(row as IdxSize);
+                b_idx.push(None);
+            }
+            None => {}
+        }
+    }
+    if spec.how == How::Inner && !built_right {
+        // An inner join's rows come in the left's order: here the built side's.
+        let which: Vec<u32> = b_idx.iter().map(|b| b.unwrap_or(0)).collect();
+        let (perm, _) = crate::order::group_rows(&which, built.frame.height());
+        p_idx = perm.iter().map(|&i| p_idx[i as usize]).collect();
+        b_idx = perm.iter().map(|&i| b_idx[i as usize]).collect();
+    }
+    let p = probe.take(&IdxCa::from_vec(PlSmallStr::EMPTY, p_idx))?;
+    let b = built.frame.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, b_idx.into_iter()))?;
+    // Keys once (the probing side's: a left join keeps the left's, a right join the
+    // right's, and an inner join's are equal), then the left's columns, then the right's.
+    let (left, right) = if built_right { (&p, &b) } else { (&b, &p) };
+    let mut cols: Vec<Column> = spec.on.iter().map(|k| p.column(k).cloned()).collect::<PolarsResult<_>>()?;
+    for side in [left, right] {
+        cols.extend(side.columns().iter().filter(|c| !spec.on.iter().any(|k| k == c.name().as_str())).cloned());
+    }
+    Ok(Some(DataFrame::new(p.height(), cols)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +275,40 @@ mod tests {
         assert_eq!(t, ["b", "d"]);
         let tail = top(&TopSpec { n: 10, tail: true, order: None }, vec![a, b]).unwrap();
         assert_eq!(tail.height(), 5);
+    }
+
+    /// The built side's join gives polars' answer, rows and order, for every kind it
+    /// serves, both sides built, with integer, string and two keys.
+    #[test]
+    fn a_built_side_joins_as_polars_does() {
+        let mut rng = crate::testing::Lcg(7);
+        for round in 0..60 {
+            let rows = |rng: &mut crate::testing::Lcg, n: usize| {
+                let k: Vec<i64> = (0..n).map(|_| (rng.next() % 12) as i64 - 3).collect();
+                let t: Vec<String> = (0..n).map(|_| format!("s{}", rng.next() % 5)).collect();
+                let v: Vec<i64> = (0..n).map(|_| rng.next() as i64 % 1000).collect();
+                df!("k" => k, "t" => t, "v" => v).unwrap()
+            };
+            let (nl, nr) = ((rng.next() % 40) as usize, (rng.next() % 40) as usize);
+            let (l, r) = (rows(&mut rng, nl), rows(&mut rng, nr));
+            let on: Vec<String> = match round % 3 {
+                0 => vec!["k".into()],
+                1 => vec!["t".into()],
+                _ => vec!["k".into(), "t".into()],
+            };
+            let both: Vec<String> =
+                ["k", "t", "v"].iter().filter(|c| !on.iter().any(|o| o == *c)).map(|c| c.to_string()).collect();
+            for (how, right_built) in [(How::Inner, true), (How::Inner, false), (How::Left, true), (How::Right, false)]
+            {
+                let spec = JoinSpec { on: on.clone(), how, both: both.clone() };
+                let want = join(&spec, vec![l.clone()], vec![r.clone()]).unwrap();
+                let (side, probe, suffix) =
+                    if right_built { (r.clone(), l.clone(), "_y") } else { (l.clone(), r.clone(), "_x") };
+                let built = Built::new(&spec, suffixed(side, &spec.both, suffix).unwrap()).unwrap().unwrap();
+                let got = join_built(&spec, &built, probe, right_built).unwrap().unwrap();
+                assert!(got.equals_missing(&want), "{how:?} on {on:?}, right built {right_built}:\n{got}\n{want}");
+            }
+        }
     }
 
     #[test]

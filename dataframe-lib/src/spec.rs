@@ -27,6 +27,9 @@ pub enum Agg {
     Last,
     /// `size`: the rows of the group, missing values included.
     Size,
+    /// `nunique`: the distinct non-missing values. Only alone in a group-by (see
+    /// [`GroupSpec::nunique_column`]): its partials are rows, not one per group.
+    NUnique,
 }
 
 impl Agg {
@@ -43,6 +46,7 @@ impl Agg {
             Agg::First => "first",
             Agg::Last => "last",
             Agg::Size => "size",
+            Agg::NUnique => "nunique",
         }
     }
 
@@ -63,6 +67,7 @@ impl Agg {
             Agg::First => &[Part::First],
             Agg::Last => &[Part::Last],
             Agg::Size => &[Part::Size],
+            Agg::NUnique => &[Part::Count],
         }
     }
 }
@@ -125,6 +130,16 @@ impl GroupSpec {
     pub(crate) fn partial_name(i: usize, p: Part) -> String {
         format!("__ares_{i}_{}", p.name())
     }
+
+    /// The column of a `nunique` group-by (its one aggregation): each chunk's partial
+    /// is then its distinct present (keys, value) rows, and a combine their distinct
+    /// union, so one shuffle by the keys finishes it.
+    pub(crate) fn nunique_column(&self) -> Option<&str> {
+        match self.aggs.as_slice() {
+            [(c, Agg::NUnique)] => Some(c),
+            _ => None,
+        }
+    }
 }
 
 /// A sort by one or more columns.
@@ -148,15 +163,16 @@ pub struct MapSpec {
 impl MapSpec {
     /// This map with its lazy frames in place, from their computed rows `frames[k]`
     /// (of dtype `dtypes[k]`, as the expressions were built): a scalar as a constant,
-    /// a set as its distinct values (at most `max_set` bytes of them).
+    /// a set (distinct values already, at most `max_set` bytes of them) put in the store.
     pub(crate) fn with_values(
         &self,
-        frames: &[polars::prelude::DataFrame],
+        frames: &mut [polars::prelude::DataFrame],
         dtypes: &[polars::prelude::DataType],
         max_set: usize,
     ) -> crate::error::Result<MapSpec> {
         use crate::expr::Instr;
         let mut out = self.clone();
+        let mut stored: Vec<Option<([u8; 32], crate::expr::SetRef)>> = vec![None; frames.len()];
         for ins in &mut out.program.instrs {
             match ins {
                 Instr::Value(k) => {
@@ -164,18 +180,23 @@ impl MapSpec {
                     *ins = Instr::Const(v, d);
                 }
                 Instr::IsIn(a, k) => {
-                    let f = &frames[*k as usize];
-                    let mut distinct = f.unique_stable(None, polars::prelude::UniqueKeepStrategy::First, None)?;
-                    let ipc = crate::chunk::FrameChunk::encode(&mut distinct)?.ipc;
-                    if ipc.len() > max_set {
-                        return Err(crate::error::FrameError::Invalid(format!(
-                            "isin with {} distinct values ({} bytes) would send them to every task (at most {max_set} \
-                             bytes): join the frames with merge instead",
-                            distinct.height(),
-                            ipc.len()
-                        )));
+                    if stored[*k as usize].is_none() {
+                        let distinct = &mut frames[*k as usize];
+                        let chunk = crate::chunk::FrameChunk::encode(distinct)?;
+                        if chunk.ipc.len() > max_set {
+                            return Err(crate::error::FrameError::Invalid(format!(
+                                "isin with {} distinct values ({} bytes) would send them to every task (at most \
+                                 {max_set} bytes): join the frames with merge instead",
+                                distinct.height(),
+                                chunk.ipc.len()
+                            )));
+                        }
+                        let key = *blake3::hash(&chunk.ipc).as_bytes();
+                        let r = ares::put(chunk).map_err(crate::error::FrameError::Runtime)?;
+                        stored[*k as usize] = Some((key, crate::expr::SetRef(r)));
                     }
-                    *ins = Instr::IsInSet(*a, *blake3::hash(&ipc).as_bytes(), ipc);
+                    let (key, r) = stored[*k as usize].clone().expect("stored above");
+                    *ins = Instr::IsInSet(*a, key, r);
                 }
                 _ => {}
             }

@@ -188,14 +188,91 @@ fn csv_format(header: bool, separator: u8, pre: Option<MapSpec>, input: InPlace<
     or_fail(crate::csv::write(&mut read_mapped(&pre, &input), header, separator))
 }
 
+/// How a join task's inputs pair up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pairing {
+    /// One chunk of each side.
+    One,
+    /// One chunk of the left with the whole right side (broadcast).
+    RightToEach,
+    /// The whole left side with one chunk of the right.
+    LeftToEach,
+    /// Partition `p` of each side's hash split.
+    Partition(usize),
+}
+
+/// The build of a broadcast side (`right` or left, its chunks `side`, and their map):
+/// the same in every task of the join, so each worker process builds its index once (see
+/// [`relational::Built`]) and probes it with each task's other chunk. It is named by
+/// what it is made of: the objects (immutable, never reused) and what is done to them.
+fn build_side(spec: &JoinSpec, right: bool, side: &[Obj], pre: &Option<MapSpec>) -> Built {
+    struct Blake(blake3::Hasher);
+    impl std::hash::Hasher for Blake {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut h = Blake(blake3::Hasher::new());
+    for o in side {
+        std::hash::Hash::hash(&o.get::<FrameChunk>().id(), &mut h);
+    }
+    h.0.update(format!("{right} {spec:?} {pre:?}").as_bytes());
+    Built { right, key: *h.0.finalize().as_bytes() }
+}
+
+/// A join task's broadcast side, built once per worker (see [`build_side`]).
+#[derive(Clone, Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub(crate) struct Built {
+    /// The right side is built (else the left).
+    right: bool,
+    key: [u8; 32],
+}
+
+/// Bytes of join builds a worker process keeps (each task of a graph's several joins
+/// may come in turn); a larger build is made for its task only.
+static BUILDS: crate::kept::Kept<Option<relational::Built>> = crate::kept::Kept::new(256 << 20);
+
+/// The built side `b` names, kept by this process or made from `chunks` now. `None`: its
+/// keys cannot be indexed (the task joins with polars).
+fn built(
+    b: &Built,
+    spec: &JoinSpec,
+    pre: &Option<MapSpec>,
+    chunks: &InPlaceList<'_, FrameChunk>,
+) -> std::sync::Arc<Option<relational::Built>> {
+    or_fail(BUILDS.get_or_make(&b.key, || {
+        // Copied out of the store (not mapped as `read` does): a kept build outlives the
+        // task, and its inputs' pins.
+        let copied = |c: &InPlace<'_, FrameChunk>| Ok(mapped(pre, crate::chunk::decode_archived(c)?));
+        let frame = kernels::concat(chunks.iter().map(copied).collect::<polars::prelude::PolarsResult<_>>()?)?;
+        let frame = relational::suffixed(frame, &spec.both, if b.right { "_y" } else { "_x" })?;
+        let bytes = frame.estimated_size();
+        Ok((relational::Built::new(spec, frame)?, bytes))
+    }))
+}
+
 #[ares::remote]
 fn join_rows(
     spec: JoinSpec,
     pre: (Option<MapSpec>, Option<MapSpec>),
+    build: Option<Built>,
     left: InPlaceList<'_, FrameChunk>,
     right: InPlaceList<'_, FrameChunk>,
 ) -> FrameChunk {
     one_thread();
+    if let Some(b) = &build {
+        let (side, side_pre, probe, probe_pre) =
+            if b.right { (&right, &pre.1, &left, &pre.0) } else { (&left, &pre.0, &right, &pre.1) };
+        if let Some(index) = &*built(b, &spec, side_pre, side) {
+            let probe = or_fail(kernels::concat(probe.iter().map(|c| mapped(probe_pre, read(c))).collect()));
+            if let Some(out) = or_fail(relational::join_built(&spec, index, probe, b.right)) {
+                return write(out);
+            }
+        }
+    }
     let l = left.iter().map(|c| mapped(&pre.0, read(c))).collect();
     let r = right.iter().map(|c| mapped(&pre.1, read(c))).collect();
     write(or_fail(relational::join(&spec, l, r)))
@@ -335,9 +412,9 @@ pub(crate) enum FrameTask {
     /// Rows split by key hash: keys, partitions, duplicates dropped first. Result: one
     /// part per partition.
     KeySplit(Vec<String>, u32, bool, Option<MapSpec>),
-    /// Joins its first `n` inputs (left) with the rest (partition `pick` of each, for a
-    /// shuffle; else each side's map first).
-    Join(JoinSpec, usize, Option<usize>, (Option<MapSpec>, Option<MapSpec>)),
+    /// Joins its first `n` inputs (left) with the rest, paired as said (each side's map
+    /// first, but for a shuffle's partitions).
+    Join(JoinSpec, usize, Pairing, (Option<MapSpec>, Option<MapSpec>)),
     CsvRead(CsvTask, Option<MapSpec>),
     ParquetRead(ParquetTask, Option<MapSpec>),
     /// CSV text of a chunk: header line, separator. Result: `ObjectRef<Vec<u8>>`.
@@ -387,14 +464,19 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::KeySplit(keys, n, dedup, pre) => {
                 Obj::parts(ares::remote(key_split).options(o).num_returns(n).call(keys, n, dedup, pre, first()))
             }
-            FrameTask::Join(spec, n, pick, pre) => {
-                let side = |v: &[Obj]| match pick {
-                    Some(p) => v.iter().map(|i| i.part::<FrameChunk>(p)).collect::<Vec<_>>(),
-                    None => v.iter().map(|i| i.get::<FrameChunk>()).collect(),
+            FrameTask::Join(spec, n, pairing, pre) => {
+                let side = |v: &[Obj]| match pairing {
+                    Pairing::Partition(p) => v.iter().map(|i| i.part::<FrameChunk>(p)).collect::<Vec<_>>(),
+                    _ => v.iter().map(|i| i.get::<FrameChunk>()).collect(),
                 };
                 let (l, r) = (side(&ins[..n]), side(&ins[n..]));
-                let pre = if pick.is_some() { (None, None) } else { pre };
-                Obj::new(ares::remote(join_rows).options(o).call(spec, pre, l, r))
+                let pre = if let Pairing::Partition(_) = pairing { (None, None) } else { pre };
+                let build = match pairing {
+                    Pairing::RightToEach => Some(build_side(&spec, true, &ins[n..], &pre.1)),
+                    Pairing::LeftToEach => Some(build_side(&spec, false, &ins[..n], &pre.0)),
+                    _ => None,
+                };
+                Obj::new(ares::remote(join_rows).options(o).call(spec, pre, build, l, r))
             }
             FrameTask::Combine(spec) => Obj::new(ares::remote(gb_combine).options(o).call(spec, frames())),
             FrameTask::Scan(spec, pre) => scan_step(&ins, o, spec, false, pre),

@@ -236,10 +236,21 @@ impl GroupBy {
         let keys: Vec<&str> = self.keys.iter().map(|k| k.as_str()).collect();
         let mut out: Option<DataFrame> = None;
         for (c, name) in columns {
-            let mut cols = keys.clone();
-            cols.push(c);
-            let distinct = self.frame.select(&cols)?.drop_duplicates(&cols)?;
-            let one = distinct.group_by(&keys)?.method(self.method).agg_named(&[(c, Agg::Count, name)])?;
+            self.frame.dtype(c)?;
+            if keys.contains(name) {
+                return Err(FrameError::Invalid(format!("two output columns would be named {name:?}")));
+            }
+            let mut schema: Vec<(String, DataType)> = Vec::with_capacity(keys.len() + 1);
+            for k in &keys {
+                schema.push((k.to_string(), self.frame.dtype(k)?.clone()));
+            }
+            schema.push((name.to_string(), DataType::Int64));
+            let spec = GroupSpec {
+                keys: self.keys.clone(),
+                aggs: vec![(c.to_string(), Agg::NUnique)],
+                names: vec![name.to_string()],
+            };
+            let one = DataFrame::new(Op::GroupBy { input: self.frame.clone(), spec, method: self.method }, schema);
             out = Some(match out {
                 None => one,
                 Some(acc) => acc.merge(&one, &keys, How::Inner)?,
@@ -306,6 +317,9 @@ impl GroupBy {
     pub fn agg_named(&self, aggs: &[(&str, Agg, &str)]) -> Result<DataFrame> {
         if aggs.is_empty() {
             return Err(FrameError::Invalid("no aggregation given".into()));
+        }
+        if aggs.iter().any(|(_, a, _)| *a == Agg::NUnique) {
+            return Err(FrameError::Invalid("nunique is its own group-by: use nunique_named".into()));
         }
         let mut schema: Vec<(String, DataType)> = Vec::new();
         for k in &self.keys {

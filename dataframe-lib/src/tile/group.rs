@@ -9,7 +9,7 @@ use ares_tileable::{Cx, Hints, Tiling, Trees};
 use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
 use crate::frame::DataFrame;
 use crate::spec::{GroupSpec, How, JoinSpec, Method, Scan, ScanSpec, TopSpec};
-use crate::tasks::FrameTask;
+use crate::tasks::{FrameTask, Pairing};
 
 /// Partials combined by one task of a group-by tree.
 const COMBINE: usize = 4;
@@ -261,12 +261,12 @@ pub(super) fn join(
     };
     let bytes = l.bytes + r.bytes;
     let pre = (l.pre.clone(), r.pre.clone());
-    let task = |pick| FrameTask::Join(spec.clone(), 1, pick, pre.clone());
+    let task = |pairing| FrameTask::Join(spec.clone(), 1, pairing, pre.clone());
     // Which side may go to every task of the other: the smaller, when both may.
     let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(cx, &l, &r));
     let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(cx, &r, &l));
     let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
-        (vec![cx.add(task(None), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
+        (vec![cx.add(task(Pairing::One), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
     } else if right_may && !(left_may && l.total() < r.total()) {
         // Every task reads the whole right side (its chunks mapped and joined together).
         let nodes = l
@@ -274,7 +274,7 @@ pub(super) fn join(
             .iter()
             .map(|&li| {
                 let ins = std::iter::once(li).chain(r.nodes.iter().copied()).collect();
-                cx.add(task(None), ins, Hints::new(depth, bytes))
+                cx.add(task(Pairing::RightToEach), ins, Hints::new(depth, bytes))
             })
             .collect();
         (nodes, Method::Broadcast)
@@ -284,7 +284,11 @@ pub(super) fn join(
             .iter()
             .map(|&ri| {
                 let ins = l.nodes.iter().copied().chain(std::iter::once(ri)).collect();
-                cx.add(FrameTask::Join(spec.clone(), l.nodes.len(), None, pre.clone()), ins, Hints::new(depth, bytes))
+                cx.add(
+                    FrameTask::Join(spec.clone(), l.nodes.len(), Pairing::LeftToEach, pre.clone()),
+                    ins,
+                    Hints::new(depth, bytes),
+                )
             })
             .collect();
         (nodes, Method::Broadcast)
@@ -305,7 +309,7 @@ pub(super) fn join(
         let nodes = (0..parts as usize)
             .map(|p| {
                 let ins = ls.iter().chain(&rs).copied().collect();
-                let task = FrameTask::Join(spec.clone(), ls.len(), Some(p), (None, None));
+                let task = FrameTask::Join(spec.clone(), ls.len(), Pairing::Partition(p), (None, None));
                 cx.add(task, ins, Hints::new(depth, bytes).level(1))
             })
             .collect();

@@ -147,9 +147,21 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
     let nodes = match cx.take_state::<Vec<Vec<usize>>>(key(df), VALUES) {
         Some(nodes) => nodes,
         None => {
+            // A set's distinct values are found by the workers (in a tree or a shuffle),
+            // so that only those come to the driver.
+            let sets: Vec<usize> = spec
+                .program
+                .instrs
+                .iter()
+                .filter_map(|i| if let crate::expr::Instr::IsIn(_, k) = i { Some(*k as usize) } else { None })
+                .collect();
             let mut nodes = Vec::with_capacity(values.len());
-            for v in values {
-                nodes.push(tile_materialized(cx, &DataFrame::of_value(v), None)?.nodes.clone());
+            for (k, v) in values.iter().enumerate() {
+                let mut frame = DataFrame::of_value(v);
+                if sets.contains(&k) {
+                    frame = frame.drop_duplicates(&[frame.node.schema[0].0.as_str()]).map_err(Tiling::Failed)?;
+                }
+                nodes.push(tile_materialized(cx, &frame, None)?.nodes.clone());
             }
             // Held until their values are read below (tiling may wait for them first).
             nodes.iter().flatten().for_each(|&n| cx.graph_mut().hold(n));
@@ -191,7 +203,7 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
         frames.push(all);
     }
     let dtypes: Vec<_> = values.iter().map(Value::dtype).collect();
-    spec.with_values(&frames, &dtypes, MAX_ISIN_SET).map_err(Tiling::Failed)
+    spec.with_values(&mut frames, &dtypes, MAX_ISIN_SET).map_err(Tiling::Failed)
 }
 
 /// Tiles `df` and runs whatever steps are still pending: chunk nodes holding its rows.
