@@ -203,8 +203,10 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
 /// value carried from row to row. A row with a missing key, or (but for `cumcount`) a
 /// missing value, gets a missing result; the running value skips it.
 pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    if let Scan::Shift(periods) = spec.kind {
-        return shift(spec, df, prefix, periods as usize);
+    match spec.kind {
+        Scan::Shift(periods) => return shift(spec, df, prefix, periods as usize),
+        Scan::Rolling(window, least, roll) => return rolling(spec, df, prefix, window as usize, least as usize, roll),
+        _ => {}
     }
     let keys = &spec.group.keys;
     let (col, agg) = &spec.group.aggs[0];
@@ -212,6 +214,10 @@ pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame
     // Each row's group (none for a missing key), and each group's running start.
     let (key_cols, group, n) = grouped_rows(&df, keys)?;
     let start = match prefix {
+        // No keys: one group, the prefix its one partial.
+        Some(p) if p.height() > 0 && n > 0 && keys.is_empty() => {
+            Some(p.column(&part)?.as_materialized_series().clone())
+        }
         Some(p) if p.height() > 0 && n > 0 => {
             let here = DataFrame::new(n, key_cols)?;
             let names: Vec<&str> = keys.iter().map(String::as_str).chain([part.as_str()]).collect();
@@ -299,7 +305,7 @@ fn rows_so_far(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> P
 /// `df`'s; keys and the scanned column), in order: what the next chunk's shift looks
 /// back at.
 pub(crate) fn group_tail(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    let Scan::Shift(periods) = spec.kind else { polars_bail!(ComputeError: "group tail rows of a {:?}", spec.kind) };
+    let Some(periods) = spec.kind.tail() else { polars_bail!(ComputeError: "group tail rows of a {:?}", spec.kind) };
     let rows = rows_so_far(spec, df, prefix)?;
     let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
     let mut seen = vec![0u32; n];
@@ -342,6 +348,81 @@ fn shift(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>, periods
     let col = rows.column(&spec.group.aggs[0].0)?.as_materialized_series();
     let out = col.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, take.into_iter()))?;
     df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
+    Ok(df)
+}
+
+/// `df` with each row's window appended: `roll` over the row and the `window - 1` rows
+/// of its group before it (looking back into `prefix`, the groups' last rows before this
+/// chunk), float64, missing where fewer than `least` of them have a value or the key is
+/// missing. Sums run with compensation as pandas' do; extremes rescan the window.
+fn rolling(
+    spec: &ScanSpec,
+    mut df: DataFrame,
+    prefix: Option<&DataFrame>,
+    window: usize,
+    least: usize,
+    roll: crate::spec::Roll,
+) -> PolarsResult<DataFrame> {
+    use crate::spec::Roll;
+    let rows = rows_so_far(spec, &df, prefix)?;
+    let before = rows.height() - df.height();
+    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
+    let v = rows.column(&spec.group.aggs[0].0)?.as_materialized_series().cast(&DataType::Float64)?;
+    let v: Vec<Option<f64>> = v.f64()?.iter().map(|x| x.filter(|x| !x.is_nan())).collect();
+    // Per group: its rows in the window (their values), and the compensated sum and
+    // count of the present ones.
+    struct Win {
+        rows: std::collections::VecDeque<Option<f64>>,
+        sum: f64,
+        carry: f64,
+        count: usize,
+    }
+    fn add(w: &mut Win, x: f64) {
+        // Kahan-Babuska: the lost low bits kept in `carry`.
+        let t = w.sum + x;
+        w.carry += if w.sum.abs() >= x.abs() { (w.sum - t) + x } else { (x - t) + w.sum };
+        w.sum = t;
+    }
+    let mut wins: Vec<Win> =
+        (0..n).map(|_| Win { rows: std::collections::VecDeque::new(), sum: 0.0, carry: 0.0, count: 0 }).collect();
+    let mut out: Vec<Option<f64>> = Vec::with_capacity(df.height());
+    for (r, (g, x)) in group.iter().zip(&v).enumerate() {
+        let Some(g) = g else {
+            if r >= before {
+                out.push(None);
+            }
+            continue;
+        };
+        let w = &mut wins[*g as usize];
+        w.rows.push_back(*x);
+        if let Some(x) = x {
+            add(w, *x);
+            w.count += 1;
+        }
+        if w.rows.len() > window
+            && let Some(Some(old)) = w.rows.pop_front()
+        {
+            add(w, -old);
+            w.count -= 1;
+        }
+        if r < before {
+            continue;
+        }
+        let present = w.count;
+        out.push(if present < least.max(1) {
+            None
+        } else {
+            let values = || w.rows.iter().flatten().copied();
+            Some(match roll {
+                Roll::Sum => w.sum + w.carry,
+                Roll::Mean => (w.sum + w.carry) / present as f64,
+                Roll::Min => values().fold(f64::INFINITY, f64::min),
+                Roll::Max => values().fold(f64::NEG_INFINITY, f64::max),
+            })
+        });
+    }
+    let out = Float64Chunked::from_iter_options(spec.name.as_str().into(), out.into_iter());
+    df.with_column(out.into_series().into_column())?;
     Ok(df)
 }
 

@@ -325,6 +325,19 @@ pub enum Scan {
     /// `shift(periods)` for `periods` ≥ 1: the value of the group's row that many rows
     /// before (missing where there is none), in the column's dtype.
     Shift(u32),
+    /// `rolling(window, min_periods).agg()`: over each row and the group's rows before it,
+    /// `window` rows in all, float64; missing where fewer than `min_periods` of them have
+    /// a value (missing values are skipped).
+    Rolling(u32, u32, Roll),
+}
+
+/// What a rolling window computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Roll {
+    Sum,
+    Mean,
+    Min,
+    Max,
 }
 
 impl Scan {
@@ -334,8 +347,18 @@ impl Scan {
             Scan::Sum => Agg::Sum,
             Scan::Min => Agg::Min,
             Scan::Max => Agg::Max,
-            // A shift carries rows, not partials (see `kernels::group_tail`).
-            Scan::Count | Scan::Shift(_) => Agg::Size,
+            // A shift or a window carries rows, not partials (see `kernels::group_tail`).
+            Scan::Count | Scan::Shift(_) | Scan::Rolling(..) => Agg::Size,
+        }
+    }
+
+    /// The rows of each group a chunk needs from the chunks before it, for a shift or a
+    /// window (which carry rows rather than partials); `None` for the others.
+    pub(crate) fn tail(self) -> Option<u32> {
+        match self {
+            Scan::Shift(n) => Some(n),
+            Scan::Rolling(window, ..) => Some(window.saturating_sub(1)),
+            _ => None,
         }
     }
 }

@@ -416,19 +416,35 @@ impl PyFrame {
         g.agg_named(&a).map(wrap).or_raise()
     }
 
-    /// The frame with a running `kind` (cumsum, cummin, cummax, cumcount, or shift by
-    /// `periods`) of `column` within the groups of `keys` appended as `name`.
-    #[pyo3(signature = (keys, column, kind, name, periods=1))]
-    fn group_scan(&self, keys: Vec<String>, column: &str, kind: &str, name: &str, periods: u32) -> PyResult<PyFrame> {
-        use ares_dataframe::Scan;
+    /// A running `kind` of `column` within groups of `keys` (over the whole frame for
+    /// none), appended as `name`: `periods` is a shift's, or a window's rows (then
+    /// `min_periods` its least present values).
+    #[pyo3(signature = (keys, column, kind, name, periods=1, min_periods=0))]
+    fn group_scan(
+        &self,
+        keys: Vec<String>,
+        column: &str,
+        kind: &str,
+        name: &str,
+        periods: u32,
+        min_periods: u32,
+    ) -> PyResult<PyFrame> {
+        use ares_dataframe::{Roll, Scan};
         let kind = match kind {
             "cumsum" => Scan::Sum,
             "cummin" => Scan::Min,
             "cummax" => Scan::Max,
             "cumcount" => Scan::Count,
             "shift" => Scan::Shift(periods),
-            other => return Err(PyNotImplementedError::new_err(format!("groupby(...).{other}()"))),
+            "rolling_sum" => Scan::Rolling(periods, min_periods, Roll::Sum),
+            "rolling_mean" => Scan::Rolling(periods, min_periods, Roll::Mean),
+            "rolling_min" => Scan::Rolling(periods, min_periods, Roll::Min),
+            "rolling_max" => Scan::Rolling(periods, min_periods, Roll::Max),
+            other => return Err(PyNotImplementedError::new_err(format!("{other}()"))),
         };
+        if keys.is_empty() {
+            return self.df.scan(column, kind, name).map(wrap).or_raise();
+        }
         let g = self.df.group_by(&strs(&keys)).or_raise()?;
         g.scan(column, kind, name).map(wrap).or_raise()
     }

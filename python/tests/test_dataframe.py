@@ -749,3 +749,67 @@ def test_shift_and_diff_within_groups_match_pandas(data, periods):
     same(df.groupby("k")[["f", "i"]].diff(periods).fetch(), pdf.groupby("k")[["f", "i"]].diff(periods))
     with pytest.raises(NotImplementedError, match="periods"):
         df.groupby("k").f.shift(-1)
+
+
+@given(frames(), st.integers(1, 3))
+def test_running_aggregations_shift_and_diff_of_a_column_match_pandas(data, periods):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for col in ["f", "i"]:
+        for kind in ["cumsum", "cummin", "cummax"]:
+            pdt.assert_series_equal(getattr(df[col], kind)().fetch(), getattr(pdf[col], kind)(), check_dtype=False,
+                                    check_names=False)
+        pdt.assert_series_equal(df[col].diff(periods).fetch(), pdf[col].diff(periods), check_dtype=False,
+                                check_names=False)
+        pdt.assert_series_equal(df[col].shift(periods).fetch(), pdf[col].shift(periods), check_dtype=False,
+                                check_names=False)
+    got = df.s.shift(periods).fetch()
+    assert none_for_missing(got.to_frame()).iloc[:, 0].tolist() == \
+        none_for_missing(pdf.s.shift(periods).to_frame()).iloc[:, 0].tolist()
+    pdt.assert_series_equal(df.i.pct_change(periods).fetch(), pdf.i.pct_change(periods), check_dtype=False,
+                            check_names=False)
+    # As pandas users write them: set as columns, and used in expressions.
+    df["prev"] = df.f.shift(periods)
+    df["step"] = df.i - df.i.shift(periods, fill_value=0)
+    want = pdf.assign(prev=pdf.f.shift(periods), step=pdf.i - pdf.i.shift(periods, fill_value=0))
+    same(df.fetch(), want)
+    same(df[["f", "i"]].cumsum().fetch(), pdf[["f", "i"]].cumsum())
+    same(df[["k", "f", "i"]].diff(periods).fetch(), pdf[["k", "f", "i"]].diff(periods))
+    same(df.shift(periods).fetch(), want.shift(periods))
+
+
+@given(frames(), st.integers(1, 50), st.one_of(st.none(), st.integers(0, 50)),
+       st.sampled_from(["sum", "mean", "min", "max"]))
+def test_rolling_windows_match_pandas_across_chunks(data, window, min_periods, how):
+    pdf, chunk = data
+    if min_periods is not None:
+        min_periods = min(min_periods, window)
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for col in ["f", "i"]:
+        got = getattr(df[col].rolling(window, min_periods=min_periods), how)().fetch()
+        want = getattr(pdf[col].rolling(window, min_periods=min_periods), how)()
+        pdt.assert_series_equal(got, want, check_dtype=False, check_names=False, rtol=1e-9, atol=1e-9)
+    got = getattr(df[["f", "i"]].rolling(window, min_periods=min_periods), how)().fetch()
+    want = getattr(pdf[["f", "i"]].rolling(window, min_periods=min_periods), how)()
+    pdt.assert_frame_equal(got, want, check_dtype=False, rtol=1e-9, atol=1e-9)
+    df["ma"] = df.f.rolling(window, min_periods=min_periods).mean()
+    same(df.fetch(), pdf.assign(ma=pdf.f.rolling(window, min_periods=min_periods).mean()))
+
+
+def test_rolling_and_shifts_refuse_what_they_do_not_compute():
+    df = ad.DataFrame(pd.DataFrame({"t": pd.date_range("2024-01-01", periods=3), "v": [1.0, 2.0, 3.0],
+                                    "s": ["a", "b", "c"]}))
+    with pytest.raises(NotImplementedError, match="time windows"):
+        df.v.rolling("2D")
+    with pytest.raises(NotImplementedError, match="center"):
+        df.v.rolling(2, center=True)
+    with pytest.raises(ValueError, match="min_periods"):
+        df.v.rolling(2, min_periods=3)
+    with pytest.raises(NotImplementedError, match="at least 1"):
+        df.v.rolling(0)
+    with pytest.raises(NotImplementedError, match="periods"):
+        df.v.shift(-1)
+    with pytest.raises(TypeError, match="needs numbers"):
+        df.s.cumsum()
+    with pytest.raises(TypeError, match="needs numbers"):
+        df.s.rolling(2).sum()

@@ -20,6 +20,14 @@ impl DataFrame {
         Ok(GroupBy { frame: self.clone(), keys, selected, method: Method::Auto })
     }
 
+    /// A running `kind` of `column` over the whole frame in row order, appended as
+    /// `name` (pandas' `cumsum`, `shift`, `rolling(..).sum()` and the like of a column):
+    /// a group scan with one group.
+    pub fn scan(&self, column: &str, kind: crate::spec::Scan, name: &str) -> Result<DataFrame> {
+        GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Tree }
+            .scan(column, kind, name)
+    }
+
     /// Named whole-frame aggregations (pandas' `agg({column: func})`): a frame of one row.
     pub fn agg(&self, aggs: &[(&str, Agg)]) -> Result<DataFrame> {
         GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Tree }.agg(aggs)
@@ -286,7 +294,15 @@ impl GroupBy {
         let dt = self.frame.dtype(column)?.clone();
         let number = dt.is_primitive_numeric() || (dt == DataType::Boolean && kind == Scan::Sum);
         if matches!(kind, Scan::Shift(0)) {
-            return Err(FrameError::Invalid("shift within groups needs periods of at least 1".into()));
+            return Err(FrameError::Invalid("shift needs periods of at least 1".into()));
+        }
+        if let Scan::Rolling(window, least, _) = kind
+            && (window == 0 || least > window)
+        {
+            return Err(FrameError::Invalid(format!(
+                "rolling: the window must be at least 1 row and min_periods at most the window (got {window} and \
+                 {least})"
+            )));
         }
         if !matches!(kind, Scan::Count | Scan::Shift(_)) && !number {
             return Err(FrameError::DType(format!(
@@ -301,6 +317,7 @@ impl GroupBy {
             Scan::Sum if dt.is_float() => DataType::Float64,
             Scan::Sum => DataType::Int64,
             Scan::Min | Scan::Max | Scan::Shift(_) => dt,
+            Scan::Rolling(..) => DataType::Float64,
         };
         let mut schema: Vec<(String, DataType)> =
             self.frame.node.schema.iter().filter(|(n, _)| n != name).cloned().collect();

@@ -8,7 +8,7 @@ use ares_tileable::{Cx, Hints, Tiling, Trees};
 
 use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
 use crate::frame::DataFrame;
-use crate::spec::{GroupSpec, How, JoinSpec, Method, Scan, ScanSpec, TopSpec};
+use crate::spec::{GroupSpec, How, JoinSpec, Method, ScanSpec, TopSpec};
 use crate::tasks::{FrameTask, Pairing};
 
 /// Partials combined by one task of a group-by tree.
@@ -137,7 +137,7 @@ pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u
         nodes.push(cx.add(FrameTask::Scan(spec.clone(), c.pre.clone()), ins, Hints::new(depth, c.bytes)));
         if i + 1 < c.nodes.len() {
             let hint = Hints::new(depth, c.bytes / 2);
-            prefix = Some(if let Scan::Shift(_) = spec.kind {
+            prefix = Some(if spec.kind.tail().is_some() {
                 // The last rows of each group so far: this chunk's after the earlier ones'.
                 let ins = std::iter::once(n).chain(prefix).collect();
                 cx.add(FrameTask::GroupTail(spec.clone(), c.pre.clone()), ins, hint)

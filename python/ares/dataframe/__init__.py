@@ -504,6 +504,50 @@ class DataFrame:
     def __setitem__(self, key: str, value: Any) -> None:
         self._f = self.assign(**{str(key): value})._f
 
+    def _scan_columns(self, kind: str, periods: int = 1, min_periods: int = 0, then: Any = None) -> "DataFrame":
+        """Each column's running ``kind`` over the rows in order (see ``Series._scan``),
+        ``then(column, scanned)`` applied when given; index columns kept."""
+        f = self._f
+        for c in self.columns:
+            f = f.group_scan([], c, kind, f"__ares_{kind}_{c}", periods, min_periods)
+        base = DataFrame(_frame=f, _index=self._index, _rows=self._rows)
+        exprs = []
+        for c in self.columns:
+            e = Series(base, _native.NativeExpr.col(f"__ares_{kind}_{c}"), c)
+            if then is not None:
+                e = then(Series(base, _native.NativeExpr.col(c), c), e)
+            exprs.append((f"__ares_out_{c}", e._e))
+        out = f.assign(exprs).select(self._index + [n for n, _ in exprs])
+        return self._wrap(out.rename([(n, c) for (n, _), c in zip(exprs, self.columns)]), self._index, same_rows=True)
+
+    def cumsum(self) -> "DataFrame":
+        """Running sums of every column in row order (numeric columns)."""
+        return self._scan_columns("cumsum")
+
+    def cummin(self) -> "DataFrame":
+        return self._scan_columns("cummin")
+
+    def cummax(self) -> "DataFrame":
+        return self._scan_columns("cummax")
+
+    def shift(self, periods: int = 1, fill_value: Any = None) -> "DataFrame":
+        """Every column's value ``periods`` rows before (missing for the first rows, or
+        ``fill_value``)."""
+        out = self._scan_columns("shift", _look_back(periods, "shift"))
+        return out if fill_value is None else out.fillna(fill_value)
+
+    def diff(self, periods: int = 1) -> "DataFrame":
+        return self._scan_columns("shift", _look_back(periods, "diff"), then=lambda v, before: v - before)
+
+    def pct_change(self, periods: int = 1) -> "DataFrame":
+        return self._scan_columns("shift", _look_back(periods, "pct_change"), then=lambda v, before: v / before - 1)
+
+    def rolling(self, window: int, min_periods: Optional[int] = None, center: bool = False,
+                win_type: Any = None, on: Any = None, closed: Any = None) -> "Rolling":
+        """A window of ``window`` rows ending at each row, over every column (numeric
+        ones): ``.sum()``, ``.mean()``, ``.min()``, ``.max()``."""
+        return Rolling(self, window, min_periods, center, win_type, on, closed)
+
     def _adopting(self, value: Any) -> "DataFrame":
         """This frame, or the frame ``value`` (a column of a group scan of this frame, as
         ``df.groupby(k)[c].cumsum()``) is an extension of: its native frame then serves,
@@ -1290,6 +1334,48 @@ class Series(_Operators):
         hi = self <= right if inclusive in ("both", "right") else self < right
         return lo & hi
 
+    def _scan(self, kind: str, periods: int = 1, min_periods: int = 0) -> "Series":
+        """A running ``kind`` of this column over its frame's rows in order (the frame's
+        rows and chunks: each chunk's task reads what the chunks before it left), as a
+        Series that can be set on the frame."""
+        src, name = "__ares_scan_source", f"__ares_{kind}"
+        f = self._base._f.assign([(src, self._e)]).group_scan([], src, kind, name, periods, min_periods)
+        base = DataFrame(_frame=f, _index=self._base._index, _rows=self._base._rows)
+        base._extends = self._base._f
+        return Series(base, _native.NativeExpr.col(name), self.name)
+
+    def cumsum(self) -> "Series":
+        """Running sums in row order (missing values give missing results and are
+        skipped, as pandas' ``skipna=True``)."""
+        return self._scan("cumsum")
+
+    def cummin(self) -> "Series":
+        return self._scan("cummin")
+
+    def cummax(self) -> "Series":
+        return self._scan("cummax")
+
+    def shift(self, periods: int = 1, fill_value: Any = None) -> "Series":
+        """Each row's value ``periods`` rows before (missing for the first rows, or
+        ``fill_value``)."""
+        out = self._scan("shift", _look_back(periods, "shift"))
+        return out if fill_value is None else out.fillna(fill_value)
+
+    def diff(self, periods: int = 1) -> "Series":
+        """Each row's value minus the value ``periods`` rows before."""
+        return self - self._scan("shift", _look_back(periods, "diff"))
+
+    def pct_change(self, periods: int = 1) -> "Series":
+        """Each row's change from the value ``periods`` rows before, as a fraction of it."""
+        before = self._scan("shift", _look_back(periods, "pct_change"))
+        return self / before - 1
+
+    def rolling(self, window: int, min_periods: Optional[int] = None, center: bool = False,
+                win_type: Any = None, on: Any = None, closed: Any = None) -> "Rolling":
+        """A window of ``window`` rows ending at each row, in row order (pandas'
+        ``rolling``): ``.sum()``, ``.mean()``, ``.min()``, ``.max()``."""
+        return Rolling(self, window, min_periods, center, win_type, on, closed)
+
     @property
     def str(self) -> "_StrAccessor":
         return _StrAccessor(self)
@@ -2017,6 +2103,54 @@ class GroupBy:
         return self._run(aggs)
 
     aggregate = agg
+
+
+def _look_back(periods: Any, what: str) -> int:
+    if not isinstance(periods, (int, np.integer)) or isinstance(periods, bool):
+        raise TypeError(f"{what}: periods must be an integer")
+    if periods < 1:
+        raise NotImplementedError(f"{what}(periods={periods}): only periods of at least 1 (looking back) are "
+                                  "supported")
+    return int(periods)
+
+
+class Rolling:
+    """A window of rows ending at each row of a column or frame (pandas' ``Rolling``):
+    fixed row counts only; missing values are skipped, and a window with fewer than
+    ``min_periods`` values (default: the window) gives a missing result."""
+
+    def __init__(self, of: Any, window: Any, min_periods: Optional[int], center: bool, win_type: Any,
+                 on: Any, closed: Any) -> None:
+        if not isinstance(window, (int, np.integer)) or isinstance(window, bool):
+            raise NotImplementedError(f"rolling({window!r}): only a number of rows (time windows such as '7D' "
+                                      "are not supported)")
+        if window < 1:
+            raise NotImplementedError(f"rolling({window}): give a window of at least 1 row")
+        if center or win_type is not None or on is not None or closed is not None:
+            raise NotImplementedError("rolling with center, win_type, on or closed")
+        least = window if min_periods is None else min_periods
+        if not isinstance(least, (int, np.integer)) or least < 0:
+            raise ValueError("min_periods must be >= 0")
+        if least > window:
+            raise ValueError(f"min_periods {least} must be <= window {window}")
+        self._of, self._window, self._least = of, int(window), int(least)
+
+    def _run(self, kind: str) -> Any:
+        if isinstance(self._of, Series):
+            return self._of._scan(f"rolling_{kind}", self._window, self._least)
+        return self._of._scan_columns(f"rolling_{kind}", self._window, self._least)
+
+    def sum(self) -> Any:
+        return self._run("sum")
+
+    def mean(self) -> Any:
+        return self._run("mean")
+
+    def min(self) -> Any:
+        return self._run("min")
+
+    def max(self) -> Any:
+        return self._run("max")
 
 
 def from_pandas(data: Any, chunk_size: Optional[int] = None) -> DataFrame:
