@@ -205,6 +205,7 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
 pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     match spec.kind {
         Scan::Shift(periods) => return shift(spec, df, prefix, periods as usize),
+        Scan::Lead(periods) => return lead(spec, df, prefix, periods as usize),
         Scan::Rolling(window, least, roll) => return rolling(spec, df, prefix, window as usize, least as usize, roll),
         _ => {}
     }
@@ -306,6 +307,22 @@ fn rows_so_far(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> P
 /// back at.
 pub(crate) fn group_tail(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     let Some(periods) = spec.kind.tail() else { polars_bail!(ComputeError: "group tail rows of a {:?}", spec.kind) };
+    if let Scan::Lead(_) = spec.kind {
+        // The first rows of each group among this chunk's and the later ones (`prefix`).
+        let rows = rows_then(spec, df, prefix)?;
+        let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
+        let mut seen = vec![0u32; n];
+        let keep: Vec<bool> = group
+            .iter()
+            .map(|g| {
+                g.is_some_and(|g| {
+                    seen[g as usize] += 1;
+                    seen[g as usize] <= periods
+                })
+            })
+            .collect();
+        return rows.filter(&BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep));
+    }
     let rows = rows_so_far(spec, df, prefix)?;
     let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
     let mut seen = vec![0u32; n];
@@ -339,6 +356,43 @@ fn shift(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>, periods
         let ring = &mut last[*g as usize];
         if r >= before {
             take.push(if ring.len() >= periods { Some(ring[ring.len() - periods]) } else { None });
+        }
+        ring.push_back(r as IdxSize);
+        if ring.len() > periods {
+            ring.pop_front();
+        }
+    }
+    let col = rows.column(&spec.group.aggs[0].0)?.as_materialized_series();
+    let out = col.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, take.into_iter()))?;
+    df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
+    Ok(df)
+}
+
+/// The keys and scanned column of `df`, then of `later` (the first rows of each group
+/// after this chunk): the rows a lead looks ahead over, in order.
+fn rows_then(spec: &ScanSpec, df: &DataFrame, later: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let names: Vec<&str> = spec.group.keys.iter().map(String::as_str).chain([spec.group.aggs[0].0.as_str()]).collect();
+    let mut rows = df.select(names.iter().copied())?;
+    if let Some(l) = later.filter(|l| l.height() > 0) {
+        rows.vstack_mut(&l.select(names)?)?;
+    }
+    Ok(rows)
+}
+
+/// `df` with each row's value `periods` rows after it in its group appended (missing
+/// where there is none, or the key is missing), looking ahead into `later`: the first
+/// rows of each group after this chunk ([`group_tail`] of a lead).
+fn lead(spec: &ScanSpec, mut df: DataFrame, later: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
+    let rows = rows_then(spec, &df, later)?;
+    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
+    // From the last row back: each group's next `periods` rows, as row numbers in `rows`.
+    let mut next: Vec<std::collections::VecDeque<IdxSize>> = vec![std::collections::VecDeque::new(); n];
+    let mut take: Vec<Option<IdxSize>> = vec![None; df.height()];
+    for (r, g) in group.iter().enumerate().rev() {
+        let Some(g) = g else { continue };
+        let ring = &mut next[*g as usize];
+        if r < df.height() && ring.len() >= periods {
+            take[r] = Some(ring[ring.len() - periods]);
         }
         ring.push_back(r as IdxSize);
         if ring.len() > periods {

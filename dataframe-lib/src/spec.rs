@@ -325,6 +325,10 @@ pub enum Scan {
     /// `shift(periods)` for `periods` ≥ 1: the value of the group's row that many rows
     /// before (missing where there is none), in the column's dtype.
     Shift(u32),
+    /// `shift(-periods)` for `periods` ≥ 1: the value of the group's row that many rows
+    /// after (missing where there is none), in the column's dtype. Chunks read what the
+    /// chunks after them hold: the chain runs from the last chunk back.
+    Lead(u32),
     /// `rolling(window, min_periods).agg()`: over each row and the group's rows before it,
     /// `window` rows in all, float64; missing where fewer than `min_periods` of them have
     /// a value (missing values are skipped).
@@ -348,15 +352,16 @@ impl Scan {
             Scan::Min => Agg::Min,
             Scan::Max => Agg::Max,
             // A shift or a window carries rows, not partials (see `kernels::group_tail`).
-            Scan::Count | Scan::Shift(_) | Scan::Rolling(..) => Agg::Size,
+            Scan::Count | Scan::Shift(_) | Scan::Lead(_) | Scan::Rolling(..) => Agg::Size,
         }
     }
 
-    /// The rows of each group a chunk needs from the chunks before it, for a shift or a
-    /// window (which carry rows rather than partials); `None` for the others.
+    /// The rows of each group a chunk needs from the chunks before it (after it, for a
+    /// lead), for a shift or a window (which carry rows rather than partials); `None` for
+    /// the others.
     pub(crate) fn tail(self) -> Option<u32> {
         match self {
-            Scan::Shift(n) => Some(n),
+            Scan::Shift(n) | Scan::Lead(n) => Some(n),
             Scan::Rolling(window, ..) => Some(window.saturating_sub(1)),
             _ => None,
         }

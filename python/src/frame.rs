@@ -436,6 +436,7 @@ impl PyFrame {
             "cummax" => Scan::Max,
             "cumcount" => Scan::Count,
             "shift" => Scan::Shift(periods),
+            "lead" => Scan::Lead(periods),
             "rolling_sum" => Scan::Rolling(periods, min_periods, Roll::Sum),
             "rolling_mean" => Scan::Rolling(periods, min_periods, Roll::Mean),
             "rolling_min" => Scan::Rolling(periods, min_periods, Roll::Min),

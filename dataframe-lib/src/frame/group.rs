@@ -293,8 +293,8 @@ impl GroupBy {
         use crate::spec::{Scan, ScanSpec};
         let dt = self.frame.dtype(column)?.clone();
         let number = dt.is_primitive_numeric() || (dt == DataType::Boolean && kind == Scan::Sum);
-        if matches!(kind, Scan::Shift(0)) {
-            return Err(FrameError::Invalid("shift needs periods of at least 1".into()));
+        if matches!(kind, Scan::Shift(0) | Scan::Lead(0)) {
+            return Err(FrameError::Invalid("a shift of 0 rows is the column itself: select it".into()));
         }
         if let Scan::Rolling(window, least, _) = kind
             && (window == 0 || least > window)
@@ -304,7 +304,7 @@ impl GroupBy {
                  {least})"
             )));
         }
-        if !matches!(kind, Scan::Count | Scan::Shift(_)) && !number {
+        if !matches!(kind, Scan::Count | Scan::Shift(_) | Scan::Lead(_)) && !number {
             return Err(FrameError::DType(format!(
                 "{kind:?} within groups: column {column:?} has dtype {dt}; it needs numbers"
             )));
@@ -316,7 +316,7 @@ impl GroupBy {
             Scan::Count => DataType::Int64,
             Scan::Sum if dt.is_float() => DataType::Float64,
             Scan::Sum => DataType::Int64,
-            Scan::Min | Scan::Max | Scan::Shift(_) => dt,
+            Scan::Min | Scan::Max | Scan::Shift(_) | Scan::Lead(_) => dt,
             Scan::Rolling(..) => DataType::Float64,
         };
         let mut schema: Vec<(String, DataType)> =

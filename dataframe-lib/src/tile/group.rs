@@ -8,7 +8,7 @@ use ares_tileable::{Cx, Hints, Tiling, Trees};
 
 use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
 use crate::frame::DataFrame;
-use crate::spec::{GroupSpec, How, JoinSpec, Method, ScanSpec, TopSpec};
+use crate::spec::{GroupSpec, How, JoinSpec, Method, Scan, ScanSpec, TopSpec};
 use crate::tasks::{FrameTask, Pairing};
 
 /// Partials combined by one task of a group-by tree.
@@ -130,6 +130,21 @@ pub(super) fn group_by(
 pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u32) -> Tiled<Chunks> {
     let c = tile(cx, input, None)?;
     let g = &spec.group;
+    if let Scan::Lead(_) = spec.kind {
+        // Chunk `i` reads the first rows of each group in the chunks after it: this chunk's
+        // before the later ones', from the last chunk back.
+        let mut suffix: Option<usize> = None;
+        let mut nodes = vec![0; c.nodes.len()];
+        for (i, &n) in c.nodes.iter().enumerate().rev() {
+            let ins: Vec<usize> = std::iter::once(n).chain(suffix).collect();
+            nodes[i] = cx.add(FrameTask::Scan(spec.clone(), c.pre.clone()), ins.clone(), Hints::new(depth, c.bytes));
+            if i > 0 {
+                let hint = Hints::new(depth, c.bytes / 2);
+                suffix = Some(cx.add(FrameTask::GroupTail(spec.clone(), c.pre.clone()), ins, hint));
+            }
+        }
+        return Ok(Chunks { nodes, pre: None, bytes: c.bytes });
+    }
     let mut prefix: Option<usize> = None;
     let mut nodes = Vec::with_capacity(c.nodes.len());
     for (i, &n) in c.nodes.iter().enumerate() {

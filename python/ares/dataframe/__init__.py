@@ -531,16 +531,16 @@ class DataFrame:
         return self._scan_columns("cummax")
 
     def shift(self, periods: int = 1, fill_value: Any = None) -> "DataFrame":
-        """Every column's value ``periods`` rows before (missing for the first rows, or
-        ``fill_value``)."""
-        out = self._scan_columns("shift", _look_back(periods, "shift"))
+        """Every column's value ``periods`` rows before (after, for negative periods;
+        missing where there is none, or ``fill_value``)."""
+        out = self._scan_columns(*_shift_of(periods, "shift"))
         return out if fill_value is None else out.fillna(fill_value)
 
     def diff(self, periods: int = 1) -> "DataFrame":
-        return self._scan_columns("shift", _look_back(periods, "diff"), then=lambda v, before: v - before)
+        return self._scan_columns(*_shift_of(periods, "diff"), then=lambda v, other: v - other)
 
     def pct_change(self, periods: int = 1) -> "DataFrame":
-        return self._scan_columns("shift", _look_back(periods, "pct_change"), then=lambda v, before: v / before - 1)
+        return self._scan_columns(*_shift_of(periods, "pct_change"), then=lambda v, other: v / other - 1)
 
     def rolling(self, window: int, min_periods: Optional[int] = None, center: bool = False,
                 win_type: Any = None, on: Any = None, closed: Any = None) -> "Rolling":
@@ -1356,19 +1356,18 @@ class Series(_Operators):
         return self._scan("cummax")
 
     def shift(self, periods: int = 1, fill_value: Any = None) -> "Series":
-        """Each row's value ``periods`` rows before (missing for the first rows, or
-        ``fill_value``)."""
-        out = self._scan("shift", _look_back(periods, "shift"))
+        """Each row's value ``periods`` rows before (after, for negative periods; missing
+        where there is none, or ``fill_value``)."""
+        out = self._scan(*_shift_of(periods, "shift"))
         return out if fill_value is None else out.fillna(fill_value)
 
     def diff(self, periods: int = 1) -> "Series":
-        """Each row's value minus the value ``periods`` rows before."""
-        return self - self._scan("shift", _look_back(periods, "diff"))
+        """Each row's value minus the value ``periods`` rows before (after, if negative)."""
+        return self - self._scan(*_shift_of(periods, "diff"))
 
     def pct_change(self, periods: int = 1) -> "Series":
         """Each row's change from the value ``periods`` rows before, as a fraction of it."""
-        before = self._scan("shift", _look_back(periods, "pct_change"))
-        return self / before - 1
+        return self / self._scan(*_shift_of(periods, "pct_change")) - 1
 
     def rolling(self, window: int, min_periods: Optional[int] = None, center: bool = False,
                 win_type: Any = None, on: Any = None, closed: Any = None) -> "Rolling":
@@ -2005,26 +2004,19 @@ class GroupBy:
         f = base._f.assign(exprs).select([n for n, _ in exprs]).rename([(n, c) for (n, _), c in zip(exprs, cols)])
         return base._wrap(f, same_rows=True)
 
-    def _periods(self, periods: Any, what: str) -> int:
-        if not isinstance(periods, (int, np.integer)) or isinstance(periods, bool):
-            raise TypeError(f"{what}: periods must be an integer")
-        if periods < 1:
-            raise NotImplementedError(f"{what}(periods={periods}) within groups: only periods of at least 1 "
-                                      "(looking back) are supported")
-        return int(periods)
-
     def shift(self, periods: int = 1, fill_value: Any = None) -> Any:
-        """Each row's value ``periods`` rows before it in its group (missing where there
-        is none, or ``fill_value``), aligned with the frame's rows; any dtype."""
-        out = self._scans("shift", self._periods(periods, "shift"))
+        """Each row's value ``periods`` rows before it in its group (after it, for
+        negative periods; missing where there is none, or ``fill_value``), aligned with
+        the frame's rows; any dtype."""
+        out = self._scans(*_shift_of(periods, "shift"))
         if fill_value is None:
             return out
         return out.fillna(fill_value)
 
     def diff(self, periods: int = 1) -> Any:
-        """Each row's value minus the value ``periods`` rows before it in its group
-        (missing where there is none), aligned with the frame's rows."""
-        return self._scans("shift", self._periods(periods, "diff"), then=lambda v, before: v - before)
+        """Each row's value minus the value ``periods`` rows before it in its group (after
+        it, if negative; missing where there is none), aligned with the frame's rows."""
+        return self._scans(*_shift_of(periods, "diff"), then=lambda v, other: v - other)
 
     def cumsum(self) -> Any:
         """Running sums within each group, in row order, aligned with the frame's rows (a
@@ -2105,13 +2097,13 @@ class GroupBy:
     aggregate = agg
 
 
-def _look_back(periods: Any, what: str) -> int:
+def _shift_of(periods: Any, what: str) -> Tuple[str, int]:
+    """The scan a shift of ``periods`` rows is: ``shift`` looks back, ``lead`` ahead."""
     if not isinstance(periods, (int, np.integer)) or isinstance(periods, bool):
         raise TypeError(f"{what}: periods must be an integer")
-    if periods < 1:
-        raise NotImplementedError(f"{what}(periods={periods}): only periods of at least 1 (looking back) are "
-                                  "supported")
-    return int(periods)
+    if periods == 0:
+        raise NotImplementedError(f"{what}(periods=0): a shift of no rows is the column itself")
+    return ("shift", int(periods)) if periods > 0 else ("lead", -int(periods))
 
 
 class Rolling:
