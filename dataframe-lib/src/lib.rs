@@ -51,7 +51,7 @@ pub use temporal::DtOp;
 pub fn link_kernels() {
     tasks::link();
 }
-pub use spec::{Agg, How, Method, Roll, Scan};
+pub use spec::{Agg, How, Method, Rank, Roll, Scan};
 
 /// What the unit tests share.
 #[cfg(test)]

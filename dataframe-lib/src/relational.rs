@@ -89,6 +89,14 @@ pub(crate) fn join(spec: &JoinSpec, left: Vec<DataFrame>, right: Vec<DataFrame>)
 enum Code {
     Int,
     Str(hashbrown::HashMap<String, i64>),
+    /// A float's number by its bits (0.0 and -0.0 alike, every NaN alike: pandas
+    /// matches NaN keys with each other).
+    Float(hashbrown::HashMap<u64, i64>),
+}
+
+/// The bits a float key is numbered by.
+fn float_bits(x: f64) -> u64 {
+    if x.is_nan() { f64::NAN.to_bits() } else { (x + 0.0).to_bits() }
 }
 
 /// One side of a broadcast join made ready to be probed by the other side's chunks: its
@@ -121,7 +129,8 @@ fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {
 impl Built {
     /// `frame` (one side, suffixed) indexed by the spec's keys; `None` when a key has
     /// missing values (they match each other, as pandas'), a dtype other than integers,
-    /// times and strings, or the keys span too much to pack: the join then goes to polars.
+    /// floats, times and strings, or the keys span too much to pack: the join then goes
+    /// to polars.
     pub(crate) fn new(spec: &JoinSpec, frame: DataFrame) -> PolarsResult<Option<Built>> {
         let mut codes = Vec::with_capacity(spec.on.len());
         let mut values = Vec::with_capacity(spec.on.len());
@@ -143,6 +152,18 @@ impl Built {
                     })
                     .collect();
                 (Code::Str(dict), v)
+            } else if s.dtype().is_float() {
+                let mut dict: hashbrown::HashMap<u64, i64> = hashbrown::HashMap::new();
+                let f = s.cast(&DataType::Float64)?;
+                let v = f
+                    .f64()?
+                    .into_no_null_iter()
+                    .map(|x| {
+                        let next = dict.len() as i64;
+                        *dict.entry(float_bits(x)).or_insert(next)
+                    })
+                    .collect();
+                (Code::Float(dict), v)
             } else {
                 match key_ints(s)? {
                     Some(v) => (Code::Int, v),
@@ -189,6 +210,12 @@ impl Built {
                 Code::Str(dict) => {
                     for (p, x) in packed.iter_mut().zip(s.str()?.iter()) {
                         put(p, x.and_then(|x| dict.get(x)).copied());
+                    }
+                }
+                Code::Float(dict) => {
+                    let f = s.cast(&DataType::Float64)?;
+                    for (p, x) in packed.iter_mut().zip(f.f64()?.into_no_null_iter()) {
+                        put(p, dict.get(&float_bits(x)).copied());
                     }
                 }
                 Code::Int => {
@@ -278,7 +305,7 @@ mod tests {
     }
 
     /// The built side's join gives polars' answer, rows and order, for every kind it
-    /// serves, both sides built, with integer, string and two keys.
+    /// serves, both sides built, with integer, string, float and two keys.
     #[test]
     fn a_built_side_joins_as_polars_does() {
         let mut rng = crate::testing::Lcg(7);
@@ -287,20 +314,23 @@ mod tests {
                 let k: Vec<i64> = (0..n).map(|_| (rng.next() % 12) as i64 - 3).collect();
                 let t: Vec<String> = (0..n).map(|_| format!("s{}", rng.next() % 5)).collect();
                 let v: Vec<i64> = (0..n).map(|_| rng.next() as i64 % 1000).collect();
-                df!("k" => k, "t" => t, "v" => v).unwrap()
+                let f: Vec<f64> = k.iter().map(|&k| if k == 0 { -0.0 } else { k as f64 / 4.0 }).collect();
+                df!("k" => k, "t" => t, "v" => v, "f" => f).unwrap()
             };
             let (nl, nr) = ((rng.next() % 40) as usize, (rng.next() % 40) as usize);
             let (l, r) = (rows(&mut rng, nl), rows(&mut rng, nr));
-            let on: Vec<String> = match round % 3 {
+            let on: Vec<String> = match round % 5 {
                 0 => vec!["k".into()],
                 1 => vec!["t".into()],
+                2 => vec!["f".into()],
+                3 => vec!["t".into(), "f".into()],
                 _ => vec!["k".into(), "t".into()],
             };
             let both: Vec<String> =
-                ["k", "t", "v"].iter().filter(|c| !on.iter().any(|o| o == *c)).map(|c| c.to_string()).collect();
+                ["k", "t", "v", "f"].iter().filter(|c| !on.iter().any(|o| o == *c)).map(|c| c.to_string()).collect();
             for (how, right_built) in [(How::Inner, true), (How::Inner, false), (How::Left, true), (How::Right, false)]
             {
-                let spec = JoinSpec { on: on.clone(), how, both: both.clone() };
+                let spec = JoinSpec { on: on.clone(), how, both: both.clone(), keep_left: false };
                 let want = join(&spec, vec![l.clone()], vec![r.clone()]).unwrap();
                 let (side, probe, suffix) =
                     if right_built { (r.clone(), l.clone(), "_y") } else { (l.clone(), r.clone(), "_x") };
@@ -315,7 +345,7 @@ mod tests {
     fn joins_suffix_overlaps_and_match_missing_keys() {
         let l = df!("k" => [Some(1i64), None, Some(2)], "v" => [10i64, 20, 30]).unwrap();
         let r = df!("k" => [Some(2i64), None, Some(5)], "v" => [200i64, 300, 500]).unwrap();
-        let spec = JoinSpec { on: vec!["k".into()], how: How::Inner, both: vec!["v".into()] };
+        let spec = JoinSpec { on: vec!["k".into()], how: How::Inner, both: vec!["v".into()], keep_left: false };
         let out = join(&spec, vec![l.clone()], vec![r.clone()]).unwrap();
         assert_eq!(out.get_column_names(), ["k", "v_x", "v_y"]);
         let vx: Vec<i64> = out.column("v_x").unwrap().i64().unwrap().into_no_null_iter().collect();

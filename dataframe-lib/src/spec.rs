@@ -335,6 +335,21 @@ pub enum Scan {
     Rolling(u32, u32, Roll),
 }
 
+/// How a rank numbers tied values (pandas' `rank(method=)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rank {
+    /// The mean of the ranks the ties span.
+    Average,
+    /// The least of them.
+    Min,
+    /// The greatest.
+    Max,
+    /// In row order.
+    First,
+    /// Ranks of distinct values, without gaps.
+    Dense,
+}
+
 /// What a rolling window computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Roll {
@@ -436,6 +451,10 @@ pub struct JoinSpec {
     pub(crate) how: How,
     /// Non-key columns on both sides, renamed `name_x` (left) and `name_y` (right).
     pub(crate) both: Vec<String>,
+    /// The left's chunks and row order are kept (a left join, the right side sent to
+    /// every chunk of the left whatever its size): the result's columns can be set on
+    /// the left frame, as a lookup's are.
+    pub(crate) keep_left: bool,
 }
 
 #[cfg(test)]

@@ -450,6 +450,29 @@ impl PyFrame {
         g.scan(column, kind, name).map(wrap).or_raise()
     }
 
+    /// Each row's rank of `column` within the groups of `keys` (over the whole frame
+    /// for none), appended as `name`.
+    fn rank(&self, keys: Vec<String>, column: &str, method: &str, ascending: bool, pct: bool, name: &str) -> PyResult<PyFrame> {
+        use ares_dataframe::Rank;
+        let method = match method {
+            "average" => Rank::Average,
+            "min" => Rank::Min,
+            "max" => Rank::Max,
+            "first" => Rank::First,
+            "dense" => Rank::Dense,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "rank(method={other:?}): give 'average', 'min', 'max', 'first' or 'dense'"
+                )));
+            }
+        };
+        if keys.is_empty() {
+            return self.df.rank(column, method, ascending, pct, name).map(wrap).or_raise();
+        }
+        let g = self.df.group_by(&strs(&keys)).or_raise()?;
+        g.rank(column, method, ascending, pct, name).map(wrap).or_raise()
+    }
+
     /// A group-by's distinct counts of `(column, output name)` pairs.
     fn groupby_nunique(&self, keys: Vec<String>, columns: Vec<(String, String)>, how: &str) -> PyResult<PyFrame> {
         let c: Vec<(&str, &str)> = columns.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();

@@ -813,3 +813,31 @@ def test_rolling_and_shifts_refuse_what_they_do_not_compute():
         df.s.cumsum()
     with pytest.raises(TypeError, match="needs numbers"):
         df.s.rolling(2).sum()
+
+
+@given(frames(), st.sampled_from(["average", "min", "max", "first", "dense"]), st.booleans(), st.booleans())
+def test_ranks_of_a_column_and_within_groups_match_pandas(data, method, ascending, pct):
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    for col in ["f", "i", "s"]:
+        got = df[col].rank(method=method, ascending=ascending, pct=pct).fetch()
+        want = pdf[col].rank(method=method, ascending=ascending, pct=pct)
+        pdt.assert_series_equal(got, want, check_dtype=False, check_names=False, rtol=1e-12)
+    for col in ["f", "i"]:
+        got = df.groupby(["k", "k2"])[col].rank(method=method, ascending=ascending, pct=pct).fetch()
+        want = pdf.groupby(["k", "k2"])[col].rank(method=method, ascending=ascending, pct=pct)
+        pdt.assert_series_equal(got, want, check_dtype=False, check_names=False, rtol=1e-12)
+    # As pandas users write it: set as a column; and every column of a frame.
+    df["r"] = df.groupby("k").f.rank(method=method, ascending=ascending)
+    same(df.fetch(), pdf.assign(r=pdf.groupby("k").f.rank(method=method, ascending=ascending)))
+    same(df[["f", "i"]].rank(method=method, pct=pct).fetch(), pdf[["f", "i"]].rank(method=method, pct=pct))
+
+
+def test_ranks_refuse_what_they_do_not_compute():
+    df = ad.DataFrame(pd.DataFrame({"k": [1, 1], "v": [1.0, None], "b": [True, False]}))
+    with pytest.raises(NotImplementedError, match="na_option"):
+        df.v.rank(na_option="top")
+    with pytest.raises(ValueError, match="method"):
+        df.v.rank(method="middle")
+    with pytest.raises(TypeError, match="no order"):
+        df.b.rank()

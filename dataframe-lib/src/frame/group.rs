@@ -4,7 +4,7 @@ use polars::prelude::DataType;
 
 use super::{DataFrame, Op};
 use crate::error::{FrameError, Result};
-use crate::spec::{Agg, GroupSpec, How, Method};
+use crate::spec::{Agg, GroupSpec, How, Method, Rank, Scan};
 
 impl DataFrame {
     /// Groups rows by `keys` (pandas' `df.groupby(keys)`).
@@ -26,6 +26,13 @@ impl DataFrame {
     pub fn scan(&self, column: &str, kind: crate::spec::Scan, name: &str) -> Result<DataFrame> {
         GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Tree }
             .scan(column, kind, name)
+    }
+
+    /// Each row's rank of `column` over the whole frame, appended as `name` (pandas'
+    /// `rank`; see [`GroupBy::rank`]).
+    pub fn rank(&self, column: &str, method: Rank, ascending: bool, pct: bool, name: &str) -> Result<DataFrame> {
+        GroupBy { frame: self.clone(), keys: Vec::new(), selected: Vec::new(), method: Method::Auto }
+            .rank(column, method, ascending, pct, name)
     }
 
     /// Named whole-frame aggregations (pandas' `agg({column: func})`): a frame of one row.
@@ -329,6 +336,93 @@ impl GroupBy {
         };
         let spec = ScanSpec { group, kind, name: name.to_string() };
         Ok(DataFrame::new(Op::GroupScan { input: self.frame.clone(), spec }, schema))
+    }
+
+    /// Each row's rank of `column` within its group, appended to the frame as `name`
+    /// (pandas' `groupby(keys)[column].rank(method, ascending, pct)`; no keys: over the
+    /// whole column), float64, missing for a missing value or key. The frame keeps its
+    /// rows and chunks. The distinct (keys, value) pairs are counted and sorted, running
+    /// counts give each pair its ranks, and every chunk looks its rows' pairs up (a left
+    /// merge that sends the pairs to every chunk).
+    pub fn rank(&self, column: &str, method: Rank, ascending: bool, pct: bool, name: &str) -> Result<DataFrame> {
+        use crate::expr::{Expr, col, lit};
+        let dt = self.frame.dtype(column)?.clone();
+        let orderable = dt.is_primitive_numeric()
+            || dt == DataType::String
+            || crate::expr::is_temporal(&dt)
+            || crate::temporal::is_duration(&dt);
+        if !orderable {
+            return Err(FrameError::DType(format!("rank: column {column:?} has dtype {dt}, which has no order")));
+        }
+        if self.frame.columns().iter().any(|c| c == name) || self.keys.iter().any(|k| k == name) {
+            return Err(FrameError::Invalid(format!("rank: the frame already has a column {name:?}")));
+        }
+        let (n, cum, dense, within, total) =
+            ("__ares_rank_n", "__ares_rank_cum", "__ares_rank_dense", "__ares_rank_within", "__ares_rank_total");
+        let keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+        let mut pair: Vec<&str> = keys.clone();
+        pair.push(column);
+        // The distinct pairs (missing keys and values dropped, as a group-by drops them)
+        // with their rows, in rank order within each group.
+        let counted = GroupBy {
+            frame: self.frame.select(&pair)?,
+            keys: pair.iter().map(|c| c.to_string()).collect(),
+            selected: Vec::new(),
+            method: self.method,
+        }
+        .agg_named(&[(column, Agg::Size, n)])?;
+        let mut order = vec![true; keys.len()];
+        order.push(ascending);
+        let sorted = counted.sort_values(&pair, &order)?;
+        let scan = |f: &DataFrame, c: &str, kind: Scan, out: &str| -> Result<DataFrame> {
+            if keys.is_empty() { f.scan(c, kind, out) } else { f.group_by(&keys)?.scan(c, kind, out) }
+        };
+        let mut table = scan(&sorted, n, Scan::Sum, cum)?;
+        if method == Rank::Dense {
+            table = scan(&table, n, Scan::Count, dense)?;
+        }
+        let (nf, cf) = (col(n).cast(crate::expr::Dtype::Float64), col(cum).cast(crate::expr::Dtype::Float64));
+        let rank: Expr = match method {
+            Rank::Average => cf.clone() - (nf - lit(1.0)) / lit(2.0),
+            Rank::Min | Rank::First => cf.clone() - nf + lit(1.0),
+            Rank::Max => cf.clone(),
+            Rank::Dense => col(dense).cast(crate::expr::Dtype::Float64) + lit(1.0),
+        };
+        let mut table = table.assign(&[(name, rank)])?;
+        let mut looked: Vec<&str> = pair.clone();
+        looked.push(name);
+        if pct {
+            // Divided by the group's values (its distinct ones, for dense ranks).
+            let of = if method == Rank::Dense { (name, Agg::Max) } else { (n, Agg::Sum) };
+            table = if keys.is_empty() {
+                let t = table.agg(&[of])?.rename(&[(of.0, total)])?;
+                table.assign(&[(total, Expr::Value(t.select(&[total])?.as_value()?))])?
+            } else {
+                let t = table.group_by(&keys)?.agg_named(&[(of.0, of.1, total)])?;
+                table.merge(&t, &keys, How::Inner)?
+            };
+            looked.push(total);
+        }
+        let table = table.select(&looked)?;
+        let mut left = self.frame.clone();
+        let mut value = col(name);
+        if method == Rank::First {
+            // Ties in row order: each row's place among its pair's rows.
+            let pairs = pair.iter().map(|c| c.to_string()).collect();
+            left = GroupBy { frame: left, keys: pairs, selected: Vec::new(), method: self.method }.scan(
+                column,
+                Scan::Count,
+                within,
+            )?;
+            value = value + col(within).cast(crate::expr::Dtype::Float64);
+        }
+        if pct {
+            value = value / col(total).cast(crate::expr::Dtype::Float64);
+        }
+        let out = left.merge_keeping_rows(&table, &pair)?.assign(&[(name, value)])?;
+        let mut keep = self.frame.columns();
+        keep.push(name.to_string());
+        out.select(&keep.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     pub fn agg_named(&self, aggs: &[(&str, Agg, &str)]) -> Result<DataFrame> {

@@ -208,7 +208,19 @@ impl DataFrame {
                 schema.push((name, d.clone()));
             }
         }
-        let spec = JoinSpec { on, how, both };
+        let spec = JoinSpec { on, how, both, keep_left: false };
         Ok(DataFrame::new(Op::Join { left: self.clone(), right: right.clone(), spec }, schema))
+    }
+
+    /// A left merge that keeps this frame's chunks and row order (the right side goes to
+    /// every chunk, whatever its size), so its columns can be set on this frame: a
+    /// lookup of each row's keys in `right` (which should hold each key once).
+    pub(crate) fn merge_keeping_rows(&self, right: &DataFrame, on: &[&str]) -> Result<DataFrame> {
+        let merged = self.merge(right, on, How::Left)?;
+        let Op::Join { left, right, spec } = &merged.node.op else {
+            return Err(FrameError::Invalid("a merge that is not a join".into()));
+        };
+        let spec = JoinSpec { keep_left: true, ..spec.clone() };
+        Ok(DataFrame::new(Op::Join { left: left.clone(), right: right.clone(), spec }, merged.node.schema.clone()))
     }
 }

@@ -278,8 +278,11 @@ pub(super) fn join(
     let pre = (l.pre.clone(), r.pre.clone());
     let task = |pairing| FrameTask::Join(spec.clone(), 1, pairing, pre.clone());
     // Which side may go to every task of the other: the smaller, when both may.
-    let right_may = matches!(spec.how, How::Inner | How::Left) && (r.nodes.len() == 1 || broadcast_pays(cx, &l, &r));
-    let left_may = matches!(spec.how, How::Inner | How::Right) && (l.nodes.len() == 1 || broadcast_pays(cx, &r, &l));
+    let right_may = matches!(spec.how, How::Inner | How::Left)
+        && (r.nodes.len() == 1 || spec.keep_left || broadcast_pays(cx, &l, &r));
+    let left_may = matches!(spec.how, How::Inner | How::Right)
+        && !spec.keep_left
+        && (l.nodes.len() == 1 || broadcast_pays(cx, &r, &l));
     let (nodes, method) = if l.nodes.len() == 1 && r.nodes.len() == 1 {
         (vec![cx.add(task(Pairing::One), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
     } else if right_may && !(left_may && l.total() < r.total()) {

@@ -542,6 +542,19 @@ class DataFrame:
     def pct_change(self, periods: int = 1) -> "DataFrame":
         return self._scan_columns(*_shift_of(periods, "pct_change"), then=lambda v, other: v / other - 1)
 
+    def rank(self, method: str = "average", ascending: bool = True, na_option: str = "keep", pct: bool = False,
+             numeric_only: bool = False, axis: Any = 0) -> "DataFrame":
+        """Every column's ranks (see ``Series.rank``); ``numeric_only`` keeps the numeric
+        columns only."""
+        _rank_options(na_option, axis)
+        cols = [c for c in self.columns
+                if not numeric_only or _native_numeric(dict(zip(self._f.columns, self._f.dtypes))[c])]
+        out = self[cols] if cols != self.columns else self
+        for c in cols:
+            # One at a time: each rank extends the frame the one before made.
+            out = out.assign(**{c: out[c].rank(method, ascending, na_option, pct)})
+        return out
+
     def rolling(self, window: int, min_periods: Optional[int] = None, center: bool = False,
                 win_type: Any = None, on: Any = None, closed: Any = None) -> "Rolling":
         """A window of ``window`` rows ending at each row, over every column (numeric
@@ -1334,15 +1347,27 @@ class Series(_Operators):
         hi = self <= right if inclusive in ("both", "right") else self < right
         return lo & hi
 
-    def _scan(self, kind: str, periods: int = 1, min_periods: int = 0) -> "Series":
-        """A running ``kind`` of this column over its frame's rows in order (the frame's
-        rows and chunks: each chunk's task reads what the chunks before it left), as a
-        Series that can be set on the frame."""
-        src, name = "__ares_scan_source", f"__ares_{kind}"
-        f = self._base._f.assign([(src, self._e)]).group_scan([], src, kind, name, periods, min_periods)
+    def _appended(self, kind: str, step: Any) -> "Series":
+        """This column computed as ``step(native frame with it as a column, its name,
+        result name)`` appends a column (keeping the frame's rows and chunks), as a Series
+        that can be set on the frame."""
+        src, name = "__ares_source", f"__ares_{kind}"
+        f = step(self._base._f.assign([(src, self._e)]), src, name)
         base = DataFrame(_frame=f, _index=self._base._index, _rows=self._base._rows)
         base._extends = self._base._f
         return Series(base, _native.NativeExpr.col(name), self.name)
+
+    def _scan(self, kind: str, periods: int = 1, min_periods: int = 0) -> "Series":
+        """A running ``kind`` of this column over its frame's rows in order (each chunk's
+        task reads what the chunks before it left)."""
+        return self._appended(kind, lambda f, src, name: f.group_scan([], src, kind, name, periods, min_periods))
+
+    def rank(self, method: str = "average", ascending: bool = True, na_option: str = "keep", pct: bool = False,
+             numeric_only: bool = False, axis: Any = 0) -> "Series":
+        """Each row's rank (float64; ties by ``method``: average, min, max, first,
+        dense), missing for a missing value; ``pct`` divides by the values counted."""
+        _rank_options(na_option, axis)
+        return self._appended("rank", lambda f, src, name: f.rank([], src, method, bool(ascending), bool(pct), name))
 
     def cumsum(self) -> "Series":
         """Running sums in row order (missing values give missing results and are
@@ -1971,29 +1996,30 @@ class GroupBy:
         _ddof(ddof)
         return self._each("var")
 
-    def _scan(self, kind: str, columns: List[str], periods: int = 1) -> Any:
-        """Running ``kind`` of ``columns`` within the groups, aligned with the frame's rows:
-        a frame holding the frame's columns and the results (the frame's rows and chunks),
-        and the results' names there."""
+    def _scan(self, kind: str, columns: List[str], periods: int = 1, step: Any = None) -> Any:
+        """Running ``kind`` of ``columns`` within the groups (or ``step(native, column,
+        name)``, a rank), aligned with the frame's rows: a frame holding the frame's
+        columns and the results (the frame's rows and chunks), and the results' names
+        there."""
         if self._frame._index:
             raise NotImplementedError(f"groupby(...).{kind}() of a frame with an index: reset_index() first")
         f = self._frame._f
         names = []
         for c in columns:
             name = f"__ares_{kind}_{c}"
-            f = f.group_scan(self._keys, c, kind, name, periods)
+            f = step(f, c, name) if step is not None else f.group_scan(self._keys, c, kind, name, periods)
             names.append(name)
         base = DataFrame(_frame=f, _rows=self._frame._rows)
         base._extends = self._frame._f
         return base, names
 
-    def _scans(self, kind: str, periods: int = 1, then: Any = None) -> Any:
+    def _scans(self, kind: str, periods: int = 1, then: Any = None, step: Any = None) -> Any:
         """``kind`` of each selected column (a Series for one), ``then(column, scanned)``
         applied to each when given (``diff``)."""
         cols = [c for c in self._selected if c not in self._keys]
         if not cols:
             raise ValueError(f"{kind}: no columns to scan (every column is a key)")
-        base, names = self._scan(kind, cols, periods)
+        base, names = self._scan(kind, cols, periods, step)
         out = [Series(base, _native.NativeExpr.col(n), c) for n, c in zip(names, cols)]
         if then is not None:
             out = [then(base[c], s) for c, s in zip(cols, out)]
@@ -2017,6 +2043,15 @@ class GroupBy:
         """Each row's value minus the value ``periods`` rows before it in its group (after
         it, if negative; missing where there is none), aligned with the frame's rows."""
         return self._scans(*_shift_of(periods, "diff"), then=lambda v, other: v - other)
+
+    def rank(self, method: str = "average", ascending: bool = True, na_option: str = "keep",
+             pct: bool = False, axis: Any = 0) -> Any:
+        """Each row's rank within its group (float64; ties by ``method``: average, min,
+        max, first, dense), aligned with the frame's rows; missing values and keys get
+        none."""
+        _rank_options(na_option, axis)
+        return self._scans("rank", step=lambda f, c, name: f.rank(self._keys, c, method, bool(ascending), bool(pct),
+                                                                  name))
 
     def cumsum(self) -> Any:
         """Running sums within each group, in row order, aligned with the frame's rows (a
@@ -2095,6 +2130,18 @@ class GroupBy:
         return self._run(aggs)
 
     aggregate = agg
+
+
+def _native_numeric(dtype: str) -> bool:
+    """Whether a native dtype name is of numbers."""
+    return dtype.startswith(("int", "uint", "float"))
+
+
+def _rank_options(na_option: str, axis: Any) -> None:
+    if na_option != "keep":
+        raise NotImplementedError(f"rank(na_option={na_option!r}): only 'keep' (missing values get no rank)")
+    if axis not in (0, "index", "rows"):
+        raise NotImplementedError("rank along columns (axis=1)")
 
 
 def _shift_of(periods: Any, what: str) -> Tuple[str, int]:
