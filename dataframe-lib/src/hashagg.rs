@@ -230,7 +230,10 @@ impl KeyTable {
             return (KeyTable::Hash(HashMap::new()), ids, first);
         };
         let span = (hi as i128 - lo as i128 + 1) as u64;
-        if span <= DENSE_SPAN.max(4 * key.len() as u64) {
+        // A dense table costs its span to clear (4 bytes a slot) and, for keys in order
+        // (a sorted file's, a shuffle's), reads it in order; a hash map costs a likely
+        // cache miss per row.
+        if span <= DENSE_SPAN.max(16 * key.len() as u64) {
             let mut slot = vec![u32::MAX; span as usize];
             for (row, &k) in key.iter().enumerate() {
                 let s = &mut slot[(k - lo) as usize];

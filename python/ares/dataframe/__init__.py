@@ -402,13 +402,23 @@ class DataFrame:
             else:
                 data[n] = c
         out = pd.DataFrame(data, columns=names)
-        if self._labels is not None:
+
+        def relabel(frame: Any) -> None:
             labels, name = self._labels
-            out.columns = pd.Index([labels.get(c, c) for c in out.columns], name=name)
+            shown = [labels.get(c, c) for c in frame.columns]
+            if isinstance(name, list):
+                frame.columns = pd.MultiIndex.from_tuples(shown, names=name)
+            else:
+                frame.columns = pd.Index(shown, name=name)
+
+        if self._labels is not None and not self._index:
+            relabel(out)
         if self._kind == "row":
             return out.iloc[0].rename(None) if len(out) else pd.Series(dtype=float)
         if self._index:
             out = out.set_index(self._index)
+            if self._labels is not None:
+                relabel(out)
         if self._kind in ("describe", "describe_series"):
             # The statistics' names as pandas makes them (its default string dtype).
             out.index = pd.Index(list(out.index))
@@ -2344,9 +2354,10 @@ _PIVOT_AGGS = ("mean", "sum", "count", "min", "max", "size", "std", "var", "firs
 
 def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns: Any = None,
                 aggfunc: Any = "mean", fill_value: Any = None, **kwargs: Any) -> DataFrame:
-    """pandas' ``pivot_table`` of one ``values`` column: rows by ``index`` (the result's
+    """pandas' ``pivot_table`` of ``values`` columns: rows by ``index`` (the result's
     index), a column per value of ``columns`` (sorted, found by computing that column's
-    distinct values first, as pandas is eager), each cell ``aggfunc`` of the rows of its
+    distinct values first, as pandas is eager; for a list of values columns, one per
+    values column and value, as pandas' two-level columns), each cell ``aggfunc`` of the rows of its
     pair (NaN where the pair has no row, or ``fill_value``). One group-by computes every
     cell: each column value's cells are the aggregation of the values masked to it."""
     if kwargs.get("margins"):
@@ -2359,9 +2370,6 @@ def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns:
     if not keys or len(cols) != 1:
         raise NotImplementedError("pivot_table: give index= (one or more columns) and one columns= column")
     vals = _as_list(values)
-    if len(vals) > 1:
-        raise NotImplementedError("pivot_table of several values columns (pandas makes MultiIndex columns): "
-                                  "pivot one at a time")
     how = _agg_name(aggfunc)
     if how not in _PIVOT_AGGS:
         raise NotImplementedError(f"pivot_table(aggfunc={aggfunc!r}): give one of {', '.join(_PIVOT_AGGS)}")
@@ -2369,26 +2377,31 @@ def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns:
         if how != "size":
             raise ValueError("pivot_table: give values= (the column to aggregate)")
         vals = [keys[0]]
+    several = isinstance(values, (list, tuple)) and how != "size"
     col = cols[0]
     data[list(dict.fromkeys(keys + cols + vals))]  # raises KeyError naming a missing column
     # As pandas: pairs whose aggregate is NaN are left out (dropna=True), so a column
     # value with no other value is no column; the values found by computing, as pandas.
     nan_out = how in ("mean", "min", "max", "std", "var", "first", "last")
     if nan_out:
-        counts = data.groupby(col)[vals[0]].count().fetch()
-        labels = sorted(v for v, n in counts.items() if n > 0 and not _missing(v))
+        counts = data.groupby(col)[vals].count().fetch()
+        found = {v: sorted(k for k, n in counts[v].items() if n > 0 and not _missing(k)) for v in vals}
     else:
-        labels = sorted(v for v in data[col].drop_duplicates().fetch().tolist() if not _missing(v))
-    if not labels:
+        every = sorted(v for v in data[col].drop_duplicates().fetch().tolist() if not _missing(v))
+        found = {v: every for v in vals}
+    # One output column per (values column, label); several values columns make pandas'
+    # two-level columns (values column, label).
+    cells_of = [(v, label) for v in vals for label in found[v]]
+    if not cells_of:
         return data[keys].head(0).set_index(keys)
-    names = [f"__ares_pivot_{i}" for i in range(len(labels))]
-    # Per column value: the values where the row has it (missing elsewhere), and how many
+    names = [f"__ares_pivot_{i}" for i in range(len(cells_of))]
+    # Per cell: the values where the row has its label (missing elsewhere), and how many
     # rows have it (a pair without rows is NaN, as pandas leaves it).
     masked: Dict[str, Any] = {}
-    for name, label in zip(names, labels):
+    for name, (v, label) in zip(names, cells_of):
         hit = data[col] == label
-        masked[name] = data[vals[0]].where(hit) if how != "size" else hit.astype("int64")
-        masked[name + "_n"] = (hit & data[vals[0]].notna() if nan_out else hit).astype("int64")
+        masked[name] = data[v].where(hit) if how != "size" else hit.astype("int64")
+        masked[name + "_n"] = (hit & data[v].notna() if nan_out else hit).astype("int64")
     wide = data.assign(**masked)
     agg = "sum" if how == "size" else how
     spec = {n: agg for n in names}
@@ -2405,7 +2418,10 @@ def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns:
         has = out[name + "_n"] > 0
         cells[name] = out[name].where(has) if fill_value is None else out[name].where(has, fill_value)
     out = out.assign(**cells)[names]
-    out._labels = (dict(zip(names, labels)), col)
+    if several:
+        out._labels = (dict(zip(names, cells_of)), [None, col])
+    else:
+        out._labels = (dict(zip(names, (label for _, label in cells_of))), col)
     return out
 
 
