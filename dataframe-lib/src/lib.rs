@@ -29,6 +29,7 @@ mod kernels;
 mod numeric;
 mod order;
 mod parquet;
+mod prune;
 mod relational;
 mod session;
 mod spec;

@@ -66,6 +66,37 @@ pub(crate) fn layout(path: &str, columns: Option<&[String]>) -> crate::error::Re
     Ok((schema, groups))
 }
 
+/// Each row group's least and greatest values of `column` as the frame reads it (one
+/// value each, in its frame dtype), where the file records them (`None`: unknown).
+pub(crate) fn group_bounds(path: &str, column: &str) -> PolarsResult<Vec<Option<(Series, Series)>>> {
+    use polars::io::parquet::metadata::{ParquetStatistics, deserialize};
+    let f = std::fs::File::open(path).map_err(|e| polars_err!(ComputeError: "{path}: {e}"))?;
+    let mut reader = ParquetReader::new(f);
+    let arrow = reader.schema()?;
+    let Some(field) = arrow.get(column).cloned() else { return Ok(Vec::new()) };
+    let Some(dtype) = frame_dtype(field.dtype()) else { return Ok(Vec::new()) };
+    let meta = reader.get_metadata()?.clone();
+    let mut out = Vec::with_capacity(meta.row_groups.len());
+    for rg in &meta.row_groups {
+        let stats =
+            match rg.columns_under_root_iter(column).map(|mut cols| deserialize(&field, &mut cols, &meta.footer_buf)) {
+                Some(Ok(Some(ParquetStatistics::Column(c)))) => c.into_arrow().ok(),
+                _ => None,
+            };
+        let bound = |a: Option<Box<dyn polars_arrow::array::Array>>| -> Option<Series> {
+            let s = Series::from_arrow(column.into(), a?).ok()?;
+            let s = if let DataType::Decimal(_, scale) = s.dtype() {
+                decimal_floats(&s, *scale).ok()?
+            } else {
+                s.cast(&dtype).ok()?
+            };
+            (s.len() == 1 && s.null_count() == 0).then_some(s)
+        };
+        out.push(stats.and_then(|st| Some((bound(st.min_value)?, bound(st.max_value)?))));
+    }
+    Ok(out)
+}
+
 /// Rows `[offset, offset + len)` (one row group) with the named columns, each of the
 /// dtype [`layout`] gave it.
 pub(crate) fn read_rows(path: &str, offset: u64, len: u64, columns: &[String]) -> PolarsResult<DataFrame> {

@@ -103,6 +103,62 @@ fn frames_written_as_csv_read_back_the_same() {
     ares::shutdown();
 }
 
+/// A filter read with the file skips the row groups whose recorded least and greatest
+/// values rule it out: they are never read (their bytes are garbage here), and a filter
+/// on a column a map step changed first is not checked against the file's values.
+#[test]
+fn row_groups_a_filter_rules_out_by_their_statistics_are_never_read() {
+    cluster();
+    let d = dir("parquet-stats");
+    let (_, mut local) = written(&d);
+    let path = d.0.join("in.parquet");
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .with_row_group_size(Some(3000))
+        .finish(&mut local)
+        .unwrap();
+    let s = Session::new();
+    let changed = DataFrame::read_parquet(&path)
+        .unwrap()
+        .assign(&[("a", col("a") + 100_000i64)])
+        .unwrap()
+        .filter(col("a").gt(100_000i64))
+        .unwrap();
+    assert_eq!(s.fetch(&changed).unwrap().height(), ROWS - 1, "every group read: the filter is on a new a");
+
+    // Every column chunk of the groups whose `a` are all 6000 or more made garbage.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let meta = ParquetReader::new(std::fs::File::open(&path).unwrap()).get_metadata().unwrap().clone();
+    let mut first_row = 0;
+    for rg in &meta.row_groups {
+        if first_row >= 6000 {
+            for name in ["a", "f", "s", "bad"] {
+                for c in rg.columns_under_root_iter(name).unwrap() {
+                    let r = c.byte_range();
+                    bytes[r.start as usize..r.end as usize].fill(0xA5);
+                }
+            }
+        }
+        first_row += rg.num_rows();
+    }
+    let broken = d.0.join("broken.parquet");
+    std::fs::write(&broken, bytes).unwrap();
+    let df = DataFrame::read_parquet(&broken).unwrap();
+    assert!(s.fetch(&df).is_err(), "the garbage groups are read when nothing rules them out");
+    let low = df.filter(col("a").lt(5000i64) & col("f").gt(-1.0)).unwrap().select(&["a", "s"]).unwrap();
+    let got = s.fetch(&low).unwrap();
+    let want: Vec<Option<i64>> = (0..5000).filter(|i| i % 7 != 3).map(Some).collect();
+    assert_eq!(i64s(&got, "a"), want);
+    // The constant on the left, and a group-by above the read.
+    let g = df.filter(ares_dataframe::lit(3000i64).ge(col("a"))).unwrap().group_by(&["s"]).unwrap();
+    let n = s.fetch(&g.agg(&[("a", Agg::Count)]).unwrap()).unwrap();
+    let keyed = (0..=3000).filter(|i| i % 5 != 1).count() as i64;
+    assert_eq!(i64s(&n, "a").into_iter().map(Option::unwrap).sum::<i64>(), keyed, "rows with an s");
+    // Nothing kept: one group is still read, and no row comes back.
+    let none = df.filter(col("a").lt(-1i64)).unwrap().select(&["a"]).unwrap();
+    assert_eq!(s.fetch(&none).unwrap().height(), 0);
+    ares::shutdown();
+}
+
 #[test]
 fn a_parquet_file_is_read_by_row_group_and_pruned_columns_are_never_read() {
     cluster();

@@ -388,8 +388,15 @@ fn read_parquet(
     let columns: Vec<String> = all.iter().filter(|c| needed.is_none_or(|n| n.contains(c))).cloned().collect();
     let per_row = 8 * columns.len().max(1) as u64;
     let bytes = src.groups.iter().map(|&(_, n)| n * per_row).max().unwrap_or(0);
-    let nodes = src
-        .groups
+    let kept = pre.as_ref().map(|m| crate::prune::row_groups(&src.path, src.groups.len(), m));
+    let mut groups: Vec<(u64, u64)> =
+        src.groups.iter().enumerate().filter(|(i, _)| kept.as_ref().is_none_or(|k| k[*i])).map(|(_, g)| *g).collect();
+    if groups.is_empty() {
+        // No group can hold a row the filter keeps: one still runs (and keeps none), so
+        // that the frame has a chunk of its columns.
+        groups.extend(src.groups.first().copied());
+    }
+    let nodes = groups
         .iter()
         .map(|&rows| {
             let t = ParquetTask { path: src.path.clone(), rows, columns: columns.clone() };
