@@ -307,31 +307,23 @@ fn rows_so_far(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> P
 /// back at.
 pub(crate) fn group_tail(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     let Some(periods) = spec.kind.tail() else { polars_bail!(ComputeError: "group tail rows of a {:?}", spec.kind) };
-    if let Scan::Lead(_) = spec.kind {
-        // The first rows of each group among this chunk's and the later ones (`prefix`).
-        let rows = rows_then(spec, df, prefix)?;
-        let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
-        let mut seen = vec![0u32; n];
-        let keep: Vec<bool> = group
-            .iter()
-            .map(|g| {
-                g.is_some_and(|g| {
-                    seen[g as usize] += 1;
-                    seen[g as usize] <= periods
-                })
-            })
-            .collect();
-        return rows.filter(&BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep));
-    }
-    let rows = rows_so_far(spec, df, prefix)?;
+    // A lead's next chunk looks ahead: the first rows of each group among this chunk's
+    // and the later ones (`prefix`); a shift's or a window's, the last of the rows so far.
+    let ahead = matches!(spec.kind, Scan::Lead(_));
+    let rows = if ahead { rows_then(spec, df, prefix)? } else { rows_so_far(spec, df, prefix)? };
     let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
     let mut seen = vec![0u32; n];
     let mut keep = vec![false; rows.height()];
-    for (r, g) in group.iter().enumerate().rev() {
+    let mut step = |r: usize, g: &Option<u32>| {
         if let Some(g) = g {
             seen[*g as usize] += 1;
             keep[r] = seen[*g as usize] <= periods;
         }
+    };
+    if ahead {
+        group.iter().enumerate().for_each(|(r, g)| step(r, g));
+    } else {
+        group.iter().enumerate().rev().for_each(|(r, g)| step(r, g));
     }
     rows.filter(&BooleanChunked::from_slice(PlSmallStr::EMPTY, &keep))
 }
@@ -339,28 +331,42 @@ pub(crate) fn group_tail(spec: &ScanSpec, df: &DataFrame, prefix: Option<&DataFr
 /// `df` with each row's value `periods` rows before it in its group appended (missing
 /// where there is none, or the key is missing), looking back into `prefix`: the last
 /// rows of each group before this chunk ([`group_tail`]).
-fn shift(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
+fn shift(spec: &ScanSpec, df: DataFrame, prefix: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
     let rows = rows_so_far(spec, &df, prefix)?;
     let before = rows.height() - df.height();
-    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
-    // Each group's last `periods` rows, as row numbers in `rows`.
-    let mut last: Vec<std::collections::VecDeque<IdxSize>> = vec![std::collections::VecDeque::new(); n];
-    let mut take: Vec<Option<IdxSize>> = Vec::with_capacity(df.height());
-    for (r, g) in group.iter().enumerate() {
-        let Some(g) = g else {
-            if r >= before {
-                take.push(None);
-            }
-            continue;
-        };
-        let ring = &mut last[*g as usize];
-        if r >= before {
-            take.push(if ring.len() >= periods { Some(ring[ring.len() - periods]) } else { None });
+    shifted(spec, df, &rows, before, periods, false)
+}
+
+/// `df` (rows `first..` of `rows`, the keys and scanned column of the rows around it)
+/// with each row's value `periods` rows before it in its group appended, or after it
+/// when `ahead`; missing where there is none, or the key is missing.
+fn shifted(
+    spec: &ScanSpec,
+    mut df: DataFrame,
+    rows: &DataFrame,
+    first: usize,
+    periods: usize,
+    ahead: bool,
+) -> PolarsResult<DataFrame> {
+    let (_, group, n) = grouped_rows(rows, &spec.group.keys)?;
+    // Each group's `periods` rows last passed (walking back, for `ahead`), as row numbers.
+    let mut passed: Vec<std::collections::VecDeque<IdxSize>> = vec![std::collections::VecDeque::new(); n];
+    let mut take: Vec<Option<IdxSize>> = vec![None; df.height()];
+    let mut step = |r: usize, g: &Option<u32>| {
+        let Some(g) = g else { return };
+        let ring = &mut passed[*g as usize];
+        if (first..first + take.len()).contains(&r) && ring.len() >= periods {
+            take[r - first] = Some(ring[ring.len() - periods]);
         }
         ring.push_back(r as IdxSize);
         if ring.len() > periods {
             ring.pop_front();
         }
+    };
+    if ahead {
+        group.iter().enumerate().rev().for_each(|(r, g)| step(r, g));
+    } else {
+        group.iter().enumerate().for_each(|(r, g)| step(r, g));
     }
     let col = rows.column(&spec.group.aggs[0].0)?.as_materialized_series();
     let out = col.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, take.into_iter()))?;
@@ -382,27 +388,9 @@ fn rows_then(spec: &ScanSpec, df: &DataFrame, later: Option<&DataFrame>) -> Pola
 /// `df` with each row's value `periods` rows after it in its group appended (missing
 /// where there is none, or the key is missing), looking ahead into `later`: the first
 /// rows of each group after this chunk ([`group_tail`] of a lead).
-fn lead(spec: &ScanSpec, mut df: DataFrame, later: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
+fn lead(spec: &ScanSpec, df: DataFrame, later: Option<&DataFrame>, periods: usize) -> PolarsResult<DataFrame> {
     let rows = rows_then(spec, &df, later)?;
-    let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
-    // From the last row back: each group's next `periods` rows, as row numbers in `rows`.
-    let mut next: Vec<std::collections::VecDeque<IdxSize>> = vec![std::collections::VecDeque::new(); n];
-    let mut take: Vec<Option<IdxSize>> = vec![None; df.height()];
-    for (r, g) in group.iter().enumerate().rev() {
-        let Some(g) = g else { continue };
-        let ring = &mut next[*g as usize];
-        if r < df.height() && ring.len() >= periods {
-            take[r] = Some(ring[ring.len() - periods]);
-        }
-        ring.push_back(r as IdxSize);
-        if ring.len() > periods {
-            ring.pop_front();
-        }
-    }
-    let col = rows.column(&spec.group.aggs[0].0)?.as_materialized_series();
-    let out = col.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, take.into_iter()))?;
-    df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;
-    Ok(df)
+    shifted(spec, df, &rows, 0, periods, true)
 }
 
 /// `df` with each row's window appended: `roll` over the row and the `window - 1` rows

@@ -103,6 +103,17 @@ fn frames_written_as_csv_read_back_the_same() {
     ares::shutdown();
 }
 
+/// `written`'s frame as a Parquet file of row groups of about 3000 rows, and the frame.
+fn parquet_in(d: &Dir) -> (PathBuf, PlFrame) {
+    let (_, mut local) = written(d);
+    let path = d.0.join("in.parquet");
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .with_row_group_size(Some(3000))
+        .finish(&mut local)
+        .unwrap();
+    (path, local)
+}
+
 /// A filter read with the file skips the row groups whose recorded least and greatest
 /// values rule it out: they are never read (their bytes are garbage here), and a filter
 /// on a column a map step changed first is not checked against the file's values.
@@ -110,12 +121,7 @@ fn frames_written_as_csv_read_back_the_same() {
 fn row_groups_a_filter_rules_out_by_their_statistics_are_never_read() {
     cluster();
     let d = dir("parquet-stats");
-    let (_, mut local) = written(&d);
-    let path = d.0.join("in.parquet");
-    ParquetWriter::new(std::fs::File::create(&path).unwrap())
-        .with_row_group_size(Some(3000))
-        .finish(&mut local)
-        .unwrap();
+    let (path, _) = parquet_in(&d);
     let s = Session::new();
     let changed = DataFrame::read_parquet(&path)
         .unwrap()
@@ -163,12 +169,7 @@ fn row_groups_a_filter_rules_out_by_their_statistics_are_never_read() {
 fn a_parquet_file_is_read_by_row_group_and_pruned_columns_are_never_read() {
     cluster();
     let d = dir("parquet");
-    let (_, mut local) = written(&d);
-    let path = d.0.join("in.parquet");
-    ParquetWriter::new(std::fs::File::create(&path).unwrap())
-        .with_row_group_size(Some(3000))
-        .finish(&mut local)
-        .unwrap();
+    let (path, local) = parquet_in(&d);
     let s = Session::new();
 
     let df = DataFrame::read_parquet(&path).unwrap();
