@@ -394,6 +394,28 @@ fn map_str(s: &Series, f: impl Fn(&str) -> String) -> PolarsResult<Series> {
     Ok(out.with_name(s.name().clone()).into_series())
 }
 
+/// Each string's list of parts (see [`StrOp::SplitWhitespace`] and the others).
+fn split(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
+    let re = if op == StrOp::SplitRegex {
+        Some(regex::Regex::new(pat).map_err(|e| polars_err!(ComputeError: "str.split: {e}"))?)
+    } else {
+        None
+    };
+    let parts = |v: &str| -> Series {
+        let words: Vec<&str> = match (op, &re) {
+            (StrOp::SplitWhitespace, _) => v.split_whitespace().collect(),
+            (_, Some(re)) => re.split(v).collect(),
+            _ => v.split(pat).collect(),
+        };
+        Series::new(PlSmallStr::EMPTY, words)
+    };
+    let lists: Vec<Option<Series>> = s.str()?.iter().map(|v| v.map(parts)).collect();
+    let mut out = ListChunked::from_iter(lists);
+    out.rename(s.name().clone());
+    // An all-missing column's lists still hold strings.
+    out.cast(&DataType::List(Box::new(DataType::String)))
+}
+
 fn string_test(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
     let ca = s.str()?;
     let out: BooleanChunked = match op {
@@ -404,6 +426,7 @@ fn string_test(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
         StrOp::ContainsLiteral => ca.iter().map(|v| v.map(|v| v.contains(pat))).collect(),
         StrOp::StartsWith => ca.iter().map(|v| v.map(|v| v.starts_with(pat))).collect(),
         StrOp::EndsWith => ca.iter().map(|v| v.map(|v| v.ends_with(pat))).collect(),
+        StrOp::SplitWhitespace | StrOp::SplitLiteral | StrOp::SplitRegex => return split(op, s, pat),
     };
     Ok(out.with_name(s.name().clone()).into_series())
 }

@@ -182,6 +182,19 @@ pub enum StrOp {
     StartsWith,
     /// `.str.endswith(pat)`.
     EndsWith,
+    /// `.str.split()`: a list of the words between runs of whitespace.
+    SplitWhitespace,
+    /// `.str.split(pat)` of a literal separator.
+    SplitLiteral,
+    /// `.str.split(pat)` of a regular expression.
+    SplitRegex,
+}
+
+impl StrOp {
+    /// Whether it makes lists of strings (else booleans).
+    pub(crate) fn splits(self) -> bool {
+        matches!(self, StrOp::SplitWhitespace | StrOp::SplitLiteral | StrOp::SplitRegex)
+    }
 }
 
 /// A per-row expression over a frame's columns.
@@ -380,6 +393,18 @@ impl Expr {
     /// `.str.endswith(suffix)`.
     pub fn str_ends_with(self, suffix: &str) -> Expr {
         Expr::Str(StrOp::EndsWith, Box::new(self), suffix.to_string())
+    }
+
+    /// `.str.split(pat)`: each string's list of the parts between separators (`None`:
+    /// runs of whitespace, as Python's `str.split()`; `regex`: `pat` is a regular
+    /// expression).
+    pub fn str_split(self, pat: Option<&str>, regex: bool) -> Expr {
+        let op = match (pat, regex) {
+            (None, _) => StrOp::SplitWhitespace,
+            (Some(_), false) => StrOp::SplitLiteral,
+            (Some(_), true) => StrOp::SplitRegex,
+        };
+        Expr::Str(op, Box::new(self), pat.unwrap_or_default().to_string())
     }
 
     /// `.str.replace(pattern, replacement)`: every occurrence of the literal `pattern`
@@ -635,14 +660,17 @@ impl Expr {
                 if d != DataType::String {
                     return bad(format!("{op:?} needs a string column, this one is {d}"));
                 }
-                if *op == StrOp::Contains
+                if matches!(op, StrOp::Contains | StrOp::SplitRegex)
                     && let Err(e) = regex::Regex::new(pat)
                 {
                     return bad(format!(
-                        "str.contains: {pat:?} is not a valid regular expression ({e}); pass regex=False to match it literally"
+                        "{op:?}: {pat:?} is not a valid regular expression ({e}); pass regex=False to match it literally"
                     ));
                 }
-                Ok(DataType::Boolean)
+                if *op == StrOp::SplitLiteral && pat.is_empty() {
+                    return bad("str.split: an empty separator".into());
+                }
+                Ok(if op.splits() { DataType::List(Box::new(DataType::String)) } else { DataType::Boolean })
             }
         }
     }

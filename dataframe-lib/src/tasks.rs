@@ -173,6 +173,15 @@ fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     write(mapped(&pre, or_fail(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection))))
 }
 
+/// A chunk with each element of the lists in `column` a row of its own (an empty or
+/// missing list: one row, missing).
+#[ares::remote]
+fn explode_rows(column: String, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+    one_thread();
+    let as_pandas = polars::prelude::ExplodeOptions { empty_as_null: true, keep_nulls: true };
+    write(or_fail(read_mapped(&pre, &input).explode([column.as_str()], as_pandas)))
+}
+
 /// One row group of a Parquet file, only the named columns read, and a fused map applied
 /// to its rows.
 #[ares::remote]
@@ -409,6 +418,8 @@ pub(crate) enum FrameTask {
     Unique(Vec<String>, Option<usize>, Option<MapSpec>),
     /// Result: `ObjectRef<Vec<u64>>` (rows, distinct rows).
     UniqueProbe(Vec<String>, Option<MapSpec>),
+    /// A chunk with each list of a column a row of its own.
+    Explode(String, Option<MapSpec>),
     /// Rows split by key hash: keys, partitions, duplicates dropped first. Result: one
     /// part per partition.
     KeySplit(Vec<String>, u32, bool, Option<MapSpec>),
@@ -457,6 +468,9 @@ impl ares_tileable::Task for FrameTask {
             }
             FrameTask::Unique(subset, Some(p), _) => {
                 Obj::new(ares::remote(unique_rows).options(o).call(subset, None, parts(p)))
+            }
+            FrameTask::Explode(column, pre) => {
+                Obj::new(ares::remote(explode_rows).options(o).call(column, pre, first()))
             }
             FrameTask::UniqueProbe(subset, pre) => {
                 Obj::new(ares::remote(unique_probe).options(o).call(subset, pre, first()))
@@ -522,6 +536,7 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::Top(_, pre) => format!("top rows{}", fused(pre)),
             FrameTask::Unique(_, _, pre) => format!("distinct rows{}", fused(pre)),
             FrameTask::UniqueProbe(..) => "distinct rows probe".into(),
+            FrameTask::Explode(_, pre) => format!("explode{}", fused(pre)),
             FrameTask::KeySplit(_, _, _, pre) => format!("hash split{}", fused(pre)),
             FrameTask::Join(..) => "join".into(),
             FrameTask::CsvRead(_, pre) => format!("read_csv range{}", fused(pre)),

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ares_dataframe::polars::prelude::{
-    Column, DataFrame as PlFrame, DataType, IntoColumn, NamedFrom, Series, TimeUnit,
+    Column, DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, ListChunked, NamedFrom, Series, TimeUnit,
 };
 use ares_dataframe::{Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp};
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -71,6 +71,8 @@ fn dtype_name(d: &DataType) -> String {
         DataType::Date => "datetime64[D]".into(),
         DataType::Datetime(u, _) => format!("datetime64[{}]", unit_name(*u)),
         DataType::Duration(u) => format!("timedelta64[{}]", unit_name(*u)),
+        // Lists fetch as pandas' object column of lists.
+        DataType::List(_) => "list".into(),
         other => other.to_string(),
     }
 }
@@ -312,6 +314,9 @@ impl PyExpr {
             "contains_literal" => StrOp::ContainsLiteral,
             "startswith" => StrOp::StartsWith,
             "endswith" => StrOp::EndsWith,
+            "split_whitespace" => StrOp::SplitWhitespace,
+            "split_literal" => StrOp::SplitLiteral,
+            "split_regex" => StrOp::SplitRegex,
             other => return Err(PyNotImplementedError::new_err(format!("str.{other}"))),
         };
         Ok(PyExpr { e: Expr::Str(op, Box::new(self.e.clone()), pattern.to_string()) })
@@ -509,6 +514,11 @@ impl PyFrame {
         self.df.nsmallest(n, &strs(&by)).map(wrap).or_raise()
     }
 
+    /// Each list of `column` a row of its own.
+    fn explode(&self, column: &str) -> PyResult<PyFrame> {
+        self.df.explode(column).map(wrap).or_raise()
+    }
+
     fn drop_duplicates(&self, subset: Vec<String>, how: &str) -> PyResult<PyFrame> {
         self.df.drop_duplicates_by(&strs(&subset), method(how)?).map(wrap).or_raise()
     }
@@ -560,6 +570,11 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
         let a = a.cast::<PyArrayDyn<T>>()?.readonly();
         Ok(Series::new(name.into(), a.as_array().iter().copied().collect::<Vec<T>>()))
     }
+    if let Ok((tag, items)) = value.extract::<(String, Bound<'_, PyList>)>()
+        && tag == "list"
+    {
+        return list_column(name, &items);
+    }
     if let Ok(list) = value.cast::<PyList>() {
         // Strings, or booleans with missing values (pandas' object column of True/False/None).
         if let Ok(v) = list.extract::<Vec<Option<String>>>() {
@@ -604,6 +619,36 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
         }
     };
     Ok(s.into_column())
+}
+
+/// A column of lists (each `None` or a list of strings, or of numbers) from Python:
+/// lists of strings, of integers, or of floats (integers and floats mixed).
+fn list_column(name: &str, items: &Bound<'_, PyList>) -> PyResult<Column> {
+    let lists: Vec<Option<Bound<'_, PyList>>> = items.extract()?;
+    let bad = || {
+        PyNotImplementedError::new_err(format!(
+            "column {name:?}: lists of one kind only (strings, or numbers), with None for a missing value"
+        ))
+    };
+    let as_strings = |l: &Bound<'_, PyList>| l.extract::<Vec<Option<String>>>();
+    let strings = lists.iter().flatten().all(|l| as_strings(l).is_ok());
+    let any = lists.iter().flatten().any(|l| !l.is_empty());
+    let series: Vec<Option<Series>> = if strings && any {
+        lists.iter().map(|l| l.as_ref().map(|l| as_strings(l).map(|v| Series::new("".into(), v)))).map(Option::transpose).collect::<PyResult<_>>()?
+    } else if lists.iter().flatten().all(|l| l.extract::<Vec<Option<i64>>>().is_ok()) {
+        let ints = |l: &Bound<'_, PyList>| l.extract::<Vec<Option<i64>>>().map(|v| Series::new("".into(), v));
+        lists.iter().map(|l| l.as_ref().map(ints).transpose()).collect::<PyResult<_>>()?
+    } else if lists.iter().flatten().all(|l| l.extract::<Vec<Option<f64>>>().is_ok()) {
+        let floats = |l: &Bound<'_, PyList>| l.extract::<Vec<Option<f64>>>().map(|v| Series::new("".into(), v));
+        lists.iter().map(|l| l.as_ref().map(floats).transpose()).collect::<PyResult<_>>()?
+    } else {
+        return Err(bad());
+    };
+    let inner = if strings && any { DataType::String } else { series.iter().flatten().next().map_or(DataType::Int64, |s| s.dtype().clone()) };
+    let mut out = ListChunked::from_iter(series);
+    out.rename(name.into());
+    let out = out.into_series().cast(&DataType::List(Box::new(inner))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(out.into_column())
 }
 
 /// A CSV file read in byte ranges of `chunk_bytes` by worker tasks.
@@ -665,6 +710,23 @@ fn to_python<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
     if dt == DataType::String {
         let v: Vec<Option<&str>> = s.str().map_err(err)?.iter().collect();
         return Ok(PyList::new(py, v)?.into_any());
+    }
+    if let DataType::List(_) = dt {
+        // Each list as a Python list of its values (as this function gives a column), or
+        // None; the pair ("list", ...) says so.
+        let mut rows: Vec<Bound<'py, PyAny>> = Vec::with_capacity(s.len());
+        for l in s.list().map_err(err)?.amortized_iter() {
+            rows.push(match l {
+                Some(l) => {
+                    let inner = l.as_ref().clone().into_column();
+                    let v = to_python(py, &inner)?;
+                    // Numbers come as numpy arrays: lists, as pandas holds them.
+                    if v.is_instance_of::<PyList>() { v } else { v.call_method0("tolist")? }
+                }
+                None => py.None().into_bound(py),
+            });
+        }
+        return Ok(("list", PyList::new(py, rows)?).into_pyobject(py)?.into_any());
     }
     if let DataType::Date | DataType::Datetime(..) | DataType::Duration(_) = dt {
         // Durations in nanoseconds, named by their numpy dtype.

@@ -848,3 +848,34 @@ def test_ranks_refuse_what_they_do_not_compute():
         df.v.rank(method="middle")
     with pytest.raises(TypeError, match="no order"):
         df.b.rank()
+
+
+@given(st.lists(st.one_of(st.none(), st.lists(st.sampled_from(["to", "be", "or", "not", ""]), max_size=4)
+                          .map(" ".join)), max_size=40), st.integers(1, 10))
+def test_split_and_explode_match_pandas(texts, chunk):
+    pdf = pd.DataFrame({"i": np.arange(len(texts), dtype=np.int64), "t": pd.Series(texts, dtype=object)})
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    got = df.assign(w=df.t.str.split()).explode("w").fetch()
+    want = pdf.assign(w=pdf.t.str.split()).explode("w").reset_index(drop=True)
+    same(got[["i", "w"]], want[["i", "w"]])
+    got = df.t.str.split(" ").explode().fetch().reset_index(drop=True)
+    want = pdf.t.str.split(" ").explode().reset_index(drop=True)
+    assert none_for_missing(got.to_frame()).iloc[:, 0].tolist() == none_for_missing(want.to_frame()).iloc[:, 0].tolist()
+    # A column of lists from pandas, exploded (a column of None only has no kind).
+    lists = pd.DataFrame({"i": pdf.i, "l": [None if t is None else [len(w) for w in t.split()] for t in texts]})
+    if all(t is None for t in texts):
+        return
+    got = ad.DataFrame(lists, chunk_size=chunk).explode("l").fetch()
+    want = lists.explode("l").reset_index(drop=True)
+    assert got.i.tolist() == want.i.tolist()
+    assert [None if pd.isna(v) else int(v) for v in got.l] == [None if pd.isna(v) else int(v) for v in want.l]
+
+
+def test_explode_refuses_a_column_of_no_lists():
+    df = ad.DataFrame(pd.DataFrame({"a": [1, 2], "s": ["x y", "z"]}))
+    with pytest.raises(TypeError, match="not lists"):
+        df.explode("a")
+    with pytest.raises(KeyError):
+        df.explode("nope")
+    with pytest.raises(NotImplementedError, match="expand"):
+        df.s.str.split(expand=True)

@@ -59,6 +59,8 @@ pub(crate) enum Op {
     Top { input: DataFrame, spec: TopSpec },
     /// Rows without duplicates of their `subset` values.
     Unique { input: DataFrame, subset: Vec<String>, method: Method },
+    /// Each list of `column` a row of its own (pandas' `explode`), per chunk.
+    Explode { input: DataFrame, column: String },
     /// A merge of two frames.
     Join { left: DataFrame, right: DataFrame, spec: JoinSpec },
     /// A CSV file, one chunk per byte range.
@@ -126,6 +128,7 @@ impl std::fmt::Debug for DataFrame {
             Op::Map { spec, .. } => format!("map of {} fused steps", spec.steps.len()),
             Op::Top { .. } => "head/tail/nlargest".to_string(),
             Op::Unique { .. } => "drop_duplicates".to_string(),
+            Op::Explode { column, .. } => format!("explode({column:?})"),
             Op::Join { .. } => "merge".to_string(),
             Op::ReadCsv(src) => format!("read_csv({:?}, {} ranges)", src.path, src.ranges.len()),
             Op::ReadParquet(src) => format!("read_parquet({:?}, {} row groups)", src.path, src.groups.len()),

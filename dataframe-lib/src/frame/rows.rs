@@ -212,6 +212,25 @@ impl DataFrame {
         Ok(DataFrame::new(Op::Join { left: self.clone(), right: right.clone(), spec }, schema))
     }
 
+    /// Each element of the lists in `column` a row of its own, the other columns
+    /// repeated (pandas' `explode`): an empty or missing list gives one row with a
+    /// missing value. Rows keep their order; each chunk is exploded by its own task.
+    pub fn explode(&self, column: &str) -> Result<DataFrame> {
+        let DataType::List(inner) = self.dtype(column)?.clone() else {
+            return Err(FrameError::DType(format!(
+                "explode: column {column:?} is of dtype {}, not lists (str.split makes lists)",
+                self.dtype(column)?
+            )));
+        };
+        let schema = self
+            .node
+            .schema
+            .iter()
+            .map(|(n, d)| (n.clone(), if n == column { (*inner).clone() } else { d.clone() }))
+            .collect();
+        Ok(DataFrame::new(Op::Explode { input: self.clone(), column: column.to_string() }, schema))
+    }
+
     /// A left merge that keeps this frame's chunks and row order (the right side goes to
     /// every chunk, whatever its size), so its columns can be set on this frame: a
     /// lookup of each row's keys in `right` (which should hold each key once).

@@ -285,6 +285,17 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         Op::GroupScan { input, spec } => group::scan(cx, input, spec, depth)?,
         Op::Top { input, spec } => group::top(cx, input, spec, depth)?,
         Op::Unique { input, subset, method } => group::unique(cx, df, input, subset, *method, depth)?,
+        Op::Explode { input, column } => {
+            let c = tile(cx, input, None)?;
+            let nodes = c
+                .nodes
+                .iter()
+                .map(|&n| {
+                    cx.add(FrameTask::Explode(column.clone(), c.pre.clone()), vec![n], Hints::new(depth, c.bytes))
+                })
+                .collect();
+            Chunks { nodes, pre: None, bytes: c.bytes }
+        }
         Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, needed, depth)?,
         Op::Sort { input, spec } => order::sort(cx, df, input, spec, depth)?,
         Op::Describe { input, columns, percentiles } => order::describe(cx, df, input, columns, percentiles)?,
@@ -440,6 +451,7 @@ impl ares_tileable::Node for DataFrame {
             | Op::Sort { input, .. }
             | Op::Top { input, .. }
             | Op::Unique { input, .. }
+            | Op::Explode { input, .. }
             | Op::Describe { input, .. } => f(input),
             Op::Map { input, values, .. } => {
                 f(input);

@@ -63,6 +63,8 @@ def _string_dtype(pd: Any) -> Any:
 
 def _dtype_of(name: str) -> Any:
     """A native dtype name as pandas shows it (strings as pandas' string dtype)."""
+    if name == "list":
+        return np.dtype(object)
     if name != "object":
         return np.dtype(name)
     try:
@@ -141,6 +143,10 @@ def _column_for_native(name: str, v: Any) -> Any:
     if a.dtype.kind == "O":
         values = [None if _missing(x) else x for x in a.tolist()]
         present = [x for x in values if x is not None]
+        if present and all(isinstance(x, (list, tuple, np.ndarray)) for x in present):
+            # Lists (what str.split makes, and explode takes): a list column.
+            return ("list", [None if x is None else list(x.tolist() if isinstance(x, np.ndarray) else x)
+                             for x in values])
         if present and all(isinstance(x, (bool, np.bool_)) for x in present):
             # True/False with missing values: a boolean column with nulls.
             return [None if x is None else bool(x) for x in values]
@@ -394,7 +400,9 @@ class DataFrame:
         strings = _string_dtype(pd)
         data = {}
         for n, c in zip(names, cols):
-            if isinstance(c, tuple):
+            if isinstance(c, tuple) and isinstance(c[0], str) and c[0] == "list":
+                data[n] = pd.Series(c[1], dtype=object)
+            elif isinstance(c, tuple):
                 data[n] = c[0].view(_numpy_time_dtype(c[1]))
             elif isinstance(c, list):
                 # Strings, or booleans with missing values (object, as pandas has them).
@@ -513,6 +521,16 @@ class DataFrame:
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._f = self.assign(**{str(key): value})._f
+
+    def explode(self, column: Any, ignore_index: bool = False) -> "DataFrame":
+        """Each element of ``column``'s lists a row of its own, the other columns repeated
+        (an empty or missing list: one row with a missing value), rows in order."""
+        cols = _as_list(column)
+        if len(cols) != 1:
+            raise NotImplementedError("explode of several columns at once: explode one, then the next")
+        if cols[0] not in self.columns:
+            raise KeyError(cols[0])
+        return self._wrap(self._f.explode(cols[0]), self._index)
 
     def _scan_columns(self, kind: str, periods: int = 1, min_periods: int = 0, then: Any = None) -> "DataFrame":
         """Each column's running ``kind`` over the rows in order (see ``Series._scan``),
@@ -1357,6 +1375,12 @@ class Series(_Operators):
         hi = self <= right if inclusive in ("both", "right") else self < right
         return lo & hi
 
+    def explode(self, ignore_index: bool = False) -> "Series":
+        """Each element of the lists a row of its own (see ``DataFrame.explode``)."""
+        name = self.name if self.name is not None else "__ares_value"
+        f = self._base._f.assign([(name, self._e)]).select([name]).explode(name)
+        return Series(DataFrame(_frame=f), _native.NativeExpr.col(name), self.name)
+
     def _appended(self, kind: str, step: Any) -> "Series":
         """This column computed as ``step(native frame with it as a column, its name,
         result name)`` appends a column (keeping the frame's rows and chunks), as a Series
@@ -1524,6 +1548,24 @@ class _StrAccessor:
 
     def len(self) -> Series:
         return self._s._unary("str_len")
+
+    def split(self, pat: Optional[str] = None, n: int = -1, expand: bool = False,
+              regex: Optional[bool] = None) -> Series:
+        """Each string's list of the parts between ``pat`` (runs of whitespace when
+        None; a regular expression when ``regex``, or when it is longer than one
+        character and ``regex`` is None, as pandas decides), for ``explode``."""
+        if expand:
+            raise NotImplementedError("str.split(expand=True): the parts' count is known only once computed; "
+                                      "split, then explode")
+        if n not in (-1, 0, None):
+            raise NotImplementedError(f"str.split(n={n}): only every split (n=-1)")
+        if pat is None:
+            op = "split_whitespace"
+        elif regex or (regex is None and len(pat) > 1):
+            op = "split_regex"
+        else:
+            op = "split_literal"
+        return self._test(op, pat or "")
 
     def _expr(self, e: Any) -> Series:
         self._s._base._f.expr_dtype(e)  # a wrong dtype raises here
