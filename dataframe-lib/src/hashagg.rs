@@ -63,12 +63,16 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
         if !(s.dtype().is_integer() || text || time) || s.null_count() > 0 {
             return Ok(None);
         }
+        // Strict: a uint64 beyond i64 (which a plain cast makes missing) cannot pack.
         let s = if text {
             string_codes(s)?
         } else if time {
             s.to_physical_repr().cast(&DataType::Int64)?
         } else {
-            s.cast(&DataType::Int64)?
+            match s.strict_cast(&DataType::Int64) {
+                Ok(s) => s,
+                Err(_) => return Ok(None),
+            }
         };
         let (lo, hi) = match (s.min::<i64>()?, s.max::<i64>()?) {
             (Some(lo), Some(hi)) => (lo, hi),
@@ -90,7 +94,7 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
     Ok(Some(packed))
 }
 
-/// Keys spanning at most this many values (or 4× the rows) use a dense table.
+/// Keys spanning at most this many values (or 16 slots a row) use a dense table.
 const DENSE_SPAN: u64 = 1 << 22;
 
 /// The groups of `df` by `keys`: each group's key values, each row's group number, and

@@ -5,6 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
+/// The least bytes an entry counts for (so that the entries are few).
+pub(crate) const MIN_ENTRY: usize = 1 << 20;
+
 /// A kept value: its key, itself and its bytes.
 type Entry<V> = ([u8; 32], Arc<V>, usize);
 
@@ -20,9 +23,11 @@ impl<V> Kept<V> {
         Kept { entries: Mutex::new(Vec::new()), limit }
     }
 
-    /// The value under `key`, else the one `make` returns with its size in bytes (kept
-    /// unless it alone exceeds the limit). `make` runs without the lock held: two
-    /// threads may both make a value, and the later one is kept.
+    /// The value under `key`, else the one `make` returns with its size in bytes (each
+    /// entry counted as at least [`MIN_ENTRY`] bytes). A value larger than the limit is
+    /// kept alone: the tasks of one operation share it, and making it for each would cost
+    /// more than it does once. `make` runs without the lock held: two threads may both
+    /// make a value, and the later one is kept.
     pub(crate) fn get_or_make<E>(
         &self,
         key: &[u8; 32],
@@ -38,15 +43,13 @@ impl<V> Kept<V> {
             }
         }
         let (value, bytes) = make()?;
-        let value = Arc::new(value);
-        if bytes <= self.limit {
-            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            entries.retain(|(k, ..)| k != key);
-            while entries.iter().map(|(.., n)| n).sum::<usize>() + bytes > self.limit {
-                entries.remove(0);
-            }
-            entries.push((*key, value.clone(), bytes));
+        let (value, bytes) = (Arc::new(value), bytes.max(MIN_ENTRY));
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain(|(k, ..)| k != key);
+        while !entries.is_empty() && entries.iter().map(|(.., n)| n).sum::<usize>() + bytes > self.limit {
+            entries.remove(0);
         }
+        entries.push((*key, value.clone(), bytes));
         Ok(value)
     }
 }
@@ -56,8 +59,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_least_recently_used_goes_first_and_too_large_a_value_is_not_kept() {
-        let kept: Kept<u32> = Kept::new(10);
+    fn the_least_recently_used_goes_first_and_a_value_beyond_the_limit_is_kept_alone() {
+        let kept: Kept<u32> = Kept::new(10 * MIN_ENTRY);
         let made = std::cell::Cell::new(0);
         let get = |k: u8, v: u32, bytes: usize| {
             *kept
@@ -67,16 +70,25 @@ mod tests {
                 })
                 .unwrap()
         };
-        assert_eq!(get(1, 10, 4), 10);
-        assert_eq!(get(2, 20, 4), 20);
-        assert_eq!(get(1, 99, 4), 10, "found again, not made");
+        let mb = MIN_ENTRY;
+        assert_eq!(get(1, 10, 4 * mb), 10);
+        assert_eq!(get(2, 20, 4 * mb), 20);
+        assert_eq!(get(1, 99, 4 * mb), 10, "found again, not made");
         assert_eq!(made.get(), 2);
         // 3 needs room: 2 (least recently used) goes, 1 stays.
-        assert_eq!(get(3, 30, 4), 30);
-        assert_eq!(get(1, 99, 4), 10);
-        assert_eq!(get(2, 21, 4), 21, "made again");
+        assert_eq!(get(3, 30, 4 * mb), 30);
+        assert_eq!(get(1, 99, 4 * mb), 10);
+        assert_eq!(get(2, 21, 4 * mb), 21, "made again");
         assert_eq!(made.get(), 4);
-        assert_eq!(get(4, 40, 11), 40);
-        assert_eq!(get(4, 41, 11), 41, "larger than the limit: never kept");
+        // Larger than the limit: kept alone, the others dropped.
+        assert_eq!(get(4, 40, 11 * mb), 40);
+        assert_eq!(get(4, 41, 11 * mb), 40, "kept");
+        assert_eq!(get(2, 22, 4 * mb), 22, "dropped for it");
+        assert_eq!(made.get(), 6);
+        // A small value counts as MIN_ENTRY: ten of them fill the limit.
+        for k in 10..30 {
+            get(k, 0, 1);
+        }
+        assert_eq!(kept.entries.lock().unwrap().len(), 10);
     }
 }

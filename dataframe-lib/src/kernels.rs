@@ -204,6 +204,9 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
 /// missing value, gets a missing result; the running value skips it.
 pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     match spec.kind {
+        Scan::Shift(0) | Scan::Lead(0) | Scan::Rolling(0, ..) => {
+            polars_bail!(ComputeError: "{:?}: a shift or window of no rows", spec.kind)
+        }
         Scan::Shift(periods) => return shift(spec, df, prefix, periods as usize),
         Scan::Lead(periods) => return lead(spec, df, prefix, periods as usize),
         Scan::Rolling(window, least, roll) => return rolling(spec, df, prefix, window as usize, least as usize, roll),
@@ -410,7 +413,8 @@ fn rolling(
     let before = rows.height() - df.height();
     let (_, group, n) = grouped_rows(&rows, &spec.group.keys)?;
     let v = rows.column(&spec.group.aggs[0].0)?.as_materialized_series().cast(&DataType::Float64)?;
-    let v: Vec<Option<f64>> = v.f64()?.iter().map(|x| x.filter(|x| !x.is_nan())).collect();
+    // pandas' windows take infinities for missing values, as NaN (`_prep_values`).
+    let v: Vec<Option<f64>> = v.f64()?.iter().map(|x| x.filter(|x| x.is_finite())).collect();
     // Per group: its rows in the window (their values), and the compensated sum and
     // count of the present ones.
     struct Win {
@@ -451,8 +455,11 @@ fn rolling(
             continue;
         }
         let present = w.count;
-        out.push(if present < least.max(1) {
+        out.push(if present < least {
             None
+        } else if present == 0 {
+            // min_periods=0 over no value: pandas' empty sum is 0, the others missing.
+            (roll == Roll::Sum).then_some(0.0)
         } else {
             let values = || w.rows.iter().flatten().copied();
             Some(match roll {

@@ -78,6 +78,15 @@ pub(crate) fn group_bounds(path: &str, column: &str) -> PolarsResult<Vec<Option<
     let meta = reader.get_metadata()?.clone();
     let mut out = Vec::with_capacity(meta.row_groups.len());
     for rg in &meta.row_groups {
+        // INT96 timestamps (old Spark files) have no defined order for their statistics
+        // (their physical type is named here: polars does not re-export the enum).
+        let int96 = rg
+            .columns_under_root_iter(column)
+            .is_some_and(|mut cols| cols.any(|c| format!("{:?}", c.physical_type()) == "Int96"));
+        if int96 {
+            out.push(None);
+            continue;
+        }
         let stats =
             match rg.columns_under_root_iter(column).map(|mut cols| deserialize(&field, &mut cols, &meta.footer_buf)) {
                 Some(Ok(Some(ParquetStatistics::Column(c)))) => c.into_arrow().ok(),

@@ -83,8 +83,18 @@ fn and_terms(p: &Program, at: u32, out: &mut Vec<Term>) {
 /// constant, compared as the constant's dtype (physical numbers for dates and times) or,
 /// for a literal, the column's.
 fn order(bound: &Series, t: &Term) -> Option<Ordering> {
+    // In the constant's dtype only if the bound converts exactly (a float bound cast to
+    // an integer constant's dtype, or a time of day to a date's, would round, and the
+    // comparison could then rule out a group that holds a kept row): else unknown.
     let b = match t.dtype {
-        Some(d) => bound.cast(&d.to_polars()).ok()?,
+        Some(d) => {
+            let b = bound.strict_cast(&d.to_polars()).ok()?;
+            let back = b.strict_cast(bound.dtype()).ok()?;
+            if !back.equals_missing(bound) {
+                return None;
+            }
+            b
+        }
         None => bound.clone(),
     };
     match &t.value {
@@ -112,5 +122,46 @@ fn may_hold(t: &Term, lo: &Series, hi: &Series) -> bool {
         BinOp::Ge => h != Ordering::Less,
         BinOp::Eq => l != Ordering::Greater && h != Ordering::Less,
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Dtype;
+
+    fn one(v: impl Into<Series>) -> Series {
+        v.into()
+    }
+
+    fn term(op: BinOp, value: Scalar, dtype: Option<Dtype>) -> Term {
+        Term { column: "x".into(), op, value, dtype }
+    }
+
+    /// A bound that does not convert exactly to the constant's dtype leaves the group in
+    /// (a float group [0.2, 0.7] holds rows above the integer 0; a day's afternoon is
+    /// after its date); exact ones decide.
+    #[test]
+    fn groups_are_ruled_out_only_by_exact_comparisons() {
+        let (lo, hi) = (Series::new("x".into(), [0.2f64]), Series::new("x".into(), [0.7f64]));
+        assert!(may_hold(&term(BinOp::Gt, Scalar::Int(0), Some(Dtype::Int64)), &lo, &hi));
+        assert!(may_hold(&term(BinOp::Gt, Scalar::Int(0), None), &lo, &hi));
+        assert!(!may_hold(&term(BinOp::Gt, Scalar::Int(1), None), &lo, &hi));
+        assert!(!may_hold(&term(BinOp::Lt, Scalar::Float(0.1), None), &lo, &hi));
+        let (lo, hi) = (one(Series::new("x".into(), [3i64])), one(Series::new("x".into(), [9i64])));
+        assert!(!may_hold(&term(BinOp::Gt, Scalar::Int(9), Some(Dtype::Int64)), &lo, &hi));
+        assert!(may_hold(&term(BinOp::Eq, Scalar::Int(5), Some(Dtype::Int64)), &lo, &hi));
+        assert!(!may_hold(&term(BinOp::Eq, Scalar::Int(10), Some(Dtype::Int64)), &lo, &hi));
+        // 2020-01-01 12:00 as a bound, the date 2020-01-01 (18262 days) as the constant.
+        let noon = 18262i64 * 86_400_000_000_000 + 43_200_000_000_000;
+        let t = |v: i64| Series::new("x".into(), [v]).cast(&DataType::Datetime(TimeUnit::Nanoseconds, None)).unwrap();
+        assert!(may_hold(
+            &term(BinOp::Gt, Scalar::Int(18262), Some(Dtype::Date)),
+            &t(noon - 86_400_000_000_000),
+            &t(noon)
+        ));
+        let (a, b) = (Series::new("x".into(), ["apple"]), Series::new("x".into(), ["fig"]));
+        assert!(!may_hold(&term(BinOp::Lt, Scalar::Str("apple".into()), None), &a, &b));
+        assert!(may_hold(&term(BinOp::Le, Scalar::Str("apple".into()), None), &a, &b));
     }
 }

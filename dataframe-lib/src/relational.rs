@@ -116,13 +116,15 @@ pub(crate) struct Built {
 /// A key column's values as `i64`, for integer and time dtypes.
 fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {
     let d = s.dtype();
+    // Strict: a uint64 beyond i64 (which a plain cast makes missing, then 0) is no key.
     let ints = if d.is_integer() {
-        s.cast(&DataType::Int64)?
+        s.strict_cast(&DataType::Int64)
     } else if crate::expr::is_temporal(d) || crate::temporal::is_duration(d) {
-        s.to_physical_repr().cast(&DataType::Int64)?
+        s.to_physical_repr().strict_cast(&DataType::Int64)
     } else {
         return Ok(None);
     };
+    let Ok(ints) = ints else { return Ok(None) };
     Ok(Some(ints.i64()?.into_no_null_iter().collect()))
 }
 
@@ -190,6 +192,24 @@ impl Built {
         Ok(Some(Built { frame, codes, table, rows, start }))
     }
 
+    /// About the bytes it holds: its rows, its index and its dictionaries.
+    pub(crate) fn bytes(&self) -> usize {
+        let table = match &self.table {
+            crate::hashagg::KeyTable::Dense { slot, .. } => 4 * slot.len(),
+            crate::hashagg::KeyTable::Hash(map) => 16 * map.capacity(),
+        };
+        let dicts: usize = self
+            .codes
+            .iter()
+            .map(|(_, c, ..)| match c {
+                Code::Int => 0,
+                Code::Str(d) => d.keys().map(|k| k.len() + 32).sum(),
+                Code::Float(d) => 24 * d.len(),
+            })
+            .sum();
+        self.frame.estimated_size() + table + 4 * self.rows.len() + 8 * self.start.len() + dicts
+    }
+
     /// Each row's packed key in this side's coding (`None`: no row of this side has
     /// it); `None` in all when the keys cannot be coded alike (missing values, other
     /// dtypes).
@@ -202,7 +222,7 @@ impl Built {
             }
             let put = |p: &mut Option<i64>, x: Option<i64>| {
                 *p = match (*p, x) {
-                    (Some(p), Some(x)) if x >= *lo && x - lo < *range => Some(p * range + (x - lo)),
+                    (Some(p), Some(x)) => x.checked_sub(*lo).filter(|d| (0..*range).contains(d)).map(|d| p * range + d),
                     _ => None,
                 }
             };
@@ -339,6 +359,17 @@ mod tests {
                 assert!(got.equals_missing(&want), "{how:?} on {on:?}, right built {right_built}:\n{got}\n{want}");
             }
         }
+    }
+
+    /// A uint64 key beyond i64 is not coded as 0 (it would match a real 0): such keys
+    /// join with polars, and distinct rows keep both.
+    #[test]
+    fn uint64_keys_beyond_i64_are_never_packed() {
+        let big = df!("k" => [u64::MAX, 0u64, u64::MAX - 1]).unwrap();
+        let spec = JoinSpec { on: vec!["k".into()], how: How::Inner, both: vec![], keep_left: false };
+        assert!(Built::new(&spec, big.clone()).unwrap().is_none());
+        assert!(crate::hashagg::packed_key(&big, &["k".into()]).unwrap().is_none());
+        assert_eq!(unique(&["k".into()], vec![big]).unwrap().height(), 3);
     }
 
     #[test]

@@ -331,7 +331,8 @@ pub enum Scan {
     Lead(u32),
     /// `rolling(window, min_periods).agg()`: over each row and the group's rows before it,
     /// `window` rows in all, float64; missing where fewer than `min_periods` of them have
-    /// a value (missing values are skipped).
+    /// a value (missing values and infinities are skipped, as pandas' are; a window of
+    /// no value sums to 0).
     Rolling(u32, u32, Roll),
 }
 

@@ -241,7 +241,7 @@ pub(crate) struct Built {
 }
 
 /// Bytes of join builds a worker process keeps (each task of a graph's several joins
-/// may come in turn); a larger build is made for its task only.
+/// may come in turn); a larger build is kept alone (see `Kept`).
 static BUILDS: crate::kept::Kept<Option<relational::Built>> = crate::kept::Kept::new(256 << 20);
 
 /// The built side `b` names, kept by this process or made from `chunks` now. `None`: its
@@ -258,8 +258,9 @@ fn built(
         let copied = |c: &InPlace<'_, FrameChunk>| Ok(mapped(pre, crate::chunk::decode_archived(c)?));
         let frame = kernels::concat(chunks.iter().map(copied).collect::<polars::prelude::PolarsResult<_>>()?)?;
         let frame = relational::suffixed(frame, &spec.both, if b.right { "_y" } else { "_x" })?;
-        let bytes = frame.estimated_size();
-        Ok((relational::Built::new(spec, frame)?, bytes))
+        let built = relational::Built::new(spec, frame)?;
+        let bytes = built.as_ref().map_or(0, relational::Built::bytes);
+        Ok((built, bytes))
     }))
 }
 

@@ -679,9 +679,9 @@ def test_pivot_table_crosstab_and_melt_match_pandas(data, aggfunc, fill):
         pdt.assert_frame_equal(got, want, check_dtype=False, check_index_type=False, check_column_type=False,
                                check_exact=False, rtol=1e-9)
     if aggfunc != "size":
-        got = df.pivot_table(values=["f", "i"], index=["k"], columns="k2", aggfunc=aggfunc,
+        got = df.pivot_table(values=["i", "f"], index=["k"], columns="k2", aggfunc=aggfunc,
                              fill_value=fill_value).fetch()
-        want = pdf.pivot_table(values=["f", "i"], index=["k"], columns="k2", aggfunc=aggfunc, fill_value=fill_value)
+        want = pdf.pivot_table(values=["i", "f"], index=["k"], columns="k2", aggfunc=aggfunc, fill_value=fill_value)
         if want.empty:
             assert got.empty or got.dropna(how="all").empty
         else:
@@ -776,6 +776,11 @@ def test_running_aggregations_shift_and_diff_of_a_column_match_pandas(data, peri
     pdt.assert_series_equal(df.i.pct_change(periods).fetch(), pdf.i.pct_change(periods), check_dtype=False,
                             check_names=False)
     # As pandas users write them: set as columns, and used in expressions.
+    # A missing value shifted in stays missing; only rows with no row that far are filled.
+    pdt.assert_series_equal(df.f.shift(periods, fill_value=0.5).fetch(), pdf.f.shift(periods, fill_value=0.5),
+                            check_dtype=False, check_names=False)
+    pdt.assert_series_equal(df.groupby("k").f.shift(periods, fill_value=0.5).fetch(),
+                            pdf.groupby("k").f.shift(periods, fill_value=0.5), check_dtype=False, check_names=False)
     df["prev"] = df.f.shift(periods)
     df["step"] = df.i - df.i.shift(periods, fill_value=0)
     want = pdf.assign(prev=pdf.f.shift(periods), step=pdf.i - pdf.i.shift(periods, fill_value=0))
@@ -801,6 +806,16 @@ def test_rolling_windows_match_pandas_across_chunks(data, window, min_periods, h
     pdt.assert_frame_equal(got, want, check_dtype=False, rtol=1e-9, atol=1e-9)
     df["ma"] = df.f.rolling(window, min_periods=min_periods).mean()
     same(df.fetch(), pdf.assign(ma=pdf.f.rolling(window, min_periods=min_periods).mean()))
+
+
+def test_rolling_windows_take_infinities_for_missing_values_and_sum_nothing_to_zero():
+    pdf = pd.DataFrame({"v": [np.inf, 1.0, 2.0, 3.0, np.nan, np.nan, 4.0, -np.inf, 5.0]})
+    df = ad.DataFrame(pdf, chunk_size=2)
+    for how in ["sum", "mean", "min", "max"]:
+        for least in [0, 1, 2]:
+            got = getattr(df.v.rolling(2, min_periods=least), how)().fetch()
+            want = getattr(pdf.v.rolling(2, min_periods=least), how)()
+            pdt.assert_series_equal(got, want, check_dtype=False, check_names=False)
 
 
 def test_rolling_and_shifts_refuse_what_they_do_not_compute():
@@ -838,6 +853,9 @@ def test_ranks_of_a_column_and_within_groups_match_pandas(data, method, ascendin
     df["r"] = df.groupby("k").f.rank(method=method, ascending=ascending)
     same(df.fetch(), pdf.assign(r=pdf.groupby("k").f.rank(method=method, ascending=ascending)))
     same(df[["f", "i"]].rank(method=method, pct=pct).fetch(), pdf[["f", "i"]].rank(method=method, pct=pct))
+    # A rank computed on again.
+    pdt.assert_series_equal(df.f.rank().rank(method=method).fetch(), pdf.f.rank().rank(method=method),
+                            check_dtype=False, check_names=False)
 
 
 def test_ranks_refuse_what_they_do_not_compute():

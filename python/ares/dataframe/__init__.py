@@ -29,6 +29,7 @@ Anything not supported raises ``NotImplementedError`` naming it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import operator
@@ -561,8 +562,13 @@ class DataFrame:
     def shift(self, periods: int = 1, fill_value: Any = None) -> "DataFrame":
         """Every column's value ``periods`` rows before (after, for negative periods;
         missing where there is none, or ``fill_value``)."""
-        out = self._scan_columns(*_shift_of(periods, "shift"))
-        return out if fill_value is None else out.fillna(fill_value)
+        if fill_value is None:
+            return self._scan_columns(*_shift_of(periods, "shift"))
+        out = self
+        for c in self.columns:
+            # One at a time: each extends the frame the one before made.
+            out = out.assign(**{c: out[c].shift(periods, fill_value)})
+        return out
 
     def diff(self, periods: int = 1) -> "DataFrame":
         return self._scan_columns(*_shift_of(periods, "diff"), then=lambda v, other: v - other)
@@ -1384,8 +1390,10 @@ class Series(_Operators):
     def _appended(self, kind: str, step: Any) -> "Series":
         """This column computed as ``step(native frame with it as a column, its name,
         result name)`` appends a column (keeping the frame's rows and chunks), as a Series
-        that can be set on the frame."""
-        src, name = "__ares_source", f"__ares_{kind}"
+        that can be set on the frame. The names are fresh, so that a result can be
+        computed on again (``s.rank().rank()``)."""
+        k = next(_FRESH)
+        src, name = f"__ares_source_{k}", f"__ares_{kind}_{k}"
         f = step(self._base._f.assign([(src, self._e)]), src, name)
         base = DataFrame(_frame=f, _index=self._base._index, _rows=self._base._rows)
         base._extends = self._base._f
@@ -1416,9 +1424,17 @@ class Series(_Operators):
 
     def shift(self, periods: int = 1, fill_value: Any = None) -> "Series":
         """Each row's value ``periods`` rows before (after, for negative periods; missing
-        where there is none, or ``fill_value``)."""
-        out = self._scan(*_shift_of(periods, "shift"))
-        return out if fill_value is None else out.fillna(fill_value)
+        where there is none, or ``fill_value``: a missing value shifted in stays missing,
+        as pandas')."""
+        kind, n = _shift_of(periods, "shift")
+        if fill_value is None:
+            return self._scan(kind, n)
+        one = _native.NativeExpr.lit(True)
+        out = self._appended(kind, lambda f, src, name: f.assign([(name + "_one", one)])
+                             .group_scan([], src, kind, name, n).group_scan([], name + "_one", kind, name + "_has", n))
+        # The step appended the marks last.
+        has = Series(out._base, _native.NativeExpr.col(out._base._f.columns[-1]), None)
+        return out.where(has.notna(), fill_value)
 
     def diff(self, periods: int = 1) -> "Series":
         """Each row's value minus the value ``periods`` rows before (after, if negative)."""
@@ -2086,10 +2102,18 @@ class GroupBy:
         """Each row's value ``periods`` rows before it in its group (after it, for
         negative periods; missing where there is none, or ``fill_value``), aligned with
         the frame's rows; any dtype."""
-        out = self._scans(*_shift_of(periods, "shift"))
+        kind, n = _shift_of(periods, "shift")
         if fill_value is None:
-            return out
-        return out.fillna(fill_value)
+            return self._scans(kind, n)
+        one = _native.NativeExpr.lit(True)
+        # Only rows with no row `periods` away take the fill (a missing value shifted in
+        # stays missing, as pandas'): a shift of a column of True marks the others.
+        return self._scans(
+            kind, n,
+            step=lambda f, c, name: f.assign([(name + "_one", one)]).group_scan(self._keys, c, kind, name, n)
+            .group_scan(self._keys, name + "_one", kind, name + "_has", n),
+            then=lambda v, s: s.where(Series(s._base, _native.NativeExpr.col(f"__ares_{kind}_{v.name}_has"),
+                                             None).notna(), fill_value))
 
     def diff(self, periods: int = 1) -> Any:
         """Each row's value minus the value ``periods`` rows before it in its group (after
@@ -2182,6 +2206,10 @@ class GroupBy:
         return self._run(aggs)
 
     aggregate = agg
+
+
+# Fresh numbers for the helper columns a Series computation appends.
+_FRESH = itertools.count()
 
 
 def _native_numeric(dtype: str) -> bool:
@@ -2425,9 +2453,16 @@ def pivot_table(data: DataFrame, values: Any = None, index: Any = None, columns:
     # As pandas: pairs whose aggregate is NaN are left out (dropna=True), so a column
     # value with no other value is no column; the values found by computing, as pandas.
     nan_out = how in ("mean", "min", "max", "std", "var", "first", "last")
+    if several:
+        # pandas sorts the two-level columns: the values columns by name too.
+        vals = sorted(vals)
     if nan_out:
         counts = data.groupby(col)[vals].count().fetch()
         found = {v: sorted(k for k, n in counts[v].items() if n > 0 and not _missing(k)) for v in vals}
+        if fill_value is not None:
+            # A label some values column has keeps its column for every one, filled.
+            every = sorted(set().union(*found.values()))
+            found = {v: every for v in vals}
     else:
         every = sorted(v for v in data[col].drop_duplicates().fetch().tolist() if not _missing(v))
         found = {v: every for v in vals}
