@@ -271,9 +271,10 @@ pub(crate) fn scan(spec: &ScanSpec, mut df: DataFrame, prefix: Option<&DataFrame
                 None => vec![None; n],
             };
             let x = values.cast(&DataType::Int64)?;
+            let duration = crate::temporal::is_duration(values.dtype());
             running(kind, init, x.i64()?.iter(), &group, i64::wrapping_add)
                 .into_series()
-                .cast(if kind == Scan::Sum { &DataType::Int64 } else { values.dtype() })?
+                .cast(if kind == Scan::Sum && !duration { &DataType::Int64 } else { values.dtype() })?
         }
     };
     df.with_column(out.with_name(spec.name.as_str().into()).into_column())?;

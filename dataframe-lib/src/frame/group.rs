@@ -299,7 +299,13 @@ impl GroupBy {
     pub fn scan(&self, column: &str, kind: crate::spec::Scan, name: &str) -> Result<DataFrame> {
         use crate::spec::{Scan, ScanSpec};
         let dt = self.frame.dtype(column)?.clone();
-        let number = dt.is_primitive_numeric() || (dt == DataType::Boolean && kind == Scan::Sum);
+        let duration = crate::temporal::is_duration(&dt);
+        // Times run by their physical values: extremes of dates and times, sums of
+        // durations, as pandas' cummin/cummax/cumsum do.
+        let number = dt.is_primitive_numeric()
+            || (dt == DataType::Boolean && kind == Scan::Sum)
+            || (duration && kind == Scan::Sum)
+            || ((crate::expr::is_temporal(&dt) || duration) && matches!(kind, Scan::Min | Scan::Max));
         if matches!(kind, Scan::Shift(0) | Scan::Lead(0)) {
             return Err(FrameError::Invalid("a shift of 0 rows is the column itself: select it".into()));
         }
@@ -322,6 +328,7 @@ impl GroupBy {
         let out = match kind {
             Scan::Count => DataType::Int64,
             Scan::Sum if dt.is_float() => DataType::Float64,
+            Scan::Sum if duration => dt,
             Scan::Sum => DataType::Int64,
             Scan::Min | Scan::Max | Scan::Shift(_) | Scan::Lead(_) => dt,
             Scan::Rolling(..) => DataType::Float64,
@@ -348,6 +355,7 @@ impl GroupBy {
         use crate::expr::{Expr, col, lit};
         let dt = self.frame.dtype(column)?.clone();
         let orderable = dt.is_primitive_numeric()
+            || dt == DataType::Boolean
             || dt == DataType::String
             || crate::expr::is_temporal(&dt)
             || crate::temporal::is_duration(&dt);

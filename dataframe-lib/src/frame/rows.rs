@@ -214,13 +214,12 @@ impl DataFrame {
 
     /// Each element of the lists in `column` a row of its own, the other columns
     /// repeated (pandas' `explode`): an empty or missing list gives one row with a
-    /// missing value. Rows keep their order; each chunk is exploded by its own task.
+    /// missing value, and a column that holds no lists is left as it is. Rows keep their
+    /// order; each chunk is exploded by its own task.
     pub fn explode(&self, column: &str) -> Result<DataFrame> {
         let DataType::List(inner) = self.dtype(column)?.clone() else {
-            return Err(FrameError::DType(format!(
-                "explode: column {column:?} is of dtype {}, not lists (str.split makes lists)",
-                self.dtype(column)?
-            )));
+            // A column of single values is its own explosion, as in pandas.
+            return Ok(self.clone());
         };
         let schema = self
             .node

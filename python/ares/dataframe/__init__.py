@@ -1394,7 +1394,11 @@ class Series(_Operators):
         computed on again (``s.rank().rank()``)."""
         k = next(_FRESH)
         src, name = f"__ares_source_{k}", f"__ares_{kind}_{k}"
-        f = step(self._base._f.assign([(src, self._e)]), src, name)
+        try:
+            f = step(self._base._f.assign([(src, self._e)]), src, name)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            # Named as the user named the column, not by the helper column.
+            raise type(e)(str(e).replace(repr(src).replace("'", '"'), repr(self.name).replace("'", '"'))) from None
         base = DataFrame(_frame=f, _index=self._base._index, _rows=self._base._rows)
         base._extends = self._base._f
         return Series(base, _native.NativeExpr.col(name), self.name)
