@@ -54,44 +54,65 @@ fn string_codes(s: &Series) -> PolarsResult<Series> {
 /// key offset by its minimum in this frame, strings numbered, times the product of the
 /// later keys' ranges), when their ranges multiply to less than 2⁶²; `None` otherwise.
 pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Vec<i64>>> {
-    let mut parts = Vec::with_capacity(keys.len());
-    let mut span: u128 = 1;
+    let mut values = Vec::with_capacity(keys.len());
     for k in keys {
         let s = df.column(k)?.as_materialized_series();
-        let text = s.dtype() == &DataType::String;
-        let time = crate::expr::is_temporal(s.dtype()) || crate::temporal::is_duration(s.dtype());
-        if !(s.dtype().is_integer() || text || time) || s.null_count() > 0 {
+        if s.null_count() > 0 {
             return Ok(None);
         }
-        // Strict: a uint64 beyond i64 (which a plain cast makes missing) cannot pack.
-        let s = if text {
-            string_codes(s)?
-        } else if time {
-            s.to_physical_repr().cast(&DataType::Int64)?
+        let v = if s.dtype() == &DataType::String {
+            string_codes(s)?.i64()?.into_no_null_iter().collect()
         } else {
-            match s.strict_cast(&DataType::Int64) {
-                Ok(s) => s,
-                Err(_) => return Ok(None),
+            match key_ints(s)? {
+                Some(v) => v,
+                None => return Ok(None),
             }
         };
-        let (lo, hi) = match (s.min::<i64>()?, s.max::<i64>()?) {
-            (Some(lo), Some(hi)) => (lo, hi),
-            _ => (0, 0),
-        };
-        let range = (hi as i128 - lo as i128 + 1) as u128;
-        span = span.saturating_mul(range);
+        values.push(v);
+    }
+    Ok(pack(&values, df.height()).map(|(packed, _)| packed))
+}
+
+/// A key column's values as `i64`, for integer and time dtypes (`None` for others, and
+/// for a uint64 beyond i64, which a plain cast would make missing, then 0).
+pub(crate) fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {
+    let d = s.dtype();
+    let ints = if d.is_integer() {
+        s.strict_cast(&DataType::Int64)
+    } else if crate::expr::is_temporal(d) || crate::temporal::is_duration(d) {
+        s.to_physical_repr().strict_cast(&DataType::Int64)
+    } else {
+        return Ok(None);
+    };
+    let Ok(ints) = ints else { return Ok(None) };
+    Ok(Some(ints.i64()?.into_no_null_iter().collect()))
+}
+
+/// A packed key's least value and range.
+pub(crate) type Bound = (i64, i64);
+
+/// Several keys' values (`rows` each) packed into one `i64` per row: each key offset by
+/// its least value, times the product of the later keys' ranges; with each key's least
+/// value and range. `None` when the ranges multiply to 2⁶² or more.
+pub(crate) fn pack(values: &[Vec<i64>], rows: usize) -> Option<(Vec<i64>, Vec<Bound>)> {
+    let mut span: u128 = 1;
+    let mut bounds = Vec::with_capacity(values.len());
+    for v in values {
+        let (lo, hi) = (v.iter().copied().min().unwrap_or(0), v.iter().copied().max().unwrap_or(0));
+        let range = hi as i128 - lo as i128 + 1;
+        span = span.saturating_mul(range as u128);
         if span >= 1 << 62 {
-            return Ok(None);
+            return None;
         }
-        parts.push((s, lo, range as i64));
+        bounds.push((lo, range as i64));
     }
-    let mut packed = vec![0i64; df.height()];
-    for (s, lo, range) in &parts {
-        for (p, v) in packed.iter_mut().zip(s.i64()?.into_no_null_iter()) {
-            *p = *p * range + (v - lo);
+    let mut packed = vec![0i64; rows];
+    for (v, (lo, range)) in values.iter().zip(&bounds) {
+        for (p, x) in packed.iter_mut().zip(v) {
+            *p = *p * range + (x - lo);
         }
     }
-    Ok(Some(packed))
+    Some((packed, bounds))
 }
 
 /// Keys spanning at most this many values (or 16 slots a row) use a dense table.

@@ -66,16 +66,30 @@ pub(crate) fn layout(path: &str, columns: Option<&[String]>) -> crate::error::Re
     Ok((schema, groups))
 }
 
-/// Each row group's least and greatest values of `column` as the frame reads it (one
-/// value each, in its frame dtype), where the file records them (`None`: unknown).
-pub(crate) fn group_bounds(path: &str, column: &str) -> PolarsResult<Vec<Option<(Series, Series)>>> {
-    use polars::io::parquet::metadata::{ParquetStatistics, deserialize};
+/// A row group's least and greatest values of a column, when recorded.
+pub(crate) type Bounds = Option<(Series, Series)>;
+
+/// Per column of `columns`, each row group's least and greatest values as the frame
+/// reads it (one value each, in its frame dtype), where the file records them (`None`:
+/// unknown; no groups for a column the file has not, or of a type frames do not hold).
+/// The footer is read once.
+pub(crate) fn group_bounds(path: &str, columns: &[&str]) -> PolarsResult<Vec<Vec<Bounds>>> {
     let f = std::fs::File::open(path).map_err(|e| polars_err!(ComputeError: "{path}: {e}"))?;
     let mut reader = ParquetReader::new(f);
     let arrow = reader.schema()?;
-    let Some(field) = arrow.get(column).cloned() else { return Ok(Vec::new()) };
-    let Some(dtype) = frame_dtype(field.dtype()) else { return Ok(Vec::new()) };
     let meta = reader.get_metadata()?.clone();
+    Ok(columns.iter().map(|c| column_bounds(&meta, arrow.get(c), c)).collect())
+}
+
+/// One column's bounds per row group (see [`group_bounds`]).
+fn column_bounds(
+    meta: &polars::io::parquet::read::FileMetadata,
+    field: Option<&polars_arrow::datatypes::Field>,
+    column: &str,
+) -> Vec<Bounds> {
+    use polars::io::parquet::metadata::{ParquetStatistics, deserialize};
+    let Some(field) = field else { return Vec::new() };
+    let Some(dtype) = frame_dtype(field.dtype()) else { return Vec::new() };
     let mut out = Vec::with_capacity(meta.row_groups.len());
     for rg in &meta.row_groups {
         // INT96 timestamps (old Spark files) have no defined order for their statistics
@@ -88,7 +102,7 @@ pub(crate) fn group_bounds(path: &str, column: &str) -> PolarsResult<Vec<Option<
             continue;
         }
         let stats =
-            match rg.columns_under_root_iter(column).map(|mut cols| deserialize(&field, &mut cols, &meta.footer_buf)) {
+            match rg.columns_under_root_iter(column).map(|mut cols| deserialize(field, &mut cols, &meta.footer_buf)) {
                 Some(Ok(Some(ParquetStatistics::Column(c)))) => c.into_arrow().ok(),
                 _ => None,
             };
@@ -103,7 +117,7 @@ pub(crate) fn group_bounds(path: &str, column: &str) -> PolarsResult<Vec<Option<
         };
         out.push(stats.and_then(|st| Some((bound(st.min_value)?, bound(st.max_value)?))));
     }
-    Ok(out)
+    out
 }
 
 /// Rows `[offset, offset + len)` (one row group) with the named columns, each of the

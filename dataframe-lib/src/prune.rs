@@ -31,13 +31,17 @@ pub(crate) fn row_groups(path: &str, groups: usize, map: &MapSpec) -> Vec<bool> 
         }
     }
     let mut keep = vec![true; groups];
-    for t in &terms {
-        // A footer that cannot be read or that disagrees: the groups are read as they are.
-        let Ok(bounds) = crate::parquet::group_bounds(path, &t.column) else { continue };
-        if bounds.len() != groups {
+    if terms.is_empty() {
+        return keep;
+    }
+    let columns: Vec<&str> = terms.iter().map(|t| t.column.as_str()).collect();
+    // A footer that cannot be read, or that disagrees: the groups are read as they are.
+    let Ok(bounds) = crate::parquet::group_bounds(path, &columns) else { return keep };
+    for (t, b) in terms.iter().zip(bounds) {
+        if b.len() != groups {
             continue;
         }
-        for (k, b) in keep.iter_mut().zip(bounds) {
+        for (k, b) in keep.iter_mut().zip(b) {
             if let Some((lo, hi)) = b {
                 *k &= may_hold(t, &lo, &hi);
             }

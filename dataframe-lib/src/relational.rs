@@ -113,21 +113,6 @@ pub(crate) struct Built {
     start: Vec<usize>,
 }
 
-/// A key column's values as `i64`, for integer and time dtypes.
-fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {
-    let d = s.dtype();
-    // Strict: a uint64 beyond i64 (which a plain cast makes missing, then 0) is no key.
-    let ints = if d.is_integer() {
-        s.strict_cast(&DataType::Int64)
-    } else if crate::expr::is_temporal(d) || crate::temporal::is_duration(d) {
-        s.to_physical_repr().strict_cast(&DataType::Int64)
-    } else {
-        return Ok(None);
-    };
-    let Ok(ints) = ints else { return Ok(None) };
-    Ok(Some(ints.i64()?.into_no_null_iter().collect()))
-}
-
 impl Built {
     /// `frame` (one side, suffixed) indexed by the spec's keys; `None` when a key has
     /// missing values (they match each other, as pandas'), a dtype other than integers,
@@ -136,7 +121,6 @@ impl Built {
     pub(crate) fn new(spec: &JoinSpec, frame: DataFrame) -> PolarsResult<Option<Built>> {
         let mut codes = Vec::with_capacity(spec.on.len());
         let mut values = Vec::with_capacity(spec.on.len());
-        let mut span: u128 = 1;
         for k in &spec.on {
             let s = frame.column(k)?.as_materialized_series();
             if s.null_count() > 0 {
@@ -167,26 +151,16 @@ impl Built {
                     .collect();
                 (Code::Float(dict), v)
             } else {
-                match key_ints(s)? {
+                match crate::hashagg::key_ints(s)? {
                     Some(v) => (Code::Int, v),
                     None => return Ok(None),
                 }
             };
-            let (lo, hi) = (v.iter().copied().min().unwrap_or(0), v.iter().copied().max().unwrap_or(0));
-            let range = hi as i128 - lo as i128 + 1;
-            span = span.saturating_mul(range as u128);
-            if span >= 1 << 62 {
-                return Ok(None);
-            }
-            codes.push((s.dtype().clone(), code, lo, range as i64));
+            codes.push((s.dtype().clone(), code));
             values.push(v);
         }
-        let mut packed = vec![0i64; frame.height()];
-        for (v, (_, _, lo, range)) in values.iter().zip(&codes) {
-            for (p, x) in packed.iter_mut().zip(v) {
-                *p = *p * range + (x - lo);
-            }
-        }
+        let Some((packed, bounds)) = crate::hashagg::pack(&values, frame.height()) else { return Ok(None) };
+        let codes = codes.into_iter().zip(bounds).map(|((d, c), (lo, range))| (d, c, lo, range)).collect();
         let (table, ids, first) = crate::hashagg::KeyTable::number(&packed);
         let (rows, start) = crate::order::group_rows(&ids, first.len());
         Ok(Some(Built { frame, codes, table, rows, start }))
@@ -239,7 +213,7 @@ impl Built {
                     }
                 }
                 Code::Int => {
-                    let Some(v) = key_ints(s)? else { return Ok(None) };
+                    let Some(v) = crate::hashagg::key_ints(s)? else { return Ok(None) };
                     for (p, x) in packed.iter_mut().zip(v) {
                         put(p, Some(x));
                     }

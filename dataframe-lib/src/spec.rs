@@ -180,22 +180,25 @@ impl MapSpec {
                     *ins = Instr::Const(v, d);
                 }
                 Instr::IsIn(a, k) => {
-                    if stored[*k as usize].is_none() {
-                        let distinct = &mut frames[*k as usize];
-                        let chunk = crate::chunk::FrameChunk::encode(distinct)?;
-                        if chunk.ipc.len() > max_set {
-                            return Err(crate::error::FrameError::Invalid(format!(
-                                "isin with {} distinct values ({} bytes) would send them to every task (at most \
-                                 {max_set} bytes): join the frames with merge instead",
-                                distinct.height(),
-                                chunk.ipc.len()
-                            )));
+                    let (key, r) = match &stored[*k as usize] {
+                        Some(done) => done.clone(),
+                        None => {
+                            let distinct = &mut frames[*k as usize];
+                            let chunk = crate::chunk::FrameChunk::encode(distinct)?;
+                            if chunk.ipc.len() > max_set {
+                                return Err(crate::error::FrameError::Invalid(format!(
+                                    "isin with {} distinct values ({} bytes) would send them to every task (at \
+                                     most {max_set} bytes): join the frames with merge instead",
+                                    distinct.height(),
+                                    chunk.ipc.len()
+                                )));
+                            }
+                            let key = *blake3::hash(&chunk.ipc).as_bytes();
+                            let r = crate::expr::SetRef(ares::put(chunk).map_err(crate::error::FrameError::Runtime)?);
+                            stored[*k as usize] = Some((key, r.clone()));
+                            (key, r)
                         }
-                        let key = *blake3::hash(&chunk.ipc).as_bytes();
-                        let r = ares::put(chunk).map_err(crate::error::FrameError::Runtime)?;
-                        stored[*k as usize] = Some((key, crate::expr::SetRef(r)));
-                    }
-                    let (key, r) = stored[*k as usize].clone().expect("stored above");
+                    };
                     *ins = Instr::IsInSet(*a, key, r);
                 }
                 _ => {}
