@@ -73,6 +73,20 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
     Ok(pack(&values, df.height()).map(|(packed, _)| packed))
 }
 
+/// The rows of `df` whose `subset` values were not seen in an earlier row (missing
+/// values equal each other): for integer, time and string keys without missing values,
+/// each key's first row from the packed keys' numbering (in order of first appearance);
+/// else polars' stable unique.
+pub(crate) fn first_rows(df: &DataFrame, subset: &[String]) -> PolarsResult<DataFrame> {
+    if !subset.is_empty()
+        && let Some(key) = packed_key(df, subset)?
+    {
+        let (_, _, first) = KeyTable::number(&key);
+        return df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, first));
+    }
+    df.unique_stable(Some(subset), UniqueKeepStrategy::First, None)
+}
+
 /// A key column's values as `i64`, for integer and time dtypes (`None` for others, and
 /// for a uint64 beyond i64, which a plain cast would make missing, then 0).
 pub(crate) fn key_ints(s: &Series) -> PolarsResult<Option<Vec<i64>>> {

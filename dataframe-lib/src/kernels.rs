@@ -159,7 +159,7 @@ const NUNIQUE_SAMPLE: usize = 4096;
 /// a missing value is kept once, so that a group of missing values only counts 0).
 fn distinct_rows(df: &DataFrame, keys: &[String]) -> PolarsResult<DataFrame> {
     let all: Vec<String> = df.get_column_names().iter().map(|c| c.to_string()).collect();
-    crate::relational::unique(&all, vec![drop_missing(df, keys)?])
+    crate::hashagg::first_rows(&drop_missing(df, keys)?, &all)
 }
 
 /// Per row, whether none of `cols` is missing (null or NaN); `None` for no columns.

@@ -30,16 +30,7 @@ pub(crate) fn top(spec: &TopSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFr
 /// The rows of `frames` (in order) whose `subset` values were not seen in an earlier
 /// row: pandas' `drop_duplicates(keep="first")`. Missing values equal each other.
 pub(crate) fn unique(subset: &[String], frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
-    let df = concat(frames)?;
-    // Integer, time and string keys without missing values: each key's first row, from
-    // the group-by's packed keys and numbering (in order of first appearance).
-    if !subset.is_empty()
-        && let Some(key) = crate::hashagg::packed_key(&df, subset)?
-    {
-        let (_, _, first) = crate::hashagg::KeyTable::number(&key);
-        return df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, first));
-    }
-    df.unique_stable(Some(subset), UniqueKeepStrategy::First, None)
+    crate::hashagg::first_rows(&concat(frames)?, subset)
 }
 
 /// The columns of one side, overlapping non-key names suffixed as pandas does.
