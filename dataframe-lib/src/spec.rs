@@ -161,6 +161,11 @@ pub struct MapSpec {
 }
 
 impl MapSpec {
+    /// Only the columns `cols`, in that order.
+    pub(crate) fn select(cols: Vec<String>) -> MapSpec {
+        MapSpec { program: Program::default(), steps: vec![MapStep::Select(cols)] }
+    }
+
     /// This map with its lazy frames in place, from their computed rows `frames[k]`
     /// (of dtype `dtypes[k]`, as the expressions were built): a scalar as a constant,
     /// a set (distinct values already, at most `max_set` bytes of them) put in the store.

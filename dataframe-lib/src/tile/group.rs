@@ -169,15 +169,23 @@ pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u
 }
 
 /// First, last or top rows: each chunk's, then the survivors' in a tree.
-pub(super) fn top(cx: &mut Cx<'_>, input: &DataFrame, spec: &TopSpec, depth: u32) -> Tiled<Chunks> {
-    let c = tile(cx, input, None)?;
+pub(super) fn top(
+    cx: &mut Cx<'_>,
+    input: &DataFrame,
+    spec: &TopSpec,
+    needed: Option<&[String]>,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let by = spec.order.as_ref().map_or(&[][..], |o| &o.by[..]);
+    let (cols, pre) = super::through(input, needed, by);
+    let c = tile(cx, input, cols.as_deref())?;
     let mut trees = Trees::new(1, COMBINE);
     for &r in &c.nodes {
         let leaf = cx.add(FrameTask::Top(spec.clone(), c.pre.clone()), vec![r], Hints::new(depth, 0));
         trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
     }
     let root = trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
-    Ok(Chunks { nodes: vec![root], pre: None, bytes: 0 })
+    Ok(Chunks { nodes: vec![root], pre, bytes: 0 })
 }
 
 /// Distinct rows: in a tree (few), or hash-partitioned (many).

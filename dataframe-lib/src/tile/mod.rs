@@ -94,7 +94,32 @@ fn column_dependent(df: &DataFrame) -> bool {
             | Op::Map { .. }
             | Op::Concat(_)
             | Op::Join { .. }
+            | Op::Sort { .. }
+            | Op::Top { .. }
+            | Op::Explode { .. }
     )
+}
+
+/// What an operator that passes its input's rows through (a sort, the top rows, an
+/// explode) asks its input for: the columns its consumer reads and those it `uses`
+/// itself, in the input's order (all when its consumer reads all). The second is the
+/// selection of the consumer's columns its readers apply when it `uses` others, so its
+/// chunks hold exactly what was asked of it (the parts of a concat must agree).
+fn through(input: &DataFrame, needed: Option<&[String]>, uses: &[String]) -> (Option<Vec<String>>, Option<MapSpec>) {
+    let Some(needed) = needed else { return (None, None) };
+    let cols: Vec<String> = input.columns().into_iter().filter(|c| needed.contains(c) || uses.contains(c)).collect();
+    let out: Vec<String> = cols.iter().filter(|c| needed.contains(c)).cloned().collect();
+    let pre = (out.len() < cols.len()).then(|| MapSpec::select(out));
+    (Some(cols), pre)
+}
+
+/// The memo slot of an operator's state between tiling steps, per set of columns its
+/// consumer reads: distinct from every memo variant (those are 0, odd, or ≥ 2⁶³).
+pub(crate) fn state_slot(needed: Option<&[String]>) -> u64 {
+    match needed {
+        None => STATE,
+        Some(_) => variant(needed) << 1,
+    }
 }
 
 /// Tiles `df` (only the `needed` columns from sources, all when `None`); memoized per
@@ -237,11 +262,10 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         Op::ReadParquet(src) => read_parquet(cx, src, &df.columns(), needed, None, depth),
         Op::Map { input, spec, values } => {
             let resolved = resolve_values(cx, df, spec, values)?;
-            let spec = &match needed {
-                Some(out) => resolved.pruned(out),
-                None => resolved,
-            };
+            // Pruned even when every output column is read: a fused map's earlier
+            // selections may name columns no later step uses.
             let all = df.columns();
+            let spec = &resolved.pruned(needed.unwrap_or(&all));
             let inner = spec.needed(needed.unwrap_or(&all));
             let fused_source = input.node.computed.get(cx.session()).is_none();
             match &input.node.op {
@@ -283,10 +307,11 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
         }
         Op::GroupBy { input, spec, method } => group::group_by(cx, df, input, spec, *method, depth)?,
         Op::GroupScan { input, spec } => group::scan(cx, input, spec, depth)?,
-        Op::Top { input, spec } => group::top(cx, input, spec, depth)?,
+        Op::Top { input, spec } => group::top(cx, input, spec, needed, depth)?,
         Op::Unique { input, subset, method } => group::unique(cx, df, input, subset, *method, depth)?,
         Op::Explode { input, column } => {
-            let c = tile(cx, input, None)?;
+            let (cols, pre) = through(input, needed, std::slice::from_ref(column));
+            let c = tile(cx, input, cols.as_deref())?;
             let nodes = c
                 .nodes
                 .iter()
@@ -294,10 +319,10 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
                     cx.add(FrameTask::Explode(column.clone(), c.pre.clone()), vec![n], Hints::new(depth, c.bytes))
                 })
                 .collect();
-            Chunks { nodes, pre: None, bytes: c.bytes }
+            Chunks { nodes, pre, bytes: c.bytes }
         }
         Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, needed, depth)?,
-        Op::Sort { input, spec } => order::sort(cx, df, input, spec, depth)?,
+        Op::Sort { input, spec } => order::sort(cx, df, input, spec, needed, depth)?,
         Op::Describe { input, columns, percentiles } => order::describe(cx, df, input, columns, percentiles)?,
     })
 }

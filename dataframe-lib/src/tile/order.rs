@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use ares_tileable::{Cx, Obj, Tiling};
 use polars::prelude::{Column, IntoColumn, NamedFrom, Series};
 
-use super::{Chunks, STATE, Tiled, key, probe, runtime, take_value, tile_materialized};
+use super::{Chunks, STATE, Tiled, key, probe, runtime, state_slot, take_value, through, tile_materialized};
 use crate::chunk::FrameChunk;
 use crate::describe::{self, Picked, Sketch};
 use crate::error::FrameError;
@@ -74,11 +74,21 @@ impl ares_tileable::SampleSort for FrameSort<'_> {
 
 /// Sample sort (the engine's): bounds from each chunk's sample of the first key, each
 /// chunk split into ranges, each range's pieces concatenated and sorted.
-pub(super) fn sort(cx: &mut Cx<'_>, df: &DataFrame, input: &DataFrame, spec: &SortSpec, depth: u32) -> Tiled<Chunks> {
-    let c = tile_materialized(cx, input, None)?;
+/// Only the columns its consumer reads and the keys are sorted.
+pub(super) fn sort(
+    cx: &mut Cx<'_>,
+    df: &DataFrame,
+    input: &DataFrame,
+    spec: &SortSpec,
+    needed: Option<&[String]>,
+    depth: u32,
+) -> Tiled<Chunks> {
+    let (cols, pre) = through(input, needed, &spec.by);
+    let c = tile_materialized(cx, input, cols.as_deref())?;
     let inputs: Vec<Vec<usize>> = c.nodes.iter().map(|&n| vec![n]).collect();
-    let nodes = ares_tileable::sample_sort(cx, key(df), STATE, &inputs, c.bytes, depth, &FrameSort(spec))?;
-    Ok(Chunks { nodes, pre: None, bytes: c.bytes })
+    let slot = state_slot(needed);
+    let nodes = ares_tileable::sample_sort(cx, key(df), slot, &inputs, c.bytes, depth, &FrameSort(spec))?;
+    Ok(Chunks { nodes, pre, bytes: c.bytes })
 }
 
 /// Where `describe` stands between its passes.
