@@ -22,6 +22,9 @@ def _typed_file(path) -> pa.Table:
     t = pa.table({
         "price": pa.array([decimal.Decimal("1.25"), decimal.Decimal("-2.50"), None, decimal.Decimal("9999999.99")],
                           pa.decimal128(15, 2)),
+        # Unscaled values beyond 64 bits take the software conversion.
+        "wide": pa.array([decimal.Decimal("12345678901234567890123.45"), decimal.Decimal("-0.01"), None,
+                          decimal.Decimal("1")], pa.decimal128(38, 2)),
         "small": pa.array([1, -2, None, 127], pa.int8()),
         "short": pa.array([1, 2, 3, 65535], pa.uint16()),
         "day": pa.array([datetime.date(1998, 12, 1), None, datetime.date(1970, 1, 1), datetime.date(2024, 2, 29)],
@@ -38,12 +41,14 @@ def _typed_file(path) -> pa.Table:
 def test_decimals_narrow_integers_dates_and_timestamps_are_read(tmp_path):
     path = tmp_path / "typed.parquet"
     _typed_file(path)
-    readable = ["price", "small", "short", "day", "at", "name"]
+    readable = ["price", "wide", "small", "short", "day", "at", "name"]
     df = ad.read_parquet(path, columns=readable)
     got = df.fetch()
     want = pd.read_parquet(path, columns=readable)
     assert got["price"].tolist()[:2] == [1.25, -2.5] and np.isnan(got["price"][2])
     assert got["price"][3] == 9999999.99
+    assert got["wide"][0] == pytest.approx(12345678901234567890123.45, rel=1e-15)
+    assert got["wide"][1] == -0.01 and np.isnan(got["wide"][2]) and got["wide"][3] == 1.0
     assert got["small"].tolist()[:2] == [1, -2] and np.isnan(got["small"][2]) and got["small"][3] == 127
     assert got["short"].tolist() == [1, 2, 3, 65535]
     assert got["name"][0] == "a" and pd.isna(got["name"][1])
