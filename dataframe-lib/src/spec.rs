@@ -438,6 +438,30 @@ pub struct ParquetTask {
     pub(crate) columns: Vec<String>,
 }
 
+/// A chunk task that only reads a file (its fused map applied): the chunk a consumer
+/// may read itself, in its own task, rather than from the store.
+#[derive(Clone, Debug, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Source {
+    Parquet(ParquetTask, Option<MapSpec>),
+    Csv(CsvTask, Option<MapSpec>),
+}
+
+impl Source {
+    /// The chunk's rows.
+    pub(crate) fn read(&self) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
+        let (df, pre) = match self {
+            Source::Parquet(t, pre) => (crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns)?, pre),
+            Source::Csv(t, pre) => {
+                (crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection)?, pre)
+            }
+        };
+        match pre {
+            Some(m) => crate::eval::map(m, df),
+            None => Ok(df),
+        }
+    }
+}
+
 /// How a merge keeps rows without a match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum How {

@@ -13,7 +13,7 @@ use ares_tileable::Obj;
 
 use crate::chunk::{FrameChunk, decode};
 use crate::describe::{Picked, Sketch};
-use crate::spec::{CsvTask, GroupSpec, JoinSpec, MapSpec, ParquetTask, ScanSpec, SortSpec, TopSpec};
+use crate::spec::{CsvTask, GroupSpec, JoinSpec, MapSpec, ParquetTask, ScanSpec, SortSpec, Source, TopSpec};
 use crate::{describe, kernels, relational};
 
 /// Rows sampled per chunk to choose a sort's partition bounds.
@@ -73,6 +73,17 @@ fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> Pl {
     mapped(pre, read(c))
 }
 
+/// A task's one chunk, with a fused map applied: read from its file here when the read
+/// is fused into the task (`src`), else from the store (`input`'s one object).
+fn one_chunk(pre: &Option<MapSpec>, src: &Option<Source>, input: &InPlaceList<'_, FrameChunk>) -> Pl {
+    let df = match (src, input.iter().next()) {
+        (Some(s), _) => or_fail(s.read()),
+        (None, Some(c)) => read(c),
+        (None, None) => ares::fail("a frame chunk task was given no chunk"),
+    };
+    mapped(pre, df)
+}
+
 #[ares::remote]
 fn from_tensor_chunks(names: Vec<String>, post: Option<MapSpec>, cols: InPlaceList<'_, Chunk>) -> FrameChunk {
     one_thread();
@@ -100,16 +111,26 @@ fn map_chunk(spec: MapSpec, input: InPlace<'_, FrameChunk>) -> FrameChunk {
 }
 
 #[ares::remote]
-fn gb_partial(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> FrameChunk {
+fn gb_partial(
+    spec: GroupSpec,
+    pre: Option<MapSpec>,
+    src: Option<Source>,
+    input: InPlaceList<'_, FrameChunk>,
+) -> FrameChunk {
     one_thread();
-    write(or_fail(kernels::partial(&spec, &read_mapped(&pre, &input))))
+    write(or_fail(kernels::partial(&spec, &one_chunk(&pre, &src, &input))))
 }
 
 /// `[rows, groups]` of a chunk: what the `auto` method is chosen from.
 #[ares::remote]
-fn gb_probe(spec: GroupSpec, pre: Option<MapSpec>, input: InPlace<'_, FrameChunk>) -> Vec<u64> {
+fn gb_probe(
+    spec: GroupSpec,
+    pre: Option<MapSpec>,
+    src: Option<Source>,
+    input: InPlaceList<'_, FrameChunk>,
+) -> Vec<u64> {
     one_thread();
-    let df = read_mapped(&pre, &input);
+    let df = one_chunk(&pre, &src, &input);
     vec![df.height() as u64, or_fail(kernels::partial(&spec, &df)).height() as u64]
 }
 
@@ -118,10 +139,11 @@ fn gb_partial_split(
     spec: GroupSpec,
     pre: Option<MapSpec>,
     parts: u32,
-    input: InPlace<'_, FrameChunk>,
+    src: Option<Source>,
+    input: InPlaceList<'_, FrameChunk>,
 ) -> Vec<FrameChunk> {
     one_thread();
-    let p = or_fail(kernels::partial(&spec, &read_mapped(&pre, &input)));
+    let p = or_fail(kernels::partial(&spec, &one_chunk(&pre, &src, &input)));
     or_fail(kernels::hash_split(&spec.keys, &p, parts as usize)).into_iter().map(write).collect()
 }
 
@@ -155,10 +177,11 @@ fn key_split(
     parts: u32,
     dedup: bool,
     pre: Option<MapSpec>,
-    input: InPlace<'_, FrameChunk>,
+    src: Option<Source>,
+    input: InPlaceList<'_, FrameChunk>,
 ) -> Vec<FrameChunk> {
     one_thread();
-    let mut df = read_mapped(&pre, &input);
+    let mut df = one_chunk(&pre, &src, &input);
     if dedup {
         df = or_fail(relational::unique(&keys, vec![df]));
     }
@@ -170,7 +193,7 @@ fn key_split(
 #[ares::remote]
 fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(mapped(&pre, or_fail(crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection))))
+    write(or_fail(Source::Csv(t, pre).read()))
 }
 
 /// A chunk with each element of the lists in `column` a row of its own (an empty or
@@ -187,7 +210,7 @@ fn explode_rows(column: String, pre: Option<MapSpec>, input: InPlace<'_, FrameCh
 #[ares::remote]
 fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(mapped(&pre, or_fail(crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns))))
+    write(or_fail(Source::Parquet(t, pre).read()))
 }
 
 /// A chunk's rows as CSV text (its header line too when `header`).
@@ -269,10 +292,23 @@ fn join_rows(
     spec: JoinSpec,
     pre: (Option<MapSpec>, Option<MapSpec>),
     build: Option<Built>,
+    src: Option<Source>,
     left: InPlaceList<'_, FrameChunk>,
     right: InPlaceList<'_, FrameChunk>,
 ) -> FrameChunk {
     one_thread();
+    // A left chunk read here: only a broadcast right side's probe reads it.
+    if let Some(src) = &src {
+        let probe = or_fail(src.read());
+        let index = build.as_ref().filter(|b| b.right).map(|b| built(b, &spec, &pre.1, &right));
+        if let Some(index) = index.as_deref().and_then(Option::as_ref) {
+            if let Some(out) = or_fail(relational::join_built(&spec, index, mapped(&pre.0, probe.clone()), true)) {
+                return write(out);
+            }
+        }
+        let r = right.iter().map(|c| mapped(&pre.1, read(c))).collect();
+        return write(or_fail(relational::join(&spec, vec![mapped(&pre.0, probe)], r)));
+    }
     if let Some(b) = &build {
         let (side, side_pre, probe, probe_pre) =
             if b.right { (&right, &pre.1, &left, &pre.0) } else { (&left, &pre.0, &right, &pre.1) };
@@ -429,6 +465,9 @@ pub(crate) enum FrameTask {
     Join(JoinSpec, usize, Pairing, (Option<MapSpec>, Option<MapSpec>)),
     CsvRead(CsvTask, Option<MapSpec>),
     ParquetRead(ParquetTask, Option<MapSpec>),
+    /// A consumer of one chunk (see [`FrameTask::sourced`]) reading that chunk from its
+    /// file itself: the read is never a task, its rows never stored.
+    Sourced(Source, Box<FrameTask>),
     /// CSV text of a chunk: header line, separator. Result: `ObjectRef<Vec<u8>>`.
     CsvFormat(bool, u8, Option<MapSpec>),
     /// Columns, sample points per chunk. Result: `ObjectRef<Vec<Sketch>>`.
@@ -437,6 +476,47 @@ pub(crate) enum FrameTask {
     DescribePick(Vec<(String, Vec<(f64, f64)>)>),
     /// Columns, dtype, one column flat. Result: `ObjectRef<Chunk>`.
     ToTensor(Vec<String>, ares_tensor::DType, bool, Option<MapSpec>),
+}
+
+impl FrameTask {
+    /// `task` with its one chunk (a join's left chunk, each task of a broadcast right
+    /// side) read by itself from `src`, when it is a task that can; else `task` back.
+    pub(crate) fn sourced(src: &Source, task: FrameTask) -> Result<FrameTask, FrameTask> {
+        match task {
+            FrameTask::Partial(..)
+            | FrameTask::Probe(..)
+            | FrameTask::PartialSplit(..)
+            | FrameTask::KeySplit(..)
+            | FrameTask::Join(_, 1, Pairing::RightToEach, _) => Ok(FrameTask::Sourced(src.clone(), Box::new(task))),
+            task => Err(task),
+        }
+    }
+
+    /// Submits `task`, which reads its one chunk from `src` (made by [`FrameTask::sourced`]).
+    fn submit_sourced(src: Source, task: FrameTask, ins: Vec<Obj>, o: ares::TaskOptions) -> Obj {
+        let frames = || ins.iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<ObjectRef<FrameChunk>>>();
+        let src = Some(src);
+        match task {
+            FrameTask::Partial(spec, pre) => {
+                Obj::new(ares::remote(gb_partial).options(o).call(spec, pre, src, frames()))
+            }
+            FrameTask::Probe(spec, pre) => Obj::new(ares::remote(gb_probe).options(o).call(spec, pre, src, frames())),
+            FrameTask::PartialSplit(spec, pre, n) => {
+                Obj::parts(ares::remote(gb_partial_split).options(o).num_returns(n).call(spec, pre, n, src, frames()))
+            }
+            FrameTask::KeySplit(keys, n, dedup, pre) => {
+                Obj::parts(ares::remote(key_split).options(o).num_returns(n).call(keys, n, dedup, pre, src, frames()))
+            }
+            FrameTask::Join(spec, _, _, pre) => {
+                let build = Some(build_side(&spec, true, &ins, &pre.1));
+                Obj::new(ares::remote(join_rows).options(o).call(spec, pre, build, src, Vec::new(), frames()))
+            }
+            other => unreachable!(
+                "{} cannot read its chunk from a file (see FrameTask::sourced)",
+                ares_tileable::Task::name(&other)
+            ),
+        }
+    }
 }
 
 impl ares_tileable::Task for FrameTask {
@@ -453,11 +533,14 @@ impl ares_tileable::Task for FrameTask {
                 Obj::new(ares::remote(from_tensor_programs).options(o).call(names, programs, post))
             }
             FrameTask::Map(spec) => Obj::new(ares::remote(map_chunk).options(o).call(spec, first())),
-            FrameTask::Partial(spec, pre) => Obj::new(ares::remote(gb_partial).options(o).call(spec, pre, first())),
-            FrameTask::Probe(spec, pre) => Obj::new(ares::remote(gb_probe).options(o).call(spec, pre, first())),
-            FrameTask::PartialSplit(spec, pre, n) => {
-                Obj::parts(ares::remote(gb_partial_split).options(o).num_returns(n).call(spec, pre, n, first()))
+            FrameTask::Partial(spec, pre) => {
+                Obj::new(ares::remote(gb_partial).options(o).call(spec, pre, None, frames()))
             }
+            FrameTask::Probe(spec, pre) => Obj::new(ares::remote(gb_probe).options(o).call(spec, pre, None, frames())),
+            FrameTask::PartialSplit(spec, pre, n) => {
+                Obj::parts(ares::remote(gb_partial_split).options(o).num_returns(n).call(spec, pre, n, None, frames()))
+            }
+            FrameTask::Sourced(src, task) => FrameTask::submit_sourced(src, *task, ins, o),
             FrameTask::Top(spec, pre) => Obj::new(ares::remote(top_rows).options(o).call(spec, pre, frames())),
             FrameTask::CsvRead(t, pre) => Obj::new(ares::remote(csv_read).options(o).call(t, pre)),
             FrameTask::ParquetRead(t, pre) => Obj::new(ares::remote(parquet_read).options(o).call(t, pre)),
@@ -477,7 +560,7 @@ impl ares_tileable::Task for FrameTask {
                 Obj::new(ares::remote(unique_probe).options(o).call(subset, pre, first()))
             }
             FrameTask::KeySplit(keys, n, dedup, pre) => {
-                Obj::parts(ares::remote(key_split).options(o).num_returns(n).call(keys, n, dedup, pre, first()))
+                Obj::parts(ares::remote(key_split).options(o).num_returns(n).call(keys, n, dedup, pre, None, frames()))
             }
             FrameTask::Join(spec, n, pairing, pre) => {
                 let side = |v: &[Obj]| match pairing {
@@ -491,7 +574,7 @@ impl ares_tileable::Task for FrameTask {
                     Pairing::LeftToEach => Some(build_side(&spec, false, &ins[..n], &pre.0)),
                     _ => None,
                 };
-                Obj::new(ares::remote(join_rows).options(o).call(spec, pre, build, l, r))
+                Obj::new(ares::remote(join_rows).options(o).call(spec, pre, build, None, l, r))
             }
             FrameTask::Combine(spec) => Obj::new(ares::remote(gb_combine).options(o).call(spec, frames())),
             FrameTask::Scan(spec, pre) => scan_step(&ins, o, spec, false, pre),
@@ -542,6 +625,8 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::Join(..) => "join".into(),
             FrameTask::CsvRead(_, pre) => format!("read_csv range{}", fused(pre)),
             FrameTask::ParquetRead(_, pre) => format!("read_parquet row group{}", fused(pre)),
+            FrameTask::Sourced(Source::Parquet(..), task) => format!("{} reading a Parquet row group", task.name()),
+            FrameTask::Sourced(Source::Csv(..), task) => format!("{} reading a CSV range", task.name()),
             FrameTask::CsvFormat(..) => "to_csv chunk".into(),
             FrameTask::DescribeSketch(..) => "describe sketch".into(),
             FrameTask::DescribePick(_) => "describe pick".into(),

@@ -60,6 +60,9 @@ type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
+    /// Added with [`Graph::add_lazy`] and not read yet: submitted only once something
+    /// reads it.
+    Deferred,
     /// Some inputs are not submitted yet.
     Waiting,
     /// Submittable, in the heap.
@@ -94,11 +97,13 @@ struct Node<T> {
 pub struct Graph<T> {
     nodes: Vec<Node<T>>,
     heap: BinaryHeap<Key>,
+    /// Nodes still [`State::Deferred`].
+    deferred: usize,
 }
 
 impl<T> Default for Graph<T> {
     fn default() -> Self {
-        Graph { nodes: Vec::new(), heap: BinaryHeap::new() }
+        Graph { nodes: Vec::new(), heap: BinaryHeap::new(), deferred: 0 }
     }
 }
 
@@ -116,16 +121,36 @@ impl<T> Graph<T> {
     /// Adds a task reading the results of `inputs` (in that order), with its hints.
     /// Returns its ID.
     pub fn add(&mut self, task: T, inputs: Vec<usize>, hints: Hints) -> usize {
+        self.add_node(task, inputs, hints, false)
+    }
+
+    /// Adds a task as [`Graph::add`] does, to be submitted only once something reads its
+    /// result: a consumer added with it as an input, tiling waiting for it
+    /// ([`Graph::demand`]). A file's read that its consumers may do themselves (fused
+    /// into their tasks) is never submitted when they all do.
+    pub fn add_lazy(&mut self, task: T, inputs: Vec<usize>, hints: Hints) -> usize {
+        self.add_node(task, inputs, hints, true)
+    }
+
+    fn add_node(&mut self, task: T, inputs: Vec<usize>, hints: Hints, lazy: bool) -> usize {
         let id = self.nodes.len();
         let mut missing = 0;
         for &i in &inputs {
+            if !lazy {
+                self.demand(i);
+            }
             let n = &mut self.nodes[i];
             assert!(!n.dropped, "node {i} is read by node {id} after its result was dropped (a tiling bug)");
             n.consumers.push(id);
             n.uses += 1;
             missing += usize::from(n.state != State::Submitted);
         }
-        let state = if missing == 0 { State::Queued } else { State::Waiting };
+        let state = match missing {
+            _ if lazy => State::Deferred,
+            0 => State::Queued,
+            _ => State::Waiting,
+        };
+        self.deferred += usize::from(lazy);
         self.nodes.push(Node {
             task: Some(task),
             inputs,
@@ -144,6 +169,32 @@ impl<T> Graph<T> {
             self.heap.push(k);
         }
         id
+    }
+
+    /// Node `i`'s result is read: a node added with [`Graph::add_lazy`] (and its lazy
+    /// inputs) will be submitted.
+    pub fn demand(&mut self, i: usize) {
+        if self.nodes[i].state != State::Deferred {
+            return;
+        }
+        self.deferred -= 1;
+        for k in 0..self.nodes[i].inputs.len() {
+            let inp = self.nodes[i].inputs[k];
+            self.demand(inp);
+        }
+        let n = &mut self.nodes[i];
+        if n.missing == 0 {
+            n.state = State::Queued;
+            let k = self.key(i);
+            self.heap.push(k);
+        } else {
+            n.state = State::Waiting;
+        }
+    }
+
+    /// Tasks added lazily that nothing has read yet.
+    pub fn deferred(&self) -> usize {
+        self.deferred
     }
 
     /// Adds a result that exists already (computed earlier, or put by the caller), of
@@ -265,7 +316,7 @@ impl<T> Graph<T> {
             let c = self.nodes[i].consumers[k];
             let n = &mut self.nodes[c];
             n.missing -= 1;
-            if n.missing == 0 {
+            if n.missing == 0 && n.state == State::Waiting {
                 n.state = State::Queued;
                 let key = self.key(c);
                 self.heap.push(key);
@@ -421,6 +472,34 @@ mod tests {
         }
         assert_eq!(per.values().copied().max(), Some(8), "{per:?}");
         assert!(g.assign_initial(&order, &[1u8], &mut 0).is_empty(), "one node places nothing");
+    }
+
+    #[test]
+    fn a_lazy_task_is_submitted_only_once_something_reads_it() {
+        let mut g: Graph<K> = Graph::new();
+        let unread = g.add_lazy(K::Leaf, Vec::new(), Hints::new(1, 0));
+        let read = g.add_lazy(K::Leaf, Vec::new(), Hints::new(1, 0));
+        let waited = g.add_lazy(K::Leaf, Vec::new(), Hints::new(1, 0));
+        // A consumer that reads the file itself stands in for `unread`.
+        let fused = g.add(K::Combine, Vec::new(), Hints::new(2, 0));
+        assert_eq!(g.deferred(), 3);
+        let c = g.add(K::Combine, vec![read], Hints::new(2, 0));
+        g.demand(waited);
+        g.demand(waited);
+        assert_eq!(g.deferred(), 1, "a consumer and a demand each read one");
+        let order = g.order();
+        assert!(!order.contains(&unread), "{order:?}");
+        assert_eq!(order.len(), 4, "{order:?}");
+        assert!(order.iter().position(|&i| i == read) < order.iter().position(|&i| i == c));
+        assert!(order.contains(&fused) && order.contains(&waited));
+        // A lazy consumer of a lazy input: both wait for a reader, then run in order.
+        let inner = g.add_lazy(K::Leaf, Vec::new(), Hints::new(3, 0));
+        let outer = g.add_lazy(K::Combine, vec![inner], Hints::new(3, 0));
+        assert!(!g.order().contains(&inner));
+        g.demand(outer);
+        let order = g.order();
+        assert!(order.iter().position(|&i| i == inner) < order.iter().position(|&i| i == outer), "{order:?}");
+        assert_eq!(g.deferred(), 1);
     }
 
     /// A result handle that no runtime backs: only the graph's bookkeeping reads it.

@@ -98,6 +98,8 @@ pub struct Cx<'s> {
     memo: HashMap<(usize, u64), Memo>,
     /// Per tileable, consumers whose tiling has not finished (see [`Cx::consumed`]).
     consumers: HashMap<usize, usize>,
+    /// Per tileable, its consumers under the root (counted once, by [`Cx::prepare`]).
+    readers: HashMap<usize, usize>,
     operands: HashMap<usize, Vec<usize>>,
     depths: HashMap<usize, u32>,
     states: HashMap<(usize, u64), Box<dyn Any + Send>>,
@@ -119,6 +121,7 @@ impl<'s> Cx<'s> {
             graph: Graph::new(),
             memo: HashMap::new(),
             consumers: HashMap::new(),
+            readers: HashMap::new(),
             operands: HashMap::new(),
             depths: HashMap::new(),
             states: HashMap::new(),
@@ -163,6 +166,19 @@ impl<'s> Cx<'s> {
         self.graph.add(Box::new(task), inputs, hints)
     }
 
+    /// Adds a chunk task to be submitted only once something reads its result (see
+    /// [`Graph::add_lazy`]); returns its node.
+    pub fn add_lazy(&mut self, task: impl Task, inputs: Vec<usize>, hints: Hints) -> usize {
+        self.tasks += 1;
+        self.graph.add_lazy(Box::new(task), inputs, hints)
+    }
+
+    /// How many consumers tileable `key` has under the root (each use counted; 0 for
+    /// a tileable made while tiling): with one, a consumer may fuse its chunk tasks.
+    pub fn readers(&self, key: usize) -> usize {
+        self.readers.get(&key).copied().unwrap_or(0)
+    }
+
     /// Adds a result that exists already, of about `bytes`; returns its node.
     pub fn ready(&mut self, out: Obj, bytes: u64) -> usize {
         self.graph.ready(out, bytes)
@@ -174,6 +190,7 @@ impl<'s> Cx<'s> {
     pub fn prepare(&mut self, root: &dyn Node) {
         let mut seen = HashSet::new();
         self.count(root, &mut seen);
+        self.readers = self.consumers.clone();
     }
 
     fn count(&mut self, n: &dyn Node, seen: &mut HashSet<usize>) {
@@ -290,6 +307,7 @@ impl<'s> Cx<'s> {
     /// Node `i`'s result if its task has finished; otherwise registers that tiling
     /// waits for it and returns [`Tiling::Pending`]. The caller holds `i` meanwhile.
     pub fn value<E>(&mut self, i: usize) -> TileResult<Obj, E> {
+        self.graph.demand(i);
         if let Some(out) = self.graph.out(i) {
             if out.is_ready() {
                 return Ok(out.clone());
@@ -363,7 +381,7 @@ impl Submitter {
     fn pump(&mut self, cx: &mut Cx<'_>) -> Result<(), Error> {
         let settings = cx.session.settings();
         let g = &mut cx.graph;
-        self.window.total = cx.tasks;
+        self.window.total = cx.tasks - g.deferred();
         let placement = if self.nodes.len() > 1 {
             let order = g.order();
             g.assign_initial(&order, &self.nodes, &mut self.next_node)
@@ -421,6 +439,7 @@ pub fn run<E: From<Error>>(
             Ok(targets) => {
                 for &t in &targets {
                     cx.graph.keep(t);
+                    cx.graph.demand(t);
                 }
                 cx.release_all();
                 if let Err(e) = sub.pump(&mut cx) {

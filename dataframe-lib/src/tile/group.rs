@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ares_tileable::{Cx, Hints, Tiling, Trees};
 
-use super::{Chunks, METHOD, STATE, Tiled, key, probe, take_value, tile};
+use super::{Chunks, METHOD, STATE, Tiled, fused, key, probe, take_value, tile};
 use crate::frame::DataFrame;
 use crate::spec::{GroupSpec, How, JoinSpec, Method, Scan, ScanSpec, TopSpec};
 use crate::tasks::{FrameTask, Pairing};
@@ -43,21 +43,25 @@ fn partitions(cx: &Cx<'_>, chunks: usize, bytes: u64) -> u32 {
     by_size.max(2 * cx.cpus()).min(chunks).max(1) as u32
 }
 
-/// Mars' `auto`: the method `probe` (a task on the first chunk) finds, once it ran.
+/// Mars' `auto`: the method `probe` (a task on the first chunk of `c`, tiled from
+/// `input`) finds, once it ran.
 fn choose(
     cx: &mut Cx<'_>,
     df: &DataFrame,
     task: impl FnOnce() -> FrameTask,
-    chunks: &[usize],
+    input: &DataFrame,
+    c: &Chunks,
     depth: u32,
 ) -> Tiled<Method> {
-    let first = chunks[0];
     let p = match cx.take_state::<usize>(key(df), STATE) {
         Some(p) => p,
-        None => probe(cx, task(), vec![first], depth),
+        None => {
+            let (task, ins) = fused(cx, input, c, 0, task());
+            probe(cx, task, ins, depth)
+        }
     };
     match take_value::<Vec<u64>>(cx, p)? {
-        Some(counts) => Ok(by_share(&counts, chunks.len())),
+        Some(counts) => Ok(by_share(&counts, c.nodes.len())),
         None => {
             cx.put_state(key(df), STATE, p);
             Err(Tiling::Pending)
@@ -87,7 +91,7 @@ pub(super) fn group_by(
     let method = match method {
         _ if c.nodes.len() < 2 || spec.keys.is_empty() => Method::Tree,
         Method::Auto | Method::Broadcast => {
-            choose(cx, df, || FrameTask::Probe(spec.clone(), c.pre.clone()), &c.nodes, depth)?
+            choose(cx, df, || FrameTask::Probe(spec.clone(), c.pre.clone()), input, &c, depth)?
         }
         m => m,
     };
@@ -96,12 +100,11 @@ pub(super) fn group_by(
     let nodes = match method {
         Method::Shuffle => {
             let parts = partitions(cx, c.nodes.len(), c.total());
-            let maps: Vec<usize> = c
-                .nodes
-                .iter()
-                .map(|&r| {
-                    let task = FrameTask::PartialSplit(spec.clone(), c.pre.clone(), parts);
-                    cx.add(task, vec![r], Hints::new(depth, part).parts(parts))
+            let maps: Vec<usize> = (0..c.nodes.len())
+                .map(|k| {
+                    let (task, ins) =
+                        fused(cx, input, &c, k, FrameTask::PartialSplit(spec.clone(), c.pre.clone(), parts));
+                    cx.add(task, ins, Hints::new(depth, part).parts(parts))
                 })
                 .collect();
             (0..parts as usize)
@@ -112,15 +115,16 @@ pub(super) fn group_by(
         }
         _ => {
             let mut trees = Trees::new(1, COMBINE);
-            for &r in &c.nodes {
-                let leaf = cx.add(FrameTask::Partial(spec.clone(), c.pre.clone()), vec![r], Hints::new(depth, part));
+            for k in 0..c.nodes.len() {
+                let (task, ins) = fused(cx, input, &c, k, FrameTask::Partial(spec.clone(), c.pre.clone()));
+                let leaf = cx.add(task, ins, Hints::new(depth, part));
                 trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Combine(spec.clone())));
             }
             let root = trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Combine(spec.clone())));
             vec![cx.add(FrameTask::Finish(spec.clone(), None), vec![root], Hints::new(depth, part).level(u32::MAX))]
         }
     };
-    Ok(Chunks { nodes, pre: None, bytes: part })
+    Ok(Chunks { sources: None, nodes, pre: None, bytes: part })
 }
 
 /// A running aggregation within groups: chunk `i`'s task reads the chunk and the
@@ -143,7 +147,7 @@ pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u
                 suffix = Some(cx.add(FrameTask::GroupTail(spec.clone(), c.pre.clone()), ins, hint));
             }
         }
-        return Ok(Chunks { nodes, pre: None, bytes: c.bytes });
+        return Ok(Chunks { sources: None, nodes, pre: None, bytes: c.bytes });
     }
     let mut prefix: Option<usize> = None;
     let mut nodes = Vec::with_capacity(c.nodes.len());
@@ -165,7 +169,7 @@ pub(super) fn scan(cx: &mut Cx<'_>, input: &DataFrame, spec: &ScanSpec, depth: u
             });
         }
     }
-    Ok(Chunks { nodes, pre: None, bytes: c.bytes })
+    Ok(Chunks { sources: None, nodes, pre: None, bytes: c.bytes })
 }
 
 /// First, last or top rows: each chunk's, then the survivors' in a tree.
@@ -185,7 +189,7 @@ pub(super) fn top(
         trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
     }
     let root = trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Top(spec.clone(), None)));
-    Ok(Chunks { nodes: vec![root], pre, bytes: 0 })
+    Ok(Chunks { sources: None, nodes: vec![root], pre, bytes: 0 })
 }
 
 /// Distinct rows: in a tree (few), or hash-partitioned (many).
@@ -201,19 +205,18 @@ pub(super) fn unique(
     let method = match method {
         _ if c.nodes.len() < 2 => Method::Tree,
         Method::Auto | Method::Broadcast => {
-            choose(cx, df, || FrameTask::UniqueProbe(subset.to_vec(), c.pre.clone()), &c.nodes, depth)?
+            choose(cx, df, || FrameTask::UniqueProbe(subset.to_vec(), c.pre.clone()), input, &c, depth)?
         }
         m => m,
     };
     record(cx, df, method);
     let nodes = if method == Method::Shuffle {
         let parts = partitions(cx, c.nodes.len(), c.total());
-        let maps: Vec<usize> = c
-            .nodes
-            .iter()
-            .map(|&r| {
-                let task = FrameTask::KeySplit(subset.to_vec(), parts, true, c.pre.clone());
-                cx.add(task, vec![r], Hints::new(depth, c.bytes).parts(parts))
+        let maps: Vec<usize> = (0..c.nodes.len())
+            .map(|k| {
+                let (task, ins) =
+                    fused(cx, input, &c, k, FrameTask::KeySplit(subset.to_vec(), parts, true, c.pre.clone()));
+                cx.add(task, ins, Hints::new(depth, c.bytes).parts(parts))
             })
             .collect();
         (0..parts as usize)
@@ -230,7 +233,7 @@ pub(super) fn unique(
         }
         vec![trees.root(cx.graph_mut(), 0, depth, || Box::new(FrameTask::Unique(subset.to_vec(), None, None)))]
     };
-    Ok(Chunks { nodes, pre: None, bytes: c.bytes })
+    Ok(Chunks { sources: None, nodes, pre: None, bytes: c.bytes })
 }
 
 /// The most bytes a broadcast side may hold (each task of the other side reads it all),
@@ -295,12 +298,11 @@ pub(super) fn join(
         (vec![cx.add(task(Pairing::One), vec![l.nodes[0], r.nodes[0]], Hints::new(depth, bytes))], Method::Broadcast)
     } else if right_may && !(left_may && l.total() < r.total()) {
         // Every task reads the whole right side (its chunks mapped and joined together).
-        let nodes = l
-            .nodes
-            .iter()
-            .map(|&li| {
-                let ins = std::iter::once(li).chain(r.nodes.iter().copied()).collect();
-                cx.add(task(Pairing::RightToEach), ins, Hints::new(depth, bytes))
+        let nodes = (0..l.nodes.len())
+            .map(|k| {
+                let (task, mut ins) = fused(cx, left, &l, k, task(Pairing::RightToEach));
+                ins.extend(r.nodes.iter().copied());
+                cx.add(task, ins, Hints::new(depth, bytes))
             })
             .collect();
         (nodes, Method::Broadcast)
@@ -322,16 +324,16 @@ pub(super) fn join(
         let known = l.bytes > 0 && r.bytes > 0;
         let bytes = if known { l.total().saturating_add(r.total()) } else { 0 };
         let parts = partitions(cx, l.nodes.len().max(r.nodes.len()), bytes);
-        let mut split = |c: &Chunks| -> Vec<usize> {
-            c.nodes
-                .iter()
-                .map(|&i| {
-                    let task = FrameTask::KeySplit(spec.on.clone(), parts, false, c.pre.clone());
-                    cx.add(task, vec![i], Hints::new(depth, c.bytes).parts(parts))
+        let mut split = |input: &DataFrame, c: &Chunks| -> Vec<usize> {
+            (0..c.nodes.len())
+                .map(|k| {
+                    let (task, ins) =
+                        fused(cx, input, c, k, FrameTask::KeySplit(spec.on.clone(), parts, false, c.pre.clone()));
+                    cx.add(task, ins, Hints::new(depth, c.bytes).parts(parts))
                 })
                 .collect()
         };
-        let (ls, rs) = (split(&l), split(&r));
+        let (ls, rs) = (split(left, &l), split(right, &r));
         let nodes = (0..parts as usize)
             .map(|p| {
                 let ins = ls.iter().chain(&rs).copied().collect();
@@ -342,5 +344,5 @@ pub(super) fn join(
         (nodes, Method::Shuffle)
     };
     record(cx, df, method);
-    Ok(Chunks { nodes, pre: None, bytes })
+    Ok(Chunks { sources: None, nodes, pre: None, bytes })
 }

@@ -23,7 +23,7 @@ use crate::chunk::FrameChunk;
 use crate::error::FrameError;
 use crate::expr::Value;
 use crate::frame::{CsvSource, DataFrame, Op, ParquetSource};
-use crate::spec::{CsvTask, MapSpec, ParquetTask};
+use crate::spec::{CsvTask, MapSpec, ParquetTask, Source};
 use crate::tasks::FrameTask;
 
 /// A tiling step's result.
@@ -37,6 +37,10 @@ pub(crate) struct Chunks {
     pub(crate) pre: Option<MapSpec>,
     /// About how many bytes a chunk holds (for the store bound).
     pub(crate) bytes: u64,
+    /// When each chunk's task only reads a file: those reads, which a consumer may do
+    /// in its own tasks (see [`fused`]). The read tasks are then added lazily: submitted
+    /// only if a consumer reads their results after all.
+    pub(crate) sources: Option<Arc<Vec<Source>>>,
 }
 
 impl Chunks {
@@ -132,7 +136,7 @@ pub(crate) fn tile(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -
     let chunks = Arc::new(match df.node.computed.get(cx.session()) {
         Some(c) => {
             let nodes = c.chunks.iter().map(|r| cx.ready(Obj::new(r.clone()), 0)).collect();
-            Chunks { nodes, pre: None, bytes: 0 }
+            Chunks { sources: None, nodes, pre: None, bytes: 0 }
         }
         None => tile_new(cx, df, needed)?,
     });
@@ -155,7 +159,7 @@ pub(crate) fn materialize(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[Stri
     let depth = cx.depth(df);
     let nodes =
         c.nodes.iter().map(|&n| cx.add(FrameTask::Map(pre.clone()), vec![n], Hints::new(depth, c.bytes))).collect();
-    let m = Arc::new(Chunks { nodes, pre: None, bytes: c.bytes });
+    let m = Arc::new(Chunks { sources: None, nodes, pre: None, bytes: c.bytes });
     cx.set_memo(key(df), v, m.clone(), &m.nodes);
     m
 }
@@ -256,7 +260,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
                 let r = ares::put(chunk).map_err(runtime)?;
                 nodes.push(cx.ready(Obj::new(r), chunk_bytes_hint(&part)));
             }
-            Chunks { nodes, pre: None, bytes }
+            Chunks { sources: None, nodes, pre: None, bytes }
         }
         Op::ReadCsv(src) => read_csv(cx, src, needed, None, depth),
         Op::ReadParquet(src) => read_parquet(cx, src, &df.columns(), needed, None, depth),
@@ -282,7 +286,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
                 _ => {
                     let c = tile(cx, input, Some(&inner))?;
                     let c = materialize(cx, input, Some(&inner), &c);
-                    Chunks { nodes: c.nodes.clone(), pre: Some(spec.clone()), bytes: c.bytes }
+                    Chunks { sources: None, nodes: c.nodes.clone(), pre: Some(spec.clone()), bytes: c.bytes }
                 }
             }
         }
@@ -303,7 +307,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
             if pending {
                 return Err(Tiling::Pending);
             }
-            Chunks { nodes, pre: None, bytes }
+            Chunks { sources: None, nodes, pre: None, bytes }
         }
         Op::GroupBy { input, spec, method } => group::group_by(cx, df, input, spec, *method, depth)?,
         Op::GroupScan { input, spec } => group::scan(cx, input, spec, depth)?,
@@ -319,7 +323,7 @@ fn tile_new(cx: &mut Cx<'_>, df: &DataFrame, needed: Option<&[String]>) -> Tiled
                     cx.add(FrameTask::Explode(column.clone(), c.pre.clone()), vec![n], Hints::new(depth, c.bytes))
                 })
                 .collect();
-            Chunks { nodes, pre, bytes: c.bytes }
+            Chunks { sources: None, nodes, pre, bytes: c.bytes }
         }
         Op::Join { left, right, spec } => group::join(cx, df, left, right, spec, needed, depth)?,
         Op::Sort { input, spec } => order::sort(cx, df, input, spec, needed, depth)?,
@@ -363,7 +367,7 @@ fn tensor_columns(
                 cx.add(task, Vec::new(), Hints::new(depth, bytes))
             })
             .collect();
-        return Ok(Chunks { nodes, pre: None, bytes });
+        return Ok(Chunks { sources: None, nodes, pre: None, bytes });
     }
     let mut per_col = Vec::with_capacity(cols.len());
     let mut pending = false;
@@ -384,7 +388,7 @@ fn tensor_columns(
             cx.add(FrameTask::FromTensors(names.clone(), post.clone()), inputs, Hints::new(depth, bytes))
         })
         .collect();
-    Ok(Chunks { nodes, pre: None, bytes })
+    Ok(Chunks { sources: None, nodes, pre: None, bytes })
 }
 
 /// A CSV file's ranges, one task each: only the `needed` columns parsed (all when
@@ -394,6 +398,7 @@ fn read_csv(cx: &mut Cx<'_>, src: &CsvSource, needed: Option<&[String]>, pre: Op
         .filter(|&i| needed.is_none_or(|n| n.contains(&src.schema[i as usize].0)))
         .collect();
     let bytes = src.ranges.iter().map(|&(s, e)| e - s).max().unwrap_or(0);
+    let mut sources = Vec::with_capacity(src.ranges.len());
     let nodes = src
         .ranges
         .iter()
@@ -405,10 +410,11 @@ fn read_csv(cx: &mut Cx<'_>, src: &CsvSource, needed: Option<&[String]>, pre: Op
                 schema: src.schema.clone(),
                 projection: projection.clone(),
             };
-            cx.add(FrameTask::CsvRead(t, pre.clone()), Vec::new(), Hints::new(depth, range.1 - range.0))
+            sources.push(Source::Csv(t.clone(), pre.clone()));
+            cx.add_lazy(FrameTask::CsvRead(t, pre.clone()), Vec::new(), Hints::new(depth, range.1 - range.0))
         })
         .collect();
-    Chunks { nodes, pre: None, bytes }
+    Chunks { sources: Some(Arc::new(sources)), nodes, pre: None, bytes }
 }
 
 /// A Parquet file's row groups, one task each: only the `needed` columns of `all` read
@@ -432,14 +438,31 @@ fn read_parquet(
         // that the frame has a chunk of its columns.
         groups.extend(src.groups.first().copied());
     }
+    let mut sources = Vec::with_capacity(groups.len());
     let nodes = groups
         .iter()
         .map(|&rows| {
             let t = ParquetTask { path: src.path.clone(), rows, columns: columns.clone() };
-            cx.add(FrameTask::ParquetRead(t, pre.clone()), Vec::new(), Hints::new(depth, rows.1 * per_row))
+            sources.push(Source::Parquet(t.clone(), pre.clone()));
+            cx.add_lazy(FrameTask::ParquetRead(t, pre.clone()), Vec::new(), Hints::new(depth, rows.1 * per_row))
         })
         .collect();
-    Chunks { nodes, pre: None, bytes }
+    Chunks { sources: Some(Arc::new(sources)), nodes, pre: None, bytes }
+}
+
+/// Chunk `k` of `c` (tiled from `input`) as what `task` reads: its node, or, when the
+/// chunk's task only reads a file and `task` can read it itself, nothing, with `task`
+/// reading the file (its rows never stored). Only for `input`'s one consumer: a second
+/// would read the file again.
+pub(crate) fn fused(cx: &Cx<'_>, input: &DataFrame, c: &Chunks, k: usize, task: FrameTask) -> (FrameTask, Vec<usize>) {
+    let src = c.sources.as_ref().filter(|_| cx.readers(key(input)) == 1).map(|s| &s[k]);
+    match src {
+        Some(src) => match FrameTask::sourced(src, task) {
+            Ok(t) => (t, Vec::new()),
+            Err(task) => (task, vec![c.nodes[k]]),
+        },
+        None => (task, vec![c.nodes[k]]),
+    }
 }
 
 /// The result of a finished task `i`, which tiling held while it waited.
@@ -550,6 +573,58 @@ mod tests {
         assert!(!k.iter().any(|n| n.starts_with("frame map")), "the map is fused: {k:?}");
         // Every input comes before its consumer, and the order covers the whole chain.
         assert_eq!(cx.graph().order().len(), k.len());
+    }
+
+    /// A Parquet file of four row groups: `k` (ten keys), `f`. Removed on drop.
+    struct File(std::path::PathBuf);
+
+    impl Drop for File {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn parquet(name: &str) -> File {
+        use polars::prelude::{NamedFrom, ParquetWriter, Series};
+        let path = std::env::temp_dir().join(format!("ares-tile-{name}-{}.parquet", std::process::id()));
+        let k = Series::new("k".into(), (0..4000i64).map(|i| i % 10).collect::<Vec<_>>());
+        let f = Series::new("f".into(), (0..4000).map(f64::from).collect::<Vec<_>>());
+        let mut df = polars::prelude::DataFrame::new_infer_height(vec![k.into(), f.into()]).unwrap();
+        let out = std::fs::File::create(&path).unwrap();
+        ParquetWriter::new(out).with_row_group_size(Some(1000)).finish(&mut df).unwrap();
+        File(path)
+    }
+
+    fn names_in_order(cx: &Cx<'_>) -> Vec<String> {
+        cx.graph().order().iter().filter_map(|&i| cx.graph().task(i).map(|t| t.name())).collect()
+    }
+
+    #[test]
+    fn a_file_with_one_consumer_is_read_inside_its_tasks_and_else_by_read_tasks() {
+        let file = parquet("fused");
+        let df = DataFrame::read_parquet(&file.0).unwrap();
+        let sum =
+            |df: &DataFrame| df.group_by(&["k"]).unwrap().method(Method::Tree).select(&["f"]).unwrap().sum().unwrap();
+        let s = ares_tileable::Session::new();
+        let one = sum(&df);
+        let mut cx = Cx::new(&s);
+        cx.prepare(&one);
+        tile_materialized(&mut cx, &one, None).unwrap();
+        let names = names_in_order(&cx);
+        // The read tasks exist, lazily: nothing reads their results, so none runs.
+        assert!(!names.iter().any(|n| n.starts_with("read_parquet")), "{names:?}");
+        assert_eq!(names.iter().filter(|n| n.ends_with("reading a Parquet row group")).count(), 4, "{names:?}");
+
+        // Two consumers of one frame: each row group is read once, by a task (the filter
+        // in it), and both read its rows.
+        let filtered = df.filter(col("f").gt(10.0)).unwrap();
+        let two = sum(&filtered).merge(&sum(&filtered), &["k"], crate::spec::How::Inner).unwrap();
+        let mut cx = Cx::new(&s);
+        cx.prepare(&two);
+        tile_materialized(&mut cx, &two, None).unwrap();
+        let names = names_in_order(&cx);
+        assert_eq!(names.iter().filter(|n| n.starts_with("read_parquet")).count(), 4, "{names:?}");
+        assert!(!names.iter().any(|n| n.contains("reading a Parquet")), "{names:?}");
     }
 
     #[test]

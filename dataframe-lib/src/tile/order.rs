@@ -88,7 +88,7 @@ pub(super) fn sort(
     let inputs: Vec<Vec<usize>> = c.nodes.iter().map(|&n| vec![n]).collect();
     let slot = state_slot(needed);
     let nodes = ares_tileable::sample_sort(cx, key(df), slot, &inputs, c.bytes, depth, &FrameSort(spec))?;
-    Ok(Chunks { nodes, pre, bytes: c.bytes })
+    Ok(Chunks { sources: None, nodes, pre, bytes: c.bytes })
 }
 
 /// Where `describe` stands between its passes.
@@ -158,7 +158,7 @@ pub(super) fn describe(
     let mut out = summary(&sketches, found, &picked, columns, percentiles)?;
     let chunk = FrameChunk::encode(&mut out).map_err(FrameError::from)?;
     let r = ares::put(chunk).map_err(runtime)?;
-    Ok(Chunks { nodes: vec![cx.ready(Obj::new(r), 0)], pre: None, bytes: 0 })
+    Ok(Chunks { sources: None, nodes: vec![cx.ready(Obj::new(r), 0)], pre: None, bytes: 0 })
 }
 
 /// The ranks each column's percentiles read, found from the sketches where they pin
