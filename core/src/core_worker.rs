@@ -32,6 +32,10 @@ use crate::store_client::{Held, StoreClient, Stored};
 
 /// How `get` watches for a result before blocking.
 const GET_SPIN: Duration = Duration::from_micros(50);
+/// How `get` of a borrowed object watches for its owner's answer before blocking: a
+/// round trip to a process on the same node takes longer than a short task, and a task
+/// that says it is blocked makes its raylet start another worker for the CPU it lends.
+const BORROW_SPIN: Duration = Duration::from_millis(2);
 /// Bytes queued for one worker before it is considered stuck.
 const OUTBOX_LIMIT: usize = 1 << 30;
 /// The housekeeping thread looks at least this often.
@@ -471,25 +475,8 @@ impl CoreWorker {
     /// Blocks until `id` is ready or failed; returns where its value is.
     pub(crate) fn wait_location(&self, id: ObjectId) -> Result<Location> {
         let pending = |inner: &Inner| matches!(inner.state.status(id), Some(Status::Pending));
-        // A short task answers in microseconds, sooner than a blocked thread wakes up:
-        // watch the version for a moment before blocking.
-        let mut g = self.shared.lock();
-        if pending(&g) {
-            let start = Instant::now();
-            let mut seen = self.shared.version();
-            drop(g);
-            while start.elapsed() < GET_SPIN {
-                std::thread::yield_now();
-                let v = self.shared.version();
-                if v != seen {
-                    seen = v;
-                    if !pending(&self.shared.lock()) {
-                        break;
-                    }
-                }
-            }
-            g = self.shared.lock();
-        }
+        // A short task answers in microseconds, sooner than a blocked thread wakes up.
+        let g = self.spin_while(GET_SPIN, pending);
         let g = if pending(&g) {
             drop(g);
             let _blocked = self.block();
@@ -529,6 +516,29 @@ impl CoreWorker {
                 other => return other,
             }
         }
+    }
+
+    /// The state once `pending` is false, or after watching its version for `spin`
+    /// (yielding the CPU meanwhile): what a waiter does before it blocks.
+    fn spin_while(&self, spin: Duration, pending: impl Fn(&Inner) -> bool) -> std::sync::MutexGuard<'_, Inner> {
+        let g = self.shared.lock();
+        if !pending(&g) {
+            return g;
+        }
+        let start = Instant::now();
+        let mut seen = self.shared.version();
+        drop(g);
+        while start.elapsed() < spin {
+            std::thread::yield_now();
+            let v = self.shared.version();
+            if v != seen {
+                seen = v;
+                if !pending(&self.shared.lock()) {
+                    break;
+                }
+            }
+        }
+        self.shared.lock()
     }
 
     /// While the returned guard lives, this process's task is blocked waiting: a worker
@@ -657,7 +667,7 @@ impl CoreWorker {
             return Err(Error::NotOwned { object: id.to_string(), owner: owner.to_string() });
         }
         let pending = |inner: &Inner| matches!(inner.state.lookup_status(id), Some(Status::Pending));
-        let mut g = self.shared.lock();
+        let mut g = self.spin_while(BORROW_SPIN, pending);
         if pending(&g) {
             drop(g);
             let _blocked = self.block();
