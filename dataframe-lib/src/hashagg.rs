@@ -268,14 +268,15 @@ impl KeyTable {
         let (Some(&lo), Some(&hi)) = (key.iter().min(), key.iter().max()) else {
             return (KeyTable::Hash(HashMap::new()), ids, first);
         };
-        let span = (hi as i128 - lo as i128 + 1) as u64;
+        // As wide as 2^64 for keys from i64::MIN to i64::MAX.
+        let span = (hi as i128 - lo as i128 + 1) as u128;
         // A dense table costs its span to clear (4 bytes a slot) and, for keys in order
         // (a sorted file's, a shuffle's), reads it in order; a hash map costs a likely
         // cache miss per row.
-        if span <= DENSE_SPAN.max(16 * key.len() as u64) {
+        if span <= u128::from(DENSE_SPAN.max(16 * key.len() as u64)) {
             let mut slot = vec![u32::MAX; span as usize];
             for (row, &k) in key.iter().enumerate() {
-                let s = &mut slot[(k - lo) as usize];
+                let s = &mut slot[k.wrapping_sub(lo) as usize];
                 if *s == u32::MAX {
                     *s = first.len() as u32;
                     first.push(row as IdxSize);
@@ -350,5 +351,18 @@ where
             Series::new(name, acc)
         }
         other => unreachable!("{other:?} is not a fold"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_spanning_every_i64_are_numbered() {
+        // Their span, 2^64, once wrapped to an empty dense table, and the worker panicked.
+        let (table, ids, first) = KeyTable::number(&[i64::MIN, i64::MAX, i64::MIN, 0]);
+        assert_eq!((ids, first), (vec![0, 1, 0, 2], vec![0, 1, 3]));
+        assert_eq!((table.get(i64::MAX), table.get(1)), (Some(1), None));
     }
 }
