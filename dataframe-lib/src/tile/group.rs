@@ -56,7 +56,7 @@ fn choose(
     let p = match cx.take_state::<usize>(key(df), STATE) {
         Some(p) => p,
         None => {
-            let (task, ins) = fused(cx, input, c, 0, task());
+            let (task, ins) = fused(cx, df, input, c, 0, task());
             probe(cx, task, ins, depth)
         }
     };
@@ -103,7 +103,7 @@ pub(super) fn group_by(
             let maps: Vec<usize> = (0..c.nodes.len())
                 .map(|k| {
                     let (task, ins) =
-                        fused(cx, input, &c, k, FrameTask::PartialSplit(spec.clone(), c.pre.clone(), parts));
+                        fused(cx, df, input, &c, k, FrameTask::PartialSplit(spec.clone(), c.pre.clone(), parts));
                     cx.add(task, ins, Hints::new(depth, part).parts(parts))
                 })
                 .collect();
@@ -116,7 +116,7 @@ pub(super) fn group_by(
         _ => {
             let mut trees = Trees::new(1, COMBINE);
             for k in 0..c.nodes.len() {
-                let (task, ins) = fused(cx, input, &c, k, FrameTask::Partial(spec.clone(), c.pre.clone()));
+                let (task, ins) = fused(cx, df, input, &c, k, FrameTask::Partial(spec.clone(), c.pre.clone()));
                 let leaf = cx.add(task, ins, Hints::new(depth, part));
                 trees.push(cx.graph_mut(), 0, leaf, depth, || Box::new(FrameTask::Combine(spec.clone())));
             }
@@ -215,7 +215,7 @@ pub(super) fn unique(
         let maps: Vec<usize> = (0..c.nodes.len())
             .map(|k| {
                 let (task, ins) =
-                    fused(cx, input, &c, k, FrameTask::KeySplit(subset.to_vec(), parts, true, c.pre.clone()));
+                    fused(cx, df, input, &c, k, FrameTask::KeySplit(subset.to_vec(), parts, true, c.pre.clone()));
                 cx.add(task, ins, Hints::new(depth, c.bytes).parts(parts))
             })
             .collect();
@@ -300,7 +300,7 @@ pub(super) fn join(
         // Every task reads the whole right side (its chunks mapped and joined together).
         let nodes = (0..l.nodes.len())
             .map(|k| {
-                let (task, mut ins) = fused(cx, left, &l, k, task(Pairing::RightToEach));
+                let (task, mut ins) = fused(cx, df, left, &l, k, task(Pairing::RightToEach));
                 ins.extend(r.nodes.iter().copied());
                 cx.add(task, ins, Hints::new(depth, bytes))
             })
@@ -328,7 +328,7 @@ pub(super) fn join(
             (0..c.nodes.len())
                 .map(|k| {
                     let (task, ins) =
-                        fused(cx, input, c, k, FrameTask::KeySplit(spec.on.clone(), parts, false, c.pre.clone()));
+                        fused(cx, df, input, c, k, FrameTask::KeySplit(spec.on.clone(), parts, false, c.pre.clone()));
                     cx.add(task, ins, Hints::new(depth, c.bytes).parts(parts))
                 })
                 .collect()

@@ -450,12 +450,21 @@ fn read_parquet(
     Chunks { sources: Some(Arc::new(sources)), nodes, pre: None, bytes }
 }
 
-/// Chunk `k` of `c` (tiled from `input`) as what `task` reads: its node, or, when the
-/// chunk's task only reads a file and `task` can read it itself, nothing, with `task`
-/// reading the file (its rows never stored). Only for `input`'s one consumer: a second
-/// would read the file again.
-pub(crate) fn fused(cx: &Cx<'_>, input: &DataFrame, c: &Chunks, k: usize, task: FrameTask) -> (FrameTask, Vec<usize>) {
-    let src = c.sources.as_ref().filter(|_| cx.readers(key(input)) == 1).map(|s| &s[k]);
+/// Chunk `k` of `c` (tiled from `input`) as what `task` of `df` reads: its node, or,
+/// when the chunk's task only reads a file and `task` can read it itself, nothing, with
+/// `task` reading the file (its rows never stored). Only when `df` is `input`'s one
+/// consumer and is tiled once: a second reader would read the file again.
+pub(crate) fn fused(
+    cx: &Cx<'_>,
+    df: &DataFrame,
+    input: &DataFrame,
+    c: &Chunks,
+    k: usize,
+    task: FrameTask,
+) -> (FrameTask, Vec<usize>) {
+    // A frame tiled once per set of columns its consumers read may be tiled twice.
+    let once = !column_dependent(df) || cx.readers(key(df)) <= 1;
+    let src = c.sources.as_ref().filter(|_| once && cx.readers(key(input)) == 1).map(|s| &s[k]);
     match src {
         Some(src) => match FrameTask::sourced(src, task) {
             Ok(t) => (t, Vec::new()),
