@@ -142,7 +142,30 @@ impl DataFrame {
             self.dtype(c)?;
         }
         let subset = if subset.is_empty() { self.columns() } else { subset.iter().map(|c| c.to_string()).collect() };
+        if self.distinct_on(&subset) {
+            // Nothing to drop (an `isin` of a group-by's keys would shuffle them again).
+            return Ok(self.clone());
+        }
         Ok(DataFrame::new(Op::Unique { input: self.clone(), subset, method: Method::Auto }, self.node.schema.clone()))
+    }
+
+    /// Whether no two rows can have the same `subset` values, as the frame is built: a
+    /// group-by's keys, distinct rows, and the rows of either filtered, sorted or cut
+    /// (columns outside `subset` assigned or dropped, but none of it changed).
+    fn distinct_on(&self, subset: &[String]) -> bool {
+        match &self.node.op {
+            Op::GroupBy { spec, .. } => spec.keys.iter().all(|k| subset.contains(k)),
+            Op::Unique { subset: s, .. } => s.iter().all(|k| subset.contains(k)),
+            Op::Sort { input, .. } | Op::Top { input, .. } => input.distinct_on(subset),
+            Op::Map { input, spec, .. } => {
+                spec.steps.iter().all(|step| match step {
+                    crate::spec::MapStep::Select(_) | crate::spec::MapStep::Filter(_) => true,
+                    crate::spec::MapStep::Assign(name, _) => !subset.contains(name),
+                    crate::spec::MapStep::Rename(_) => false,
+                }) && input.distinct_on(subset)
+            }
+            _ => false,
+        }
     }
 
     /// `drop_duplicates` combined by a chosen method.
@@ -240,5 +263,29 @@ impl DataFrame {
         };
         let spec = JoinSpec { keep_left: true, ..spec.clone() };
         Ok(DataFrame::new(Op::Join { left: left.clone(), right: right.clone(), spec }, merged.node.schema.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::expr::col;
+    use crate::frame::DataFrame;
+
+    #[test]
+    fn rows_distinct_as_built_are_not_made_distinct_again() {
+        let k = ares_tensor::random::randint(0, 10, &[400], &[100], 1).unwrap();
+        let f = ares_tensor::random::rand(&[400], &[100], 2).unwrap();
+        let df = DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap();
+        let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
+        let kept = g.filter(col("f").gt(1.0)).unwrap().select(&["k"]).unwrap();
+        let same = |d: &DataFrame, on: &[&str]| Arc::ptr_eq(&d.drop_duplicates(on).unwrap().node, &d.node);
+        assert!(same(&g, &["k"]) && same(&g, &["k", "f"]) && same(&kept, &["k"]));
+        // A key changed, another column only, or rows that were never distinct: dropped.
+        let changed = g.assign(&[("k", col("k") % 2i64)]).unwrap();
+        assert!(!same(&changed, &["k"]) && !same(&g, &["f"]) && !same(&df, &["k"]));
+        let d = df.drop_duplicates(&["k"]).unwrap();
+        assert!(same(&d, &["k"]) && same(&d.sort_values(&["f"], &[true]).unwrap(), &["k", "f"]));
     }
 }
