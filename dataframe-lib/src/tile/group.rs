@@ -242,7 +242,8 @@ const BROADCAST_BYTES: u64 = 256 << 20;
 const BROADCAST_STORE_SHARE: u64 = 8;
 
 /// Whether sending all of `small` to every task of `big` costs less than shuffling both:
-/// each of `big`'s tasks reads and hashes `small` once, where a shuffle writes and reads
+/// each worker process that runs one of `big`'s tasks indexes `small` once (and keeps
+/// the index for its other tasks: `tasks::BUILDS`), where a shuffle writes and reads
 /// every row of both sides (about four times a read's cost per byte), from the chunks'
 /// byte estimates (upper bounds: filters are not counted). Chunks of unknown size (0:
 /// computed earlier) are never broadcast.
@@ -252,7 +253,8 @@ fn broadcast_pays(cx: &Cx<'_>, big: &Chunks, small: &Chunks) -> bool {
     }
     let (b, s) = (big.total(), small.total());
     let most = cx.store_capacity().map_or(BROADCAST_BYTES, |c| (c / BROADCAST_STORE_SHARE).min(BROADCAST_BYTES));
-    s <= most && s.saturating_mul(big.nodes.len() as u64) <= 4 * (b + s)
+    let builds = cx.cpus().min(big.nodes.len()) as u64;
+    s <= most && s.saturating_mul(builds) <= 4 * (b + s)
 }
 
 /// A merge: a small side is broadcast to every chunk of the other (when that keeps the
