@@ -446,22 +446,6 @@ pub enum Source {
     Csv(CsvTask, Option<MapSpec>),
 }
 
-impl Source {
-    /// The chunk's rows.
-    pub(crate) fn read(&self) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
-        let (df, pre) = match self {
-            Source::Parquet(t, pre) => (crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns)?, pre),
-            Source::Csv(t, pre) => {
-                (crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection)?, pre)
-            }
-        };
-        match pre {
-            Some(m) => crate::eval::map(m, df),
-            None => Ok(df),
-        }
-    }
-}
-
 /// How a merge keeps rows without a match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum How {

@@ -73,11 +73,25 @@ fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> Pl {
     mapped(pre, read(c))
 }
 
+/// The rows a read gives, its map applied.
+fn read_source(src: &Source) -> polars::prelude::PolarsResult<Pl> {
+    let (df, pre) = match src {
+        Source::Parquet(t, pre) => (crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns)?, pre),
+        Source::Csv(t, pre) => {
+            (crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection)?, pre)
+        }
+    };
+    match pre {
+        Some(m) => crate::eval::map(m, df),
+        None => Ok(df),
+    }
+}
+
 /// A task's one chunk, with a fused map applied: read from its file here when the read
 /// is fused into the task (`src`), else from the store (`input`'s one object).
 fn one_chunk(pre: &Option<MapSpec>, src: &Option<Source>, input: &InPlaceList<'_, FrameChunk>) -> Pl {
     let df = match (src, input.iter().next()) {
-        (Some(s), _) => or_fail(s.read()),
+        (Some(s), _) => or_fail(read_source(s)),
         (None, Some(c)) => read(c),
         (None, None) => ares::fail("a frame chunk task was given no chunk"),
     };
@@ -193,7 +207,7 @@ fn key_split(
 #[ares::remote]
 fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(or_fail(Source::Csv(t, pre).read()))
+    write(or_fail(read_source(&Source::Csv(t, pre))))
 }
 
 /// A chunk with each element of the lists in `column` a row of its own (an empty or
@@ -210,7 +224,7 @@ fn explode_rows(column: String, pre: Option<MapSpec>, input: InPlace<'_, FrameCh
 #[ares::remote]
 fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
     one_thread();
-    write(or_fail(Source::Parquet(t, pre).read()))
+    write(or_fail(read_source(&Source::Parquet(t, pre))))
 }
 
 /// A chunk's rows as CSV text (its header line too when `header`).
@@ -299,7 +313,7 @@ fn join_rows(
     one_thread();
     // A left chunk read here: only a broadcast right side's probe reads it.
     if let Some(src) = &src {
-        let probe = or_fail(src.read());
+        let probe = or_fail(read_source(src));
         let index = build.as_ref().filter(|b| b.right).map(|b| built(b, &spec, &pre.1, &right));
         if let Some(index) = index.as_deref().and_then(Option::as_ref) {
             if let Some(out) = or_fail(relational::join_built(&spec, index, mapped(&pre.0, probe.clone()), true)) {
@@ -465,7 +479,7 @@ pub(crate) enum FrameTask {
     Join(JoinSpec, usize, Pairing, (Option<MapSpec>, Option<MapSpec>)),
     CsvRead(CsvTask, Option<MapSpec>),
     ParquetRead(ParquetTask, Option<MapSpec>),
-    /// A consumer of one chunk (see [`FrameTask::sourced`]) reading that chunk from its
+    /// A consumer of one chunk (see [`FrameTask::may_read_source`]) reading that chunk from its
     /// file itself: the read is never a task, its rows never stored.
     Sourced(Source, Box<FrameTask>),
     /// CSV text of a chunk: header line, separator. Result: `ObjectRef<Vec<u8>>`.
@@ -479,20 +493,22 @@ pub(crate) enum FrameTask {
 }
 
 impl FrameTask {
-    /// `task` with its one chunk (a join's left chunk, each task of a broadcast right
-    /// side) read by itself from `src`, when it is a task that can; else `task` back.
-    pub(crate) fn sourced(src: &Source, task: FrameTask) -> Result<FrameTask, FrameTask> {
-        match task {
+    /// Whether the task reads one chunk that it could read from its file itself (a
+    /// join: its left chunk, each task of a broadcast right side): see
+    /// [`FrameTask::Sourced`].
+    pub(crate) fn may_read_source(&self) -> bool {
+        matches!(
+            self,
             FrameTask::Partial(..)
-            | FrameTask::Probe(..)
-            | FrameTask::PartialSplit(..)
-            | FrameTask::KeySplit(..)
-            | FrameTask::Join(_, 1, Pairing::RightToEach, _) => Ok(FrameTask::Sourced(src.clone(), Box::new(task))),
-            task => Err(task),
-        }
+                | FrameTask::Probe(..)
+                | FrameTask::PartialSplit(..)
+                | FrameTask::KeySplit(..)
+                | FrameTask::Join(_, 1, Pairing::RightToEach, _)
+        )
     }
 
-    /// Submits `task`, which reads its one chunk from `src` (made by [`FrameTask::sourced`]).
+    /// Submits `task`, which reads its one chunk from `src` (see
+    /// [`FrameTask::may_read_source`]).
     fn submit_sourced(src: Source, task: FrameTask, ins: Vec<Obj>, o: ares::TaskOptions) -> Obj {
         let frames = || ins.iter().map(|i| i.get::<FrameChunk>()).collect::<Vec<ObjectRef<FrameChunk>>>();
         let src = Some(src);
@@ -512,7 +528,7 @@ impl FrameTask {
                 Obj::new(ares::remote(join_rows).options(o).call(spec, pre, build, src, Vec::new(), frames()))
             }
             other => unreachable!(
-                "{} cannot read its chunk from a file (see FrameTask::sourced)",
+                "{} cannot read its chunk from a file (see FrameTask::may_read_source)",
                 ares_tileable::Task::name(&other)
             ),
         }

@@ -466,11 +466,8 @@ pub(crate) fn fused(
     let once = !column_dependent(df) || cx.readers(key(df)) <= 1;
     let src = c.sources.as_ref().filter(|_| once && cx.readers(key(input)) == 1).map(|s| &s[k]);
     match src {
-        Some(src) => match FrameTask::sourced(src, task) {
-            Ok(t) => (t, Vec::new()),
-            Err(task) => (task, vec![c.nodes[k]]),
-        },
-        None => (task, vec![c.nodes[k]]),
+        Some(src) if task.may_read_source() => (FrameTask::Sourced(src.clone(), Box::new(task)), Vec::new()),
+        _ => (task, vec![c.nodes[k]]),
     }
 }
 
