@@ -235,31 +235,44 @@ pub(crate) fn join_built(
             polars_bail!(ComputeError: "a {:?} join cannot probe the {} side", spec.how, if built_right { "right" } else { "left" })
         }
     };
-    let (mut p_idx, mut b_idx): (Vec<IdxSize>, Vec<Option<IdxSize>>) = (Vec::new(), Vec::new());
+    // Built rows by index, `NONE` for a probe row kept without a match.
+    const NONE: IdxSize = IdxSize::MAX;
+    let (mut p_idx, mut b_idx): (Vec<IdxSize>, Vec<IdxSize>) =
+        (Vec::with_capacity(keys.len()), Vec::with_capacity(keys.len()));
+    let mut unmatched = false;
     for (row, k) in keys.iter().enumerate() {
         match k.and_then(|k| built.table.get(k)) {
             Some(g) => {
                 for &b in &built.rows[built.start[g as usize]..built.start[g as usize + 1]] {
                     p_idx.push(row as IdxSize);
-                    b_idx.push(Some(b));
+                    b_idx.push(b);
                 }
             }
             None if keep_unmatched => {
                 p_idx.push(row as IdxSize);
-                b_idx.push(None);
+                b_idx.push(NONE);
+                unmatched = true;
             }
             None => {}
         }
     }
     if spec.how == How::Inner && !built_right {
         // An inner join's rows come in the left's order: here the built side's.
-        let which: Vec<u32> = b_idx.iter().map(|b| b.unwrap_or(0)).collect();
-        let (perm, _) = crate::order::group_rows(&which, built.frame.height());
+        let (perm, _) = crate::order::group_rows(&b_idx, built.frame.height());
         p_idx = perm.iter().map(|&i| p_idx[i as usize]).collect();
         b_idx = perm.iter().map(|&i| b_idx[i as usize]).collect();
     }
-    let p = probe.take(&IdxCa::from_vec(PlSmallStr::EMPTY, p_idx))?;
-    let b = built.frame.take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, b_idx.into_iter()))?;
+    // Each probe row once, in order (a key into a table of distinct keys, all found):
+    // the probe side as it is, not gathered.
+    let whole = p_idx.len() == probe.height() && p_idx.iter().enumerate().all(|(i, &r)| r as usize == i);
+    let p = if whole { probe } else { probe.take(&IdxCa::from_vec(PlSmallStr::EMPTY, p_idx))? };
+    let b = if unmatched {
+        built
+            .frame
+            .take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, b_idx.into_iter().map(|b| (b != NONE).then_some(b))))?
+    } else {
+        built.frame.take(&IdxCa::from_vec(PlSmallStr::EMPTY, b_idx))?
+    };
     // Keys once (the probing side's: a left join keeps the left's, a right join the
     // right's, and an inner join's are equal), then the left's columns, then the right's.
     let (left, right) = if built_right { (&p, &b) } else { (&b, &p) };
