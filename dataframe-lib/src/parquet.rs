@@ -175,6 +175,5 @@ fn decimal_floats(s: &Series, scale: usize) -> PolarsResult<Series> {
         };
         PrimitiveArray::from_vec(floats).with_validity(arr.validity().cloned())
     });
-    let out = Float64Chunked::from_chunk_iter(s.name().clone(), chunks);
-    Ok(out.with_name(s.name().clone()).into_series())
+    Ok(Float64Chunked::from_chunk_iter(s.name().clone(), chunks).into_series())
 }

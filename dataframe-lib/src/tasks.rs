@@ -13,7 +13,7 @@ use ares_tileable::Obj;
 
 use crate::chunk::{FrameChunk, decode};
 use crate::describe::{Picked, Sketch};
-use crate::spec::{CsvTask, GroupSpec, JoinSpec, MapSpec, ParquetTask, ScanSpec, SortSpec, Source, TopSpec};
+use crate::spec::{GroupSpec, JoinSpec, MapSpec, ScanSpec, SortSpec, Source, TopSpec};
 use crate::{describe, kernels, relational};
 
 /// Rows sampled per chunk to choose a sort's partition bounds.
@@ -74,24 +74,21 @@ fn read_mapped(pre: &Option<MapSpec>, c: &InPlace<'_, FrameChunk>) -> Pl {
 }
 
 /// The rows a read gives, its map applied.
-fn read_source(src: &Source) -> polars::prelude::PolarsResult<Pl> {
+fn read_source(src: &Source) -> Pl {
     let (df, pre) = match src {
-        Source::Parquet(t, pre) => (crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns)?, pre),
+        Source::Parquet(t, pre) => (crate::parquet::read_rows(&t.path, t.rows.0, t.rows.1, &t.columns), pre),
         Source::Csv(t, pre) => {
-            (crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection)?, pre)
+            (crate::csv::read_range(&t.path, t.range, true, t.separator, &t.schema, &t.projection), pre)
         }
     };
-    match pre {
-        Some(m) => crate::eval::map(m, df),
-        None => Ok(df),
-    }
+    mapped(pre, or_fail(df))
 }
 
 /// A task's one chunk, with a fused map applied: read from its file here when the read
 /// is fused into the task (`src`), else from the store (`input`'s one object).
 fn one_chunk(pre: &Option<MapSpec>, src: &Option<Source>, input: &InPlaceList<'_, FrameChunk>) -> Pl {
     let df = match (src, input.iter().next()) {
-        (Some(s), _) => or_fail(read_source(s)),
+        (Some(s), _) => read_source(s),
         (None, Some(c)) => read(c),
         (None, None) => ares::fail("a frame chunk task was given no chunk"),
     };
@@ -202,14 +199,6 @@ fn key_split(
     or_fail(kernels::hash_split(&keys, &df, parts as usize)).into_iter().map(write).collect()
 }
 
-/// One byte range of a CSV file, only the projected columns parsed, and a fused map
-/// applied to its rows.
-#[ares::remote]
-fn csv_read(t: CsvTask, pre: Option<MapSpec>) -> FrameChunk {
-    one_thread();
-    write(or_fail(read_source(&Source::Csv(t, pre))))
-}
-
 /// A chunk with each element of the lists in `column` a row of its own (an empty or
 /// missing list: one row, missing).
 #[ares::remote]
@@ -219,12 +208,12 @@ fn explode_rows(column: String, pre: Option<MapSpec>, input: InPlace<'_, FrameCh
     write(or_fail(read_mapped(&pre, &input).explode([column.as_str()], as_pandas)))
 }
 
-/// One row group of a Parquet file, only the named columns read, and a fused map applied
-/// to its rows.
+/// One byte range of a CSV file or row group of a Parquet file, only the projected
+/// columns read, and a fused map applied to its rows.
 #[ares::remote]
-fn parquet_read(t: ParquetTask, pre: Option<MapSpec>) -> FrameChunk {
+fn read_chunk(src: Source) -> FrameChunk {
     one_thread();
-    write(or_fail(read_source(&Source::Parquet(t, pre))))
+    write(read_source(&src))
 }
 
 /// A chunk's rows as CSV text (its header line too when `header`).
@@ -311,31 +300,26 @@ fn join_rows(
     right: InPlaceList<'_, FrameChunk>,
 ) -> FrameChunk {
     one_thread();
-    // A left chunk read here: only a broadcast right side's probe reads it.
-    if let Some(src) = &src {
-        let probe = or_fail(read_source(src));
-        let index = build.as_ref().filter(|b| b.right).map(|b| built(b, &spec, &pre.1, &right));
-        if let Some(index) = index.as_deref().and_then(Option::as_ref) {
-            if let Some(out) = or_fail(relational::join_built(&spec, index, mapped(&pre.0, probe.clone()), true)) {
-                return write(out);
-            }
+    // Each side's frames, read when needed: a built side kept by this process is not read.
+    // A left chunk read from its file (`src`) is read once.
+    let fused = src.as_ref().map(read_source);
+    let lefts = || -> Vec<Pl> {
+        match &fused {
+            Some(df) => vec![mapped(&pre.0, df.clone())],
+            None => left.iter().map(|c| mapped(&pre.0, read(c))).collect(),
         }
-        let r = right.iter().map(|c| mapped(&pre.1, read(c))).collect();
-        return write(or_fail(relational::join(&spec, vec![mapped(&pre.0, probe)], r)));
-    }
+    };
+    let rights = || -> Vec<Pl> { right.iter().map(|c| mapped(&pre.1, read(c))).collect() };
     if let Some(b) = &build {
-        let (side, side_pre, probe, probe_pre) =
-            if b.right { (&right, &pre.1, &left, &pre.0) } else { (&left, &pre.0, &right, &pre.1) };
+        let (side, side_pre) = if b.right { (&right, &pre.1) } else { (&left, &pre.0) };
         if let Some(index) = &*built(b, &spec, side_pre, side) {
-            let probe = or_fail(kernels::concat(probe.iter().map(|c| mapped(probe_pre, read(c))).collect()));
+            let probe = or_fail(kernels::concat(if b.right { lefts() } else { rights() }));
             if let Some(out) = or_fail(relational::join_built(&spec, index, probe, b.right)) {
                 return write(out);
             }
         }
     }
-    let l = left.iter().map(|c| mapped(&pre.0, read(c))).collect();
-    let r = right.iter().map(|c| mapped(&pre.1, read(c))).collect();
-    write(or_fail(relational::join(&spec, l, r)))
+    write(or_fail(relational::join(&spec, lefts(), rights())))
 }
 
 /// Submits a group scan's step: `ins` are the chunk and, if any, the prefix before it.
@@ -477,8 +461,8 @@ pub(crate) enum FrameTask {
     /// Joins its first `n` inputs (left) with the rest, paired as said (each side's map
     /// first, but for a shuffle's partitions).
     Join(JoinSpec, usize, Pairing, (Option<MapSpec>, Option<MapSpec>)),
-    CsvRead(CsvTask, Option<MapSpec>),
-    ParquetRead(ParquetTask, Option<MapSpec>),
+    /// A CSV range or a Parquet row group read, its map applied.
+    Read(Source),
     /// A consumer of one chunk (see [`FrameTask::may_read_source`]) reading that chunk from its
     /// file itself: the read is never a task, its rows never stored.
     Sourced(Source, Box<FrameTask>),
@@ -558,8 +542,7 @@ impl ares_tileable::Task for FrameTask {
             }
             FrameTask::Sourced(src, task) => FrameTask::submit_sourced(src, *task, ins, o),
             FrameTask::Top(spec, pre) => Obj::new(ares::remote(top_rows).options(o).call(spec, pre, frames())),
-            FrameTask::CsvRead(t, pre) => Obj::new(ares::remote(csv_read).options(o).call(t, pre)),
-            FrameTask::ParquetRead(t, pre) => Obj::new(ares::remote(parquet_read).options(o).call(t, pre)),
+            FrameTask::Read(src) => Obj::new(ares::remote(read_chunk).options(o).call(src)),
             FrameTask::CsvFormat(header, sep, pre) => {
                 Obj::new(ares::remote(csv_format).options(o).call(header, sep, pre, first()))
             }
@@ -639,8 +622,8 @@ impl ares_tileable::Task for FrameTask {
             FrameTask::Explode(_, pre) => format!("explode{}", fused(pre)),
             FrameTask::KeySplit(_, _, _, pre) => format!("hash split{}", fused(pre)),
             FrameTask::Join(..) => "join".into(),
-            FrameTask::CsvRead(_, pre) => format!("read_csv range{}", fused(pre)),
-            FrameTask::ParquetRead(_, pre) => format!("read_parquet row group{}", fused(pre)),
+            FrameTask::Read(Source::Csv(_, pre)) => format!("read_csv range{}", fused(pre)),
+            FrameTask::Read(Source::Parquet(_, pre)) => format!("read_parquet row group{}", fused(pre)),
             FrameTask::Sourced(Source::Parquet(..), task) => format!("{} reading a Parquet row group", task.name()),
             FrameTask::Sourced(Source::Csv(..), task) => format!("{} reading a CSV range", task.name()),
             FrameTask::CsvFormat(..) => "to_csv chunk".into(),

@@ -114,6 +114,26 @@ fn parquet_in(d: &Dir) -> (PathBuf, PlFrame) {
     (path, local)
 }
 
+/// A copy of the Parquet file at `path`, as `broken.parquet` in `d`, with garbage over
+/// the column chunks `garbled(first row of the group, column)` names.
+fn garbled(d: &Dir, path: &PathBuf, garbled: impl Fn(i64, &str) -> bool) -> PathBuf {
+    let mut bytes = std::fs::read(path).unwrap();
+    let meta = ParquetReader::new(std::fs::File::open(path).unwrap()).get_metadata().unwrap().clone();
+    let mut first_row = 0;
+    for rg in &meta.row_groups {
+        for name in ["a", "f", "s", "bad"].into_iter().filter(|name| garbled(first_row, name)) {
+            for c in rg.columns_under_root_iter(name).unwrap() {
+                let r = c.byte_range();
+                bytes[r.start as usize..r.end as usize].fill(0xA5);
+            }
+        }
+        first_row += rg.num_rows() as i64;
+    }
+    let broken = d.0.join("broken.parquet");
+    std::fs::write(&broken, bytes).unwrap();
+    broken
+}
+
 /// A filter read with the file skips the row groups whose recorded least and greatest
 /// values rule it out: they are never read (their bytes are garbage here), and a filter
 /// on a column a map step changed first is not checked against the file's values.
@@ -132,22 +152,7 @@ fn row_groups_a_filter_rules_out_by_their_statistics_are_never_read() {
     assert_eq!(s.fetch(&changed).unwrap().height(), ROWS - 1, "every group read: the filter is on a new a");
 
     // Every column chunk of the groups whose `a` are all 6000 or more made garbage.
-    let mut bytes = std::fs::read(&path).unwrap();
-    let meta = ParquetReader::new(std::fs::File::open(&path).unwrap()).get_metadata().unwrap().clone();
-    let mut first_row = 0;
-    for rg in &meta.row_groups {
-        if first_row >= 6000 {
-            for name in ["a", "f", "s", "bad"] {
-                for c in rg.columns_under_root_iter(name).unwrap() {
-                    let r = c.byte_range();
-                    bytes[r.start as usize..r.end as usize].fill(0xA5);
-                }
-            }
-        }
-        first_row += rg.num_rows();
-    }
-    let broken = d.0.join("broken.parquet");
-    std::fs::write(&broken, bytes).unwrap();
+    let broken = garbled(&d, &path, |first_row, _| first_row >= 6000);
     let df = DataFrame::read_parquet(&broken).unwrap();
     assert!(s.fetch(&df).is_err(), "the garbage groups are read when nothing rules them out");
     let low = df.filter(col("a").lt(5000i64) & col("f").gt(-1.0)).unwrap().select(&["a", "s"]).unwrap();
@@ -179,16 +184,7 @@ fn a_parquet_file_is_read_by_row_group_and_pruned_columns_are_never_read() {
 
     // Overwrite every column chunk of `bad` with garbage: reading it now fails, and a
     // projection, a filter in the reading task and a group-by that do not use it work.
-    let mut bytes = std::fs::read(&path).unwrap();
-    let meta = ParquetReader::new(std::fs::File::open(&path).unwrap()).get_metadata().unwrap().clone();
-    for rg in &meta.row_groups {
-        for c in rg.columns_under_root_iter("bad").unwrap() {
-            let r = c.byte_range();
-            bytes[r.start as usize..r.end as usize].fill(0xA5);
-        }
-    }
-    let broken = d.0.join("broken.parquet");
-    std::fs::write(&broken, bytes).unwrap();
+    let broken = garbled(&d, &path, |_, name| name == "bad");
     let df = DataFrame::read_parquet(&broken).unwrap();
     assert!(s.fetch(&df).is_err(), "the corrupt column is read when asked for");
     let picked = df.filter(col("a").lt(5000)).unwrap().select(&["a", "s"]).unwrap();

@@ -410,8 +410,9 @@ fn read_csv(cx: &mut Cx<'_>, src: &CsvSource, needed: Option<&[String]>, pre: Op
                 schema: src.schema.clone(),
                 projection: projection.clone(),
             };
-            sources.push(Source::Csv(t.clone(), pre.clone()));
-            cx.add_lazy(FrameTask::CsvRead(t, pre.clone()), Vec::new(), Hints::new(depth, range.1 - range.0))
+            let src = Source::Csv(t, pre.clone());
+            sources.push(src.clone());
+            cx.add_lazy(FrameTask::Read(src), Vec::new(), Hints::new(depth, range.1 - range.0))
         })
         .collect();
     Chunks { sources: Some(Arc::new(sources)), nodes, pre: None, bytes }
@@ -443,8 +444,9 @@ fn read_parquet(
         .iter()
         .map(|&rows| {
             let t = ParquetTask { path: src.path.clone(), rows, columns: columns.clone() };
-            sources.push(Source::Parquet(t.clone(), pre.clone()));
-            cx.add_lazy(FrameTask::ParquetRead(t, pre.clone()), Vec::new(), Hints::new(depth, rows.1 * per_row))
+            let src = Source::Parquet(t, pre.clone());
+            sources.push(src.clone());
+            cx.add_lazy(FrameTask::Read(src), Vec::new(), Hints::new(depth, rows.1 * per_row))
         })
         .collect();
     Chunks { sources: Some(Arc::new(sources)), nodes, pre: None, bytes }
