@@ -581,6 +581,30 @@ pub(crate) fn combine(spec: &GroupSpec, frames: Vec<DataFrame>) -> PolarsResult<
     aggregate(&df, &spec.keys, &steps)
 }
 
+/// Partials of the same groups combined and finished (a group-by's last step): as
+/// [`combine`] then [`finish`], but a `nunique` group-by's pairs are counted by sorting
+/// when they pack into integers ([`crate::hashagg::distinct_counts`]).
+pub(crate) fn combine_finish(spec: &GroupSpec, frames: Vec<DataFrame>, sort: bool) -> PolarsResult<DataFrame> {
+    if spec.nunique_column().is_some() && !spec.keys.is_empty() {
+        let df = drop_missing(&concat(frames)?, &spec.keys)?;
+        let part = GroupSpec::partial_name(0, Part::Count);
+        if let Some((first, counts)) = crate::hashagg::distinct_counts(&df, &spec.keys, &part)? {
+            let names: Vec<&str> = spec.keys.iter().map(String::as_str).collect();
+            let mut out = df.select(names)?.take(&IdxCa::from_vec(PlSmallStr::EMPTY, first))?;
+            out.with_column(Column::new(spec.names[0].as_str().into(), counts))?;
+            // Packed integer and time keys come out in key order; string codes do not.
+            let strings = out.columns()[..spec.keys.len()].iter().any(|c| c.dtype() == &DataType::String);
+            return if sort && strings {
+                out.sort(spec.keys.iter().map(|k| k.as_str()), SortMultipleOptions::new().with_multithreaded(false))
+            } else {
+                Ok(out)
+            };
+        }
+        return finish(spec, &distinct_rows(&df, &spec.keys)?, sort);
+    }
+    finish(spec, &combine(spec, frames)?, sort)
+}
+
 /// The final columns from combined partials, sorted by key (pandas' `sort=True`) when
 /// `sort` (a shuffle's reducers leave that to whoever gathers their partitions).
 pub(crate) fn finish(spec: &GroupSpec, df: &DataFrame, sort: bool) -> PolarsResult<DataFrame> {

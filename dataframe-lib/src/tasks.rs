@@ -357,8 +357,7 @@ fn gb_combine(spec: GroupSpec, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk
 #[ares::remote]
 fn gb_finish(spec: GroupSpec, sort: bool, parts: InPlaceList<'_, FrameChunk>) -> FrameChunk {
     one_thread();
-    let combined = or_fail(kernels::combine(&spec, parts.iter().map(read).collect()));
-    write(or_fail(kernels::finish(&spec, &combined, sort)))
+    write(or_fail(kernels::combine_finish(&spec, parts.iter().map(read).collect(), sort)))
 }
 
 #[ares::remote]
