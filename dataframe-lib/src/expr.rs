@@ -249,11 +249,19 @@ pub enum Expr {
 pub struct Value {
     pub(crate) node: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     dtype: DataType,
+    /// A set the engine added to cut rows early (not the user's `isin`): when too large
+    /// to send to every task it is dropped, every row counting as in it.
+    pub(crate) optional: bool,
 }
 
 impl Value {
     pub(crate) fn new(node: std::sync::Arc<dyn std::any::Any + Send + Sync>, dtype: DataType) -> Value {
-        Value { node, dtype }
+        Value { node, dtype, optional: false }
+    }
+
+    /// This set as one the engine may drop (see [`Value::optional`]).
+    pub(crate) fn optional(self) -> Value {
+        Value { optional: true, ..self }
     }
 
     /// The column's dtype (a scalar's).

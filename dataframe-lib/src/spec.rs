@@ -173,6 +173,7 @@ impl MapSpec {
         &self,
         frames: &mut [polars::prelude::DataFrame],
         dtypes: &[polars::prelude::DataType],
+        optional: &[bool],
         max_set: usize,
     ) -> crate::error::Result<MapSpec> {
         use crate::expr::Instr;
@@ -190,6 +191,10 @@ impl MapSpec {
                         None => {
                             let distinct = &mut frames[*k as usize];
                             let chunk = crate::chunk::FrameChunk::encode(distinct)?;
+                            if chunk.ipc.len() > max_set && optional[*k as usize] {
+                                *ins = Instr::Lit(crate::expr::Scalar::Bool(true));
+                                continue;
+                            }
                             if chunk.ipc.len() > max_set {
                                 return Err(crate::error::FrameError::Invalid(format!(
                                     "isin with {} distinct values ({} bytes) would send them to every task (at \
@@ -478,6 +483,21 @@ pub struct JoinSpec {
 mod tests {
     use super::*;
     use crate::expr::col;
+
+    #[test]
+    fn a_set_too_large_is_refused_unless_the_engine_added_it() {
+        use crate::expr::Instr;
+        use polars::prelude::{DataFrame, DataType, NamedFrom, Series};
+        let mut spec = MapSpec::default();
+        spec.program.instrs = vec![Instr::Col("a".into()), Instr::IsIn(0, 0)];
+        spec.steps.push(MapStep::Filter(1));
+        let set = || vec![DataFrame::new(3, vec![Series::new("a".into(), [1i64, 2, 3]).into()]).unwrap()];
+        let err = spec.with_values(&mut set(), &[DataType::Int64], &[false], 0).unwrap_err();
+        assert!(err.to_string().contains("merge instead"), "{err}");
+        // The engine's own set (a group-by cut by a merge's other side) is dropped.
+        let kept = spec.with_values(&mut set(), &[DataType::Int64], &[true], 0).unwrap();
+        assert_eq!(kept.program.instrs[1], Instr::Lit(crate::expr::Scalar::Bool(true)));
+    }
 
     #[test]
     fn a_map_needs_what_its_steps_read_and_name() {

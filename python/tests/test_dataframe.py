@@ -665,6 +665,34 @@ def test_filters_after_merges_match_pandas_wherever_they_run(left, right, how, w
     same(got.fetch(), want, sort_by=list(want.columns))
 
 
+@given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right"]),
+       st.sampled_from(["sum", "nunique", "size"]), st.booleans(), st.booleans())
+def test_a_group_by_merged_with_a_filtered_frame_matches_pandas(data, other, how, agg, named, group_left):
+    # The engine cuts the group-by's input to the keys the filtered side has (a semi-join
+    # below the aggregation) where the merge drops the other groups anyway.
+    (pdf, chunk), (op, oc) = data, other
+    df, of = ad.DataFrame(pdf, chunk_size=chunk), ad.DataFrame(op, chunk_size=oc)
+
+    def groups(d):
+        g = d.groupby(["k", "k2"], as_index=False)
+        return g.size() if agg == "size" else getattr(g.f, agg)()
+
+    def side(d):
+        s = d[d.i > 0][["k", "i"]]
+        return s.rename(columns={"k": "key"}) if named else s
+
+    keys = {"left_on": "k", "right_on": "key"} if named else {"on": "k"}
+    if group_left:
+        got = groups(df).merge(side(of), how=how, **keys).fetch()
+        want = groups(pdf).merge(side(op), how=how, **keys)
+    else:
+        flip = {"left_on": "key", "right_on": "k"} if named else keys
+        got = side(of).merge(groups(df), how=how, **flip).fetch()
+        want = side(op).merge(groups(pdf), how=how, **flip)
+    assert list(got.columns) == list(want.columns)
+    same(got, want, sort_by=list(want.columns))
+
+
 @given(frames(), st.sampled_from(["mean", "sum", "count", "min", "max", "size"]), st.booleans())
 def test_pivot_table_crosstab_and_melt_match_pandas(data, aggfunc, fill):
     pdf, chunk = data

@@ -231,8 +231,121 @@ impl DataFrame {
                 schema.push((name, d.clone()));
             }
         }
+        // A group-by merged on one of its keys with a side that filters its rows keeps
+        // only the groups whose key that side has: its input is cut to those keys first
+        // (a semi-join below the aggregation, as databases plan it).
+        let (mut l, mut r) = (self.clone(), right.clone());
+        if matches!(how, How::Inner | How::Left)
+            && l.selective()
+            && let Some(cut) = r.groups_cut_by(&l, &on)
+        {
+            r = cut;
+        }
+        if matches!(how, How::Inner | How::Right)
+            && r.selective()
+            && let Some(cut) = l.groups_cut_by(&r, &on)
+        {
+            l = cut;
+        }
         let spec = JoinSpec { on, how, both, keep_left: false };
-        Ok(DataFrame::new(Op::Join { left: self.clone(), right: right.clone(), spec }, schema))
+        Ok(DataFrame::new(Op::Join { left: l, right: r, spec }, schema))
+    }
+
+    /// Whether `target` is this frame or one it is computed from.
+    fn reads(&self, target: &DataFrame) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![self.clone()];
+        while let Some(d) = todo.pop() {
+            if std::sync::Arc::ptr_eq(&d.node, &target.node) {
+                return true;
+            }
+            if !seen.insert(std::sync::Arc::as_ptr(&d.node)) {
+                continue;
+            }
+            match &d.node.op {
+                Op::Tensors(_) | Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => {}
+                Op::GroupBy { input, .. }
+                | Op::GroupScan { input, .. }
+                | Op::Sort { input, .. }
+                | Op::Top { input, .. }
+                | Op::Unique { input, .. }
+                | Op::Explode { input, .. }
+                | Op::Describe { input, .. } => todo.push(input.clone()),
+                Op::Map { input, values, .. } => {
+                    todo.push(input.clone());
+                    todo.extend(values.iter().map(DataFrame::of_value));
+                }
+                Op::Join { left, right, .. } => todo.extend([left.clone(), right.clone()]),
+                Op::Concat(parts) => todo.extend(parts.iter().cloned()),
+            }
+        }
+        false
+    }
+
+    /// Whether the frame drops rows of what it reads (a filter, or an inner merge of
+    /// such a frame): a side worth cutting a group-by by.
+    fn selective(&self) -> bool {
+        match &self.node.op {
+            Op::Map { input, spec, .. } => {
+                spec.steps.iter().any(|s| matches!(s, crate::spec::MapStep::Filter(_))) || input.selective()
+            }
+            Op::Sort { input, .. } => input.selective(),
+            Op::Join { left, right, spec } => spec.how == How::Inner && (left.selective() || right.selective()),
+            _ => false,
+        }
+    }
+
+    /// This frame with the group-by that makes one of the `on` columns (a key of it,
+    /// under maps that keep, rename or copy the column) reading only the rows whose key
+    /// `other` has; `None` when no `on` column is such a key. The set is optional: too
+    /// large to send to every task, it is dropped (see `Value::optional`).
+    fn groups_cut_by(&self, other: &DataFrame, on: &[String]) -> Option<DataFrame> {
+        on.iter().find_map(|k| {
+            let set = other.select(&[k.as_str()]).ok()?.as_value().ok()?.optional();
+            self.groups_cut(k, &set)
+        })
+    }
+
+    fn groups_cut(&self, key: &str, set: &crate::expr::Value) -> Option<DataFrame> {
+        use crate::expr::{Expr, Instr};
+        use crate::spec::MapStep;
+        let op = match &self.node.op {
+            Op::GroupBy { input, spec, method } if spec.keys.iter().any(|k| k == key) => {
+                // A set computed from the group-by's own rows (a frame merged with its
+                // own aggregate) would cost a pass and cut nothing.
+                let mut base = input;
+                while let Op::Map { input, .. } = &base.node.op {
+                    base = input;
+                }
+                if DataFrame::of_value(set).reads(base) {
+                    return None;
+                }
+                let cut = input.filter(Expr::IsIn(Box::new(crate::expr::col(key)), set.clone())).ok()?;
+                Op::GroupBy { input: cut, spec: spec.clone(), method: *method }
+            }
+            Op::Map { input, spec, values } => {
+                // The column's name in the map's input: through copies and renames.
+                let mut name = key.to_string();
+                for step in spec.steps.iter().rev() {
+                    match step {
+                        MapStep::Assign(n, at) if *n == name => match spec.program.instrs.get(*at as usize)? {
+                            Instr::Col(src) => name = src.clone(),
+                            _ => return None,
+                        },
+                        MapStep::Rename(pairs) => {
+                            if let Some((from, _)) = pairs.iter().find(|(_, to)| *to == name) {
+                                name = from.clone();
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let cut = input.groups_cut(&name, set)?;
+                Op::Map { input: cut, spec: spec.clone(), values: values.clone() }
+            }
+            _ => return None,
+        };
+        Some(DataFrame::new(op, self.node.schema.clone()))
     }
 
     /// Each element of the lists in `column` a row of its own, the other columns
@@ -272,6 +385,34 @@ mod tests {
 
     use crate::expr::col;
     use crate::frame::DataFrame;
+
+    #[test]
+    fn a_group_by_is_cut_by_a_filtered_side_where_the_merge_drops_its_other_groups() {
+        use super::Op;
+        use crate::expr::Instr;
+        use crate::spec::How;
+        let tensors = |seed| {
+            let k = ares_tensor::random::randint(0, 10, &[400], &[100], seed).unwrap();
+            let f = ares_tensor::random::rand(&[400], &[100], seed + 1).unwrap();
+            DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap()
+        };
+        let (df, other) = (tensors(1), tensors(3));
+        let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
+        let cut = |m: &DataFrame| {
+            let Op::Join { right, .. } = &m.node.op else { panic!("a merge") };
+            let Op::GroupBy { input, .. } = &right.node.op else { panic!("a group-by on the right") };
+            matches!(&input.node.op, Op::Map { spec, .. } if spec.program.instrs.iter().any(|i| matches!(i, Instr::IsIn(..))))
+        };
+        let filtered = other.filter(col("f").gt(0.5)).unwrap().select(&["k"]).unwrap();
+        assert!(cut(&filtered.merge(&g, &["k"], How::Inner).unwrap()));
+        assert!(cut(&filtered.merge(&g, &["k"], How::Left).unwrap()));
+        // A right merge keeps every group; an unfiltered side cuts nothing; nor does a
+        // side computed from the group-by's own input.
+        assert!(!cut(&filtered.merge(&g, &["k"], How::Right).unwrap()));
+        assert!(!cut(&other.select(&["k"]).unwrap().merge(&g, &["k"], How::Inner).unwrap()));
+        let own = df.filter(col("f").gt(0.5)).unwrap().select(&["k"]).unwrap();
+        assert!(!cut(&own.merge(&g, &["k"], How::Inner).unwrap()));
+    }
 
     #[test]
     fn rows_distinct_as_built_are_not_made_distinct_again() {

@@ -232,7 +232,8 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
         frames.push(all);
     }
     let dtypes: Vec<_> = values.iter().map(Value::dtype).collect();
-    spec.with_values(&mut frames, &dtypes, MAX_ISIN_SET).map_err(Tiling::Failed)
+    let optional: Vec<bool> = values.iter().map(|v| v.optional).collect();
+    spec.with_values(&mut frames, &dtypes, &optional, MAX_ISIN_SET).map_err(Tiling::Failed)
 }
 
 /// Tiles `df` and runs whatever steps are still pending: chunk nodes holding its rows.
