@@ -457,6 +457,21 @@ impl Expr {
         }
     }
 
+    /// A condition this one implies that reads only terms `ok` accepts (its `&` terms
+    /// tested one by one, an `|` implying the `|` of what each side implies), or `None`:
+    /// `(a & x) | (b & y)` implies `a | b` when `ok` takes `a` and `b`. A filter of one
+    /// merge side derived from a filter of both.
+    pub(crate) fn implied(&self, ok: &dyn Fn(&Expr) -> bool) -> Option<Expr> {
+        match self {
+            Expr::Binary(BinOp::Or, a, b) => Some(a.implied(ok)? | b.implied(ok)?),
+            Expr::Binary(BinOp::And, a, b) => match (a.implied(ok), b.implied(ok)) {
+                (Some(x), Some(y)) => Some(x & y),
+                (x, y) => x.or(y),
+            },
+            e => ok(e).then(|| e.clone()),
+        }
+    }
+
     /// Calls `f` with each operand (its sub-expressions one level down).
     fn for_each_operand(&self, f: &mut dyn FnMut(&Expr)) {
         match self {

@@ -350,6 +350,11 @@ impl PyFrame {
         format!("{:?}", self.df)
     }
 
+    /// The plan, one operator a line (see `DataFrame::explain`).
+    fn explain(&self) -> String {
+        self.df.explain()
+    }
+
     /// The dtype name of `e` over this frame's columns (raises if it cannot be computed).
     fn expr_dtype(&self, e: &PyExpr) -> PyResult<String> {
         self.df.dtype_of(&e.e).map(|d| dtype_name(&d)).or_raise()

@@ -693,6 +693,34 @@ def test_a_group_by_merged_with_a_filtered_frame_matches_pandas(data, other, how
     same(got, want, sort_by=list(want.columns))
 
 
+@given(frames(min_rows=1), st.integers(1, 40), st.integers(0, 3), st.booleans())
+def test_merge_chains_with_filtered_sides_match_pandas(data, dim_chunk, which, named):
+    # A fact table, a dimension keyed by `k`, and a small table keyed by the dimension's
+    # `g`: the engine merges a filtered small table (or dimension) with its table first.
+    pdf, chunk = data
+    dim = pd.DataFrame({"k": np.arange(16, dtype=np.int64), "g": np.arange(16, dtype=np.int64) % 4,
+                        "dv": np.arange(16, dtype=np.float64) / 2})
+    small = pd.DataFrame({"gk" if named else "g": np.arange(4, dtype=np.int64), "name": ["w", "x", "y", "z"]})
+    keys = {"left_on": "g", "right_on": "gk"} if named else {"on": "g"}
+    facts, dims, smalls = (ad.DataFrame(pdf, chunk_size=chunk), ad.DataFrame(dim, chunk_size=dim_chunk),
+                           ad.DataFrame(small, chunk_size=2))
+
+    def query(f, d, s):
+        if which == 0:  # the small table filtered before the merges are written
+            return f.merge(d, on="k").merge(s[s.name.isin(["x", "z"])], **keys)
+        j = f.merge(d, on="k").merge(s, **keys)
+        if which == 1:  # a filter of both sides' columns, after the merges
+            return j[((j.name == "x") & (j.i > 0)) | ((j.name == "w") & (j.f < 2))]
+        if which == 2:  # a filter of the small table's column only
+            return j[j.name != "y"]
+        return j[(j.dv > 3) & (j.name <= "x")]
+
+    got = query(facts, dims, smalls).fetch()
+    want = query(pdf, dim, small)
+    assert list(got.columns) == list(want.columns)
+    same(got, want, sort_by=list(want.columns))
+
+
 @given(frames(), st.sampled_from(["mean", "sum", "count", "min", "max", "size"]), st.booleans())
 def test_pivot_table_crosstab_and_melt_match_pandas(data, aggfunc, fill):
     pdf, chunk = data

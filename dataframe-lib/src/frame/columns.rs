@@ -78,7 +78,13 @@ impl DataFrame {
         if dt != DataType::Boolean {
             return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
-        let base = self.pushed_below_merge(&mask)?.unwrap_or_else(|| self.clone());
+        let base = match self.pushed_below_merge(&mask)? {
+            // Every term filters a side below the merge, exactly: nothing is left to do
+            // above it (and the merge stays one a later merge can be reordered past).
+            Some((base, true)) => return Ok(base),
+            Some((base, false)) => base,
+            None => self.clone(),
+        };
         base.map(|spec, _, values| {
             let at = spec.program.push(&mask, values);
             spec.steps.push(MapStep::Filter(at));
@@ -89,11 +95,12 @@ impl DataFrame {
     /// `self` with the parts of `mask` that read one side of the merge under it applied
     /// to that side first, as a database pushes a filter below a join: the `&` terms of
     /// `mask` that read only the left's columns (or keys) filter the left before an inner
-    /// or left merge, the right's the right before an inner or right merge. The whole
-    /// mask still runs after the merge (a pushed term is true there). `None` when
-    /// nothing moves: `self` is no merge, nor a map over one whose steps leave the
-    /// columns the terms read as the merge made them.
-    fn pushed_below_merge(&self, mask: &Expr) -> Result<Option<DataFrame>> {
+    /// or left merge, the right's the right before an inner or right merge; a term of
+    /// both sides gives each what it implies of it alone. With whether every term moved
+    /// whole (else the whole mask still runs after the merge, where a pushed term is
+    /// true). `None` when nothing moves: `self` is no merge, nor a map over one whose
+    /// steps leave the columns the terms read as the merge made them.
+    fn pushed_below_merge(&self, mask: &Expr) -> Result<Option<(DataFrame, bool)>> {
         use crate::spec::How;
         let (join, map) = match &self.node.op {
             Op::Join { .. } => (self, None),
@@ -120,47 +127,68 @@ impl DataFrame {
         let (to_left, to_right) = (matches!(js.how, How::Inner | How::Left), matches!(js.how, How::Inner | How::Right));
         let mut terms = Vec::new();
         mask.and_terms(&mut terms);
-        let (mut lf, mut rf): (Vec<&Expr>, Vec<&Expr>) = (Vec::new(), Vec::new());
-        for t in terms {
+        let (mut lf, mut rf): (Vec<Expr>, Vec<Expr>) = (Vec::new(), Vec::new());
+        let key = |c: &String| js.on.contains(c);
+        // Whether a term may move below the merge to the side whose columns `side` holds.
+        let movable = |t: &Expr, side: &[String]| {
             let mut cols = Vec::new();
             t.columns(&mut cols);
             // A semi-join (`isin` of a frame) stays where it was written: below a merge it
             // would probe more rows, and a database would plan it as a join of its own.
+            !cols.is_empty()
+                && !t.has_semi_join()
+                && cols.iter().all(|c| !touched.contains(&c) && !js.both.contains(c) && (key(c) || side.contains(c)))
+        };
+        let mut whole = true;
+        for t in terms {
+            let mut cols = Vec::new();
+            t.columns(&mut cols);
             if cols.is_empty() || t.has_semi_join() || cols.iter().any(|c| touched.contains(&c) || js.both.contains(c))
             {
+                whole = false;
                 continue;
             }
-            let key = |c: &String| js.on.contains(c);
             if cols.iter().all(key) {
                 // Keys: equal on both sides of a matched row; a left (right) merge's keys
                 // are the left's (right's).
                 if to_left {
-                    lf.push(t);
+                    lf.push(t.clone());
                 }
                 if to_right {
-                    rf.push(t);
+                    rf.push(t.clone());
                 }
             } else if to_left && cols.iter().all(|c| key(c) || left_cols.contains(c)) {
-                lf.push(t);
+                lf.push(t.clone());
             } else if to_right && cols.iter().all(|c| key(c) || right_cols.contains(c)) {
-                rf.push(t);
+                rf.push(t.clone());
+            } else {
+                // A term of both sides (`(l1 & r1) | (l2 & r2)`): each side gets what it
+                // implies of that side alone (`l1 | l2`), the term itself staying above.
+                whole = false;
+                if to_left && let Some(d) = t.implied(&|e| movable(e, &left_cols)) {
+                    lf.push(d);
+                }
+                if to_right && let Some(d) = t.implied(&|e| movable(e, &right_cols)) {
+                    rf.push(d);
+                }
             }
         }
         if lf.is_empty() && rf.is_empty() {
             return Ok(None);
         }
-        let apply = |side: &DataFrame, terms: &[&Expr]| -> Result<DataFrame> {
-            terms.iter().try_fold(side.clone(), |d, t| d.filter((*t).clone()))
+        let apply = |side: &DataFrame, terms: &[Expr]| -> Result<DataFrame> {
+            terms.iter().try_fold(side.clone(), |d, t| d.filter(t.clone()))
         };
         let (l, r) = (apply(left, &lf)?, apply(right, &rf)?);
-        let join = DataFrame::new(Op::Join { left: l, right: r, spec: js.clone() }, join.node.schema.clone());
-        Ok(Some(match map {
+        let join = DataFrame::joined(l, r, js.clone(), join.node.schema.clone());
+        let moved = match map {
             None => join,
             Some((spec, values)) => DataFrame::new(
                 Op::Map { input: join, spec: spec.clone(), values: values.clone() },
                 self.node.schema.clone(),
             ),
-        }))
+        };
+        Ok(Some((moved, whole)))
     }
 
     /// Columns set to expressions, in order (pandas' `assign(name=expr)`): an existing

@@ -139,6 +139,72 @@ impl std::fmt::Debug for DataFrame {
     }
 }
 
+impl DataFrame {
+    /// The plan as it will be tiled, one operator a line, inputs indented below it (as
+    /// polars' `explain`): after the rewrites made as the frame was built (filters moved
+    /// below merges, merges reordered, group-bys cut). An operator two others read is
+    /// shown once, then named by its number.
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        let mut seen = Vec::new();
+        self.explain_into(0, &mut seen, &mut out);
+        out
+    }
+
+    fn explain_into(&self, depth: usize, seen: &mut Vec<*const Node>, out: &mut String) {
+        use std::fmt::Write;
+        let pad = "  ".repeat(depth);
+        let ptr = std::sync::Arc::as_ptr(&self.node);
+        if let Some(n) = seen.iter().position(|&p| p == ptr) {
+            let _ = writeln!(out, "{pad}#{n} (above)");
+            return;
+        }
+        seen.push(ptr);
+        let n = seen.len() - 1;
+        let line = match &self.node.op {
+            Op::GroupBy { spec, .. } => format!("groupby {:?} {:?}", spec.keys, spec.aggs),
+            Op::Map { spec, .. } => {
+                let steps: Vec<String> = spec
+                    .steps
+                    .iter()
+                    .map(|s| match s {
+                        crate::spec::MapStep::Select(c) => format!("select {c:?}"),
+                        crate::spec::MapStep::Filter(_) => "filter".to_string(),
+                        crate::spec::MapStep::Assign(c, _) => format!("assign {c:?}"),
+                        crate::spec::MapStep::Rename(p) => format!("rename {p:?}"),
+                    })
+                    .collect();
+                format!("map [{}]", steps.join(", "))
+            }
+            Op::Join { spec, .. } => format!("merge {:?} on {:?}", spec.how, spec.on),
+            _ => format!("{self:?}"),
+        };
+        let _ = writeln!(out, "{pad}#{n} {line}");
+        for i in self.inputs() {
+            i.explain_into(depth + 1, seen, out);
+        }
+    }
+
+    /// The frames this one is computed from (a map's lazy scalars and sets too).
+    pub(crate) fn inputs(&self) -> Vec<DataFrame> {
+        match &self.node.op {
+            Op::Tensors(_) | Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => Vec::new(),
+            Op::GroupBy { input, .. }
+            | Op::GroupScan { input, .. }
+            | Op::Sort { input, .. }
+            | Op::Top { input, .. }
+            | Op::Unique { input, .. }
+            | Op::Explode { input, .. }
+            | Op::Describe { input, .. } => vec![input.clone()],
+            Op::Map { input, values, .. } => {
+                std::iter::once(input.clone()).chain(values.iter().map(DataFrame::of_value)).collect()
+            }
+            Op::Join { left, right, .. } => vec![left.clone(), right.clone()],
+            Op::Concat(parts) => parts.clone(),
+        }
+    }
+}
+
 /// The absolute path of an existing file: workers open it themselves, so it must not
 /// depend on the driver's working directory.
 fn absolute_file(path: &std::path::Path) -> Result<String> {

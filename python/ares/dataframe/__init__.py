@@ -378,6 +378,12 @@ class DataFrame:
         'broadcast'), once executed: Mars' ``auto`` choice, recorded in the plan."""
         return _session().method(self._f)
 
+    def explain(self) -> str:
+        """The plan as it will run, one operator a line with its inputs indented below
+        (as polars' ``explain``), after the rewrites made as the frame was built: filters
+        moved below merges, merges reordered, group-bys cut to the keys a merge keeps."""
+        return self._f.explain()
+
     def __repr__(self) -> str:
         cols = ", ".join(f"{c}: {t}" for c, t in zip(self._f.columns, self._f.dtypes))
         rows = _session().rows_if_computed(self._f) if _native.is_initialized() else None
