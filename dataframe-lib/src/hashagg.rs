@@ -151,11 +151,10 @@ pub(crate) fn distinct_counts(
         values.push(v);
     }
     let rows = df.height();
-    let Some((packed, bounds)) = pack(&values, rows) else { return Ok(None) };
     let (mut first, mut counts) = (Vec::new(), Vec::<i64>::new());
     // Rows already in key order (a file sorted by the key, a shuffle of one): each run
     // of a key is a group, its distinct values counted within the run.
-    let (group, _) = pack(&values[..keys.len()], rows).expect("a part of a packed key packs");
+    let Some((group, _)) = pack(&values[..keys.len()], rows) else { return Ok(None) };
     if group.windows(2).all(|w| w[0] <= w[1]) {
         let (value, mut run) = (&values[keys.len()], Vec::new());
         let mut start = 0;
@@ -171,6 +170,7 @@ pub(crate) fn distinct_counts(
         }
         return Ok(Some((first, counts)));
     }
+    let Some((packed, bounds)) = pack(&values, rows) else { return Ok(None) };
     let per_group = bounds.last().map_or(1, |b| b.1) as u64;
     // Packed values are 0 ≤ p < 2^62: unsigned order is theirs.
     let mut pairs: Vec<(u64, IdxSize)> = packed.iter().enumerate().map(|(r, &p)| (p as u64, r as IdxSize)).collect();

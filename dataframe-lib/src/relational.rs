@@ -175,6 +175,25 @@ impl Built {
         self.frame.estimated_size() + table + 4 * self.rows.len() + 8 * self.start.len() + dicts
     }
 
+    /// Each row's group of this side (`None`: no row of this side has its key); `None`
+    /// in all when the keys cannot be coded alike (missing values, other dtypes).
+    fn probe_groups(&self, spec: &JoinSpec, df: &DataFrame) -> PolarsResult<Option<Vec<Option<u32>>>> {
+        // One integer key (the usual foreign key): looked up straight from the column.
+        if let [k] = &spec.on[..]
+            && let [(dtype, Code::Int, lo, range)] = &self.codes[..]
+        {
+            let s = df.column(k)?.as_materialized_series();
+            if s.null_count() > 0 || s.dtype() != dtype {
+                return Ok(None);
+            }
+            let Some(v) = crate::hashagg::key_ints(s)? else { return Ok(None) };
+            let group = |x: i64| x.checked_sub(*lo).filter(|d| (0..*range).contains(d)).and_then(|d| self.table.get(d));
+            return Ok(Some(v.into_iter().map(group).collect()));
+        }
+        let Some(keys) = self.probe_keys(spec, df)? else { return Ok(None) };
+        Ok(Some(keys.into_iter().map(|k| k.and_then(|k| self.table.get(k))).collect()))
+    }
+
     /// Each row's packed key in this side's coding (`None`: no row of this side has
     /// it); `None` in all when the keys cannot be coded alike (missing values, other
     /// dtypes).
@@ -226,7 +245,7 @@ pub(crate) fn join_built(
     built_right: bool,
 ) -> PolarsResult<Option<DataFrame>> {
     let probe = suffixed(probe, &spec.both, if built_right { "_x" } else { "_y" })?;
-    let Some(keys) = built.probe_keys(spec, &probe)? else { return Ok(None) };
+    let Some(groups) = built.probe_groups(spec, &probe)? else { return Ok(None) };
     let keep_unmatched = match spec.how {
         How::Inner => false,
         How::Left if built_right => true,
@@ -238,10 +257,10 @@ pub(crate) fn join_built(
     // Built rows by index, `NONE` for a probe row kept without a match.
     const NONE: IdxSize = IdxSize::MAX;
     let (mut p_idx, mut b_idx): (Vec<IdxSize>, Vec<IdxSize>) =
-        (Vec::with_capacity(keys.len()), Vec::with_capacity(keys.len()));
+        (Vec::with_capacity(groups.len()), Vec::with_capacity(groups.len()));
     let mut unmatched = false;
-    for (row, k) in keys.iter().enumerate() {
-        match k.and_then(|k| built.table.get(k)) {
+    for (row, &g) in groups.iter().enumerate() {
+        match g {
             Some(g) => {
                 for &b in &built.rows[built.start[g as usize]..built.start[g as usize + 1]] {
                     p_idx.push(row as IdxSize);
