@@ -134,7 +134,18 @@ impl Session {
         let mut method = None;
         let outs = ares_tileable::run::<FrameError>(&self.0, df, |cx| {
             let c = tile::tile_materialized(cx, df, None)?;
-            method = cx.memo::<Method>(tile::key(df), tile::METHOD).map(|m| *m);
+            // A merge's or group-by's method, under the selections that order its
+            // columns (the Python layer's merges end in one).
+            let mut d = df.clone();
+            method = loop {
+                if let Some(m) = cx.memo::<Method>(tile::key(&d), tile::METHOD) {
+                    break Some(*m);
+                }
+                match d.select_only_input() {
+                    Some(input) => d = input,
+                    None => break None,
+                }
+            };
             Ok(c.nodes.clone())
         })?;
         let chunks: Chunks = Arc::new(outs.iter().map(|o| o.get::<FrameChunk>()).collect());

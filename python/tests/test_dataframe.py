@@ -262,6 +262,11 @@ def test_merge_with_left_on_right_on_and_suffixes_matches_pandas():
         same(got[list(want.columns)], want, sort_by=["id", "v_r"])
     got = a.merge(ad.DataFrame(left, chunk_size=3), on="id", suffixes=("", "_2")).fetch()
     same(got, left.merge(left, on="id", suffixes=("", "_2")), sort_by=["id"])
+    # How the merge ran is told once it has run (the frame's columns are ordered by a
+    # selection over the merge itself).
+    m = a.merge(b, left_on="id", right_on="key")
+    assert m.method is None
+    assert m.execute().method == "broadcast"
     for how in ["right", "outer"]:
         got = ad.merge(a, b, left_on="id", right_on="key", how=how, indicator="came_from").fetch()
         want = left.merge(right, left_on="id", right_on="key", how=how, indicator="came_from")

@@ -185,6 +185,18 @@ impl DataFrame {
         }
     }
 
+    /// The input of a map that only selects columns.
+    pub(crate) fn select_only_input(&self) -> Option<DataFrame> {
+        match &self.node.op {
+            Op::Map { input, spec, values }
+                if values.is_empty() && spec.steps.iter().all(|s| matches!(s, crate::spec::MapStep::Select(_))) =>
+            {
+                Some(input.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// The frames this one is computed from (a map's lazy scalars and sets too).
     pub(crate) fn inputs(&self) -> Vec<DataFrame> {
         match &self.node.op {

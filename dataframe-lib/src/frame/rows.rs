@@ -281,7 +281,6 @@ impl DataFrame {
         spec: &JoinSpec,
         schema: &[(String, DataType)],
     ) -> Option<DataFrame> {
-        use crate::spec::MapStep;
         let plain = |s: &JoinSpec| s.how == How::Inner && !s.keep_left && s.both.is_empty();
         if !plain(spec) || !right.selective() {
             return None;
@@ -289,11 +288,8 @@ impl DataFrame {
         // The merge under the left's column selections (the Python layer's reorderings).
         let merge_below = |d: &DataFrame| {
             let mut d = d.clone();
-            while let Op::Map { input, spec, values } = &d.node.op
-                && values.is_empty()
-                && spec.steps.iter().all(|s| matches!(s, MapStep::Select(_)))
-            {
-                d = input.clone();
+            while let Some(input) = d.select_only_input() {
+                d = input;
             }
             matches!(d.node.op, Op::Join { .. }).then_some(d)
         };
