@@ -19,9 +19,13 @@ fn sort_options(spec: &SortSpec) -> SortMultipleOptions {
 /// Applied to each chunk and again to the survivors, it gives the whole frame's answer.
 pub(crate) fn top(spec: &TopSpec, frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
     let mut df = concat(frames)?;
-    if let Some(order) = &spec.order {
-        df = crate::kernels::drop_missing(&df, &order.by)?;
-        df = df.sort(order.by.iter().map(|k| k.as_str()), sort_options(order))?;
+    match &spec.order {
+        Some(order) if spec.sorted => df = crate::kernels::sort_range(order, vec![df])?,
+        Some(order) => {
+            df = crate::kernels::drop_missing(&df, &order.by)?;
+            df = df.sort(order.by.iter().map(|k| k.as_str()), sort_options(order))?;
+        }
+        None => {}
     }
     let n = usize::try_from(spec.n).unwrap_or(usize::MAX).min(df.height());
     Ok(if spec.tail { df.tail(Some(n)) } else { df.head(Some(n)) })
@@ -311,13 +315,13 @@ mod tests {
         let a = df!("v" => [3i64, 9, 1], "t" => ["a", "b", "c"]).unwrap();
         let b = df!("v" => [9i64, 4], "t" => ["d", "e"]).unwrap();
         let order = Some(SortSpec { by: vec!["v".into()], descending: vec![true] });
-        let spec = TopSpec { n: 2, tail: false, order };
+        let spec = TopSpec { n: 2, tail: false, order, sorted: false };
         let parts = vec![top(&spec, vec![a.clone()]).unwrap(), top(&spec, vec![b.clone()]).unwrap()];
         let out = top(&spec, parts).unwrap();
         // Ties keep the earlier row first, as pandas' keep="first".
         let t: Vec<&str> = out.column("t").unwrap().str().unwrap().iter().flatten().collect();
         assert_eq!(t, ["b", "d"]);
-        let tail = top(&TopSpec { n: 10, tail: true, order: None }, vec![a, b]).unwrap();
+        let tail = top(&TopSpec { n: 10, tail: true, order: None, sorted: false }, vec![a, b]).unwrap();
         assert_eq!(tail.height(), 5);
     }
 

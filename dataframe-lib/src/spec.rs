@@ -415,6 +415,10 @@ pub struct TopSpec {
     pub(crate) tail: bool,
     /// Sorted by this first (`nlargest`/`nsmallest`), stably.
     pub(crate) order: Option<SortSpec>,
+    /// The order is a `sort_values` the rows were taken from (`head`/`tail` of it):
+    /// rows with missing keys are kept, last, as the sort puts them; `nlargest` drops
+    /// them.
+    pub(crate) sorted: bool,
 }
 
 /// One byte range of a CSV file to read, and the columns to parse.

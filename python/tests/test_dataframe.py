@@ -320,6 +320,24 @@ def test_sort_values_matches_a_stable_pandas_sort(data, asc1, asc2):
     same(got, want)
 
 
+@given(frames(), st.integers(0, 30), st.booleans(), st.booleans(), st.sampled_from(["f", "s", "k"]))
+def test_head_and_tail_of_a_sort_match_pandas(data, n, asc, tail, by):
+    # Each chunk's own top rows are taken, then theirs: missing keys stay last and ties
+    # keep their order, as the whole sort has them.
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+    keys = [by, "i"]
+    s, want = df.sort_values(keys, ascending=[asc, not asc]), pdf.sort_values(keys, ascending=[asc, not asc],
+                                                                              kind="stable")
+    got = (s.tail(n) if tail else s.head(n)).fetch()
+    want_rows = want.tail(n) if tail else want.head(n)
+    same(got, want_rows.reset_index(drop=True))
+    # Through a selection of columns that keeps the keys.
+    cols = [by, "i", "k2"] if by != "k" else ["k", "i", "f"]
+    got = (s[cols].tail(n) if tail else s[cols].head(n)).fetch()
+    same(got, want_rows[cols].reset_index(drop=True))
+
+
 @given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer"]))
 def test_merges_match_pandas(left, right, how):
     (lp, lc), (rp, rc) = left, right

@@ -8,6 +8,9 @@ use crate::error::{FrameError, Result};
 use crate::expr::Dtype;
 use crate::spec::{Agg, How, JoinSpec, Method, SortSpec, TopSpec};
 
+/// Rows at most that `head`/`tail` of a sort take from each chunk's own sort.
+const TOP_OF_SORT: usize = 100_000;
+
 impl DataFrame {
     /// Rows sorted by `by` (pandas' `sort_values`): `ascending` has one flag per key, or
     /// one for all. Missing values go last, as pandas' default `na_position="last"`.
@@ -95,7 +98,30 @@ impl DataFrame {
     }
 
     fn top(&self, n: usize, tail: bool, order: Option<SortSpec>) -> DataFrame {
-        let spec = TopSpec { n: n as u64, tail, order };
+        // The first or last few rows of a sort not yet run: each chunk's own, sorted,
+        // then theirs (as `nlargest` does), not a sort of every row across the cluster
+        // first. (Many rows: the cluster's sort spreads the work.)
+        if order.is_none()
+            && n <= TOP_OF_SORT
+            && !self.node.computed.any()
+            && let Op::Sort { input, spec } = &self.node.op
+        {
+            let spec = TopSpec { n: n as u64, tail, order: Some(spec.clone()), sorted: true };
+            return DataFrame::new(Op::Top { input: input.clone(), spec }, self.node.schema.clone());
+        }
+        // The same through a selection of columns that keeps the sort's keys.
+        if order.is_none()
+            && let (Op::Map { spec: select, .. }, Some(sort)) = (&self.node.op, self.select_only_input())
+            && let Op::Sort { spec: by, .. } = &sort.node.op
+            && by.by.iter().all(|k| self.node.schema.iter().any(|(c, _)| c == k))
+        {
+            let top = sort.top(n, tail, None);
+            if matches!(&top.node.op, Op::Top { spec, .. } if spec.sorted) {
+                let op = Op::Map { input: top, spec: select.clone(), values: Vec::new() };
+                return DataFrame::new(op, self.node.schema.clone());
+            }
+        }
+        let spec = TopSpec { n: n as u64, tail, order, sorted: false };
         DataFrame::new(Op::Top { input: self.clone(), spec }, self.node.schema.clone())
     }
 
