@@ -338,6 +338,21 @@ def test_head_and_tail_of_a_sort_match_pandas(data, n, asc, tail, by):
     same(got, want_rows[cols].reset_index(drop=True))
 
 
+@given(frames(max_rows=60), frames(min_rows=61), st.sampled_from(["k", "f", "s"]), st.booleans())
+def test_isin_of_a_larger_frame_in_a_filter_matches_pandas(data, other, column, negate):
+    # The filtered frame is the smaller: the engine cuts the other's values to those
+    # this frame has before sending them to every task (missing values included).
+    (pdf, chunk), (op, oc) = data, other
+    df, of = ad.DataFrame(pdf, chunk_size=chunk), ad.DataFrame(op, chunk_size=oc)
+
+    def query(d, o):
+        d = d[d.i > -10]
+        member = d[column].isin(o[o.i < 30][column])
+        return d[(d.k2 != 1) & (~member if negate else member)]
+
+    same(query(df, of).fetch(), query(pdf, op).reset_index(drop=True))
+
+
 @given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer"]))
 def test_merges_match_pandas(left, right, how):
     (lp, lc), (rp, rc) = left, right

@@ -78,6 +78,7 @@ impl DataFrame {
         if dt != DataType::Boolean {
             return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
+        let mask = self.sets_cut(mask);
         let base = match self.pushed_below_merge(&mask)? {
             // Every term filters a side below the merge, exactly: nothing is left to do
             // above it (and the merge stays one a later merge can be reordered past).
@@ -90,6 +91,55 @@ impl DataFrame {
             spec.steps.push(MapStep::Filter(at));
             Ok(())
         })
+    }
+
+    /// `mask` with each `isin` term over one of this frame's columns (`a.isin(other)`,
+    /// or its `~`) looking in `other` cut to the values this frame has, when this frame
+    /// filters rows and is likely the smaller: only those can match, and the set sent to
+    /// every task is then what both have (TPC-H Q4's late line items, of the quarter's
+    /// orders), not every value of the larger side. The cut's own set is optional (see
+    /// `Value::optional`).
+    fn sets_cut(&self, mask: Expr) -> Expr {
+        use crate::expr::UnOp;
+        if !self.selective() {
+            return mask;
+        }
+        let cut = |t: &Expr| -> Option<Expr> {
+            let (not, inner) = match t {
+                Expr::Unary(UnOp::Not, e) => (true, &**e),
+                e => (false, e),
+            };
+            let Expr::IsIn(a, set) = inner else { return None };
+            let Expr::Col(c) = &**a else { return None };
+            let other = DataFrame::of_value(set);
+            if !Self::smaller(self, &other) {
+                return None;
+            }
+            let b = other.node.schema[0].0.clone();
+            let mine = self.select(&[c.as_str()]).ok()?.as_value().ok()?.optional();
+            let keep = Expr::IsIn(Box::new(crate::expr::col(&b)), mine);
+            // Below the set's own distinct step, so that only the kept values are made
+            // distinct.
+            let kept = match &other.node.op {
+                Op::Unique { input, subset, method } => {
+                    let cut = input.filter(keep).ok()?;
+                    DataFrame::new(
+                        Op::Unique { input: cut, subset: subset.clone(), method: *method },
+                        other.node.schema.clone(),
+                    )
+                }
+                _ => other.filter(keep).ok()?,
+            };
+            let e = Expr::IsIn(a.clone(), kept.as_value().ok()?);
+            Some(if not { !e } else { e })
+        };
+        let mut terms = Vec::new();
+        mask.and_terms(&mut terms);
+        if !terms.iter().any(|t| cut(t).is_some()) {
+            return mask;
+        }
+        let terms: Vec<Expr> = terms.iter().map(|t| cut(t).unwrap_or_else(|| (*t).clone())).collect();
+        terms.into_iter().reduce(|x, y| x & y).unwrap_or(mask)
     }
 
     /// `self` with the parts of `mask` that read one side of the merge under it applied

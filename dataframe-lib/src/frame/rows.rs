@@ -346,7 +346,7 @@ impl DataFrame {
 
     /// Whether `a` likely has fewer rows than `b`, by [`DataFrame::rows_guess`]; `false`
     /// when either is unknown.
-    fn smaller(a: &DataFrame, b: &DataFrame) -> bool {
+    pub(super) fn smaller(a: &DataFrame, b: &DataFrame) -> bool {
         matches!((a.rows_guess(), b.rows_guess()), (Some(x), Some(y)) if x < y)
     }
 
@@ -387,7 +387,7 @@ impl DataFrame {
 
     /// Whether the frame drops rows of what it reads (a filter, or an inner merge of
     /// such a frame): a side worth cutting a group-by by.
-    fn selective(&self) -> bool {
+    pub(super) fn selective(&self) -> bool {
         match &self.node.op {
             Op::Map { input, spec, .. } => {
                 spec.steps.iter().any(|s| matches!(s, crate::spec::MapStep::Filter(_))) || input.selective()
@@ -564,6 +564,33 @@ mod tests {
             big.filter((col("f").lt(10) & col("name").eq("a")) | (col("f").gt(990) & col("name").eq("e"))).unwrap();
         let text = both.explain();
         assert!(text.matches("filter").count() >= 3, "{text}");
+    }
+
+    #[test]
+    fn an_isin_set_is_cut_to_the_values_of_the_smaller_filtered_frame() {
+        use polars::prelude::df;
+
+        use super::Op;
+        use crate::expr::Expr;
+        let local = |df: polars::prelude::DataFrame| DataFrame::from_polars(df, 100).unwrap();
+        let orders =
+            local(df!("o" => (0..100i64).collect::<Vec<_>>(), "d" => (0..100i64).collect::<Vec<_>>()).unwrap());
+        let items = local(df!("l" => (0..1000i64).map(|i| i / 10).collect::<Vec<_>>()).unwrap());
+        let set = || items.drop_duplicates(&["l"]).unwrap().as_value().unwrap();
+        let set_input = |f: &DataFrame| {
+            let Op::Map { values, .. } = &f.node.op else { panic!("a filter") };
+            let Op::Unique { input, .. } = &DataFrame::of_value(values.last().unwrap()).node.op else {
+                panic!("a distinct set")
+            };
+            input.clone()
+        };
+        let quarter = orders.filter(col("d").lt(30)).unwrap();
+        let f = quarter.filter(Expr::IsIn(Box::new(col("o")), set())).unwrap();
+        // The set's rows are cut (a filter below its distinct step) by the orders' values.
+        assert!(matches!(&set_input(&f).node.op, Op::Map { values, .. } if values.len() == 1));
+        // Not for a frame that filters nothing.
+        let f = orders.filter(Expr::IsIn(Box::new(col("o")), set())).unwrap();
+        assert!(Arc::ptr_eq(&set_input(&f).node, &items.node));
     }
 
     #[test]
