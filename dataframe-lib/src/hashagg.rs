@@ -89,8 +89,15 @@ fn string_codes(s: &Series) -> PolarsResult<Series> {
 /// key offset by its minimum in this frame, strings numbered, times the product of the
 /// later keys' ranges), when their ranges multiply to less than 2⁶²; `None` otherwise.
 pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option<Vec<i64>>> {
-    let mut values = Vec::with_capacity(keys.len());
-    for k in keys {
+    let Some(values) = key_values(df, keys.iter().map(String::as_str))? else { return Ok(None) };
+    Ok(pack(&values, df.height()).map(|(packed, _)| packed))
+}
+
+/// Each of `columns` as `i64`s (integers and times by value, strings numbered in order
+/// of first appearance); `None` when one has missing values or another dtype.
+fn key_values<'a>(df: &DataFrame, columns: impl Iterator<Item = &'a str>) -> PolarsResult<Option<Vec<Vec<i64>>>> {
+    let mut values = Vec::new();
+    for k in columns {
         let s = df.column(k)?.as_materialized_series();
         if s.null_count() > 0 {
             return Ok(None);
@@ -105,7 +112,7 @@ pub(crate) fn packed_key(df: &DataFrame, keys: &[String]) -> PolarsResult<Option
         };
         values.push(v);
     }
-    Ok(pack(&values, df.height()).map(|(packed, _)| packed))
+    Ok(Some(values))
 }
 
 /// The rows of `df` whose `subset` values were not seen in an earlier row (missing
@@ -134,22 +141,7 @@ pub(crate) fn distinct_counts(
     keys: &[String],
     value: &str,
 ) -> PolarsResult<Option<(Vec<IdxSize>, Vec<i64>)>> {
-    let mut values = Vec::with_capacity(keys.len() + 1);
-    for k in keys.iter().map(String::as_str).chain([value]) {
-        let s = df.column(k)?.as_materialized_series();
-        if s.null_count() > 0 {
-            return Ok(None);
-        }
-        let v = if s.dtype() == &DataType::String {
-            string_codes(s)?.i64()?.into_no_null_iter().collect()
-        } else {
-            match key_ints(s)? {
-                Some(v) => v,
-                None => return Ok(None),
-            }
-        };
-        values.push(v);
-    }
+    let Some(values) = key_values(df, keys.iter().map(String::as_str).chain([value]))? else { return Ok(None) };
     let rows = df.height();
     let (mut first, mut counts) = (Vec::new(), Vec::<i64>::new());
     // Rows already in key order (a file sorted by the key, a shuffle of one): each run

@@ -78,7 +78,15 @@ impl DataFrame {
         if dt != DataType::Boolean {
             return Err(FrameError::DType(format!("a filter needs a boolean expression, this one is {dt}")));
         }
-        let mask = self.sets_cut(mask);
+        match self.sets_cut(&mask) {
+            // The other terms' rows, then the `isin` terms over their cut sets.
+            Some((rows, sets)) => rows.filter_rows(sets),
+            None => self.filter_rows(mask),
+        }
+    }
+
+    /// [`filter`](Self::filter) without cutting `isin` sets.
+    fn filter_rows(&self, mask: Expr) -> Result<DataFrame> {
         let base = match self.pushed_below_merge(&mask)? {
             // Every term filters a side below the merge, exactly: nothing is left to do
             // above it (and the merge stays one a later merge can be reordered past).
@@ -93,16 +101,34 @@ impl DataFrame {
         })
     }
 
-    /// `mask` with each `isin` term over one of this frame's columns (`a.isin(other)`,
-    /// or its `~`) looking in `other` cut to the values this frame has, when this frame
-    /// filters rows and is likely the smaller: only those can match, and the set sent to
-    /// every task is then what both have (TPC-H Q4's late line items, of the quarter's
-    /// orders), not every value of the larger side. The cut's own set is optional (see
-    /// `Value::optional`).
-    fn sets_cut(&self, mask: Expr) -> Expr {
+    /// For a `mask` with `isin` terms over this frame's columns (`a.isin(other)`, or its
+    /// `~`): the rows its other terms keep, and its `isin` terms with each `other` cut to
+    /// the values those rows have, when they filter rows and are likely the fewer: only
+    /// those can match, and the set sent to every task is then what both have (TPC-H
+    /// Q4's late line items, of the quarter's orders), not every value of the larger
+    /// side. The cut's own set is optional (see `Value::optional`). `None`: nothing cut.
+    fn sets_cut(&self, mask: &Expr) -> Option<(DataFrame, Expr)> {
         use crate::expr::UnOp;
-        if !self.selective() {
-            return mask;
+        let mut terms = Vec::new();
+        mask.and_terms(&mut terms);
+        let is_set = |t: &Expr| {
+            let inner = match t {
+                Expr::Unary(UnOp::Not, e) => &**e,
+                e => e,
+            };
+            matches!(inner, Expr::IsIn(a, _) if matches!(**a, Expr::Col(_)))
+        };
+        if !terms.iter().any(|t| is_set(t)) {
+            return None;
+        }
+        // This frame as the mask's other terms leave it: the rows whose values matter.
+        let rest = terms.iter().filter(|t| !is_set(t)).map(|t| (*t).clone()).reduce(|x, y| x & y);
+        let rows = match rest {
+            Some(rest) => self.filter_rows(rest).ok()?,
+            None => self.clone(),
+        };
+        if !rows.selective() {
+            return None;
         }
         let cut = |t: &Expr| -> Option<Expr> {
             let (not, inner) = match t {
@@ -112,11 +138,12 @@ impl DataFrame {
             let Expr::IsIn(a, set) = inner else { return None };
             let Expr::Col(c) = &**a else { return None };
             let other = DataFrame::of_value(set);
-            if !Self::smaller(self, &other) {
+            // A computed set is read as it is.
+            if other.node.computed.any() || !Self::smaller(&rows, &other) {
                 return None;
             }
             let b = other.node.schema[0].0.clone();
-            let mine = self.select(&[c.as_str()]).ok()?.as_value().ok()?.optional();
+            let mine = rows.select(&[c.as_str()]).ok()?.as_value().ok()?.optional();
             let keep = Expr::IsIn(Box::new(crate::expr::col(&b)), mine);
             // Below the set's own distinct step, so that only the kept values are made
             // distinct.
@@ -133,13 +160,12 @@ impl DataFrame {
             let e = Expr::IsIn(a.clone(), kept.as_value().ok()?);
             Some(if not { !e } else { e })
         };
-        let mut terms = Vec::new();
-        mask.and_terms(&mut terms);
-        if !terms.iter().any(|t| cut(t).is_some()) {
-            return mask;
+        let sets: Vec<(&Expr, Option<Expr>)> = terms.iter().filter(|t| is_set(t)).map(|t| (*t, cut(t))).collect();
+        if sets.iter().all(|(_, c)| c.is_none()) {
+            return None;
         }
-        let terms: Vec<Expr> = terms.iter().map(|t| cut(t).unwrap_or_else(|| (*t).clone())).collect();
-        terms.into_iter().reduce(|x, y| x & y).unwrap_or(mask)
+        let sets = sets.into_iter().map(|(t, c)| c.unwrap_or_else(|| t.clone())).reduce(|x, y| x & y)?;
+        Some((rows, sets))
     }
 
     /// `self` with the parts of `mask` that read one side of the merge under it applied

@@ -111,6 +111,7 @@ impl DataFrame {
         }
         // The same through a selection of columns that keeps the sort's keys.
         if order.is_none()
+            && !self.node.computed.any()
             && let (Op::Map { spec: select, .. }, Some(sort)) = (&self.node.op, self.select_only_input())
             && let Op::Sort { spec: by, .. } = &sort.node.op
             && by.by.iter().all(|k| self.node.schema.iter().any(|(c, _)| c == k))
@@ -298,9 +299,10 @@ impl DataFrame {
     /// does and `right` is likely the smaller of `right` and `a1`: a filtered dimension
     /// meets its table before the facts do, as a database orders the joins of a star
     /// (TPC-H Q7's nations), but a filtered fact table is not joined to a dimension
-    /// before the dimension's own filter has cut it (Q5's orders). The same columns, in the same order, as the merge written.
-    /// `None` where that does not hold: other merges, sides sharing other columns
-    /// (suffixes would move), keys split between `a1` and `a2`.
+    /// before the dimension's own filter has cut it (Q5's orders). The same columns, in
+    /// the same order, as the merge written. `None` where that does not hold: other
+    /// merges, sides sharing other columns (suffixes would move), keys split between
+    /// `a1` and `a2`, a merge already computed.
     fn reassociated(
         left: &DataFrame,
         right: &DataFrame,
@@ -321,7 +323,8 @@ impl DataFrame {
         };
         let inner = merge_below(left)?;
         let Op::Join { left: a1, right: a2, spec: a } = &inner.node.op else { return None };
-        if !plain(a) {
+        // A computed merge is read, not planned again.
+        if !plain(a) || left.node.computed.any() || inner.node.computed.any() {
             return None;
         }
         let (c1, c2) = (a1.columns(), a2.columns());
@@ -412,6 +415,10 @@ impl DataFrame {
     fn groups_cut(&self, key: &str, set: &crate::expr::Value) -> Option<DataFrame> {
         use crate::expr::{Expr, Instr};
         use crate::spec::MapStep;
+        // A computed group-by is read as it is.
+        if self.node.computed.any() {
+            return None;
+        }
         let op = match &self.node.op {
             Op::GroupBy { input, spec, method } if spec.keys.iter().any(|k| k == key) => {
                 // A set computed from the group-by's own rows (a frame merged with its

@@ -502,23 +502,7 @@ impl ares_tileable::Node for DataFrame {
     fn for_each_operand(&self, f: &mut dyn FnMut(&dyn ares_tileable::Node)) {
         match &self.node.op {
             Op::Tensors(cols) => cols.iter().for_each(|(_, t)| f(t)),
-            Op::Local(_) | Op::ReadCsv(_) | Op::ReadParquet(_) => {}
-            Op::GroupBy { input, .. }
-            | Op::GroupScan { input, .. }
-            | Op::Sort { input, .. }
-            | Op::Top { input, .. }
-            | Op::Unique { input, .. }
-            | Op::Explode { input, .. }
-            | Op::Describe { input, .. } => f(input),
-            Op::Map { input, values, .. } => {
-                f(input);
-                values.iter().for_each(|v| f(&DataFrame::of_value(v)));
-            }
-            Op::Join { left, right, .. } => {
-                f(left);
-                f(right);
-            }
-            Op::Concat(parts) => parts.iter().for_each(|p| f(p)),
+            _ => self.inputs().iter().for_each(|d| f(d)),
         }
     }
 
