@@ -125,6 +125,10 @@ def _column_for_native(name: str, v: Any) -> Any:
     if pd is not None and isinstance(v, (pd.Series, pd.Index)):
         if isinstance(v.dtype, pd.CategoricalDtype):
             raise NotImplementedError(f"column {name!r}: categorical columns are not supported")
+        if isinstance(v.dtype, pd.DatetimeTZDtype):
+            raise NotImplementedError(
+                f"column {name!r} is {v.dtype}: time zones are not supported yet; give its UTC instants "
+                f"with .dt.tz_convert(None), or its wall times with .dt.tz_localize(None)")
         if pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind == "b" and v.isna().any():
             v = v.to_numpy(dtype=object, na_value=None)
         elif pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind in "iufb":
