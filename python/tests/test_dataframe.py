@@ -355,6 +355,26 @@ def test_isin_of_a_larger_frame_in_a_filter_matches_pandas(data, other, column, 
     same(query(df, of).fetch(), query(pdf, op).reset_index(drop=True))
 
 
+@given(frames(), st.integers(0, 2), st.booleans())
+def test_filters_after_a_group_by_or_a_sort_match_pandas(data, which, sort):
+    # Terms on the keys run before the group-by (or the whole mask before the sort).
+    pdf, chunk = data
+    df = ad.DataFrame(pdf, chunk_size=chunk)
+
+    def query(d):
+        if sort:
+            s = d.sort_values(["f", "i"], ascending=[True, False])
+            return s[(s.k > 3) & (s.f.isna() | (s.f < 5))]
+        g = d.groupby(["k", "k2"], as_index=False).agg(total=("i", "sum"), n=("f", "count"))
+        return [g[(g.k > 3) & (g.total > 0)], g[g.k2.isin([0, 2]) & (g.k != 7)], g[(g.k < 9) | (g.n > 1)]][which]
+
+    got, want = query(df).fetch(), query(pdf).reset_index(drop=True)
+    if sort:
+        same(got, want)
+    else:
+        same(got, want, sort_by=["k", "k2"])
+
+
 @given(frames(), frames(max_rows=60), st.sampled_from(["inner", "left", "right", "outer"]))
 def test_merges_match_pandas(left, right, how):
     (lp, lc), (rp, rc) = left, right

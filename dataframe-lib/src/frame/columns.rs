@@ -87,6 +87,9 @@ impl DataFrame {
 
     /// [`filter`](Self::filter) without cutting `isin` sets.
     fn filter_rows(&self, mask: Expr) -> Result<DataFrame> {
+        if let Some(moved) = self.pushed_below_rows_op(&mask)? {
+            return Ok(moved);
+        }
         let base = match self.pushed_below_merge(&mask)? {
             // Every term filters a side below the merge, exactly: nothing is left to do
             // above it (and the merge stays one a later merge can be reordered past).
@@ -99,6 +102,42 @@ impl DataFrame {
             spec.steps.push(MapStep::Filter(at));
             Ok(())
         })
+    }
+
+    /// `self`, a sort or a group-by not yet run, with `mask` (or its `&` terms that read
+    /// only the group-by's keys) applied to its input instead: a sort of the kept rows
+    /// is the kept rows of the sort (it is stable), and a group's key decides alone
+    /// whether it is kept, so fewer rows are sorted or aggregated. `None` when nothing
+    /// moves.
+    fn pushed_below_rows_op(&self, mask: &Expr) -> Result<Option<DataFrame>> {
+        if self.node.computed.any() {
+            return Ok(None);
+        }
+        let schema = self.node.schema.clone();
+        match &self.node.op {
+            Op::Sort { input, spec } => {
+                let op = Op::Sort { input: input.filter(mask.clone())?, spec: spec.clone() };
+                Ok(Some(DataFrame::new(op, schema)))
+            }
+            Op::GroupBy { input, spec, method } => {
+                let mut terms = Vec::new();
+                mask.and_terms(&mut terms);
+                let on_keys = |t: &Expr| {
+                    let mut cols = Vec::new();
+                    t.columns(&mut cols);
+                    !cols.is_empty() && cols.iter().all(|c| spec.keys.contains(c))
+                };
+                let (below, above): (Vec<&Expr>, Vec<&Expr>) = terms.into_iter().partition(|t| on_keys(t));
+                let Some(below) = below.into_iter().cloned().reduce(|x, y| x & y) else { return Ok(None) };
+                let op = Op::GroupBy { input: input.filter(below)?, spec: spec.clone(), method: *method };
+                let moved = DataFrame::new(op, schema);
+                match above.into_iter().cloned().reduce(|x, y| x & y) {
+                    Some(rest) => moved.filter_rows(rest).map(Some),
+                    None => Ok(Some(moved)),
+                }
+            }
+            _ => Ok(None),
+        }
     }
 
     /// For a `mask` with `isin` terms over this frame's columns (`a.isin(other)`, or its

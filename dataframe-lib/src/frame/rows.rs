@@ -601,6 +601,23 @@ mod tests {
     }
 
     #[test]
+    fn filters_on_a_group_bys_keys_and_after_a_sort_run_before_them() {
+        use super::Op;
+        let k = ares_tensor::random::randint(0, 10, &[400], &[100], 1).unwrap();
+        let f = ares_tensor::random::rand(&[400], &[100], 2).unwrap();
+        let df = DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap();
+        let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
+        let on_keys = g.filter(col("k").gt(3) & col("f").gt(1.0)).unwrap();
+        // The key's term below the group-by, the sum's above it.
+        let Op::Map { input, .. } = &on_keys.node.op else { panic!("the sum's filter above") };
+        let Op::GroupBy { input, .. } = &input.node.op else { panic!("a group-by") };
+        assert!(matches!(&input.node.op, Op::Map { .. }));
+        let sorted = df.sort_values(&["f"], &[true]).unwrap().filter(col("k").lt(5)).unwrap();
+        let Op::Sort { input, .. } = &sorted.node.op else { panic!("the sort on top") };
+        assert!(matches!(&input.node.op, Op::Map { .. }));
+    }
+
+    #[test]
     fn rows_distinct_as_built_are_not_made_distinct_again() {
         let k = ares_tensor::random::randint(0, 10, &[400], &[100], 1).unwrap();
         let f = ares_tensor::random::rand(&[400], &[100], 2).unwrap();
