@@ -384,7 +384,7 @@ pub(crate) fn apply(s: &Series, rule: &Rule, df: &DataFrame, ids: &[u32], n: usi
 /// Groups at most this many get a sum's four accumulator lanes.
 const SUM_LANES_GROUPS: usize = 256;
 
-/// [`fold`] of a numeric column: over each chunk's values directly when it has no
+/// [`fold`] of a numeric column: a sum over each chunk's values directly when it has no
 /// nulls (an `Option` iterator per value cost ~a fifth of a scan-and-group query).
 fn fold_numbers<T>(
     ca: &ChunkedArray<T>,
@@ -399,52 +399,27 @@ where
     T::Native: Copy + Default + PartialOrd,
     Series: NamedFrom<Vec<T::Native>, [T::Native]> + NamedFrom<Vec<Option<T::Native>>, [Option<T::Native>]>,
 {
-    if ca.null_count() > 0 {
+    // Extremes, and columns with nulls, take the general fold.
+    if ca.null_count() > 0 || *rule != Rule::Sum {
         return fold(ca.iter(), ids, n, rule, add, skip);
     }
-    let name = PlSmallStr::EMPTY;
+    // With few groups, consecutive rows mostly add to the same accumulator and each add
+    // waits for the last: four lanes (row i in lane i % 4) overlap them.
+    let lanes = if n <= SUM_LANES_GROUPS { 4 } else { 1 };
+    let mut acc = vec![T::Native::default(); n * lanes];
     let mut at = 0;
-    match rule {
-        Rule::Sum => {
-            // With few groups, consecutive rows mostly add to the same accumulator and
-            // each add waits for the last: four lanes (row i in lane i % 4) overlap them.
-            let lanes = if n <= SUM_LANES_GROUPS { 4 } else { 1 };
-            let mut acc = vec![T::Native::default(); n * lanes];
-            for arr in ca.downcast_iter() {
-                let values = arr.values().as_slice();
-                for (i, (&x, &g)) in values.iter().zip(&ids[at..at + values.len()]).enumerate() {
-                    if !skip(&x) {
-                        let a = g as usize * lanes + (at + i) % lanes;
-                        acc[a] = add(acc[a], x);
-                    }
-                }
-                at += values.len();
+    for arr in ca.downcast_iter() {
+        let values = arr.values().as_slice();
+        for (i, (&x, &g)) in values.iter().zip(&ids[at..at + values.len()]).enumerate() {
+            if !skip(&x) {
+                let a = g as usize * lanes + (at + i) % lanes;
+                acc[a] = add(acc[a], x);
             }
-            let sums: Vec<T::Native> =
-                acc.chunks(lanes).map(|l| l.iter().skip(1).fold(l[0], |s, &x| add(s, x))).collect();
-            Series::new(name, sums)
         }
-        Rule::Min | Rule::Max => {
-            let mut acc: Vec<Option<T::Native>> = vec![None; n];
-            let max = *rule == Rule::Max;
-            for arr in ca.downcast_iter() {
-                let values = arr.values().as_slice();
-                for (&x, &g) in values.iter().zip(&ids[at..at + values.len()]) {
-                    if skip(&x) {
-                        continue;
-                    }
-                    let a = &mut acc[g as usize];
-                    *a = Some(match *a {
-                        Some(y) if (max && y >= x) || (!max && y <= x) => y,
-                        _ => x,
-                    });
-                }
-                at += values.len();
-            }
-            Series::new(name, acc)
-        }
-        other => unreachable!("{other:?} is not a fold"),
+        at += values.len();
     }
+    let sums: Vec<T::Native> = acc.chunks(lanes).map(|l| l.iter().skip(1).fold(l[0], |s, &x| add(s, x))).collect();
+    Series::new(PlSmallStr::EMPTY, sums)
 }
 
 /// Group numbers of `i64` keys: a dense table when they span a small range, a hash map

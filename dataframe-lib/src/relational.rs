@@ -191,7 +191,7 @@ impl Built {
                 return Ok(None);
             }
             let Some(v) = crate::hashagg::key_ints(s)? else { return Ok(None) };
-            let group = |x: i64| x.checked_sub(*lo).filter(|d| (0..*range).contains(d)).and_then(|d| self.table.get(d));
+            let group = |x: i64| offset(x, *lo, *range).and_then(|d| self.table.get(d));
             return Ok(Some(v.into_iter().map(group).collect()));
         }
         let Some(keys) = self.probe_keys(spec, df)? else { return Ok(None) };
@@ -210,7 +210,7 @@ impl Built {
             }
             let put = |p: &mut Option<i64>, x: Option<i64>| {
                 *p = match (*p, x) {
-                    (Some(p), Some(x)) => x.checked_sub(*lo).filter(|d| (0..*range).contains(d)).map(|d| p * range + d),
+                    (Some(p), Some(x)) => offset(x, *lo, *range).map(|d| p * range + d),
                     _ => None,
                 }
             };
@@ -236,6 +236,11 @@ impl Built {
         }
         Ok(Some(packed))
     }
+}
+
+/// `x`'s place in a packed key's range `[lo, lo + range)`, if it is in it.
+fn offset(x: i64, lo: i64, range: i64) -> Option<i64> {
+    x.checked_sub(lo).filter(|d| (0..range).contains(d))
 }
 
 /// `probe` (a chunk of the other side) joined with `built` as [`join`] would join them

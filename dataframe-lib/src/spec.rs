@@ -166,6 +166,27 @@ impl MapSpec {
         MapSpec { program: Program::default(), steps: vec![MapStep::Select(cols)] }
     }
 
+    /// The input column whose values the output column `name` holds unchanged, through
+    /// renames and copies (`assign(b=col("a"))`); `None` when a step computes it.
+    pub(crate) fn source_of(&self, name: &str) -> Option<String> {
+        let mut name = name.to_string();
+        for step in self.steps.iter().rev() {
+            match step {
+                MapStep::Assign(n, at) if *n == name => match self.program.instrs.get(*at as usize)? {
+                    crate::expr::Instr::Col(src) => name = src.clone(),
+                    _ => return None,
+                },
+                MapStep::Rename(pairs) => {
+                    if let Some((from, _)) = pairs.iter().find(|(_, to)| *to == name) {
+                        name = from.clone();
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(name)
+    }
+
     /// This map with its lazy frames in place, from their computed rows `frames[k]`
     /// (of dtype `dtypes[k]`, as the expressions were built): a scalar as a constant,
     /// a set (distinct values already, at most `max_set` bytes of them) put in the store.

@@ -150,13 +150,21 @@ impl DataFrame {
         use crate::expr::UnOp;
         let mut terms = Vec::new();
         mask.and_terms(&mut terms);
-        let is_set = |t: &Expr| {
-            let inner = match t {
-                Expr::Unary(UnOp::Not, e) => &**e,
-                e => e,
+        // `col.isin(set)` or its `~`: whether negated, the column, the set.
+        let set_term = |t: &Expr| {
+            let (not, inner) = match t {
+                Expr::Unary(UnOp::Not, e) => (true, &**e),
+                e => (false, e),
             };
-            matches!(inner, Expr::IsIn(a, _) if matches!(**a, Expr::Col(_)))
+            match inner {
+                Expr::IsIn(a, set) => match &**a {
+                    Expr::Col(c) => Some((not, c.clone(), set.clone())),
+                    _ => None,
+                },
+                _ => None,
+            }
         };
+        let is_set = |t: &Expr| set_term(t).is_some();
         if !terms.iter().any(|t| is_set(t)) {
             return None;
         }
@@ -170,13 +178,8 @@ impl DataFrame {
             return None;
         }
         let cut = |t: &Expr| -> Option<Expr> {
-            let (not, inner) = match t {
-                Expr::Unary(UnOp::Not, e) => (true, &**e),
-                e => (false, e),
-            };
-            let Expr::IsIn(a, set) = inner else { return None };
-            let Expr::Col(c) = &**a else { return None };
-            let other = DataFrame::of_value(set);
+            let (not, c, set) = set_term(t)?;
+            let other = DataFrame::of_value(&set);
             // A computed set is read as it is.
             if other.node.computed.any() || !Self::smaller(&rows, &other) {
                 return None;
@@ -196,7 +199,7 @@ impl DataFrame {
                 }
                 _ => other.filter(keep).ok()?,
             };
-            let e = Expr::IsIn(a.clone(), kept.as_value().ok()?);
+            let e = Expr::IsIn(Box::new(crate::expr::col(&c)), kept.as_value().ok()?);
             Some(if not { !e } else { e })
         };
         let sets: Vec<(&Expr, Option<Expr>)> = terms.iter().filter(|t| is_set(t)).map(|t| (*t, cut(t))).collect();

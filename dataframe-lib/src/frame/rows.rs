@@ -413,8 +413,7 @@ impl DataFrame {
     }
 
     fn groups_cut(&self, key: &str, set: &crate::expr::Value) -> Option<DataFrame> {
-        use crate::expr::{Expr, Instr};
-        use crate::spec::MapStep;
+        use crate::expr::Expr;
         // A computed group-by is read as it is.
         if self.node.computed.any() {
             return None;
@@ -434,23 +433,7 @@ impl DataFrame {
                 Op::GroupBy { input: cut, spec: spec.clone(), method: *method }
             }
             Op::Map { input, spec, values } => {
-                // The column's name in the map's input: through copies and renames.
-                let mut name = key.to_string();
-                for step in spec.steps.iter().rev() {
-                    match step {
-                        MapStep::Assign(n, at) if *n == name => match spec.program.instrs.get(*at as usize)? {
-                            Instr::Col(src) => name = src.clone(),
-                            _ => return None,
-                        },
-                        MapStep::Rename(pairs) => {
-                            if let Some((from, _)) = pairs.iter().find(|(_, to)| *to == name) {
-                                name = from.clone();
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let cut = input.groups_cut(&name, set)?;
+                let cut = input.groups_cut(&spec.source_of(key)?, set)?;
                 Op::Map { input: cut, spec: spec.clone(), values: values.clone() }
             }
             _ => return None,
@@ -496,17 +479,19 @@ mod tests {
     use crate::expr::col;
     use crate::frame::DataFrame;
 
+    /// 400 rows of an integer key `k` in 0..10 and a float `f`, in chunks of 100.
+    fn keyed(seed: u64) -> DataFrame {
+        let k = ares_tensor::random::randint(0, 10, &[400], &[100], seed).unwrap();
+        let f = ares_tensor::random::rand(&[400], &[100], seed + 1).unwrap();
+        DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap()
+    }
+
     #[test]
     fn a_group_by_is_cut_by_a_filtered_side_where_the_merge_drops_its_other_groups() {
         use super::Op;
         use crate::expr::Instr;
         use crate::spec::How;
-        let tensors = |seed| {
-            let k = ares_tensor::random::randint(0, 10, &[400], &[100], seed).unwrap();
-            let f = ares_tensor::random::rand(&[400], &[100], seed + 1).unwrap();
-            DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap()
-        };
-        let (df, other) = (tensors(1), tensors(3));
+        let (df, other) = (keyed(1), keyed(3));
         let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
         let cut = |m: &DataFrame| {
             let Op::Join { right, .. } = &m.node.op else { panic!("a merge") };
@@ -603,9 +588,7 @@ mod tests {
     #[test]
     fn filters_on_a_group_bys_keys_and_after_a_sort_run_before_them() {
         use super::Op;
-        let k = ares_tensor::random::randint(0, 10, &[400], &[100], 1).unwrap();
-        let f = ares_tensor::random::rand(&[400], &[100], 2).unwrap();
-        let df = DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap();
+        let df = keyed(1);
         let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
         let on_keys = g.filter(col("k").gt(3) & col("f").gt(1.0)).unwrap();
         // The key's term below the group-by, the sum's above it.
@@ -619,9 +602,7 @@ mod tests {
 
     #[test]
     fn rows_distinct_as_built_are_not_made_distinct_again() {
-        let k = ares_tensor::random::randint(0, 10, &[400], &[100], 1).unwrap();
-        let f = ares_tensor::random::rand(&[400], &[100], 2).unwrap();
-        let df = DataFrame::from_tensors(&[("k", &k), ("f", &f)]).unwrap();
+        let df = keyed(1);
         let g = df.group_by(&["k"]).unwrap().select(&["f"]).unwrap().sum().unwrap();
         let kept = g.filter(col("f").gt(1.0)).unwrap().select(&["k"]).unwrap();
         let same = |d: &DataFrame, on: &[&str]| Arc::ptr_eq(&d.drop_duplicates(on).unwrap().node, &d.node);
