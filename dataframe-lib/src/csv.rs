@@ -150,6 +150,13 @@ pub(crate) fn read_range(
 
 /// `df`'s rows as CSV text, with the header line when `header`.
 pub(crate) fn write(df: &mut DataFrame, header: bool, separator: u8) -> PolarsResult<Vec<u8>> {
+    // Datetimes as pandas writes them: `2024-01-31 12:00:00`, an aware one's offset after.
+    let times: Vec<usize> =
+        (0..df.width()).filter(|&i| matches!(df.columns()[i].dtype(), DataType::Datetime(..))).collect();
+    for i in times {
+        let text = crate::temporal::datetime_text(df.columns()[i].as_materialized_series())?;
+        df.replace_column(i, text.into_column())?;
+    }
     let mut out = Vec::with_capacity(df.estimated_size());
     CsvWriter::new(&mut out).include_header(header).with_separator(separator).finish(df)?;
     Ok(out)

@@ -65,6 +65,7 @@ impl Eval<'_> {
             Instr::Col(c) => Ok(self.df.column(c)?.as_materialized_series().clone()),
             Instr::Lit(s) => Ok(literal(s, self.n)),
             Instr::Const(v, d) => constant(v.as_ref(), *d, self.n),
+            Instr::ZonedConst(v, d, tz) => crate::zone::zone_series(&constant(v.as_ref(), *d, self.n)?, tz),
             Instr::Value(k) | Instr::IsIn(_, k) => {
                 polars_bail!(ComputeError: "lazy frame {k} reached a task unresolved")
             }
@@ -82,6 +83,7 @@ impl Eval<'_> {
                 map_str(&s, |v| py_slice(v, *lo, *hi, step.unwrap_or(1)))
             }
             Instr::Strftime(a, fmt) => crate::temporal::strftime(&self.operand(at, *a, depth)?, fmt),
+            Instr::Zone(a, op, tz) => crate::zone::apply(*op, tz.as_deref(), &self.operand(at, *a, depth)?),
             Instr::StrGet(a, i) => {
                 let s = self.operand(at, *a, depth)?;
                 let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();
@@ -102,6 +104,8 @@ impl Eval<'_> {
                 let (s, to) = (self.operand(at, *a, depth)?, d.to_polars());
                 if s.dtype() == &DataType::String && crate::temporal::is_datetime(&to) {
                     crate::temporal::parse_column(&s, &to)
+                } else if matches!(s.dtype(), DataType::Datetime(..)) && to == DataType::String {
+                    crate::temporal::datetime_text(&s)
                 } else {
                     s.strict_cast(&to)
                 }
@@ -190,7 +194,9 @@ impl Set {
     fn build(set: &Series, dx: &DataType) -> PolarsResult<Set> {
         let ds = set.dtype();
         let index = if crate::expr::is_temporal(dx) && crate::expr::is_temporal(ds) {
-            let phys = set.cast(dx)?.to_physical_repr().cast(&DataType::Int64)?;
+            // Aware datetimes meet as UTC instants.
+            let dx = &crate::zone::naive(dx);
+            let phys = crate::zone::utc(set)?.cast(dx)?.to_physical_repr().cast(&DataType::Int64)?;
             SetIndex::Instants(phys.i64()?.iter().flatten().collect(), dx.clone())
         } else if dx.is_integer() && ds.is_integer() {
             SetIndex::Ints(set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect())
@@ -213,7 +219,9 @@ impl Set {
             Ok(s.i64()?.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect())
         };
         let hits: BooleanChunked = match &self.index {
-            SetIndex::Instants(set, d) => ints(&x.cast(d)?.to_physical_repr().cast(&DataType::Int64)?, set)?,
+            SetIndex::Instants(set, d) => {
+                ints(&crate::zone::utc(x)?.cast(d)?.to_physical_repr().cast(&DataType::Int64)?, set)?
+            }
             SetIndex::Ints(set) => ints(&x.cast(&DataType::Int64)?, set)?,
             SetIndex::Floats(set) => {
                 let v = x.cast(&DataType::Float64)?;
@@ -297,6 +305,8 @@ fn binary(op: BinOp, a: Series, a_lit: bool, b: Series, b_lit: bool) -> PolarsRe
 /// Both sides in one dtype to compare, NaN made null; dates and times of different
 /// kinds or units as nanosecond timestamps (a date is its midnight).
 fn comparable(a: Series, b: Series) -> PolarsResult<(Series, Series)> {
+    // Aware datetimes (of any zones) compare as instants.
+    let (a, b) = (crate::zone::utc(&a)?, crate::zone::utc(&b)?);
     if crate::temporal::is_duration(a.dtype()) && a.dtype() != b.dtype() {
         let ns = DataType::Duration(TimeUnit::Nanoseconds);
         return Ok((a.cast(&ns)?, b.cast(&ns)?));

@@ -240,6 +240,9 @@ pub enum Expr {
     IsIn(Box<Expr>, Value),
     /// Each date or datetime formatted as text (pandas' `.dt.strftime(format)`).
     Strftime(Box<Expr>, String),
+    /// A datetime's zone set or changed (pandas' `.dt.tz_localize`/`.dt.tz_convert`;
+    /// `None`: naive).
+    Zone(Box<Expr>, crate::zone::ZoneOp, Option<String>),
 }
 
 /// A one-column frame computed before the expression that uses it: its one value
@@ -284,7 +287,7 @@ impl PartialEq for Value {
 
 /// The one value of a lazy scalar's computed frame, as a constant of `dtype` (the
 /// frame's column dtype when the expression was built).
-pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) -> Result<(Option<Scalar>, Dtype)> {
+pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) -> Result<Instr> {
     use polars::prelude::AnyValue;
     if frame.height() != 1 || frame.width() != 1 {
         return Err(FrameError::Invalid(format!(
@@ -293,7 +296,10 @@ pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) 
             frame.width()
         )));
     }
-    let d = Dtype::of(dtype).ok_or_else(|| FrameError::DType(format!("a lazy scalar of dtype {dtype}")))?;
+    // An aware datetime is its UTC instant, in its zone.
+    let zone = crate::zone::zone_of(dtype).map(str::to_string);
+    let d = Dtype::of(&crate::zone::naive(dtype))
+        .ok_or_else(|| FrameError::DType(format!("a lazy scalar of dtype {dtype}")))?;
     let s = frame.columns()[0].as_materialized_series().strict_cast(dtype)?;
     let v = match s.get(0)? {
         AnyValue::Null => None,
@@ -315,7 +321,10 @@ pub(crate) fn constant_of(frame: &polars::prelude::DataFrame, dtype: &DataType) 
         AnyValue::Datetime(v, ..) | AnyValue::DatetimeOwned(v, ..) | AnyValue::Duration(v, _) => Some(Scalar::Int(v)),
         other => return Err(FrameError::DType(format!("a lazy scalar holding {other:?}"))),
     };
-    Ok((v, d))
+    Ok(match zone {
+        Some(tz) => Instr::ZonedConst(v, d, tz),
+        None => Instr::Const(v, d),
+    })
 }
 
 /// The column `name` (pandas' `df["name"]`).
@@ -494,7 +503,8 @@ impl Expr {
             | Expr::StrSlice(a, ..)
             | Expr::StrGet(a, _)
             | Expr::IsIn(a, _)
-            | Expr::Strftime(a, _) => f(a),
+            | Expr::Strftime(a, _)
+            | Expr::Zone(a, ..) => f(a),
         }
     }
 
@@ -555,6 +565,10 @@ impl Expr {
                 crate::temporal::check_format(fmt).map_err(FrameError::Invalid)?;
                 Ok(DataType::String)
             }
+            Expr::Zone(a, op, tz) => {
+                let d = a.dtype(schema)?;
+                crate::zone::zone_dtype(*op, tz.as_deref(), &d).map_err(FrameError::DType)
+            }
             Expr::StrGet(a, _) => {
                 let d = a.dtype(schema)?;
                 if d == DataType::String {
@@ -606,7 +620,16 @@ impl Expr {
                         None => bad(format!("cannot compute {da} {sym} {db}: arithmetic needs numeric operands")),
                     }
                 } else if op.is_comparison() {
-                    if comparable(&da, &db) {
+                    if is_temporal(&da)
+                        && is_temporal(&db)
+                        && crate::zone::zone_of(&da).is_some() != crate::zone::zone_of(&db).is_some()
+                    {
+                        bad(format!(
+                            "cannot compare {da} {sym} {db}: one is time-zone aware and the other naive (pandas \
+                             refuses it); give the literal a zone (pd.Timestamp(..., tz=...)) or localize the \
+                             column with .dt.tz_localize(tz)"
+                        ))
+                    } else if comparable(&da, &db) {
                         Ok(DataType::Boolean)
                     } else {
                         bad(format!(
@@ -647,6 +670,12 @@ impl Expr {
             Expr::Cast(a, to) => {
                 let d = a.dtype(schema)?;
                 let to = to.to_polars();
+                if crate::zone::zone_of(&d).is_some() && is_temporal(&to) {
+                    return bad(format!(
+                        "cannot convert {d} to {to} with astype (pandas refuses it): use .dt.tz_localize(None) \
+                         for its wall times, or .dt.tz_convert(None) for its UTC instants"
+                    ));
+                }
                 let ok = d == to
                     || (d.is_primitive_numeric() || d == DataType::Boolean || d == DataType::String)
                         && (to.is_primitive_numeric() || to == DataType::Boolean || to == DataType::String)
@@ -737,7 +766,13 @@ pub(crate) fn where_dtype(a: &DataType, a_lit: bool, b: &DataType, b_lit: bool) 
         return arithmetic_dtype(BinOp::Maximum, a, a_lit, b, b_lit);
     }
     if is_temporal(a) && is_temporal(b) {
-        return Some(DataType::Datetime(TimeUnit::Nanoseconds, None));
+        // Aware datetimes choose only among their own zone (pandas would fall back to
+        // objects).
+        let (za, zb) = (crate::zone::zone_of(a), crate::zone::zone_of(b));
+        if za != zb {
+            return None;
+        }
+        return Some(crate::zone::with_zone(&DataType::Datetime(TimeUnit::Nanoseconds, None), za));
     }
     None
 }
@@ -817,6 +852,9 @@ pub(crate) enum Instr {
     /// bytes' blake3 hash (workers key the hashed set they keep on it).
     IsInSet(u32, [u8; 32], SetRef),
     Strftime(u32, String),
+    Zone(u32, crate::zone::ZoneOp, Option<String>),
+    /// An aware datetime constant: [`Instr::Const`]'s UTC instant, in a zone.
+    ZonedConst(Option<Scalar>, Dtype, String),
 }
 
 /// Expressions flattened for a task: each instruction's operands come before it.
@@ -852,6 +890,7 @@ impl Program {
             }
             Expr::StrGet(a, i) => Instr::StrGet(self.push(a, values), *i),
             Expr::Strftime(a, f) => Instr::Strftime(self.push(a, values), f.clone()),
+            Expr::Zone(a, op, tz) => Instr::Zone(self.push(a, values), *op, tz.clone()),
             Expr::IsIn(a, v) => {
                 let a = self.push(a, values);
                 Instr::IsIn(a, register(values, v))
@@ -890,7 +929,7 @@ impl Program {
                         out.push(c.clone());
                     }
                 }
-                Instr::Lit(_) | Instr::Value(_) | Instr::Const(..) => {}
+                Instr::Lit(_) | Instr::Value(_) | Instr::Const(..) | Instr::ZonedConst(..) => {}
                 Instr::Binary(_, a, b) => {
                     operand(a);
                     operand(b);
@@ -905,7 +944,8 @@ impl Program {
                 | Instr::IsInSet(a, ..)
                 | Instr::StrSlice(a, ..)
                 | Instr::StrGet(a, _)
-                | Instr::Strftime(a, _) => operand(a),
+                | Instr::Strftime(a, _)
+                | Instr::Zone(a, ..) => operand(a),
                 Instr::Where(c, a, b) => {
                     operand(c);
                     operand(a);

@@ -193,7 +193,7 @@ pub(crate) fn canonical(c: Column, rule: &Rule, input: &DataType) -> PolarsResul
         Rule::M2 | Rule::MergeM2 { .. } => DataType::Float64,
         Rule::Min | Rule::Max | Rule::First | Rule::Last => input.clone(),
     };
-    if c.dtype() == &to { Ok(c) } else { c.cast(&to) }
+    if c.dtype() == &to { Ok(c) } else { crate::zone::cast(&c, &to) }
 }
 
 /// A chunk with `spec`'s running aggregation within groups appended, continuing from

@@ -28,6 +28,9 @@ fn frame_dtype(t: &A) -> Option<DataType> {
         A::Utf8 | A::LargeUtf8 | A::Utf8View => DataType::String,
         A::Date32 => DataType::Date,
         A::Timestamp(unit, None) => DataType::Datetime(unit.into(), None),
+        A::Timestamp(unit, Some(tz)) if crate::zone::Zone::parse(tz).is_ok() => {
+            crate::zone::with_zone(&DataType::Datetime(unit.into(), None), Some(tz.as_str()))
+        }
         A::Decimal(p, _) | A::Decimal32(p, _) | A::Decimal64(p, _) if *p <= 38 => DataType::Float64,
         _ => return None,
     })
@@ -56,8 +59,8 @@ pub(crate) fn layout(path: &str, columns: Option<&[String]>) -> crate::error::Re
             None => {
                 return Err(FrameError::DType(format!(
                     "{path}: column {name:?} is of Parquet/Arrow type {:?}, which frames do not hold \
-                     (they hold booleans, integers, floats, strings, dates, timestamps without a time \
-                     zone and decimals, read as float64): leave it out with columns=[...]",
+                     (they hold booleans, integers, floats, strings, dates, timestamps naive or in a \
+                     known time zone, and decimals, read as float64): leave it out with columns=[...]",
                     field.dtype()
                 )));
             }
@@ -111,7 +114,7 @@ fn column_bounds(
             let s = if let DataType::Decimal(_, scale) = s.dtype() {
                 decimal_floats(&s, *scale).ok()?
             } else {
-                s.cast(&dtype).ok()?
+                crate::zone::cast(&s.into_column(), &dtype).ok()?.take_materialized_series()
             };
             (s.len() == 1 && s.null_count() == 0).then_some(s)
         };
@@ -148,7 +151,7 @@ pub(crate) fn read_rows(path: &str, offset: u64, len: u64, columns: &[String]) -
         if col.dtype() != d {
             let cast = match col.dtype() {
                 DataType::Decimal(_, scale) => decimal_floats(col.as_materialized_series(), *scale)?.into_column(),
-                _ => col.cast(d)?,
+                _ => crate::zone::cast(col, d)?,
             };
             df.with_column(cast)?;
         }

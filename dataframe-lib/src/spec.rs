@@ -203,8 +203,7 @@ impl MapSpec {
         for ins in &mut out.program.instrs {
             match ins {
                 Instr::Value(k) => {
-                    let (v, d) = crate::expr::constant_of(&frames[*k as usize], &dtypes[*k as usize])?;
-                    *ins = Instr::Const(v, d);
+                    *ins = crate::expr::constant_of(&frames[*k as usize], &dtypes[*k as usize])?;
                 }
                 Instr::IsIn(a, k) => {
                     let (key, r) = match &stored[*k as usize] {

@@ -2,8 +2,9 @@
 //! down (`floor`, `normalize`), calendar months (`DateOffset(months=)`), `strftime`,
 //! and arithmetic with durations (`Timedelta`). Values are computed on their physical
 //! integers (days; units since the epoch; nanoseconds), time-zone naive, in the
-//! proleptic Gregorian calendar. Results of datetime arithmetic are nanosecond
-//! datetimes and durations, as pandas makes them.
+//! proleptic Gregorian calendar; an aware column's fields are its wall times' (see
+//! `zone`). Results of datetime arithmetic are nanosecond datetimes (in the zone of
+//! the datetime operand) and durations, as pandas makes them.
 
 use ares_tileable::scalar::BinOp;
 use polars::prelude::*;
@@ -60,9 +61,9 @@ pub enum DtOp {
 pub(crate) const NS_PER_DAY: i64 = 86_400 * 1_000_000_000;
 const NS: TimeUnit = TimeUnit::Nanoseconds;
 
-/// A date or a time-zone naive datetime.
+/// A date or a datetime (naive or aware).
 pub(crate) fn is_datetime(d: &DataType) -> bool {
-    matches!(d, DataType::Date | DataType::Datetime(_, None))
+    matches!(d, DataType::Date | DataType::Datetime(..))
 }
 
 pub(crate) fn is_duration(d: &DataType) -> bool {
@@ -85,7 +86,7 @@ fn unit_ns(u: TimeUnit) -> i64 {
 fn ns_per(d: &DataType) -> Option<i64> {
     match d {
         DataType::Date => Some(NS_PER_DAY),
-        DataType::Datetime(u, None) | DataType::Duration(u) => Some(unit_ns(*u)),
+        DataType::Datetime(u, _) | DataType::Duration(u) => Some(unit_ns(*u)),
         _ => None,
     }
 }
@@ -98,9 +99,18 @@ pub(crate) fn arithmetic_dtype(op: BinOp, a: &DataType, b: &DataType) -> Option<
     if !(ta || tb || da || db) {
         return None;
     }
+    let (za, zb) = (crate::zone::zone_of(a), crate::zone::zone_of(b));
+    if ta && tb && za.is_some() != zb.is_some() {
+        return Some(Err(format!(
+            "cannot compute {a} {} {b}: one is time-zone aware and the other naive (pandas refuses it); \
+             localize the naive one with .dt.tz_localize(tz)",
+            op.symbol()
+        )));
+    }
+    let ns_in = |z: Option<&str>| crate::zone::with_zone(&DataType::Datetime(NS, None), z);
     let out = match op {
-        BinOp::Add if (ta && db) || (da && tb) => Some(DataType::Datetime(NS, None)),
-        BinOp::Sub if ta && db => Some(DataType::Datetime(NS, None)),
+        BinOp::Add if (ta && db) || (da && tb) => Some(ns_in(za.or(zb))),
+        BinOp::Sub if ta && db => Some(ns_in(za)),
         BinOp::Sub if ta && tb => Some(DataType::Duration(NS)),
         BinOp::Add | BinOp::Sub | BinOp::Mod if da && db => Some(DataType::Duration(NS)),
         BinOp::Div if da && db => Some(DataType::Float64),
@@ -128,8 +138,8 @@ fn nanos(s: &Series) -> PolarsResult<Int64Chunked> {
     Ok(phys.i64()?.apply_values(|v| v.wrapping_mul(per)))
 }
 
-fn to_datetime(ca: Int64Chunked) -> Series {
-    ca.into_datetime(NS, None).into_series()
+fn to_datetime(ca: Int64Chunked, zone: Option<&str>) -> PolarsResult<Series> {
+    Ok(crate::zone::datetimes(ca, &DataType::Datetime(NS, None), zone))
 }
 
 fn to_duration(ca: Int64Chunked) -> Series {
@@ -140,6 +150,7 @@ fn to_duration(ca: Int64Chunked) -> Series {
 pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> {
     let name = a.name().clone();
     let (da, db) = (a.dtype().clone(), b.dtype().clone());
+    let zone = crate::zone::zone_of(&da).or(crate::zone::zone_of(&db));
     match arithmetic_dtype(op, &da, &db) {
         Some(Ok(_)) => {}
         Some(Err(m)) => polars_bail!(ComputeError: "{m}"),
@@ -157,9 +168,9 @@ pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> 
                 // Python's modulo: the divisor's sign.
                 _ => (y != 0).then(|| x.rem_euclid(y) + if y < 0 && x.rem_euclid(y) != 0 { y } else { 0 }),
             });
-            if is_datetime(&da) && !is_datetime(&db) { to_datetime(r) } else { to_duration(r) }
+            if is_datetime(&da) && !is_datetime(&db) { to_datetime(r, zone)? } else { to_duration(r) }
         }
-        BinOp::Add => to_datetime(ints(&nanos(a)?, &nanos(b)?, &|x, y| Some(x.wrapping_add(y)))),
+        BinOp::Add => to_datetime(ints(&nanos(a)?, &nanos(b)?, &|x, y| Some(x.wrapping_add(y))), zone)?,
         BinOp::Div | BinOp::FloorDiv if is_duration(&db) => {
             let (x, y) = (nanos(a)?, nanos(b)?);
             if op == BinOp::Div {
@@ -174,7 +185,7 @@ pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> 
         BinOp::Maximum | BinOp::Minimum => {
             let (x, y) = (nanos(a)?, nanos(b)?);
             let r = ints(&x, &y, &|x, y| Some(if op == BinOp::Maximum { x.max(y) } else { x.min(y) }));
-            if is_duration(&da) { to_duration(r) } else { to_datetime(r) }
+            if is_duration(&da) { to_duration(r) } else { to_datetime(r, zone)? }
         }
         _ => {
             // A duration and a number: scaled in floating point, truncated toward zero
@@ -251,6 +262,11 @@ pub(crate) fn field(op: DtOp, s: &Series) -> PolarsResult<Series> {
     let Some(out) = field_dtype(op, s.dtype()) else {
         polars_bail!(ComputeError: ".dt: {op:?} is not defined for dtype {}", s.dtype())
     };
+    if crate::zone::zone_of(s.dtype()).is_some() {
+        // On the wall times; a datetime result is localized again.
+        let r = field(op, &crate::zone::wall(s)?)?;
+        return if out == *s.dtype() { crate::zone::relocalize(&r, s.dtype()) } else { Ok(r) };
+    }
     let parts = day_and_time(s)?;
     let per = ns_per(s.dtype()).unwrap_or(1);
     let r = match out {
@@ -415,6 +431,51 @@ pub(crate) fn parse_iso(text: &str) -> Option<i64> {
     Some(ns)
 }
 
+/// Datetimes as text, as pandas' `astype(str)` shows them: `2024-01-31 12:00:00`, with
+/// as many fraction digits (3, 6 or 9) as the chunk's values need, and an aware
+/// column's offset (`+01:00`). (pandas counts the digits over the whole column.)
+pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
+    use std::fmt::Write;
+    let offsets = crate::zone::offsets(s)?;
+    let parts = day_and_time(&crate::zone::wall(s)?)?;
+    let digits = parts
+        .iter()
+        .flatten()
+        .map(|&(_, t)| match t % 1_000_000_000 {
+            0 => 0,
+            f if f % 1_000_000 == 0 => 3,
+            f if f % 1_000 == 0 => 6,
+            _ => 9,
+        })
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    let ca: StringChunked = parts
+        .into_iter()
+        .zip(offsets)
+        .map(|(p, offset)| {
+            p.map(|(day, t)| {
+                out.clear();
+                let (y, m, d) = civil_from_days(day);
+                let (h, mi, sec) = (t / 3_600_000_000_000, t / 60_000_000_000 % 60, t / 1_000_000_000 % 60);
+                let _ = write!(out, "{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{sec:02}");
+                let frac = t % 1_000_000_000;
+                let _ = match digits {
+                    3 => write!(out, ".{:03}", frac / 1_000_000),
+                    6 => write!(out, ".{:06}", frac / 1_000),
+                    9 => write!(out, ".{frac:09}"),
+                    _ => Ok(()),
+                };
+                if let Some(o) = offset {
+                    out.push_str(&crate::zone::offset_text(o, ":"));
+                }
+                out.clone()
+            })
+        })
+        .collect();
+    Ok(ca.with_name(s.name().clone()).into_series())
+}
+
 /// Text read as dates or datetimes of dtype `to` by [`parse_iso`]; text that is not one
 /// fails, naming it (as pandas' `to_datetime` raises).
 pub(crate) fn parse_column(s: &Series, to: &DataType) -> PolarsResult<Series> {
@@ -451,7 +512,7 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// The `strftime` directives this formats (Python's, in the C locale).
-pub(crate) const STRFTIME_DIRECTIVES: &str = "%Y %y %m %d %e %H %I %M %S %f %p %j %a %A %b %B %h %F %T %%";
+pub(crate) const STRFTIME_DIRECTIVES: &str = "%Y %y %m %d %e %H %I %M %S %f %p %j %a %A %b %B %h %F %T %z %%";
 
 /// Why `fmt` cannot be formatted, if it cannot.
 pub(crate) fn check_format(fmt: &str) -> Result<(), String> {
@@ -459,7 +520,7 @@ pub(crate) fn check_format(fmt: &str) -> Result<(), String> {
     while let Some(c) = it.next() {
         if c == '%' {
             match it.next() {
-                Some(d) if "YymdeHIMSfpjaAbBhFT%".contains(d) => {}
+                Some(d) if "YymdeHIMSfpjaAbBhFTz%".contains(d) => {}
                 Some(d) => {
                     return Err(format!("strftime: %{d} is not supported (supported: {STRFTIME_DIRECTIVES})"));
                 }
@@ -477,10 +538,12 @@ pub(crate) fn strftime(s: &Series, fmt: &str) -> PolarsResult<Series> {
     if !is_datetime(s.dtype()) {
         polars_bail!(ComputeError: "strftime needs dates or datetimes, got {}", s.dtype());
     }
+    let offsets = crate::zone::offsets(s)?;
     let mut out = String::new();
-    let ca: StringChunked = day_and_time(s)?
+    let ca: StringChunked = day_and_time(&crate::zone::wall(s)?)?
         .into_iter()
-        .map(|p| {
+        .zip(offsets)
+        .map(|(p, offset)| {
             p.map(|(day, t)| {
                 out.clear();
                 let (y, m, d) = civil_from_days(day);
@@ -510,6 +573,8 @@ pub(crate) fn strftime(s: &Series, fmt: &str) -> PolarsResult<Series> {
                         'B' => write!(out, "{}", MONTHS[m as usize - 1]),
                         'F' => write!(out, "{y:04}-{m:02}-{d:02}"),
                         'T' => write!(out, "{h:02}:{mi:02}:{sec:02}"),
+                        // Naive times have no offset: Python prints nothing.
+                        'z' => write!(out, "{}", offset.map(|o| crate::zone::offset_text(o, "")).unwrap_or_default()),
                         _ => write!(out, "%"),
                     };
                 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use ares_dataframe::polars::prelude::{
     Column, DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, ListChunked, NamedFrom, Series, TimeUnit,
 };
-use ares_dataframe::{Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp};
+use ares_dataframe::{
+    Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp, Unclear, ZoneOp,
+};
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -69,7 +71,9 @@ fn dtype_name(d: &DataType) -> String {
         DataType::Float64 => "float64".into(),
         DataType::String => "object".into(),
         DataType::Date => "datetime64[D]".into(),
-        DataType::Datetime(u, _) => format!("datetime64[{}]", unit_name(*u)),
+        DataType::Datetime(u, None) => format!("datetime64[{}]", unit_name(*u)),
+        // pandas' name of an aware dtype.
+        DataType::Datetime(u, Some(tz)) => format!("datetime64[{}, {tz}]", unit_name(*u)),
         DataType::Duration(u) => format!("timedelta64[{}]", unit_name(*u)),
         // Lists fetch as pandas' object column of lists.
         DataType::List(_) => "list".into(),
@@ -284,6 +288,22 @@ impl PyExpr {
         PyExpr { e: Expr::Unary(UnOp::Dt(DtOp::AddMonths(months)), Box::new(self.e.clone())) }
     }
 
+    /// Naive datetimes read as wall times in zone `tz`, or an aware column's wall times
+    /// as naive ones (`None`); wall times the zone skips or repeats are missing when
+    /// `nat`, else fail the computation (pandas' `.dt.tz_localize`).
+    #[pyo3(signature = (tz, nat=false))]
+    fn tz_localize(&self, tz: Option<String>, nat: bool) -> PyExpr {
+        let unclear = if nat { Unclear::NaT } else { Unclear::Raise };
+        PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Localize(unclear), tz) }
+    }
+
+    /// An aware column's instants in zone `tz`, or as naive UTC (`None`) (pandas'
+    /// `.dt.tz_convert`).
+    #[pyo3(signature = (tz))]
+    fn tz_convert(&self, tz: Option<String>) -> PyExpr {
+        PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Convert, tz) }
+    }
+
     /// Dates and times formatted as text (pandas' `.dt.strftime`).
     fn strftime(&self, format: &str) -> PyExpr {
         PyExpr { e: Expr::Strftime(Box::new(self.e.clone()), format.to_string()) }
@@ -462,7 +482,15 @@ impl PyFrame {
 
     /// Each row's rank of `column` within the groups of `keys` (over the whole frame
     /// for none), appended as `name`.
-    fn rank(&self, keys: Vec<String>, column: &str, method: &str, ascending: bool, pct: bool, name: &str) -> PyResult<PyFrame> {
+    fn rank(
+        &self,
+        keys: Vec<String>,
+        column: &str,
+        method: &str,
+        ascending: bool,
+        pct: bool,
+        name: &str,
+    ) -> PyResult<PyFrame> {
         use ares_dataframe::Rank;
         let method = match method {
             "average" => Rank::Average,
@@ -589,6 +617,12 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
         return Ok(Series::new(name.into(), v).into_column());
     }
     if let Ok((ints, unit)) = value.extract::<(Bound<'_, PyUntypedArray>, String)>() {
+        // An aware column's unit names its zone after a comma, as pandas' dtype does;
+        // its integers are UTC instants.
+        let (unit, tz) = match unit.split_once(", ") {
+            Some((u, tz)) => (u.to_string(), Some(tz.to_string())),
+            None => (unit, None),
+        };
         // numpy's NaT (the least int64) is a missing value.
         let a = ints.cast::<PyArrayDyn<i64>>()?.readonly();
         let v: Vec<Option<i64>> = a.as_array().iter().map(|&x| (x != i64::MIN).then_some(x)).collect();
@@ -602,7 +636,11 @@ fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
             other => return Err(PyNotImplementedError::new_err(format!("datetime64[{other}] columns"))),
         };
         let s = if dt == DataType::Date { s.cast(&DataType::Int32) } else { Ok(s) };
-        let s = s.and_then(|s| s.cast(&dt)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mut s = s.and_then(|s| s.cast(&dt)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if let Some(tz) = tz {
+            s = ares_dataframe::zone_series(&s, &tz)
+                .map_err(|e| PyValueError::new_err(format!("column {name:?}: {e}")))?;
+        }
         return Ok(s.into_column());
     }
     let a = value.cast::<PyUntypedArray>()?;
@@ -639,7 +677,11 @@ fn list_column(name: &str, items: &Bound<'_, PyList>) -> PyResult<Column> {
     let strings = lists.iter().flatten().all(|l| as_strings(l).is_ok());
     let any = lists.iter().flatten().any(|l| !l.is_empty());
     let series: Vec<Option<Series>> = if strings && any {
-        lists.iter().map(|l| l.as_ref().map(|l| as_strings(l).map(|v| Series::new("".into(), v)))).map(Option::transpose).collect::<PyResult<_>>()?
+        lists
+            .iter()
+            .map(|l| l.as_ref().map(|l| as_strings(l).map(|v| Series::new("".into(), v))))
+            .map(Option::transpose)
+            .collect::<PyResult<_>>()?
     } else if lists.iter().flatten().all(|l| l.extract::<Vec<Option<i64>>>().is_ok()) {
         let ints = |l: &Bound<'_, PyList>| l.extract::<Vec<Option<i64>>>().map(|v| Series::new("".into(), v));
         lists.iter().map(|l| l.as_ref().map(ints).transpose()).collect::<PyResult<_>>()?
@@ -649,10 +691,15 @@ fn list_column(name: &str, items: &Bound<'_, PyList>) -> PyResult<Column> {
     } else {
         return Err(bad());
     };
-    let inner = if strings && any { DataType::String } else { series.iter().flatten().next().map_or(DataType::Int64, |s| s.dtype().clone()) };
+    let inner = if strings && any {
+        DataType::String
+    } else {
+        series.iter().flatten().next().map_or(DataType::Int64, |s| s.dtype().clone())
+    };
     let mut out = ListChunked::from_iter(series);
     out.rename(name.into());
-    let out = out.into_series().cast(&DataType::List(Box::new(inner))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out =
+        out.into_series().cast(&DataType::List(Box::new(inner))).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(out.into_column())
 }
 
@@ -736,11 +783,12 @@ fn to_python<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
     if let DataType::Date | DataType::Datetime(..) | DataType::Duration(_) = dt {
         // Durations in nanoseconds, named by their numpy dtype.
         let (s, unit) = match dt {
-            DataType::Datetime(u, _) => (s.clone(), unit_name(u)),
+            DataType::Datetime(u, Some(tz)) => (s.clone(), format!("{}, {tz}", unit_name(u))),
+            DataType::Datetime(u, None) => (s.clone(), unit_name(u).to_string()),
             DataType::Duration(_) => {
-                (s.cast(&DataType::Duration(TimeUnit::Nanoseconds)).map_err(err)?, "timedelta64[ns]")
+                (s.cast(&DataType::Duration(TimeUnit::Nanoseconds)).map_err(err)?, "timedelta64[ns]".to_string())
             }
-            _ => (s.clone(), "D"),
+            _ => (s.clone(), "D".to_string()),
         };
         let phys = s.to_physical_repr().cast(&DataType::Int64).map_err(err)?;
         // Missing datetimes are numpy's NaT (the least int64).

@@ -334,7 +334,9 @@ impl PyTensor {
             ("forward", _) => FftKind::Forward,
             ("inverse", _) => FftKind::Inverse,
             ("real_inverse", Some(n)) => FftKind::RealInverse { n },
-            ("real_inverse", None) => return Err(PyValueError::new_err("a real inverse FFT needs n, its output length")),
+            ("real_inverse", None) => {
+                return Err(PyValueError::new_err("a real inverse FFT needs n, its output length"));
+            }
             (other, _) => {
                 return Err(PyValueError::new_err(format!(
                     "unknown FFT kind {other:?} (forward, inverse or real_inverse)"

@@ -363,7 +363,7 @@ impl DataFrame {
                 self.columns()
             )));
         }
-        if Dtype::of(&schema[0].1).is_none() {
+        if Dtype::of(&crate::zone::naive(&schema[0].1)).is_none() {
             return Err(FrameError::DType(format!("a lazy scalar or set of dtype {} is not supported", schema[0].1)));
         }
         Ok(Value::new(self.node.clone(), schema[0].1.clone()))

@@ -221,7 +221,8 @@ fn resolve_values(cx: &mut Cx<'_>, df: &DataFrame, spec: &MapSpec, values: &[Val
             let chunk = ares::get(&obj.get::<FrameChunk>()).map_err(runtime)?;
             let part = crate::chunk::decode(&chunk.ipc).map_err(FrameError::from)?;
             // As the schema names and types it, whatever the chunk's file says.
-            let col = part.columns().first().map(|c| c.cast(dtype)).transpose().map_err(FrameError::from)?;
+            let col =
+                part.columns().first().map(|c| crate::zone::cast(c, dtype)).transpose().map_err(FrameError::from)?;
             if let Some(c) = col {
                 let c = c.with_name(name.into());
                 all.vstack_mut(&polars::prelude::DataFrame::new(c.len(), vec![c]).map_err(FrameError::from)?)

@@ -66,6 +66,8 @@ def _dtype_of(name: str) -> Any:
     """A native dtype name as pandas shows it (strings as pandas' string dtype)."""
     if name == "list":
         return np.dtype(object)
+    if name.startswith("datetime64[") and ", " in name:
+        return _pandas().DatetimeTZDtype(*name[len("datetime64["):-1].split(", "))
     if name != "object":
         return np.dtype(name)
     try:
@@ -107,10 +109,36 @@ def _missing(x: Any) -> bool:
     return type(x).__name__ in ("NAType", "NaTType")
 
 
-def _numpy_time_dtype(unit: str) -> str:
-    """The numpy dtype of a fetched time column: ``timedelta64[ns]`` as named, else a
-    datetime's unit."""
-    return unit if unit.startswith("timedelta64") else f"datetime64[{unit}]"
+def _time_values(ints: Any, unit: str) -> Any:
+    """A fetched time column from its integers and unit: ``timedelta64[ns]`` as named,
+    a datetime's unit (``"ns"``), or an aware one's with its zone (``"ns, UTC"``; its
+    integers are UTC instants): a numpy array, or pandas' array of aware datetimes."""
+    if unit.startswith("timedelta64"):
+        return ints.view(unit)
+    if ", " not in unit:
+        return ints.view(f"datetime64[{unit}]")
+    unit, tz = unit.split(", ")
+    pd = _pandas()
+    return pd.DatetimeIndex(ints.view(f"datetime64[{unit}]")).tz_localize("UTC").tz_convert(tz).array
+
+
+def _tz_name(tz: Any) -> str:
+    """A Python time zone (``zoneinfo``, ``pytz``, ``dateutil``, ``datetime.timezone``)
+    as the name the engine resolves: an IANA name, ``UTC`` or an offset ``+HH:MM``."""
+    import datetime as _dt
+    for attr in ("key", "zone"):
+        name = getattr(tz, attr, None)
+        if isinstance(name, str):
+            return name
+    if isinstance(tz, str):
+        return tz
+    if tz is _dt.timezone.utc or str(tz) in ("UTC", "tzutc()"):
+        return "UTC"
+    off = tz.utcoffset(None)
+    if off is not None:
+        m = int(off.total_seconds()) // 60
+        return f"{'-' if m < 0 else '+'}{abs(m) // 60:02}:{abs(m) % 60:02}"
+    raise NotImplementedError(f"time zone {tz!r}: give an IANA name such as 'Europe/Paris' or a fixed offset")
 
 
 def _column_for_native(name: str, v: Any) -> Any:
@@ -126,9 +154,12 @@ def _column_for_native(name: str, v: Any) -> Any:
         if isinstance(v.dtype, pd.CategoricalDtype):
             raise NotImplementedError(f"column {name!r}: categorical columns are not supported")
         if isinstance(v.dtype, pd.DatetimeTZDtype):
-            raise NotImplementedError(
-                f"column {name!r} is {v.dtype}: time zones are not supported yet; give its UTC instants "
-                f"with .dt.tz_convert(None), or its wall times with .dt.tz_localize(None)")
+            # UTC instants, the zone named after the unit as pandas' dtype names it.
+            unit, tz = v.dtype.unit, _tz_name(v.dtype.tz)
+            utc = np.asarray(v.dt.tz_convert(None) if isinstance(v, pd.Series) else v.tz_convert(None))
+            if unit == "s":
+                utc, unit = utc.astype("datetime64[ms]"), "ms"
+            return (np.ascontiguousarray(utc.view("int64")), f"{unit}, {tz}")
         if pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind == "b" and v.isna().any():
             v = v.to_numpy(dtype=object, na_value=None)
         elif pd.api.types.is_extension_array_dtype(v.dtype) and v.dtype.kind in "iufb":
@@ -277,7 +308,7 @@ class Scalar(_Operators):
         if isinstance(v, list):
             return v[0]
         if isinstance(v, tuple):
-            return v[0].view(_numpy_time_dtype(v[1]))[0]
+            return _time_values(v[0], v[1])[0]
         return v[0].item()
 
     def __float__(self) -> float:
@@ -414,7 +445,7 @@ class DataFrame:
             if isinstance(c, tuple) and isinstance(c[0], str) and c[0] == "list":
                 data[n] = pd.Series(c[1], dtype=object)
             elif isinstance(c, tuple):
-                data[n] = c[0].view(_numpy_time_dtype(c[1]))
+                data[n] = _time_values(c[0], c[1])
             elif isinstance(c, list):
                 # Strings, or booleans with missing values (object, as pandas has them).
                 data[n] = pd.Series(c, dtype=strings if types.get(n) == "object" else object)
@@ -976,9 +1007,16 @@ def _temporal_literal(v: Any, native: str) -> Any:
     import datetime as _dt
     if not isinstance(v, (str, _dt.date, np.datetime64)) and type(v).__name__ not in ("Timestamp", "NaTType"):
         return None
+    tz = native[len("datetime64["):-1].split(", ")[1] if ", " in native else None
+
+    def missing() -> Any:
+        if tz is None:
+            return _native.NativeExpr.const(None, native)
+        return _native.NativeExpr.const(None, "datetime64[ns]").tz_localize(tz)
+
     if isinstance(v, np.datetime64):
         if np.isnat(v):
-            return _native.NativeExpr.const(None, native)
+            return missing()
         ns = v.astype("datetime64[ns]")
         if ns.astype("datetime64[D]") != v.astype("datetime64[D]"):
             raise OverflowError(f"{v!r} is outside the range of nanosecond timestamps")
@@ -989,9 +1027,13 @@ def _temporal_literal(v: Any, native: str) -> Any:
     except (ValueError, TypeError) as e:
         raise TypeError(f"cannot compare a {native} column with {v!r}: {e}") from None
     if ts is pd.NaT:
-        return _native.NativeExpr.const(None, native)
+        return missing()
+    if ts.tzinfo is None and tz is not None and isinstance(v, str):
+        # pandas reads text without an offset in an aware column's zone.
+        ts = ts.tz_localize(tz)
     if ts.tzinfo is not None:
-        raise NotImplementedError(f"comparing a {native} column with a time-zoned timestamp ({v!r})")
+        # An instant; compared with a naive column, the engine refuses it as pandas does.
+        return _native.NativeExpr.const(int(ts.value), "datetime64[ns]").tz_localize("UTC")
     if native == "datetime64[D]" and ts == ts.normalize():
         return _native.NativeExpr.const(int(ts.value // 86_400_000_000_000), "datetime64[D]")
     return _native.NativeExpr.const(int(ts.value), "datetime64[ns]")
@@ -1275,6 +1317,11 @@ class Series(_Operators):
     def _offset(self, offset: Any, sign: int) -> "Series":
         """Dates and times moved by a ``pd.DateOffset``: its years and months in calendar
         months (the day clipped to the month's last), then the rest as a duration."""
+        native = self._base._f.expr_dtype(self._e)
+        if ", " in native:
+            # An aware column moves by calendar on its wall times (pandas' way), which
+            # are then read in its zone again.
+            return self.dt.tz_localize(None)._offset(offset, sign).dt.tz_localize(native[:-1].split(", ")[1])
         months, rest = _offset_parts(offset)
         out = self
         if months:
@@ -1980,6 +2027,37 @@ class _DtAccessor:
         self._s._base._f.expr_dtype(e)
         return Series(self._s._base, e, self._s.name)
 
+    @property
+    def tz(self) -> Any:
+        """The column's time zone (a ``zoneinfo.ZoneInfo``, or ``datetime.timezone`` for
+        a fixed offset), ``None`` when naive."""
+        native = self._s._base._f.expr_dtype(self._s._e)
+        if self._duration or ", " not in native:
+            return None
+        return _pandas().DatetimeTZDtype("ns", native[:-1].split(", ")[1]).tz
+
+    def _zone(self, e: Any) -> Series:
+        if self._duration:
+            raise AttributeError("'TimedeltaProperties' object has no attribute 'tz_localize'")
+        self._s._base._f.expr_dtype(e)
+        return Series(self._s._base, e, self._s.name)
+
+    def tz_localize(self, tz: Any, ambiguous: str = "raise", nonexistent: str = "raise") -> Series:
+        """Naive wall times read in zone ``tz``; ``None`` drops an aware column's zone,
+        keeping its wall times. A wall time the zone repeats or skips raises when the
+        column is computed, or is missing with ``ambiguous="NaT"`` and
+        ``nonexistent="NaT"`` (both must be given alike)."""
+        if ambiguous not in ("raise", "NaT") or nonexistent not in ("raise", "NaT") or ambiguous != nonexistent:
+            raise NotImplementedError(
+                f"tz_localize(ambiguous={ambiguous!r}, nonexistent={nonexistent!r}): "
+                "only both 'raise' or both 'NaT'")
+        name = None if tz is None else _tz_name(tz)
+        return self._zone(self._s._e.tz_localize(name, ambiguous == "NaT"))
+
+    def tz_convert(self, tz: Any) -> Series:
+        """The same instants shown in zone ``tz``; ``None`` gives naive UTC times."""
+        return self._zone(self._s._e.tz_convert(None if tz is None else _tz_name(tz)))
+
     def month_name(self) -> Series:
         return self.strftime("%B")
 
@@ -2606,6 +2684,11 @@ def to_datetime(arg: Any, format: Optional[str] = None, **kwargs: Any) -> Any:
     is pandas' own ``to_datetime``."""
     if not isinstance(arg, Series):
         return _pandas().to_datetime(arg, format=format, **kwargs)
+    if kwargs.pop("utc", False):
+        # Instants in UTC: naive values are read as UTC, aware ones converted.
+        out = to_datetime(arg, format=format, **kwargs)
+        aware = ", " in out._base._f.expr_dtype(out._e)
+        return out.dt.tz_convert("UTC") if aware else out.dt.tz_localize("UTC")
     if kwargs:
         raise NotImplementedError(f"to_datetime of a column with {', '.join(kwargs)}=...")
     if format not in (None, "ISO8601", "%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
@@ -2652,7 +2735,7 @@ def read_parquet(path: Any, columns: Optional[Sequence[str]] = None, **kwargs: A
     Differs from pandas: ``decimal(p, s)`` columns are read as ``float64`` (pandas with
     pyarrow makes ``object`` columns of exact ``Decimal`` values), 8- and 16-bit integers
     as 32-bit ones. A column of a type frames do not hold (lists, structs, binary,
-    timestamps with a time zone, …) raises ``TypeError`` naming it and its type unless
+    times of day, timestamps in an unknown time zone, …) raises ``TypeError`` naming it and its type unless
     ``columns=`` leaves it out."""
     import os
 

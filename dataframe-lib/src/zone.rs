@@ -1,0 +1,296 @@
+//! Time zones of datetime columns, as pandas' `datetime64[unit, tz]`: such a column
+//! holds UTC instants (its physical integers are the naive UTC column's), and its zone
+//! names how to show them. Comparisons, sorts, keys, sums of durations work on the
+//! instants; calendar fields, `floor`, `strftime` and `tz_localize(None)` work on the
+//! wall times the zone's offsets give. Zones are IANA names (`Europe/Paris`, `UTC`) or
+//! fixed offsets (`+05:30`), resolved by `chrono-tz`'s copy of the tz database.
+
+use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
+use polars::prelude::*;
+
+/// A resolved time zone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Zone {
+    Named(chrono_tz::Tz),
+    /// Seconds east of UTC.
+    Fixed(i32),
+}
+
+/// How a wall time that a zone's clock skips or repeats is localized: pandas'
+/// `ambiguous=`/`nonexistent=` of `"raise"` or `"NaT"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Unclear {
+    /// Fail the computation naming the wall time.
+    Raise,
+    /// A missing value.
+    NaT,
+}
+
+/// A change of a datetime's zone (pandas' `.dt.tz_localize` and `.dt.tz_convert`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum ZoneOp {
+    /// Naive wall times read in a zone (`tz_localize(tz)`), or an aware column's wall
+    /// times as naive ones (`tz_localize(None)`).
+    Localize(Unclear),
+    /// The same instants shown in another zone (`tz_convert(tz)`), or as naive UTC
+    /// (`tz_convert(None)`).
+    Convert,
+}
+
+impl Zone {
+    /// The zone a name gives: an IANA name, `UTC`, or an offset `±HH:MM` (also as
+    /// `UTC±HH:MM`, Python's `datetime.timezone` name).
+    pub(crate) fn parse(name: &str) -> Result<Zone, String> {
+        if let Ok(tz) = name.parse::<chrono_tz::Tz>() {
+            return Ok(Zone::Named(tz));
+        }
+        let t = name.strip_prefix("UTC").unwrap_or(name);
+        let sign = match t.as_bytes().first() {
+            Some(b'+') => 1,
+            Some(b'-') => -1,
+            _ => return Err(unknown(name)),
+        };
+        let (h, m) = t[1..].split_once(':').unwrap_or((&t[1..], "0"));
+        match (h.parse::<i32>(), m.parse::<i32>()) {
+            (Ok(h), Ok(m)) if (0..24).contains(&h) && (0..60).contains(&m) => {
+                Ok(Zone::Fixed(sign * (h * 3600 + m * 60)))
+            }
+            _ => Err(unknown(name)),
+        }
+    }
+
+    /// Nanoseconds to add to the UTC instant `utc` for its wall time.
+    pub(crate) fn offset_ns(self, utc: i64) -> i64 {
+        let secs = match self {
+            Zone::Fixed(s) => s,
+            Zone::Named(tz) => {
+                let t = DateTime::from_timestamp_nanos(utc).naive_utc();
+                tz.offset_from_utc_datetime(&t).fix().local_minus_utc()
+            }
+        };
+        i64::from(secs) * 1_000_000_000
+    }
+
+    /// The UTC instant of the wall time `wall` (nanoseconds), `None` for a wall time
+    /// the zone skips or repeats.
+    fn instant(self, wall: i64) -> Result<i64, &'static str> {
+        match self {
+            Zone::Fixed(s) => Ok(wall - i64::from(s) * 1_000_000_000),
+            Zone::Named(tz) => {
+                let t: NaiveDateTime = DateTime::from_timestamp_nanos(wall).naive_utc();
+                match tz.from_local_datetime(&t) {
+                    chrono::LocalResult::Single(d) => {
+                        Ok(wall - i64::from(d.offset().fix().local_minus_utc()) * 1_000_000_000)
+                    }
+                    chrono::LocalResult::Ambiguous(..) => Err("ambiguous (the clock shows it twice)"),
+                    chrono::LocalResult::None => Err("nonexistent (the clock skips it)"),
+                }
+            }
+        }
+    }
+}
+
+fn unknown(name: &str) -> String {
+    format!(
+        "unknown time zone {name:?}: give an IANA name such as \"Europe/Paris\" or \"UTC\", or an offset such as \"+05:30\""
+    )
+}
+
+/// The zone of an aware datetime dtype, `None` for any other dtype.
+pub(crate) fn zone_of(d: &DataType) -> Option<&str> {
+    match d {
+        DataType::Datetime(_, Some(tz)) => Some(tz.as_str()),
+        _ => None,
+    }
+}
+
+/// `d` with the zone `tz` (a datetime keeps its unit).
+pub(crate) fn with_zone(d: &DataType, tz: Option<&str>) -> DataType {
+    let unit = match d {
+        DataType::Datetime(u, _) => *u,
+        _ => TimeUnit::Nanoseconds,
+    };
+    // SAFETY (of polars' contract): the name was resolved by `Zone::parse` when typed.
+    DataType::Datetime(unit, tz.map(|z| unsafe { polars::prelude::TimeZone::new_unchecked(z) }))
+}
+
+/// `d` without its zone (any other dtype as it is).
+pub(crate) fn naive(d: &DataType) -> DataType {
+    if zone_of(d).is_some() { with_zone(d, None) } else { d.clone() }
+}
+
+/// The dtype `op` to `tz` gives a column of dtype `d`, or why there is none (pandas'
+/// messages).
+pub(crate) fn zone_dtype(op: ZoneOp, tz: Option<&str>, d: &DataType) -> Result<DataType, String> {
+    if let Some(z) = tz {
+        Zone::parse(z)?;
+    }
+    let aware = zone_of(d).is_some();
+    match (op, d) {
+        (_, DataType::Datetime(..)) => {}
+        _ => return Err(format!("tz_localize and tz_convert need a datetime column, this one is {d}")),
+    }
+    match (op, aware, tz) {
+        (ZoneOp::Localize(_), true, Some(_)) => Err("Already tz-aware, use tz_convert to convert.".into()),
+        (ZoneOp::Convert, false, _) => Err("Cannot convert tz-naive timestamps, use tz_localize to localize".into()),
+        _ => Ok(with_zone(d, tz)),
+    }
+}
+
+/// The physical integers of a datetime column (its unit's count since the epoch).
+fn physical(s: &Series) -> PolarsResult<Int64Chunked> {
+    Ok(s.to_physical_repr().cast(&DataType::Int64)?.i64()?.clone())
+}
+
+fn unit_ns(d: &DataType) -> i64 {
+    match d {
+        DataType::Datetime(TimeUnit::Microseconds, _) => 1_000,
+        DataType::Datetime(TimeUnit::Milliseconds, _) => 1_000_000,
+        _ => 1,
+    }
+}
+
+/// Physical integers as a datetime column of `d`'s unit in zone `tz`. (polars' own
+/// `cast` drops a zone unless its `timezones` feature is built, which is not.)
+pub(crate) fn datetimes(ca: Int64Chunked, d: &DataType, tz: Option<&str>) -> Series {
+    let DataType::Datetime(unit, _) = with_zone(d, None) else { unreachable!("with_zone makes datetimes") };
+    ca.into_datetime(unit, tz.map(|z| unsafe { polars::prelude::TimeZone::new_unchecked(z) })).into_series()
+}
+
+/// A naive datetime column as the same integers in zone `tz`.
+pub fn zone_series(s: &Series, tz: &str) -> PolarsResult<Series> {
+    Zone::parse(tz).map_err(|m| polars_err!(ComputeError: "{m}"))?;
+    Ok(datetimes(physical(s)?, s.dtype(), Some(tz)).with_name(s.name().clone()))
+}
+
+/// `c` cast to `to`, keeping an aware target's zone (see [`datetimes`]): the casts
+/// that rebuild a column's dtype go through here.
+pub(crate) fn cast(c: &Column, to: &DataType) -> PolarsResult<Column> {
+    let Some(tz) = zone_of(to) else { return c.cast(to) };
+    if c.dtype() == to {
+        return Ok(c.clone());
+    }
+    let naive = utc(c.as_materialized_series())?.cast(&with_zone(to, None))?;
+    Ok(zone_series(&naive, tz)?.into_column())
+}
+
+/// An aware column's wall times, as a naive column of its unit; any other column as
+/// it is.
+pub(crate) fn wall(s: &Series) -> PolarsResult<Series> {
+    let Some(name) = zone_of(s.dtype()) else { return Ok(s.clone()) };
+    let zone = Zone::parse(name).map_err(|m| polars_err!(ComputeError: "{m}"))?;
+    let per = unit_ns(s.dtype());
+    let ca = physical(s)?.apply_values(|v| v + zone.offset_ns(v.wrapping_mul(per)) / per);
+    Ok(datetimes(ca, s.dtype(), None).with_name(s.name().clone()))
+}
+
+/// An aware column's instants as a naive UTC column of its unit; any other as it is.
+pub(crate) fn utc(s: &Series) -> PolarsResult<Series> {
+    if zone_of(s.dtype()).is_none() {
+        return Ok(s.clone());
+    }
+    Ok(datetimes(physical(s)?, s.dtype(), None).with_name(s.name().clone()))
+}
+
+/// Naive wall times `s` read in the zone `tz` (a datetime of `s`'s unit in that zone).
+pub(crate) fn localize(s: &Series, tz: &str, unclear: Unclear) -> PolarsResult<Series> {
+    let zone = Zone::parse(tz).map_err(|m| polars_err!(ComputeError: "{m}"))?;
+    let per = unit_ns(s.dtype());
+    let mut out = Vec::with_capacity(s.len());
+    for v in physical(s)?.iter() {
+        out.push(match v {
+            None => None,
+            Some(v) => match zone.instant(v.wrapping_mul(per)) {
+                Ok(ns) => Some(ns.div_euclid(per)),
+                Err(_) if unclear == Unclear::NaT => None,
+                Err(why) => {
+                    let shown = DateTime::from_timestamp_nanos(v.wrapping_mul(per)).naive_utc();
+                    polars_bail!(ComputeError:
+                        "{shown} is {why} in {tz}: pass ambiguous=\"NaT\" and nonexistent=\"NaT\" to make such times missing")
+                }
+            },
+        });
+    }
+    let ca = Int64Chunked::from_iter_options(s.name().clone(), out.into_iter());
+    Ok(datetimes(ca, s.dtype(), Some(tz)))
+}
+
+/// `op` to `tz` of a datetime column (typed by [`zone_dtype`]).
+pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Series> {
+    match (op, tz) {
+        (ZoneOp::Localize(unclear), Some(tz)) => localize(s, tz, unclear),
+        (ZoneOp::Localize(_), None) => wall(s),
+        (ZoneOp::Convert, tz) => Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone())),
+    }
+}
+
+/// The result of a computation on an aware column's wall times (`floor`, a month
+/// offset), back to instants in its zone: pandas localizes them again, and raises on a
+/// wall time the zone skips or repeats.
+pub(crate) fn relocalize(wall: &Series, like: &DataType) -> PolarsResult<Series> {
+    match zone_of(like) {
+        Some(tz) => localize(wall, tz, Unclear::Raise),
+        None => Ok(wall.clone()),
+    }
+}
+
+/// Each instant's UTC offset as `+HHMM` (strftime's `%z`), for the zone of `d`.
+pub(crate) fn offsets(s: &Series) -> PolarsResult<Vec<Option<i64>>> {
+    let Some(name) = zone_of(s.dtype()) else { return Ok(vec![None; s.len()]) };
+    let zone = Zone::parse(name).map_err(|m| polars_err!(ComputeError: "{m}"))?;
+    let per = unit_ns(s.dtype());
+    Ok(physical(s)?.iter().map(|v| v.map(|v| zone.offset_ns(v.wrapping_mul(per)))).collect())
+}
+
+/// An offset in nanoseconds as `+HH:MM` (`sep` `":"`) or `+HHMM` (`""`), with its
+/// seconds when it has some (old local mean times: Paris was +00:09:21), as Python
+/// prints them.
+pub(crate) fn offset_text(ns: i64, sep: &str) -> String {
+    let secs = ns / 1_000_000_000;
+    let sign = if secs < 0 { '-' } else { '+' };
+    let a = secs.abs();
+    let mut out = format!("{sign}{:02}{sep}{:02}", a / 3600, a / 60 % 60);
+    if a % 60 != 0 {
+        out.push_str(&format!("{sep}{:02}", a % 60));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_parse_by_name_and_offset_and_refuse_the_rest() {
+        assert!(matches!(Zone::parse("Europe/Paris"), Ok(Zone::Named(_))));
+        assert!(matches!(Zone::parse("UTC"), Ok(Zone::Named(_))));
+        assert!(matches!(Zone::parse("+05:30"), Ok(Zone::Fixed(19_800))));
+        assert!(matches!(Zone::parse("UTC-03:00"), Ok(Zone::Fixed(-10_800))));
+        assert!(Zone::parse("Mars/Olympus").unwrap_err().contains("IANA"));
+        assert!(Zone::parse("+25:00").is_err());
+    }
+
+    #[test]
+    fn paris_wall_times_follow_summer_time() {
+        let paris = Zone::parse("Europe/Paris").unwrap();
+        let h = 3_600_000_000_000i64;
+        // 2024-01-15 12:00 UTC is 13:00 in Paris; 2024-07-15 12:00 UTC is 14:00.
+        let winter = 1_705_320_000_000_000_000i64;
+        let summer = 1_721_044_800_000_000_000i64;
+        assert_eq!(paris.offset_ns(winter), h);
+        assert_eq!(paris.offset_ns(summer), 2 * h);
+        assert_eq!(paris.instant(winter + h), Ok(winter));
+        // 2024-03-31 02:30 does not exist in Paris; 2024-10-27 02:30 happens twice.
+        let skipped = 1_711_852_200_000_000_000i64;
+        let repeated = 1_729_996_200_000_000_000i64;
+        assert!(paris.instant(skipped).unwrap_err().contains("nonexistent"));
+        assert!(paris.instant(repeated).unwrap_err().contains("ambiguous"));
+    }
+
+    #[test]
+    fn offsets_print_as_strftime_and_iso_do() {
+        assert_eq!(offset_text(19_800_000_000_000, ""), "+0530");
+        assert_eq!(offset_text(-10_800_000_000_000, ":"), "-03:00");
+        assert_eq!(offset_text(561_000_000_000, ":"), "+00:09:21");
+    }
+}
