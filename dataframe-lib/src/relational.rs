@@ -294,7 +294,15 @@ pub(crate) fn join_built(
     // the probe side as it is, not gathered.
     let whole = p_idx.len() == probe.height() && p_idx.iter().enumerate().all(|(i, &r)| r as usize == i);
     let p = if whole { probe } else { probe.take(&IdxCa::from_vec(PlSmallStr::EMPTY, p_idx))? };
-    let b = if unmatched {
+    let b = if unmatched && built.frame.height() > 0 {
+        // Gathered by plain indices (a missing one as row 0), then made missing by
+        // validity: polars gathers by indices with missing ones value by value.
+        let present: polars_arrow::bitmap::Bitmap = b_idx.iter().map(|&b| b != NONE).collect();
+        let idx: Vec<IdxSize> = b_idx.iter().map(|&b| if b == NONE { 0 } else { b }).collect();
+        let gathered = built.frame.take(&IdxCa::from_vec(PlSmallStr::EMPTY, idx))?;
+        let cols = gathered.columns().iter().map(|c| missing_where_absent(c, &present)).collect::<PolarsResult<_>>()?;
+        DataFrame::new(gathered.height(), cols)?
+    } else if unmatched {
         built
             .frame
             .take(&IdxCa::from_iter_options(PlSmallStr::EMPTY, b_idx.into_iter().map(|b| (b != NONE).then_some(b))))?
@@ -309,6 +317,19 @@ pub(crate) fn join_built(
         cols.extend(side.columns().iter().filter(|c| !spec.on.iter().any(|k| k == c.name().as_str())).cloned());
     }
     Ok(Some(DataFrame::new(p.height(), cols)?))
+}
+
+/// `c` missing where `present` is unset (and where it was missing).
+fn missing_where_absent(c: &Column, present: &polars_arrow::bitmap::Bitmap) -> PolarsResult<Column> {
+    let s = c.as_materialized_series().rechunk();
+    let arr = &s.chunks()[0];
+    let validity = match arr.validity() {
+        Some(v) => v & present,
+        None => present.clone(),
+    };
+    let arr = arr.with_validity(Some(validity));
+    // SAFETY: the array is the column's own, of its physical type; only its validity changed.
+    Ok(unsafe { Series::from_chunks_and_dtype_unchecked(s.name().clone(), vec![arr], s.dtype()) }.into_column())
 }
 
 #[cfg(test)]
