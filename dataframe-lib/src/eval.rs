@@ -152,13 +152,13 @@ fn literal(s: &Scalar, n: usize) -> Series {
 /// The values of an `isin` set, hashed for lookups of one kind of value: numbers
 /// compare as numbers whatever their dtypes, dates and times as the same instant.
 enum SetIndex {
-    Ints(hashbrown::HashSet<i64>),
+    Ints(IntSet),
     /// Float bits, -0.0 as 0.0 (NaN is missing, handled apart).
     Floats(hashbrown::HashSet<u64>),
     Strs(hashbrown::HashSet<String>),
     Bools(hashbrown::HashSet<bool>),
     /// Temporal values as instants in the probed column's dtype.
-    Instants(hashbrown::HashSet<i64>, DataType),
+    Instants(IntSet, DataType),
 }
 
 /// The set a value is probed in, and whether it holds a missing value.
@@ -197,9 +197,9 @@ impl Set {
             // Aware datetimes meet as UTC instants.
             let dx = &crate::zone::naive(dx);
             let phys = crate::zone::utc(set)?.cast(dx)?.to_physical_repr().cast(&DataType::Int64)?;
-            SetIndex::Instants(phys.i64()?.iter().flatten().collect(), dx.clone())
+            SetIndex::Instants(IntSet::new(phys.i64()?.iter().flatten().collect()), dx.clone())
         } else if dx.is_integer() && ds.is_integer() {
-            SetIndex::Ints(set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect())
+            SetIndex::Ints(IntSet::new(set.cast(&DataType::Int64)?.i64()?.iter().flatten().collect()))
         } else if dx.is_primitive_numeric() && ds.is_primitive_numeric() {
             SetIndex::Floats(set.cast(&DataType::Float64)?.f64()?.iter().flatten().map(float_key).collect())
         } else if dx == &DataType::String && ds == &DataType::String {
@@ -215,8 +215,13 @@ impl Set {
     /// Whether each value of `x` is in the set (pandas' `isin`); a missing `x` is in it
     /// when the set has a missing value (null or NaN alike), else it is not.
     fn probe(&self, x: &Series) -> PolarsResult<Series> {
-        let ints = |s: &Series, set: &hashbrown::HashSet<i64>| -> PolarsResult<BooleanChunked> {
-            Ok(s.i64()?.iter().map(|v| Some(v.is_some_and(|v| set.contains(&v)))).collect())
+        let ints = |s: &Series, set: &IntSet| -> PolarsResult<BooleanChunked> {
+            let ca = s.i64()?;
+            Ok(if ca.null_count() == 0 {
+                BooleanChunked::from_iter_values(PlSmallStr::EMPTY, ca.into_no_null_iter().map(|v| set.contains(v)))
+            } else {
+                ca.iter().map(|v| Some(v.is_some_and(|v| set.contains(v)))).collect()
+            })
         };
         let hits: BooleanChunked = match &self.index {
             SetIndex::Instants(set, d) => {
@@ -232,6 +237,44 @@ impl Set {
         };
         let hits = if self.has_missing { &hits | &missing(x)? } else { hits };
         Ok(hits.with_name(x.name().clone()).into_series())
+    }
+}
+
+/// A set of integers: a bitmap over their range where it is at most 128 bits a value
+/// (what a hashed set takes; TPC-H's order keys of one nation's suppliers: 70 000 of
+/// 6M), else hashed. A lookup in the bitmap is a bit test, not a hash and a probe.
+enum IntSet {
+    Dense { min: i64, bits: Vec<u64> },
+    Hashed(hashbrown::HashSet<i64>),
+}
+
+impl IntSet {
+    fn new(values: Vec<i64>) -> IntSet {
+        let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
+            return IntSet::Hashed(hashbrown::HashSet::new());
+        };
+        let span = (max as i128 - min as i128 + 1) as u128;
+        if span > 128 * values.len() as u128 + 4096 {
+            return IntSet::Hashed(values.into_iter().collect());
+        }
+        // At most 128 bits a value (and 4096 more): the span fits memory's sizes.
+        let mut bits = vec![0u64; (span as usize).div_ceil(64)];
+        for v in values {
+            let at = v.wrapping_sub(min) as u64;
+            bits[(at / 64) as usize] |= 1 << (at % 64);
+        }
+        IntSet::Dense { min, bits }
+    }
+
+    fn contains(&self, v: i64) -> bool {
+        match self {
+            IntSet::Dense { min, bits } => match v.checked_sub(*min) {
+                // Below the least value, or so far above it that the difference overflows.
+                Some(at) if at >= 0 => bits.get(at as usize / 64).is_some_and(|w| w >> (at % 64) & 1 == 1),
+                _ => false,
+            },
+            IntSet::Hashed(set) => set.contains(&v),
+        }
     }
 }
 
@@ -439,6 +482,31 @@ fn string_test(op: StrOp, s: &Series, pat: &str) -> PolarsResult<Series> {
         StrOp::SplitWhitespace | StrOp::SplitLiteral | StrOp::SplitRegex => return split(op, s, pat),
     };
     Ok(out.with_name(s.name().clone()).into_series())
+}
+
+#[cfg(test)]
+mod int_sets {
+    use super::IntSet;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn an_int_set_holds_exactly_its_values_dense_or_hashed(
+            values in prop::collection::vec(prop_oneof![-300i64..300, any::<i64>()], 0..50),
+            probes in prop::collection::vec(prop_oneof![-400i64..400, any::<i64>(), Just(i64::MIN), Just(i64::MAX)], 0..80),
+        ) {
+            let set = IntSet::new(values.clone());
+            for v in probes.iter().chain(&values) {
+                prop_assert_eq!(set.contains(*v), values.contains(v), "{}", v);
+            }
+        }
+    }
+
+    #[test]
+    fn a_narrow_span_is_a_bitmap_and_a_wide_one_is_hashed() {
+        assert!(matches!(IntSet::new((0..1000).map(|v| v * 7).collect()), IntSet::Dense { .. }));
+        assert!(matches!(IntSet::new(vec![i64::MIN, 0, i64::MAX]), IntSet::Hashed(_)));
+    }
 }
 
 #[cfg(test)]
