@@ -5,7 +5,7 @@ use polars::prelude::DataType;
 
 use super::{DataFrame, Op};
 use crate::error::{FrameError, Result};
-use crate::expr::Dtype;
+use crate::expr::{BinOp, Dtype, Scalar};
 use crate::spec::{Agg, How, JoinSpec, Method, SortSpec, TopSpec};
 
 /// Rows at most that `head`/`tail` of a sort take from each chunk's own sort.
@@ -354,21 +354,58 @@ impl DataFrame {
     }
 
     /// A rough count of the frame's rows, for ordering merges: a Parquet file's from its
-    /// footer, a third of them kept by each filter, a merge as many as its larger side,
-    /// a group-by a tenth of its input; `None` where unknown (CSV, tensors).
+    /// footer, a tenth of them kept by an equality with a string and a third by another
+    /// filter, an inner merge the larger side's
+    /// share of it that the smaller table's filters keep (other merges as many as the
+    /// larger side), a group-by a tenth of its input; `None` where unknown (CSV,
+    /// tensors).
     fn rows_guess(&self) -> Option<f64> {
         Some(match &self.node.op {
             Op::ReadParquet(src) => src.groups.iter().map(|g| g.1 as f64).sum(),
             Op::Local(parts) => parts.iter().map(|p| p.height() as f64).sum(),
             Op::Map { input, spec, .. } => {
-                let filters = spec.steps.iter().filter(|s| matches!(s, crate::spec::MapStep::Filter(_))).count();
-                input.rows_guess()? / 3f64.powi(filters as i32)
+                use crate::expr::Instr;
+                // Equality with a string keeps a tenth (one category of a handful or
+                // more: a nation, a status), another filter a third.
+                let text = |i: &u32| matches!(spec.program.instrs.get(*i as usize), Some(Instr::Lit(Scalar::Str(_))));
+                let kept: f64 = spec
+                    .steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        crate::spec::MapStep::Filter(at) => Some(match spec.program.instrs.get(*at as usize) {
+                            Some(Instr::Binary(BinOp::Eq, a, b)) if text(a) || text(b) => 0.1,
+                            _ => 1.0 / 3.0,
+                        }),
+                        _ => None,
+                    })
+                    .product();
+                input.rows_guess()? * kept
             }
-            Op::Join { left, right, .. } => left.rows_guess()?.max(right.rows_guess()?),
+            Op::Join { left, right, spec } => {
+                let (l, r) = (left.rows_guess()?, right.rows_guess()?);
+                if spec.how != How::Inner {
+                    return Some(l.max(r));
+                }
+                // A merge on a key of the side from the smaller table (a dimension) keeps
+                // of the other side the share of that table its filters kept, as a
+                // foreign key meets its table's key.
+                let (lb, rb) = (left.rows_unfiltered()?, right.rows_unfiltered()?);
+                if rb <= lb { l * (r / rb.max(1.0)).min(1.0) } else { r * (l / lb.max(1.0)).min(1.0) }
+            }
             Op::GroupBy { input, .. } => input.rows_guess()? / 10.0,
             Op::Sort { input, .. } | Op::Unique { input, .. } | Op::Explode { input, .. } => input.rows_guess()?,
             Op::Concat(parts) => parts.iter().map(|p| p.rows_guess()).sum::<Option<f64>>()?,
             _ => return None,
+        })
+    }
+
+    /// [`rows_guess`](Self::rows_guess) as if no filter dropped rows: the size of the
+    /// table a frame is drawn from.
+    fn rows_unfiltered(&self) -> Option<f64> {
+        Some(match &self.node.op {
+            Op::Map { input, .. } | Op::Sort { input, .. } | Op::Unique { input, .. } => input.rows_unfiltered()?,
+            Op::Join { left, right, .. } => left.rows_unfiltered()?.max(right.rows_unfiltered()?),
+            _ => self.rows_guess()?,
         })
     }
 
@@ -408,11 +445,16 @@ impl DataFrame {
     fn groups_cut_by(&self, other: &DataFrame, on: &[String]) -> Option<DataFrame> {
         on.iter().find_map(|k| {
             let set = other.select(&[k.as_str()]).ok()?.as_value().ok()?.optional();
-            self.groups_cut(k, &set)
+            self.groups_cut(k, &set, true)
         })
     }
 
-    fn groups_cut(&self, key: &str, set: &crate::expr::Value) -> Option<DataFrame> {
+    /// `self` with the group-by that makes column `key` reading only the rows whose key
+    /// is in `set` (see [`DataFrame::groups_cut_by`]). With `guard`, a set computed
+    /// from the group-by's own input is refused: it would cost a pass and cut nothing
+    /// (a frame merged with its own aggregate); a caller that knows the set's frame
+    /// drops rows passes `false`.
+    pub(super) fn groups_cut(&self, key: &str, set: &crate::expr::Value, guard: bool) -> Option<DataFrame> {
         use crate::expr::Expr;
         // A computed group-by is read as it is.
         if self.node.computed.any() {
@@ -426,14 +468,14 @@ impl DataFrame {
                 while let Op::Map { input, .. } = &base.node.op {
                     base = input;
                 }
-                if DataFrame::of_value(set).reads(base) {
+                if guard && DataFrame::of_value(set).reads(base) {
                     return None;
                 }
                 let cut = input.filter(Expr::IsIn(Box::new(crate::expr::col(key)), set.clone())).ok()?;
                 Op::GroupBy { input: cut, spec: spec.clone(), method: *method }
             }
             Op::Map { input, spec, values } => {
-                let cut = input.groups_cut(&spec.source_of(key)?, set)?;
+                let cut = input.groups_cut(&spec.source_of(key)?, set, guard)?;
                 Op::Map { input: cut, spec: spec.clone(), values: values.clone() }
             }
             _ => return None,
