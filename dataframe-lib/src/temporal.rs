@@ -388,6 +388,29 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// Nanoseconds since the epoch of ISO 8601 text: `YYYY-MM-DD`, optionally followed by
 /// `T` or a space and `HH:MM`, `:SS` and a fraction of up to nine digits. Surrounding
 /// whitespace is ignored; a time zone (`Z`, `+01:00`) is not read.
+/// ISO 8601 text as [`parse_iso`] reads it, with a UTC offset after its time (`Z`,
+/// `+05:30`, `+0530`, `-03`) taken apart: the wall time, and the offset in nanoseconds.
+pub(crate) fn parse_iso_offset(text: &str) -> Option<(i64, Option<i64>)> {
+    let t = text.trim();
+    if let Some(wall) = t.strip_suffix('Z') {
+        return Some((parse_iso(wall)?, Some(0)));
+    }
+    // A sign after the time of day (the date's own dashes come before position 11).
+    let Some(at) = t.rfind(['+', '-']).filter(|&i| i > 10) else { return Some((parse_iso(t)?, None)) };
+    let (wall, off) = t.split_at(at);
+    let digits: String = off[1..].chars().filter(|c| *c != ':').collect();
+    if !(digits.len() == 2 || digits.len() == 4) || !digits.bytes().all(|d| d.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m) =
+        (digits[..2].parse::<i64>().ok()?, if digits.len() == 4 { digits[2..].parse::<i64>().ok()? } else { 0 });
+    if h > 23 || m > 59 {
+        return None;
+    }
+    let sign = if off.starts_with('-') { -1 } else { 1 };
+    Some((parse_iso(wall)?, Some(sign * (h * 60 + m) * 60_000_000_000)))
+}
+
 pub(crate) fn parse_iso(text: &str) -> Option<i64> {
     fn num(b: &[u8]) -> Option<i64> {
         (!b.is_empty() && b.iter().all(u8::is_ascii_digit))
@@ -481,17 +504,25 @@ pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
 pub(crate) fn parse_column(s: &Series, to: &DataType) -> PolarsResult<Series> {
     let Some(per) = ns_per(to) else { polars_bail!(ComputeError: "cannot read text as {to}") };
     let mut out = Vec::with_capacity(s.len());
+    let aware = crate::zone::zone_of(to).is_some();
     for v in s.str()?.iter() {
         out.push(match v {
             None => None,
-            Some(v) => match parse_iso(v) {
-                Some(ns) => Some(ns.div_euclid(per)),
+            Some(v) => match parse_iso_offset(v) {
+                // Into an aware column: the instant (text without an offset is UTC).
+                Some((wall, off)) if aware => Some((wall - off.unwrap_or(0)).div_euclid(per)),
+                Some((ns, None)) => Some(ns.div_euclid(per)),
+                Some((_, Some(_))) => polars_bail!(ComputeError:
+                    "{v:?} has a UTC offset: read such text with to_datetime(column, utc=True)"),
                 None => polars_bail!(ComputeError:
                     "cannot read {v:?} as a date or time: give ISO 8601 text such as 2024-01-31 or 2024-01-31 12:00:00"),
             },
         });
     }
     let phys = Int64Chunked::from_iter_options(s.name().clone(), out.into_iter());
+    if aware {
+        return crate::zone::cast(&phys.into_series().into_column(), to).map(|c| c.take_materialized_series());
+    }
     phys.into_series().cast(&to.to_physical())?.cast(to)
 }
 
@@ -608,6 +639,19 @@ mod tests {
         assert_eq!(civil_from_days(add_months(jan31, 13)), (2021, 2, 28));
         assert_eq!(civil_from_days(add_months(jan31, -2)), (2019, 11, 30));
         assert_eq!(civil_from_days(add_months(jan31, -12 * 3)), (2017, 1, 31));
+    }
+
+    #[test]
+    fn offsets_after_the_time_are_taken_apart() {
+        let wall = parse_iso("2024-01-31 12:00:00").unwrap();
+        let h = 3_600_000_000_000;
+        assert_eq!(parse_iso_offset("2024-01-31T12:00:00Z"), Some((wall, Some(0))));
+        assert_eq!(parse_iso_offset("2024-01-31 12:00:00+05:30"), Some((wall, Some(5 * h + h / 2))));
+        assert_eq!(parse_iso_offset("2024-01-31 12:00:00-0300"), Some((wall, Some(-3 * h))));
+        assert_eq!(parse_iso_offset("2024-01-31 12:00:00+01"), Some((wall, Some(h))));
+        assert_eq!(parse_iso_offset("2024-01-31"), Some((parse_iso("2024-01-31").unwrap(), None)));
+        assert_eq!(parse_iso_offset("2024-01-31 12:00:00+25:00"), None);
+        assert_eq!(parse_iso_offset("2024-01-31 12:00:00+1"), None);
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub enum ZoneOp {
     /// The same instants shown in another zone (`tz_convert(tz)`), or as naive UTC
     /// (`tz_convert(None)`).
     Convert,
+    /// ISO text read as instants shown in a zone: its UTC offset applied, text without
+    /// one read as UTC (pandas' `to_datetime(text, utc=True)`).
+    Read,
 }
 
 impl Zone {
@@ -126,8 +129,12 @@ pub(crate) fn zone_dtype(op: ZoneOp, tz: Option<&str>, d: &DataType) -> Result<D
         Zone::parse(z)?;
     }
     let aware = zone_of(d).is_some();
-    match (op, d) {
-        (_, DataType::Datetime(..)) => {}
+    match (op, d, tz) {
+        (ZoneOp::Read, DataType::String, Some(_)) => {
+            return Ok(with_zone(&DataType::Datetime(TimeUnit::Nanoseconds, None), tz));
+        }
+        (ZoneOp::Read, ..) => return Err(format!("reading instants needs a text column and a zone, not {d}")),
+        (_, DataType::Datetime(..), _) => {}
         _ => return Err(format!("tz_localize and tz_convert need a datetime column, this one is {d}")),
     }
     match (op, aware, tz) {
@@ -221,6 +228,10 @@ pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Se
         (ZoneOp::Localize(unclear), Some(tz)) => localize(s, tz, unclear),
         (ZoneOp::Localize(_), None) => wall(s),
         (ZoneOp::Convert, tz) => Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone())),
+        (ZoneOp::Read, tz) => {
+            let to = with_zone(&DataType::Datetime(TimeUnit::Nanoseconds, None), tz.or(Some("UTC")));
+            crate::temporal::parse_column(s, &to)
+        }
     }
 }
 

@@ -304,6 +304,12 @@ impl PyExpr {
         PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Convert, tz) }
     }
 
+    /// ISO text read as instants in zone `tz`: a UTC offset in the text applied, text
+    /// without one read as UTC (pandas' `to_datetime(text, utc=True)`).
+    fn tz_read(&self, tz: String) -> PyExpr {
+        PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Read, Some(tz)) }
+    }
+
     /// Dates and times formatted as text (pandas' `.dt.strftime`).
     fn strftime(&self, format: &str) -> PyExpr {
         PyExpr { e: Expr::Strftime(Box::new(self.e.clone()), format.to_string()) }

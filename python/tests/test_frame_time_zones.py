@@ -167,3 +167,24 @@ def test_mixing_naive_and_aware_or_unknown_zones_is_refused_as_pandas_does():
     naive = ad.DataFrame(pd.DataFrame({"w": pd.to_datetime(["2024-10-27 02:30", "2024-03-31 02:30"])}))
     with pytest.raises(ares.AresError, match="2024-10-27 02:30:00 is ambiguous.*Europe/Paris.*NaT"):
         naive.w.dt.tz_localize("Europe/Paris").fetch()
+
+
+@given(_TIMES, st.sampled_from(ZONES), st.integers(1, 12))
+def test_text_with_offsets_reads_as_instants_as_pandas_does(values, tz, chunk):
+    pdf, _ = _frame(values, tz, chunk)
+    # As to_csv writes aware datetimes: wall time and offset.
+    text = pd.DataFrame({"s": pdf.t.astype(str).where(pdf.t.notna(), None).astype(object)})
+    got = ad.to_datetime(ad.DataFrame(text, chunk_size=chunk).s, utc=True).fetch()
+    _same(got, pd.to_datetime(text.s, utc=True, format="ISO8601"))
+
+
+def test_csv_round_trip_of_aware_datetimes_and_offset_text_refused_without_utc(tmp_path):
+    pdf, df = _frame([0, 1_711_846_800 * 10**6, None, 1_729_990_800 * 10**6], "Europe/Paris", 2)
+    df.to_csv(tmp_path / "a.csv")
+    back = ad.read_csv(tmp_path / "a.csv")
+    got = ad.to_datetime(back.t, utc=True).dt.tz_convert("Europe/Paris").fetch()
+    _same(got, pdf.t)
+    texts = ad.DataFrame(pd.DataFrame({"s": ["2024-01-31T12:00:00Z", "2024-01-31 12:00:00-03:00"]}))
+    assert ad.to_datetime(texts.s, utc=True).dt.hour.fetch().tolist() == [12, 15]
+    with pytest.raises(ares.AresError, match=r"has a UTC offset.*utc=True"):
+        ad.to_datetime(texts.s).fetch()

@@ -2680,12 +2680,19 @@ def to_datetime(arg: Any, format: Optional[str] = None, **kwargs: Any) -> Any:
     """pandas' ``to_datetime``: a column of ISO 8601 strings (``2024-01-31``,
     ``2024-01-31 12:00:00``, ``2024-01-31T12:00:00.5``) or of dates becomes a lazy
     ``datetime64[ns]`` column (a text that is not a date fails the computation, as
-    pandas raises); a datetime column stays itself. Anything else (one value, a list)
+    pandas raises); a datetime column stays itself. With ``utc=True`` the result is
+    ``datetime64[ns, UTC]``: text with a UTC offset (``Z``, ``+05:30``) is read as its
+    instant, text without one as UTC, naive datetimes as UTC. Anything else (one value, a list)
     is pandas' own ``to_datetime``."""
     if not isinstance(arg, Series):
         return _pandas().to_datetime(arg, format=format, **kwargs)
     if kwargs.pop("utc", False):
-        # Instants in UTC: naive values are read as UTC, aware ones converted.
+        # Instants in UTC: text's offsets applied, naive values read as UTC, aware ones
+        # converted.
+        if arg._base._f.expr_dtype(arg._e) == "object" and not kwargs and format in (None, "ISO8601"):
+            e = arg._e.tz_read("UTC")
+            arg._base._f.expr_dtype(e)
+            return Series(arg._base, e, arg.name)
         out = to_datetime(arg, format=format, **kwargs)
         aware = ", " in out._base._f.expr_dtype(out._e)
         return out.dt.tz_convert("UTC") if aware else out.dt.tz_localize("UTC")
