@@ -76,7 +76,8 @@ impl Eval<'_> {
                 };
                 let cond = self.operand(at, *c, depth)?;
                 let cond = cond.bool()?.fill_null_with_values(false)?;
-                x.cast(&to)?.zip_with(&cond, &y.cast(&to)?)
+                let cast = |s: Series| crate::zone::cast(&s.into_column(), &to).map(Column::take_materialized_series);
+                cast(x)?.zip_with(&cond, &cast(y)?)
             }
             Instr::StrSlice(a, lo, hi, step) => {
                 let s = self.operand(at, *a, depth)?;

@@ -192,6 +192,21 @@ pub(crate) fn binary(op: BinOp, a: &Series, b: &Series) -> PolarsResult<Series> 
             // (pandas'), missing where the result is not finite.
             let (d, n) = if is_duration(&da) { (a, b) } else { (b, a) };
             let d = nanos(d)?;
+            if n.dtype().is_integer() && (op == BinOp::Mul || is_duration(&da)) {
+                // By an integer: exactly, as numpy's timedelta64 does (through a float,
+                // durations beyond 2^53 ns lost their last digits): a product wrapping, a
+                // quotient (`/` and `//` alike) truncated toward zero, missing by 0.
+                let n = n.cast(&DataType::Int64)?;
+                let r: Int64Chunked = d
+                    .iter()
+                    .zip(n.i64()?.iter())
+                    .map(|(d, n)| {
+                        let (d, n) = (d?, n?);
+                        if op == BinOp::Mul { Some(d.wrapping_mul(n)) } else { d.checked_div(n) }
+                    })
+                    .collect();
+                return Ok(to_duration(r).with_name(name));
+            }
             let n = n.cast(&DataType::Float64)?;
             let r: Int64Chunked = d
                 .iter()

@@ -71,6 +71,10 @@ def test_round_trip_fields_text_and_comparisons_match_pandas(values, tz, chunk):
     when = pd.Timestamp("2024-03-31 01:30", tz="UTC")
     for op in ["__lt__", "__ge__", "__eq__", "__ne__"]:
         _same(getattr(df.t, op)(when).fetch(), getattr(pdf.t, op)(when))
+    # A fill value in another zone is the same instant in the column's, as in pandas.
+    fill = pd.Timestamp("2000-01-01", tz="Asia/Tokyo")
+    _same(df.t.fillna(fill).fetch(), pdf.t.fillna(fill))
+    _same(df.t.where(df.v % 2 == 0).fetch(), pdf.t.where(pdf.v % 2 == 0))
     # Text is read in the column's zone, as pandas reads it.
     _same((df.t > "2024-03-31 03:00").fetch(), pdf.t > "2024-03-31 03:00")
     _same(df[df.t.between(pd.Timestamp("1990-01-01", tz="Asia/Tokyo"), when)].fetch().v,

@@ -1010,9 +1010,7 @@ def _temporal_literal(v: Any, native: str) -> Any:
     tz = native[len("datetime64["):-1].split(", ")[1] if ", " in native else None
 
     def missing() -> Any:
-        if tz is None:
-            return _native.NativeExpr.const(None, native)
-        return _native.NativeExpr.const(None, "datetime64[ns]").tz_localize(tz)
+        return _missing_of(native)
 
     if isinstance(v, np.datetime64):
         if np.isnat(v):
@@ -1032,11 +1030,20 @@ def _temporal_literal(v: Any, native: str) -> Any:
         # pandas reads text without an offset in an aware column's zone.
         ts = ts.tz_localize(tz)
     if ts.tzinfo is not None:
-        # An instant; compared with a naive column, the engine refuses it as pandas does.
-        return _native.NativeExpr.const(int(ts.value), "datetime64[ns]").tz_localize("UTC")
+        # An instant (in an aware column's zone, so that where/fillna keep it); compared
+        # with a naive column, the engine refuses it as pandas does.
+        e = _native.NativeExpr.const(int(ts.value), "datetime64[ns]").tz_localize("UTC")
+        return e.tz_convert(tz) if tz is not None else e
     if native == "datetime64[D]" and ts == ts.normalize():
         return _native.NativeExpr.const(int(ts.value // 86_400_000_000_000), "datetime64[D]")
     return _native.NativeExpr.const(int(ts.value), "datetime64[ns]")
+
+
+def _missing_of(native: str) -> Any:
+    """A missing constant of native dtype ``native`` (an aware datetime's too)."""
+    if native.startswith("datetime64[") and ", " in native:
+        return _native.NativeExpr.const(None, "datetime64[ns]").tz_localize(native[:-1].split(", ")[1])
+    return _native.NativeExpr.const(None, native)
 
 
 def _timedelta_literal(v: Any) -> Any:
@@ -1370,6 +1377,10 @@ class Series(_Operators):
     notnull = notna
 
     def fillna(self, value: Any) -> "Series":
+        native = self._base._f.expr_dtype(self._e)
+        if native.startswith("datetime64[") and _temporal_literal(value, native) is not None:
+            # A date or time: the column where present, else that instant.
+            return self.where(self.notna(), value)
         e = self._e.fill_na(_py(value))
         self._base._f.expr_dtype(e)
         return Series(self._base, e, self.name)
@@ -1415,7 +1426,7 @@ class Series(_Operators):
         if other is None or (isinstance(other, float) and math.isnan(other)):
             native = self._base._f.expr_dtype(self._e)
             o = (_native.NativeExpr.lit(math.nan) if native not in ("object", "bool") and
-                 not native.startswith("datetime64[") else _native.NativeExpr.const(None, native))
+                 not native.startswith("datetime64[") else _missing_of(native))
         else:
             o = self._other(other)
             if o is NotImplemented:
