@@ -84,7 +84,14 @@ impl Eval<'_> {
                 map_str(&s, |v| py_slice(v, *lo, *hi, step.unwrap_or(1)))
             }
             Instr::Strftime(a, fmt) => crate::temporal::strftime(&self.operand(at, *a, depth)?, fmt),
-            Instr::Zone(a, op, tz) => crate::zone::apply(*op, tz.as_deref(), &self.operand(at, *a, depth)?),
+            Instr::Zone(a, op, tz) => {
+                let s = self.operand(at, *a, depth)?;
+                match crate::zone::zone_dtype(*op, tz.as_deref(), s.dtype()) {
+                    Ok(to) if *op == crate::zone::ZoneOp::Read => crate::temporal::parse_column(&s, &to),
+                    Ok(_) => crate::zone::apply(*op, tz.as_deref(), &s),
+                    Err(m) => polars_bail!(ComputeError: "{m}"),
+                }
+            }
             Instr::StrGet(a, i) => {
                 let s = self.operand(at, *a, depth)?;
                 let out: StringChunked = s.str()?.iter().map(|v| v.and_then(|v| py_get(v, *i))).collect();

@@ -228,10 +228,8 @@ pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Se
         (ZoneOp::Localize(unclear), Some(tz)) => localize(s, tz, unclear),
         (ZoneOp::Localize(_), None) => wall(s),
         (ZoneOp::Convert, tz) => Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone())),
-        (ZoneOp::Read, tz) => {
-            let to = with_zone(&DataType::Datetime(TimeUnit::Nanoseconds, None), tz.or(Some("UTC")));
-            crate::temporal::parse_column(s, &to)
-        }
+        // Text is read by `temporal::parse_column` into the dtype `zone_dtype` gives.
+        (ZoneOp::Read, _) => polars_bail!(ComputeError: "reading text as instants is temporal's"),
     }
 }
 
