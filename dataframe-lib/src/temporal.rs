@@ -474,9 +474,7 @@ pub(crate) fn parse_iso(text: &str) -> Option<i64> {
 /// column's offset (`+01:00`). (pandas counts the digits over the whole column.)
 pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
     use std::fmt::Write;
-    let offsets = crate::zone::offsets(s)?;
-    let parts = day_and_time(&crate::zone::wall(s)?)?;
-    let digits = parts
+    let digits = day_and_time(&crate::zone::wall(s)?)?
         .iter()
         .flatten()
         .map(|&(_, t)| match t % 1_000_000_000 {
@@ -487,8 +485,42 @@ pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
         })
         .max()
         .unwrap_or(0);
+    each_wall_time(s, |out, w| {
+        let _ = write!(out, "{:04}-{:02}-{:02} {:02}:{:02}:{:02}", w.y, w.m, w.d, w.h, w.mi, w.sec);
+        let frac = w.t % 1_000_000_000;
+        let _ = match digits {
+            3 => write!(out, ".{:03}", frac / 1_000_000),
+            6 => write!(out, ".{:06}", frac / 1_000),
+            9 => write!(out, ".{frac:09}"),
+            _ => Ok(()),
+        };
+        if let Some(o) = w.offset {
+            out.push_str(&crate::zone::offset_text(o, ":"));
+        }
+    })
+}
+
+/// A date or time's wall-clock parts, to format it: its day since the epoch, time of
+/// day in nanoseconds, calendar date, hour, minute, second, and an aware one's UTC
+/// offset.
+#[derive(Clone, Copy)]
+struct Wall {
+    day: i64,
+    t: i64,
+    y: i64,
+    m: u32,
+    d: u32,
+    h: i64,
+    mi: i64,
+    sec: i64,
+    offset: Option<i64>,
+}
+
+/// Each value of a date or datetime column as text `write` makes from its wall time.
+fn each_wall_time(s: &Series, mut write: impl FnMut(&mut String, &Wall)) -> PolarsResult<Series> {
+    let offsets = crate::zone::offsets(s)?;
     let mut out = String::new();
-    let ca: StringChunked = parts
+    let ca: StringChunked = day_and_time(&crate::zone::wall(s)?)?
         .into_iter()
         .zip(offsets)
         .map(|(p, offset)| {
@@ -496,17 +528,7 @@ pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
                 out.clear();
                 let (y, m, d) = civil_from_days(day);
                 let (h, mi, sec) = (t / 3_600_000_000_000, t / 60_000_000_000 % 60, t / 1_000_000_000 % 60);
-                let _ = write!(out, "{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{sec:02}");
-                let frac = t % 1_000_000_000;
-                let _ = match digits {
-                    3 => write!(out, ".{:03}", frac / 1_000_000),
-                    6 => write!(out, ".{:06}", frac / 1_000),
-                    9 => write!(out, ".{frac:09}"),
-                    _ => Ok(()),
-                };
-                if let Some(o) = offset {
-                    out.push_str(&crate::zone::offset_text(o, ":"));
-                }
+                write(&mut out, &Wall { day, t, y, m, d, h, mi, sec, offset });
                 out.clone()
             })
         })
@@ -584,51 +606,39 @@ pub(crate) fn strftime(s: &Series, fmt: &str) -> PolarsResult<Series> {
     if !is_datetime(s.dtype()) {
         polars_bail!(ComputeError: "strftime needs dates or datetimes, got {}", s.dtype());
     }
-    let offsets = crate::zone::offsets(s)?;
-    let mut out = String::new();
-    let ca: StringChunked = day_and_time(&crate::zone::wall(s)?)?
-        .into_iter()
-        .zip(offsets)
-        .map(|(p, offset)| {
-            p.map(|(day, t)| {
-                out.clear();
-                let (y, m, d) = civil_from_days(day);
-                let (h, mi, sec) = (t / 3_600_000_000_000, t / 60_000_000_000 % 60, t / 1_000_000_000 % 60);
-                let mut it = fmt.chars();
-                while let Some(c) = it.next() {
-                    if c != '%' {
-                        out.push(c);
-                        continue;
-                    }
-                    let _ = match it.next().unwrap_or('%') {
-                        'Y' => write!(out, "{y:04}"),
-                        'y' => write!(out, "{:02}", y.rem_euclid(100)),
-                        'm' => write!(out, "{m:02}"),
-                        'd' => write!(out, "{d:02}"),
-                        'e' => write!(out, "{d:2}"),
-                        'H' => write!(out, "{h:02}"),
-                        'I' => write!(out, "{:02}", if h % 12 == 0 { 12 } else { h % 12 }),
-                        'M' => write!(out, "{mi:02}"),
-                        'S' => write!(out, "{sec:02}"),
-                        'f' => write!(out, "{:06}", t / 1_000 % 1_000_000),
-                        'p' => write!(out, "{}", if h < 12 { "AM" } else { "PM" }),
-                        'j' => write!(out, "{:03}", day - days_from_civil(y, 1, 1) + 1),
-                        'a' => write!(out, "{}", &DAYS[(day + 3).rem_euclid(7) as usize][..3]),
-                        'A' => write!(out, "{}", DAYS[(day + 3).rem_euclid(7) as usize]),
-                        'b' | 'h' => write!(out, "{}", &MONTHS[m as usize - 1][..3]),
-                        'B' => write!(out, "{}", MONTHS[m as usize - 1]),
-                        'F' => write!(out, "{y:04}-{m:02}-{d:02}"),
-                        'T' => write!(out, "{h:02}:{mi:02}:{sec:02}"),
-                        // Naive times have no offset: Python prints nothing.
-                        'z' => write!(out, "{}", offset.map(|o| crate::zone::offset_text(o, "")).unwrap_or_default()),
-                        _ => write!(out, "%"),
-                    };
-                }
-                out.clone()
-            })
-        })
-        .collect();
-    Ok(ca.with_name(s.name().clone()).into_series())
+    each_wall_time(s, |out, w| {
+        let Wall { day, t, y, m, d, h, mi, sec, offset } = *w;
+        let mut it = fmt.chars();
+        while let Some(c) = it.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let _ = match it.next().unwrap_or('%') {
+                'Y' => write!(out, "{y:04}"),
+                'y' => write!(out, "{:02}", y.rem_euclid(100)),
+                'm' => write!(out, "{m:02}"),
+                'd' => write!(out, "{d:02}"),
+                'e' => write!(out, "{d:2}"),
+                'H' => write!(out, "{h:02}"),
+                'I' => write!(out, "{:02}", if h % 12 == 0 { 12 } else { h % 12 }),
+                'M' => write!(out, "{mi:02}"),
+                'S' => write!(out, "{sec:02}"),
+                'f' => write!(out, "{:06}", t / 1_000 % 1_000_000),
+                'p' => write!(out, "{}", if h < 12 { "AM" } else { "PM" }),
+                'j' => write!(out, "{:03}", day - days_from_civil(y, 1, 1) + 1),
+                'a' => write!(out, "{}", &DAYS[(day + 3).rem_euclid(7) as usize][..3]),
+                'A' => write!(out, "{}", DAYS[(day + 3).rem_euclid(7) as usize]),
+                'b' | 'h' => write!(out, "{}", &MONTHS[m as usize - 1][..3]),
+                'B' => write!(out, "{}", MONTHS[m as usize - 1]),
+                'F' => write!(out, "{y:04}-{m:02}-{d:02}"),
+                'T' => write!(out, "{h:02}:{mi:02}:{sec:02}"),
+                // Naive times have no offset: Python prints nothing.
+                'z' => write!(out, "{}", offset.map(|o| crate::zone::offset_text(o, "")).unwrap_or_default()),
+                _ => write!(out, "%"),
+            };
+        }
+    })
 }
 
 #[cfg(test)]
