@@ -54,6 +54,10 @@ pub enum DtOp {
     Date,
     /// `.dt.floor(freq)`, `freq` in nanoseconds (`normalize()` is a day's).
     Floor(i64),
+    /// `.dt.ceil(freq)`: up to a multiple of `freq` nanoseconds.
+    Ceil(i64),
+    /// `.dt.round(freq)`: to the nearest multiple, halves to the even one (pandas').
+    Round(i64),
     /// `+ DateOffset(months=n)`: `n` calendar months later, the day clipped to the month.
     AddMonths(i32),
 }
@@ -257,8 +261,8 @@ pub(crate) fn field_dtype(op: DtOp, input: &DataType) -> Option<DataType> {
         | DtOp::IsYearEnd
         | DtOp::IsLeapYear => DataType::Boolean,
         DtOp::Date => DataType::Date,
-        DtOp::Floor(unit) if unit > 0 => input.clone(),
-        DtOp::Floor(_) => return None,
+        DtOp::Floor(unit) | DtOp::Ceil(unit) | DtOp::Round(unit) if unit > 0 => input.clone(),
+        DtOp::Floor(_) | DtOp::Ceil(_) | DtOp::Round(_) => return None,
         DtOp::AddMonths(_) => input.clone(),
     })
 }
@@ -301,9 +305,18 @@ pub(crate) fn field(op: DtOp, s: &Series) -> PolarsResult<Series> {
                 .map(|p| {
                     p.map(|(d, t)| {
                         let (d, t) = match op {
-                            DtOp::Floor(unit) => {
+                            DtOp::Floor(unit) | DtOp::Ceil(unit) | DtOp::Round(unit) => {
                                 let ns = d.wrapping_mul(NS_PER_DAY).wrapping_add(t);
-                                let f = ns.div_euclid(unit) * unit;
+                                let (q, r) = (ns.div_euclid(unit), ns.rem_euclid(unit));
+                                let up = match op {
+                                    DtOp::Ceil(_) => r != 0,
+                                    DtOp::Round(_) => {
+                                        2 * (r as i128) > unit as i128
+                                            || (2 * (r as i128) == unit as i128 && q % 2 != 0)
+                                    }
+                                    _ => false,
+                                };
+                                let f = (q + i64::from(up)).wrapping_mul(unit);
                                 (f.div_euclid(NS_PER_DAY), f.rem_euclid(NS_PER_DAY))
                             }
                             DtOp::AddMonths(n) => (add_months(d, n), t),

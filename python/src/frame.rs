@@ -275,12 +275,20 @@ impl PyExpr {
         PyExpr { e: Expr::StrGet(Box::new(self.e.clone()), i) }
     }
 
-    /// Dates and times rounded down to a multiple of `nanos` (pandas' `.dt.floor`).
-    fn dt_floor(&self, nanos: i64) -> PyResult<PyExpr> {
+    /// Dates and times rounded to a multiple of `nanos`: down (`"floor"`, pandas'
+    /// `.dt.floor`), up (`"ceil"`) or to the nearest, halves to even (`"round"`).
+    #[pyo3(signature = (nanos, how="floor"))]
+    fn dt_floor(&self, nanos: i64, how: &str) -> PyResult<PyExpr> {
         if nanos <= 0 {
-            return Err(PyValueError::new_err(format!("floor: the frequency must be positive, got {nanos} ns")));
+            return Err(PyValueError::new_err(format!("{how}: the frequency must be positive, got {nanos} ns")));
         }
-        Ok(PyExpr { e: Expr::Unary(UnOp::Dt(DtOp::Floor(nanos)), Box::new(self.e.clone())) })
+        let op = match how {
+            "floor" => DtOp::Floor(nanos),
+            "ceil" => DtOp::Ceil(nanos),
+            "round" => DtOp::Round(nanos),
+            other => return Err(PyValueError::new_err(format!("rounding {other:?}: floor, ceil or round"))),
+        };
+        Ok(PyExpr { e: Expr::Unary(UnOp::Dt(op), Box::new(self.e.clone())) })
     }
 
     /// Dates and times `months` calendar months later (pandas' `DateOffset(months=)`).

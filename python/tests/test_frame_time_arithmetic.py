@@ -67,6 +67,8 @@ def test_dt_fields_match_pandas(values, chunk):
 def test_floor_normalize_date_and_strftime_match_pandas(values, chunk, freq):
     pdf, df = _frame(values, chunk)
     _same(df.t.dt.floor(freq).fetch(), pdf.t.dt.floor(freq))
+    _same(df.t.dt.ceil(freq).fetch(), pdf.t.dt.ceil(freq))
+    _same(df.t.dt.round(freq).fetch(), pdf.t.dt.round(freq))
     _same(df.t.dt.normalize().fetch(), pdf.t.dt.normalize())
     _same(pd.to_datetime(df.t.dt.date.fetch()), pd.to_datetime(pdf.t.dt.date))
     fmt = "%Y-%m-%d %H:%M:%S.%f %j %a %A %b %B %y %I%p %%"
@@ -168,3 +170,11 @@ def test_bad_time_arithmetic_is_refused_naming_the_problem():
         df.t.dt.floor("M")
     with pytest.raises(AttributeError, match="datetimelike"):
         _ = df.v.dt
+
+
+def test_round_takes_halves_to_the_even_multiple_as_pandas():
+    s = pd.Series(pd.to_datetime(["2024-01-01 00:30", "2024-01-01 01:30", "2024-01-01 02:30", "1969-12-31 23:30",
+                                  "1969-12-31 22:30", None, "2024-01-01 00:00"]))
+    df = ad.DataFrame(pd.DataFrame({"t": s}), chunk_size=2)
+    for how in ("round", "ceil", "floor"):
+        _same(getattr(df.t.dt, how)("h").fetch(), getattr(s.dt, how)("h"))

@@ -84,15 +84,16 @@ def test_round_trip_fields_text_and_comparisons_match_pandas(values, tz, chunk):
 @given(_TIMES, st.sampled_from(ZONES), st.integers(1, 12), st.sampled_from(["D", "h", "15min", "s"]))
 def test_floor_on_wall_times_and_instant_arithmetic_match_pandas(values, tz, chunk, freq):
     pdf, df = _frame(values, tz, chunk)
-    try:
-        want = pdf.t.dt.floor(freq)
-    except (ValueError, pd.errors.OutOfBoundsDatetime) as e:
-        # A floored wall time the zone skips or repeats: pandas raises, so do we.
-        with pytest.raises(ares.AresError, match="ambiguous|nonexistent"):
-            df.t.dt.floor(freq).fetch()
-        assert "ambiguous" in str(e).lower() or "nonexistent" in str(e).lower() or "exist" in str(e).lower()
-    else:
-        _same(df.t.dt.floor(freq).fetch(), want)
+    for how in ("floor", "ceil", "round"):
+        try:
+            want = getattr(pdf.t.dt, how)(freq)
+        except (ValueError, pd.errors.OutOfBoundsDatetime) as e:
+            # A rounded wall time the zone skips or repeats: pandas raises, so do we.
+            with pytest.raises(ares.AresError, match="ambiguous|nonexistent"):
+                getattr(df.t.dt, how)(freq).fetch()
+            assert "ambiguous" in str(e).lower() or "nonexistent" in str(e).lower() or "exist" in str(e).lower()
+        else:
+            _same(getattr(df.t.dt, how)(freq).fetch(), want)
     _same((df.t + pd.Timedelta(hours=5, minutes=1)).fetch(), pdf.t + pd.Timedelta(hours=5, minutes=1))
     # Calendar offsets move wall times (a day is a calendar day), timedeltas instants.
     for off in [pd.DateOffset(months=1), pd.offsets.Day(2), pd.DateOffset(days=1, hours=1)]:

@@ -2015,19 +2015,32 @@ class _DtAccessor:
         """Midnight of each date and time."""
         return self.floor("D")
 
-    def floor(self, freq: Any) -> Series:
-        """Rounded down to a multiple of a fixed frequency (``"D"``, ``"h"``, ``"15min"``,
-        ``"s"``, ``pd.Timedelta``), counted from the epoch as pandas counts it."""
+    def _rounded(self, freq: Any, how: str) -> Series:
         if self._duration:
-            raise NotImplementedError("floor of durations")
+            raise NotImplementedError(f"{how} of durations")
         pd = _pandas()
         try:
             nanos = int(pd.tseries.frequencies.to_offset(freq).nanos)
         except ValueError as e:
-            raise ValueError(f"floor({freq!r}): {e}") from None
-        e = self._s._e.dt_floor(nanos)
+            raise ValueError(f"{how}({freq!r}): {e}") from None
+        e = self._s._e.dt_floor(nanos, how)
         self._s._base._f.expr_dtype(e)
         return Series(self._s._base, e, self._s.name)
+
+    def floor(self, freq: Any) -> Series:
+        """Rounded down to a multiple of a fixed frequency (``"D"``, ``"h"``, ``"15min"``,
+        ``"s"``, ``pd.Timedelta``), counted from the epoch as pandas counts it (an aware
+        column on its wall times, localized again)."""
+        return self._rounded(freq, "floor")
+
+    def ceil(self, freq: Any) -> Series:
+        """Rounded up to a multiple of a fixed frequency (see ``floor``)."""
+        return self._rounded(freq, "ceil")
+
+    def round(self, freq: Any) -> Series:
+        """Rounded to the nearest multiple of a fixed frequency, halves to the even
+        multiple, as pandas rounds (see ``floor``)."""
+        return self._rounded(freq, "round")
 
     def strftime(self, date_format: str) -> Series:
         """Each date or time as text, by Python's ``strftime`` directives (in the C
