@@ -45,7 +45,7 @@ pub use frame::{CsvOptions, DataFrame, DropNa, GroupBy};
 pub use polars;
 pub use session::Session;
 pub use temporal::DtOp;
-pub use zone::{Unclear, ZoneOp, zone_series};
+pub use zone::{Ambiguous, Nonexistent, ZoneOp, zone_series};
 
 /// Keeps the chunk kernels in a program that runs them for others without calling the
 /// library itself (the `ares` binary's worker mode, the Python extension's workers):

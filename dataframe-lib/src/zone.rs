@@ -8,6 +8,9 @@
 use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use polars::prelude::*;
 
+/// A day in nanoseconds: offsets a day apart straddle any one clock change.
+const DAY: i64 = 86_400 * 1_000_000_000;
+
 /// A resolved time zone.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Zone {
@@ -16,14 +19,32 @@ pub(crate) enum Zone {
     Fixed(i32),
 }
 
-/// How a wall time that a zone's clock skips or repeats is localized: pandas'
-/// `ambiguous=`/`nonexistent=` of `"raise"` or `"NaT"`.
+/// How a wall time that a zone's clock shows twice is localized (pandas'
+/// `ambiguous=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-pub enum Unclear {
-    /// Fail the computation naming the wall time.
+pub enum Ambiguous {
+    /// Fail the computation naming the wall time (`"raise"`).
     Raise,
-    /// A missing value.
+    /// A missing value (`"NaT"`).
     NaT,
+    /// The first of the two instants, in summer time (`True`).
+    Earlier,
+    /// The second, in standard time (`False`).
+    Later,
+}
+
+/// How a wall time that a zone's clock skips is localized (pandas' `nonexistent=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum Nonexistent {
+    /// Fail the computation naming the wall time (`"raise"`).
+    Raise,
+    /// A missing value (`"NaT"`).
+    NaT,
+    /// The instant the clock jumps, the first wall time after the gap
+    /// (`"shift_forward"`).
+    ShiftForward,
+    /// The last nanosecond before it (`"shift_backward"`).
+    ShiftBackward,
 }
 
 /// A change of a datetime's zone (pandas' `.dt.tz_localize` and `.dt.tz_convert`).
@@ -31,7 +52,7 @@ pub enum Unclear {
 pub enum ZoneOp {
     /// Naive wall times read in a zone (`tz_localize(tz)`), or an aware column's wall
     /// times as naive ones (`tz_localize(None)`).
-    Localize(Unclear),
+    Localize(Ambiguous, Nonexistent),
     /// The same instants shown in another zone (`tz_convert(tz)`), or as naive UTC
     /// (`tz_convert(None)`).
     Convert,
@@ -74,22 +95,44 @@ impl Zone {
         i64::from(secs) * 1_000_000_000
     }
 
-    /// The UTC instant of the wall time `wall` (nanoseconds), `None` for a wall time
-    /// the zone skips or repeats.
-    fn instant(self, wall: i64) -> Result<i64, &'static str> {
-        match self {
-            Zone::Fixed(s) => Ok(wall - i64::from(s) * 1_000_000_000),
-            Zone::Named(tz) => {
-                let t: NaiveDateTime = DateTime::from_timestamp_nanos(wall).naive_utc();
-                match tz.from_local_datetime(&t) {
-                    chrono::LocalResult::Single(d) => {
-                        Ok(wall - i64::from(d.offset().fix().local_minus_utc()) * 1_000_000_000)
-                    }
-                    chrono::LocalResult::Ambiguous(..) => Err("ambiguous (the clock shows it twice)"),
-                    chrono::LocalResult::None => Err("nonexistent (the clock skips it)"),
+    /// The UTC instant of the wall time `wall` (nanoseconds): `Ok(None)` for a missing
+    /// one, `Err` saying why when the policy for a wall time the zone skips or repeats
+    /// is to fail.
+    fn instant(self, wall: i64, ambiguous: Ambiguous, nonexistent: Nonexistent) -> Result<Option<i64>, &'static str> {
+        let Zone::Named(tz) = self else { return Ok(Some(wall - self.offset_ns(0))) };
+        let at = |offset: chrono::FixedOffset| wall - i64::from(offset.local_minus_utc()) * 1_000_000_000;
+        let t: NaiveDateTime = DateTime::from_timestamp_nanos(wall).naive_utc();
+        match (tz.from_local_datetime(&t), ambiguous, nonexistent) {
+            (chrono::LocalResult::Single(d), ..) => Ok(Some(at(d.offset().fix()))),
+            (chrono::LocalResult::Ambiguous(first, second), a, _) => match a {
+                Ambiguous::Earlier => Ok(Some(at(first.offset().fix()))),
+                Ambiguous::Later => Ok(Some(at(second.offset().fix()))),
+                Ambiguous::NaT => Ok(None),
+                Ambiguous::Raise => Err("ambiguous (the clock shows it twice)"),
+            },
+            (chrono::LocalResult::None, _, n) => match n {
+                Nonexistent::NaT => Ok(None),
+                Nonexistent::Raise => Err("nonexistent (the clock skips it)"),
+                shift => {
+                    // The clock jumped at an instant between the wall time read with the
+                    // offset after the gap and read with the one before it.
+                    let (lo, hi) = (wall - self.offset_ns(wall + DAY), wall - self.offset_ns(wall - DAY));
+                    let jump = self.jump(lo.min(hi), lo.max(hi));
+                    Ok(Some(if shift == Nonexistent::ShiftForward { jump } else { jump - 1 }))
                 }
-            }
+            },
         }
+    }
+
+    /// The first instant in `(lo, hi]` whose offset is `hi`'s (the offset changes once
+    /// there): a search by halves.
+    fn jump(self, mut lo: i64, mut hi: i64) -> i64 {
+        let after = self.offset_ns(hi);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.offset_ns(mid) == after { hi = mid } else { lo = mid }
+        }
+        hi
     }
 }
 
@@ -138,7 +181,7 @@ pub(crate) fn zone_dtype(op: ZoneOp, tz: Option<&str>, d: &DataType) -> Result<D
         _ => return Err(format!("tz_localize and tz_convert need a datetime column, this one is {d}")),
     }
     match (op, aware, tz) {
-        (ZoneOp::Localize(_), true, Some(_)) => Err("Already tz-aware, use tz_convert to convert.".into()),
+        (ZoneOp::Localize(..), true, Some(_)) => Err("Already tz-aware, use tz_convert to convert.".into()),
         (ZoneOp::Convert, false, _) => Err("Cannot convert tz-naive timestamps, use tz_localize to localize".into()),
         _ => Ok(with_zone(d, tz)),
     }
@@ -200,20 +243,20 @@ pub(crate) fn utc(s: &Series) -> PolarsResult<Series> {
 }
 
 /// Naive wall times `s` read in the zone `tz` (a datetime of `s`'s unit in that zone).
-pub(crate) fn localize(s: &Series, tz: &str, unclear: Unclear) -> PolarsResult<Series> {
+pub(crate) fn localize(s: &Series, tz: &str, ambiguous: Ambiguous, nonexistent: Nonexistent) -> PolarsResult<Series> {
     let zone = Zone::parse(tz).map_err(|m| polars_err!(ComputeError: "{m}"))?;
     let per = unit_ns(s.dtype());
     let mut out = Vec::with_capacity(s.len());
     for v in physical(s)?.iter() {
         out.push(match v {
             None => None,
-            Some(v) => match zone.instant(v.wrapping_mul(per)) {
-                Ok(ns) => Some(ns.div_euclid(per)),
-                Err(_) if unclear == Unclear::NaT => None,
+            Some(v) => match zone.instant(v.wrapping_mul(per), ambiguous, nonexistent) {
+                Ok(ns) => ns.map(|ns| ns.div_euclid(per)),
                 Err(why) => {
                     let shown = DateTime::from_timestamp_nanos(v.wrapping_mul(per)).naive_utc();
                     polars_bail!(ComputeError:
-                        "{shown} is {why} in {tz}: pass ambiguous=\"NaT\" and nonexistent=\"NaT\" to make such times missing")
+                        "{shown} is {why} in {tz}: pass ambiguous=\"NaT\" (or True/False) and nonexistent=\"NaT\" \
+                         (or \"shift_forward\"/\"shift_backward\") to choose")
                 }
             },
         });
@@ -225,8 +268,8 @@ pub(crate) fn localize(s: &Series, tz: &str, unclear: Unclear) -> PolarsResult<S
 /// `op` to `tz` of a datetime column (typed by [`zone_dtype`]).
 pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Series> {
     match (op, tz) {
-        (ZoneOp::Localize(unclear), Some(tz)) => localize(s, tz, unclear),
-        (ZoneOp::Localize(_), None) => wall(s),
+        (ZoneOp::Localize(a, n), Some(tz)) => localize(s, tz, a, n),
+        (ZoneOp::Localize(..), None) => wall(s),
         (ZoneOp::Convert, tz) => Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone())),
         // Text is read by `temporal::parse_column` into the dtype `zone_dtype` gives.
         (ZoneOp::Read, _) => polars_bail!(ComputeError: "reading text as instants is temporal's"),
@@ -238,7 +281,7 @@ pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Se
 /// wall time the zone skips or repeats.
 pub(crate) fn relocalize(wall: &Series, like: &DataType) -> PolarsResult<Series> {
     match zone_of(like) {
-        Some(tz) => localize(wall, tz, Unclear::Raise),
+        Some(tz) => localize(wall, tz, Ambiguous::Raise, Nonexistent::Raise),
         None => Ok(wall.clone()),
     }
 }
@@ -288,12 +331,21 @@ mod tests {
         let summer = 1_721_044_800_000_000_000i64;
         assert_eq!(paris.offset_ns(winter), h);
         assert_eq!(paris.offset_ns(summer), 2 * h);
-        assert_eq!(paris.instant(winter + h), Ok(winter));
-        // 2024-03-31 02:30 does not exist in Paris; 2024-10-27 02:30 happens twice.
+        let (raise, skip) = (Ambiguous::Raise, Nonexistent::Raise);
+        assert_eq!(paris.instant(winter + h, raise, skip), Ok(Some(winter)));
+        // 2024-03-31 02:30 does not exist in Paris (clocks jump from 02:00 to 03:00 at
+        // 01:00 UTC); 2024-10-27 02:30 happens twice (00:30 and 01:30 UTC).
         let skipped = 1_711_852_200_000_000_000i64;
         let repeated = 1_729_996_200_000_000_000i64;
-        assert!(paris.instant(skipped).unwrap_err().contains("nonexistent"));
-        assert!(paris.instant(repeated).unwrap_err().contains("ambiguous"));
+        assert!(paris.instant(skipped, raise, skip).unwrap_err().contains("nonexistent"));
+        assert!(paris.instant(repeated, raise, skip).unwrap_err().contains("ambiguous"));
+        let jump = skipped - 3 * h / 2;
+        assert_eq!(paris.instant(skipped, raise, Nonexistent::ShiftForward), Ok(Some(jump)));
+        assert_eq!(paris.instant(skipped, raise, Nonexistent::ShiftBackward), Ok(Some(jump - 1)));
+        assert_eq!(paris.instant(skipped, raise, Nonexistent::NaT), Ok(None));
+        assert_eq!(paris.instant(repeated, Ambiguous::Earlier, skip), Ok(Some(repeated - 2 * h)));
+        assert_eq!(paris.instant(repeated, Ambiguous::Later, skip), Ok(Some(repeated - h)));
+        assert_eq!(paris.instant(repeated, Ambiguous::NaT, skip), Ok(None));
     }
 
     #[test]

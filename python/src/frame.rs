@@ -9,7 +9,7 @@ use ares_dataframe::polars::prelude::{
     Column, DataFrame as PlFrame, DataType, IntoColumn, IntoSeries, ListChunked, NamedFrom, Series, TimeUnit,
 };
 use ares_dataframe::{
-    Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp, Unclear, ZoneOp,
+    Agg, DataFrame, DropNa, DtOp, Dtype, Expr, FrameError, How, Method, Scalar, Session, StrOp, UnOp, ZoneOp,
 };
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyTypeError, PyValueError};
@@ -297,12 +297,28 @@ impl PyExpr {
     }
 
     /// Naive datetimes read as wall times in zone `tz`, or an aware column's wall times
-    /// as naive ones (`None`); wall times the zone skips or repeats are missing when
-    /// `nat`, else fail the computation (pandas' `.dt.tz_localize`).
-    #[pyo3(signature = (tz, nat=false))]
-    fn tz_localize(&self, tz: Option<String>, nat: bool) -> PyExpr {
-        let unclear = if nat { Unclear::NaT } else { Unclear::Raise };
-        PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Localize(unclear), tz) }
+    /// as naive ones (`None`) (pandas' `.dt.tz_localize`). Wall times the zone repeats:
+    /// `ambiguous` `"raise"`, `"NaT"`, `"earlier"` (pandas' `True`) or `"later"`
+    /// (`False`); wall times it skips: `nonexistent` `"raise"`, `"NaT"`,
+    /// `"shift_forward"` or `"shift_backward"`.
+    #[pyo3(signature = (tz, ambiguous="raise", nonexistent="raise"))]
+    fn tz_localize(&self, tz: Option<String>, ambiguous: &str, nonexistent: &str) -> PyResult<PyExpr> {
+        use ares_dataframe::{Ambiguous as A, Nonexistent as N};
+        let a = match ambiguous {
+            "raise" => A::Raise,
+            "NaT" => A::NaT,
+            "earlier" => A::Earlier,
+            "later" => A::Later,
+            other => return Err(PyValueError::new_err(format!("ambiguous={other:?}"))),
+        };
+        let n = match nonexistent {
+            "raise" => N::Raise,
+            "NaT" => N::NaT,
+            "shift_forward" => N::ShiftForward,
+            "shift_backward" => N::ShiftBackward,
+            other => return Err(PyValueError::new_err(format!("nonexistent={other:?}"))),
+        };
+        Ok(PyExpr { e: Expr::Zone(Box::new(self.e.clone()), ZoneOp::Localize(a, n), tz) })
     }
 
     /// An aware column's instants in zone `tz`, or as naive UTC (`None`) (pandas'

@@ -118,8 +118,10 @@ def test_converting_and_localizing_match_pandas(values, tz, chunk):
     wall = pdf.t.dt.tz_localize(None)
     _same(df.t.dt.tz_localize(None).fetch(), wall)
     naive = ad.DataFrame(pd.DataFrame({"w": wall}), chunk_size=chunk)
-    _same(naive.w.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").fetch(),
-          wall.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT"))
+    for ambiguous, nonexistent in [("NaT", "NaT"), (True, "shift_forward"), (False, "shift_backward"),
+                                   ("NaT", "shift_forward")]:
+        _same(naive.w.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent=nonexistent).fetch(),
+              wall.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent=nonexistent))
     _same(ad.to_datetime(naive.w, utc=True).fetch(), pd.to_datetime(wall, utc=True))
 
 
@@ -193,3 +195,25 @@ def test_csv_round_trip_of_aware_datetimes_and_offset_text_refused_without_utc(t
     assert ad.to_datetime(texts.s, utc=True).dt.hour.fetch().tolist() == [12, 15]
     with pytest.raises(ares.AresError, match=r"has a UTC offset.*utc=True"):
         ad.to_datetime(texts.s).fetch()
+
+
+@pytest.mark.parametrize("tz", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe"])
+def test_skipped_and_repeated_wall_times_follow_each_policy_as_pandas(tz):
+    # Every 10 minutes over the days of 2024's clock changes, in the north and south.
+    days = ["2024-03-10", "2024-03-31", "2024-04-07", "2024-10-06", "2024-10-27", "2024-11-03"]
+    wall = pd.Series(pd.concat([pd.Series(pd.date_range(d, periods=144, freq="10min")) for d in days],
+                               ignore_index=True))
+    df = ad.DataFrame(pd.DataFrame({"w": wall}), chunk_size=100)
+    for ambiguous in ["NaT", True, False]:
+        for nonexistent in ["NaT", "shift_forward", "shift_backward"]:
+            got = df.w.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent=nonexistent).fetch()
+            want = wall.dt.tz_localize(tz, ambiguous=ambiguous, nonexistent=nonexistent)
+            if tz == "Australia/Lord_Howe" and nonexistent == "shift_forward":
+                # Its clocks skip half an hour (02:00 to 02:30): the first time after the
+                # gap is 02:30, where pandas gives 03:00 (it shifts by a whole hour).
+                skipped = (wall >= "2024-10-06 02:00") & (wall < "2024-10-06 02:30")
+                assert (got[skipped].dt.strftime("%H:%M %z") == "02:30 +1100").all()
+                got, want = got[~skipped], want[~skipped]
+            _same(got, want)
+    with pytest.raises(NotImplementedError, match="infer"):
+        df.w.dt.tz_localize(tz, ambiguous="infer")

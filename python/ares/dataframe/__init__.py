@@ -2066,17 +2066,24 @@ class _DtAccessor:
         self._s._base._f.expr_dtype(e)
         return Series(self._s._base, e, self._s.name)
 
-    def tz_localize(self, tz: Any, ambiguous: str = "raise", nonexistent: str = "raise") -> Series:
+    def tz_localize(self, tz: Any, ambiguous: Any = "raise", nonexistent: Any = "raise") -> Series:
         """Naive wall times read in zone ``tz``; ``None`` drops an aware column's zone,
-        keeping its wall times. A wall time the zone repeats or skips raises when the
-        column is computed, or is missing with ``ambiguous="NaT"`` and
-        ``nonexistent="NaT"`` (both must be given alike)."""
-        if ambiguous not in ("raise", "NaT") or nonexistent not in ("raise", "NaT") or ambiguous != nonexistent:
+        keeping its wall times. A wall time the zone shows twice takes ``ambiguous``:
+        ``"raise"`` (fail when computed), ``"NaT"``, ``True`` (the summer-time instant)
+        or ``False`` (the standard-time one); one it skips takes ``nonexistent``:
+        ``"raise"``, ``"NaT"``, ``"shift_forward"`` (the first time after the gap) or
+        ``"shift_backward"`` (the last before it), as pandas has them."""
+        if isinstance(ambiguous, (bool, np.bool_)):
+            ambiguous = "earlier" if ambiguous else "later"
+        if not isinstance(ambiguous, str) or ambiguous not in ("raise", "NaT", "earlier", "later"):
             raise NotImplementedError(
-                f"tz_localize(ambiguous={ambiguous!r}, nonexistent={nonexistent!r}): "
-                "only both 'raise' or both 'NaT'")
+                f"tz_localize(ambiguous={ambiguous!r}): give 'raise', 'NaT', True or False "
+                "(one choice for every row; 'infer' and per-row arrays are not supported)")
+        if not isinstance(nonexistent, str) or nonexistent not in ("raise", "NaT", "shift_forward", "shift_backward"):
+            raise NotImplementedError(
+                f"tz_localize(nonexistent={nonexistent!r}): give 'raise', 'NaT', 'shift_forward' or 'shift_backward'")
         name = None if tz is None else _tz_name(tz)
-        return self._zone(self._s._e.tz_localize(name, ambiguous == "NaT"))
+        return self._zone(self._s._e.tz_localize(name, ambiguous, nonexistent))
 
     def tz_convert(self, tz: Any) -> Series:
         """The same instants shown in zone ``tz``; ``None`` gives naive UTC times."""
