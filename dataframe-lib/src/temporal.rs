@@ -52,6 +52,10 @@ pub enum DtOp {
     IsLeapYear,
     /// `.dt.date`: the calendar date.
     Date,
+    /// The ISO 8601 year (of the week's Thursday: `isocalendar().year`).
+    IsoYear,
+    /// The ISO 8601 week, 1 to 53 (`isocalendar().week`).
+    IsoWeek,
     /// `.dt.floor(freq)`, `freq` in nanoseconds (`normalize()` is a day's).
     Floor(i64),
     /// `.dt.ceil(freq)`: up to a multiple of `freq` nanoseconds.
@@ -252,7 +256,9 @@ pub(crate) fn field_dtype(op: DtOp, input: &DataType) -> Option<DataType> {
         | DtOp::Second
         | DtOp::Microsecond
         | DtOp::Nanosecond
-        | DtOp::DaysInMonth => DataType::Int32,
+        | DtOp::DaysInMonth
+        | DtOp::IsoYear
+        | DtOp::IsoWeek => DataType::Int32,
         DtOp::IsMonthStart
         | DtOp::IsMonthEnd
         | DtOp::IsQuarterStart
@@ -347,6 +353,12 @@ fn int_field(op: DtOp, day: i64, t: i64) -> i32 {
         DtOp::Second => t / 1_000_000_000 % 60,
         DtOp::Microsecond => t / 1_000 % 1_000_000,
         DtOp::Nanosecond => t % 1_000,
+        DtOp::IsoYear | DtOp::IsoWeek => {
+            // The week's Thursday decides its year; weeks count from that year's first.
+            let thursday = day - (day + 3).rem_euclid(7) + 3;
+            let year = civil_from_days(thursday).0;
+            if op == DtOp::IsoYear { year } else { (thursday - days_from_civil(year, 1, 1)) / 7 + 1 }
+        }
         _ => days_in_month(y, m).into(),
     };
     v as i32
@@ -668,6 +680,19 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+    }
+
+    #[test]
+    fn iso_weeks_belong_to_their_thursdays_year() {
+        let iso = |y, m, d| {
+            let day = days_from_civil(y, m, d);
+            (int_field(DtOp::IsoYear, day, 0), int_field(DtOp::IsoWeek, day, 0))
+        };
+        assert_eq!(iso(2024, 12, 30), (2025, 1));
+        assert_eq!(iso(2021, 1, 3), (2020, 53));
+        assert_eq!(iso(2021, 1, 4), (2021, 1));
+        assert_eq!(iso(1969, 12, 31), (1970, 1));
+        assert_eq!(iso(2015, 12, 31), (2015, 53));
     }
 
     #[test]

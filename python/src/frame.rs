@@ -243,6 +243,8 @@ impl PyExpr {
             "is_year_end" => UnOp::Dt(DtOp::IsYearEnd),
             "is_leap_year" => UnOp::Dt(DtOp::IsLeapYear),
             "date" => UnOp::Dt(DtOp::Date),
+            "iso_year" => UnOp::Dt(DtOp::IsoYear),
+            "iso_week" => UnOp::Dt(DtOp::IsoWeek),
             "abs" => UnOp::Abs,
             "str_lower" => UnOp::StrLower,
             "str_upper" => UnOp::StrUpper,

@@ -61,6 +61,10 @@ def test_dt_fields_match_pandas(values, chunk):
             _same(getattr(df.t.dt, f).fetch(), want)
     for alias, name in [("dayofweek", "day_of_week"), ("weekday", "day_of_week"), ("dayofyear", "day_of_year")]:
         _same(getattr(df.t.dt, alias).fetch(), getattr(pdf.t.dt, name))
+    iso, want = df.t.dt.isocalendar().fetch(), pdf.t.dt.isocalendar()
+    assert list(iso.columns) == list(want.columns) == ["year", "week", "day"]
+    for c in iso.columns:
+        _same(iso[c].astype("float64"), want[c].astype("float64"))
 
 
 @given(_TIMES, st.integers(1, 12), st.sampled_from(["D", "h", "15min", "s", "ms", "us", "7D"]))

@@ -63,6 +63,7 @@ def test_round_trip_fields_text_and_comparisons_match_pandas(values, tz, chunk):
         else:
             _same(got, want)
     _same(pd.to_datetime(df.t.dt.date.fetch()), pd.to_datetime(pdf.t.dt.date))
+    _same(df.t.dt.isocalendar().fetch().week.astype("float64"), pdf.t.dt.isocalendar().week.astype("float64"))
     fmt = "%Y-%m-%d %H:%M:%S %z"
     _same(df.t.dt.strftime(fmt).fetch(), pdf.t.dt.strftime(fmt))
     # Fraction digits are counted per chunk (pandas: per column): one chunk here.

@@ -2051,6 +2051,18 @@ class _DtAccessor:
         self._s._base._f.expr_dtype(e)
         return Series(self._s._base, e, self._s.name)
 
+    def isocalendar(self) -> DataFrame:
+        """The ISO 8601 year, week (1 to 53) and day (Monday 1) of each date or time,
+        a frame of columns ``year``, ``week``, ``day`` (int32: pandas makes them
+        ``UInt32``)."""
+        if self._duration:
+            raise AttributeError("'TimedeltaProperties' object has no attribute 'isocalendar'")
+        s = self._s
+        cols = [("year", s._unary("iso_year")._e), ("week", s._unary("iso_week")._e),
+                ("day", (s._unary("dayofweek") + 1)._e)]
+        index = list(s._base._index)
+        return DataFrame(_frame=s._base._f.assign(cols).select(index + ["year", "week", "day"]), _index=index)
+
     @property
     def tz(self) -> Any:
         """The column's time zone (a ``zoneinfo.ZoneInfo``, or ``datetime.timezone`` for
