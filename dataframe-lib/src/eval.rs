@@ -100,11 +100,13 @@ impl Eval<'_> {
             Instr::Strftime(a, fmt) => crate::temporal::strftime(&self.operand(at, *a, depth)?, fmt),
             Instr::Zone(a, op, tz) => {
                 let s = self.operand(at, *a, depth)?;
-                match crate::zone::zone_dtype(*op, tz.as_deref(), s.dtype()) {
-                    Ok(to) if *op == crate::zone::ZoneOp::Read => crate::temporal::parse_column(&s, &to),
-                    Ok(_) => crate::zone::apply(*op, tz.as_deref(), &s),
-                    Err(m) => polars_bail!(ComputeError: "{m}"),
+                if *op != crate::zone::ZoneOp::Read {
+                    return crate::zone::apply(*op, tz.as_deref(), &s);
                 }
+                // Text is parsed by temporal (which reads zones; zone does not read text).
+                let to = crate::zone::zone_dtype(*op, tz.as_deref(), s.dtype())
+                    .map_err(|m| polars_err!(ComputeError: "{m}"))?;
+                crate::temporal::parse_column(&s, &to)
             }
             Instr::StrGet(a, i) => {
                 let s = self.operand(at, *a, depth)?;

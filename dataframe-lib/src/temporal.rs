@@ -427,30 +427,8 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// Nanoseconds since the epoch of ISO 8601 text: `YYYY-MM-DD`, optionally followed by
 /// `T` or a space and `HH:MM`, `:SS` and a fraction of up to nine digits. Surrounding
-/// whitespace is ignored; a time zone (`Z`, `+01:00`) is not read.
-/// ISO 8601 text as [`parse_iso`] reads it, with a UTC offset after its time (`Z`,
-/// `+05:30`, `+0530`, `-03`) taken apart: the wall time, and the offset in nanoseconds.
-pub(crate) fn parse_iso_offset(text: &str) -> Option<(i64, Option<i64>)> {
-    let t = text.trim();
-    if let Some(wall) = t.strip_suffix('Z') {
-        return Some((parse_iso(wall)?, Some(0)));
-    }
-    // A sign after the time of day (the date's own dashes come before position 11).
-    let Some(at) = t.rfind(['+', '-']).filter(|&i| i > 10) else { return Some((parse_iso(t)?, None)) };
-    let (wall, off) = t.split_at(at);
-    let digits: String = off[1..].chars().filter(|c| *c != ':').collect();
-    if !(digits.len() == 2 || digits.len() == 4) || !digits.bytes().all(|d| d.is_ascii_digit()) {
-        return None;
-    }
-    let (h, m) =
-        (digits[..2].parse::<i64>().ok()?, if digits.len() == 4 { digits[2..].parse::<i64>().ok()? } else { 0 });
-    if h > 23 || m > 59 {
-        return None;
-    }
-    let sign = if off.starts_with('-') { -1 } else { 1 };
-    Some((parse_iso(wall)?, Some(sign * (h * 60 + m) * 60_000_000_000)))
-}
-
+/// whitespace is ignored; a UTC offset (`Z`, `+01:00`) is not read
+/// here (see [`parse_iso_offset`]).
 pub(crate) fn parse_iso(text: &str) -> Option<i64> {
     fn num(b: &[u8]) -> Option<i64> {
         (!b.is_empty() && b.iter().all(u8::is_ascii_digit))
@@ -494,12 +472,36 @@ pub(crate) fn parse_iso(text: &str) -> Option<i64> {
     Some(ns)
 }
 
+/// ISO 8601 text as [`parse_iso`] reads it, with a UTC offset after its time (`Z`,
+/// `+05:30`, `+0530`, `-03`) taken apart: the wall time, and the offset in nanoseconds.
+pub(crate) fn parse_iso_offset(text: &str) -> Option<(i64, Option<i64>)> {
+    let t = text.trim();
+    if let Some(wall) = t.strip_suffix('Z') {
+        return Some((parse_iso(wall)?, Some(0)));
+    }
+    // A sign after the time of day (the date's own dashes come before position 11).
+    let Some(at) = t.rfind(['+', '-']).filter(|&i| i > 10) else { return Some((parse_iso(t)?, None)) };
+    let (wall, off) = t.split_at(at);
+    let digits: String = off[1..].chars().filter(|c| *c != ':').collect();
+    if !(digits.len() == 2 || digits.len() == 4) || !digits.bytes().all(|d| d.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m) =
+        (digits[..2].parse::<i64>().ok()?, if digits.len() == 4 { digits[2..].parse::<i64>().ok()? } else { 0 });
+    if h > 23 || m > 59 {
+        return None;
+    }
+    let sign = if off.starts_with('-') { -1 } else { 1 };
+    Some((parse_iso(wall)?, Some(sign * (h * 60 + m) * 60_000_000_000)))
+}
+
 /// Datetimes as text, as pandas' `astype(str)` shows them: `2024-01-31 12:00:00`, with
 /// as many fraction digits (3, 6 or 9) as the chunk's values need, and an aware
 /// column's offset (`+01:00`). (pandas counts the digits over the whole column.)
 pub(crate) fn datetime_text(s: &Series) -> PolarsResult<Series> {
     use std::fmt::Write;
-    let digits = day_and_time(&crate::zone::wall(s)?)?
+    // Offsets are whole seconds: the instants' fractions are the wall times'.
+    let digits = day_and_time(s)?
         .iter()
         .flatten()
         .map(|&(_, t)| match t % 1_000_000_000 {
@@ -541,16 +543,19 @@ struct Wall {
     offset: Option<i64>,
 }
 
-/// Each value of a date or datetime column as text `write` makes from its wall time.
+/// Each value of a date or datetime column as text `write` makes from its wall time
+/// (an aware one's instant plus its offset, found once).
 fn each_wall_time(s: &Series, mut write: impl FnMut(&mut String, &Wall)) -> PolarsResult<Series> {
     let offsets = crate::zone::offsets(s)?;
     let mut out = String::new();
-    let ca: StringChunked = day_and_time(&crate::zone::wall(s)?)?
+    let ca: StringChunked = day_and_time(s)?
         .into_iter()
         .zip(offsets)
         .map(|(p, offset)| {
             p.map(|(day, t)| {
                 out.clear();
+                let ns = day.wrapping_mul(NS_PER_DAY).wrapping_add(t).wrapping_add(offset.unwrap_or(0));
+                let (day, t) = (ns.div_euclid(NS_PER_DAY), ns.rem_euclid(NS_PER_DAY));
                 let (y, m, d) = civil_from_days(day);
                 let (h, mi, sec) = (t / 3_600_000_000_000, t / 60_000_000_000 % 60, t / 1_000_000_000 % 60);
                 write(&mut out, &Wall { day, t, y, m, d, h, mi, sec, offset });

@@ -203,14 +203,19 @@ fn unit_ns(d: &DataType) -> i64 {
 /// Physical integers as a datetime column of `d`'s unit in zone `tz`. (polars' own
 /// `cast` drops a zone unless its `timezones` feature is built, which is not.)
 pub(crate) fn datetimes(ca: Int64Chunked, d: &DataType, tz: Option<&str>) -> Series {
-    let DataType::Datetime(unit, _) = with_zone(d, None) else { unreachable!("with_zone makes datetimes") };
-    ca.into_datetime(unit, tz.map(|z| unsafe { polars::prelude::TimeZone::new_unchecked(z) })).into_series()
+    let DataType::Datetime(unit, zone) = with_zone(d, tz) else { unreachable!("with_zone makes datetimes") };
+    ca.into_datetime(unit, zone).into_series()
+}
+
+/// A datetime column's integers, unchanged, in zone `tz` (naive for `None`).
+fn relabeled(s: &Series, tz: Option<&str>) -> PolarsResult<Series> {
+    Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone()))
 }
 
 /// A naive datetime column as the same integers in zone `tz`.
 pub fn zone_series(s: &Series, tz: &str) -> PolarsResult<Series> {
     Zone::parse(tz).map_err(|m| polars_err!(ComputeError: "{m}"))?;
-    Ok(datetimes(physical(s)?, s.dtype(), Some(tz)).with_name(s.name().clone()))
+    relabeled(s, Some(tz))
 }
 
 /// `c` cast to `to`, keeping an aware target's zone (see [`datetimes`]): the casts
@@ -239,7 +244,7 @@ pub(crate) fn utc(s: &Series) -> PolarsResult<Series> {
     if zone_of(s.dtype()).is_none() {
         return Ok(s.clone());
     }
-    Ok(datetimes(physical(s)?, s.dtype(), None).with_name(s.name().clone()))
+    relabeled(s, None)
 }
 
 /// Naive wall times `s` read in the zone `tz` (a datetime of `s`'s unit in that zone).
@@ -270,7 +275,7 @@ pub(crate) fn apply(op: ZoneOp, tz: Option<&str>, s: &Series) -> PolarsResult<Se
     match (op, tz) {
         (ZoneOp::Localize(a, n), Some(tz)) => localize(s, tz, a, n),
         (ZoneOp::Localize(..), None) => wall(s),
-        (ZoneOp::Convert, tz) => Ok(datetimes(physical(s)?, s.dtype(), tz).with_name(s.name().clone())),
+        (ZoneOp::Convert, tz) => relabeled(s, tz),
         // Text is read by `temporal::parse_column` into the dtype `zone_dtype` gives.
         (ZoneOp::Read, _) => polars_bail!(ComputeError: "reading text as instants is temporal's"),
     }
@@ -286,7 +291,8 @@ pub(crate) fn relocalize(wall: &Series, like: &DataType) -> PolarsResult<Series>
     }
 }
 
-/// Each instant's UTC offset as `+HHMM` (strftime's `%z`), for the zone of `d`.
+/// Each value's UTC offset in nanoseconds in `s`'s zone (`None`: missing, or a naive
+/// column).
 pub(crate) fn offsets(s: &Series) -> PolarsResult<Vec<Option<i64>>> {
     let Some(name) = zone_of(s.dtype()) else { return Ok(vec![None; s.len()]) };
     let zone = Zone::parse(name).map_err(|m| polars_err!(ComputeError: "{m}"))?;

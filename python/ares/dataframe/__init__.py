@@ -62,12 +62,20 @@ def _string_dtype(pd: Any) -> Any:
     return pd.Series(["a"]).dtype
 
 
+def _zone_of(native: str) -> Optional[str]:
+    """The zone of an aware datetime's native dtype name (``"datetime64[ns, UTC]"``),
+    ``None`` for any other dtype."""
+    if native.startswith("datetime64[") and ", " in native:
+        return native[:-1].split(", ")[1]
+    return None
+
+
 def _dtype_of(name: str) -> Any:
     """A native dtype name as pandas shows it (strings as pandas' string dtype)."""
     if name == "list":
         return np.dtype(object)
-    if name.startswith("datetime64[") and ", " in name:
-        return _pandas().DatetimeTZDtype(*name[len("datetime64["):-1].split(", "))
+    if _zone_of(name) is not None:
+        return _pandas().DatetimeTZDtype(name[len("datetime64["):].split(",")[0], _zone_of(name))
     if name != "object":
         return np.dtype(name)
     try:
@@ -1007,7 +1015,7 @@ def _temporal_literal(v: Any, native: str) -> Any:
     import datetime as _dt
     if not isinstance(v, (str, _dt.date, np.datetime64)) and type(v).__name__ not in ("Timestamp", "NaTType"):
         return None
-    tz = native[len("datetime64["):-1].split(", ")[1] if ", " in native else None
+    tz = _zone_of(native)
 
     def missing() -> Any:
         return _missing_of(native)
@@ -1041,8 +1049,9 @@ def _temporal_literal(v: Any, native: str) -> Any:
 
 def _missing_of(native: str) -> Any:
     """A missing constant of native dtype ``native`` (an aware datetime's too)."""
-    if native.startswith("datetime64[") and ", " in native:
-        return _native.NativeExpr.const(None, "datetime64[ns]").tz_localize(native[:-1].split(", ")[1])
+    tz = _zone_of(native)
+    if tz is not None:
+        return _native.NativeExpr.const(None, "datetime64[ns]").tz_localize(tz)
     return _native.NativeExpr.const(None, native)
 
 
@@ -1324,11 +1333,11 @@ class Series(_Operators):
     def _offset(self, offset: Any, sign: int) -> "Series":
         """Dates and times moved by a ``pd.DateOffset``: its years and months in calendar
         months (the day clipped to the month's last), then the rest as a duration."""
-        native = self._base._f.expr_dtype(self._e)
-        if ", " in native:
+        tz = _zone_of(self._base._f.expr_dtype(self._e))
+        if tz is not None:
             # An aware column moves by calendar on its wall times (pandas' way), which
             # are then read in its zone again.
-            return self.dt.tz_localize(None)._offset(offset, sign).dt.tz_localize(native[:-1].split(", ")[1])
+            return self.dt.tz_localize(None)._offset(offset, sign).dt.tz_localize(tz)
         months, rest = _offset_parts(offset)
         out = self
         if months:
@@ -2067,10 +2076,8 @@ class _DtAccessor:
     def tz(self) -> Any:
         """The column's time zone (a ``zoneinfo.ZoneInfo``, or ``datetime.timezone`` for
         a fixed offset), ``None`` when naive."""
-        native = self._s._base._f.expr_dtype(self._s._e)
-        if self._duration or ", " not in native:
-            return None
-        return _pandas().DatetimeTZDtype("ns", native[:-1].split(", ")[1]).tz
+        tz = None if self._duration else _zone_of(self._s._base._f.expr_dtype(self._s._e))
+        return None if tz is None else _pandas().DatetimeTZDtype("ns", tz).tz
 
     def _zone(self, e: Any) -> Series:
         if self._duration:
@@ -2737,7 +2744,7 @@ def to_datetime(arg: Any, format: Optional[str] = None, **kwargs: Any) -> Any:
             arg._base._f.expr_dtype(e)
             return Series(arg._base, e, arg.name)
         out = to_datetime(arg, format=format, **kwargs)
-        aware = ", " in out._base._f.expr_dtype(out._e)
+        aware = _zone_of(out._base._f.expr_dtype(out._e)) is not None
         return out.dt.tz_convert("UTC") if aware else out.dt.tz_localize("UTC")
     if kwargs:
         raise NotImplementedError(f"to_datetime of a column with {', '.join(kwargs)}=...")
