@@ -23,21 +23,11 @@ pub enum FftKind {
     },
 }
 
-/// The edge of the square tiles a transpose copies at a time.
-const TILE: usize = 16;
-
-/// `dst` (`cols × rows`) = the transpose of `src` (`rows × cols`).
-fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    dst[c * rows + r] = src[r * cols + c];
-                }
-            }
-        }
-    }
-}
+/// Strided lanes are transformed this many at a time: gathered into a contiguous
+/// scratch (`len × LANES` elements, a few MiB at most for the lengths numpy users
+/// transform), transformed in one call, and put back, so the scratch stays in cache
+/// and no whole-block transpose is ever allocated.
+const LANES: usize = 16;
 
 /// The transform of each lane of `x` (laid out `outer × len × inner`, complex) along
 /// its middle axis, every output element times `scale`; a real inverse gives lanes of
@@ -113,23 +103,31 @@ fn lanes<T: rustfft::FftNum>(
         FftKind::Forward => planner.plan_fft_forward(len),
         _ => planner.plan_fft_inverse(len),
     };
+    let mut scratch = vec![Complex::new(T::zero(), T::zero()); plan.get_inplace_scratch_len()];
     if inner == 1 {
         // Contiguous lanes: one call transforms them all.
-        plan.process(v);
-    } else {
-        // Strided lanes: the block transposed (tile by tile, so reads and writes stay in
-        // cache) makes them contiguous; transformed in one call, transposed back.
-        let mut t = vec![Complex::new(T::zero(), T::zero()); len * inner];
-        for o in 0..outer {
-            let block = &mut v[o * len * inner..(o + 1) * len * inner];
-            transpose(block, len, inner, &mut t);
-            plan.process(&mut t);
-            transpose(&t, inner, len, block);
+        plan.process_with_scratch(v, &mut scratch);
+        if scale != T::one() {
+            v.iter_mut().for_each(|z| *z = *z * scale);
         }
+        return None;
     }
-    if scale != T::one() {
-        for z in v.iter_mut() {
-            *z = *z * scale;
+    let mut t = vec![Complex::new(T::zero(), T::zero()); len * LANES.min(inner)];
+    for o in 0..outer {
+        let block = &mut v[o * len * inner..(o + 1) * len * inner];
+        for c0 in (0..inner).step_by(LANES) {
+            let w = LANES.min(inner - c0);
+            for (r, row) in block.chunks_exact(inner).enumerate() {
+                for (c, &z) in row[c0..c0 + w].iter().enumerate() {
+                    t[c * len + r] = z;
+                }
+            }
+            plan.process_with_scratch(&mut t[..w * len], &mut scratch);
+            for (r, row) in block.chunks_exact_mut(inner).enumerate() {
+                for (c, z) in row[c0..c0 + w].iter_mut().enumerate() {
+                    *z = t[c * len + r] * scale;
+                }
+            }
         }
     }
     None
