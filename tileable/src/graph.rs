@@ -26,11 +26,16 @@ pub struct Hints {
     /// Objects its output is split into (a shuffle's map side: one per partition); a
     /// consumer reads one of them.
     pub parts: u32,
+    /// Of each input split into parts, the ones it reads: `first`, `first + step`, …
+    /// (a shuffle's reducer reads its own partition of every map output). `None`: all
+    /// of them. A part is dropped as soon as its last reader is submitted, so its object
+    /// is freed when that reader finishes, not with the whole map output.
+    pub reads: Option<(u32, u32)>,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { depth: 0, level: 0, bytes: 0, exact: false, parts: 1 }
+        Hints { depth: 0, level: 0, bytes: 0, exact: false, parts: 1, reads: None }
     }
 }
 
@@ -54,7 +59,23 @@ impl Hints {
     pub fn parts(self, parts: u32) -> Self {
         Hints { parts: parts.max(1), ..self }
     }
+
+    /// These hints, reading only parts `first`, `first + step`, … of each input that
+    /// is split into parts.
+    pub fn reads(self, first: u32, step: u32) -> Self {
+        Hints { reads: Some((first, step.max(1))), ..self }
+    }
 }
+
+/// The parts of an input of `parts` parts that a consumer with `reads` reads; `None`
+/// for all of them (or an input of one object).
+fn parts_read(reads: Option<(u32, u32)>, parts: u32) -> Option<impl Iterator<Item = usize>> {
+    let (first, step) = reads.filter(|_| parts > 1)?;
+    Some((first as usize..parts as usize).step_by(step as usize))
+}
+
+/// A part's reader count once the part is dropped.
+const DROPPED: u32 = u32::MAX;
 
 type Key = (u32, u32, Reverse<u64>, Reverse<usize>);
 
@@ -85,6 +106,12 @@ struct Node<T> {
     dropped: bool,
     /// Consumers not yet submitted.
     uses: usize,
+    /// Of a result in parts: per part, consumers reading only some parts that read it
+    /// and are not submitted yet ([`DROPPED`] once the part is let go); empty until
+    /// such a consumer is added.
+    part_uses: Vec<u32>,
+    /// Consumers reading every part, not submitted yet.
+    whole_uses: usize,
     /// References tiling still holds.
     holds: u32,
     /// A result the caller keeps.
@@ -143,6 +170,19 @@ impl<T> Graph<T> {
             assert!(!n.dropped, "node {i} is read by node {id} after its result was dropped (a tiling bug)");
             n.consumers.push(id);
             n.uses += 1;
+            match parts_read(hints.reads, n.hints.parts) {
+                Some(ps) => {
+                    if n.part_uses.is_empty() {
+                        n.part_uses = vec![0; n.hints.parts as usize];
+                    }
+                    for p in ps {
+                        let u = &mut n.part_uses[p];
+                        assert!(*u != DROPPED, "part {p} of node {i} is read by node {id} after it was dropped");
+                        *u += 1;
+                    }
+                }
+                None => n.whole_uses += 1,
+            }
             missing += usize::from(n.state != State::Submitted);
         }
         let state = match missing {
@@ -161,6 +201,8 @@ impl<T> Graph<T> {
             out: None,
             dropped: false,
             uses: 0,
+            part_uses: Vec::new(),
+            whole_uses: 0,
             holds: 0,
             keep: false,
         });
@@ -210,6 +252,8 @@ impl<T> Graph<T> {
             out: Some(out),
             dropped: false,
             uses: 0,
+            part_uses: Vec::new(),
+            whole_uses: 0,
             holds: 0,
             keep: false,
         });
@@ -322,12 +366,46 @@ impl<T> Graph<T> {
                 self.heap.push(key);
             }
         }
+        let reads = self.nodes[i].hints.reads;
         for k in 0..self.nodes[i].inputs.len() {
             let inp = self.nodes[i].inputs[k];
-            self.nodes[inp].uses -= 1;
+            let n = &mut self.nodes[inp];
+            n.uses -= 1;
+            match parts_read(reads, n.hints.parts) {
+                Some(ps) => {
+                    for p in ps {
+                        n.part_uses[p] -= 1;
+                        if n.part_uses[p] == 0 {
+                            Self::maybe_drop_part(n, p);
+                        }
+                    }
+                }
+                None => {
+                    n.whole_uses -= 1;
+                    if n.whole_uses == 0 {
+                        for p in 0..n.part_uses.len() {
+                            if n.part_uses[p] == 0 {
+                                Self::maybe_drop_part(n, p);
+                            }
+                        }
+                    }
+                }
+            }
             self.maybe_drop(inp);
         }
         self.maybe_drop(i);
+    }
+
+    /// Lets go of part `p` of a node's result when nothing may read it any more: its
+    /// own readers are submitted (the caller checked), no consumer reads every part,
+    /// tiling holds none of it, and the caller does not keep it.
+    fn maybe_drop_part(n: &mut Node<T>, p: usize) {
+        if n.whole_uses == 0 && n.holds == 0 && !n.keep && n.state == State::Submitted {
+            if let Some(out) = &n.out {
+                out.drop_part(p);
+                n.part_uses[p] = DROPPED;
+            }
+        }
     }
 
     /// The order in which the tasks not submitted yet would be submitted if no node were
@@ -532,5 +610,51 @@ mod tests {
         assert_eq!(ins.len(), 2);
         g.submitted_with(c, fake_obj());
         assert_eq!(g.live(), vec![c], "only the kept result is left");
+    }
+
+    #[test]
+    fn a_part_is_dropped_once_its_own_readers_are_submitted() {
+        let mut g: Graph<K> = Graph::new();
+        // Two map tasks of 4 parts (values 0..2, then positions 2..4); reducer r reads
+        // parts r and r + 2 of both.
+        let maps: Vec<usize> = (0..2).map(|_| g.add(K::Leaf, Vec::new(), Hints::new(1, 0).parts(4))).collect();
+        let reds: Vec<usize> =
+            (0..2).map(|r| g.add(K::Combine, maps.clone(), Hints::new(1, 0).level(1).reads(r, 2))).collect();
+        for &m in &maps {
+            let _ = g.take(m);
+            g.submitted_with(m, Obj::fake_parts(4));
+        }
+        let held = |g: &Graph<K>, m: usize| g.out(m).expect("not dropped yet").held_parts();
+        assert_eq!(held(&g, maps[0]), vec![0, 1, 2, 3]);
+        let first = g.peek().expect("a reducer is submittable");
+        let r = reds.iter().position(|&x| x == first).expect("a reducer");
+        let _ = g.take(first);
+        g.submitted_with(first, fake_obj());
+        let others: Vec<usize> = (0..4).filter(|p| p % 2 != r).collect();
+        for &m in &maps {
+            assert_eq!(held(&g, m), others, "the parts reducer {r} read are let go; the others stay");
+        }
+        let second = g.peek().expect("the other reducer");
+        let _ = g.take(second);
+        g.submitted_with(second, fake_obj());
+        assert!(maps.iter().all(|&m| g.out(m).is_none()), "the map outputs are dropped whole");
+    }
+
+    #[test]
+    fn a_reader_of_every_part_keeps_them_all() {
+        let mut g: Graph<K> = Graph::new();
+        let m = g.add(K::Leaf, Vec::new(), Hints::new(1, 0).parts(2));
+        let one = g.add(K::Combine, vec![m], Hints::new(1, 0).level(1).reads(0, 2));
+        let all = g.add(K::Finish, vec![m], Hints::new(1, 0));
+        let _ = g.take(m);
+        g.submitted_with(m, Obj::fake_parts(2));
+        // The reader of one part goes first (higher level).
+        assert_eq!(g.peek(), Some(one));
+        let _ = g.take(one);
+        g.submitted_with(one, fake_obj());
+        assert_eq!(g.out(m).expect("read by another").held_parts(), vec![0, 1], "a reader of all parts waits");
+        let _ = g.take(all);
+        g.submitted_with(all, fake_obj());
+        assert!(g.out(m).is_none());
     }
 }

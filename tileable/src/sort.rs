@@ -27,8 +27,9 @@ pub trait SampleSort {
     /// The bounds of the ranges from every chunk's sample, and how many ranges (at least
     /// one) that makes.
     fn bounds(&self, samples: Vec<Self::Sample>, chunks: usize) -> Result<(Self::Bounds, usize), Self::Error>;
-    /// A task reading chunk `chunk` (all its nodes) and returning `objects` pieces (the
-    /// library numbers them; each merge reads its own).
+    /// A task reading chunk `chunk` (all its nodes) and returning `objects` pieces:
+    /// range r's pieces are r, r + ranges, … (each merge reads only its own, so they are
+    /// freed as the merges finish).
     fn split(&self, bounds: &Self::Bounds, ranges: usize, chunk: usize) -> (Self::Task, u32);
     /// A task reading every split and merging the pieces of range `range`.
     fn merge(&self, range: usize, ranges: usize) -> Self::Task;
@@ -92,6 +93,11 @@ pub fn sample_sort<S: SampleSort>(
         })
         .collect();
     Ok((0..ranges)
-        .map(|r| cx.add(s.merge(r, ranges), splits.clone(), Hints::new(depth, bytes / ranges as u64).level(1)))
+        .map(|r| {
+            // Merge r reads its own range of each split: parts r, r + ranges, … (a
+            // library may follow the values with other pieces, as positions).
+            let hints = Hints::new(depth, bytes / ranges as u64).level(1).reads(r as u32, ranges as u32);
+            cx.add(s.merge(r, ranges), splits.clone(), hints)
+        })
         .collect())
 }

@@ -2,7 +2,7 @@
 //! erased, so tensor and frame chunk tasks live in one graph.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A chunk task of some library: what kernel to run with which parameters. The graph
 /// submits it once its inputs are submitted.
@@ -42,7 +42,16 @@ pub struct Obj(Inner);
 #[derive(Clone)]
 enum Inner {
     One(Arc<dyn AnyRef>),
-    Parts(Arc<[Arc<dyn AnyRef>]>),
+    /// `None` once the graph dropped the part: its readers were all submitted, and
+    /// each holds its own reference (see [`Obj::drop_part`]).
+    Parts(Arc<[Slot]>),
+}
+
+/// One partition of a result in parts.
+type Slot = Mutex<Option<Arc<dyn AnyRef>>>;
+
+fn slot(m: &Slot) -> Option<Arc<dyn AnyRef>> {
+    m.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
 impl Obj {
@@ -53,7 +62,7 @@ impl Obj {
 
     /// A result of one object per partition.
     pub fn parts<T: 'static>(refs: Vec<ares::ObjectRef<T>>) -> Obj {
-        Obj(Inner::Parts(refs.into_iter().map(|r| Arc::new(r) as Arc<dyn AnyRef>).collect()))
+        Obj(Inner::Parts(refs.into_iter().map(|r| Mutex::new(Some(Arc::new(r) as Arc<dyn AnyRef>))).collect()))
     }
 
     /// The object, as made by [`Obj::new`] with this `T`. A task reading a result of
@@ -68,8 +77,20 @@ impl Obj {
     /// Partition `p`, as made by [`Obj::parts`] with this `T`.
     pub fn part<T: 'static>(&self, p: usize) -> ares::ObjectRef<T> {
         match &self.0 {
-            Inner::Parts(v) => downcast(&v[p]),
+            Inner::Parts(v) => match slot(&v[p]) {
+                Some(r) => downcast(&r),
+                None => panic!("partition {p} read after the graph dropped it (a tiling bug)"),
+            },
             Inner::One(_) => panic!("a result of one object read as partition {p}"),
+        }
+    }
+
+    /// Lets go of partition `p` (its readers are submitted and hold their own
+    /// references), so its object is freed as soon as they finish rather than with the
+    /// last partition's reader. Shared by every clone.
+    pub(crate) fn drop_part(&self, p: usize) {
+        if let Inner::Parts(v) = &self.0 {
+            v[p].lock().unwrap_or_else(PoisonError::into_inner).take();
         }
     }
 
@@ -83,7 +104,7 @@ impl Obj {
     pub fn wait(&self) {
         match &self.0 {
             Inner::One(r) => r.wait(),
-            Inner::Parts(v) => v.iter().for_each(|r| r.wait()),
+            Inner::Parts(v) => v.iter().filter_map(slot).for_each(|r| r.wait()),
         }
     }
 
@@ -91,7 +112,7 @@ impl Obj {
     pub fn is_ready(&self) -> bool {
         match &self.0 {
             Inner::One(r) => r.is_ready(),
-            Inner::Parts(v) => v.iter().all(|r| r.is_ready()),
+            Inner::Parts(v) => v.iter().filter_map(slot).all(|r| r.is_ready()),
         }
     }
 }
@@ -131,5 +152,17 @@ impl AnyRef for Fake {
 impl Obj {
     pub(crate) fn fake() -> Obj {
         Obj(Inner::One(Arc::new(Fake)))
+    }
+
+    pub(crate) fn fake_parts(n: usize) -> Obj {
+        Obj(Inner::Parts((0..n).map(|_| Mutex::new(Some(Arc::new(Fake) as Arc<dyn AnyRef>))).collect()))
+    }
+
+    /// Which partitions are still held.
+    pub(crate) fn held_parts(&self) -> Vec<usize> {
+        match &self.0 {
+            Inner::Parts(v) => (0..v.len()).filter(|&p| slot(&v[p]).is_some()).collect(),
+            Inner::One(_) => Vec::new(),
+        }
     }
 }

@@ -109,7 +109,8 @@ pub(super) fn group_by(
                 .collect();
             (0..parts as usize)
                 .map(|p| {
-                    cx.add(FrameTask::Finish(spec.clone(), Some(p)), maps.clone(), Hints::new(depth, part).level(1))
+                    let hints = Hints::new(depth, part).level(1).reads(p as u32, parts);
+                    cx.add(FrameTask::Finish(spec.clone(), Some(p)), maps.clone(), hints)
                 })
                 .collect()
         }
@@ -222,7 +223,7 @@ pub(super) fn unique(
         (0..parts as usize)
             .map(|p| {
                 let task = FrameTask::Unique(subset.to_vec(), Some(p), None);
-                cx.add(task, maps.clone(), Hints::new(depth, c.bytes).level(1))
+                cx.add(task, maps.clone(), Hints::new(depth, c.bytes).level(1).reads(p as u32, parts))
             })
             .collect()
     } else {
@@ -340,7 +341,7 @@ pub(super) fn join(
             .map(|p| {
                 let ins = ls.iter().chain(&rs).copied().collect();
                 let task = FrameTask::Join(spec.clone(), ls.len(), Pairing::Partition(p), (None, None));
-                cx.add(task, ins, Hints::new(depth, bytes).level(1))
+                cx.add(task, ins, Hints::new(depth, bytes).level(1).reads(p as u32, parts))
             })
             .collect();
         (nodes, Method::Shuffle)
