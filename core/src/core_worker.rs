@@ -6,22 +6,27 @@
 //!   under one lock, and its effects are carried out in order before the lock is let go.
 //!   Effects never block: sends go through each connection's non-blocking `Sender`, so a
 //!   reader thread dispatching new pushes can never wait on a peer that waits on us.
-//!   The one effect that may block (merging a gathered argument pins objects at the
-//!   raylet) runs after the lock is released and reports back through `run`.
+//!   The effects that may block run after the lock is released or on a thread of their
+//!   own, and report back through `run`: merging a gathered argument (it pins objects at
+//!   the raylet), and opening a QUIC connection to a worker or to another node's raylet
+//!   (a handshake with a peer that does not answer lasts until the idle timeout; the
+//!   state's messages to that node queue meanwhile, so one silent node stalls only what
+//!   is sent to it).
 //! - Waiters (`get`, `wait`, a handle's registration) block on the condition variable
 //!   of the [`Shared`] state, after watching its version for a moment.
 //! - Threads: one reader per worker connection, the raylet client's reader and event
-//!   threads, and one housekeeping thread for timers.
+//!   threads, one housekeeping thread for timers, and one short-lived thread per QUIC
+//!   connection being opened.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use ares_common::codec::{Bytes, Value};
-use ares_common::det::DetMap;
+use ares_common::det::{DetMap, DetSet};
 use ares_common::wire::{FromRaylet, FromWorker, NodeStats, ToRaylet};
 use ares_common::{ActorId, Address, NodeId, ObjectId, TaskError, TaskId, WorkerId};
-use ares_net::{Connection, Sender};
+use ares_net::{Connection, Receiver, Sender};
 use ares_object_store::Pool;
 use ares_ownership::{Location, Owner, Shared, Status};
 
@@ -93,8 +98,29 @@ pub(crate) struct SpawnSpec {
 struct Inner {
     state: CoreState,
     conns: DetMap<ConnId, Sender>,
+    /// Worker connections being opened off the lock (over QUIC, where a handshake with a
+    /// peer that does not answer lasts until the idle timeout).
+    opening: DetSet<ConnId>,
     /// Connections to other nodes' raylets (leases spilled there, frees of objects there).
-    nodes: DetMap<NodeId, Arc<RayletClient>>,
+    nodes: DetMap<NodeId, NodeLink>,
+    /// Numbers each connection to another node's raylet (see [`NodeLink`]).
+    next_link: u64,
+}
+
+/// The connection to another node's raylet, or one being made. It is made off the state
+/// lock, so that one node that does not answer stalls only what is sent to it; `link`
+/// tells this connection from an earlier or a later one to the same node, so that the
+/// end of a connection nobody uses any more is not taken for the node's loss.
+enum NodeLink {
+    Ready {
+        client: Arc<RayletClient>,
+        link: u64,
+    },
+    /// What the state sent to the node meanwhile, in order.
+    Dialing {
+        link: u64,
+        queued: Vec<ToRaylet>,
+    },
 }
 
 /// A merge the state asked for, carried out off the lock.
@@ -176,7 +202,13 @@ impl CoreWorker {
             max_lineage_bytes: cfg.max_lineage_bytes,
         });
         let cw = Arc::new_cyclic(|me| CoreWorker {
-            shared: Shared::new(Inner { state, conns: DetMap::default(), nodes: DetMap::default() }),
+            shared: Shared::new(Inner {
+                state,
+                conns: DetMap::default(),
+                opening: DetSet::default(),
+                nodes: DetMap::default(),
+                next_link: 0,
+            }),
             raylet: raylet.clone(),
             store: Arc::new(StoreClient::new(raylet.clone(), pool, cfg.max_inline)),
             max_frame: cfg.max_frame,
@@ -265,8 +297,14 @@ impl CoreWorker {
     }
 
     fn run_locked<R>(&self, f: impl FnOnce(&mut CoreState) -> R) -> (R, Vec<GatherJob>) {
+        self.run_inner(|g| f(&mut g.state))
+    }
+
+    /// Like [`CoreWorker::run_locked`], for events of the driver's own (a connection
+    /// made or lost) that change its connection tables too.
+    fn run_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> (R, Vec<GatherJob>) {
         let mut g = self.shared.lock();
-        let r = f(&mut g.state);
+        let r = f(&mut g);
         let mut gathers = Vec::new();
         let early = g.state.take_changed();
         if early {
@@ -299,7 +337,15 @@ impl CoreWorker {
                         }
                     }
                 }
-                Effect::Connect { conn, endpoint } => match self.open(conn, &endpoint) {
+                // A local socket answers at once; a QUIC handshake is made off the lock.
+                Effect::Connect { conn, endpoint: endpoint @ ares_common::Endpoint::Quic { .. } } => {
+                    g.opening.insert(conn);
+                    if let Err(e) = self.open_in_background(conn, endpoint) {
+                        g.opening.remove(&conn);
+                        g.state.handle_connect_failed(Instant::now(), conn, &e.to_string());
+                    }
+                }
+                Effect::Connect { conn, endpoint } => match open(self.me.clone(), self.max_frame, conn, &endpoint) {
                     Ok(tx) => {
                         g.conns.insert(conn, tx);
                         g.state.handle_connected(Instant::now(), conn);
@@ -307,6 +353,8 @@ impl CoreWorker {
                     Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
                 },
                 Effect::Close(conn) => {
+                    // One being opened is closed when it is (see `open_in_background`).
+                    g.opening.remove(&conn);
                     if let Some(tx) = g.conns.remove(&conn) {
                         tx.close();
                     }
@@ -315,23 +363,24 @@ impl CoreWorker {
                     // If the raylet is gone, so is everything these messages are about.
                     let _ = self.raylet.send(&msg);
                 }
-                Effect::ToNode { node, addr, msg } => {
-                    let client = match g.nodes.get(&node) {
-                        Some(c) => Ok(c.clone()),
-                        None => self.connect_node(node, addr),
-                    };
-                    match client {
-                        Ok(c) => {
-                            g.nodes.insert(node, c.clone());
-                            // A failed send closes the connection; its reader reports the end.
-                            let _ = c.send(&msg);
+                Effect::ToNode { node, addr, msg } => match g.nodes.get_mut(&node) {
+                    // A failed send closes the connection; its reader reports the end.
+                    Some(NodeLink::Ready { client, .. }) => drop(client.send(&msg)),
+                    Some(NodeLink::Dialing { queued, .. }) => queued.push(msg),
+                    None => {
+                        let link = g.next_link;
+                        g.next_link += 1;
+                        g.nodes.insert(node, NodeLink::Dialing { link, queued: vec![msg] });
+                        if let Err(e) = self.dial_in_background(node, addr, link) {
+                            g.nodes.remove(&node);
+                            g.state.handle_node_lost(Instant::now(), node, &e.to_string());
                         }
-                        Err(e) => g.state.handle_node_lost(Instant::now(), node, &e.to_string()),
                     }
-                }
+                },
                 Effect::ForgetNode(node) => {
-                    if let Some(c) = g.nodes.remove(&node) {
-                        c.close();
+                    // One being dialled is closed when it is made (see `adopt_node`).
+                    if let Some(NodeLink::Ready { client, .. }) = g.nodes.remove(&node) {
+                        client.close();
                     }
                 }
                 Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
@@ -339,15 +388,15 @@ impl CoreWorker {
         }
     }
 
-    /// The connection to `node`'s raylet (made if there is none).
+    /// The connection to `node`'s raylet, made here (off the lock) if there is none.
     fn node_client(&self, node: NodeId, addr: std::net::SocketAddr) -> Result<Arc<RayletClient>> {
-        if let Some(c) = self.shared.lock().nodes.get(&node) {
-            return Ok(c.clone());
+        if let Some(NodeLink::Ready { client, .. }) = self.shared.lock().nodes.get(&node) {
+            return Ok(client.clone());
         }
-        let c = self.connect_node(node, addr)?;
-        let mut g = self.shared.lock();
-        // Another thread may have connected meanwhile: keep the first.
-        Ok(g.nodes.entry(node).or_insert(c).clone())
+        let dialed = dial(self.worker_id, self.max_frame, addr, node);
+        let (adopted, gathers) = self.run_inner(|g| self.adopt_node(g, node, None, dialed));
+        self.run_gathers(gathers);
+        adopted
     }
 
     /// A blocking request to the actor directory of `home` (`None`: this node's).
@@ -358,60 +407,152 @@ impl CoreWorker {
         }
     }
 
-    /// Connects to the raylet of another node, registers this process there as an owner
-    /// (so that node frees this process's objects if it dies), and starts its reader.
-    fn connect_node(&self, node: NodeId, addr: std::net::SocketAddr) -> Result<Arc<RayletClient>> {
-        let endpoint = ares_common::Endpoint::Quic { node, addr };
-        let hello = ToRaylet::RegisterDriver { pid: std::process::id(), worker_id: self.worker_id };
-        let (client, registered, reader) = RayletClient::connect_to(&endpoint, self.max_frame, hello)?;
-        if !matches!(registered, FromRaylet::Registered { .. }) {
+    /// Dials `node` on a thread of its own for the connection `link` (see [`NodeLink`]),
+    /// which reports back through [`CoreWorker::adopt_node`].
+    fn dial_in_background(&self, node: NodeId, addr: std::net::SocketAddr, link: u64) -> std::io::Result<()> {
+        let (me, worker_id, max_frame) = (self.me.clone(), self.worker_id, self.max_frame);
+        std::thread::Builder::new().name("ares-dial".into()).spawn(move || {
+            let dialed = dial(worker_id, max_frame, addr, node);
+            match me.upgrade() {
+                Some(cw) => {
+                    let (_, gathers) = cw.run_inner(|g| cw.adopt_node(g, node, Some(link), dialed));
+                    cw.run_gathers(gathers);
+                }
+                None => {
+                    if let Ok((client, _)) = dialed {
+                        client.close();
+                    }
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Takes a dialled connection to `node` into the table: the one dialled for `link`
+    /// only if that dial is still wanted (the state may have forgotten the node
+    /// meanwhile), one dialled by a caller (`link` `None`) unless a connection is
+    /// already made. Messages queued while dialling go first, in order; a failed dial
+    /// that was wanted is the node's loss to the state.
+    fn adopt_node(
+        &self,
+        g: &mut Inner,
+        node: NodeId,
+        link: Option<u64>,
+        dialed: Result<(Arc<RayletClient>, Receiver)>,
+    ) -> Result<Arc<RayletClient>> {
+        let wanted = match (g.nodes.get(&node), link) {
+            (Some(NodeLink::Ready { client, .. }), None) => {
+                // Another thread connected meanwhile: keep the first.
+                if let Ok((ours, _)) = dialed {
+                    ours.close();
+                }
+                return Ok(client.clone());
+            }
+            (Some(NodeLink::Dialing { link: l, .. }), Some(want)) => *l == want,
+            (_, None) => true,
+            _ => false,
+        };
+        let (client, reader) = match dialed {
+            Ok(d) if wanted => d,
+            Ok((client, _)) => {
+                client.close();
+                return Err(Error::RayletUnavailable(format!("the connection to node {node} is no longer wanted")));
+            }
+            Err(e) => {
+                if wanted && link.is_some() {
+                    g.nodes.remove(&node);
+                    g.state.handle_node_lost(Instant::now(), node, &e.to_string());
+                }
+                return Err(e);
+            }
+        };
+        let link = link.unwrap_or_else(|| {
+            g.next_link += 1;
+            g.next_link - 1
+        });
+        let queued = match g.nodes.insert(node, NodeLink::Ready { client: client.clone(), link }) {
+            Some(NodeLink::Dialing { queued, .. }) => queued,
+            _ => Vec::new(),
+        };
+        if let Err(e) = self.start_node_reader(node, link, &client, reader) {
             client.close();
-            return Err(Error::RayletUnavailable(format!("{addr} answered {registered:?} to registration")));
+            g.nodes.remove(&node);
+            g.state.handle_node_lost(Instant::now(), node, &e.to_string());
+            return Err(Error::Startup(e));
         }
-        let (events, lost) = (self.me.clone(), self.me.clone());
-        client
-            .start_reader(
-                reader,
-                move |msg| {
-                    if let Some(cw) = events.upgrade() {
-                        cw.run(|st, now| st.handle_node(now, node, msg));
-                    }
-                },
-                move |reason: String| {
-                    if let Some(cw) = lost.upgrade() {
-                        let gone = cw.shared.lock().nodes.remove(&node);
-                        drop(gone);
-                        cw.run(|st, now| st.handle_node_lost(now, node, &reason));
-                    }
-                },
-            )
-            .map_err(Error::Startup)?;
+        for msg in &queued {
+            // A failed send closes the connection; its reader reports the end.
+            let _ = client.send(msg);
+        }
         Ok(client)
     }
 
-    /// Connects to a worker and starts the reader of its replies.
-    fn open(&self, conn: ConnId, endpoint: &ares_common::Endpoint) -> std::io::Result<Sender> {
-        let (tx, rx) = Connection::connect(endpoint)?.split::<FromWorker>(self.max_frame, OUTBOX_LIMIT)?;
-        let (on_batch, on_closed) = (self.me.clone(), self.me.clone());
-        ares_net::spawn_reader::<FromWorker>(
-            "ares-conn-reader",
-            rx,
-            1024,
-            move |batch| match on_batch.upgrade() {
-                Some(cw) => {
-                    cw.run(|st, now| st.handle_replies(now, conn, batch));
-                    true
+    /// Runs the reader of the connection `link` to `node`: its messages go to the state,
+    /// and its end is the node's loss if it is still the node's connection.
+    fn start_node_reader(
+        &self,
+        node: NodeId,
+        link: u64,
+        client: &Arc<RayletClient>,
+        reader: Receiver,
+    ) -> std::io::Result<()> {
+        let (events, lost) = (self.me.clone(), self.me.clone());
+        client.start_reader(
+            reader,
+            move |msg| {
+                if let Some(cw) = events.upgrade() {
+                    cw.run(|st, now| st.handle_node(now, node, msg));
                 }
-                None => false,
             },
-            move |reason| {
-                if let Some(cw) = on_closed.upgrade() {
-                    cw.run(|st, now| st.handle_conn_closed(now, conn, &reason));
+            move |reason: String| {
+                if let Some(cw) = lost.upgrade() {
+                    let (gone, gathers) = cw.run_inner(|g| match g.nodes.get(&node) {
+                        Some(NodeLink::Ready { link: l, .. }) if *l == link => {
+                            let gone = g.nodes.remove(&node);
+                            g.state.handle_node_lost(Instant::now(), node, &reason);
+                            gone
+                        }
+                        _ => None,
+                    });
+                    // Dropped off the lock.
+                    drop(gone);
+                    cw.run_gathers(gathers);
                 }
             },
         )
-        .inspect_err(|_| tx.close())?;
-        Ok(tx)
+    }
+
+    /// Opens the worker connection `conn` on a thread of its own; the state hears of it
+    /// when it is open (or failed), unless it was closed meanwhile.
+    fn open_in_background(&self, conn: ConnId, endpoint: ares_common::Endpoint) -> std::io::Result<()> {
+        let (me, max_frame) = (self.me.clone(), self.max_frame);
+        std::thread::Builder::new().name("ares-open".into()).spawn(move || {
+            let opened = open(me.clone(), max_frame, conn, &endpoint);
+            let Some(cw) = me.upgrade() else {
+                if let Ok(tx) = opened {
+                    tx.close();
+                }
+                return;
+            };
+            let ((), gathers) = cw.run_inner(|g| {
+                if !g.opening.remove(&conn) {
+                    // Closed while it was being opened.
+                    if let Ok(tx) = opened {
+                        tx.close();
+                    }
+                    return;
+                }
+                match opened {
+                    Ok(tx) => {
+                        g.conns.insert(conn, tx);
+                        g.state.handle_connected(Instant::now(), conn);
+                    }
+                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
+                }
+            });
+            cw.run_gathers(gathers);
+        })?;
+        Ok(())
     }
 
     /// Merges gathered arguments (pinning stored parts) and reports each back.
@@ -904,8 +1045,10 @@ impl CoreWorker {
         self.run_untimed(|st| st.stop());
         // Returned leases reach the other nodes before the goodbye, so their workers
         // go back to the pool rather than being reaped.
-        for (_, c) in std::mem::take(&mut self.shared.lock().nodes) {
-            c.close_flushed();
+        for (_, link) in std::mem::take(&mut self.shared.lock().nodes) {
+            if let NodeLink::Ready { client, .. } = link {
+                client.close_flushed();
+            }
         }
         // Wake waiters (a handle's registration will not be answered any more).
         self.shared.notify();
@@ -914,6 +1057,56 @@ impl CoreWorker {
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_one();
     }
+}
+
+/// Connects to the raylet of another node and registers this process there as an owner
+/// (so that node frees this process's objects if it dies). Blocks for the handshake and
+/// the registration, each with a deadline: call it off the state lock.
+fn dial(
+    worker_id: WorkerId,
+    max_frame: usize,
+    addr: std::net::SocketAddr,
+    node: NodeId,
+) -> Result<(Arc<RayletClient>, Receiver)> {
+    let endpoint = ares_common::Endpoint::Quic { node, addr };
+    let hello = ToRaylet::RegisterDriver { pid: std::process::id(), worker_id };
+    let (client, registered, reader) = RayletClient::connect_to(&endpoint, max_frame, hello)?;
+    if !matches!(registered, FromRaylet::Registered { .. }) {
+        client.close();
+        return Err(Error::RayletUnavailable(format!("{addr} answered {registered:?} to registration")));
+    }
+    Ok((client, reader))
+}
+
+/// Connects to a worker and starts the reader of its replies, which go to the core
+/// worker `me` as events of `conn`.
+fn open(
+    me: Weak<CoreWorker>,
+    max_frame: usize,
+    conn: ConnId,
+    endpoint: &ares_common::Endpoint,
+) -> std::io::Result<Sender> {
+    let (tx, rx) = Connection::connect(endpoint)?.split::<FromWorker>(max_frame, OUTBOX_LIMIT)?;
+    let on_closed = me.clone();
+    ares_net::spawn_reader::<FromWorker>(
+        "ares-conn-reader",
+        rx,
+        1024,
+        move |batch| match me.upgrade() {
+            Some(cw) => {
+                cw.run(|st, now| st.handle_replies(now, conn, batch));
+                true
+            }
+            None => false,
+        },
+        move |reason| {
+            if let Some(cw) = on_closed.upgrade() {
+                cw.run(|st, now| st.handle_conn_closed(now, conn, &reason));
+            }
+        },
+    )
+    .inspect_err(|_| tx.close())?;
+    Ok(tx)
 }
 
 /// See [`CoreWorker::block`].

@@ -28,6 +28,10 @@ const CALL_IDS: u64 = 1 << 63;
 /// Bytes queued for the raylet before the connection is considered stuck.
 const OUTBOX_LIMIT: usize = 256 << 20;
 
+/// How long a raylet may take to answer a registration: a peer that accepted the
+/// connection but never answers must not hold its caller for ever.
+const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn request_id(msg: &FromRaylet) -> Option<u64> {
     match msg {
         FromRaylet::Registered { .. }
@@ -74,7 +78,10 @@ impl RayletClient {
         let conn = Connection::connect(endpoint).map_err(unavailable)?;
         let (out, mut reader) = conn.split::<FromRaylet>(max_frame, OUTBOX_LIMIT).map_err(unavailable)?;
         out.send(&hello).map_err(unavailable)?;
-        let registered = reader.recv::<FromRaylet>().map_err(unavailable)?;
+        let registered = reader.recv_timeout::<FromRaylet>(REGISTER_TIMEOUT).map_err(|e| {
+            out.close();
+            unavailable(format!("{endpoint} did not answer the registration: {e}"))
+        })?;
         let client = Arc::new(RayletClient {
             out,
             pending: Mutex::new(HashMap::new()),

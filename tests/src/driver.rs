@@ -450,6 +450,36 @@ fn actor_mode(mode: &str) -> anyhow::Result<()> {
     }
 }
 
+/// `silent-node`: joins the cluster at `ARES_ADDRESS`, whose other node (the one with
+/// resource `silent`) has been stopped with SIGSTOP, so that its UDP socket takes
+/// datagrams and never answers. Asks for a task only that node can run (the lease
+/// request is spilled back there, and this process dials it), then runs 50 unrelated
+/// tasks one after another and prints `unrelated done <slowest ms>`. Then waits for the
+/// first task (the test resumes the node on that line) and prints `silent ran <node>`.
+fn silent_node() -> anyhow::Result<()> {
+    ares::init()?;
+    wait_for_nodes(2)?;
+    let here = hex(&ares::node_id()?.0);
+    let silent = ares::remote(square_where).options(ares::TaskOptions::new().resource("silent", 1.0)).call(7, 0);
+    // Time for the request to reach this node's raylet and come back spilled; if it
+    // took longer, the tasks below would just not test the stall.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut slowest = Duration::ZERO;
+    for i in 0..50i64 {
+        let t = std::time::Instant::now();
+        anyhow::ensure!(ares::get(&ares::remote(square).call(i))? == i * i, "task {i} returned a wrong square");
+        slowest = slowest.max(t.elapsed());
+    }
+    eprintln!("unrelated done");
+    println!("unrelated done {:.1}", slowest.as_secs_f64() * 1e3);
+    std::io::stdout().flush()?;
+    let (sq, node) = ares::get(&silent)?;
+    anyhow::ensure!(sq == 49 && node != here, "the silent node's task gave {sq} on {node}");
+    println!("silent ran {node}");
+    ares::shutdown();
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "exit".into());
     if mode == "raw-create" {
@@ -504,6 +534,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "spread" {
         return spread();
+    }
+    if mode == "silent-node" {
+        return silent_node();
     }
     if mode == "infeasible" {
         // Joins the cluster at ARES_ADDRESS and asks for more CPUs than any node has.
