@@ -38,11 +38,12 @@ use rkyv::rancor::{Fallible, Source};
 use rkyv::with::{ArchiveWith, DeserializeWith, SerializeWith};
 use rkyv::{Archive, Place, Serialize};
 
-use crate::core_worker::{ArgSpec, CoreWorker, Home, SpawnSpec};
+use crate::core_worker::{ArgSpec, CoreWorker, SpawnSpec};
 use crate::error::{Error, Result, TaskError};
 use crate::object_ref::ObjectRef;
 use crate::remote::{IntoArg, Keep, PreparedArg};
 use crate::state::ActorSpawn;
+use crate::state::Home;
 
 /// One process's family of handles on an actor: the last drop tells the core worker.
 pub(crate) struct HandleInner {

@@ -32,7 +32,7 @@ use ares_ownership::{Location, Owner, Shared, Status};
 
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
-use crate::state::{ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, StateConfig, Submit, TaskScope};
+use crate::state::{ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, StateConfig, Submit, TaskScope};
 use crate::store_client::{Held, StoreClient, Stored};
 
 /// How `get` watches for a result before blocking.
@@ -153,10 +153,6 @@ pub(crate) struct CoreWorker {
     node_addr: Mutex<Option<std::net::SocketAddr>>,
     me: Weak<CoreWorker>,
 }
-
-/// The node whose actor directory keeps an actor, when it is not this process's own
-/// node: its ID and QUIC address.
-pub(crate) type Home = Option<(ares_common::NodeId, std::net::SocketAddr)>;
 
 /// Settings a core worker needs.
 pub(crate) struct CoreConfig {

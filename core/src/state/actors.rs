@@ -59,7 +59,7 @@ pub(super) struct Caller {
     owned: Option<Owned>,
     /// The node whose directory keeps the actor, if not this process's own (its holds,
     /// lookups and releases go there).
-    home: crate::core_worker::Home,
+    home: Home,
 }
 
 struct Owned {
@@ -199,13 +199,7 @@ impl CoreState {
     /// return before the hold is counted (the task that carried the handle may finish
     /// next and let the sender's hold go), so the driver waits while
     /// [`CoreState::hold_pending`] says so.
-    pub fn borrow_actor(
-        &mut self,
-        id: ActorId,
-        class: Arc<str>,
-        max_task_retries: u32,
-        home: crate::core_worker::Home,
-    ) -> Borrow {
+    pub fn borrow_actor(&mut self, id: ActorId, class: Arc<str>, max_task_retries: u32, home: Home) -> Borrow {
         let need = match self.callers.get_mut(&id) {
             Some(c) if c.registering => return Borrow::Busy,
             Some(c) => {

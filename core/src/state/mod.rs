@@ -56,6 +56,10 @@ pub const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 /// requests spilled to it wait this long, until the cluster view says it is dead.
 pub const UNREACHABLE_HOLD: Duration = Duration::from_millis(500);
 
+/// The node whose actor directory keeps an actor, when it is not this process's own
+/// node: its ID and QUIC address.
+pub type Home = Option<(NodeId, std::net::SocketAddr)>;
+
 /// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
 pub type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
 
