@@ -35,7 +35,7 @@ mod runtime;
 /// The core worker's sans-IO state machine, public for the deterministic simulation
 /// (`ares-sim`); not a stable API.
 #[doc(hidden)]
-pub mod state;
+pub use ares_core_proto as state;
 mod store_client;
 mod worker;
 

@@ -13,20 +13,14 @@
 //! **Must not:** put policy inside IO code, or know what tasks compute.
 #![warn(missing_docs)]
 
-pub mod actors;
-pub mod cluster;
-pub mod kv;
 pub mod membership;
-pub mod node;
 mod object_manager;
-pub mod owners;
-pub mod policy;
-pub mod pulls;
 pub mod server;
-pub mod space;
 mod spawner;
-pub mod spillback;
 pub mod tool_client;
+
+// The decisions, in their own crate without IO.
+pub use ares_raylet_proto::{actors, cluster, kv, node, owners, policy, pulls, space, spillback};
 
 pub use membership::Role;
 pub use server::{Raylet, RayletConfig, raise_fd_limit};

@@ -29,15 +29,15 @@ pub mod program;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use ares::state::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
 use ares_common::codec::{Bytes, Value};
 use ares_common::det::{DetMap, DetSet};
 use ares_common::frame::FrameReader;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
+use ares_core_proto::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
 use ares_object_store::{ClientId, Pin, SpillPolicy};
 use ares_ownership::{Location, Status};
-use ares_raylet::node::{Node, NodeConfig, Output};
+use ares_raylet_proto::node::{Node, NodeConfig, Output};
 
 /// A small, fast, seeded generator (splitmix64): the sim's only source of randomness.
 #[derive(Clone, Debug)]

@@ -1,9 +1,14 @@
 //! The core worker as a state machine: what every Ares process (driver or worker) does
-//! to own objects and submit tasks, with no IO.
+//! to own objects and submit tasks, with no IO. The `ares` crate's core worker drives it
+//! for real processes, the `ares-sim` harness for simulated ones.
+//!
+//! **Must not:** do IO, read the clock, spawn threads, or depend on an async runtime, a
+//! network crate or a data library (`cargo tree -p ares-core-proto` shows no tokio,
+//! quinn, rustls, polars or pyo3; CI checks it).
 //!
 //! In the manner of quinn-proto's `Connection`: events come in through `handle_*` methods
 //! with the time passed in (`now`), and what must happen goes out as [`Effect`]s that the
-//! driver (`crate::core_worker`) takes with [`CoreState::poll`] and carries out: send these
+//! driver (the `ares` crate's `core_worker`) takes with [`CoreState::poll`] and carries out: send these
 //! frames on that connection, open a connection, ask the raylet for a lease, free these
 //! objects, merge a gathered argument. This module reads no clock, spawns no thread, does
 //! no IO and iterates its maps in a fixed order, so the same events always give the same
@@ -1671,7 +1676,7 @@ fn args_node(table: &Values<'_>, here: NodeId, t: &Task) -> Option<NodeId> {
         Some(Status::Ready(Location::Stored(s))) => Some((s.primary, s.len)),
         _ => None,
     });
-    ares_raylet::spillback::preferred_node(stored).filter(|n| *n != here)
+    ares_raylet_proto::spillback::preferred_node(stored).filter(|n| *n != here)
 }
 
 /// Why a queued task cannot be pushed.

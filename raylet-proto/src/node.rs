@@ -1,6 +1,6 @@
 //! One node's raylet decisions as a state machine: it takes clients' messages and the
 //! spill thread's and spawner's reports, and queues [`Output`]s for its driver
-//! ([`crate::server`] for a real node, the `ares-sim` harness for simulated ones).
+//! (`ares_raylet::server` for a real node, the `ares-sim` harness for simulated ones).
 //!
 //! It glues the pure parts together: the lease [`LeasePolicy`], the [`ActorDirectory`],
 //! the store's [`StoreIndex`] and the [`OwnerDirectory`]. It does no IO, reads no

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ares_common::{NodeId, ResourceSet, Strategy};
-use ares_raylet::spillback::{Decision, NodeView, Params, decide};
+use ares_raylet_proto::spillback::{Decision, NodeView, Params, decide};
 
 /// Node names map to IDs that sort like the names.
 fn node(name: &str) -> NodeId {
@@ -139,7 +139,7 @@ fn every_table_driven_case_gives_its_decision() {
 
 #[test]
 fn locality_prefers_the_node_with_most_argument_bytes() {
-    use ares_raylet::spillback::preferred_node;
+    use ares_raylet_proto::spillback::preferred_node;
     assert_eq!(preferred_node([]), None);
     let (a, b) = (node("a"), node("b"));
     assert_eq!(preferred_node([(a, 10), (b, 6), (b, 6)]), Some(b));

@@ -8,7 +8,7 @@
 //! worker, constructs the actor there, and, when the process dies, asks the node's actor
 //! directory whether to restart it. A borrower finds the worker through the directory.
 //! The directory, not this process, decides when the actor dies (see
-//! `ares_raylet::actors`); this side reports holds and follows its decisions.
+//! `ares_raylet_proto::actors`); this side reports holds and follows its decisions.
 //!
 //! ```text
 //!  owner:    create_actor ─▶ RequestLease(dedicated) ─grant─▶ Connect ─connected─▶ push ActorCreate

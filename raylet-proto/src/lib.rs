@@ -1,0 +1,28 @@
+//! The node daemon's state machines, sans IO (as `quinn-proto` is under `quinn`): what a
+//! raylet decides, driven by the `ares-raylet` daemon for real nodes and by the
+//! `ares-sim` harness for simulated ones.
+//!
+//! - [`policy`]: this node's leases (which queued request gets a worker);
+//! - [`spillback`]: which node of the cluster a request should go to;
+//! - [`actors`]: the actor directory; [`owners`]: which owners' objects this node holds;
+//! - [`pulls`]: copies of objects being fetched from other nodes;
+//! - [`cluster`], [`kv`]: the head's directory of nodes, jobs and named actors, and its
+//!   key-value store;
+//! - [`space`]: waits for room in the store;
+//! - [`node`]: glues them with the store index into one machine that takes messages
+//!   and hands back what to send.
+//!
+//! **Must not:** do IO, read the clock (time comes in with each event), spawn threads,
+//! or depend on an async runtime or a network crate (`cargo tree -p ares-raylet-proto`
+//! shows no tokio, quinn or rustls; CI checks it).
+#![warn(missing_docs)]
+
+pub mod actors;
+pub mod cluster;
+pub mod kv;
+pub mod node;
+pub mod owners;
+pub mod policy;
+pub mod pulls;
+pub mod space;
+pub mod spillback;
