@@ -354,7 +354,7 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
     };
     let conn = Connection::connect_quic(addr, &token).map_err(|e| anyhow!("reaching the head at {addr}: {e}"))?;
     let (tx, mut rx) = conn.split::<FromHead>(16 << 20, 1 << 20)?;
-    tx.send(&ToHead::GetStatus { request_id: 1 })?;
+    tx.send(&ToHead::GetStatus { request_id: ares_common::RequestId(1) })?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match rx.recv_timeout::<FromHead>(deadline.saturating_duration_since(Instant::now())) {

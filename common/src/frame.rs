@@ -285,6 +285,7 @@ impl<R: Read> Buffered<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RequestId;
     use crate::wire::ToRaylet;
 
     /// A header announcing `len` bytes of message type `kind`.
@@ -346,12 +347,15 @@ mod tests {
             matches!(r.read::<ToRaylet>(), Err(FrameError::Malformed { reason, .. }) if reason.contains("ToRaylet has no message type 999"))
         );
         // A sender cannot send a control message over its bound.
-        let huge = ToRaylet::LookupActor { request_id: 1, by: crate::wire::ActorKey::Name("n".repeat(CONTROL_FRAME)) };
+        let huge = ToRaylet::LookupActor {
+            request_id: RequestId(1),
+            by: crate::wire::ActorKey::Name("n".repeat(CONTROL_FRAME)),
+        };
         let e = write_msg(&mut Vec::new(), &huge).unwrap_err();
         assert!(e.to_string().contains("ToRaylet::LookupActor message of"), "{e}");
         // A payload of another type than its header says is malformed.
         let mut bytes = Vec::new();
-        write_frame(&mut bytes, pin, &encode(&ToRaylet::GetStats { request_id: 1 })).unwrap();
+        write_frame(&mut bytes, pin, &encode(&ToRaylet::GetStats { request_id: RequestId(1) })).unwrap();
         let mut r = FrameReader::new(io::Cursor::new(bytes), 64 << 20);
         assert!(
             matches!(r.read::<ToRaylet>(), Err(FrameError::Malformed { reason, .. }) if reason.contains("header says"))
@@ -366,7 +370,7 @@ mod tests {
         ] {
             assert!(n > 5, "{family} lists its types");
         }
-        assert_eq!(ToRaylet::GetStats { request_id: 0 }.kind(), kind_of("GetStats"));
+        assert_eq!(ToRaylet::GetStats { request_id: RequestId(0) }.kind(), kind_of("GetStats"));
         assert_eq!(ToRaylet::TaskUnblocked.kind(), kind_of("TaskUnblocked"));
     }
 
@@ -374,18 +378,20 @@ mod tests {
     fn the_read_buffer_grows_only_while_reads_fill_it() {
         // One small frame: one page of buffer.
         let mut one = Vec::new();
-        write_msg(&mut one, &ToRaylet::GetStats { request_id: 1 }).unwrap();
+        write_msg(&mut one, &ToRaylet::GetStats { request_id: RequestId(1) }).unwrap();
         let mut r = FrameReader::new(io::Cursor::new(one), 1024);
         assert!(r.read::<ToRaylet>().is_ok());
         assert_eq!(r.inner.buf.len(), FIRST_READ_BUFFER);
         // A stream of them: the buffer doubles up to its bound, and every frame arrives.
         let mut many = Vec::new();
         for i in 0..100_000 {
-            write_msg(&mut many, &ToRaylet::GetStats { request_id: i }).unwrap();
+            write_msg(&mut many, &ToRaylet::GetStats { request_id: RequestId(i) }).unwrap();
         }
         let mut r = FrameReader::new(io::Cursor::new(many), 1024);
         for i in 0..100_000 {
-            assert!(matches!(r.read::<ToRaylet>(), Ok(ToRaylet::GetStats { request_id }) if request_id == i));
+            assert!(
+                matches!(r.read::<ToRaylet>(), Ok(ToRaylet::GetStats { request_id }) if request_id == RequestId(i))
+            );
         }
         assert_eq!(r.inner.buf.len(), MAX_READ_BUFFER);
         assert!(matches!(r.read::<ToRaylet>(), Err(FrameError::Closed)));
@@ -409,11 +415,11 @@ mod tests {
     #[test]
     fn round_trip() {
         let mut bytes = Vec::new();
-        write_msg(&mut bytes, &ToRaylet::GetStats { request_id: 9 }).unwrap();
+        write_msg(&mut bytes, &ToRaylet::GetStats { request_id: RequestId(9) }).unwrap();
         write_msg(&mut bytes, &ToRaylet::ReturnLease { lease_id: crate::LeaseId(3), worker_broken: false }).unwrap();
         let got = read_all(bytes, 1024);
         assert_eq!(got.len(), 2);
-        assert!(matches!(got[0], Ok(ToRaylet::GetStats { request_id: 9 })));
+        assert!(matches!(got[0], Ok(ToRaylet::GetStats { request_id: RequestId(9) })));
     }
 
     #[test]

@@ -175,6 +175,39 @@ impl fmt::Display for ObjectId {
 #[rkyv(derive(Hash, PartialEq, Eq, Debug))]
 pub struct LeaseId(pub u64);
 
+/// Names one request and its answer on a connection: a client's to its raylet (or to
+/// another node's), a raylet's to the head. Each sender numbers its own. In a core
+/// worker two kinds share one raylet connection: its state machine's requests (lease
+/// requests, actor calls; answers handled as events) number from 1, the raylet
+/// client's blocking calls from [`RequestId::FIRST_CALL`] (answers handed to the
+/// waiting caller), so the two never meet.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[rkyv(derive(Hash, PartialEq, Eq, Debug))]
+pub struct RequestId(pub u64);
+
+impl RequestId {
+    /// The first ID of a core worker's blocking calls (see above).
+    pub const FIRST_CALL: RequestId = RequestId(1 << 63);
+
+    /// The ID after this one.
+    pub fn next(self) -> RequestId {
+        RequestId(self.0.wrapping_add(1))
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request {}", self.0)
+    }
+}
+
+/// Identifies one connection to a raylet (a client of the node: a worker, a driver, an
+/// owner on another node, a tool), numbered by the raylet as they connect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub u64);
+
 #[cfg(test)]
 mod tests {
     use super::*;

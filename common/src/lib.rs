@@ -28,7 +28,7 @@ pub mod wire;
 pub use address::{Address, Endpoint};
 pub use config::{Config, ConfigError, WorkerCommand};
 pub use error::{FrameError, TaskError, Unrecoverable};
-pub use ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
+pub use ids::{ActorId, ClientId, LeaseId, NodeId, ObjectId, RequestId, TaskId, WorkerId};
 pub use resources::ResourceSet;
 pub use strategy::Strategy;
 

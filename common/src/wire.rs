@@ -7,7 +7,7 @@
 use crate::address::Endpoint;
 use crate::error::TaskError;
 use crate::frame::{Bound, Message};
-use crate::ids::{ActorId, LeaseId, NodeId, ObjectId, TaskId, WorkerId};
+use crate::ids::{ActorId, LeaseId, NodeId, ObjectId, RequestId, TaskId, WorkerId};
 use crate::resources::ResourceSet;
 
 /// A client's request to its raylet.
@@ -35,7 +35,7 @@ pub enum ToRaylet {
     /// Asks for a worker lease for one resource shape.
     RequestLease {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// Resources the leased worker holds while leased.
         shape: ResourceSet,
         /// The worker will host an actor: it leaves the task pool for good, so the pool
@@ -50,7 +50,7 @@ pub enum ToRaylet {
     /// Withdraws lease requests that are no longer needed.
     CancelLeaseRequests {
         /// The requests to withdraw; unknown or already granted ones are ignored.
-        request_ids: Vec<u64>,
+        request_ids: Vec<RequestId>,
     },
     /// Gives a lease back.
     ReturnLease {
@@ -62,7 +62,7 @@ pub enum ToRaylet {
     /// Allocates space for an object in the node's shared-memory pool.
     CreateObject {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The object.
         object_id: ObjectId,
         /// Exact size in bytes.
@@ -73,7 +73,7 @@ pub enum ToRaylet {
     /// Pins an object for reading, restoring it from disk first if it was spilled.
     PinObject {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The object.
         object_id: ObjectId,
     },
@@ -82,7 +82,7 @@ pub enum ToRaylet {
     /// `Pulled` once it can be pinned here; concurrent requests share one pull.
     PullObject {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The object.
         object_id: ObjectId,
         /// Nodes holding a copy, in the order to try them.
@@ -99,7 +99,7 @@ pub enum ToRaylet {
     /// the creator reports the object to its owner only once the store knows it.
     SealObject {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The object.
         object_id: ObjectId,
     },
@@ -116,17 +116,17 @@ pub enum ToRaylet {
     /// Asks for the node's statistics.
     GetStats {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
     },
     /// Asks for the cluster's nodes as this node last heard of them.
     GetNodes {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
     },
     /// An operation on the cluster's key-value store (answered with `Kv`).
     Kv {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// What to do.
         op: KvOp,
     },
@@ -134,7 +134,7 @@ pub enum ToRaylet {
     /// `ActorReply`). The sender holds it until `ReleaseActorHold`.
     RegisterActor {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor.
         actor_id: ActorId,
         /// Its Rust type.
@@ -173,14 +173,14 @@ pub enum ToRaylet {
     /// `ActorReply`: no error means restart).
     ActorWorkerLost {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor.
         actor_id: ActorId,
     },
     /// The sender now holds handles to the actor (answered with `ActorReply`).
     AddActorHold {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor.
         actor_id: ActorId,
     },
@@ -192,7 +192,7 @@ pub enum ToRaylet {
     /// Kills the actor for good (answered with `ActorReply`).
     KillActor {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor.
         actor_id: ActorId,
     },
@@ -200,7 +200,7 @@ pub enum ToRaylet {
     /// or `ActorReply` with the error if it is dead or unknown.
     LookupActor {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// Which actor.
         by: ActorKey,
     },
@@ -244,7 +244,7 @@ pub enum PeerMsg {
     /// `BorrowersAdded`.
     AddBorrower {
         /// Correlates the answer.
-        request: u64,
+        request: RequestId,
         /// The objects.
         objects: Vec<ObjectId>,
         /// The borrowing core worker.
@@ -254,7 +254,7 @@ pub enum PeerMsg {
     /// never its own); the others are now held for the borrower.
     BorrowersAdded {
         /// The request answered.
-        request: u64,
+        request: RequestId,
         /// Objects not held.
         missing: Vec<ObjectId>,
     },
@@ -431,7 +431,7 @@ pub enum FromRaylet {
     /// A lease was granted.
     LeaseGranted {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The lease.
         lease_id: LeaseId,
         /// The leased worker.
@@ -443,7 +443,7 @@ pub enum FromRaylet {
     /// strategy names another node.
     LeaseSpillback {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The node to ask.
         node: NodeId,
         /// Where it serves its clients (QUIC).
@@ -452,28 +452,28 @@ pub enum FromRaylet {
     /// A lease request can never be granted.
     LeaseInfeasible {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Always [`TaskError::Infeasible`].
         error: TaskError,
     },
     /// Space was allocated.
     ObjectCreated {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Offset of the object in the pool.
         offset: u64,
     },
     /// Space could not be allocated.
     CreateFailed {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Why (for example [`TaskError::ObjectStoreFull`]).
         error: TaskError,
     },
     /// The object is pinned for the requester and in memory.
     Pinned {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Its offset in the pool.
         offset: u64,
         /// Its size.
@@ -482,7 +482,7 @@ pub enum FromRaylet {
     /// The object could not be pinned.
     PinFailed {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Why.
         error: TaskError,
     },
@@ -494,21 +494,21 @@ pub enum FromRaylet {
     /// The seal was processed.
     Sealed {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Why the seal was rejected, if it was.
         error: Option<String>,
     },
     /// Answer to an actor request: `None` is success.
     ActorReply {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Why it failed.
         error: Option<TaskError>,
     },
     /// Answer to `LookupActor`.
     ActorFound {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor.
         info: ActorInfo,
     },
@@ -516,21 +516,21 @@ pub enum FromRaylet {
     /// node: ask that node's raylet (its lookups, holds and kills go there).
     ActorElsewhere {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor and its node.
         actor: NamedActor,
     },
     /// Answer to `PullObject`: `None` when the object is now in this node's store.
     Pulled {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// Why no copy could be made (every source tried).
         error: Option<TaskError>,
     },
     /// Answer to `Kv`: the value read, replaced or removed, or why the store refused.
     Kv {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The value (a get), or the one a put replaced or a delete removed.
         value: Option<Vec<u8>>,
         /// Why the operation was refused.
@@ -552,7 +552,7 @@ pub enum FromRaylet {
     /// node on a node that is not part of a cluster.
     Nodes {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The nodes.
         nodes: Vec<NodeSummary>,
     },
@@ -572,7 +572,7 @@ pub enum FromRaylet {
     /// Node statistics.
     Stats {
         /// The request answered.
-        request_id: u64,
+        request_id: RequestId,
         /// The figures.
         stats: NodeStats,
     },
@@ -882,12 +882,12 @@ pub enum ToHead {
     /// Asks for the cluster's state (`ares status`).
     GetStatus {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
     },
     /// An operation on the cluster's key-value store, for a client of the sending node.
     Kv {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// What to do.
         op: KvOp,
     },
@@ -907,7 +907,7 @@ pub enum ToHead {
     /// in the cluster); answered with `ActorName`.
     ReserveActorName {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The name.
         name: String,
         /// The actor (its `node` is the sender's; `addr` is ignored).
@@ -934,7 +934,7 @@ pub enum ToHead {
     /// Finds the actor named `name`; answered with `ActorName`.
     LookupActorName {
         /// Correlates the answer.
-        request_id: u64,
+        request_id: RequestId,
         /// The name.
         name: String,
     },
@@ -960,7 +960,7 @@ pub enum FromHead {
     /// Answers `GetStatus`.
     Status {
         /// The request.
-        request_id: u64,
+        request_id: RequestId,
         /// Every node the head knows, dead ones included.
         nodes: Vec<NodeSummary>,
         /// How long a node may be silent before it is declared dead, in ms.
@@ -973,7 +973,7 @@ pub enum FromHead {
     /// Answers `Kv`.
     Kv {
         /// The request.
-        request_id: u64,
+        request_id: RequestId,
         /// The value (a get), or the one a put replaced or a delete removed.
         value: Option<Vec<u8>>,
         /// Why the operation was refused.
@@ -983,7 +983,7 @@ pub enum FromHead {
     /// (`actor`, or `error`: no live actor has that name).
     ActorName {
         /// The request.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor found.
         actor: Option<NamedActor>,
         /// Why it was refused.

@@ -10,6 +10,7 @@
 //! as a test failure here: `ARES_FUZZ_WRITE_CORPUS=1 cargo test -p ares-common --test
 //! fuzz_decoders` rewrites them.
 
+use ares_common::RequestId;
 use std::io::Cursor;
 
 use ares_common::codec::Value;
@@ -101,7 +102,13 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
             .unwrap()
             .to_vec(),
         ),
-        ("to_raylet_cancel", ToRaylet::CancelLeaseRequests { request_ids: vec![1, 2, 3] }.encode().unwrap().to_vec()),
+        (
+            "to_raylet_cancel",
+            ToRaylet::CancelLeaseRequests { request_ids: vec![RequestId(1), RequestId(2), RequestId(3)] }
+                .encode()
+                .unwrap()
+                .to_vec(),
+        ),
         ("to_worker_push", ToWorker::Push(spec).encode().unwrap().to_vec()),
         (
             "from_worker_inline",
@@ -149,7 +156,7 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "from_raylet_actor_elsewhere",
-            FromRaylet::ActorElsewhere { request_id: 3, actor: named.clone() }.encode().unwrap().to_vec(),
+            FromRaylet::ActorElsewhere { request_id: RequestId(3), actor: named.clone() }.encode().unwrap().to_vec(),
         ),
         (
             "from_raylet_shutting_down",
@@ -171,7 +178,7 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("to_head_heartbeat", ToHead::Heartbeat { load }.encode().unwrap().to_vec()),
         (
             "to_head_reserve_name",
-            ToHead::ReserveActorName { request_id: 4, name: "keeper".into(), actor: named.clone() }
+            ToHead::ReserveActorName { request_id: RequestId(4), name: "keeper".into(), actor: named.clone() }
                 .encode()
                 .unwrap()
                 .to_vec(),
@@ -180,14 +187,21 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("from_head_view", FromHead::View { nodes: vec![summary] }.encode().unwrap().to_vec()),
         (
             "from_head_actor_name",
-            FromHead::ActorName { request_id: 4, actor: Some(named), error: None }.encode().unwrap().to_vec(),
+            FromHead::ActorName { request_id: RequestId(4), actor: Some(named), error: None }
+                .encode()
+                .unwrap()
+                .to_vec(),
         ),
         ("from_head_restart", FromHead::RestartActor { actor: Box::new(detached) }.encode().unwrap().to_vec()),
         (
             "to_raylet_relay_add_borrower",
             ToRaylet::Relay {
                 to: WorkerId([4; 16]),
-                msg: PeerMsg::AddBorrower { request: 5, objects: vec![object, object], borrower: WorkerId([6; 16]) },
+                msg: PeerMsg::AddBorrower {
+                    request: RequestId(5),
+                    objects: vec![object, object],
+                    borrower: WorkerId([6; 16]),
+                },
             }
             .encode()
             .unwrap()

@@ -66,7 +66,7 @@ struct Owned {
     create_tid: TaskId,
     /// For a detached actor, the resources it holds (reported with its construction).
     detached_shape: Option<ResourceSet>,
-    request: Option<u64>,
+    request: Option<RequestId>,
     /// The directory is deciding whether to restart the actor.
     deciding: bool,
 }
@@ -242,7 +242,7 @@ impl CoreState {
         let lost: Vec<ActorId> =
             self.callers.iter().filter(|(_, c)| c.home.is_some_and(|(n, _)| n == node)).map(|(a, _)| *a).collect();
         for a in lost {
-            let waiting: Vec<u64> = self
+            let waiting: Vec<RequestId> = self
                 .requests
                 .iter()
                 .filter(|(_, r)| matches!(r, Request::AddHold(x) | Request::Lookup(x) if *x == a))
@@ -563,7 +563,7 @@ impl CoreState {
                         return;
                     };
                     let request_id = self.next_request;
-                    self.next_request += 1;
+                    self.next_request = self.next_request.next();
                     let shape = create.shape.clone();
                     o.request = Some(request_id);
                     self.requests.insert(request_id, Request::ActorLease(a));
@@ -638,7 +638,7 @@ impl CoreState {
         // The daemon said why it went, if it could.
         let goodbye = self.raylet_goodbye.take();
         let reason = goodbye.as_deref().unwrap_or(reason);
-        let requests: Vec<(u64, Request)> = self.requests.drain().collect();
+        let requests: Vec<(RequestId, Request)> = self.requests.drain().collect();
         for (_, r) in requests {
             match r {
                 Request::AddHold(a) => self.on_hold_added(a, Some(died(a, "?", "lost the connection to the raylet"))),

@@ -36,6 +36,7 @@ mod tests;
 
 pub use actors::{ActorSpawn, Borrow};
 
+use ares_common::RequestId;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -242,7 +243,7 @@ fn returns_of(tid: TaskId, n: u32) -> impl Iterator<Item = ObjectId> {
 struct ShapeState {
     queue: VecDeque<TaskId>,
     leases: Vec<ConnId>,
-    requests: Vec<u64>,
+    requests: Vec<RequestId>,
 }
 
 enum Role {
@@ -319,7 +320,7 @@ pub struct CoreState {
     /// node).
     backoff: DetMap<SchedKey, Instant>,
     conns: DetMap<ConnId, Conn>,
-    requests: DetMap<u64, Request>,
+    requests: DetMap<RequestId, Request>,
     /// Actors this process calls (owned or borrowed).
     callers: DetMap<ActorId, actors::Caller>,
     /// Refs this process holds to objects other processes own.
@@ -327,7 +328,7 @@ pub struct CoreState {
     /// Borrowed objects whose location was asked of their owners.
     lookups: DetMap<ObjectId, borrow::Lookup>,
     /// Borrower registrations sent and not yet answered, by request ID.
-    registrations: DetMap<u64, (Owner, Vec<ObjectId>)>,
+    registrations: DetMap<RequestId, (Owner, Vec<ObjectId>)>,
     /// Borrowed refs held by the values of owned objects, by object (released when its
     /// value is freed).
     contained_borrowed: DetMap<ObjectId, Vec<ObjectId>>,
@@ -352,7 +353,7 @@ pub struct CoreState {
     /// What the kept specs count against `max_lineage_bytes`.
     lineage_bytes: u64,
     next_conn: u64,
-    next_request: u64,
+    next_request: RequestId,
     /// Moving average of the time a worker spends per task, in seconds.
     avg_task_secs: Option<f64>,
     /// Why the state stopped (shutdown, or the raylet is gone): every pending and later
@@ -394,7 +395,7 @@ impl CoreState {
             lineage_order: VecDeque::new(),
             lineage_bytes: 0,
             next_conn: 1,
-            next_request: 1,
+            next_request: RequestId(1),
             avg_task_secs: None,
             stopped: None,
             effects: VecDeque::new(),
@@ -480,9 +481,9 @@ impl CoreState {
         scope.unwrap_or(&mut self.root).next_put()
     }
 
-    fn request_id(&mut self) -> u64 {
+    fn request_id(&mut self) -> RequestId {
         let id = self.next_request;
-        self.next_request += 1;
+        self.next_request = self.next_request.next();
         id
     }
 
@@ -991,7 +992,7 @@ impl CoreState {
         };
         while st.requests.len() < want {
             let request_id = self.next_request;
-            self.next_request += 1;
+            self.next_request = self.next_request.next();
             st.requests.push(request_id);
             self.requests.insert(request_id, Request::Lease(shape.clone(), to.map(|(n, _)| n)));
             let msg = ToRaylet::RequestLease {
@@ -1040,7 +1041,7 @@ impl CoreState {
         self.unreachable.insert(node, now);
         self.actor_home_lost(node, reason);
         self.owner_node_gone(node, reason);
-        let lost: Vec<(u64, SchedKey)> = self
+        let lost: Vec<(RequestId, SchedKey)> = self
             .requests
             .iter()
             .filter_map(|(id, r)| match r {
@@ -1189,7 +1190,7 @@ impl CoreState {
     fn on_lease_granted(
         &mut self,
         now: Instant,
-        request_id: u64,
+        request_id: RequestId,
         shape: &SchedKey,
         node: Option<NodeId>,
         lease_id: LeaseId,
@@ -1598,7 +1599,7 @@ impl CoreState {
         // Withdraw waiting lease requests before the leases go back: a request granted
         // after this process left would cost its raylet the worker (reaped as possibly
         // still running our work).
-        let mut waiting: Vec<(Option<NodeId>, Vec<u64>)> = Vec::new();
+        let mut waiting: Vec<(Option<NodeId>, Vec<RequestId>)> = Vec::new();
         for (id, r) in self.requests.iter() {
             let node = match r {
                 Request::Lease(_, node) => *node,

@@ -51,7 +51,7 @@ fn pushes(bytes: &[u8]) -> Vec<TaskSpec> {
     std::iter::from_fn(|| r.read::<ToWorker>().ok()).map(|ToWorker::Push(spec)| spec).collect()
 }
 
-fn lease_requests(effects: &[Effect]) -> Vec<u64> {
+fn lease_requests(effects: &[Effect]) -> Vec<RequestId> {
     effects
         .iter()
         .filter_map(|e| match e {
@@ -61,7 +61,7 @@ fn lease_requests(effects: &[Effect]) -> Vec<u64> {
         .collect()
 }
 
-fn grant(st: &mut CoreState, now: Instant, request_id: u64, lease: u64) -> ConnId {
+fn grant(st: &mut CoreState, now: Instant, request_id: RequestId, lease: u64) -> ConnId {
     let worker_addr = Endpoint::Unix(format!("worker-{lease}"));
     let msg =
         FromRaylet::LeaseGranted { request_id, lease_id: LeaseId(lease), worker_id: WorkerId([9; 16]), worker_addr };
@@ -419,7 +419,7 @@ fn stop_fails_everything_and_returns_the_leases() {
     assert!(matches!(st.status(r), Some(Status::Failed(e)) if matches!(**e, TaskError::RuntimeShutdown)));
 }
 
-fn spawn(st: &mut CoreState, t0: Instant, actor: ActorId) -> (TaskId, u64) {
+fn spawn(st: &mut CoreState, t0: Instant, actor: ActorId) -> (TaskId, RequestId) {
     let create = st.next_task_id(None);
     let spawn = ActorSpawn {
         ctor: "Counter::new",
@@ -710,9 +710,12 @@ fn an_owner_answers_a_borrower_when_the_value_is_ready_and_keeps_it_while_borrow
     // Asked while pending: answered once the task reports.
     st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: PeerMsg::GetLocation { object: rid } });
     assert!(relays(&effects(&mut st)).is_empty());
-    let req = PeerMsg::AddBorrower { request: 9, objects: vec![rid], borrower };
+    let req = PeerMsg::AddBorrower { request: RequestId(9), objects: vec![rid], borrower };
     st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: req });
-    assert_eq!(relays(&effects(&mut st)), vec![(borrower, PeerMsg::BorrowersAdded { request: 9, missing: vec![] })]);
+    assert_eq!(
+        relays(&effects(&mut st)),
+        vec![(borrower, PeerMsg::BorrowersAdded { request: RequestId(9), missing: vec![] })]
+    );
     st.handle_replies(t0, conn, vec![done(pushed[0].task_id, 42)]);
     let answered = relays(&effects(&mut st));
     assert!(
@@ -726,13 +729,13 @@ fn an_owner_answers_a_borrower_when_the_value_is_ready_and_keeps_it_while_borrow
     assert!(st.status(rid).is_none(), "a dead borrower holds nothing");
     // An object the owner no longer has is reported missing, and unknown to a reader.
     st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: PeerMsg::GetLocation { object: rid } });
-    let req = PeerMsg::AddBorrower { request: 10, objects: vec![rid], borrower };
+    let req = PeerMsg::AddBorrower { request: RequestId(10), objects: vec![rid], borrower };
     st.handle_raylet(t0, FromRaylet::Relayed { from: borrower, msg: req });
     assert_eq!(
         relays(&effects(&mut st)),
         vec![
             (borrower, PeerMsg::Location { object: rid, location: PeerLocation::Unknown }),
-            (borrower, PeerMsg::BorrowersAdded { request: 10, missing: vec![rid] }),
+            (borrower, PeerMsg::BorrowersAdded { request: RequestId(10), missing: vec![rid] }),
         ]
     );
 }

@@ -396,7 +396,7 @@ impl CoreWorker {
     }
 
     /// A blocking request to the actor directory of `home` (`None`: this node's).
-    fn dir_call(&self, home: Home, make: impl FnOnce(u64) -> ToRaylet) -> Result<FromRaylet> {
+    fn dir_call(&self, home: Home, make: impl FnOnce(ares_common::RequestId) -> ToRaylet) -> Result<FromRaylet> {
         match home {
             Some((node, addr)) if node != self.node() => self.node_client(node, addr)?.call(make),
             _ => self.raylet.call(make),

@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use ares_common::Endpoint;
 use ares_common::error::FrameError;
 use ares_common::wire::{FromRaylet, ToRaylet};
+use ares_common::{Endpoint, RequestId};
 use ares_net::{Connection, Receiver, Sender};
 use hashbrown::HashMap;
 
@@ -15,15 +15,13 @@ use crate::error::{Error, Result};
 
 pub(crate) struct RayletClient {
     out: Sender,
-    pending: Mutex<HashMap<u64, mpsc::SyncSender<FromRaylet>>>,
+    pending: Mutex<HashMap<RequestId, mpsc::SyncSender<FromRaylet>>>,
+    /// The next blocking call's request ID: from [`RequestId::FIRST_CALL`] up, where the
+    /// core worker's state numbers its own requests (answers go to `on_event`) from 1.
     next_id: AtomicU64,
     /// Set (before `pending` is emptied) once the reader has stopped: no answer will come.
     closed: AtomicBool,
 }
-
-/// Request IDs of blocking calls start here; the core worker's state numbers its own
-/// requests (whose answers go to `on_event`) from 1, so the two never meet.
-const CALL_IDS: u64 = 1 << 63;
 
 /// Bytes queued for the raylet before the connection is considered stuck.
 const OUTBOX_LIMIT: usize = 256 << 20;
@@ -32,7 +30,7 @@ const OUTBOX_LIMIT: usize = 256 << 20;
 /// connection but never answers must not hold its caller for ever.
 const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn request_id(msg: &FromRaylet) -> Option<u64> {
+fn request_id(msg: &FromRaylet) -> Option<RequestId> {
     match msg {
         FromRaylet::Registered { .. }
         | FromRaylet::ObjectsSpilled { .. }
@@ -85,7 +83,7 @@ impl RayletClient {
         let client = Arc::new(RayletClient {
             out,
             pending: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(CALL_IDS),
+            next_id: AtomicU64::new(RequestId::FIRST_CALL.0),
             closed: AtomicBool::new(false),
         });
         Ok((client, registered, reader))
@@ -144,8 +142,8 @@ impl RayletClient {
     }
 
     /// Sends the request built by `make` and waits for its answer.
-    pub(crate) fn call(&self, make: impl FnOnce(u64) -> ToRaylet) -> Result<FromRaylet> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn call(&self, make: impl FnOnce(RequestId) -> ToRaylet) -> Result<FromRaylet> {
+        let id = RequestId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = mpsc::sync_channel(1);
         self.pending.lock().unwrap().insert(id, tx);
         if self.closed.load(Ordering::SeqCst) {

@@ -494,7 +494,7 @@ mod tests {
             move |batch| {
                 for m in batch {
                     if let ToRaylet::GetStats { request_id } = m {
-                        s.lock().unwrap().push(request_id);
+                        s.lock().unwrap().push(request_id.0);
                     }
                 }
                 true
@@ -503,7 +503,7 @@ mod tests {
         )
         .unwrap();
         for i in 0..100 {
-            tx.send(&ToRaylet::GetStats { request_id: i }).unwrap();
+            tx.send(&ToRaylet::GetStats { request_id: ares_common::RequestId(i) }).unwrap();
         }
         tx.close();
         let reason = done_rx.recv().unwrap();
@@ -518,7 +518,7 @@ mod tests {
         let (tx_b, rx_b) = b.split::<ToRaylet>(1 << 20, 1 << 20).unwrap();
         assert!(!tx.peer_closed());
         // Unread data from the peer is not an end.
-        tx_b.send(&ToRaylet::GetStats { request_id: 1 }).unwrap();
+        tx_b.send(&ToRaylet::GetStats { request_id: ares_common::RequestId(1) }).unwrap();
         assert!(!tx.peer_closed());
         drop((tx_b, rx_b));
         assert!(tx.peer_closed());

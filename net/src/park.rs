@@ -169,10 +169,10 @@ mod tests {
         assert_eq!(parker.parked(), 50);
         // Nothing is readable yet: nothing comes back.
         assert!(rx.try_recv().is_err());
-        peers[7].0.send(&ToRaylet::GetStats { request_id: 7 }).unwrap();
+        peers[7].0.send(&ToRaylet::GetStats { request_id: ares_common::RequestId(7) }).unwrap();
         let (i, mut r) = rx.recv().unwrap();
         assert_eq!(i, 7);
-        assert!(matches!(r.recv::<ToRaylet>(), Ok(ToRaylet::GetStats { request_id: 7 })));
+        assert!(matches!(r.recv::<ToRaylet>(), Ok(ToRaylet::GetStats { request_id: ares_common::RequestId(7) })));
         // A peer that goes wakes its receiver too, which then reads the end.
         peers[9].0.close();
         let (i, mut r) = rx.recv().unwrap();

@@ -2,6 +2,7 @@
 //! a wrong one or a wrong certificate is refused, and bad frames close only their own
 //! connection.
 
+use ares_common::RequestId;
 use std::io;
 use std::time::Duration;
 
@@ -41,11 +42,11 @@ fn a_peer_with_the_token_exchanges_messages_both_ways() {
         let (tx, mut rx) =
             Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
         for i in 0..100 {
-            tx.send(&ToRaylet::GetStats { request_id: i }).unwrap();
+            tx.send(&ToRaylet::GetStats { request_id: RequestId(i) }).unwrap();
         }
         for i in 0..100 {
             match rx.recv::<ToRaylet>().unwrap() {
-                ToRaylet::GetStats { request_id } => assert_eq!(request_id, i),
+                ToRaylet::GetStats { request_id } => assert_eq!(request_id, RequestId(i)),
                 other => panic!("unexpected {other:?}"),
             }
         }
@@ -71,9 +72,9 @@ fn a_wrong_secret_or_certificate_is_refused_and_the_listener_keeps_serving() {
         assert!(e.to_string().contains("certificate"), "{e}");
         let (tx, _rx) =
             Connection::connect_quic(addr(&l), &good).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
-        tx.send(&ToRaylet::GetStats { request_id: 42 }).unwrap();
+        tx.send(&ToRaylet::GetStats { request_id: ares_common::RequestId(42) }).unwrap();
         // Only the good client ever reached accept().
-        assert!(matches!(server.join().unwrap(), Ok(ToRaylet::GetStats { request_id: 42 })));
+        assert!(matches!(server.join().unwrap(), Ok(ToRaylet::GetStats { request_id: ares_common::RequestId(42) })));
     });
 }
 
@@ -124,7 +125,7 @@ fn bad_frames_close_only_their_connection() {
         // A well-behaved client after both.
         let (tx3, _rx3) =
             Connection::connect_quic(addr(&l), &token).unwrap().split::<ToRaylet>(MAX_FRAME, 1 << 20).unwrap();
-        tx3.send(&ToRaylet::GetStats { request_id: 5 }).unwrap();
+        tx3.send(&ToRaylet::GetStats { request_id: ares_common::RequestId(5) }).unwrap();
         // Accept order follows the handshakes, not the calls above: look for each outcome.
         let seen = server.join().unwrap();
         assert!(seen.iter().any(|r| matches!(r, Err(FrameError::Malformed { .. }))), "{seen:?}");
@@ -134,7 +135,10 @@ fn bad_frames_close_only_their_connection() {
                 if what == "ToRaylet::PinObject" && *max == frame::CONTROL_FRAME as u64)),
             "{seen:?}"
         );
-        assert!(seen.iter().any(|r| matches!(r, Ok(ToRaylet::GetStats { request_id: 5 }))), "{seen:?}");
+        assert!(
+            seen.iter().any(|r| matches!(r, Ok(ToRaylet::GetStats { request_id: ares_common::RequestId(5) }))),
+            "{seen:?}"
+        );
     });
 }
 

@@ -12,18 +12,14 @@
 
 use std::sync::Arc;
 
-use ares_common::ObjectId;
 use ares_common::det::DetMap;
+use ares_common::{ClientId, ObjectId};
 use offset_allocator::{Allocation, Allocator};
 
 use crate::slot::{Slot, SlotState};
 
 /// Granularity and alignment of allocations in the pool.
 pub const BLOCK: u64 = 64;
-
-/// Identifies a connected client of the store (one per connection).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ClientId(pub u64);
 
 /// Identifies one spill file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

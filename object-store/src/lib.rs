@@ -16,7 +16,7 @@ pub mod reserve;
 pub mod slot;
 pub mod spill;
 
-pub use index::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex, StoreStats};
+pub use index::{FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex, StoreStats};
 pub use pool::Pool;
 pub use reserve::{Reservations, Reserve};
 pub use spill::SpillDirs;

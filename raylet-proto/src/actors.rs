@@ -14,13 +14,14 @@
 //!
 //! Lookups of an actor that is not yet running wait until it runs or dies.
 
+use ares_common::RequestId;
 use std::collections::VecDeque;
 
+use ares_common::ClientId;
 use ares_common::det::DetMap;
 use ares_common::error::TaskError;
 use ares_common::wire::{ActorInfo, ActorKey};
 use ares_common::{ActorId, Endpoint, LeaseId, WorkerId};
-use ares_object_store::ClientId;
 
 /// Dead actors remembered, so late callers learn why instead of "unknown actor".
 const DEAD_REMEMBERED: usize = 10_000;
@@ -33,7 +34,7 @@ pub enum ActorAction {
         /// Who asked.
         client: ClientId,
         /// Their request.
-        request_id: u64,
+        request_id: RequestId,
         /// Why it failed.
         error: Option<TaskError>,
     },
@@ -42,7 +43,7 @@ pub enum ActorAction {
         /// Who asked.
         client: ClientId,
         /// Their request.
-        request_id: u64,
+        request_id: RequestId,
         /// The actor (its address as its owner reported it, for clients on this node).
         info: ActorInfo,
         /// The worker hosting it (clients on other nodes reach it at its QUIC address).
@@ -92,7 +93,7 @@ struct Entry {
     restarts: u32,
     state: State,
     holds: DetMap<ClientId, u32>,
-    waiters: Vec<(ClientId, u64)>,
+    waiters: Vec<(ClientId, RequestId)>,
 }
 
 /// Registration parameters of one actor.
@@ -159,7 +160,7 @@ impl ActorDirectory {
     }
 
     /// `client` registers a new actor it owns, and holds it.
-    pub fn register(&mut self, client: ClientId, request_id: u64, a: NewActor) -> Vec<ActorAction> {
+    pub fn register(&mut self, client: ClientId, request_id: RequestId, a: NewActor) -> Vec<ActorAction> {
         if self.live.contains_key(&a.actor_id) || self.dead.contains_key(&a.actor_id) {
             let error = TaskError::ActorDied {
                 actor: a.actor_id.to_string(),
@@ -290,7 +291,7 @@ impl ActorDirectory {
 
     /// The owner lost the actor's process: restart it (a `None` reply) while the budget
     /// lasts, else it is dead.
-    pub fn worker_lost(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn worker_lost(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
         let reply = |error| ActorAction::Reply { client, request_id, error };
         let Some(e) = self.live.get_mut(&actor_id) else {
             return vec![reply(Some(self.dead_error(actor_id)))];
@@ -318,7 +319,7 @@ impl ActorDirectory {
     }
 
     /// `client` holds handles to the actor now.
-    pub fn add_hold(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn add_hold(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
         let error = match self.live.get_mut(&actor_id) {
             Some(e) => {
                 *e.holds.entry(client).or_insert(0) += 1;
@@ -347,7 +348,7 @@ impl ActorDirectory {
     }
 
     /// `ares::kill`: the actor dies now, whatever its restart budget.
-    pub fn kill_request(&mut self, client: ClientId, request_id: u64, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn kill_request(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
         let mut out = if self.live.contains_key(&actor_id) {
             self.kill(actor_id, "it was killed with ares::kill".into())
         } else {
@@ -358,7 +359,7 @@ impl ActorDirectory {
     }
 
     /// Finds an actor; answers once it is running.
-    pub fn lookup(&mut self, client: ClientId, request_id: u64, by: &ActorKey) -> Vec<ActorAction> {
+    pub fn lookup(&mut self, client: ClientId, request_id: RequestId, by: &ActorKey) -> Vec<ActorAction> {
         let id = match by {
             ActorKey::Id(id) => *id,
             ActorKey::Name(name) => match self.names.get(name) {
@@ -545,7 +546,7 @@ mod tests {
             max_task_retries: 0,
         }
     }
-    fn ok(request_id: u64, client: ClientId) -> ActorAction {
+    fn ok(request_id: RequestId, client: ClientId) -> ActorAction {
         ActorAction::Reply { client, request_id, error: None }
     }
     fn failed(a: &[ActorAction]) -> Vec<String> {
@@ -560,68 +561,71 @@ mod tests {
     #[test]
     fn names_are_unique_among_live_actors_and_free_again_on_death() {
         let mut d = ActorDirectory::new();
-        assert_eq!(d.register(OWNER, 1, actor(1, Some("x"), false, 0)), vec![ok(1, OWNER)]);
-        let a = d.register(OTHER, 2, actor(2, Some("x"), false, 0));
+        assert_eq!(d.register(OWNER, RequestId(1), actor(1, Some("x"), false, 0)), vec![ok(RequestId(1), OWNER)]);
+        let a = d.register(OTHER, RequestId(2), actor(2, Some("x"), false, 0));
         assert!(matches!(&a[..], [ActorAction::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
         assert!(d.has_name("x"));
         let freed = ActorAction::NameFreed { name: "x".into(), actor_id: id(1) };
-        assert_eq!(d.kill_request(OTHER, 3, id(1)), vec![freed, ok(3, OTHER)]);
+        assert_eq!(d.kill_request(OTHER, RequestId(3), id(1)), vec![freed, ok(RequestId(3), OTHER)]);
         assert!(!d.has_name("x"));
-        assert_eq!(d.register(OTHER, 4, actor(2, Some("x"), false, 0)), vec![ok(4, OTHER)]);
-        let again = d.register(OTHER, 5, actor(1, None, false, 0));
+        assert_eq!(d.register(OTHER, RequestId(4), actor(2, Some("x"), false, 0)), vec![ok(RequestId(4), OTHER)]);
+        let again = d.register(OTHER, RequestId(5), actor(1, None, false, 0));
         assert!(failed(&again)[0].contains("already registered"), "an ID is never reused");
     }
 
     #[test]
     fn lookups_wait_until_the_actor_runs() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, Some("x"), false, 0));
-        assert!(d.lookup(OTHER, 7, &ActorKey::Name("x".into())).is_empty());
+        d.register(OWNER, RequestId(1), actor(1, Some("x"), false, 0));
+        assert!(d.lookup(OTHER, RequestId(7), &ActorKey::Name("x".into())).is_empty());
         let a = d.started(OWNER, id(1), LeaseId(1), w(1), ep("sock"));
         assert!(
-            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: 7, info, worker }] if info.addr == ep("sock") && *worker == w(1))
+            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: RequestId(7), info, worker }] if info.addr == ep("sock") && *worker == w(1))
         );
-        assert!(matches!(&d.lookup(OTHER, 8, &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
-        let a = d.lookup(OTHER, 9, &ActorKey::Name("y".into()));
+        assert!(matches!(&d.lookup(OTHER, RequestId(8), &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
+        let a = d.lookup(OTHER, RequestId(9), &ActorKey::Name("y".into()));
         assert!(failed(&a)[0].contains("no live actor is named `y`"));
     }
 
     #[test]
     fn restarts_are_granted_up_to_the_budget_then_the_actor_dies() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 2));
+        d.register(OWNER, RequestId(1), actor(1, None, false, 2));
         d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         // The owner lost only its connection: the old process is killed before a restart.
-        assert_eq!(d.worker_lost(OWNER, 9, id(1)), vec![ActorAction::KillWorker(w(1)), ok(9, OWNER)]);
+        assert_eq!(
+            d.worker_lost(OWNER, RequestId(9), id(1)),
+            vec![ActorAction::KillWorker(w(1)), ok(RequestId(9), OWNER)]
+        );
         d.started(OWNER, id(1), LeaseId(3), w(3), ep("c"));
         assert!(d.worker_died(w(3)).is_empty());
         assert_eq!(d.counts().restarting, 1, "lost, waiting for its owner");
-        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
-        assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
+        assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
+        assert_eq!(d.worker_lost(OWNER, RequestId(3), id(1)), vec![ok(RequestId(3), OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
         assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == ep("b")));
         d.worker_died(w(2));
-        let a = d.worker_lost(OWNER, 4, id(1));
+        let a = d.worker_lost(OWNER, RequestId(4), id(1));
         assert!(failed(&a).iter().all(|e| e.contains("after 2 restart(s)")), "{a:?}");
         assert_eq!(d.len(), 0);
-        assert!(failed(&d.add_hold(OTHER, 5, id(1)))[0].contains("is dead"));
+        assert!(failed(&d.add_hold(OTHER, RequestId(5), id(1)))[0].contains("is dead"));
     }
 
     #[test]
     fn the_last_hold_ends_a_normal_actor_but_not_a_detached_one() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 0));
+        d.register(OWNER, RequestId(1), actor(1, None, false, 0));
         d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
-        d.add_hold(OTHER, 2, id(1));
+        d.add_hold(OTHER, RequestId(2), id(1));
         assert!(d.release_hold(OWNER, id(1)).is_empty(), "a borrower still holds it");
         assert_eq!(d.release_hold(OTHER, id(1)), vec![ActorAction::KillWorker(w(1))]);
 
-        d.register(OWNER, 3, actor(2, Some("d"), true, 0));
+        d.register(OWNER, RequestId(3), actor(2, Some("d"), true, 0));
         let a = d.started(OWNER, id(2), LeaseId(2), w(2), ep("b"));
         assert_eq!(a, vec![ActorAction::DetachLease { client: OWNER, lease_id: LeaseId(2) }]);
         assert!(d.release_hold(OWNER, id(2)).is_empty());
         assert!(d.client_gone(OWNER).is_empty(), "a detached actor outlives its owner");
-        assert!(matches!(&d.lookup(OTHER, 4, &ActorKey::Name("d".into()))[..], [ActorAction::Found { .. }]));
+        assert!(matches!(&d.lookup(OTHER, RequestId(4), &ActorKey::Name("d".into()))[..], [ActorAction::Found { .. }]));
         // With no owner left, nobody restarts it.
         assert!(failed(&d.worker_died(w(2))).is_empty());
         assert_eq!(d.len(), 0);
@@ -630,11 +634,11 @@ mod tests {
     #[test]
     fn owner_death_kills_owned_actors_and_answers_waiters() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 5));
+        d.register(OWNER, RequestId(1), actor(1, None, false, 5));
         d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
-        d.register(OWNER, 2, actor(2, None, false, 5));
+        d.register(OWNER, RequestId(2), actor(2, None, false, 5));
         assert_eq!(d.counts(), ares_common::wire::ActorCounts { pending: 1, alive: 1, restarting: 0 });
-        assert!(d.lookup(OTHER, 3, &ActorKey::Id(id(2))).is_empty());
+        assert!(d.lookup(OTHER, RequestId(3), &ActorKey::Id(id(2))).is_empty());
         let a = d.client_gone(OWNER);
         assert!(a.contains(&ActorAction::KillWorker(w(1))));
         assert!(failed(&a).iter().any(|e| e.contains("its owner died")), "{a:?}");
@@ -644,22 +648,22 @@ mod tests {
     #[test]
     fn a_start_reported_after_the_worker_died_waits_for_the_owner() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 1));
+        d.register(OWNER, RequestId(1), actor(1, None, false, 1));
         assert!(d.worker_died(w(1)).is_empty(), "not known to host anything yet");
         assert!(d.started_on_dead_worker(OWNER, id(1)).is_empty());
-        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(1))).is_empty(), "lookups wait");
-        assert_eq!(d.worker_lost(OWNER, 3, id(1)), vec![ok(3, OWNER)]);
+        assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(1))).is_empty(), "lookups wait");
+        assert_eq!(d.worker_lost(OWNER, RequestId(3), id(1)), vec![ok(RequestId(3), OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
-        assert!(matches!(&a[..], [ActorAction::Found { request_id: 2, .. }]));
+        assert!(matches!(&a[..], [ActorAction::Found { request_id: RequestId(2), .. }]));
     }
 
     #[test]
     fn a_kill_during_construction_kills_the_worker_when_it_reports() {
         let mut d = ActorDirectory::new();
-        d.register(OWNER, 1, actor(1, None, false, 0));
-        d.kill_request(OTHER, 2, id(1));
+        d.register(OWNER, RequestId(1), actor(1, None, false, 0));
+        d.kill_request(OTHER, RequestId(2), id(1));
         assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), ep("a")), vec![ActorAction::KillWorker(w(1))]);
-        let a = d.worker_lost(OWNER, 3, id(1));
+        let a = d.worker_lost(OWNER, RequestId(3), id(1));
         assert!(failed(&a)[0].contains("killed with ares::kill"));
     }
 
@@ -669,9 +673,12 @@ mod tests {
         assert!(d.adopt(actor(1, Some("k"), true, 3), 1).is_ok());
         assert!(d.adopt(actor(1, Some("k"), true, 3), 1).is_err(), "not twice");
         assert!(d.has_name("k"));
-        assert!(d.lookup(OTHER, 1, &ActorKey::Name("k".into())).is_empty(), "lookups wait while it restarts");
+        assert!(
+            d.lookup(OTHER, RequestId(1), &ActorKey::Name("k".into())).is_empty(),
+            "lookups wait while it restarts"
+        );
         let a = d.adopted_started(id(1), w(5), ep("w5"));
-        assert!(matches!(&a[..], [ActorAction::Found { request_id: 1, worker, .. }] if *worker == w(5)));
+        assert!(matches!(&a[..], [ActorAction::Found { request_id: RequestId(1), worker, .. }] if *worker == w(5)));
         assert_eq!(d.detached_info(id(1)), Some(("C".into(), Some("k".into()), 0, 3, 1)));
         // Its process dying now ends it: nobody owns it here (the head restarts on node death only).
         let a = d.worker_died(w(5));
@@ -679,7 +686,7 @@ mod tests {
         assert!(!d.has_name("k"));
 
         d.adopt(actor(2, None, true, 3), 1).unwrap();
-        assert!(d.lookup(OTHER, 2, &ActorKey::Id(id(2))).is_empty());
+        assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(2))).is_empty());
         let a = d.adoption_failed(id(2), "no worker".into());
         assert!(failed(&a)[0].contains("restarting it after its node died failed: no worker"), "{a:?}");
         assert!(a.contains(&ActorAction::DetachedGone(id(2))));

@@ -19,6 +19,7 @@
 //! `max_restarts`; their name moves with them. The head's own node talks
 //! to it as the pseudo-peer [`HEAD_PEER`].
 
+use ares_common::RequestId;
 use std::time::Duration;
 
 use ares_common::det::DetMap;
@@ -282,7 +283,7 @@ impl ClusterDirectory {
     }
 
     /// Answers `ares status` on `peer`.
-    pub fn status(&mut self, now: Duration, peer: PeerId, request_id: u64) {
+    pub fn status(&mut self, now: Duration, peer: PeerId, request_id: RequestId) {
         let nodes = self.summaries(now);
         let node_timeout_ms = self.node_timeout.as_millis() as u64;
         let mut jobs = self.jobs.clone();
@@ -292,7 +293,7 @@ impl ClusterDirectory {
     }
 
     /// A key-value operation for a client of the node on `peer`.
-    pub fn kv(&mut self, peer: PeerId, request_id: u64, op: KvOp) {
+    pub fn kv(&mut self, peer: PeerId, request_id: RequestId, op: KvOp) {
         if !self.peers.contains_key(&peer) {
             self.refuse(peer, "key-value request before registration");
             return;
@@ -306,7 +307,7 @@ impl ClusterDirectory {
 
     /// The node on `peer` registers an actor named `name`: the name is reserved unless
     /// another live actor holds it.
-    pub fn reserve_actor_name(&mut self, peer: PeerId, request_id: u64, name: String, mut actor: NamedActor) {
+    pub fn reserve_actor_name(&mut self, peer: PeerId, request_id: RequestId, name: String, mut actor: NamedActor) {
         let Some(node) = self.peers.get(&peer).copied() else {
             self.refuse(peer, "actor name before registration");
             return;
@@ -391,7 +392,7 @@ impl ClusterDirectory {
     }
 
     /// Finds the actor named `name` for a client of the node on `peer`.
-    pub fn lookup_actor_name(&mut self, peer: PeerId, request_id: u64, name: String) {
+    pub fn lookup_actor_name(&mut self, peer: PeerId, request_id: RequestId, name: String) {
         if !self.peers.contains_key(&peer) {
             self.refuse(peer, "actor lookup before registration");
             return;
@@ -576,33 +577,33 @@ mod tests {
         d.register(ms(0), PeerId(1), r1);
         d.register(ms(0), PeerId(2), reg(2));
         d.take_outputs();
-        d.reserve_actor_name(PeerId(1), 1, "a".into(), named(1));
+        d.reserve_actor_name(PeerId(1), RequestId(1), "a".into(), named(1));
         assert_eq!(name_answer(&mut d), (None, None));
-        d.reserve_actor_name(PeerId(1), 2, "a".into(), named(1));
+        d.reserve_actor_name(PeerId(1), RequestId(2), "a".into(), named(1));
         assert_eq!(name_answer(&mut d).1, None, "the same actor again is no conflict");
-        d.reserve_actor_name(PeerId(2), 3, "a".into(), named(2));
+        d.reserve_actor_name(PeerId(2), RequestId(3), "a".into(), named(2));
         assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNameTaken { .. })));
         // Found from any node, with the node the sender really is (not what it claimed).
-        d.lookup_actor_name(PeerId(2), 4, "a".into());
+        d.lookup_actor_name(PeerId(2), RequestId(4), "a".into());
         let found = name_answer(&mut d).0.unwrap();
         assert_eq!((found.actor_id, found.node), (ActorId([1; 16]), NodeId([1; 16])));
         assert_eq!(found.addr, Some("127.0.0.1:7001".parse().unwrap()));
         // A release by another node, or of another actor, does nothing.
         d.release_actor_name(PeerId(2), "a", ActorId([1; 16]));
         d.release_actor_name(PeerId(1), "a", ActorId([2; 16]));
-        d.lookup_actor_name(PeerId(2), 5, "a".into());
+        d.lookup_actor_name(PeerId(2), RequestId(5), "a".into());
         assert!(name_answer(&mut d).0.is_some());
         d.release_actor_name(PeerId(1), "a", ActorId([1; 16]));
-        d.lookup_actor_name(PeerId(2), 6, "a".into());
+        d.lookup_actor_name(PeerId(2), RequestId(6), "a".into());
         assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNotFound { .. })));
         // A node's names go when it dies.
-        d.reserve_actor_name(PeerId(2), 7, "b".into(), named(3));
+        d.reserve_actor_name(PeerId(2), RequestId(7), "b".into(), named(3));
         name_answer(&mut d);
         d.disconnected(ms(10), PeerId(2));
         d.take_outputs();
-        d.lookup_actor_name(PeerId(1), 8, "b".into());
+        d.lookup_actor_name(PeerId(1), RequestId(8), "b".into());
         assert!(matches!(name_answer(&mut d).1, Some(TaskError::ActorNotFound { .. })));
-        d.reserve_actor_name(PeerId(1), 9, "b".into(), named(4));
+        d.reserve_actor_name(PeerId(1), RequestId(9), "b".into(), named(4));
         assert_eq!(name_answer(&mut d).1, None);
     }
 
@@ -664,9 +665,9 @@ mod tests {
         let out = d.take_outputs();
         assert_eq!(restarts(&out), vec![(PeerId(2), ActorId([1; 16]), 1), (PeerId(2), ActorId([2; 16]), 1)]);
         // Their names moved with them; the others' names went with the node.
-        d.lookup_actor_name(PeerId(2), 1, "d1".into());
+        d.lookup_actor_name(PeerId(2), RequestId(1), "d1".into());
         assert_eq!(name_answer(&mut d).0.map(|a| a.node), Some(NodeId([2; 16])));
-        d.lookup_actor_name(PeerId(2), 2, "d3".into());
+        d.lookup_actor_name(PeerId(2), RequestId(2), "d3".into());
         assert!(name_answer(&mut d).1.is_some());
         assert_eq!(d.detached_len(), 2);
         // Node 2 dies too: actor 1 spent its single restart; actor 2 goes to the head.
@@ -703,12 +704,13 @@ mod tests {
         let mut d = dir();
         d.register(ms(0), PeerId(1), reg(1));
         d.leaving(ms(1), PeerId(1));
-        d.status(ms(2), PeerId(9), 7);
+        d.status(ms(2), PeerId(9), RequestId(7));
         let out = d.take_outputs();
         let status = out.iter().find_map(|o| match o {
-            DirOutput::Send(PeerId(9), FromHead::Status { request_id: 7, nodes, node_timeout_ms: 1000, .. }) => {
-                Some(nodes)
-            }
+            DirOutput::Send(
+                PeerId(9),
+                FromHead::Status { request_id: RequestId(7), nodes, node_timeout_ms: 1000, .. },
+            ) => Some(nodes),
             _ => None,
         });
         let nodes = status.expect("status answered");

@@ -9,9 +9,11 @@
 //! ([`Node::try_create`], [`Node::try_pin`]) that the driver retries as
 //! [`crate::space::SpaceWait`] decides.
 
+use ares_common::RequestId;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use ares_common::ClientId;
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
 use ares_common::wire::{
@@ -19,7 +21,7 @@ use ares_common::wire::{
     TaskSpec, ToHead, ToRaylet, WorkerInfo,
 };
 use ares_common::{ActorId, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
-use ares_object_store::{ClientId, FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
+use ares_object_store::{FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
 use crate::actors::{ActorAction, ActorDirectory, NewActor};
 use crate::owners::OwnerDirectory;
@@ -110,7 +112,7 @@ enum Kind {
 #[derive(Debug)]
 struct Forwarded {
     client: ClientId,
-    request_id: u64,
+    request_id: RequestId,
     what: ForwardedOp,
 }
 
@@ -165,11 +167,11 @@ pub struct Node {
     /// The key-value store of a node on its own (in a cluster the head keeps it).
     kv: crate::kv::KvStore,
     /// Requests forwarded to the head, by the ID they went under.
-    to_head: DetMap<u64, Forwarded>,
+    to_head: DetMap<RequestId, Forwarded>,
     /// Detached actors the head moved here, waiting for a worker: lease request → the
     /// actor and its construction.
-    adopting: DetMap<u64, (ActorId, TaskSpec)>,
-    next_to_head: u64,
+    adopting: DetMap<RequestId, (ActorId, TaskSpec)>,
+    next_to_head: RequestId,
     /// Leases granted since start.
     leases_granted: u64,
     /// Lease requests refused as infeasible since start.
@@ -212,7 +214,7 @@ impl Node {
             kv: crate::kv::KvStore::new(),
             to_head: DetMap::default(),
             adopting: DetMap::default(),
-            next_to_head: 1,
+            next_to_head: RequestId(1),
             leases_granted: 0,
             infeasible_total: 0,
             spill_params: crate::spillback::Params {
@@ -373,9 +375,15 @@ impl Node {
 
     /// Sends `msg` to the head for `client`'s request; the answer comes to
     /// [`Self::head_answered`] under the ID it went with.
-    fn forward(&mut self, client: ClientId, request_id: u64, what: ForwardedOp, msg: impl FnOnce(u64) -> ToHead) {
+    fn forward(
+        &mut self,
+        client: ClientId,
+        request_id: RequestId,
+        what: ForwardedOp,
+        msg: impl FnOnce(RequestId) -> ToHead,
+    ) {
         let id = self.next_to_head;
-        self.next_to_head += 1;
+        self.next_to_head = self.next_to_head.next();
         self.to_head.insert(id, Forwarded { client, request_id, what });
         self.out.push_back(Output::ToHead(msg(id)));
     }
@@ -442,7 +450,7 @@ impl Node {
         }
         tracing::info!(actor = %actor_id, class = %d.actor.class, "restarting a detached actor whose node died");
         let request_id = self.next_to_head;
-        self.next_to_head += 1;
+        self.next_to_head = self.next_to_head.next();
         self.adopting.insert(request_id, (actor_id, d.restart.spec));
         let actions = self.policy.request(NODE_CLIENT, request_id, d.restart.shape, true);
         self.apply(actions);
@@ -515,7 +523,7 @@ impl Node {
         if let (Kind::Driver(job), false, true) = (&kind, remote, self.cluster_token.is_some()) {
             self.out.push_back(Output::ToHead(ToHead::JobFinished { job: *job }));
         }
-        let gone: Vec<u64> = self.to_head.iter().filter(|(_, f)| f.client == client).map(|(id, _)| *id).collect();
+        let gone: Vec<RequestId> = self.to_head.iter().filter(|(_, f)| f.client == client).map(|(id, _)| *id).collect();
         for id in gone {
             if let Some(Forwarded { what: ForwardedOp::Register(a), .. }) = self.to_head.remove(&id)
                 && let Some(name) = a.name
@@ -1297,7 +1305,7 @@ mod tests {
         n.handle(
             driver,
             ToRaylet::RequestLease {
-                request_id: 5,
+                request_id: RequestId(5),
                 shape: ResourceSet::new().with("CPU", 1.0),
                 dedicated: false,
                 strategy: Strategy::Default,
@@ -1305,7 +1313,7 @@ mod tests {
             },
         );
         match &drain(&mut n)[..] {
-            [Output::Send(c, FromRaylet::LeaseGranted { request_id: 5, worker_addr, worker_id, .. })] => {
+            [Output::Send(c, FromRaylet::LeaseGranted { request_id: RequestId(5), worker_addr, worker_id, .. })] => {
                 assert_eq!(*c, driver);
                 assert_eq!(*worker_addr, addr);
                 assert_eq!(*worker_id, started[0]);
@@ -1334,7 +1342,7 @@ mod tests {
             n.finish_copy(oid(i), true);
         }
         n.try_create(other, oid(4), 100, WorkerId([9; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(4) });
+        n.handle(other, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(4) });
         drain(&mut n);
         // Another process cannot drop them; the reader drops its copy, not the primary.
         n.handle(other, ToRaylet::DropCopies { object_ids: vec![oid(1)] });
@@ -1357,9 +1365,9 @@ mod tests {
         n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
         // The other process created the object, but the first owns it.
         n.try_create(other, oid(1), 100, WorkerId([9; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: 1, object_id: oid(1) });
+        n.handle(other, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(1) });
         n.try_create(other, oid(2), 100, WorkerId([8; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: 2, object_id: oid(2) });
+        n.handle(other, ToRaylet::SealObject { request_id: RequestId(2), object_id: oid(2) });
         drain(&mut n);
         assert_eq!(n.store().stats().objects, 2);
         n.disconnected(owner);
@@ -1390,7 +1398,7 @@ mod tests {
         n.handle(
             owner,
             ToRaylet::RegisterActor {
-                request_id: 1,
+                request_id: RequestId(1),
                 actor_id: actor,
                 class: "C".into(),
                 name: None,
@@ -1412,9 +1420,9 @@ mod tests {
             },
         );
         drain(&mut n);
-        n.handle(owner, ToRaylet::LookupActor { request_id: 3, by: ares_common::wire::ActorKey::Id(actor) });
+        n.handle(owner, ToRaylet::LookupActor { request_id: RequestId(3), by: ares_common::wire::ActorKey::Id(actor) });
         match &drain(&mut n)[..] {
-            [Output::Send(_, FromRaylet::ActorReply { request_id: 3, error: Some(e) })] => {
+            [Output::Send(_, FromRaylet::ActorReply { request_id: RequestId(3), error: Some(e) })] => {
                 assert!(e.to_string().contains("lease it does not hold"), "{e}")
             }
             other => panic!("{other:?}"),
@@ -1431,7 +1439,7 @@ mod tests {
         assert!(matches!(n.no_space(e), TaskError::ObjectTooLarge { .. }));
         n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
         // Past the spill threshold: sealing plans a spill of the primary.
-        n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
+        n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(2) });
         assert!(drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
         let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
         let p = n.space_progress(500 << 10);
@@ -1454,7 +1462,7 @@ mod tests {
         n.connected(c);
         n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
         n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
-        n.handle(c, ToRaylet::SealObject { request_id: 1, object_id: oid(2) });
+        n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(2) });
         let job = next_spill(&mut n).expect("past the threshold: a spill");
         n.spill_finished(&job, Err("spill dir /x: read-only".into()), Duration::ZERO, |_| String::new());
         let out = drain(&mut n);

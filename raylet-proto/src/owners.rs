@@ -9,9 +9,9 @@
 //! see `PeerMsg`): which connection reaches a core worker, and which connections
 //! exchanged messages with it, so that they hear when it is gone.
 
+use ares_common::ClientId;
 use ares_common::det::{DetMap, DetSet};
 use ares_common::{ObjectId, WorkerId};
-use ares_object_store::ClientId;
 
 /// Owners of this node's objects.
 #[derive(Debug, Default)]

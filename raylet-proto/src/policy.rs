@@ -21,13 +21,14 @@
 //! what it takes beyond what is free is owed (`debt`) and paid back from the next
 //! resources that come free.
 
+use ares_common::RequestId;
 use std::collections::VecDeque;
 
 use ares_common::det::{DetMap, DetSet};
 use ares_common::error::TaskError;
 use ares_common::{LeaseId, ResourceSet, WorkerId};
 
-use ares_object_store::ClientId;
+use ares_common::ClientId;
 
 /// What the driver of the policy must do.
 #[derive(Debug, PartialEq)]
@@ -37,7 +38,7 @@ pub enum Action {
         /// Who asked.
         client: ClientId,
         /// Their request.
-        request_id: u64,
+        request_id: RequestId,
         /// The new lease.
         lease_id: LeaseId,
         /// The leased worker.
@@ -48,7 +49,7 @@ pub enum Action {
         /// Who asked.
         client: ClientId,
         /// Their request.
-        request_id: u64,
+        request_id: RequestId,
         /// The typed error to deliver.
         error: TaskError,
     },
@@ -66,7 +67,7 @@ pub const MAX_START_FAILURES: u32 = 5;
 #[derive(Debug)]
 struct Request {
     client: ClientId,
-    request_id: u64,
+    request_id: RequestId,
     shape: ResourceSet,
     dedicated: bool,
 }
@@ -167,7 +168,13 @@ impl LeasePolicy {
 
     /// A client asks for a lease of `shape`; a `dedicated` lease's worker hosts an actor
     /// and leaves the pool for good (a replacement may be started beyond `max_workers`).
-    pub fn request(&mut self, client: ClientId, request_id: u64, shape: ResourceSet, dedicated: bool) -> Vec<Action> {
+    pub fn request(
+        &mut self,
+        client: ClientId,
+        request_id: RequestId,
+        shape: ResourceSet,
+        dedicated: bool,
+    ) -> Vec<Action> {
         if !shape.is_subset_of(&self.total) {
             let error = TaskError::Infeasible {
                 requested: shape.to_string(),
@@ -181,7 +188,7 @@ impl LeasePolicy {
     }
 
     /// A client withdraws requests it no longer needs.
-    pub fn cancel(&mut self, client: ClientId, request_ids: &[u64]) {
+    pub fn cancel(&mut self, client: ClientId, request_ids: &[RequestId]) {
         self.queue.retain(|r| !(r.client == client && request_ids.contains(&r.request_id)));
     }
 
@@ -386,26 +393,26 @@ mod tests {
     #[test]
     fn grants_up_to_resources_and_starts_workers_lazily() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
-        assert_eq!(p.request(C, 2, cpu(1.0), false), vec![Action::StartWorker]);
-        assert!(p.request(C, 3, cpu(1.0), false).is_empty(), "no third worker beyond max_workers");
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![Action::StartWorker]);
+        assert!(p.request(C, RequestId(3), cpu(1.0), false).is_empty(), "no third worker beyond max_workers");
         let a = p.worker_registered(w(1));
-        assert!(matches!(a[..], [Action::Grant { request_id: 1, worker, .. }] if worker == w(1)));
+        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(1), worker, .. }] if worker == w(1)));
         let a = p.worker_registered(w(2));
         let Action::Grant { lease_id, .. } = a[0] else { panic!() };
         assert!(p.available().get_units("CPU") == 0);
         assert!(p.return_lease(ClientId(9), lease_id, false).is_empty(), "only the holder returns a lease");
         let a = p.return_lease(C, lease_id, false);
-        assert!(matches!(a[..], [Action::Grant { request_id: 3, worker, .. }] if worker == w(2)));
+        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(3), worker, .. }] if worker == w(2)));
     }
 
     #[test]
     fn a_blocked_task_lends_its_cpu_and_takes_it_back_owing_what_was_not_free() {
         let mut p = LeasePolicy::new(cpu(1.0), 1);
-        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
         let Action::Grant { lease_id: first, .. } = p.worker_registered(w(1))[0] else { panic!() };
         // Its task blocks in `get`: the CPU is free and one more worker may start.
-        assert!(p.request(C, 2, cpu(1.0), false).is_empty());
+        assert!(p.request(C, RequestId(2), cpu(1.0), false).is_empty());
         assert_eq!(p.blocked(w(1)), vec![Action::StartWorker]);
         assert_eq!(p.available(), &cpu(1.0));
         let Action::Grant { lease_id: second, .. } = p.worker_registered(w(2))[0] else { panic!() };
@@ -419,7 +426,7 @@ mod tests {
         assert!(p.return_lease(C, first, false).is_empty());
         assert_eq!(p.available(), &cpu(1.0));
         // A lease returned while its task is blocked gives nothing back twice.
-        assert!(p.request(C, 3, cpu(1.0), false).len() == 1);
+        assert!(p.request(C, RequestId(3), cpu(1.0), false).len() == 1);
         let lease = p.leases.keys().copied().next().unwrap();
         p.blocked(p.leases[&lease].worker);
         assert_eq!(p.available(), &cpu(1.0));
@@ -432,18 +439,18 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         assert_eq!(p.prestart(), vec![Action::StartWorker, Action::StartWorker]);
         assert!(p.prestart().is_empty());
-        assert!(p.request(C, 1, cpu(1.0), false).is_empty(), "a starting worker will serve it");
+        assert!(p.request(C, RequestId(1), cpu(1.0), false).is_empty(), "a starting worker will serve it");
         assert_eq!(p.worker_registered(w(1)).len(), 1);
     }
 
     #[test]
     fn infeasible_is_answered_at_once_and_names_what_is_missing() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        let a = p.request(C, 7, cpu(1.0).with("GPU", 1.0), false);
-        let [Action::Infeasible { request_id: 7, error, .. }] = &a[..] else { panic!("{a:?}") };
+        let a = p.request(C, RequestId(7), cpu(1.0).with("GPU", 1.0), false);
+        let [Action::Infeasible { request_id: RequestId(7), error, .. }] = &a[..] else { panic!("{a:?}") };
         let msg = error.to_string();
         assert!(msg.contains("GPU: 1") && msg.contains("CPU: 2"), "{msg}");
-        assert!(matches!(p.request(C, 8, cpu(3.0), false)[..], [Action::Infeasible { .. }]));
+        assert!(matches!(p.request(C, RequestId(8), cpu(3.0), false)[..], [Action::Infeasible { .. }]));
     }
 
     #[test]
@@ -451,14 +458,14 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         p.worker_registered(w(1));
         p.worker_registered(w(2));
-        p.request(C, 1, cpu(1.0), false);
-        p.request(ClientId(2), 2, cpu(1.0), false);
+        p.request(C, RequestId(1), cpu(1.0), false);
+        p.request(ClientId(2), RequestId(2), cpu(1.0), false);
         assert!(p.is_leased(w(1)));
         let a = p.worker_died(w(1));
         assert!(a.is_empty());
         assert_eq!(p.available().get_units("CPU"), 10_000);
         // A new request needs a replacement worker.
-        assert_eq!(p.request(C, 3, cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(3), cpu(1.0), false), vec![Action::StartWorker]);
         assert_eq!(p.client_gone(ClientId(2)), vec![Action::ReapWorker(w(2))]);
         p.client_gone(C);
         assert_eq!(p.available(), &cpu(2.0));
@@ -467,12 +474,12 @@ mod tests {
     #[test]
     fn failed_starts_are_retried_then_fail_the_queue() {
         let mut p = LeasePolicy::new(cpu(2.0), 1);
-        assert_eq!(p.request(C, 1, cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
         for _ in 1..MAX_START_FAILURES {
             assert_eq!(p.worker_start_failed("exec failed"), vec![Action::StartWorker]);
         }
         let a = p.worker_start_failed("exec failed");
-        let [Action::Infeasible { request_id: 1, error, .. }] = &a[..] else { panic!("{a:?}") };
+        let [Action::Infeasible { request_id: RequestId(1), error, .. }] = &a[..] else { panic!("{a:?}") };
         assert!(error.to_string().contains("exec failed"));
     }
 
@@ -480,12 +487,12 @@ mod tests {
     fn dedicated_workers_leave_the_pool_and_detached_leases_survive_their_client() {
         let mut p = LeasePolicy::new(cpu(1.0), 1);
         p.worker_registered(w(1));
-        let a = p.request(C, 1, cpu(0.0), true);
+        let a = p.request(C, RequestId(1), cpu(0.0), true);
         let [Action::Grant { lease_id, .. }] = a[..] else { panic!("{a:?}") };
         // The pool is below its size again, so a task gets a fresh worker.
-        assert_eq!(p.request(C, 2, cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![Action::StartWorker]);
         // A second actor may exceed max_workers.
-        assert_eq!(p.request(C, 3, cpu(0.0), true), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![Action::StartWorker]);
         p.detach(C, lease_id);
         let gone = p.client_gone(C);
         assert!(!gone.contains(&Action::ReapWorker(w(1))), "{gone:?}");
@@ -497,12 +504,12 @@ mod tests {
     fn a_worker_started_for_an_actor_goes_to_the_actor() {
         let mut p = LeasePolicy::new(cpu(4.0), 1);
         p.worker_registered(w(1));
-        p.request(C, 1, cpu(1.0), false);
+        p.request(C, RequestId(1), cpu(1.0), false);
         // A task request waits behind the pool's size; the actor gets a worker of its own.
-        assert!(p.request(C, 2, cpu(1.0), false).is_empty());
-        assert_eq!(p.request(C, 3, cpu(0.0), true), vec![Action::StartWorker]);
+        assert!(p.request(C, RequestId(2), cpu(1.0), false).is_empty());
+        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![Action::StartWorker]);
         let a = p.worker_registered(w(2));
-        assert!(matches!(a[..], [Action::Grant { request_id: 3, .. }]), "{a:?}");
+        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(3), .. }]), "{a:?}");
         assert_eq!(p.live, 1);
     }
 
@@ -511,11 +518,11 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         p.worker_registered(w(1));
         p.worker_registered(w(2));
-        let a = p.request(C, 1, cpu(1.0), false);
+        let a = p.request(C, RequestId(1), cpu(1.0), false);
         assert_eq!(a.len(), 1);
-        assert!(p.request(C, 2, cpu(2.0), false).is_empty());
-        assert_eq!(p.request(C, 3, cpu(1.0), false).len(), 1);
-        p.cancel(C, &[2]);
+        assert!(p.request(C, RequestId(2), cpu(2.0), false).is_empty());
+        assert_eq!(p.request(C, RequestId(3), cpu(1.0), false).len(), 1);
+        p.cancel(C, &[RequestId(2)]);
         assert!(p.queue.is_empty());
     }
 }

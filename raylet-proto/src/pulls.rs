@@ -6,10 +6,11 @@
 //! many tasks need it). A failed transfer moves on to the next source; when every source
 //! failed, every waiter gets `ObjectLost` naming the object and the nodes tried.
 
+use ares_common::ClientId;
+use ares_common::RequestId;
 use ares_common::det::DetMap;
 use ares_common::error::TaskError;
 use ares_common::{NodeId, ObjectId};
-use ares_object_store::ClientId;
 
 /// What the driver must do.
 #[derive(Debug, PartialEq)]
@@ -27,7 +28,7 @@ pub enum PullAction {
         /// Who asked.
         client: ClientId,
         /// Their request.
-        request_id: u64,
+        request_id: RequestId,
         /// `None`: the object is in this node's store now.
         error: Option<TaskError>,
     },
@@ -35,7 +36,7 @@ pub enum PullAction {
 
 #[derive(Debug)]
 struct Pull {
-    waiters: Vec<(ClientId, u64)>,
+    waiters: Vec<(ClientId, RequestId)>,
     /// Sources not tried yet, in order.
     rest: Vec<NodeId>,
     /// Sources tried, with why each failed.
@@ -74,7 +75,7 @@ impl PullManager {
     pub fn request(
         &mut self,
         client: ClientId,
-        request_id: u64,
+        request_id: RequestId,
         object: ObjectId,
         from: Vec<NodeId>,
         local: bool,
@@ -177,13 +178,13 @@ mod tests {
         let mut m = PullManager::new();
         let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
         assert_eq!(
-            m.request(ClientId(1), 10, obj(), vec![a, b], false),
+            m.request(ClientId(1), RequestId(10), obj(), vec![a, b], false),
             vec![PullAction::Start { object: obj(), node: a }]
         );
         for i in 2..=10 {
             // The copy being written is in the store already: still wait for the pull.
             let local = i % 2 == 0;
-            assert!(m.request(ClientId(i), 10 + i, obj(), vec![a, b], local).is_empty());
+            assert!(m.request(ClientId(i), RequestId(10 + i), obj(), vec![a, b], local).is_empty());
         }
         assert_eq!(m.started(), 1);
         let done = m.finished(obj(), a, Ok(()));
@@ -192,8 +193,8 @@ mod tests {
         assert!(!m.in_progress(obj()));
         // Already here: answered at once, no pull.
         assert_eq!(
-            m.request(ClientId(1), 99, obj(), vec![a], true),
-            vec![PullAction::Done { client: ClientId(1), request_id: 99, error: None }]
+            m.request(ClientId(1), RequestId(99), obj(), vec![a], true),
+            vec![PullAction::Done { client: ClientId(1), request_id: RequestId(99), error: None }]
         );
         assert_eq!(m.started(), 1);
     }
@@ -202,8 +203,8 @@ mod tests {
     fn a_failed_transfer_tries_the_next_copy_then_fails_naming_every_node() {
         let mut m = PullManager::new();
         let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
-        m.request(ClientId(1), 1, obj(), vec![a, b], false);
-        m.request(ClientId(2), 2, obj(), vec![a, b], false);
+        m.request(ClientId(1), RequestId(1), obj(), vec![a, b], false);
+        m.request(ClientId(2), RequestId(2), obj(), vec![a, b], false);
         m.client_gone(ClientId(2));
         assert_eq!(
             m.finished(obj(), a, Err("connection lost".into())),
@@ -212,13 +213,17 @@ mod tests {
         let out = m.finished(obj(), b, Err("no such object".into()));
         match &out[..] {
             [
-                PullAction::Done { client: ClientId(1), request_id: 1, error: Some(TaskError::ObjectLost { object }) },
+                PullAction::Done {
+                    client: ClientId(1),
+                    request_id: RequestId(1),
+                    error: Some(TaskError::ObjectLost { object }),
+                },
             ] => {
                 assert!(object.contains("connection lost") && object.contains("no such object"), "{object}");
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(m.request(ClientId(3), 3, obj(), vec![], false).len(), 1, "no source: fails at once");
+        assert_eq!(m.request(ClientId(3), RequestId(3), obj(), vec![], false).len(), 1, "no source: fails at once");
     }
 
     #[test]
@@ -226,10 +231,13 @@ mod tests {
         let mut m = PullManager::new();
         let (a, b, c) = (NodeId([1; 16]), NodeId([2; 16]), NodeId([3; 16]));
         assert_eq!(
-            m.request(ClientId(1), 1, obj(), vec![a], false),
+            m.request(ClientId(1), RequestId(1), obj(), vec![a], false),
             vec![PullAction::Start { object: obj(), node: a }]
         );
-        assert!(m.request(ClientId(2), 2, obj(), vec![b, a, c], true).is_empty(), "joins, though a copy is here");
+        assert!(
+            m.request(ClientId(2), RequestId(2), obj(), vec![b, a, c], true).is_empty(),
+            "joins, though a copy is here"
+        );
         assert_eq!(m.finished(obj(), a, Err("gone".into())), vec![PullAction::Start { object: obj(), node: b }]);
         assert_eq!(m.finished(obj(), b, Err("gone".into())), vec![PullAction::Start { object: obj(), node: c }]);
         let done = m.finished(obj(), c, Err("gone".into()));
@@ -240,12 +248,12 @@ mod tests {
     fn a_transfer_from_a_node_that_died_is_given_up_and_its_late_end_ignored() {
         let mut m = PullManager::new();
         let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
-        m.request(ClientId(1), 1, obj(), vec![a, b], false);
+        m.request(ClientId(1), RequestId(1), obj(), vec![a, b], false);
         assert!(m.node_died(b).is_empty(), "nothing is pulled from b yet");
         assert_eq!(m.node_died(a), vec![PullAction::Start { object: obj(), node: b }]);
         assert!(m.finished(obj(), a, Err("timed out".into())).is_empty(), "the stale transfer is ignored");
         assert!(m.in_progress(obj()));
         let done = m.finished(obj(), b, Ok(()));
-        assert_eq!(done, vec![PullAction::Done { client: ClientId(1), request_id: 1, error: None }]);
+        assert_eq!(done, vec![PullAction::Done { client: ClientId(1), request_id: RequestId(1), error: None }]);
     }
 }

@@ -13,6 +13,7 @@
 //! everyone else is unaffected. A create or a restore that lacks space waits on its own
 //! connection's thread, as [`SpaceWait`] decides.
 
+use ares_common::RequestId;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,12 +22,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use ares_common::ClientId;
 use ares_common::det::DetMap;
 use ares_common::error::{FrameError, TaskError};
 use ares_common::wire::{FromRaylet, FromWorker, NodeLoad, NodeSummary, Outcome, TaskSpec, ToHead, ToRaylet, ToWorker};
 use ares_common::{ActorId, Config, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
-use ares_object_store::{ClientId, Pin, Pool, Reservations, Reserve, SpillDirs, SpillJob, SpillPolicy, StoreError};
+use ares_object_store::{Pin, Pool, Reservations, Reserve, SpillDirs, SpillJob, SpillPolicy, StoreError};
 
 use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
@@ -703,7 +705,7 @@ impl Shared {
 
     /// Answers `CreateObject`: space for the object, once there is room and no other
     /// copy of it is being written (see `StoreIndex::create`).
-    fn create(&self, client: ClientId, request_id: u64, object_id: ObjectId, size: u64, owner: WorkerId) {
+    fn create(&self, client: ClientId, request_id: RequestId, object_id: ObjectId, size: u64, owner: WorkerId) {
         let deadline = Instant::now() + self.create_timeout;
         let mut st = self.lock();
         let res = loop {
@@ -799,7 +801,7 @@ impl Shared {
     }
 
     /// Answers `PinObject`.
-    fn pin(&self, client: ClientId, request_id: u64, id: ObjectId) {
+    fn pin(&self, client: ClientId, request_id: RequestId, id: ObjectId) {
         let (mut st, result) = self.pin_object(client, id);
         let reply = match result {
             Ok((offset, size)) => FromRaylet::Pinned { request_id, offset, size },

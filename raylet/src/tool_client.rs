@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 
 use ares_common::frame::{FrameReader, write_msg};
 use ares_common::wire::{FromRaylet, NodeStats, ToRaylet};
-use ares_common::{NodeId, ObjectId, WorkerId};
+use ares_common::{NodeId, ObjectId, RequestId, WorkerId};
 use ares_object_store::Pool;
 
 /// A registered connection to one raylet.
@@ -16,7 +16,7 @@ pub struct ToolClient {
     reader: FrameReader<UnixStream>,
     pool_path: String,
     pool_size: u64,
-    next: u64,
+    next: RequestId,
 }
 
 fn unexpected(what: &str, got: FromRaylet) -> io::Error {
@@ -32,7 +32,7 @@ impl ToolClient {
         write_msg(&mut &stream, &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id })?;
         match reader.read::<FromRaylet>().map_err(io::Error::other)? {
             FromRaylet::Registered { pool_path, pool_size, .. } => {
-                Ok(ToolClient { stream, reader, pool_path, pool_size, next: 1 })
+                Ok(ToolClient { stream, reader, pool_path, pool_size, next: RequestId(1) })
             }
             other => Err(unexpected("Registered", other)),
         }
@@ -46,8 +46,8 @@ impl ToolClient {
         self.reader.read::<FromRaylet>().map_err(io::Error::other)
     }
 
-    fn id(&mut self) -> u64 {
-        self.next += 1;
+    fn id(&mut self) -> RequestId {
+        self.next = self.next.next();
         self.next
     }
 

@@ -29,13 +29,14 @@ pub mod program;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use ares_common::ClientId;
 use ares_common::codec::{Bytes, Value};
 use ares_common::det::{DetMap, DetSet};
 use ares_common::frame::FrameReader;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
-use ares_object_store::{ClientId, Pin, SpillPolicy};
+use ares_object_store::{Pin, SpillPolicy};
 use ares_ownership::{Location, Status};
 use ares_raylet_proto::node::{Node, NodeConfig, Output};
 
@@ -906,7 +907,7 @@ impl Sim {
         match sn.node.try_create(client, id, bytes.len() as u64, owner) {
             Ok(_) => {
                 sn.data.insert(id, bytes.to_vec());
-                sn.node.handle(client, ToRaylet::SealObject { request_id: 0, object_id: id });
+                sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
                 self.pump_node(n);
                 Ok(())
             }

@@ -121,6 +121,9 @@ pub fn raw_create(
     write_msg(&mut &s, &ToRaylet::RegisterDriver { pid: std::process::id(), worker_id })?;
     anyhow::ensure!(matches!(r.read::<FromRaylet>()?, FromRaylet::Registered { .. }));
     let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
-    write_msg(&mut &s, &ToRaylet::CreateObject { request_id: 1, object_id, size: 10 << 20, owner: worker_id })?;
+    write_msg(
+        &mut &s,
+        &ToRaylet::CreateObject { request_id: ares_common::RequestId(1), object_id, size: 10 << 20, owner: worker_id },
+    )?;
     Ok((s, r))
 }

@@ -1,6 +1,7 @@
 //! `ares start`: a node daemon in its own process, configured by flags and environment
 //! variables, serving a driver that connects with an address.
 
+use ares_common::RequestId;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -538,7 +539,7 @@ fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
     assert_eq!(ares::get_all(&refs).unwrap().iter().sum::<i64>(), 2 * (0..200).sum::<i64>());
     // The idle connections are still served: a request on any of them is answered.
     for (i, s) in conns.iter_mut().enumerate().step_by(97) {
-        let req = ares_common::wire::ToRaylet::GetStats { request_id: i as u64 };
+        let req = ares_common::wire::ToRaylet::GetStats { request_id: RequestId(i as u64) };
         ares_common::frame::write_msg(s, &req).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut r = ares_common::frame::FrameReader::new(&*s, 1 << 20);
@@ -546,7 +547,7 @@ fn ten_thousand_idle_connections_cost_the_daemon_no_thread_each() {
         use ares_common::wire::FromRaylet;
         assert!(matches!(r.read::<FromRaylet>(), Ok(FromRaylet::Registered { .. })), "connection {i}");
         match r.read::<FromRaylet>() {
-            Ok(FromRaylet::Stats { request_id, .. }) => assert_eq!(request_id, i as u64),
+            Ok(FromRaylet::Stats { request_id, .. }) => assert_eq!(request_id, RequestId(i as u64)),
             other => panic!("connection {i} got {other:?}"),
         }
     }

@@ -121,7 +121,11 @@ fn a_connection_must_register_first_and_soon() {
     assert_closed(UnixStream::connect(&addr).unwrap());
     // A request before registering: closed at once.
     let s = UnixStream::connect(&addr).unwrap();
-    ares_common::frame::write_msg(&mut &s, &ares_common::wire::ToRaylet::GetStats { request_id: 1 }).unwrap();
+    ares_common::frame::write_msg(
+        &mut &s,
+        &ares_common::wire::ToRaylet::GetStats { request_id: ares_common::RequestId(1) },
+    )
+    .unwrap();
     assert_closed(s);
     assert_eq!(ares::get(&ares::remote(inc).call(1)).unwrap(), 2);
 }

@@ -211,14 +211,14 @@ fn a_create_from_a_process_that_is_gone_never_takes_the_copy_being_written() -> 
     let (dead, _answer) = raw_create_waiting(&socket)?;
     dead.shutdown(std::net::Shutdown::Both)?;
     let object_id = ares_common::ObjectId::for_put(ares_common::TaskId::root(Default::default()), 0);
-    write_msg(&mut &retry, &ToRaylet::SealObject { request_id: 2, object_id })?;
+    write_msg(&mut &retry, &ToRaylet::SealObject { request_id: ares_common::RequestId(2), object_id })?;
     match retry_r.read::<FromRaylet>()? {
         FromRaylet::Sealed { error: None, .. } => {}
         other => anyhow::bail!("the seal failed: {other:?}"),
     }
     // The sealed copy is there to read: the dead process's create neither doomed it
     // (its seal would have freed it) nor replaced it.
-    write_msg(&mut &retry, &ToRaylet::PinObject { request_id: 3, object_id })?;
+    write_msg(&mut &retry, &ToRaylet::PinObject { request_id: ares_common::RequestId(3), object_id })?;
     match retry_r.read::<FromRaylet>()? {
         FromRaylet::Pinned { size, .. } => assert_eq!(size, 10 << 20),
         other => anyhow::bail!("the sealed copy is gone: {other:?}"),
