@@ -347,11 +347,7 @@ pub struct CoreState {
     /// raylet to answer.
     location_waiters: DetMap<ObjectId, Vec<(WorkerId, NodeId)>>,
     /// Specs of finished tasks kept to rebuild their lost outputs (see [`lineage`]).
-    lineage: DetMap<TaskId, Box<Task>>,
-    /// Kept specs, oldest first (may name specs already dropped).
-    lineage_order: VecDeque<TaskId>,
-    /// What the kept specs count against `max_lineage_bytes`.
-    lineage_bytes: u64,
+    lineage: lineage::KeptSpecs,
     next_conn: u64,
     next_request: RequestId,
     /// Moving average of the time a worker spends per task, in seconds.
@@ -368,6 +364,7 @@ pub struct CoreState {
 
 impl CoreState {
     pub fn new(cfg: StateConfig) -> Self {
+        let max_lineage_bytes = cfg.max_lineage_bytes;
         CoreState {
             root: TaskScope::new(cfg.root),
             cfg,
@@ -391,9 +388,7 @@ impl CoreState {
             pulled_copies: Default::default(),
             lent_actors: DetMap::default(),
             hold_acks: DetMap::default(),
-            lineage: DetMap::default(),
-            lineage_order: VecDeque::new(),
-            lineage_bytes: 0,
+            lineage: lineage::KeptSpecs::new(max_lineage_bytes),
             next_conn: 1,
             next_request: RequestId(1),
             avg_task_secs: None,
@@ -1639,8 +1634,6 @@ impl CoreState {
         }
         self.location_waiters.clear();
         self.lineage.clear();
-        self.lineage_order.clear();
-        self.lineage_bytes = 0;
         self.flush_frees();
     }
 }

@@ -14,8 +14,10 @@
 //! - A lost object that cannot be rebuilt fails: `ObjectLost` for a `put`,
 //!   `ObjectUnrecoverable` (lineage evicted, retries spent, task not kept) otherwise.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
+use ares_common::det::DetMap;
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, Unrecoverable};
 use ares_ownership::{Lineage, Location, Status};
 
@@ -57,11 +59,84 @@ pub(super) fn spec_bytes(task: &Task) -> u64 {
     (fixed + vecs + inline + task.shape.heap_bytes()) as u64
 }
 
+/// The specs of finished tasks kept to rebuild their lost outputs, within a byte budget,
+/// oldest dropped first. It only keeps and counts; what a kept spec holds in the
+/// ownership table (lineage references on its arguments) is the state's to take and
+/// release, around [`KeptSpecs::keep`] and [`KeptSpecs::take`].
+pub(super) struct KeptSpecs {
+    specs: DetMap<TaskId, Box<Task>>,
+    /// Kept specs, oldest first (may name specs already dropped).
+    order: VecDeque<TaskId>,
+    /// What the kept specs count against `budget`.
+    bytes: u64,
+    budget: u64,
+}
+
+impl KeptSpecs {
+    pub(super) fn new(budget: u64) -> KeptSpecs {
+        KeptSpecs { specs: DetMap::default(), order: VecDeque::new(), bytes: 0, budget }
+    }
+
+    /// Whether specs are kept at all (a budget of 0 keeps none).
+    pub(super) fn enabled(&self) -> bool {
+        self.budget > 0
+    }
+
+    /// Keeps `task`'s spec; returns the specs dropped to stay within the budget, oldest
+    /// first.
+    pub(super) fn keep(&mut self, tid: TaskId, task: Task) -> Vec<(TaskId, Box<Task>)> {
+        self.bytes += spec_bytes(&task);
+        self.specs.insert(tid, Box::new(task));
+        self.order.push_back(tid);
+        let mut dropped = Vec::new();
+        while self.bytes > self.budget
+            && let Some(old) = self.order.pop_front()
+        {
+            if let Some(t) = self.specs.remove(&old) {
+                self.bytes -= spec_bytes(&t);
+                dropped.push((old, t));
+            }
+        }
+        // The order keeps IDs of specs already dropped; compact it now and then.
+        if self.order.len() > 2 * self.specs.len() + 64 {
+            let specs = &self.specs;
+            self.order.retain(|t| specs.contains_key(t));
+        }
+        dropped
+    }
+
+    pub(super) fn get(&self, tid: &TaskId) -> Option<&Task> {
+        self.specs.get(tid).map(|t| &**t)
+    }
+
+    /// Stops keeping `tid`'s spec and hands it back.
+    pub(super) fn take(&mut self, tid: &TaskId) -> Option<Box<Task>> {
+        let t = self.specs.remove(tid)?;
+        self.bytes -= spec_bytes(&t);
+        Some(t)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// Specs kept and the bytes they count.
+    pub(super) fn kept(&self) -> (usize, u64) {
+        (self.specs.len(), self.bytes)
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.specs.clear();
+        self.order.clear();
+        self.bytes = 0;
+    }
+}
+
 impl CoreState {
     /// Whether a finished task's spec is worth keeping: a pool task (an actor call's
     /// result depends on the actor's state) that may run again.
     pub(super) fn keeps_lineage(&self, task: &Task) -> bool {
-        self.cfg.max_lineage_bytes > 0 && matches!(task.target, Target::Pool) && task.retries_left > 0
+        self.lineage.enabled() && matches!(task.target, Target::Pool) && task.retries_left > 0
     }
 
     /// Takes lineage references on the arguments of a task about to be kept (before its
@@ -83,24 +158,11 @@ impl CoreState {
             v.shrink_to_fit();
         }
         task.args.shrink_to_fit();
-        self.lineage_bytes += spec_bytes(&task);
-        self.lineage.insert(tid, Box::new(task));
-        self.lineage_order.push_back(tid);
-        while self.lineage_bytes > self.cfg.max_lineage_bytes
-            && let Some(old) = self.lineage_order.pop_front()
-        {
-            if let Some(t) = self.lineage.remove(&old) {
-                self.lineage_bytes -= spec_bytes(&t);
-                for r in returns_of(old, t.num_returns) {
-                    self.table.evict_lineage(r);
-                }
-                self.table.remove_lineage_refs(&ref_args(&t));
+        for (old, t) in self.lineage.keep(tid, task) {
+            for r in returns_of(old, t.num_returns) {
+                self.table.evict_lineage(r);
             }
-        }
-        // The order keeps IDs of specs already dropped; compact it now and then.
-        if self.lineage_order.len() > 2 * self.lineage.len() + 64 {
-            let lineage = &self.lineage;
-            self.lineage_order.retain(|t| lineage.contains_key(t));
+            self.table.remove_lineage_refs(&ref_args(&t));
         }
     }
 
@@ -116,14 +178,13 @@ impl CoreState {
         if returns_of(id.task, t.num_returns).any(|r| self.table.tracks(r)) {
             return;
         }
-        let t = self.lineage.remove(&id.task).expect("present");
-        self.lineage_bytes -= spec_bytes(&t);
+        let t = self.lineage.take(&id.task).expect("present");
         self.table.remove_lineage_refs(&ref_args(&t));
     }
 
     /// Specs kept and the bytes they count (for tests and statistics).
     pub fn lineage_kept(&self) -> (usize, u64) {
-        (self.lineage.len(), self.lineage_bytes)
+        self.lineage.kept()
     }
 
     /// `node` died: the owned objects whose only copies it held are lost.
@@ -189,8 +250,7 @@ impl CoreState {
             Some(t) if t.retries_left == 0 => return Err(unrecoverable(Unrecoverable::RetriesExhausted)),
             Some(_) => {}
         }
-        let mut task = *self.lineage.remove(&tid).expect("present above");
-        self.lineage_bytes -= spec_bytes(&task);
+        let mut task = *self.lineage.take(&tid).expect("present above");
         task.retries_left -= 1;
         task.attempts += 1;
         tracing::debug!(task = %tid, function = %task.function, "re-running a task to rebuild its lost output");
