@@ -184,6 +184,9 @@ pub struct Node {
     pulled_bytes: u64,
     served_bytes: u64,
     out: VecDeque<Output>,
+    /// Connections of workers this node killed, until their end is read (see
+    /// [`Node::gone`]).
+    reaped: DetSet<ClientId>,
 }
 
 impl Node {
@@ -226,6 +229,7 @@ impl Node {
             pulled_bytes: 0,
             served_bytes: 0,
             out: VecDeque::new(),
+            reaped: DetSet::default(),
             cfg,
         }
     }
@@ -264,6 +268,26 @@ impl Node {
 
     fn send(&mut self, client: ClientId, msg: FromRaylet) {
         self.out.push_back(Output::Send(client, msg));
+    }
+
+    /// Kills worker `w`: from now until its connection's end is read, what it sent
+    /// before the kill and is read after it is not carried out (see [`Node::gone`]).
+    fn reap(&mut self, w: WorkerId) {
+        if let Some(c) = self.worker_client(w) {
+            self.reaped.insert(c);
+        }
+        self.out.push_back(Output::ReapWorker(w));
+    }
+
+    /// Whether `client` is a worker this node killed (the killed-worker fence): a create
+    /// or a wait for space on its behalf is dropped. The driver checks it under its lock
+    /// before each store change, so a task's retry, which starts only once its owner saw
+    /// the death (or returned the lease as broken, which kills it here), is always
+    /// decided after it; read late, the dead attempt's create would otherwise take the
+    /// retry's copy. (A client whose connection the driver saw close is gone too; the
+    /// driver adds that.)
+    pub fn gone(&self, client: ClientId) -> bool {
+        self.reaped.contains(&client)
     }
 
     fn apply(&mut self, actions: Vec<Action>) {
@@ -317,7 +341,7 @@ impl Node {
                 }
                 Action::ReapWorker(w) => {
                     tracing::debug!(worker = %w, "reaping a worker");
-                    self.out.push_back(Output::ReapWorker(w))
+                    self.reap(w);
                 }
             }
         }
@@ -358,7 +382,7 @@ impl Node {
                         self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
                     }
                 }
-                ActorAction::KillWorker(w) => self.out.push_back(Output::ReapWorker(w)),
+                ActorAction::KillWorker(w) => self.reap(w),
                 ActorAction::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
             }
         }
@@ -517,6 +541,7 @@ impl Node {
     /// A client's connection ended: its pins, leases, requests, holds and (if it was a
     /// core worker) owned objects go; a worker's death reaches the policy and actors.
     pub fn disconnected(&mut self, client: ClientId) {
+        self.reaped.remove(&client);
         let Some(kind) = self.clients.remove(&client) else { return };
         tracing::debug!(client = client.0, ?kind, "client disconnected");
         let remote = self.remote_clients.remove(&client);
@@ -1326,6 +1351,51 @@ mod tests {
             ToRaylet::RegisterWorker { worker_id: started[1], pid: 2, listen_addr: addr, remote_addr: None },
         );
         assert!(matches!(&drain(&mut n)[..], [Output::Close(c)] if *c == worker));
+    }
+
+    #[test]
+    fn a_worker_returned_broken_is_reaped_and_fenced_until_its_end_is_read() {
+        let mut n = node();
+        n.prestart();
+        let started: Vec<WorkerId> = drain(&mut n)
+            .into_iter()
+            .filter_map(|o| match o {
+                Output::StartWorker(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        let (driver, worker) = (ClientId(1), ClientId(2));
+        n.connected(driver);
+        n.connected(worker);
+        n.handle(driver, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
+        let addr = Endpoint::Unix("w1.sock".into());
+        n.handle(
+            worker,
+            ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr, remote_addr: None },
+        );
+        let request = ToRaylet::RequestLease {
+            request_id: RequestId(5),
+            shape: ResourceSet::new().with("CPU", 1.0),
+            dedicated: false,
+            strategy: Strategy::Default,
+            spilled: false,
+        };
+        n.handle(driver, request);
+        let lease_id = drain(&mut n)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Send(_, FromRaylet::LeaseGranted { lease_id, .. }) => Some(lease_id),
+                _ => None,
+            })
+            .expect("a lease");
+        assert!(!n.gone(worker));
+        // Its owner says the worker broke: it is killed, and what it sent before the kill
+        // (a create read late, say) is dropped until its connection's end is read.
+        n.handle(driver, ToRaylet::ReturnLease { lease_id, worker_broken: true });
+        assert!(drain(&mut n).iter().any(|o| matches!(o, Output::ReapWorker(w) if *w == started[0])));
+        assert!(n.gone(worker) && !n.gone(driver));
+        n.disconnected(worker);
+        assert!(!n.gone(worker), "the fence ends with the connection");
     }
 
     #[test]

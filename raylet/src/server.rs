@@ -94,19 +94,14 @@ struct State {
     next_client: u64,
     /// Which parts of the pool have their pages reserved.
     reserved: Reservations,
-    /// Connections of workers this node killed, until their end is read: what they
-    /// sent before the kill and is read after it is not carried out (see `gone`).
-    reaped: hashbrown::HashSet<ClientId>,
 }
 
 impl State {
     /// Whether `client`'s process is gone or being killed: a create or a wait for space
-    /// on its behalf is dropped. Checked under the lock before each store change, so
-    /// a task's retry, which starts only once its owner saw the death (or returned the
-    /// lease as broken, which kills it here), is always decided after it; read late,
-    /// the dead attempt's create would otherwise take the retry's copy.
+    /// on its behalf is dropped (the node's killed-worker fence, [`Node::gone`], or a
+    /// connection this driver saw close).
     fn gone(&self, client: ClientId) -> bool {
-        self.reaped.contains(&client) || self.clients.get(&client).is_some_and(|c| c.peer_closed())
+        self.node.gone(client) || self.clients.get(&client).is_some_and(|c| c.peer_closed())
     }
 }
 
@@ -224,13 +219,7 @@ impl Raylet {
         let (construct_tx, construct_rx) = mpsc::channel::<Construct>();
         let (resume_tx, resume_rx) = mpsc::channel::<std::time::Duration>();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                node,
-                clients: DetMap::default(),
-                next_client: 1,
-                reserved,
-                reaped: hashbrown::HashSet::new(),
-            }),
+            state: Mutex::new(State { node, clients: DetMap::default(), next_client: 1, reserved }),
             space: Condvar::new(),
             spill_dirs,
             spill_tx: Mutex::new(spill_tx),
@@ -591,9 +580,6 @@ impl Shared {
                 Output::ReapWorker(w) => {
                     // Dead before any reply that follows this output can be read.
                     self.children.kill_now(w);
-                    if let Some(c) = st.node.worker_client(w) {
-                        st.reaped.insert(c);
-                    }
                     let _ = self.spawn.lock().map(|s| s.send(SpawnCmd::Reap(w)));
                 }
                 Output::Spill(job) => {
@@ -840,7 +826,6 @@ impl Shared {
     fn disconnected(&self, client: ClientId) {
         let mut st = self.lock();
         st.clients.remove(&client);
-        st.reaped.remove(&client);
         st.node.disconnected(client);
         self.carry_out(&mut st);
     }
