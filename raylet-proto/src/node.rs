@@ -1305,17 +1305,33 @@ mod tests {
         ObjectId::for_return(TaskId::default().child(i), 0)
     }
 
-    #[test]
-    fn workers_register_and_a_lease_is_granted_with_their_address() {
-        let mut n = node();
+    /// Prestarts `n`'s pool: the IDs of the workers it asked to start.
+    fn prestarted(n: &mut Node) -> Vec<WorkerId> {
         n.prestart();
-        let started: Vec<WorkerId> = drain(&mut n)
+        drain(n)
             .into_iter()
             .filter_map(|o| match o {
                 Output::StartWorker(w) => Some(w),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    /// A request for a lease of one CPU anywhere.
+    fn one_cpu(request_id: u64) -> ToRaylet {
+        ToRaylet::RequestLease {
+            request_id: RequestId(request_id),
+            shape: ResourceSet::new().with("CPU", 1.0),
+            dedicated: false,
+            strategy: Strategy::Default,
+            spilled: false,
+        }
+    }
+
+    #[test]
+    fn workers_register_and_a_lease_is_granted_with_their_address() {
+        let mut n = node();
+        let started = prestarted(&mut n);
         assert_eq!(started, vec![WorkerId([1; 16]), WorkerId([2; 16])], "worker IDs come from the driver");
         let (driver, worker) = (ClientId(1), ClientId(2));
         n.connected(driver);
@@ -1327,16 +1343,7 @@ mod tests {
             ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr.clone(), remote_addr: None },
         );
         drain(&mut n);
-        n.handle(
-            driver,
-            ToRaylet::RequestLease {
-                request_id: RequestId(5),
-                shape: ResourceSet::new().with("CPU", 1.0),
-                dedicated: false,
-                strategy: Strategy::Default,
-                spilled: false,
-            },
-        );
+        n.handle(driver, one_cpu(5));
         match &drain(&mut n)[..] {
             [Output::Send(c, FromRaylet::LeaseGranted { request_id: RequestId(5), worker_addr, worker_id, .. })] => {
                 assert_eq!(*c, driver);
@@ -1356,14 +1363,7 @@ mod tests {
     #[test]
     fn a_worker_returned_broken_is_reaped_and_fenced_until_its_end_is_read() {
         let mut n = node();
-        n.prestart();
-        let started: Vec<WorkerId> = drain(&mut n)
-            .into_iter()
-            .filter_map(|o| match o {
-                Output::StartWorker(w) => Some(w),
-                _ => None,
-            })
-            .collect();
+        let started = prestarted(&mut n);
         let (driver, worker) = (ClientId(1), ClientId(2));
         n.connected(driver);
         n.connected(worker);
@@ -1373,14 +1373,7 @@ mod tests {
             worker,
             ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr, remote_addr: None },
         );
-        let request = ToRaylet::RequestLease {
-            request_id: RequestId(5),
-            shape: ResourceSet::new().with("CPU", 1.0),
-            dedicated: false,
-            strategy: Strategy::Default,
-            spilled: false,
-        };
-        n.handle(driver, request);
+        n.handle(driver, one_cpu(5));
         let lease_id = drain(&mut n)
             .into_iter()
             .find_map(|o| match o {
