@@ -123,6 +123,19 @@ enum NodeLink {
     },
 }
 
+impl Inner {
+    /// The worker connection `conn` was opened (or failed to): the state hears of it.
+    fn opened(&mut self, conn: ConnId, opened: std::io::Result<Sender>) {
+        match opened {
+            Ok(tx) => {
+                self.conns.insert(conn, tx);
+                self.state.handle_connected(Instant::now(), conn);
+            }
+            Err(e) => self.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
+        }
+    }
+}
+
 /// A merge the state asked for, carried out off the lock.
 struct GatherJob {
     task: TaskId,
@@ -296,8 +309,14 @@ impl CoreWorker {
         self.run_inner(|g| f(&mut g.state))
     }
 
-    /// Like [`CoreWorker::run_locked`], for events of the driver's own (a connection
-    /// made or lost) that change its connection tables too.
+    /// Like [`CoreWorker::run`], for events of the driver's own (a connection made or
+    /// lost) that change its connection tables too.
+    fn run_driver<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let (r, gathers) = self.run_inner(f);
+        self.run_gathers(gathers);
+        r
+    }
+
     fn run_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> (R, Vec<GatherJob>) {
         let mut g = self.shared.lock();
         let r = f(&mut g);
@@ -341,13 +360,9 @@ impl CoreWorker {
                         g.state.handle_connect_failed(Instant::now(), conn, &e.to_string());
                     }
                 }
-                Effect::Connect { conn, endpoint } => match open(self.me.clone(), self.max_frame, conn, &endpoint) {
-                    Ok(tx) => {
-                        g.conns.insert(conn, tx);
-                        g.state.handle_connected(Instant::now(), conn);
-                    }
-                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
-                },
+                Effect::Connect { conn, endpoint } => {
+                    g.opened(conn, open(self.me.clone(), self.max_frame, conn, &endpoint))
+                }
                 Effect::Close(conn) => {
                     // One being opened is closed when it is (see `open_in_background`).
                     g.opening.remove(&conn);
@@ -390,9 +405,7 @@ impl CoreWorker {
             return Ok(client.clone());
         }
         let dialed = dial(self.worker_id, self.max_frame, addr, node);
-        let (adopted, gathers) = self.run_inner(|g| self.adopt_node(g, node, None, dialed));
-        self.run_gathers(gathers);
-        adopted
+        self.run_driver(|g| self.adopt_node(g, node, None, dialed))
     }
 
     /// A blocking request to the actor directory of `home` (`None`: this node's).
@@ -410,10 +423,7 @@ impl CoreWorker {
         std::thread::Builder::new().name("ares-dial".into()).spawn(move || {
             let dialed = dial(worker_id, max_frame, addr, node);
             match me.upgrade() {
-                Some(cw) => {
-                    let (_, gathers) = cw.run_inner(|g| cw.adopt_node(g, node, Some(link), dialed));
-                    cw.run_gathers(gathers);
-                }
+                Some(cw) => drop(cw.run_driver(|g| cw.adopt_node(g, node, Some(link), dialed))),
                 None => {
                     if let Ok((client, _)) = dialed {
                         client.close();
@@ -502,7 +512,7 @@ impl CoreWorker {
             },
             move |reason: String| {
                 if let Some(cw) = lost.upgrade() {
-                    let (gone, gathers) = cw.run_inner(|g| match g.nodes.get(&node) {
+                    let gone = cw.run_driver(|g| match g.nodes.get(&node) {
                         Some(NodeLink::Ready { link: l, .. }) if *l == link => {
                             let gone = g.nodes.remove(&node);
                             g.state.handle_node_lost(Instant::now(), node, &reason);
@@ -512,7 +522,6 @@ impl CoreWorker {
                     });
                     // Dropped off the lock.
                     drop(gone);
-                    cw.run_gathers(gathers);
                 }
             },
         )
@@ -530,7 +539,7 @@ impl CoreWorker {
                 }
                 return;
             };
-            let ((), gathers) = cw.run_inner(|g| {
+            cw.run_driver(|g| {
                 if !g.opening.remove(&conn) {
                     // Closed while it was being opened.
                     if let Ok(tx) = opened {
@@ -538,15 +547,8 @@ impl CoreWorker {
                     }
                     return;
                 }
-                match opened {
-                    Ok(tx) => {
-                        g.conns.insert(conn, tx);
-                        g.state.handle_connected(Instant::now(), conn);
-                    }
-                    Err(e) => g.state.handle_connect_failed(Instant::now(), conn, &e.to_string()),
-                }
+                g.opened(conn, opened);
             });
-            cw.run_gathers(gathers);
         })?;
         Ok(())
     }
