@@ -1273,11 +1273,11 @@ fn spill_pause(failures: u32) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ares_common::{LeaseId, TaskId};
 
-    fn node() -> Node {
+    pub(crate) fn node() -> Node {
         let cfg = NodeConfig {
             node_id: NodeId([1; 16]),
             resources: ResourceSet::new().with("CPU", 2.0),
@@ -1297,11 +1297,11 @@ mod tests {
         )
     }
 
-    fn drain(n: &mut Node) -> Vec<Output> {
+    pub(crate) fn drain(n: &mut Node) -> Vec<Output> {
         std::iter::from_fn(|| n.poll()).collect()
     }
 
-    fn oid(i: u64) -> ObjectId {
+    pub(crate) fn oid(i: u64) -> ObjectId {
         ObjectId::for_return(TaskId::default().child(i), 0)
     }
 

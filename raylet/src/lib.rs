@@ -3,8 +3,9 @@
 //!
 //! The scheduling decisions live in the pure [`policy`] module (this node's leases),
 //! [`spillback`] (which node of the cluster) and the actor directory's in the pure
-//! [`actors`] module; [`node`] glues them with the store index; [`server`] is the thin IO
-//! driver around it. In the embedded default the raylet runs on threads inside the driver
+//! [`actors`] module; [`node`] glues them with the store index, and [`store_ops`] runs
+//! its creates, pins and restores step by step; [`server`] is the thin IO driver around
+//! them. In the embedded default the raylet runs on threads inside the driver
 //! process; it speaks to every local client, the driver included, over the same Unix
 //! socket protocol, and to owners on other nodes over QUIC. In a cluster, [`membership`]
 //! joins the head (or, on the head, serves the [`cluster`] directory with its [`kv`] store
@@ -20,7 +21,7 @@ mod spawner;
 pub mod tool_client;
 
 // The decisions, in their own crate without IO.
-pub use ares_raylet_proto::{actors, cluster, kv, node, owners, policy, pulls, space, spillback};
+pub use ares_raylet_proto::{actors, cluster, kv, node, owners, policy, pulls, space, spillback, store_ops};
 
 pub use membership::Role;
 pub use server::{Raylet, RayletConfig, raise_fd_limit};

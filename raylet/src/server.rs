@@ -28,13 +28,13 @@ use ares_common::error::{FrameError, TaskError};
 use ares_common::wire::{FromRaylet, FromWorker, NodeLoad, NodeSummary, Outcome, TaskSpec, ToHead, ToRaylet, ToWorker};
 use ares_common::{ActorId, Config, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_net::{Listener, Receiver};
-use ares_object_store::{Pin, Pool, Reservations, Reserve, SpillDirs, SpillJob, SpillPolicy, StoreError};
+use ares_object_store::{Pool, Reservations, Reserve, SpillDirs, SpillJob, SpillPolicy};
 
 use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
 use crate::object_manager::{self, TransferHost};
-use crate::space::{SpaceWait, Step};
 use crate::spawner::{self, Children, SpawnCmd, SpawnEvents, SpawnSpec};
+use crate::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
 
 /// How to start a raylet.
 #[derive(Clone, Debug)]
@@ -94,15 +94,6 @@ struct State {
     next_client: u64,
     /// Which parts of the pool have their pages reserved.
     reserved: Reservations,
-}
-
-impl State {
-    /// Whether `client`'s process is gone or being killed: a create or a wait for space
-    /// on its behalf is dropped (the node's killed-worker fence, [`Node::gone`], or a
-    /// connection this driver saw close).
-    fn gone(&self, client: ClientId) -> bool {
-        self.node.gone(client) || self.clients.get(&client).is_some_and(|c| c.peer_closed())
-    }
 }
 
 struct Shared {
@@ -619,41 +610,34 @@ impl Shared {
         }
     }
 
-    /// Runs `attempt` until it succeeds or fails for good; while it only lacks space,
-    /// asks for spilling and waits as [`SpaceWait`] decides. A wait on behalf of
-    /// `for_client` ends as soon as that client's connection does (its process died, say
-    /// because the owner of its task did and the worker was reaped): nothing is
-    /// allocated for a process that is gone, and the thread is free again.
-    fn with_space<'a, T>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        size: u64,
-        for_client: Option<ClientId>,
-        mut attempt: impl FnMut(&mut Node) -> Result<T, StoreError>,
-    ) -> (MutexGuard<'a, State>, Result<T, StoreError>) {
-        let wait = SpaceWait::new(Instant::now(), self.create_timeout);
-        let gone = |st: &State| for_client.is_some_and(|c| st.gone(c));
+    /// Carries out a store op (see [`StoreOp`]): its waits for room on the `space`
+    /// condvar, its page reservations and restore reads with the lock released. Returns
+    /// how it ended, with the lock held again.
+    fn run_op<'a>(&'a self, mut st: MutexGuard<'a, State>, mut op: StoreOp) -> (MutexGuard<'a, State>, StoreOutcome) {
+        let mut event = OpEvent::Go;
         loop {
-            if gone(&st) {
-                tracing::debug!(size, "a client asking for space is gone");
-                return (st, Err(StoreError::Abandoned));
-            }
-            match attempt(&mut st.node) {
-                Err(StoreError::Full { .. }) => {
-                    let progress = st.node.space_progress(size);
+            // A connection this driver saw close is gone before the node hears of it.
+            let closed = st.clients.get(&op.client()).is_some_and(|c| c.peer_closed());
+            match op.advance(&mut st.node, Instant::now(), closed, event) {
+                OpStep::Wait(d) => {
                     self.carry_out(&mut st);
-                    match wait.next(Instant::now(), progress) {
-                        Step::RetryNow => continue,
-                        Step::GiveUp if gone(&st) => return (st, Err(StoreError::Abandoned)),
-                        Step::GiveUp => {
-                            tracing::debug!(size, stats = ?st.node.store().stats(), "giving up waiting for space");
-                            let last = attempt(&mut st.node);
-                            return (st, last);
-                        }
-                        Step::Wait(d) => st = self.space.wait_timeout(st, d).unwrap_or_else(|p| p.into_inner()).0,
-                    }
+                    st = self.space.wait_timeout(st, d).unwrap_or_else(|p| p.into_inner()).0;
+                    event = OpEvent::Go;
                 }
-                other => return (st, other),
+                OpStep::Reserve { offset, len } => {
+                    let (g, reserved) = self.reserve_pages(st, offset, len);
+                    st = g;
+                    event = OpEvent::Reserved(reserved);
+                }
+                OpStep::Read(job) => {
+                    drop(st);
+                    let started = Instant::now();
+                    let result = self.spill_dirs.read(&self.pool, &job).map_err(|e| e.to_string());
+                    let took = started.elapsed();
+                    st = self.lock();
+                    event = OpEvent::Read { result, took };
+                }
+                OpStep::Done(outcome) => return (st, outcome),
             }
         }
     }
@@ -692,41 +676,13 @@ impl Shared {
     /// Answers `CreateObject`: space for the object, once there is room and no other
     /// copy of it is being written (see `StoreIndex::create`).
     fn create(&self, client: ClientId, request_id: RequestId, object_id: ObjectId, size: u64, owner: WorkerId) {
-        let deadline = Instant::now() + self.create_timeout;
-        let mut st = self.lock();
-        let res = loop {
-            // From a process that is gone (see `State::gone`), checked again before each
-            // try: nothing is created, nothing answered.
-            let (g, res) = self.with_space(st, size, Some(client), |n| n.try_create(client, object_id, size, owner));
-            st = g;
-            match res {
-                Err(StoreError::Abandoned) => {
-                    tracing::debug!(object = %object_id, "a create from a client that is gone is dropped");
-                    return;
-                }
-                // A retried task makes its result again (same ID) while the killed
-                // attempt's unsealed copy may still be there: the dead worker's
-                // disconnect frees it and wakes this wait. A reader's pin of a deleted
-                // copy ends likewise.
-                Err(StoreError::InProgress(_)) if Instant::now() < deadline => {
-                    st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
-                }
-                other => break other,
-            }
-        };
-        let reply = match res {
-            Ok(offset) => {
-                let (g, reserved) = self.reserve_pages(st, offset, size);
-                st = g;
-                match reserved {
-                    Ok(()) => FromRaylet::ObjectCreated { request_id, offset },
-                    Err(error) => {
-                        st.node.abort_create(client, object_id);
-                        FromRaylet::CreateFailed { request_id, error }
-                    }
-                }
-            }
-            Err(e) => FromRaylet::CreateFailed { request_id, error: st.node.no_space(e) },
+        let op = StoreOp::create(Instant::now(), self.create_timeout, client, object_id, size, owner);
+        let (mut st, outcome) = self.run_op(self.lock(), op);
+        let reply = match outcome {
+            StoreOutcome::Created { offset } => FromRaylet::ObjectCreated { request_id, offset },
+            StoreOutcome::Failed(error) => FromRaylet::CreateFailed { request_id, error },
+            StoreOutcome::Abandoned => return self.carry_out(&mut st),
+            other => unreachable!("a create ends as {other:?}"),
         };
         if let Some(c) = st.clients.get(&client) {
             let _ = c.send(&reply);
@@ -735,53 +691,14 @@ impl Shared {
     }
 
     /// Pins `id` for `client`, restoring it from disk first if needed: its offset and
-    /// size. Restore IO runs on the caller's thread with the lock released, so nobody
-    /// else waits for it.
-    fn pin_object<'a>(
-        &'a self,
-        client: ClientId,
-        id: ObjectId,
-    ) -> (MutexGuard<'a, State>, Result<(u64, u64), TaskError>) {
-        let lost = |what: String| TaskError::ObjectLost { object: what };
-        let mut st = self.lock();
-        let result = loop {
-            match st.node.try_pin(client, id) {
-                Ok(Pin::InMemory { offset, size }) => break Ok((offset, size)),
-                Ok(Pin::Busy) => {
-                    st = self.space.wait_timeout(st, crate::space::MAX_WAIT_STEP).unwrap_or_else(|p| p.into_inner()).0;
-                }
-                Ok(Pin::Spilled) => {
-                    let size = st.node.size_of(id).unwrap_or(0);
-                    let (g, job) = self.with_space(st, size, Some(client), |n| n.begin_restore(id));
-                    st = g;
-                    let job = match job {
-                        Ok(job) => job,
-                        Err(StoreError::InProgress(_)) => continue,
-                        Err(e) => break Err(st.node.no_space(e)),
-                    };
-                    let (g, reserved) = self.reserve_pages(st, job.pool_offset, job.size);
-                    st = g;
-                    if let Err(error) = reserved {
-                        let _ = st.node.finish_restore(id, client, false, std::time::Duration::ZERO);
-                        break Err(error);
-                    }
-                    drop(st);
-                    let started = Instant::now();
-                    let read = self.spill_dirs.read(&self.pool, &job);
-                    let took = started.elapsed();
-                    st = self.lock();
-                    if let Err(e) = &read {
-                        tracing::error!(object = %id, "restore failed: {e}");
-                    }
-                    let pinned = st.node.finish_restore(id, client, read.is_ok(), took);
-                    break match (pinned, read) {
-                        (Ok(Pin::InMemory { offset, size }), _) => Ok((offset, size)),
-                        (_, Err(e)) => Err(lost(format!("{id} (restore failed: {e})"))),
-                        (_, Ok(())) => Err(lost(id.to_string())),
-                    };
-                }
-                Err(_) => break Err(lost(id.to_string())),
-            }
+    /// size.
+    fn pin_object(&self, client: ClientId, id: ObjectId) -> (MutexGuard<'_, State>, Result<(u64, u64), TaskError>) {
+        let op = StoreOp::pin(Instant::now(), self.create_timeout, client, id);
+        let (st, outcome) = self.run_op(self.lock(), op);
+        let result = match outcome {
+            StoreOutcome::Pinned { offset, size } => Ok((offset, size)),
+            StoreOutcome::Failed(error) => Err(error),
+            other => unreachable!("a pin ends as {other:?}"),
         };
         (st, result)
     }
@@ -849,19 +766,13 @@ impl TransferHost for Shared {
     }
 
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<Option<u64>, String> {
-        let st = self.lock();
-        let (mut st, r) = self.with_space(st, size, None, |n| n.try_create_copy(id, size, None));
-        let r = match r {
-            Ok(offset) => {
-                let (g, reserved) = self.reserve_pages(st, offset, size);
-                st = g;
-                reserved.map(|()| Some(offset)).map_err(|error| {
-                    st.node.abort_create(TRANSFER_CLIENT, id);
-                    error.to_string()
-                })
-            }
-            Err(StoreError::Exists { .. }) => Ok(None),
-            Err(e) => Err(st.node.no_space(e).to_string()),
+        let op = StoreOp::copy(Instant::now(), self.create_timeout, id, size);
+        let (mut st, outcome) = self.run_op(self.lock(), op);
+        let r = match outcome {
+            StoreOutcome::Created { offset } => Ok(Some(offset)),
+            StoreOutcome::Exists => Ok(None),
+            StoreOutcome::Failed(error) => Err(error.to_string()),
+            other => unreachable!("a copy ends as {other:?}"),
         };
         self.carry_out(&mut st);
         r
