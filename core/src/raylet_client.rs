@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use ares_common::error::FrameError;
 use ares_common::wire::{FromRaylet, ToRaylet};
@@ -26,9 +27,15 @@ pub(crate) struct RayletClient {
 /// Bytes queued for the raylet before the connection is considered stuck.
 const OUTBOX_LIMIT: usize = 256 << 20;
 
+/// How long a call waits for its answer before it checks that the raylet still answers.
+const PROBE_AFTER: Duration = Duration::from_secs(5);
+
+/// How long the raylet may take to answer that check.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long a raylet may take to answer a registration: a peer that accepted the
 /// connection but never answers must not hold its caller for ever.
-const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn request_id(msg: &FromRaylet) -> Option<RequestId> {
     match msg {
@@ -141,8 +148,42 @@ impl RayletClient {
         self.out.send(msg).map_err(unavailable)
     }
 
-    /// Sends the request built by `make` and waits for its answer.
+    /// Sends the request built by `make` and waits for its answer. A long wait is fine
+    /// (room being made for a create, a pull under way) while the raylet is there: after
+    /// [`PROBE_AFTER`] without an answer the call asks the raylet for its stats, and
+    /// fails with `RayletUnavailable` if that goes unanswered for [`PROBE_TIMEOUT`] (the
+    /// raylet is stopped or stuck; a dead one closes the connection, which fails the
+    /// call at once).
     pub(crate) fn call(&self, make: impl FnOnce(RequestId) -> ToRaylet) -> Result<FromRaylet> {
+        let (id, rx) = self.ask(make)?;
+        // Most answers come within microseconds: poll before blocking (see
+        // `ares_net::SPIN_BEFORE_BLOCKING` for why).
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_micros(50) {
+            match rx.try_recv() {
+                Ok(msg) => return Ok(msg),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(unavailable("the raylet closed the connection")),
+                Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
+        loop {
+            match rx.recv_timeout(PROBE_AFTER) {
+                Ok(msg) => return Ok(msg),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(unavailable("the raylet closed the connection"));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = self.probe() {
+                        self.pending.lock().unwrap().remove(&id);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Registers a waiter for a new request ID and sends the request built by `make`.
+    fn ask(&self, make: impl FnOnce(RequestId) -> ToRaylet) -> Result<(RequestId, mpsc::Receiver<FromRaylet>)> {
         let id = RequestId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = mpsc::sync_channel(1);
         self.pending.lock().unwrap().insert(id, tx);
@@ -154,17 +195,23 @@ impl RayletClient {
             self.pending.lock().unwrap().remove(&id);
             return Err(e);
         }
-        // Most answers come within microseconds: poll before blocking (see
-        // `ares_net::SPIN_BEFORE_BLOCKING` for why).
-        let start = std::time::Instant::now();
-        while start.elapsed() < std::time::Duration::from_micros(50) {
-            match rx.try_recv() {
-                Ok(msg) => return Ok(msg),
-                Err(mpsc::TryRecvError::Disconnected) => return Err(unavailable("the raylet closed the connection")),
-                Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+        Ok((id, rx))
+    }
+
+    /// Whether the raylet still answers: a stats request, answered within [`PROBE_TIMEOUT`].
+    fn probe(&self) -> Result<()> {
+        let (id, rx) = self.ask(|request_id| ToRaylet::GetStats { request_id })?;
+        match rx.recv_timeout(PROBE_TIMEOUT) {
+            Ok(_) => Ok(()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(unavailable("the raylet closed the connection")),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.pending.lock().unwrap().remove(&id);
+                Err(unavailable(format!(
+                    "the raylet has not answered for {:?} (stopped or stuck?); check the node's daemon.log",
+                    PROBE_AFTER + PROBE_TIMEOUT
+                )))
             }
         }
-        rx.recv().map_err(|_| unavailable("the raylet closed the connection"))
     }
 
     /// Closes the connection (wakes the reader thread).

@@ -480,8 +480,32 @@ fn silent_node() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Attached to the daemon at ARES_ADDRESS: prints `ready`, waits for a line on stdin
+/// (the test stops the daemon with SIGSTOP first), then puts a value that goes to the
+/// store and prints `unavailable after <s> s: <error>` when the create fails as it
+/// should (the stopped raylet never answers).
+fn frozen_raylet() -> anyhow::Result<()> {
+    ares::init()?;
+    println!("ready");
+    std::io::stdout().flush()?;
+    std::io::stdin().read_line(&mut String::new())?;
+    let started = std::time::Instant::now();
+    match ares::put(vec![7u8; 1 << 20]) {
+        Err(e @ ares::Error::RayletUnavailable(_)) => {
+            println!("unavailable after {} s: {e}", started.elapsed().as_secs());
+        }
+        other => anyhow::bail!("expected RayletUnavailable, got {:?}", other.map(|r| r.id())),
+    }
+    std::io::stdout().flush()?;
+    ares::shutdown();
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "exit".into());
+    if mode == "frozen-raylet" {
+        return frozen_raylet();
+    }
     if mode == "raw-create" {
         return raw_create(&std::env::args().nth(2).unwrap_or_default());
     }

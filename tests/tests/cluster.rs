@@ -605,3 +605,34 @@ fn a_node_that_never_answers_stalls_only_what_is_sent_to_it() {
     stop_and_check_clean(&[&c.nodes[0], &member]);
     let _ = std::fs::remove_dir_all(&c.base);
 }
+
+/// A raylet that is stopped (not dead: its socket stays open) fails a call waiting on it
+/// with a typed error once it leaves a probe unanswered, instead of holding the caller
+/// for ever.
+#[test]
+fn a_call_to_a_stopped_raylet_fails_typed_instead_of_hanging() {
+    use std::io::{BufRead, Write};
+    let c = cluster("frozen", 0, &["--num-cpus", "1"]);
+    let mut driver = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+            .arg("frozen-raylet")
+            .env("ARES_ADDRESS", "auto")
+            .env("ARES_SESSION_ROOT", &c.roots[0])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(driver.0.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().expect("the driver printed nothing").unwrap(), "ready");
+    assert!(Command::new("kill").args(["-STOP", &c.nodes[0].pid.to_string()]).status().unwrap().success());
+    let resume = ContinueOnDrop(c.nodes[0].pid);
+    writeln!(driver.0.stdin.take().unwrap(), "go").unwrap();
+    // Without the probe this line never comes (the test would hang until CI's timeout).
+    let said = lines.next().expect("the driver ended without a word").unwrap();
+    assert!(said.starts_with("unavailable after ") && said.contains("has not answered"), "driver said {said:?}");
+    assert!(driver.0.wait().unwrap().success());
+    drop(resume);
+    stop_and_check_clean(&[&c.nodes[0]]);
+    let _ = std::fs::remove_dir_all(&c.base);
+}
