@@ -1,5 +1,5 @@
 """PERCENTILE: the 10th, 50th and 90th percentiles of 4·10⁸ uniform float64, by ares
-(a computed tensor: selection, see docs/architecture.md) or numpy (np.percentile, which
+(a computed tensor: selection, see docs/guide/python.md) or numpy (np.percentile, which
 partitions); one JSON line, the median of `--repeats` runs, generation excluded, each
 result checked (uniform data: each percentile within 1e-3 of its q)."""
 

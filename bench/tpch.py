@@ -1,6 +1,7 @@
 """TPC-H's 22 queries on Ares frames, DuckDB, polars and pandas in one run (JSON lines).
 
-    python bench/tpch.py --scale 1 --repeats 3 > results.jsonl
+    OUT=bench/results/$(date +%Y%m%d-%H%M)-tpch-sf1 && mkdir -p $OUT
+    python bench/tpch.py --scale 1 --repeats 3 > $OUT/tpch.jsonl
 
 The data is made once by ``tpchgen-cli`` (Parquet, decimals and dates as generated) under
 ``--data``. Every engine's answer to every query is checked against DuckDB's; a wrong

@@ -12,7 +12,7 @@
 //!
 //! Every option of the node is a flag named like its `ares::Config` field (and like its
 //! `ARES_*` environment variable; flags win over the environment). See
-//! `docs/configuration.md` and `docs/cluster.md`.
+//! `docs/guide/configuration.md` and `docs/guide/cluster.md`.
 
 mod cli;
 

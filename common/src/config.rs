@@ -250,7 +250,7 @@ impl Config {
     }
 
     /// Defaults overridden by `ARES_*` environment variables (see the table in
-    /// `docs/configuration.md`). Malformed values are an error naming the variable.
+    /// `docs/guide/configuration.md`). Malformed values are an error naming the variable.
     pub fn from_env() -> Result<Config, ConfigError> {
         let mut c = Config::default();
         for (key, value) in std::env::vars() {

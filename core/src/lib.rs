@@ -94,7 +94,7 @@ pub fn fail(message: impl Into<String>) -> ! {
 pub struct TaskFailure(pub String);
 
 /// Starts the runtime with the defaults, overridden by `ARES_*` environment variables
-/// (`docs/configuration.md`): an embedded one-node cluster (a raylet on threads of this
+/// (`docs/guide/configuration.md`): an embedded one-node cluster (a raylet on threads of this
 /// process and one worker process per CPU), or, with `ARES_ADDRESS` set, a connection to
 /// a running `ares start` daemon. In a worker process, returns at once.
 pub fn init() -> Result<()> {

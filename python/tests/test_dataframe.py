@@ -158,7 +158,7 @@ def test_floor_division_modulo_powers_abs_round_clip_match_pandas(data):
     pdf, chunk = data
     df = ad.DataFrame(pdf, chunk_size=chunk)
     # Divisors that are never zero (pandas makes an integer column float with inf there;
-    # Ares leaves the value missing: see docs/architecture.md).
+    # Ares leaves the value missing: see docs/guide/dataframes.md).
     got = df.assign(q=df["i"] // (df["k2"] + 1), r=df["i"] % (df["k2"] + 1), fq=df["f"] // 0.75,
                     fr=df["f"] % -0.75, p=df["i"] ** 2, fp=df["f"] ** 2, rp=2 ** df["k2"], a=abs(df["i"]),
                     rd=(df["f"] / 3).round(1), c=df["i"].clip(-10, 10), cf=df["f"].clip(upper=2.5)).fetch()

@@ -12,7 +12,7 @@ steps fused into one task, group-bys combined in a tree or through a hash shuffl
                        "x": at.random.rand(10**7, chunk_size=10**6)})
     df.groupby("k")[["x"]].sum().execute().fetch()      # a pandas.DataFrame
 
-Where this differs from pandas (see docs/architecture.md, "Data frames"):
+Where this differs from pandas (see docs/guide/python.md and docs/guide/dataframes.md):
 
 - there is no row index: results fetch with a fresh ``RangeIndex`` (group-by results
   and ``value_counts`` put their keys in the index, as pandas does);
