@@ -32,8 +32,9 @@ enum Kind {
     Create { owner: WorkerId },
     /// `PinObject` from `client` (or a transfer serving a pull: [`TRANSFER_CLIENT`]).
     Pin,
-    /// Room for a copy being pulled from another node.
-    Copy,
+    /// Room for a copy being pulled from another node, owned by `owner` if given (else
+    /// by the owner named when the pull was asked for).
+    Copy { owner: Option<WorkerId> },
 }
 
 #[derive(Debug)]
@@ -145,9 +146,10 @@ impl StoreOp {
         Self::new(Kind::Pin, now, timeout, client, id, 0)
     }
 
-    /// Room for a pulled copy of `id`.
-    pub fn copy(now: Instant, timeout: Duration, id: ObjectId, size: u64) -> Self {
-        Self::new(Kind::Copy, now, timeout, TRANSFER_CLIENT, id, size)
+    /// Room for a pulled copy of `id`, owned by `owner` (or, if `None`, by the owner
+    /// the pull's request named).
+    pub fn copy(now: Instant, timeout: Duration, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Self {
+        Self::new(Kind::Copy { owner }, now, timeout, TRANSFER_CLIENT, id, size)
     }
 
     fn new(kind: Kind, now: Instant, timeout: Duration, client: ClientId, id: ObjectId, size: u64) -> Self {
@@ -221,7 +223,7 @@ impl StoreOp {
     /// pin's answer goes to a client that is either there or not (nothing is allocated
     /// for it but a restore, which serves any later reader too).
     fn fenced(&self) -> bool {
-        !matches!(self.kind, Kind::Copy)
+        !matches!(self.kind, Kind::Copy { .. })
     }
 
     fn pin_step(&mut self, node: &mut Node, now: Instant, gone: bool) -> OpStep {
@@ -278,7 +280,8 @@ impl StoreOp {
         let (client, id, size, kind) = (self.client, self.id, self.size, self.kind);
         let attempt = |n: &mut Node| match kind {
             Kind::Create { owner } => n.try_create(client, id, size, owner),
-            _ => n.try_create_copy(id, size, None),
+            Kind::Copy { owner } => n.try_create_copy(id, size, owner),
+            Kind::Pin => unreachable!("a pin allocates through restore"),
         };
         match self.with_space(node, now, size, wait, &gone, attempt) {
             Room::Got(offset) => {
@@ -293,7 +296,9 @@ impl StoreOp {
                 tracing::debug!(object = %id, "a create from a client that is gone is dropped");
                 OpStep::Done(Outcome::Abandoned)
             }
-            Room::Failed(StoreError::Exists { .. }) if matches!(kind, Kind::Copy) => OpStep::Done(Outcome::Exists),
+            Room::Failed(StoreError::Exists { .. }) if matches!(kind, Kind::Copy { .. }) => {
+                OpStep::Done(Outcome::Exists)
+            }
             // A retried task makes its result again (same ID) while the killed attempt's
             // unsealed copy may still be there: the dead worker's disconnect frees it and
             // wakes this wait. A reader's pin of a deleted copy ends likewise. The wait
@@ -425,7 +430,7 @@ mod tests {
         assert_eq!(op.advance(&mut n, t0, true, OpEvent::Go), OpStep::Done(Outcome::Abandoned));
         assert_eq!(n.store().stats().used, 0);
         // A copy for this node itself is never fenced.
-        let mut copy = StoreOp::copy(t0, T, oid(2), 100);
+        let mut copy = StoreOp::copy(t0, T, oid(2), 100, None);
         assert!(matches!(copy.advance(&mut n, t0, true, OpEvent::Go), OpStep::Reserve { len: 100, .. }));
     }
 

@@ -766,7 +766,7 @@ impl TransferHost for Shared {
     }
 
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<Option<u64>, String> {
-        let op = StoreOp::copy(Instant::now(), self.create_timeout, id, size);
+        let op = StoreOp::copy(Instant::now(), self.create_timeout, id, size, None);
         let (mut st, outcome) = self.run_op(self.lock(), op);
         let r = match outcome {
             StoreOutcome::Created { offset } => Ok(Some(offset)),

@@ -36,9 +36,13 @@ use ares_common::frame::FrameReader;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
-use ares_object_store::{Pin, SpillPolicy};
+use ares_object_store::SpillPolicy;
 use ares_ownership::{Location, Status};
 use ares_raylet_proto::node::{Node, NodeConfig, Output};
+use ares_raylet_proto::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
+
+/// How long a simulated create or pin waits for room (the raylet's default).
+const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A small, fast, seeded generator (splitmix64): the sim's only source of randomness.
 #[derive(Clone, Debug)]
@@ -872,7 +876,13 @@ impl Sim {
         if self.nodes[to].node.store().contains(object) {
             return Ok(());
         }
-        self.nodes[to].node.try_create_copy(object, bytes.len() as u64, owner).map_err(|e| e.to_string())?;
+        let op = StoreOp::copy(self.now(), STORE_TIMEOUT, object, bytes.len() as u64, owner);
+        match self.run_store_op(to, op) {
+            StoreOutcome::Created { .. } => {}
+            StoreOutcome::Exists => return Ok(()),
+            StoreOutcome::Failed(e) => return Err(e.to_string()),
+            other => unreachable!("a copy ends as {other:?}"),
+        }
         self.nodes[to].data.insert(object, bytes);
         self.nodes[to].node.finish_copy(object, true);
         self.pump_node(to);
@@ -889,8 +899,8 @@ impl Sim {
         if !self.nodes[n].alive {
             return Err(lost());
         }
-        match self.nodes[n].node.try_pin(client, id) {
-            Ok(Pin::InMemory { .. }) => {}
+        match self.run_store_op(n, StoreOp::pin(self.now(), STORE_TIMEOUT, client, id)) {
+            StoreOutcome::Pinned { .. } => {}
             _ => return Err(lost()),
         }
         let bytes = self.nodes[n].data.get(&id).cloned().ok_or_else(lost);
@@ -903,18 +913,43 @@ impl Sim {
     fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
         self.flush(Chan::ToNode(p));
         let (n, client) = (self.procs[p].node, self.procs[p].client);
-        let sn = &mut self.nodes[n];
-        match sn.node.try_create(client, id, bytes.len() as u64, owner) {
-            Ok(_) => {
+        let op = StoreOp::create(self.now(), STORE_TIMEOUT, client, id, bytes.len() as u64, owner);
+        match self.run_store_op(n, op) {
+            StoreOutcome::Created { .. } => {
+                let sn = &mut self.nodes[n];
                 sn.data.insert(id, bytes.to_vec());
                 sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
                 self.pump_node(n);
                 Ok(())
             }
-            Err(e) => {
-                let e = sn.node.no_space(e);
-                self.pump_node(n);
-                Err(e)
+            StoreOutcome::Failed(e) => Err(e),
+            // The node reaped this process: the real one would never hear back.
+            StoreOutcome::Abandoned => Err(TaskError::ObjectLost { object: format!("{id} (the creator was reaped)") }),
+            other => unreachable!("a create ends as {other:?}"),
+        }
+    }
+
+    /// Runs a store op on node `n` to its end, as the raylet's driver does: page
+    /// reservations always succeed, a wait passes at once on the op's own clock (the sim
+    /// does not move while one process waits, so a wait ends at its deadline), and a
+    /// restore read fails (the sim does not spill).
+    fn run_store_op(&mut self, n: usize, mut op: StoreOp) -> StoreOutcome {
+        let (mut now, mut event) = (self.now(), OpEvent::Go);
+        loop {
+            match op.advance(&mut self.nodes[n].node, now, false, event) {
+                OpStep::Wait(d) => {
+                    self.pump_node(n);
+                    now += d;
+                    event = OpEvent::Go;
+                }
+                OpStep::Reserve { .. } => event = OpEvent::Reserved(Ok(())),
+                OpStep::Read(_) => {
+                    event = OpEvent::Read { result: Err("the simulation does not spill".into()), took: Duration::ZERO }
+                }
+                OpStep::Done(outcome) => {
+                    self.pump_node(n);
+                    return outcome;
+                }
             }
         }
     }
