@@ -8,7 +8,8 @@
 //! - [`pulls`]: copies of objects being fetched from other nodes;
 //! - [`cluster`], [`kv`]: the head's directory of nodes, jobs and named actors, and its
 //!   key-value store;
-//! - [`space`]: waits for room in the store; [`store_ops`]: creates, pins and
+//! - [`store_side`]: the store index and the control of spilling; [`space`]: waits for
+//!   room in the store; [`store_ops`]: creates, pins and
 //!   restores carried out step by step around the driver's IO;
 //! - [`node`]: glues them with the store index into one machine that takes messages
 //!   and hands back what to send.
@@ -28,3 +29,4 @@ pub mod pulls;
 pub mod space;
 pub mod spillback;
 pub mod store_ops;
+pub mod store_side;

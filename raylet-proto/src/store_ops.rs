@@ -392,7 +392,7 @@ mod tests {
         assert_eq!(op.advance(&mut n, t0, false, OpEvent::Go), OpStep::Wait(MAX_WAIT_STEP), "a spill is under way");
         let offsets = vec![0u64; job.items.len()];
         n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
-        let OpStep::Reserve { offset, len } = op.advance(&mut n, t0, false, OpEvent::Go) else { panic!() };
+        let OpStep::Reserve { len, .. } = op.advance(&mut n, t0, false, OpEvent::Go) else { panic!() };
         assert_eq!(len, 500 << 10);
         // The pages cannot be reserved: the create is taken back and its room freed.
         let full = TaskError::SharedMemoryFull { requested: len, error: "no room on /dev/shm".into() };

@@ -21,7 +21,9 @@ mod spawner;
 pub mod tool_client;
 
 // The decisions, in their own crate without IO.
-pub use ares_raylet_proto::{actors, cluster, kv, node, owners, policy, pulls, space, spillback, store_ops};
+pub use ares_raylet_proto::{
+    actors, cluster, kv, node, owners, policy, pulls, space, spillback, store_ops, store_side,
+};
 
 pub use membership::Role;
 pub use server::{Raylet, RayletConfig, raise_fd_limit};

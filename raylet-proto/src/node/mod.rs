@@ -3,11 +3,11 @@
 //! (`ares_raylet::server` for a real node, the `ares-sim` harness for simulated ones).
 //!
 //! It glues the pure parts together: the lease [`LeasePolicy`], the [`ActorDirectory`],
-//! the store's [`StoreIndex`] and the [`OwnerDirectory`]. It does no IO, reads no
-//! clock, and iterates in a fixed order. The two requests that may have to wait for
-//! pool space (create, and pin of a spilled object) are split into attempts
-//! ([`Node::try_create`], [`Node::try_pin`]) that the driver retries as
-//! [`crate::space::SpaceWait`] decides.
+//! the store side ([`StoreSide`]: the store index and spilling) and the
+//! [`OwnerDirectory`]. It does no IO, reads no clock, and iterates in a fixed order. The
+//! two requests that may have to wait for pool space (create, and pin of a spilled
+//! object) are split into attempts ([`Node::try_create`], [`Node::try_pin`]) that a
+//! [`crate::store_ops::StoreOp`] runs for the driver.
 
 use ares_common::RequestId;
 use std::collections::VecDeque;
@@ -29,6 +29,7 @@ use crate::policy::{Action, LeasePolicy, NODE_CLIENT};
 use crate::pulls::{PullAction, PullManager};
 use crate::space::Progress;
 use crate::spillback::{self, Decision, Strategy};
+use crate::store_side::{StoreOutput, StoreSide};
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
@@ -138,7 +139,7 @@ pub struct Node {
     cfg: NodeConfig,
     policy: LeasePolicy,
     actors: ActorDirectory,
-    store: StoreIndex,
+    store: StoreSide,
     owners: OwnerDirectory,
     clients: DetMap<ClientId, Kind>,
     workers: DetMap<WorkerId, WorkerRec>,
@@ -147,14 +148,6 @@ pub struct Node {
     registered_ever: DetSet<WorkerId>,
     /// IDs for the next workers to start, handed in by the driver (randomness).
     worker_ids: Box<dyn FnMut() -> WorkerId + Send>,
-    /// The last spill failure, until a spill succeeds.
-    spill_error: Option<String>,
-    /// Spill failures in a row; while paused after one, no spill is planned.
-    spill_failures: u32,
-    spill_paused: bool,
-    /// Time the driver reported spending in spill writes and restore reads.
-    spill_time: Duration,
-    restore_time: Duration,
     stopping: bool,
     /// The cluster's nodes as the head last described them.
     cluster: Vec<NodeSummary>,
@@ -198,17 +191,12 @@ impl Node {
         Node {
             policy: LeasePolicy::new(total, cfg.max_workers),
             actors: ActorDirectory::new(),
-            store: StoreIndex::with_policy(cfg.pool_size, cfg.spill.clone()),
+            store: StoreSide::new(cfg.pool_size, cfg.spill.clone()),
             owners: OwnerDirectory::new(),
             clients: DetMap::default(),
             workers: DetMap::default(),
             registered_ever: DetSet::default(),
             worker_ids,
-            spill_error: None,
-            spill_failures: 0,
-            spill_paused: false,
-            spill_time: Duration::ZERO,
-            restore_time: Duration::ZERO,
             stopping: false,
             cluster: Vec::new(),
             remote_clients: DetSet::default(),
@@ -236,7 +224,14 @@ impl Node {
 
     /// The next output to carry out.
     pub fn poll(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.out.pop_front().or_else(|| {
+            self.store.poll().map(|o| match o {
+                StoreOutput::Spill(job) => Output::Spill(job),
+                StoreOutput::RemoveSpillFile(f) => Output::RemoveSpillFile(f),
+                StoreOutput::SpaceFreed => Output::SpaceFreed,
+                StoreOutput::ResumeSpillAfter(d) => Output::ResumeSpillAfter(d),
+            })
+        })
     }
 
     /// The node's ID.
@@ -246,7 +241,7 @@ impl Node {
 
     /// The store index (read only).
     pub fn store(&self) -> &StoreIndex {
-        &self.store
+        self.store.index()
     }
 
     /// Live actors.
@@ -559,18 +554,14 @@ impl Node {
         }
         self.store.client_gone(client);
         let gone = self.owners.client_gone(client);
-        for id in gone.orphans {
-            self.store.delete(id);
-        }
+        self.store.delete(gone.orphans);
         for (worker, watchers) in gone.peers {
             for c in watchers {
                 self.send(c, FromRaylet::PeerGone { worker });
             }
         }
-        let store = &self.store;
+        let store = self.store.index();
         self.owners.retain(|id| store.contains(id));
-        self.close_dead_files();
-        self.out.push_back(Output::SpaceFreed);
         self.pulls.client_gone(client);
         let mut actions = self.policy.client_gone(client);
         let mut actor_actions = self.actors.client_gone(client);
@@ -676,7 +667,7 @@ impl Node {
             }
             ToRaylet::CancelLeaseRequests { request_ids } => self.policy.cancel(client, &request_ids),
             ToRaylet::PullObject { request_id, object_id, from, owner } => {
-                let local = self.store.contains(object_id);
+                let local = self.store.index().contains(object_id);
                 if !local {
                     self.copy_owners.insert(object_id, owner);
                 }
@@ -759,42 +750,33 @@ impl Node {
                     self.apply_actors(actions);
                 }
             },
-            ToRaylet::ReleaseObjects { object_ids } => {
-                for id in object_ids {
-                    self.store.release(id, client);
-                }
-                self.close_dead_files();
-                self.out.push_back(Output::SpaceFreed);
-            }
+            ToRaylet::ReleaseObjects { object_ids } => self.store.release(object_ids, client),
             ToRaylet::SealObject { request_id, object_id } => {
                 let error = self.store.seal(object_id, client).err().map(|e| e.to_string());
                 if let Some(e) = &error {
                     tracing::warn!(%object_id, "seal rejected: {e}");
                 }
                 self.send(client, FromRaylet::Sealed { request_id, error });
-                self.request_space(0);
             }
             ToRaylet::DeleteObjects { object_ids } => {
-                for id in object_ids {
+                for &id in &object_ids {
                     self.owners.forget(id);
-                    self.store.delete(id);
                 }
-                self.close_dead_files();
-                self.out.push_back(Output::SpaceFreed);
+                self.store.delete(object_ids);
             }
             ToRaylet::DropCopies { object_ids } => {
                 let me = match self.clients.get(&client) {
                     Some(Kind::Driver(w) | Kind::Worker(w)) => *w,
                     _ => return,
                 };
-                for id in object_ids {
-                    if self.owners.owner(id) == Some(me) && self.store.is_secondary(id) {
-                        self.owners.forget(id);
-                        self.store.delete(id);
-                    }
+                let mine: Vec<ObjectId> = object_ids
+                    .into_iter()
+                    .filter(|&id| self.owners.owner(id) == Some(me) && self.store.index().is_secondary(id))
+                    .collect();
+                for &id in &mine {
+                    self.owners.forget(id);
                 }
-                self.close_dead_files();
-                self.out.push_back(Output::SpaceFreed);
+                self.store.delete(mine);
             }
             ToRaylet::GetStats { request_id } => {
                 let stats = self.stats();
@@ -953,25 +935,21 @@ impl Node {
     /// Seals a pulled copy, or drops it if its transfer failed.
     pub fn finish_copy(&mut self, id: ObjectId, ok: bool) {
         if ok {
-            let _ = self.store.seal(id, TRANSFER_CLIENT);
+            let _ = self.store.seal_copy(id, TRANSFER_CLIENT);
         } else {
-            self.store.delete(id);
-            self.close_dead_files();
-            self.out.push_back(Output::SpaceFreed);
+            self.store.delete([id]);
         }
     }
 
     /// Releases a transfer's pin on an object it served, counting the bytes sent.
     pub fn release_served(&mut self, id: ObjectId, bytes: u64) {
         self.served_bytes += bytes;
-        self.store.release(id, TRANSFER_CLIENT);
-        self.close_dead_files();
-        self.out.push_back(Output::SpaceFreed);
+        self.store.release([id], TRANSFER_CLIENT);
     }
 
     /// What this node reports to the head with each heartbeat.
     pub fn load(&self) -> NodeLoad {
-        let s = self.store.stats();
+        let s = self.store.index().stats();
         let mut available = self.policy.available().clone();
         available.set(&self.cfg.node_id.resource_name(), 0.0);
         NodeLoad {
@@ -1045,7 +1023,7 @@ impl Node {
 
     /// The node's statistics.
     pub fn stats(&self) -> NodeStats {
-        let s = self.store.stats();
+        let s = self.store.index().stats();
         let mut workers: Vec<WorkerInfo> = self
             .workers
             .iter()
@@ -1069,9 +1047,9 @@ impl Node {
             store_restored_bytes_total: s.restored_bytes_total,
             store_restored_objects_total: s.restored_objects_total,
             store_spill_files: s.spill_files,
-            store_spill_seconds: self.spill_time.as_secs_f64(),
-            store_restore_seconds: self.restore_time.as_secs_f64(),
-            store_spill_error: self.spill_error.clone(),
+            store_spill_seconds: self.store.spill_time().as_secs_f64(),
+            store_restore_seconds: self.store.restore_time().as_secs_f64(),
+            store_spill_error: self.store.spill_error().map(str::to_string),
             workers,
             pulls_started: self.pulls.started(),
             pulled_bytes: self.pulled_bytes,
@@ -1083,44 +1061,24 @@ impl Node {
     }
 
     // ------------------------------------------------------------------ store space
+    // The store side (`StoreSide`) decides; these add what only the node knows: owners,
+    // whether it is stopping, and the clients to tell.
 
     /// Plans spilling if primaries pass the threshold or `need` bytes did not fit.
     /// Returns whether anything was done (spill jobs queued, or memory freed at once).
     pub fn request_space(&mut self, need: u64) -> bool {
-        if self.spill_paused {
-            return false;
-        }
-        let jobs = self.store.plan_spill(need);
-        let dropped = self.store.freed_by_last_plan() > 0;
-        let sent = !jobs.is_empty();
-        self.out.extend(jobs.into_iter().map(Output::Spill));
-        self.close_dead_files();
-        sent || dropped
+        self.store.request_space(need)
     }
 
     /// Where a waiter for `need` bytes stands after an allocation failed: asks for
     /// spilling, then describes what might still free space.
     pub fn space_progress(&mut self, need: u64) -> Progress {
-        let acted = !self.stopping && self.request_space(need);
-        Progress {
-            acted,
-            spilling: self.store.spilling(),
-            pinned_objects: self.store.stats().pinned_objects,
-            stopping: self.stopping,
-            spill_failed: self.spill_paused,
-        }
+        self.store.progress(need, self.stopping)
     }
 
     /// The pause after a spill failure is over: plan spilling again if still needed.
     pub fn resume_spill(&mut self) {
-        self.spill_paused = false;
-        self.request_space(0);
-        self.out.push_back(Output::SpaceFreed);
-    }
-
-    fn close_dead_files(&mut self) {
-        let dead = self.store.take_dead_files();
-        self.out.extend(dead.into_iter().map(Output::RemoveSpillFile));
+        self.store.resume_spill();
     }
 
     /// The connection of worker `w`, if it registered here and is connected.
@@ -1152,7 +1110,6 @@ impl Node {
                 self.copy_owners.insert(id, o);
             }
             self.owners.forget(id);
-            self.out.push_back(Output::SpaceFreed);
         }
     }
 
@@ -1176,35 +1133,22 @@ impl Node {
         ok: bool,
         took: Duration,
     ) -> Result<Pin, StoreError> {
-        self.restore_time += took;
-        let r = self.store.finish_restore(id, client, ok);
-        self.out.push_back(Output::SpaceFreed);
-        r
+        self.store.finish_restore(id, client, ok, took)
     }
 
     /// The size of a stored object.
     pub fn size_of(&self, id: ObjectId) -> Option<u64> {
-        self.store.size_of(id)
+        self.store.index().size_of(id)
     }
 
     /// The error for a create or restore that cannot get space.
     pub fn no_space(&self, e: StoreError) -> TaskError {
-        match (e, &self.spill_error) {
-            (StoreError::TooLarge { size, capacity }, _) => TaskError::ObjectTooLarge { size, capacity },
-            (StoreError::Full { requested, capacity, used }, Some(err)) => {
-                TaskError::SpillFailed { requested, capacity, used, error: err.clone() }
-            }
-            (StoreError::Full { requested, capacity, used }, None) => {
-                TaskError::ObjectStoreFull { requested, capacity, used }
-            }
-            (other, _) => TaskError::ObjectLost { object: other.to_string() },
-        }
+        self.store.no_space(e)
     }
 
     /// A spill job was never run (the node is stopping): its objects stay in memory.
     pub fn spill_abandoned(&mut self, job: &SpillJob) {
-        self.store.finish_spill(job, Err("the raylet is shutting down".into()));
-        self.close_dead_files();
+        self.store.spill_abandoned(job);
     }
 
     /// The spill thread wrote (or failed to write) a job in `took`: records where each
@@ -1217,36 +1161,10 @@ impl Node {
         took: Duration,
         path: impl Fn(FileId) -> String,
     ) {
-        self.spill_time += took;
-        let ok = written.is_ok();
-        let outcome = self.store.finish_spill(job, written.clone());
-        match written {
-            Ok(_) => {
-                if self.spill_failures > 0 {
-                    tracing::info!(failures = self.spill_failures, "spilling works again");
-                }
-                self.spill_error = None;
-                self.spill_failures = 0;
-            }
-            Err(e) => {
-                self.spill_failures += 1;
-                // Only the failure that starts a pause is logged (a job already in flight
-                // may fail too): at most one line per pause, and pauses grow to 10 s.
-                if !self.spill_paused {
-                    let pause = spill_pause(self.spill_failures);
-                    tracing::error!(
-                        failures = self.spill_failures,
-                        "spilling failed: {e}; retrying in {pause:?}, and until then a put that needs room fails at once"
-                    );
-                    self.spill_paused = true;
-                    self.out.push_back(Output::ResumeSpillAfter(pause));
-                }
-                self.spill_error = Some(e);
-            }
-        }
+        let spilled = self.store.spill_finished(job, written, took, self.stopping);
         let mut by_owner: DetMap<ClientId, Vec<SpilledObject>> = DetMap::default();
-        for (id, file, offset) in outcome.spilled {
-            let size = self.store.size_of(id).unwrap_or(0);
+        for (id, file, offset) in spilled {
+            let size = self.size_of(id).unwrap_or(0);
             let url = format!("file://{}?offset={offset}&size={size}", path(file));
             if let Some(c) = self.owners.owner_client(id) {
                 by_owner.entry(c).or_default().push(SpilledObject { object_id: id, url });
@@ -1255,303 +1173,8 @@ impl Node {
         for (c, objects) in by_owner {
             self.send(c, FromRaylet::ObjectsSpilled { objects });
         }
-        self.out.extend(outcome.dead_files.into_iter().map(Output::RemoveSpillFile));
-        self.close_dead_files();
-        // Still over the threshold (objects kept arriving)? Plan the next round.
-        if ok && !self.stopping {
-            self.request_space(0);
-        }
-        self.out.push_back(Output::SpaceFreed);
     }
-}
-
-/// How long spilling pauses after `failures` failures in a row: 100 ms, doubling, at
-/// most 10 s.
-fn spill_pause(failures: u32) -> Duration {
-    let ms = 100u64.saturating_mul(1 << failures.saturating_sub(1).min(7));
-    Duration::from_millis(ms.min(10_000))
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use ares_common::{LeaseId, TaskId};
-
-    pub(crate) fn node() -> Node {
-        let cfg = NodeConfig {
-            node_id: NodeId([1; 16]),
-            resources: ResourceSet::new().with("CPU", 2.0),
-            max_workers: 2,
-            pool_size: 1 << 20,
-            spill: SpillPolicy::default(),
-            pool_path: "/proc/self/fd/3".into(),
-            spread_threshold: 0.5,
-        };
-        let mut n = 0u8;
-        Node::new(
-            cfg,
-            Box::new(move || {
-                n += 1;
-                WorkerId([n; 16])
-            }),
-        )
-    }
-
-    pub(crate) fn drain(n: &mut Node) -> Vec<Output> {
-        std::iter::from_fn(|| n.poll()).collect()
-    }
-
-    pub(crate) fn oid(i: u64) -> ObjectId {
-        ObjectId::for_return(TaskId::default().child(i), 0)
-    }
-
-    /// Prestarts `n`'s pool: the IDs of the workers it asked to start.
-    fn prestarted(n: &mut Node) -> Vec<WorkerId> {
-        n.prestart();
-        drain(n)
-            .into_iter()
-            .filter_map(|o| match o {
-                Output::StartWorker(w) => Some(w),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// A request for a lease of one CPU anywhere.
-    fn one_cpu(request_id: u64) -> ToRaylet {
-        ToRaylet::RequestLease {
-            request_id: RequestId(request_id),
-            shape: ResourceSet::new().with("CPU", 1.0),
-            dedicated: false,
-            strategy: Strategy::Default,
-            spilled: false,
-        }
-    }
-
-    #[test]
-    fn workers_register_and_a_lease_is_granted_with_their_address() {
-        let mut n = node();
-        let started = prestarted(&mut n);
-        assert_eq!(started, vec![WorkerId([1; 16]), WorkerId([2; 16])], "worker IDs come from the driver");
-        let (driver, worker) = (ClientId(1), ClientId(2));
-        n.connected(driver);
-        n.connected(worker);
-        n.handle(driver, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        let addr = Endpoint::Unix("w1.sock".into());
-        n.handle(
-            worker,
-            ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr.clone(), remote_addr: None },
-        );
-        drain(&mut n);
-        n.handle(driver, one_cpu(5));
-        match &drain(&mut n)[..] {
-            [Output::Send(c, FromRaylet::LeaseGranted { request_id: RequestId(5), worker_addr, worker_id, .. })] => {
-                assert_eq!(*c, driver);
-                assert_eq!(*worker_addr, addr);
-                assert_eq!(*worker_id, started[0]);
-            }
-            other => panic!("{other:?}"),
-        }
-        // A second registration on the same connection breaks the protocol.
-        n.handle(
-            worker,
-            ToRaylet::RegisterWorker { worker_id: started[1], pid: 2, listen_addr: addr, remote_addr: None },
-        );
-        assert!(matches!(&drain(&mut n)[..], [Output::Close(c)] if *c == worker));
-    }
-
-    #[test]
-    fn a_worker_returned_broken_is_reaped_and_fenced_until_its_end_is_read() {
-        let mut n = node();
-        let started = prestarted(&mut n);
-        let (driver, worker) = (ClientId(1), ClientId(2));
-        n.connected(driver);
-        n.connected(worker);
-        n.handle(driver, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        let addr = Endpoint::Unix("w1.sock".into());
-        n.handle(
-            worker,
-            ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr, remote_addr: None },
-        );
-        n.handle(driver, one_cpu(5));
-        let lease_id = drain(&mut n)
-            .into_iter()
-            .find_map(|o| match o {
-                Output::Send(_, FromRaylet::LeaseGranted { lease_id, .. }) => Some(lease_id),
-                _ => None,
-            })
-            .expect("a lease");
-        assert!(!n.gone(worker));
-        // Its owner says the worker broke: it is killed, and what it sent before the kill
-        // (a create read late, say) is dropped until its connection's end is read.
-        n.handle(driver, ToRaylet::ReturnLease { lease_id, worker_broken: true });
-        assert!(drain(&mut n).iter().any(|o| matches!(o, Output::ReapWorker(w) if *w == started[0])));
-        assert!(n.gone(worker) && !n.gone(driver));
-        n.disconnected(worker);
-        assert!(!n.gone(worker), "the fence ends with the connection");
-    }
-
-    #[test]
-    fn a_reader_drops_only_its_own_pulled_copies_and_they_go_when_it_does() {
-        let mut n = node();
-        let (reader, other) = (ClientId(1), ClientId(2));
-        n.connected(reader);
-        n.connected(other);
-        n.handle(reader, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
-        // Copies pulled for the reader (it named itself their owner), and a primary.
-        for i in 1..=3 {
-            n.try_create_copy(oid(i), 100, Some(WorkerId([9; 16]))).unwrap();
-            n.finish_copy(oid(i), true);
-        }
-        n.try_create(other, oid(4), 100, WorkerId([9; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(4) });
-        drain(&mut n);
-        // Another process cannot drop them; the reader drops its copy, not the primary.
-        n.handle(other, ToRaylet::DropCopies { object_ids: vec![oid(1)] });
-        assert!(n.store().contains(oid(1)));
-        n.handle(reader, ToRaylet::DropCopies { object_ids: vec![oid(1), oid(4)] });
-        assert!(!n.store().contains(oid(1)));
-        assert!(n.store().contains(oid(4)), "a primary is not a pulled copy");
-        // The reader's death takes its other copies.
-        n.disconnected(reader);
-        assert!(!n.store().contains(oid(2)) && !n.store().contains(oid(3)));
-    }
-
-    #[test]
-    fn an_owner_that_disconnects_has_its_objects_freed() {
-        let mut n = node();
-        let (owner, other) = (ClientId(1), ClientId(2));
-        n.connected(owner);
-        n.connected(other);
-        n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        n.handle(other, ToRaylet::RegisterDriver { pid: 2, worker_id: WorkerId([8; 16]) });
-        // The other process created the object, but the first owns it.
-        n.try_create(other, oid(1), 100, WorkerId([9; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(1) });
-        n.try_create(other, oid(2), 100, WorkerId([8; 16])).unwrap();
-        n.handle(other, ToRaylet::SealObject { request_id: RequestId(2), object_id: oid(2) });
-        drain(&mut n);
-        assert_eq!(n.store().stats().objects, 2);
-        n.disconnected(owner);
-        assert!(!n.store().contains(oid(1)));
-        assert!(n.store().contains(oid(2)));
-    }
-
-    #[test]
-    fn a_started_report_is_checked_against_the_lease() {
-        let mut n = node();
-        n.prestart();
-        drain(&mut n);
-        let (owner, worker) = (ClientId(1), ClientId(2));
-        n.connected(owner);
-        n.connected(worker);
-        n.handle(owner, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        let addr = Endpoint::Unix("w.sock".into());
-        n.handle(
-            worker,
-            ToRaylet::RegisterWorker {
-                worker_id: WorkerId([1; 16]),
-                pid: 2,
-                listen_addr: addr.clone(),
-                remote_addr: None,
-            },
-        );
-        let actor = ares_common::ActorId([4; 16]);
-        n.handle(
-            owner,
-            ToRaylet::RegisterActor {
-                request_id: RequestId(1),
-                actor_id: actor,
-                class: "C".into(),
-                name: None,
-                detached: false,
-                max_restarts: 0,
-                max_task_retries: 0,
-            },
-        );
-        drain(&mut n);
-        // A lease the owner does not hold: the actor is killed.
-        n.handle(
-            owner,
-            ToRaylet::ActorStarted {
-                actor_id: actor,
-                lease_id: LeaseId(77),
-                worker_id: WorkerId([1; 16]),
-                addr,
-                restart: None,
-            },
-        );
-        drain(&mut n);
-        n.handle(owner, ToRaylet::LookupActor { request_id: RequestId(3), by: ares_common::wire::ActorKey::Id(actor) });
-        match &drain(&mut n)[..] {
-            [Output::Send(_, FromRaylet::ActorReply { request_id: RequestId(3), error: Some(e) })] => {
-                assert!(e.to_string().contains("lease it does not hold"), "{e}")
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_full_pool_asks_for_spilling_and_reports_a_typed_error() {
-        let mut n = node();
-        let c = ClientId(1);
-        n.connected(c);
-        n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        let e = n.try_create(c, oid(1), 2 << 20, WorkerId([9; 16])).unwrap_err();
-        assert!(matches!(n.no_space(e), TaskError::ObjectTooLarge { .. }));
-        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
-        // Past the spill threshold: sealing plans a spill of the primary.
-        n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(2) });
-        assert!(drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
-        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
-        let p = n.space_progress(500 << 10);
-        assert!(p.spilling, "a waiter has hope while the spill runs");
-        assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
-    }
-
-    /// The first spill job among the node's pending outputs.
-    fn next_spill(n: &mut Node) -> Option<SpillJob> {
-        drain(n).into_iter().find_map(|o| match o {
-            Output::Spill(j) => Some(j),
-            _ => None,
-        })
-    }
-
-    #[test]
-    fn a_failed_spill_pauses_spilling_and_waiters_give_up_until_it_resumes() {
-        let mut n = node();
-        let c = ClientId(1);
-        n.connected(c);
-        n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
-        n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
-        n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(2) });
-        let job = next_spill(&mut n).expect("past the threshold: a spill");
-        n.spill_finished(&job, Err("spill dir /x: read-only".into()), Duration::ZERO, |_| String::new());
-        let out = drain(&mut n);
-        assert!(out.iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(100))));
-        // Paused: asking for room plans nothing (no busy loop), and a waiter gives up at once.
-        let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
-        let p = n.space_progress(500 << 10);
-        assert!(p.spill_failed && !p.spilling && !p.acted, "{p:?}");
-        assert!(!drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
-        match n.no_space(e) {
-            TaskError::SpillFailed { error, .. } => assert!(error.contains("/x: read-only")),
-            other => panic!("{other:?}"),
-        }
-        // The pause ends: spilling is tried again; a second failure pauses twice as long.
-        n.resume_spill();
-        let job = next_spill(&mut n).expect("spilling is planned again");
-        n.spill_finished(&job, Err("still read-only".into()), Duration::ZERO, |_| String::new());
-        assert!(
-            drain(&mut n).iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(200)))
-        );
-        assert_eq!(spill_pause(30), Duration::from_secs(10), "at most 10 s");
-        // Room returns: the next spill works and clears the error.
-        n.resume_spill();
-        let job = next_spill(&mut n).unwrap();
-        let offsets = vec![0u64; job.items.len()];
-        n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
-        assert!(!n.space_progress(0).spill_failed);
-    }
-}
+pub(crate) mod tests;
