@@ -66,6 +66,27 @@ pub const UNREACHABLE_HOLD: Duration = Duration::from_millis(500);
 /// node: its ID and QUIC address.
 pub type Home = Option<(NodeId, std::net::SocketAddr)>;
 
+/// How a process on some node reads a ready value (see [`plan_read`]).
+#[derive(Debug)]
+pub enum ReadPlan<'a> {
+    /// The bytes are here, in the owner's memory.
+    Inline(&'a Arc<Bytes>),
+    /// A copy is in this node's store: pin it there (never pulled from elsewhere).
+    Local,
+    /// Only other nodes hold copies: pull one into this node's store, trying them in
+    /// this order, record the new copy with the owner, then pin it.
+    Pull(Vec<NodeId>),
+}
+
+/// How a process on node `here` reads the value at `loc`.
+pub fn plan_read(loc: &Location, here: NodeId) -> ReadPlan<'_> {
+    match loc {
+        Location::Inline(b) => ReadPlan::Inline(b),
+        Location::Stored(s) if s.nodes().any(|n| n == here) => ReadPlan::Local,
+        Location::Stored(s) => ReadPlan::Pull(s.nodes().collect()),
+    }
+}
+
 /// Merges the encoded elements of a list of refs into one encoded `Vec<T>`.
 pub type Combine = fn(&[&[u8]]) -> std::result::Result<Bytes, String>;
 

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use ares_common::det::DetMap;
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, Unrecoverable};
-use ares_ownership::{Lineage, Location, Status};
+use ares_ownership::{Lineage, Location, Status, Stored};
 
 use super::{CoreState, Slot, Target, Task, Touched, returns_of};
 
@@ -196,16 +196,22 @@ impl CoreState {
         }
     }
 
-    /// No copy of the owned object `id` could be read from `nodes` (a pull from each
-    /// failed). Returns whether the object is pending again (being rebuilt): the reader
-    /// waits for it once more. Otherwise it is failed, or still has a copy elsewhere.
-    pub fn object_unreachable(&mut self, now: Instant, id: ObjectId, nodes: &[NodeId]) -> bool {
-        if self.table.copies_unreachable(id, nodes) {
+    /// A read of the owned object `id` at `seen` (where it was stored when the read
+    /// began) found no copy it could use, from node `here`. Returns whether to wait for
+    /// the object and read again: it is being rebuilt, it failed for good (the wait says
+    /// why), or a copy appeared elsewhere meanwhile. `false`: nothing changed, the read
+    /// fails as lost.
+    pub fn read_failed(&mut self, now: Instant, id: ObjectId, seen: &Stored, here: NodeId) -> bool {
+        let tried = seen.tried_from(here);
+        if self.table.copies_unreachable(id, &tried) {
             tracing::info!(object = %id, "no node holding the object could serve it; rebuilding it");
             self.recover(now, vec![id]);
         }
         self.flush_frees();
-        matches!(self.table.status(id), Some(Status::Pending))
+        match self.table.status(id) {
+            Some(Status::Ready(Location::Stored(s))) => !s.nodes().eq(seen.nodes()),
+            _ => true,
+        }
     }
 
     /// Rebuilds the lost objects `lost` (and the released arguments their tasks need),

@@ -1039,14 +1039,26 @@ fn a_copy_gone_from_this_nodes_store_is_rebuilt_not_reported_lost() {
     assert!(matches!(st.status(b), Some(Status::Ready(_))));
 
     // The owner's own read of `a` finds this node's copy gone too: rebuilt again.
-    let Some(Status::Ready(Location::Stored(s))) = st.status(a) else { panic!("{:?}", st.status(a)) };
-    let tried = s.tried_from(node());
-    assert_eq!(tried, vec![node()]);
-    assert!(st.object_unreachable(t0, a, &tried), "a is pending again");
+    let Some(Status::Ready(Location::Stored(s))) = st.status(a).cloned() else { panic!("{:?}", st.status(a)) };
+    assert_eq!(s.tried_from(node()), vec![node()]);
+    assert!(st.read_failed(t0, a, &s, node()), "a is rebuilt: read it again");
+    assert!(matches!(st.status(a), Some(Status::Pending)), "a is pending again");
     let pushed = sent(&effects(&mut st), conn);
     assert_eq!(pushed.iter().map(|p| (p.task_id, p.attempt)).collect::<Vec<_>>(), vec![(ta, 2)]);
     // A copy elsewhere is pulled from each holder in turn: all of them were tried.
     let mut elsewhere = ares_ownership::Stored::on(node_b(), 10);
     elsewhere.secondary.push(NodeId([6; 16]));
     assert_eq!(elsewhere.tried_from(node()), vec![node_b(), NodeId([6; 16])]);
+}
+
+#[test]
+fn a_read_uses_the_copy_on_its_own_node_and_pulls_only_when_there_is_none() {
+    let inline = Location::Inline(Arc::new(Bytes::new()));
+    assert!(matches!(plan_read(&inline, node()), ReadPlan::Inline(_)));
+    let mut s = ares_ownership::Stored::on(node_b(), 10);
+    let elsewhere = Location::Stored(Box::new(s.clone()));
+    assert!(matches!(plan_read(&elsewhere, node()), ReadPlan::Pull(from) if from == vec![node_b()]));
+    s.secondary.push(node());
+    let here = Location::Stored(Box::new(s));
+    assert!(matches!(plan_read(&here, node()), ReadPlan::Local), "a secondary copy here is read here");
 }

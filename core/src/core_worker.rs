@@ -32,7 +32,10 @@ use ares_ownership::{Location, Owner, Shared, Status};
 
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
-use crate::state::{ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, StateConfig, Submit, TaskScope};
+use crate::state::{
+    ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, ReadPlan, StateConfig, Submit, TaskScope,
+    plan_read,
+};
 use crate::store_client::{Held, StoreClient, Stored};
 
 /// How `get` watches for a result before blocking.
@@ -639,17 +642,13 @@ impl CoreWorker {
             let loc = self.wait_location(id)?;
             match self.hold(id, &loc) {
                 Err(Error::Task(TaskError::ObjectLost { object })) => {
-                    let Location::Stored(s) = &loc else {
-                        return Err(Error::Task(TaskError::ObjectLost { object }));
+                    let here = self.address.node;
+                    let again = match &loc {
+                        Location::Stored(s) => self.run_untimed(|st| st.read_failed(Instant::now(), id, s, here)),
+                        Location::Inline(_) => false,
                     };
-                    let tried = s.tried_from(self.address.node);
-                    if !self.run_untimed(|st| st.object_unreachable(Instant::now(), id, &tried)) {
-                        // Failed for good (its status says why), or another copy is left.
-                        if let Ok(Location::Stored(now)) = self.wait_location(id)
-                            && now.nodes().eq(s.nodes())
-                        {
-                            return Err(Error::Task(TaskError::ObjectLost { object }));
-                        }
+                    if !again {
+                        return Err(Error::Task(TaskError::ObjectLost { object }));
                     }
                 }
                 other => return other,
@@ -694,18 +693,15 @@ impl CoreWorker {
     /// node's store is pinned there (and restored first if it was spilled) until the
     /// returned [`Held`] is dropped.
     pub(crate) fn hold(&self, id: ObjectId, loc: &Location) -> Result<Held> {
-        match loc {
-            Location::Inline(b) => Ok(Held::inline(self.store.clone(), id, b.clone())),
-            Location::Stored(s) => {
-                if s.primary != self.address.node && !s.secondary.contains(&self.address.node) {
-                    // On another node: copy it into this node's store, then read in place.
-                    let from: Vec<ares_common::NodeId> = s.nodes().collect();
-                    // The copy is this process's: it goes when this process lets the
-                    // object go, or dies (for an owned object, that is the owner).
-                    self.store.pull(id, &from, self.worker_id)?;
-                    let here = self.address.node;
-                    self.run_untimed(|st| st.add_copy(id, here));
-                }
+        let here = self.address.node;
+        match plan_read(loc, here) {
+            ReadPlan::Inline(b) => Ok(Held::inline(self.store.clone(), id, b.clone())),
+            ReadPlan::Local => self.store.hold(id),
+            ReadPlan::Pull(from) => {
+                // The copy is this process's: it goes when this process lets the object
+                // go, or dies (for an owned object, that is the owner).
+                self.store.pull(id, &from, self.worker_id)?;
+                self.run_untimed(|st| st.add_copy(id, here));
                 self.store.hold(id)
             }
         }

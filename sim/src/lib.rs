@@ -35,7 +35,9 @@ use ares_common::det::{DetMap, DetSet};
 use ares_common::frame::FrameReader;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
-use ares_core_proto::{Arg, Combine, ConnId, CoreState, Effect, StateConfig, Submit, Target, TaskScope};
+use ares_core_proto::{
+    Arg, Combine, ConnId, CoreState, Effect, ReadPlan, StateConfig, Submit, Target, TaskScope, plan_read,
+};
 use ares_object_store::SpillPolicy;
 use ares_ownership::{Location, Status};
 use ares_raylet_proto::node::{Node, NodeConfig, Output};
@@ -777,11 +779,18 @@ impl Sim {
     }
 
     fn merge(&mut self, p: ProcId, parts: &[(ObjectId, Location)], combine: Combine) -> Result<Bytes, String> {
+        // As the real core worker's `hold`: read here, or pull a copy first.
         let mut held = Vec::new();
         for (id, loc) in parts {
-            held.push(match loc {
-                Location::Inline(b) => b.to_vec(),
-                Location::Stored(_) => self.read_pinned(p, *id).map_err(|e| e.to_string())?,
+            let (me, here) = (self.procs[p].state.worker_id(), self.procs[p].state.node());
+            held.push(match plan_read(loc, here) {
+                ReadPlan::Inline(b) => b.to_vec(),
+                ReadPlan::Local => self.read_pinned(p, *id).map_err(|e| e.to_string())?,
+                ReadPlan::Pull(from) => {
+                    self.pull_arg(p, *id, &from, me)?;
+                    self.procs[p].state.add_copy(*id, here);
+                    self.read_pinned(p, *id).map_err(|e| e.to_string())?
+                }
             });
         }
         combine(&held.iter().map(|b| &b[..]).collect::<Vec<_>>())
