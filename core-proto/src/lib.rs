@@ -66,6 +66,23 @@ pub const UNREACHABLE_HOLD: Duration = Duration::from_millis(500);
 /// node: its ID and QUIC address.
 pub type Home = Option<(NodeId, std::net::SocketAddr)>;
 
+/// The one rule for where a value travels: inline (in messages, and in its owner's
+/// memory) up to `max_inline` bytes, else through the node's shared-memory store. Puts,
+/// by-value arguments and task returns all follow it; drivers keep a copy (it never
+/// changes), so the check takes no lock.
+#[derive(Clone, Copy, Debug)]
+pub struct InlineRule {
+    /// The largest value that travels inline, in bytes.
+    pub max_inline: usize,
+}
+
+impl InlineRule {
+    /// Whether a value of `len` encoded bytes travels inline.
+    pub fn inline(self, len: usize) -> bool {
+        len <= self.max_inline
+    }
+}
+
 /// How a process on some node reads a ready value (see [`plan_read`]).
 #[derive(Debug)]
 pub enum ReadPlan<'a> {
@@ -321,6 +338,8 @@ pub struct StateConfig {
     pub max_in_flight: u32,
     /// Bytes of finished tasks' specs kept to rebuild lost objects (0: none kept).
     pub max_lineage_bytes: u64,
+    /// Which values travel inline.
+    pub inline: InlineRule,
 }
 
 /// The state of one core worker. See the module docs.
@@ -445,6 +464,11 @@ impl CoreState {
         });
         let retries = self.callers.values().filter_map(|c| c.retry_at());
         idle.chain(retries).chain(self.backoff.values().copied()).min()
+    }
+
+    /// Which values travel inline.
+    pub fn inline_rule(&self) -> InlineRule {
+        self.cfg.inline
     }
 
     /// This core worker's ID (owned objects name it as their owner).

@@ -17,6 +17,7 @@ fn state() -> CoreState {
         max_frame: 1 << 20,
         max_in_flight: 64,
         max_lineage_bytes: 1 << 20,
+        inline: InlineRule { max_inline: 100 << 10 },
     })
 }
 

@@ -33,8 +33,8 @@ use ares_ownership::{Location, Owner, Shared, Status};
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
 use crate::state::{
-    ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, ReadPlan, StateConfig, Submit, TaskScope,
-    plan_read,
+    ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, InlineRule, ReadPlan, StateConfig, Submit,
+    TaskScope, plan_read,
 };
 use crate::store_client::{Held, StoreClient, Stored};
 
@@ -212,6 +212,7 @@ impl CoreWorker {
             max_frame: cfg.max_frame,
             max_in_flight: cfg.max_in_flight.max(1),
             max_lineage_bytes: cfg.max_lineage_bytes,
+            inline: InlineRule { max_inline: cfg.max_inline },
         });
         let cw = Arc::new_cyclic(|me| CoreWorker {
             shared: Shared::new(Inner {
@@ -222,7 +223,7 @@ impl CoreWorker {
                 next_link: 0,
             }),
             raylet: raylet.clone(),
-            store: Arc::new(StoreClient::new(raylet.clone(), pool, cfg.max_inline)),
+            store: Arc::new(StoreClient::new(raylet.clone(), pool, InlineRule { max_inline: cfg.max_inline })),
             max_frame: cfg.max_frame,
             worker_id,
             address: Arc::new(address),
@@ -583,7 +584,7 @@ impl CoreWorker {
     /// inside it stay alive as long as it does.
     pub(crate) fn put<T: Value>(&self, value: &T) -> Result<ObjectId> {
         let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
-        if len <= self.store.max_inline() {
+        if self.store.inline_rule().inline(len) {
             // Small: encoded here, named and recorded in one trip through the state.
             let (encoded, captured) = crate::capture::capture(|| value.encode());
             let location = Location::Inline(Arc::new(encoded.map_err(|e| Error::Encode(e.to_string()))?));
@@ -860,7 +861,7 @@ impl CoreWorker {
         let mut early = None;
         for (i, a) in args.into_iter().enumerate() {
             out.push(match a {
-                ArgSpec::Value(b) if b.len() <= self.store.max_inline() => Arg::Inline(b),
+                ArgSpec::Value(b) if self.store.inline_rule().inline(b.len()) => Arg::Inline(b),
                 ArgSpec::Value(b) => {
                     let id = ObjectId::for_arg(task_id, i as u32);
                     match self.store.store_bytes(id, &b, self.worker_id) {
@@ -885,7 +886,7 @@ impl CoreWorker {
     }
 
     fn needs_store(&self, args: &[ArgSpec]) -> bool {
-        args.iter().any(|a| matches!(a, ArgSpec::Value(b) if b.len() > self.store.max_inline()))
+        args.iter().any(|a| matches!(a, ArgSpec::Value(b) if !self.store.inline_rule().inline(b.len())))
     }
 
     /// Submits a task; returns the ID of its return object (owned, one local handle).

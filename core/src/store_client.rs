@@ -13,6 +13,7 @@ use ares_object_store::Pool;
 
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
+use crate::state::InlineRule;
 
 /// Objects this large have their pages mapped in one call before they are written
 /// (see `Pool::populate_write`); smaller ones take their few faults.
@@ -29,7 +30,7 @@ pub(crate) enum Stored {
 pub(crate) struct StoreClient {
     raylet: Arc<RayletClient>,
     pool: Pool,
-    max_inline: usize,
+    inline: InlineRule,
 }
 
 /// Bytes held for reading: shared inline bytes, or a pin in the node's store that is
@@ -70,13 +71,13 @@ impl Drop for Held {
 }
 
 impl StoreClient {
-    pub(crate) fn new(raylet: Arc<RayletClient>, pool: Pool, max_inline: usize) -> Self {
-        StoreClient { raylet, pool, max_inline }
+    pub(crate) fn new(raylet: Arc<RayletClient>, pool: Pool, inline: InlineRule) -> Self {
+        StoreClient { raylet, pool, inline }
     }
 
-    /// Values up to this size travel inline.
-    pub(crate) fn max_inline(&self) -> usize {
-        self.max_inline
+    /// Which values travel inline (the core state's rule).
+    pub(crate) fn inline_rule(&self) -> InlineRule {
+        self.inline
     }
 
     /// The mapped pool.
@@ -87,7 +88,7 @@ impl StoreClient {
     /// Encodes `value` inline if small, else straight into a new object in the pool.
     pub(crate) fn store_value<T: Value>(&self, id: ObjectId, value: &T, owner: WorkerId) -> Result<Stored> {
         let len = value.encoded_len().map_err(|e| Error::Encode(e.to_string()))?;
-        if len <= self.max_inline {
+        if self.inline.inline(len) {
             return Ok(Stored::Inline(value.encode().map_err(|e| Error::Encode(e.to_string()))?));
         }
         let (offset, dst) = self.create_writable(id, len, owner)?;

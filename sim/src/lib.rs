@@ -36,7 +36,7 @@ use ares_common::frame::FrameReader;
 use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{
-    Arg, Combine, ConnId, CoreState, Effect, ReadPlan, StateConfig, Submit, Target, TaskScope, plan_read,
+    Arg, Combine, ConnId, CoreState, Effect, InlineRule, ReadPlan, StateConfig, Submit, Target, TaskScope, plan_read,
 };
 use ares_object_store::SpillPolicy;
 use ares_ownership::{Location, Status};
@@ -319,6 +319,7 @@ impl Sim {
             max_frame: 64 << 20,
             max_in_flight: 64,
             max_lineage_bytes: 1 << 20,
+            inline: InlineRule { max_inline: self.cfg.max_inline },
         });
         let p = self.procs.len();
         self.procs.push(Proc {
@@ -408,7 +409,7 @@ impl Sim {
     /// Driver `p` puts `value`: inline if small, else into its node's store.
     pub fn put(&mut self, p: ProcId, value: &[u8]) -> Result<ObjectId, TaskError> {
         let id = self.procs[p].state.next_put_id(None);
-        let location = if value.len() <= self.cfg.max_inline {
+        let location = if self.procs[p].state.inline_rule().inline(value.len()) {
             let mut b = Bytes::with_capacity(value.len());
             b.extend_from_slice(value);
             Location::Inline(std::sync::Arc::new(b))
@@ -1102,7 +1103,7 @@ impl Sim {
             }
             other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
         };
-        if value.len() <= self.cfg.max_inline {
+        if self.procs[w].state.inline_rule().inline(value.len()) {
             return Outcome::Inline(value);
         }
         let rid = ObjectId::for_return(spec.task_id, 0);
