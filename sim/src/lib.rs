@@ -16,6 +16,10 @@
 //! copying them (a pull); and a killed node is published dead, so the other raylets tell
 //! their processes (`NodeDied`), as the head's view does.
 //!
+//! Stores spill: with a small pool (see `SimConfig::spill_threshold`) the index plans
+//! spills, which the sim writes at once, and reads restore through the same
+//! `StoreOp` steps as a real raylet's.
+//!
 //! Faults: [`Sim::kill_process`], [`Sim::kill_node`], [`Sim::cut`] and
 //! [`Sim::partition`] (connections between processes break and do not reconnect until
 //! [`Sim::heal`]), a probability of breaking a task connection on any message
@@ -38,9 +42,10 @@ use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, T
 use ares_core_proto::{
     Arg, Combine, ConnId, CoreState, Effect, InlineRule, ReadPlan, StateConfig, Submit, Target, TaskScope, plan_read,
 };
-use ares_object_store::SpillPolicy;
+use ares_object_store::slot::SlotState;
+use ares_object_store::{FileId, SpillPolicy};
 use ares_ownership::{Location, Status};
-use ares_raylet_proto::node::{Node, NodeConfig, Output};
+use ares_raylet_proto::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
 use ares_raylet_proto::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
 
 /// How long a simulated create or pin waits for room (the raylet's default).
@@ -100,6 +105,9 @@ pub struct SimConfig {
     pub pool_size: u64,
     /// Values up to this size travel inline.
     pub max_inline: usize,
+    /// Spill primaries past this fraction of the pool (1.0: never, unless a create
+    /// lacks room).
+    pub spill_threshold: f64,
 }
 
 impl SimConfig {
@@ -113,6 +121,7 @@ impl SimConfig {
             break_prob: 0.0,
             pool_size: 64 << 20,
             max_inline: 1024,
+            spill_threshold: 1.0,
         }
     }
 }
@@ -270,7 +279,7 @@ impl Sim {
                 resources: ResourceSet::new().with("CPU", cfg.cpus_per_node as f64),
                 max_workers: cfg.cpus_per_node as usize,
                 pool_size: cfg.pool_size,
-                spill: SpillPolicy { threshold: 1.0, ..SpillPolicy::default() },
+                spill: SpillPolicy { threshold: cfg.spill_threshold, min_spill_size: 0, ..SpillPolicy::default() },
                 pool_path: format!("sim-pool-{n}"),
                 spread_threshold: 0.5,
             };
@@ -828,10 +837,27 @@ impl Sim {
                         self.kill_process(p);
                     }
                 }
-                // The sim has no disk: spill jobs leave the objects in memory.
-                Output::Spill(job) => self.nodes[n].node.spill_abandoned(&job),
+                // A spill is written at once. The sim's bytes stay in `data` whether in
+                // the pool or "on disk"; the index alone says which, as it does for a
+                // real node (a restore pins through it).
+                Output::Spill(job) => {
+                    let mut pos = 0;
+                    let offsets: Vec<u64> = job
+                        .items
+                        .iter()
+                        .map(|item| {
+                            let at = pos;
+                            if item.slot.state() == SlotState::Spilling {
+                                pos += item.size;
+                            }
+                            at
+                        })
+                        .collect();
+                    let file = |f: FileId| format!("sim-spill-{}", f.0);
+                    self.nodes[n].node.spill_finished(&job, Ok(&offsets), Duration::ZERO, file);
+                }
                 Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
-                // No spill runs here, so none fails; resume at once if asked.
+                // No spill fails here; resume at once if asked.
                 Output::ResumeSpillAfter(_) => self.nodes[n].node.resume_spill(),
                 // Simulated nodes are not part of a cluster and have no head.
                 Output::ToHead(_) => self.nodes[n].node.head_lost(),
@@ -882,6 +908,22 @@ impl Sim {
         if !self.nodes[src].node.store().contains(object) {
             return Err("the source does not hold it".into());
         }
+        // As a real transfer: the source pins its copy (restoring it if spilled) for the
+        // time of the copy, and counts the bytes it served when it lets go.
+        match self.run_store_op(src, StoreOp::pin(self.now(), STORE_TIMEOUT, TRANSFER_CLIENT, object)) {
+            StoreOutcome::Pinned { .. } => {}
+            StoreOutcome::Failed(e) => return Err(format!("the source could not serve it: {e}")),
+            other => unreachable!("a pin ends as {other:?}"),
+        }
+        let result = self.copy_pinned(object, src, to, owner);
+        let served = self.nodes[src].data.get(&object).map_or(0, |b| b.len() as u64);
+        self.nodes[src].node.release_served(object, served);
+        self.pump_node(src);
+        result
+    }
+
+    /// The destination's half of [`Sim::copy_object`], with the source's copy pinned.
+    fn copy_pinned(&mut self, object: ObjectId, src: usize, to: usize, owner: Option<WorkerId>) -> Result<(), String> {
         let bytes = self.nodes[src].data.get(&object).cloned().ok_or("the source has no bytes")?;
         if self.nodes[to].node.store().contains(object) {
             return Ok(());
@@ -942,7 +984,7 @@ impl Sim {
     /// Runs a store op on node `n` to its end, as the raylet's driver does: page
     /// reservations always succeed, a wait passes at once on the op's own clock (the sim
     /// does not move while one process waits, so a wait ends at its deadline), and a
-    /// restore read fails (the sim does not spill).
+    /// restore read succeeds (the bytes never left `data`).
     fn run_store_op(&mut self, n: usize, mut op: StoreOp) -> StoreOutcome {
         let (mut now, mut event) = (self.now(), OpEvent::Go);
         loop {
@@ -953,9 +995,7 @@ impl Sim {
                     event = OpEvent::Go;
                 }
                 OpStep::Reserve { .. } => event = OpEvent::Reserved(Ok(())),
-                OpStep::Read(_) => {
-                    event = OpEvent::Read { result: Err("the simulation does not spill".into()), took: Duration::ZERO }
-                }
+                OpStep::Read(_) => event = OpEvent::Read { result: Ok(()), took: Duration::ZERO },
                 OpStep::Done(outcome) => {
                     self.pump_node(n);
                     return outcome;
@@ -1154,6 +1194,14 @@ impl Sim {
                 self.pump(p);
             }
         }
+    }
+
+    /// Bytes spilled and objects restored so far, over every node (dead ones included).
+    pub fn spills_and_restores(&self) -> (u64, u64) {
+        self.nodes.iter().fold((0, 0), |(s, r), n| {
+            let st = n.node.store().stats();
+            (s + st.spilled_bytes_total, r + st.restored_objects_total)
+        })
     }
 
     /// After quiescence with every handle dropped: no process tracks an object or a task

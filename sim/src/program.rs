@@ -47,6 +47,11 @@ impl ProgramConfig {
         sim.max_delay_us = [0, 50, 2_000][(seed % 3) as usize];
         // One, two or three nodes; tasks spread over them.
         sim.nodes = 1 + (seed / 3 % 3) as usize;
+        // Some runs have a small pool that spills: reads restore, creates wait for room.
+        if seed % 8 == 6 {
+            sim.pool_size = 64 << 10;
+            sim.spill_threshold = 0.5;
+        }
         ProgramConfig {
             ops: 100,
             drivers: 2 + (seed % 2) as usize,
@@ -78,6 +83,10 @@ pub struct Summary {
     pub owners_killed: usize,
     /// Nodes killed.
     pub nodes_killed: usize,
+    /// Bytes spilled.
+    pub spilled_bytes: u64,
+    /// Objects restored from spill files.
+    pub restored: u64,
 }
 
 /// A ref lent to another driver.
@@ -317,6 +326,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
     sim.advance(Duration::from_secs(1));
     sim.run_until_quiescent(STEPS)?;
     sim.check_clean()?;
+    let (spilled_bytes, restored) = sim.spills_and_restores();
     Ok(Summary {
         ops: cfg.ops,
         gets: gets.len(),
@@ -326,6 +336,8 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
         borrowed_reads,
         owners_killed: dead.len(),
         nodes_killed,
+        spilled_bytes,
+        restored,
     })
 }
 

@@ -27,6 +27,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     };
     let (mut gets, mut kills, mut breaks, mut delivered) = (0, 0, 0, 0);
     let (mut borrowed_reads, mut owners_killed, mut nodes_killed) = (0, 0, 0);
+    let (mut spilled, mut restored) = (0, 0);
     for seed in &seeds {
         match run_seed(*seed) {
             Ok(s) => {
@@ -37,6 +38,8 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
                 borrowed_reads += s.borrowed_reads;
                 owners_killed += s.owners_killed;
                 nodes_killed += s.nodes_killed;
+                spilled += s.spilled_bytes;
+                restored += s.restored;
             }
             Err(e) => panic!(
                 "sim seed {seed} failed: {e}\nreplay: ARES_SIM_SEED={seed} cargo test -p ares-sim --test properties"
@@ -45,7 +48,8 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     }
     eprintln!(
         "{} seeds: {gets} gets and {borrowed_reads} borrowed reads checked, {kills} workers and {owners_killed} \
-         owners and {nodes_killed} nodes killed, {breaks} connections broken, {delivered} messages",
+         owners and {nodes_killed} nodes killed, {breaks} connections broken, {delivered} messages, \
+         {spilled} bytes spilled, {restored} objects restored",
         seeds.len()
     );
     // The runs must have exercised what they claim to.
@@ -53,6 +57,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         assert!(gets > 0 && kills > 0 && breaks > 0, "the programs exercised too little");
         assert!(borrowed_reads > 0 && owners_killed > 0, "the programs borrowed or killed owners too little");
         assert!(nodes_killed > 0, "the programs killed no node");
+        assert!(spilled > 0 && restored > 0, "the programs spilled or restored nothing");
     }
 }
 
