@@ -230,7 +230,7 @@ impl CoreState {
     /// node's.
     fn send_dir(&mut self, a: ActorId, msg: ToRaylet) {
         match self.callers.get(&a).and_then(|c| c.home) {
-            Some((node, addr)) => self.effects.push_back(Effect::ToNode { node, addr, msg }),
+            Some((node, addr)) => self.out.push_back(Output::ToNode { node, addr, msg }),
             None => self.send_raylet(msg),
         }
     }
@@ -456,7 +456,7 @@ impl CoreState {
         if let Some(conn_id) = c.conn
             && let Some(conn) = self.conns.remove(&conn_id)
         {
-            self.effects.push_back(Effect::Close(conn_id));
+            self.out.push_back(Output::Close(conn_id));
             if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
             }
@@ -499,7 +499,7 @@ impl CoreState {
         if let Some(conn_id) = conn
             && let Some(conn) = self.conns.remove(&conn_id)
         {
-            self.effects.push_back(Effect::Close(conn_id));
+            self.out.push_back(Output::Close(conn_id));
             if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
             }
@@ -616,7 +616,7 @@ impl CoreState {
         }
         if !buf.is_empty() {
             // The connection's reader sees a break and reports it.
-            self.effects.push_back(Effect::Send { conn: conn_id, bytes: buf });
+            self.out.push_back(Output::Send { conn: conn_id, bytes: buf });
         }
         for (tid, e) in failures {
             self.fail_task(tid, e);
@@ -679,7 +679,7 @@ impl CoreState {
             return;
         }
         let conn = self.conn_id();
-        self.effects.push_back(Effect::Connect { conn, endpoint: info.addr.clone() });
+        self.out.push_back(Output::Connect { conn, endpoint: info.addr.clone() });
         self.conns.insert(conn, Conn::new(info.addr, Role::Actor { actor: a, lease: None }));
         self.callers.get_mut(&a).expect("checked").conn = Some(conn);
     }
@@ -705,7 +705,7 @@ impl CoreState {
                     let mut buf = Vec::new();
                     payload.write_to(&mut buf);
                     conn.in_flight.push_back((create_tid, now));
-                    self.effects.push_back(Effect::Send { conn: conn_id, bytes: buf });
+                    self.out.push_back(Output::Send { conn: conn_id, bytes: buf });
                 }
                 Err(e) => {
                     self.create_failed(a, &e);
@@ -771,7 +771,7 @@ impl CoreState {
                 self.next_conn += 1;
                 let conn = ConnId(conn);
                 c.conn = Some(conn);
-                self.effects.push_back(Effect::Connect { conn, endpoint: endpoint.clone() });
+                self.out.push_back(Output::Connect { conn, endpoint: endpoint.clone() });
                 let role = Role::Actor { actor: a, lease: Some((lease_id, worker_id)) };
                 self.conns.insert(conn, Conn::new(endpoint, role));
             }

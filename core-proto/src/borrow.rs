@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use ares_common::wire::{PeerLocation, PeerMsg, RefInValue, ToRaylet};
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, WorkerId};
-use ares_ownership::{BorrowEffect, Location, Owner, Status, Stored};
+use ares_ownership::{BorrowOutput, Location, Owner, Status, Stored};
 
 use super::{CoreState, Touched};
 
@@ -186,7 +186,7 @@ impl CoreState {
             }
         }
         let mut gone: Vec<(Owner, Vec<ObjectId>)> = Vec::new();
-        while let Some(BorrowEffect::Removed { owner, id }) = self.borrowed.poll() {
+        while let Some(BorrowOutput::Removed { owner, id }) = self.borrowed.poll() {
             match gone.iter_mut().find(|(o, _)| *o == owner) {
                 Some((_, ids)) => ids.push(id),
                 None => gone.push((owner, vec![id])),

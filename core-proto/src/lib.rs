@@ -7,7 +7,7 @@
 //! quinn, rustls, polars or pyo3; CI checks it).
 //!
 //! In the manner of quinn-proto's `Connection`: events come in through `handle_*` methods
-//! with the time passed in (`now`), and what must happen goes out as [`Effect`]s that the
+//! with the time passed in (`now`), and what must happen goes out as [`Output`]s that the
 //! driver (the `ares` crate's `core_worker`) takes with [`CoreState::poll`] and carries out: send these
 //! frames on that connection, open a connection, ask the raylet for a lease, free these
 //! objects, merge a gathered argument. This module reads no clock, spawns no thread, does
@@ -50,7 +50,7 @@ use ares_common::wire::{
 use ares_common::{
     ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
 };
-use ares_ownership::{BorrowTable, Effect as OwnershipEffect, Location, Owner, OwnershipTable, Status};
+use ares_ownership::{BorrowTable, Location, Output as OwnershipOutput, Owner, OwnershipTable, Status};
 
 /// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
 pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
@@ -114,7 +114,7 @@ pub struct ConnId(pub u64);
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
-pub enum Effect {
+pub enum Output {
     /// Open a connection to `endpoint`, known as `conn`, and report its replies with
     /// [`CoreState::handle_replies`]; if connecting fails, call
     /// [`CoreState::handle_conn_closed`]. Sends on it may follow at once.
@@ -395,7 +395,7 @@ pub struct CoreState {
     /// Why the state stopped (shutdown, or the raylet is gone): every pending and later
     /// task fails with it.
     stopped: Option<TaskError>,
-    effects: VecDeque<Effect>,
+    out: VecDeque<Output>,
     /// Statuses changed since the driver last looked: wake waiters.
     changed: bool,
     /// A timer earlier than any before was set since the driver last looked.
@@ -433,7 +433,7 @@ impl CoreState {
             next_request: RequestId(1),
             avg_task_secs: None,
             stopped: None,
-            effects: VecDeque::new(),
+            out: VecDeque::new(),
             changed: false,
             timer_changed: false,
         }
@@ -442,8 +442,8 @@ impl CoreState {
     // ------------------------------------------------------------------ driver API
 
     /// The next effect to carry out.
-    pub fn poll(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+    pub fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
     }
 
     /// Whether statuses changed since the last call (waiters should re-check).
@@ -534,7 +534,7 @@ impl CoreState {
     }
 
     fn send_raylet(&mut self, msg: ToRaylet) {
-        self.effects.push_back(Effect::ToRaylet(msg));
+        self.out.push_back(Output::ToRaylet(msg));
     }
 
     /// Turns the table's effects into raylet messages: every value held by the store is
@@ -543,7 +543,7 @@ impl CoreState {
         let mut ids = Vec::new();
         let mut remote: Vec<(NodeId, Vec<ObjectId>)> = Vec::new();
         while let Some(e) = self.table.poll() {
-            let OwnershipEffect::Free { id, .. } = &e;
+            let OwnershipOutput::Free { id, .. } = &e;
             self.lineage_freed(*id);
             if !self.contained_borrowed.is_empty()
                 && let Some(inner) = self.contained_borrowed.remove(id)
@@ -560,7 +560,7 @@ impl CoreState {
                 }
             }
             match e {
-                OwnershipEffect::Free { id, location: Some(Location::Stored(s)) } => {
+                OwnershipOutput::Free { id, location: Some(Location::Stored(s)) } => {
                     // This node may hold a copy pulled for a `get` even when the primary
                     // is elsewhere; deleting an absent ID is a no-op.
                     ids.push(id);
@@ -571,7 +571,7 @@ impl CoreState {
                         }
                     }
                 }
-                OwnershipEffect::Free { .. } => {}
+                OwnershipOutput::Free { .. } => {}
             }
         }
         if !ids.is_empty() {
@@ -796,7 +796,7 @@ impl CoreState {
                         other => unreachable!("argument {id} of a resolved task is {other:?}"),
                     })
                     .collect();
-                self.effects.push_back(Effect::Gather { task: tid, slot, parts, combine: *combine });
+                self.out.push_back(Output::Gather { task: tid, slot, parts, combine: *combine });
             }
         }
     }
@@ -996,7 +996,7 @@ impl CoreState {
         }
         for (conn, bytes) in out {
             // The driver never blocks on this: a reader thread may be dispatching here.
-            self.effects.push_back(Effect::Send { conn, bytes });
+            self.out.push_back(Output::Send { conn, bytes });
         }
         for c in &st.leases {
             let conn = self.conns.get_mut(c).expect("listed lease exists");
@@ -1042,9 +1042,9 @@ impl CoreState {
                 strategy: shape.strategy.clone(),
                 spilled,
             };
-            self.effects.push_back(match to {
-                Some((node, addr)) => Effect::ToNode { node, addr, msg },
-                None => Effect::ToRaylet(msg),
+            self.out.push_back(match to {
+                Some((node, addr)) => Output::ToNode { node, addr, msg },
+                None => Output::ToRaylet(msg),
             });
         }
         for (tid, ids) in unready {
@@ -1067,7 +1067,7 @@ impl CoreState {
         self.on_raylet(now, None, msg);
     }
 
-    /// A message from the raylet of another node (see [`Effect::ToNode`]).
+    /// A message from the raylet of another node (see [`Output::ToNode`]).
     pub fn handle_node(&mut self, now: Instant, node: NodeId, msg: FromRaylet) {
         self.on_raylet(now, Some(node), msg);
     }
@@ -1109,7 +1109,7 @@ impl CoreState {
     /// as for any dead worker) without waiting for their connections to time out.
     fn on_node_died(&mut self, now: Instant, node: NodeId) {
         // Forget the node first, so the retries below are not asked of it.
-        self.effects.push_back(Effect::ForgetNode(node));
+        self.out.push_back(Output::ForgetNode(node));
         self.handle_node_lost(now, node, "the node died");
         let lost: Vec<ConnId> = self
             .conns
@@ -1118,7 +1118,7 @@ impl CoreState {
             .map(|(id, _)| *id)
             .collect();
         for conn in lost {
-            self.effects.push_back(Effect::Close(conn));
+            self.out.push_back(Output::Close(conn));
             self.on_lease_lost(now, conn, "its node died");
         }
         // After its leases are gone, so that nothing rebuilt is pushed there.
@@ -1132,7 +1132,7 @@ impl CoreState {
         match node {
             Some(n) if n != self.node() => {
                 if let Some(addr) = self.nodes.get(&n) {
-                    self.effects.push_back(Effect::ToNode { node: n, addr: *addr, msg });
+                    self.out.push_back(Output::ToNode { node: n, addr: *addr, msg });
                 }
             }
             _ => self.send_raylet(msg),
@@ -1246,13 +1246,13 @@ impl CoreState {
             return;
         }
         let conn = self.conn_id();
-        self.effects.push_back(Effect::Connect { conn, endpoint: endpoint.clone() });
+        self.out.push_back(Output::Connect { conn, endpoint: endpoint.clone() });
         let role = Role::Lease { lease_id, shape: shape.clone(), node, last_reply: now, idle_since: Some(now) };
         self.conns.insert(conn, Conn::new(endpoint, role));
         self.shapes.get_mut(shape).expect("present").leases.push(conn);
     }
 
-    /// The driver opened `conn` (see [`Effect::Connect`]): pushes may go.
+    /// The driver opened `conn` (see [`Output::Connect`]): pushes may go.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
@@ -1612,7 +1612,7 @@ impl CoreState {
             if let Some(st) = self.shapes.get_mut(&shape) {
                 st.leases.retain(|l| *l != id);
             }
-            self.effects.push_back(Effect::Close(id));
+            self.out.push_back(Output::Close(id));
             self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
         }
         self.run_due_lookups(now);
@@ -1664,7 +1664,7 @@ impl CoreState {
         }
         let conns: Vec<(ConnId, Conn)> = self.conns.drain().collect();
         for (id, conn) in conns {
-            self.effects.push_back(Effect::Close(id));
+            self.out.push_back(Output::Close(id));
             if let Role::Lease { lease_id, node, .. } = conn.role {
                 self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
             }

@@ -43,7 +43,7 @@ fn value(v: i64) -> Arg {
     Arg::Inline(v.encode().unwrap())
 }
 
-fn effects(st: &mut CoreState) -> Vec<Effect> {
+fn effects(st: &mut CoreState) -> Vec<Output> {
     std::iter::from_fn(|| st.poll()).collect()
 }
 
@@ -52,11 +52,11 @@ fn pushes(bytes: &[u8]) -> Vec<TaskSpec> {
     std::iter::from_fn(|| r.read::<ToWorker>().ok()).map(|ToWorker::Push(spec)| spec).collect()
 }
 
-fn lease_requests(effects: &[Effect]) -> Vec<RequestId> {
+fn lease_requests(effects: &[Output]) -> Vec<RequestId> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::RequestLease { request_id, .. }) => Some(*request_id),
+            Output::ToRaylet(ToRaylet::RequestLease { request_id, .. }) => Some(*request_id),
             _ => None,
         })
         .collect()
@@ -70,17 +70,17 @@ fn grant(st: &mut CoreState, now: Instant, request_id: RequestId, lease: u64) ->
     effects(st)
         .into_iter()
         .find_map(|e| match e {
-            Effect::Connect { conn, .. } => Some(conn),
+            Output::Connect { conn, .. } => Some(conn),
             _ => None,
         })
         .expect("a grant opens a connection")
 }
 
-fn sent(effects: &[Effect], on: ConnId) -> Vec<TaskSpec> {
+fn sent(effects: &[Output], on: ConnId) -> Vec<TaskSpec> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::Send { conn, bytes } if *conn == on => Some(pushes(bytes)),
+            Output::Send { conn, bytes } if *conn == on => Some(pushes(bytes)),
             _ => None,
         })
         .flatten()
@@ -138,11 +138,11 @@ fn a_task_leases_a_worker_is_pushed_completes_and_the_idle_lease_goes_back() {
     assert!(effects(&mut st).is_empty());
     st.handle_timeout(t1 + IDLE_LEASE_TIMEOUT);
     let e = effects(&mut st);
-    assert!(e.iter().any(|e| matches!(e, Effect::Close(c) if *c == conn)), "{e:?}");
+    assert!(e.iter().any(|e| matches!(e, Output::Close(c) if *c == conn)), "{e:?}");
     assert!(
         e.iter().any(|e| matches!(
             e,
-            Effect::ToRaylet(ToRaylet::ReturnLease { lease_id: LeaseId(1), worker_broken: false })
+            Output::ToRaylet(ToRaylet::ReturnLease { lease_id: LeaseId(1), worker_broken: false })
         ))
     );
     assert_eq!(st.poll_timeout(), None);
@@ -226,7 +226,7 @@ fn a_lost_worker_retries_in_flight_tasks_then_fails_them_and_deletes_stray_copie
 
     st.handle_conn_closed(t0, conn, "connection closed");
     let e = effects(&mut st);
-    assert!(e.iter().any(|e| matches!(e, Effect::ToRaylet(ToRaylet::ReturnLease { worker_broken: true, .. }))));
+    assert!(e.iter().any(|e| matches!(e, Output::ToRaylet(ToRaylet::ReturnLease { worker_broken: true, .. }))));
     let requests = lease_requests(&e);
     assert_eq!(requests.len(), 1, "the retry asks for a new lease");
     assert!(matches!(st.status(rid), Some(Status::Pending)));
@@ -243,7 +243,7 @@ fn a_lost_worker_retries_in_flight_tasks_then_fails_them_and_deletes_stray_copie
     let e = effects(&mut st);
     assert!(
         e.iter().any(
-            |e| matches!(e, Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&rid))
+            |e| matches!(e, Output::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&rid))
         ),
         "a result the dead worker may have sealed is deleted: {e:?}"
     );
@@ -259,7 +259,7 @@ fn a_connection_that_cannot_be_opened_gives_the_lease_back_and_asks_again() {
     let conn = grant(&mut st, t0, requests[0], 1);
     st.handle_connect_failed(t0, conn, "refused");
     let e = effects(&mut st);
-    assert!(e.iter().any(|e| matches!(e, Effect::ToRaylet(ToRaylet::ReturnLease { worker_broken: true, .. }))));
+    assert!(e.iter().any(|e| matches!(e, Output::ToRaylet(ToRaylet::ReturnLease { worker_broken: true, .. }))));
     assert_eq!(lease_requests(&e).len(), 1);
     assert!(matches!(st.status(rid), Some(Status::Pending)), "nothing ran, so no attempt was spent");
 }
@@ -300,7 +300,7 @@ fn a_list_argument_is_merged_once_all_its_parts_are_ready() {
     let g = st.next_task_id(None);
     st.submit(t0, g, submit_spec("sum"), vec![Arg::Gather { ids: vec![a, rp], combine: concat }]);
     let e = effects(&mut st);
-    assert!(!e.iter().any(|e| matches!(e, Effect::Gather { .. })), "one part is pending");
+    assert!(!e.iter().any(|e| matches!(e, Output::Gather { .. })), "one part is pending");
     let conn = grant(&mut st, t0, lease_requests(&e)[0], 1);
     st.handle_connected(t0, conn);
     effects(&mut st);
@@ -308,7 +308,7 @@ fn a_list_argument_is_merged_once_all_its_parts_are_ready() {
     let (task, slot, parts, combine) = effects(&mut st)
         .into_iter()
         .find_map(|e| match e {
-            Effect::Gather { task, slot, parts, combine } => Some((task, slot, parts, combine)),
+            Output::Gather { task, slot, parts, combine } => Some((task, slot, parts, combine)),
             _ => None,
         })
         .expect("both parts ready: merge");
@@ -342,7 +342,7 @@ fn freeing_a_stored_object_tells_the_raylet_and_an_inline_one_does_not() {
     st.remove_local_ref(stored);
     let e = effects(&mut st);
     assert!(
-        matches!(&e[..], [Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids })] if *object_ids == vec![stored])
+        matches!(&e[..], [Output::ToRaylet(ToRaylet::DeleteObjects { object_ids })] if *object_ids == vec![stored])
     );
 }
 
@@ -367,7 +367,7 @@ fn refs_carried_inside_arguments_live_until_the_task_is_done() {
     let e = effects(&mut st);
     assert!(
         e.iter().any(
-            |e| matches!(e, Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&inner))
+            |e| matches!(e, Output::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&inner))
         )
     );
 }
@@ -413,8 +413,8 @@ fn stop_fails_everything_and_returns_the_leases() {
     st.stop();
     assert!(matches!(st.status(rid), Some(Status::Failed(e)) if matches!(**e, TaskError::RuntimeShutdown)));
     let e = effects(&mut st);
-    assert!(e.iter().any(|e| matches!(e, Effect::Close(c) if *c == conn)));
-    assert!(e.iter().any(|e| matches!(e, Effect::ToRaylet(ToRaylet::ReturnLease { .. }))));
+    assert!(e.iter().any(|e| matches!(e, Output::Close(c) if *c == conn)));
+    assert!(e.iter().any(|e| matches!(e, Output::ToRaylet(ToRaylet::ReturnLease { .. }))));
     let late = st.next_task_id(None);
     let r = st.submit(t0, late, submit_spec("f"), vec![]);
     assert!(matches!(st.status(r), Some(Status::Failed(e)) if matches!(**e, TaskError::RuntimeShutdown)));
@@ -435,7 +435,7 @@ fn spawn(st: &mut CoreState, t0: Instant, actor: ActorId) -> (TaskId, RequestId)
     let request = e
         .iter()
         .find_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::RequestLease { request_id, dedicated: true, .. }) => Some(*request_id),
+            Output::ToRaylet(ToRaylet::RequestLease { request_id, dedicated: true, .. }) => Some(*request_id),
             _ => None,
         })
         .expect("an actor leases a dedicated worker");
@@ -475,7 +475,7 @@ fn an_owner_constructs_its_actor_then_calls_run_in_order_and_a_loss_asks_the_dir
     );
     let e = effects(&mut st);
     assert!(
-        e.iter().any(|e| matches!(e, Effect::ToRaylet(ToRaylet::ActorStarted { actor_id, .. }) if *actor_id == actor))
+        e.iter().any(|e| matches!(e, Output::ToRaylet(ToRaylet::ActorStarted { actor_id, .. }) if *actor_id == actor))
     );
 
     // The process dies with the calls in flight: they fail (not retryable), and the
@@ -488,7 +488,7 @@ fn an_owner_constructs_its_actor_then_calls_run_in_order_and_a_loss_asks_the_dir
     let lost = e
         .iter()
         .find_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::ActorWorkerLost { request_id, .. }) => Some(*request_id),
+            Output::ToRaylet(ToRaylet::ActorWorkerLost { request_id, .. }) => Some(*request_id),
             _ => None,
         })
         .expect("the owner asks the directory");
@@ -498,7 +498,7 @@ fn an_owner_constructs_its_actor_then_calls_run_in_order_and_a_loss_asks_the_dir
     let again = e
         .iter()
         .find_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::RequestLease { request_id, dedicated: true, .. }) => Some(*request_id),
+            Output::ToRaylet(ToRaylet::RequestLease { request_id, dedicated: true, .. }) => Some(*request_id),
             _ => None,
         })
         .expect("restarting leases a new worker");
@@ -518,7 +518,7 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
     let hold = e
         .iter()
         .find_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::AddActorHold { request_id, .. }) => Some(*request_id),
+            Output::ToRaylet(ToRaylet::AddActorHold { request_id, .. }) => Some(*request_id),
             _ => None,
         })
         .unwrap();
@@ -530,10 +530,10 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
 
     let t = st.next_task_id(None);
     let call = st.submit_actor_call(t0, t, actor, "Counter::incr", vec![value(1)], Vec::new(), Vec::new());
-    let lookup = |e: &[Effect]| {
+    let lookup = |e: &[Output]| {
         e.iter()
             .find_map(|e| match e {
-                Effect::ToRaylet(ToRaylet::LookupActor { request_id, by: ActorKey::Id(a) }) if *a == actor => {
+                Output::ToRaylet(ToRaylet::LookupActor { request_id, by: ActorKey::Id(a) }) if *a == actor => {
                     Some(*request_id)
                 }
                 _ => None,
@@ -549,7 +549,7 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
     };
     st.handle_raylet(t0, FromRaylet::ActorFound { request_id, info: info("old") });
     let conn = match &effects(&mut st)[..] {
-        [Effect::Connect { conn, .. }] => *conn,
+        [Output::Connect { conn, .. }] => *conn,
         other => panic!("{other:?}"),
     };
     st.handle_connect_failed(t0, conn, "refused");
@@ -561,7 +561,7 @@ fn a_borrower_looks_the_actor_up_and_retries_a_refused_connection_later() {
     let request_id = lookup(&effects(&mut st));
     st.handle_raylet(t0, FromRaylet::ActorFound { request_id, info: info("new") });
     let conn = match &effects(&mut st)[..] {
-        [Effect::Connect { conn, endpoint }] => {
+        [Output::Connect { conn, endpoint }] => {
             assert_eq!(*endpoint, Endpoint::Unix("new".into()));
             *conn
         }
@@ -608,7 +608,7 @@ fn a_borrower_of_an_actor_homed_on_another_node_asks_that_node_and_fails_when_it
     let addr: std::net::SocketAddr = "127.0.0.1:7009".parse().unwrap();
     assert_eq!(st.borrow_actor(actor, Arc::from("Counter"), 0, Some((home, addr))), Borrow::Registering);
     let hold = match &effects(&mut st)[..] {
-        [Effect::ToNode { node, addr: a, msg: ToRaylet::AddActorHold { request_id, actor_id } }] => {
+        [Output::ToNode { node, addr: a, msg: ToRaylet::AddActorHold { request_id, actor_id } }] => {
             assert_eq!((*node, *a, *actor_id), (home, addr, actor));
             *request_id
         }
@@ -619,7 +619,7 @@ fn a_borrower_of_an_actor_homed_on_another_node_asks_that_node_and_fails_when_it
     let t = st.next_task_id(None);
     let call = st.submit_actor_call(t0, t, actor, "Counter::incr", vec![value(1)], Vec::new(), Vec::new());
     assert!(
-        matches!(&effects(&mut st)[..], [Effect::ToNode { node, msg: ToRaylet::LookupActor { .. }, .. }] if *node == home),
+        matches!(&effects(&mut st)[..], [Output::ToNode { node, msg: ToRaylet::LookupActor { .. }, .. }] if *node == home),
         "the lookup goes there too"
     );
     // The home node's connection ends (its directory dropped our hold with it): the call
@@ -678,7 +678,7 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
     let deleted: Vec<ObjectId> = effects(&mut st)
         .into_iter()
         .flat_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) => object_ids,
+            Output::ToRaylet(ToRaylet::DeleteObjects { object_ids }) => object_ids,
             _ => Vec::new(),
         })
         .collect();
@@ -691,11 +691,11 @@ fn a_task_of_several_return_values_fills_each_and_a_wrong_count_fails_them_all()
     }
 }
 
-fn relays(effects: &[Effect]) -> Vec<(WorkerId, PeerMsg)> {
+fn relays(effects: &[Output]) -> Vec<(WorkerId, PeerMsg)> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::ToRaylet(ToRaylet::Relay { to, msg }) => Some((*to, msg.clone())),
+            Output::ToRaylet(ToRaylet::Relay { to, msg }) => Some((*to, msg.clone())),
             _ => None,
         })
         .collect()
@@ -809,7 +809,7 @@ fn lease_on_b(st: &mut CoreState, now: Instant, lease: u64) -> (ConnId, Vec<Task
     let conn = effects(st)
         .into_iter()
         .find_map(|e| match e {
-            Effect::Connect { conn, .. } => Some(conn),
+            Output::Connect { conn, .. } => Some(conn),
             _ => None,
         })
         .expect("a grant opens a connection");
@@ -883,7 +883,7 @@ fn a_released_argument_is_rebuilt_first_recursively() {
     st.handle_replies(t0, conn, vec![stored_done(tb)]);
     let e = effects(&mut st);
     assert!(
-        e.iter().any(|e| matches!(e, Effect::ToNode { msg: ToRaylet::DeleteObjects { object_ids }, .. }
+        e.iter().any(|e| matches!(e, Output::ToNode { msg: ToRaylet::DeleteObjects { object_ids }, .. }
             if object_ids.contains(&a))),
         "a's value is freed once b is made: {e:?}"
     );
@@ -1001,7 +1001,7 @@ fn a_late_result_of_an_attempt_counted_lost_does_not_delete_the_live_value() {
     let e = effects(&mut st);
     let deleted = e
         .iter()
-        .any(|e| matches!(e, Effect::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&rid)));
+        .any(|e| matches!(e, Output::ToRaylet(ToRaylet::DeleteObjects { object_ids }) if object_ids.contains(&rid)));
     assert!(!deleted, "the live value was deleted: {e:?}");
     assert!(matches!(st.status(rid), Some(Status::Ready(_))));
 }

@@ -33,7 +33,7 @@ use ares_ownership::{Location, Owner, Shared, Status};
 use crate::error::{Error, Result};
 use crate::raylet_client::RayletClient;
 use crate::state::{
-    ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Effect, Home, InlineRule, ReadPlan, StateConfig, Submit,
+    ActorSpawn, Arg, Borrow, Combine, ConnId, CoreState, Home, InlineRule, Output, ReadPlan, StateConfig, Submit,
     TaskScope, plan_read,
 };
 use crate::store_client::{Held, StoreClient, Stored};
@@ -348,7 +348,7 @@ impl CoreWorker {
     fn carry_out(&self, g: &mut Inner, gathers: &mut Vec<GatherJob>) {
         while let Some(effect) = g.state.poll() {
             match effect {
-                Effect::Send { conn, bytes } => {
+                Output::Send { conn, bytes } => {
                     if let Some(tx) = g.conns.get(&conn) {
                         // A failed send closes the connection; its reader reports the end.
                         if let Err(e) = tx.send_framed(&bytes) {
@@ -357,28 +357,28 @@ impl CoreWorker {
                     }
                 }
                 // A local socket answers at once; a QUIC handshake is made off the lock.
-                Effect::Connect { conn, endpoint: endpoint @ ares_common::Endpoint::Quic { .. } } => {
+                Output::Connect { conn, endpoint: endpoint @ ares_common::Endpoint::Quic { .. } } => {
                     g.opening.insert(conn);
                     if let Err(e) = self.open_in_background(conn, endpoint) {
                         g.opening.remove(&conn);
                         g.state.handle_connect_failed(Instant::now(), conn, &e.to_string());
                     }
                 }
-                Effect::Connect { conn, endpoint } => {
+                Output::Connect { conn, endpoint } => {
                     g.opened(conn, open(self.me.clone(), self.max_frame, conn, &endpoint))
                 }
-                Effect::Close(conn) => {
+                Output::Close(conn) => {
                     // One being opened is closed when it is (see `open_in_background`).
                     g.opening.remove(&conn);
                     if let Some(tx) = g.conns.remove(&conn) {
                         tx.close();
                     }
                 }
-                Effect::ToRaylet(msg) => {
+                Output::ToRaylet(msg) => {
                     // If the raylet is gone, so is everything these messages are about.
                     let _ = self.raylet.send(&msg);
                 }
-                Effect::ToNode { node, addr, msg } => match g.nodes.get_mut(&node) {
+                Output::ToNode { node, addr, msg } => match g.nodes.get_mut(&node) {
                     // A failed send closes the connection; its reader reports the end.
                     Some(NodeLink::Ready { client, .. }) => drop(client.send(&msg)),
                     Some(NodeLink::Dialing { queued, .. }) => queued.push(msg),
@@ -392,13 +392,13 @@ impl CoreWorker {
                         }
                     }
                 },
-                Effect::ForgetNode(node) => {
+                Output::ForgetNode(node) => {
                     // One being dialled is closed when it is made (see `adopt_node`).
                     if let Some(NodeLink::Ready { client, .. }) = g.nodes.remove(&node) {
                         client.close();
                     }
                 }
-                Effect::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
+                Output::Gather { task, slot, parts, combine } => gathers.push(GatherJob { task, slot, parts, combine }),
             }
         }
     }

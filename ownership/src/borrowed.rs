@@ -12,7 +12,7 @@
 //! ```text
 //!  add_local ──▶ Unregistered ──take_unregistered──▶ Asking ──registered──▶ Registered
 //!                    │                                 │                     │
-//!                    └─(out of scope)─▶ forgotten      └──(out of scope)─────┴─▶ Effect::Removed
+//!                    └─(out of scope)─▶ forgotten      └──(out of scope)─────┴─▶ Output::Removed
 //! ```
 //!
 //! An owner that is gone (its connection ended, its node died) makes its refs *orphaned*:
@@ -50,7 +50,7 @@ pub enum Registration {
 
 /// What the borrower must carry out.
 #[derive(Debug, PartialEq, Eq)]
-pub enum BorrowEffect {
+pub enum BorrowOutput {
     /// Tell `owner` this process no longer holds `id`.
     Removed {
         /// The owner.
@@ -86,7 +86,7 @@ impl Borrowed {
 #[derive(Debug, Default)]
 pub struct BorrowTable {
     refs: DetMap<ObjectId, Borrowed>,
-    effects: VecDeque<BorrowEffect>,
+    out: VecDeque<BorrowOutput>,
 }
 
 impl BorrowTable {
@@ -211,8 +211,8 @@ impl BorrowTable {
     }
 
     /// The next effect to carry out.
-    pub fn poll(&mut self) -> Option<BorrowEffect> {
-        self.effects.pop_front()
+    pub fn poll(&mut self) -> Option<BorrowOutput> {
+        self.out.pop_front()
     }
 
     fn maybe_forget(&mut self, id: ObjectId) {
@@ -224,7 +224,7 @@ impl BorrowTable {
         // An `Asking` registration is answered after this `RefRemoved` is sent: the
         // relay keeps one sender's messages in order, so the owner sees both, in order.
         if matches!(e.reg, Registration::Asking | Registration::Registered) {
-            self.effects.push_back(BorrowEffect::Removed { owner: e.owner, id });
+            self.out.push_back(BorrowOutput::Removed { owner: e.owner, id });
         }
     }
 }
@@ -276,13 +276,13 @@ mod tests {
         t.remove_local(oid(1));
         assert!(t.poll().is_none());
         t.remove_submitted(&[oid(1)]);
-        assert_eq!(t.poll(), Some(BorrowEffect::Removed { owner: owner(1), id: oid(1) }));
+        assert_eq!(t.poll(), Some(BorrowOutput::Removed { owner: owner(1), id: oid(1) }));
         // Missing at the owner: nothing to report.
         t.remove_local(oid(3));
         assert!(t.poll().is_none());
         // Still asking: reported all the same (the owner reads both in order).
         t.remove_local(oid(2));
-        assert_eq!(t.poll(), Some(BorrowEffect::Removed { owner: owner(2), id: oid(2) }));
+        assert_eq!(t.poll(), Some(BorrowOutput::Removed { owner: owner(2), id: oid(2) }));
         assert!(t.is_empty());
     }
 
@@ -315,7 +315,7 @@ mod tests {
         t.remove_local(oid(1));
         assert!(t.poll().is_none(), "the value still holds it");
         t.remove_contained(oid(1));
-        assert_eq!(t.poll(), Some(BorrowEffect::Removed { owner: owner(1), id: oid(1) }));
+        assert_eq!(t.poll(), Some(BorrowOutput::Removed { owner: owner(1), id: oid(1) }));
         assert!(t.is_empty());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! **Invariant:** this crate does no IO, reads no clock, spawns nothing and has no tokio
 //! or quinn dependency. It takes events (a reference was dropped, a task finished) and
-//! queues [`Effect`]s (`Free`: this value may now be deleted from these places) for its
+//! queues [`Output`]s (`Free`: this value may now be deleted from these places) for its
 //! driver to carry out: the core worker's state in the `ares` crate. Maps iterate in a
 //! fixed order (`ares_common::det`), so the same events give the same effects.
 //!
@@ -30,6 +30,6 @@ mod borrowed;
 pub mod sync;
 mod table;
 
-pub use borrowed::{BorrowEffect, BorrowTable, Owner, Registration};
+pub use borrowed::{BorrowOutput, BorrowTable, Owner, Registration};
 pub use sync::Shared;
-pub use table::{Effect, Lineage, Location, OwnershipTable, Status, Stored};
+pub use table::{Lineage, Location, Output, OwnershipTable, Status, Stored};

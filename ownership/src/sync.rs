@@ -125,7 +125,7 @@ impl<T> Shared<T> {
 mod tests {
     //! Run with `RUSTFLAGS="--cfg loom" cargo test -p ares-ownership --release`.
     use super::*;
-    use crate::table::{Effect, Location, OwnershipTable, Status, Stored};
+    use crate::table::{Location, Output, OwnershipTable, Status, Stored};
     use ares_common::{ObjectId, TaskId};
     use loom::sync::Arc;
     use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -145,7 +145,7 @@ mod tests {
     /// Frees decided so far.
     fn take_frees(t: &mut OwnershipTable) -> usize {
         let mut n = 0;
-        while let Some(Effect::Free { .. }) = t.poll() {
+        while let Some(Output::Free { .. }) = t.poll() {
             n += 1;
         }
         n

@@ -1,9 +1,9 @@
 //! The single-threaded table. See the crate docs for the protocol.
 //!
 //! ```text
-//!  add_owned ──▶ Pending ──set_ready──▶ Ready ──(out of scope)──▶ Effect::Free
-//!                   │    ──set_failed─▶ Failed ─(out of scope)──▶ Effect::Free (no location)
-//!                   └─(out of scope)─▶ Pending, kept ──set_ready/failed──▶ Effect::Free
+//!  add_owned ──▶ Pending ──set_ready──▶ Ready ──(out of scope)──▶ Output::Free
+//!                   │    ──set_failed─▶ Failed ─(out of scope)──▶ Output::Free (no location)
+//!                   └─(out of scope)─▶ Pending, kept ──set_ready/failed──▶ Output::Free
 //! ```
 //!
 //! An object is *in scope* while any of these holds it: a local `ObjectRef` family, a
@@ -126,7 +126,7 @@ impl Lineage {
 
 /// What the owner must carry out after an event.
 #[derive(Debug)]
-pub enum Effect {
+pub enum Output {
     /// The object went out of scope: delete its value from every place it is stored
     /// (`location` is `None` when there is no value: its task failed).
     Free {
@@ -183,7 +183,7 @@ impl Entry {
 #[derive(Debug, Default)]
 pub struct OwnershipTable {
     objects: DetMap<ObjectId, Entry>,
-    effects: VecDeque<Effect>,
+    out: VecDeque<Output>,
 }
 
 impl OwnershipTable {
@@ -308,7 +308,7 @@ impl OwnershipTable {
                 e.status = Status::Ready(location);
                 self.maybe_free(id);
             }
-            None => self.effects.push_back(Effect::Free { id, location: Some(location) }),
+            None => self.out.push_back(Output::Free { id, location: Some(location) }),
         }
     }
 
@@ -357,7 +357,7 @@ impl OwnershipTable {
             e.lineage_evicted = true;
             if e.released {
                 self.objects.remove(&id);
-                self.effects.push_back(Effect::Free { id, location: None });
+                self.out.push_back(Output::Free { id, location: None });
             }
         }
     }
@@ -381,7 +381,7 @@ impl OwnershipTable {
                 e.lineage_refs = e.lineage_refs.saturating_sub(1);
                 if e.released && e.lineage_refs == 0 {
                     self.objects.remove(id);
-                    self.effects.push_back(Effect::Free { id: *id, location: None });
+                    self.out.push_back(Output::Free { id: *id, location: None });
                 }
             }
         }
@@ -457,8 +457,8 @@ impl OwnershipTable {
     }
 
     /// The next effect to carry out.
-    pub fn poll(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
+    pub fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
     }
 
     /// Forgets everything (at shutdown): every value still held becomes a `Free`.
@@ -466,7 +466,7 @@ impl OwnershipTable {
         let all: Vec<_> = self.objects.drain().collect();
         for (id, e) in all {
             let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
-            self.effects.push_back(Effect::Free { id, location });
+            self.out.push_back(Output::Free { id, location });
         }
     }
 
@@ -492,12 +492,12 @@ impl OwnershipTable {
                 Status::Ready(l) => Some(l),
                 _ => None,
             };
-            self.effects.push_back(Effect::Free { id, location });
+            self.out.push_back(Output::Free { id, location });
             return Some(contained);
         }
         let e = self.objects.remove(&id).expect("present");
         let location = if let Status::Ready(l) = e.status { Some(l) } else { None };
-        self.effects.push_back(Effect::Free { id, location });
+        self.out.push_back(Output::Free { id, location });
         Some(contained)
     }
 
@@ -543,7 +543,7 @@ mod tests {
     }
     fn frees(t: &mut OwnershipTable) -> Vec<ObjectId> {
         let mut out = Vec::new();
-        while let Some(Effect::Free { id, .. }) = t.poll() {
+        while let Some(Output::Free { id, .. }) = t.poll() {
             out.push(id);
         }
         out
@@ -558,7 +558,7 @@ mod tests {
         assert!(t.poll().is_none());
         t.remove_local_ref(oid(1));
         match t.poll() {
-            Some(Effect::Free { id, location: Some(Location::Stored(s)) }) => {
+            Some(Output::Free { id, location: Some(Location::Stored(s)) }) => {
                 assert_eq!(id, oid(1));
                 assert_eq!(s.len, 10);
             }
@@ -606,7 +606,7 @@ mod tests {
         assert!(t.poll().is_none());
         assert!(matches!(t.status(oid(1)), Some(Status::Failed(_))));
         t.remove_local_ref(oid(1));
-        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+        assert!(matches!(t.poll(), Some(Output::Free { location: None, .. })));
     }
 
     #[test]
@@ -720,7 +720,7 @@ mod tests {
         t.add_lineage_refs(&[oid(1)]);
         t.remove_local_ref(oid(1));
         match t.poll() {
-            Some(Effect::Free { id, location: Some(_) }) => assert_eq!(id, oid(1)),
+            Some(Output::Free { id, location: Some(_) }) => assert_eq!(id, oid(1)),
             other => panic!("the value is freed at once, got {other:?}"),
         }
         assert!(t.status(oid(1)).is_none(), "a released object is invisible");
@@ -729,7 +729,7 @@ mod tests {
         t.remove_lineage_refs(&[oid(1)]);
         assert!(t.poll().is_none());
         t.remove_lineage_refs(&[oid(1)]);
-        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+        assert!(matches!(t.poll(), Some(Output::Free { location: None, .. })));
         assert!(t.is_empty());
     }
 
@@ -772,7 +772,7 @@ mod tests {
         t.remove_local_ref(oid(1));
         assert_eq!(frees(&mut t), vec![oid(1)]);
         t.evict_lineage(oid(1));
-        assert!(matches!(t.poll(), Some(Effect::Free { location: None, .. })));
+        assert!(matches!(t.poll(), Some(Output::Free { location: None, .. })));
         assert!(t.is_empty());
     }
 

@@ -1,6 +1,6 @@
 //! The actor directory: which actors exist on the node, where each runs, who holds
 //! handles to it, and whether it may be restarted. A pure state machine like
-//! [`crate::policy`]: events in, [`ActorAction`]s out, no IO.
+//! [`crate::policy`]: events in, [`ActorOutput`]s out, no IO.
 //!
 //! The owner does the mechanics (leasing a worker, constructing the actor, pushing
 //! calls); the directory is the single arbiter of the actor's fate, so that an owner
@@ -28,7 +28,7 @@ const DEAD_REMEMBERED: usize = 10_000;
 
 /// What the driver of the directory must do.
 #[derive(Debug, PartialEq)]
-pub enum ActorAction {
+pub enum ActorOutput {
     /// Answer a request: `None` is success.
     Reply {
         /// Who asked.
@@ -160,19 +160,19 @@ impl ActorDirectory {
     }
 
     /// `client` registers a new actor it owns, and holds it.
-    pub fn register(&mut self, client: ClientId, request_id: RequestId, a: NewActor) -> Vec<ActorAction> {
+    pub fn register(&mut self, client: ClientId, request_id: RequestId, a: NewActor) -> Vec<ActorOutput> {
         if self.live.contains_key(&a.actor_id) || self.dead.contains_key(&a.actor_id) {
             let error = TaskError::ActorDied {
                 actor: a.actor_id.to_string(),
                 class: a.class,
                 reason: "an actor with this ID was already registered".into(),
             };
-            return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+            return vec![ActorOutput::Reply { client, request_id, error: Some(error) }];
         }
         if let Some(name) = &a.name {
             if self.names.contains_key(name) {
                 let error = TaskError::ActorNameTaken { name: name.clone() };
-                return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+                return vec![ActorOutput::Reply { client, request_id, error: Some(error) }];
             }
             self.names.insert(name.clone(), a.actor_id);
         }
@@ -189,7 +189,7 @@ impl ActorDirectory {
             waiters: Vec::new(),
         };
         self.live.insert(a.actor_id, entry);
-        vec![ActorAction::Reply { client, request_id, error: None }]
+        vec![ActorOutput::Reply { client, request_id, error: None }]
     }
 
     /// The owner reports the actor constructed on `worker` under `lease_id`; the node
@@ -206,7 +206,7 @@ impl ActorDirectory {
         addr: Endpoint,
         lease_holder: Option<(ClientId, WorkerId)>,
         worker_alive: bool,
-    ) -> Vec<ActorAction> {
+    ) -> Vec<ActorOutput> {
         if !worker_alive && lease_holder.is_none() {
             // The worker died before this report arrived (another connection).
             return self.started_on_dead_worker(client, actor_id);
@@ -231,23 +231,23 @@ impl ActorDirectory {
         lease_id: LeaseId,
         worker: WorkerId,
         addr: Endpoint,
-    ) -> Vec<ActorAction> {
+    ) -> Vec<ActorOutput> {
         let Some(e) = self.live.get_mut(&actor_id) else {
             // Killed while it was being constructed.
-            return vec![ActorAction::KillWorker(worker)];
+            return vec![ActorOutput::KillWorker(worker)];
         };
         if e.owner != Some(client) {
             return Vec::new();
         }
         e.state = State::Alive { worker, addr: addr.clone() };
         let info = ActorInfo { actor_id, class: e.class.clone(), addr, max_task_retries: e.max_task_retries };
-        let mut out: Vec<ActorAction> = e
+        let mut out: Vec<ActorOutput> = e
             .waiters
             .drain(..)
-            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone(), worker })
+            .map(|(client, request_id)| ActorOutput::Found { client, request_id, info: info.clone(), worker })
             .collect();
         if e.detached {
-            out.push(ActorAction::DetachLease { client, lease_id });
+            out.push(ActorOutput::DetachLease { client, lease_id });
         }
         out
     }
@@ -255,7 +255,7 @@ impl ActorDirectory {
     /// The owner reports the actor running on a worker whose death the node has already
     /// seen (the two reports travel on different connections): it is lost, and the
     /// owner's `worker_lost` decides what follows. Lookups keep waiting.
-    fn started_on_dead_worker(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
+    fn started_on_dead_worker(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorOutput> {
         if let Some(e) = self.live.get_mut(&actor_id).filter(|e| e.owner == Some(client)) {
             e.state = State::Lost;
         }
@@ -263,7 +263,7 @@ impl ActorDirectory {
     }
 
     /// The actor's constructor failed.
-    pub fn create_failed(&mut self, client: ClientId, actor_id: ActorId, error: &TaskError) -> Vec<ActorAction> {
+    pub fn create_failed(&mut self, client: ClientId, actor_id: ActorId, error: &TaskError) -> Vec<ActorOutput> {
         if self.live.get(&actor_id).is_none_or(|e| e.owner != Some(client)) {
             return Vec::new();
         }
@@ -272,7 +272,7 @@ impl ActorDirectory {
 
     /// A worker process ended. If it hosted an actor, the actor waits for its owner's
     /// decision, or dies if it has no owner left.
-    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<ActorAction> {
+    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<ActorOutput> {
         let Some(id) = self.hosted_by(worker) else {
             return Vec::new();
         };
@@ -291,8 +291,8 @@ impl ActorDirectory {
 
     /// The owner lost the actor's process: restart it (a `None` reply) while the budget
     /// lasts, else it is dead.
-    pub fn worker_lost(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
-        let reply = |error| ActorAction::Reply { client, request_id, error };
+    pub fn worker_lost(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorOutput> {
+        let reply = |error| ActorOutput::Reply { client, request_id, error };
         let Some(e) = self.live.get_mut(&actor_id) else {
             return vec![reply(Some(self.dead_error(actor_id)))];
         };
@@ -307,7 +307,7 @@ impl ActorDirectory {
                 State::Alive { worker, .. } => Some(worker),
                 _ => None,
             };
-            return old.map(ActorAction::KillWorker).into_iter().chain([reply(None)]).collect();
+            return old.map(ActorOutput::KillWorker).into_iter().chain([reply(None)]).collect();
         }
         let reason = match e.max_restarts {
             0 => "its process died and max_restarts is 0".to_string(),
@@ -319,7 +319,7 @@ impl ActorDirectory {
     }
 
     /// `client` holds handles to the actor now.
-    pub fn add_hold(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn add_hold(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorOutput> {
         let error = match self.live.get_mut(&actor_id) {
             Some(e) => {
                 *e.holds.entry(client).or_insert(0) += 1;
@@ -327,11 +327,11 @@ impl ActorDirectory {
             }
             None => Some(self.dead_error(actor_id)),
         };
-        vec![ActorAction::Reply { client, request_id, error }]
+        vec![ActorOutput::Reply { client, request_id, error }]
     }
 
     /// `client` dropped its handles. A non-detached actor nobody holds dies.
-    pub fn release_hold(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn release_hold(&mut self, client: ClientId, actor_id: ActorId) -> Vec<ActorOutput> {
         let Some(e) = self.live.get_mut(&actor_id) else {
             return Vec::new();
         };
@@ -348,30 +348,30 @@ impl ActorDirectory {
     }
 
     /// `ares::kill`: the actor dies now, whatever its restart budget.
-    pub fn kill_request(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorAction> {
+    pub fn kill_request(&mut self, client: ClientId, request_id: RequestId, actor_id: ActorId) -> Vec<ActorOutput> {
         let mut out = if self.live.contains_key(&actor_id) {
             self.kill(actor_id, "it was killed with ares::kill".into())
         } else {
             Vec::new()
         };
-        out.push(ActorAction::Reply { client, request_id, error: None });
+        out.push(ActorOutput::Reply { client, request_id, error: None });
         out
     }
 
     /// Finds an actor; answers once it is running.
-    pub fn lookup(&mut self, client: ClientId, request_id: RequestId, by: &ActorKey) -> Vec<ActorAction> {
+    pub fn lookup(&mut self, client: ClientId, request_id: RequestId, by: &ActorKey) -> Vec<ActorOutput> {
         let id = match by {
             ActorKey::Id(id) => *id,
             ActorKey::Name(name) => match self.names.get(name) {
                 Some(id) => *id,
                 None => {
                     let error = TaskError::ActorNotFound { name: name.clone() };
-                    return vec![ActorAction::Reply { client, request_id, error: Some(error) }];
+                    return vec![ActorOutput::Reply { client, request_id, error: Some(error) }];
                 }
             },
         };
         let Some(e) = self.live.get_mut(&id) else {
-            return vec![ActorAction::Reply { client, request_id, error: Some(self.dead_error(id)) }];
+            return vec![ActorOutput::Reply { client, request_id, error: Some(self.dead_error(id)) }];
         };
         match &e.state {
             State::Alive { worker, addr } => {
@@ -381,7 +381,7 @@ impl ActorDirectory {
                     addr: addr.clone(),
                     max_task_retries: e.max_task_retries,
                 };
-                vec![ActorAction::Found { client, request_id, info, worker: *worker }]
+                vec![ActorOutput::Found { client, request_id, info, worker: *worker }]
             }
             State::Pending | State::Lost | State::Restarting => {
                 e.waiters.push((client, request_id));
@@ -391,7 +391,7 @@ impl ActorDirectory {
     }
 
     /// A client disconnected: its holds go, and the actors it owns die unless detached.
-    pub fn client_gone(&mut self, client: ClientId) -> Vec<ActorAction> {
+    pub fn client_gone(&mut self, client: ClientId) -> Vec<ActorOutput> {
         let mut out = Vec::new();
         let ids: Vec<ActorId> = self.live.keys().copied().collect();
         for id in ids {
@@ -424,18 +424,18 @@ impl ActorDirectory {
         TaskError::ActorDied { actor: actor_id.to_string(), class, reason }
     }
 
-    fn kill(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorAction> {
+    fn kill(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorOutput> {
         let Some(e) = self.live.remove(&actor_id) else {
             return Vec::new();
         };
         let mut out_gone = None;
         let mut freed = None;
         if e.detached {
-            out_gone = Some(ActorAction::DetachedGone(actor_id));
+            out_gone = Some(ActorOutput::DetachedGone(actor_id));
         }
         if let Some(name) = &e.name {
             self.names.remove(name);
-            freed = Some(ActorAction::NameFreed { name: name.clone(), actor_id });
+            freed = Some(ActorOutput::NameFreed { name: name.clone(), actor_id });
         }
         self.dead.insert(actor_id, (e.class.clone(), reason));
         self.dead_order.push_back(actor_id);
@@ -444,13 +444,13 @@ impl ActorDirectory {
             self.dead.remove(&old);
         }
         let error = self.dead_error(actor_id);
-        let mut out: Vec<ActorAction> = e
+        let mut out: Vec<ActorOutput> = e
             .waiters
             .into_iter()
-            .map(|(client, request_id)| ActorAction::Reply { client, request_id, error: Some(error.clone()) })
+            .map(|(client, request_id)| ActorOutput::Reply { client, request_id, error: Some(error.clone()) })
             .collect();
         if let State::Alive { worker, .. } = e.state {
-            out.push(ActorAction::KillWorker(worker));
+            out.push(ActorOutput::KillWorker(worker));
         }
         out.extend(out_gone);
         out.extend(freed);
@@ -496,20 +496,20 @@ impl ActorDirectory {
 
     /// The node constructed an adopted actor on `worker`: lookups waiting for it are
     /// answered. A worker that died meanwhile, or an actor killed meanwhile, is reaped.
-    pub fn adopted_started(&mut self, actor_id: ActorId, worker: WorkerId, addr: Endpoint) -> Vec<ActorAction> {
+    pub fn adopted_started(&mut self, actor_id: ActorId, worker: WorkerId, addr: Endpoint) -> Vec<ActorOutput> {
         let Some(e) = self.live.get_mut(&actor_id).filter(|e| e.owner.is_none()) else {
-            return vec![ActorAction::KillWorker(worker)];
+            return vec![ActorOutput::KillWorker(worker)];
         };
         e.state = State::Alive { worker, addr: addr.clone() };
         let info = ActorInfo { actor_id, class: e.class.clone(), addr, max_task_retries: e.max_task_retries };
         e.waiters
             .drain(..)
-            .map(|(client, request_id)| ActorAction::Found { client, request_id, info: info.clone(), worker })
+            .map(|(client, request_id)| ActorOutput::Found { client, request_id, info: info.clone(), worker })
             .collect()
     }
 
     /// Constructing an adopted actor failed: it is dead.
-    pub fn adoption_failed(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorAction> {
+    pub fn adoption_failed(&mut self, actor_id: ActorId, reason: String) -> Vec<ActorOutput> {
         self.kill(actor_id, format!("restarting it after its node died failed: {reason}"))
     }
 
@@ -546,13 +546,13 @@ mod tests {
             max_task_retries: 0,
         }
     }
-    fn ok(request_id: RequestId, client: ClientId) -> ActorAction {
-        ActorAction::Reply { client, request_id, error: None }
+    fn ok(request_id: RequestId, client: ClientId) -> ActorOutput {
+        ActorOutput::Reply { client, request_id, error: None }
     }
-    fn failed(a: &[ActorAction]) -> Vec<String> {
+    fn failed(a: &[ActorOutput]) -> Vec<String> {
         a.iter()
             .filter_map(|a| match a {
-                ActorAction::Reply { error: Some(e), .. } => Some(e.to_string()),
+                ActorOutput::Reply { error: Some(e), .. } => Some(e.to_string()),
                 _ => None,
             })
             .collect()
@@ -563,9 +563,9 @@ mod tests {
         let mut d = ActorDirectory::new();
         assert_eq!(d.register(OWNER, RequestId(1), actor(1, Some("x"), false, 0)), vec![ok(RequestId(1), OWNER)]);
         let a = d.register(OTHER, RequestId(2), actor(2, Some("x"), false, 0));
-        assert!(matches!(&a[..], [ActorAction::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
+        assert!(matches!(&a[..], [ActorOutput::Reply { error: Some(TaskError::ActorNameTaken { .. }), .. }]));
         assert!(d.has_name("x"));
-        let freed = ActorAction::NameFreed { name: "x".into(), actor_id: id(1) };
+        let freed = ActorOutput::NameFreed { name: "x".into(), actor_id: id(1) };
         assert_eq!(d.kill_request(OTHER, RequestId(3), id(1)), vec![freed, ok(RequestId(3), OTHER)]);
         assert!(!d.has_name("x"));
         assert_eq!(d.register(OTHER, RequestId(4), actor(2, Some("x"), false, 0)), vec![ok(RequestId(4), OTHER)]);
@@ -580,9 +580,9 @@ mod tests {
         assert!(d.lookup(OTHER, RequestId(7), &ActorKey::Name("x".into())).is_empty());
         let a = d.started(OWNER, id(1), LeaseId(1), w(1), ep("sock"));
         assert!(
-            matches!(&a[..], [ActorAction::Found { client: OTHER, request_id: RequestId(7), info, worker }] if info.addr == ep("sock") && *worker == w(1))
+            matches!(&a[..], [ActorOutput::Found { client: OTHER, request_id: RequestId(7), info, worker }] if info.addr == ep("sock") && *worker == w(1))
         );
-        assert!(matches!(&d.lookup(OTHER, RequestId(8), &ActorKey::Id(id(1)))[..], [ActorAction::Found { .. }]));
+        assert!(matches!(&d.lookup(OTHER, RequestId(8), &ActorKey::Id(id(1)))[..], [ActorOutput::Found { .. }]));
         let a = d.lookup(OTHER, RequestId(9), &ActorKey::Name("y".into()));
         assert!(failed(&a)[0].contains("no live actor is named `y`"));
     }
@@ -595,7 +595,7 @@ mod tests {
         // The owner lost only its connection: the old process is killed before a restart.
         assert_eq!(
             d.worker_lost(OWNER, RequestId(9), id(1)),
-            vec![ActorAction::KillWorker(w(1)), ok(RequestId(9), OWNER)]
+            vec![ActorOutput::KillWorker(w(1)), ok(RequestId(9), OWNER)]
         );
         d.started(OWNER, id(1), LeaseId(3), w(3), ep("c"));
         assert!(d.worker_died(w(3)).is_empty());
@@ -603,7 +603,7 @@ mod tests {
         assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(1))).is_empty(), "lookups wait for the decision");
         assert_eq!(d.worker_lost(OWNER, RequestId(3), id(1)), vec![ok(RequestId(3), OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
-        assert!(matches!(&a[..], [ActorAction::Found { info, .. }] if info.addr == ep("b")));
+        assert!(matches!(&a[..], [ActorOutput::Found { info, .. }] if info.addr == ep("b")));
         d.worker_died(w(2));
         let a = d.worker_lost(OWNER, RequestId(4), id(1));
         assert!(failed(&a).iter().all(|e| e.contains("after 2 restart(s)")), "{a:?}");
@@ -618,14 +618,14 @@ mod tests {
         d.started(OWNER, id(1), LeaseId(1), w(1), ep("a"));
         d.add_hold(OTHER, RequestId(2), id(1));
         assert!(d.release_hold(OWNER, id(1)).is_empty(), "a borrower still holds it");
-        assert_eq!(d.release_hold(OTHER, id(1)), vec![ActorAction::KillWorker(w(1))]);
+        assert_eq!(d.release_hold(OTHER, id(1)), vec![ActorOutput::KillWorker(w(1))]);
 
         d.register(OWNER, RequestId(3), actor(2, Some("d"), true, 0));
         let a = d.started(OWNER, id(2), LeaseId(2), w(2), ep("b"));
-        assert_eq!(a, vec![ActorAction::DetachLease { client: OWNER, lease_id: LeaseId(2) }]);
+        assert_eq!(a, vec![ActorOutput::DetachLease { client: OWNER, lease_id: LeaseId(2) }]);
         assert!(d.release_hold(OWNER, id(2)).is_empty());
         assert!(d.client_gone(OWNER).is_empty(), "a detached actor outlives its owner");
-        assert!(matches!(&d.lookup(OTHER, RequestId(4), &ActorKey::Name("d".into()))[..], [ActorAction::Found { .. }]));
+        assert!(matches!(&d.lookup(OTHER, RequestId(4), &ActorKey::Name("d".into()))[..], [ActorOutput::Found { .. }]));
         // With no owner left, nobody restarts it.
         assert!(failed(&d.worker_died(w(2))).is_empty());
         assert_eq!(d.len(), 0);
@@ -640,7 +640,7 @@ mod tests {
         assert_eq!(d.counts(), ares_common::wire::ActorCounts { pending: 1, alive: 1, restarting: 0 });
         assert!(d.lookup(OTHER, RequestId(3), &ActorKey::Id(id(2))).is_empty());
         let a = d.client_gone(OWNER);
-        assert!(a.contains(&ActorAction::KillWorker(w(1))));
+        assert!(a.contains(&ActorOutput::KillWorker(w(1))));
         assert!(failed(&a).iter().any(|e| e.contains("its owner died")), "{a:?}");
         assert!(d.is_empty());
     }
@@ -654,7 +654,7 @@ mod tests {
         assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(1))).is_empty(), "lookups wait");
         assert_eq!(d.worker_lost(OWNER, RequestId(3), id(1)), vec![ok(RequestId(3), OWNER)]);
         let a = d.started(OWNER, id(1), LeaseId(2), w(2), ep("b"));
-        assert!(matches!(&a[..], [ActorAction::Found { request_id: RequestId(2), .. }]));
+        assert!(matches!(&a[..], [ActorOutput::Found { request_id: RequestId(2), .. }]));
     }
 
     #[test]
@@ -662,7 +662,7 @@ mod tests {
         let mut d = ActorDirectory::new();
         d.register(OWNER, RequestId(1), actor(1, None, false, 0));
         d.kill_request(OTHER, RequestId(2), id(1));
-        assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), ep("a")), vec![ActorAction::KillWorker(w(1))]);
+        assert_eq!(d.started(OWNER, id(1), LeaseId(1), w(1), ep("a")), vec![ActorOutput::KillWorker(w(1))]);
         let a = d.worker_lost(OWNER, RequestId(3), id(1));
         assert!(failed(&a)[0].contains("killed with ares::kill"));
     }
@@ -678,18 +678,18 @@ mod tests {
             "lookups wait while it restarts"
         );
         let a = d.adopted_started(id(1), w(5), ep("w5"));
-        assert!(matches!(&a[..], [ActorAction::Found { request_id: RequestId(1), worker, .. }] if *worker == w(5)));
+        assert!(matches!(&a[..], [ActorOutput::Found { request_id: RequestId(1), worker, .. }] if *worker == w(5)));
         assert_eq!(d.detached_info(id(1)), Some(("C".into(), Some("k".into()), 0, 3, 1)));
         // Its process dying now ends it: nobody owns it here (the head restarts on node death only).
         let a = d.worker_died(w(5));
-        assert!(a.contains(&ActorAction::DetachedGone(id(1))), "{a:?}");
+        assert!(a.contains(&ActorOutput::DetachedGone(id(1))), "{a:?}");
         assert!(!d.has_name("k"));
 
         d.adopt(actor(2, None, true, 3), 1).unwrap();
         assert!(d.lookup(OTHER, RequestId(2), &ActorKey::Id(id(2))).is_empty());
         let a = d.adoption_failed(id(2), "no worker".into());
         assert!(failed(&a)[0].contains("restarting it after its node died failed: no worker"), "{a:?}");
-        assert!(a.contains(&ActorAction::DetachedGone(id(2))));
-        assert_eq!(d.adopted_started(id(2), w(6), ep("w6")), vec![ActorAction::KillWorker(w(6))], "too late");
+        assert!(a.contains(&ActorOutput::DetachedGone(id(2))));
+        assert_eq!(d.adopted_started(id(2), w(6), ep("w6")), vec![ActorOutput::KillWorker(w(6))], "too late");
     }
 }

@@ -1,12 +1,12 @@
 //! The lease policy: resource accounting, the lease queue and the worker pool's size.
-//! A pure state machine: events in, [`Action`]s out, no IO and no clock.
+//! A pure state machine: events in, [`LeaseOutput`]s out, no IO and no clock.
 //!
 //! ```text
-//!  request ──infeasible──▶ Action::Infeasible
+//!  request ──infeasible──▶ LeaseOutput::Infeasible
 //!     │
 //!     ▼
 //!  queued ──(fits available, idle worker)──▶ leased ──return──▶ worker idle, resources back
-//!     │          (fits, no idle worker) ──▶ Action::StartWorker (up to max_workers)
+//!     │          (fits, no idle worker) ──▶ LeaseOutput::StartWorker (up to max_workers)
 //!     └──cancel / client gone──▶ dropped
 //! ```
 //!
@@ -32,7 +32,7 @@ use ares_common::ClientId;
 
 /// What the driver of the policy must do.
 #[derive(Debug, PartialEq)]
-pub enum Action {
+pub enum LeaseOutput {
     /// Tell `client` its request was granted.
     Grant {
         /// Who asked.
@@ -160,10 +160,10 @@ impl LeasePolicy {
 
     /// Starts the worker pool at its full size, so the first tasks do not wait for
     /// process start-up (Ray prestarts one worker per CPU too).
-    pub fn prestart(&mut self) -> Vec<Action> {
+    pub fn prestart(&mut self) -> Vec<LeaseOutput> {
         let n = self.max_workers.saturating_sub(self.live + self.starting);
         self.starting += n;
-        (0..n).map(|_| Action::StartWorker).collect()
+        (0..n).map(|_| LeaseOutput::StartWorker).collect()
     }
 
     /// A client asks for a lease of `shape`; a `dedicated` lease's worker hosts an actor
@@ -174,14 +174,14 @@ impl LeasePolicy {
         request_id: RequestId,
         shape: ResourceSet,
         dedicated: bool,
-    ) -> Vec<Action> {
+    ) -> Vec<LeaseOutput> {
         if !shape.is_subset_of(&self.total) {
             let error = TaskError::Infeasible {
                 requested: shape.to_string(),
                 available: self.total.to_string(),
                 missing: shape.shortfall(&self.total).to_string(),
             };
-            return vec![Action::Infeasible { client, request_id, error }];
+            return vec![LeaseOutput::Infeasible { client, request_id, error }];
         }
         self.queue.push_back(Request { client, request_id, shape, dedicated });
         self.schedule()
@@ -194,7 +194,7 @@ impl LeasePolicy {
 
     /// `client` gives a lease back; its worker is idle again unless `worker_broken`, in
     /// which case it is reaped. Leases the client does not hold are ignored.
-    pub fn return_lease(&mut self, client: ClientId, lease_id: LeaseId, worker_broken: bool) -> Vec<Action> {
+    pub fn return_lease(&mut self, client: ClientId, lease_id: LeaseId, worker_broken: bool) -> Vec<LeaseOutput> {
         if self.leases.get(&lease_id).is_none_or(|l| l.client != client) {
             return Vec::new();
         }
@@ -202,7 +202,7 @@ impl LeasePolicy {
         self.release(&lease);
         let mut out = Vec::new();
         if worker_broken || self.dedicated.contains(&lease.worker) {
-            out.push(Action::ReapWorker(lease.worker));
+            out.push(LeaseOutput::ReapWorker(lease.worker));
         } else {
             self.idle.push_back(lease.worker);
         }
@@ -224,7 +224,7 @@ impl LeasePolicy {
     }
 
     /// A worker process we started is ready for leases.
-    pub fn worker_registered(&mut self, worker: WorkerId) -> Vec<Action> {
+    pub fn worker_registered(&mut self, worker: WorkerId) -> Vec<LeaseOutput> {
         self.starting = self.starting.saturating_sub(1);
         self.start_failures = 0;
         self.live += 1;
@@ -235,7 +235,7 @@ impl LeasePolicy {
     /// A worker process failed to start (or died before registering). It is started
     /// again while requests wait, up to [`MAX_START_FAILURES`] failures in a row; then
     /// every queued request fails with `message`.
-    pub fn worker_start_failed(&mut self, message: &str) -> Vec<Action> {
+    pub fn worker_start_failed(&mut self, message: &str) -> Vec<LeaseOutput> {
         self.starting = self.starting.saturating_sub(1);
         self.start_failures += 1;
         if self.start_failures < MAX_START_FAILURES {
@@ -245,19 +245,19 @@ impl LeasePolicy {
         let error = TaskError::WorkerStartFailed { message: message.to_string() };
         self.queue
             .drain(..)
-            .map(|r| Action::Infeasible { client: r.client, request_id: r.request_id, error: error.clone() })
+            .map(|r| LeaseOutput::Infeasible { client: r.client, request_id: r.request_id, error: error.clone() })
             .collect()
     }
 
     /// A worker process failed to start in a way a retry would repeat: every queued
     /// request fails with `message` now.
-    pub fn worker_start_failed_for_good(&mut self, message: &str) -> Vec<Action> {
+    pub fn worker_start_failed_for_good(&mut self, message: &str) -> Vec<LeaseOutput> {
         self.start_failures = MAX_START_FAILURES - 1;
         self.worker_start_failed(message)
     }
 
     /// A worker process died; its lease (if any) is released.
-    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<Action> {
+    pub fn worker_died(&mut self, worker: WorkerId) -> Vec<LeaseOutput> {
         if !self.dedicated.remove(&worker) {
             self.live = self.live.saturating_sub(1);
         }
@@ -272,14 +272,14 @@ impl LeasePolicy {
 
     /// A client disconnected: its requests are dropped and its leases returned. Its
     /// leased workers may still be running its tasks, so they are reaped, not reused.
-    pub fn client_gone(&mut self, client: ClientId) -> Vec<Action> {
+    pub fn client_gone(&mut self, client: ClientId) -> Vec<LeaseOutput> {
         self.queue.retain(|r| r.client != client);
         let held: Vec<LeaseId> = self.leases.iter().filter(|(_, l)| l.client == client).map(|(id, _)| *id).collect();
         let mut out = Vec::new();
         for id in held {
             let lease = self.leases.remove(&id).expect("present");
             self.release(&lease);
-            out.push(Action::ReapWorker(lease.worker));
+            out.push(LeaseOutput::ReapWorker(lease.worker));
         }
         out.extend(self.schedule());
         out
@@ -287,7 +287,7 @@ impl LeasePolicy {
 
     /// The task on `worker`'s lease blocked in `get` or `wait`: its resources are free
     /// until [`LeasePolicy::unblocked`].
-    pub fn blocked(&mut self, worker: WorkerId) -> Vec<Action> {
+    pub fn blocked(&mut self, worker: WorkerId) -> Vec<LeaseOutput> {
         let Some(lease) = self.leases.values_mut().find(|l| l.worker == worker && !l.blocked) else {
             return Vec::new();
         };
@@ -334,7 +334,7 @@ impl LeasePolicy {
         }
     }
 
-    fn schedule(&mut self) -> Vec<Action> {
+    fn schedule(&mut self) -> Vec<LeaseOutput> {
         let mut out = Vec::new();
         let mut wanting_worker: usize = 0;
         let mut wanting_dedicated = 0;
@@ -362,7 +362,7 @@ impl LeasePolicy {
                 let lease_id = LeaseId(self.next_lease);
                 self.next_lease += 1;
                 self.leases.insert(lease_id, Lease { client: req.client, worker, shape: req.shape, blocked: false });
-                out.push(Action::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
+                out.push(LeaseOutput::Grant { client: req.client, request_id: req.request_id, lease_id, worker });
             }
         }
         // Actors get workers beyond the pool's size: they would otherwise starve tasks; so
@@ -370,7 +370,7 @@ impl LeasePolicy {
         let room = (self.max_workers + self.blocked).saturating_sub(self.live + self.starting) + wanting_dedicated;
         for _ in 0..wanting_worker.saturating_sub(self.starting).min(room) {
             self.starting += 1;
-            out.push(Action::StartWorker);
+            out.push(LeaseOutput::StartWorker);
         }
         out
     }
@@ -393,29 +393,29 @@ mod tests {
     #[test]
     fn grants_up_to_resources_and_starts_workers_lazily() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
-        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
+        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
         assert!(p.request(C, RequestId(3), cpu(1.0), false).is_empty(), "no third worker beyond max_workers");
         let a = p.worker_registered(w(1));
-        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(1), worker, .. }] if worker == w(1)));
+        assert!(matches!(a[..], [LeaseOutput::Grant { request_id: RequestId(1), worker, .. }] if worker == w(1)));
         let a = p.worker_registered(w(2));
-        let Action::Grant { lease_id, .. } = a[0] else { panic!() };
+        let LeaseOutput::Grant { lease_id, .. } = a[0] else { panic!() };
         assert!(p.available().get_units("CPU") == 0);
         assert!(p.return_lease(ClientId(9), lease_id, false).is_empty(), "only the holder returns a lease");
         let a = p.return_lease(C, lease_id, false);
-        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(3), worker, .. }] if worker == w(2)));
+        assert!(matches!(a[..], [LeaseOutput::Grant { request_id: RequestId(3), worker, .. }] if worker == w(2)));
     }
 
     #[test]
     fn a_blocked_task_lends_its_cpu_and_takes_it_back_owing_what_was_not_free() {
         let mut p = LeasePolicy::new(cpu(1.0), 1);
-        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
-        let Action::Grant { lease_id: first, .. } = p.worker_registered(w(1))[0] else { panic!() };
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
+        let LeaseOutput::Grant { lease_id: first, .. } = p.worker_registered(w(1))[0] else { panic!() };
         // Its task blocks in `get`: the CPU is free and one more worker may start.
         assert!(p.request(C, RequestId(2), cpu(1.0), false).is_empty());
-        assert_eq!(p.blocked(w(1)), vec![Action::StartWorker]);
+        assert_eq!(p.blocked(w(1)), vec![LeaseOutput::StartWorker]);
         assert_eq!(p.available(), &cpu(1.0));
-        let Action::Grant { lease_id: second, .. } = p.worker_registered(w(2))[0] else { panic!() };
+        let LeaseOutput::Grant { lease_id: second, .. } = p.worker_registered(w(2))[0] else { panic!() };
         assert_eq!(p.available().get_units("CPU"), 0);
         // It continues while the second lease runs: the node is oversubscribed by one CPU.
         p.unblocked(w(1));
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn prestart_fills_the_pool_once() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
-        assert_eq!(p.prestart(), vec![Action::StartWorker, Action::StartWorker]);
+        assert_eq!(p.prestart(), vec![LeaseOutput::StartWorker, LeaseOutput::StartWorker]);
         assert!(p.prestart().is_empty());
         assert!(p.request(C, RequestId(1), cpu(1.0), false).is_empty(), "a starting worker will serve it");
         assert_eq!(p.worker_registered(w(1)).len(), 1);
@@ -447,10 +447,10 @@ mod tests {
     fn infeasible_is_answered_at_once_and_names_what_is_missing() {
         let mut p = LeasePolicy::new(cpu(2.0), 2);
         let a = p.request(C, RequestId(7), cpu(1.0).with("GPU", 1.0), false);
-        let [Action::Infeasible { request_id: RequestId(7), error, .. }] = &a[..] else { panic!("{a:?}") };
+        let [LeaseOutput::Infeasible { request_id: RequestId(7), error, .. }] = &a[..] else { panic!("{a:?}") };
         let msg = error.to_string();
         assert!(msg.contains("GPU: 1") && msg.contains("CPU: 2"), "{msg}");
-        assert!(matches!(p.request(C, RequestId(8), cpu(3.0), false)[..], [Action::Infeasible { .. }]));
+        assert!(matches!(p.request(C, RequestId(8), cpu(3.0), false)[..], [LeaseOutput::Infeasible { .. }]));
     }
 
     #[test]
@@ -465,8 +465,8 @@ mod tests {
         assert!(a.is_empty());
         assert_eq!(p.available().get_units("CPU"), 10_000);
         // A new request needs a replacement worker.
-        assert_eq!(p.request(C, RequestId(3), cpu(1.0), false), vec![Action::StartWorker]);
-        assert_eq!(p.client_gone(ClientId(2)), vec![Action::ReapWorker(w(2))]);
+        assert_eq!(p.request(C, RequestId(3), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
+        assert_eq!(p.client_gone(ClientId(2)), vec![LeaseOutput::ReapWorker(w(2))]);
         p.client_gone(C);
         assert_eq!(p.available(), &cpu(2.0));
     }
@@ -474,12 +474,12 @@ mod tests {
     #[test]
     fn failed_starts_are_retried_then_fail_the_queue() {
         let mut p = LeasePolicy::new(cpu(2.0), 1);
-        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(1), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
         for _ in 1..MAX_START_FAILURES {
-            assert_eq!(p.worker_start_failed("exec failed"), vec![Action::StartWorker]);
+            assert_eq!(p.worker_start_failed("exec failed"), vec![LeaseOutput::StartWorker]);
         }
         let a = p.worker_start_failed("exec failed");
-        let [Action::Infeasible { request_id: RequestId(1), error, .. }] = &a[..] else { panic!("{a:?}") };
+        let [LeaseOutput::Infeasible { request_id: RequestId(1), error, .. }] = &a[..] else { panic!("{a:?}") };
         assert!(error.to_string().contains("exec failed"));
     }
 
@@ -488,14 +488,14 @@ mod tests {
         let mut p = LeasePolicy::new(cpu(1.0), 1);
         p.worker_registered(w(1));
         let a = p.request(C, RequestId(1), cpu(0.0), true);
-        let [Action::Grant { lease_id, .. }] = a[..] else { panic!("{a:?}") };
+        let [LeaseOutput::Grant { lease_id, .. }] = a[..] else { panic!("{a:?}") };
         // The pool is below its size again, so a task gets a fresh worker.
-        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(2), cpu(1.0), false), vec![LeaseOutput::StartWorker]);
         // A second actor may exceed max_workers.
-        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![LeaseOutput::StartWorker]);
         p.detach(C, lease_id);
         let gone = p.client_gone(C);
-        assert!(!gone.contains(&Action::ReapWorker(w(1))), "{gone:?}");
+        assert!(!gone.contains(&LeaseOutput::ReapWorker(w(1))), "{gone:?}");
         assert!(p.worker_died(w(1)).is_empty());
         assert_eq!(p.live, 0);
     }
@@ -507,9 +507,9 @@ mod tests {
         p.request(C, RequestId(1), cpu(1.0), false);
         // A task request waits behind the pool's size; the actor gets a worker of its own.
         assert!(p.request(C, RequestId(2), cpu(1.0), false).is_empty());
-        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![Action::StartWorker]);
+        assert_eq!(p.request(C, RequestId(3), cpu(0.0), true), vec![LeaseOutput::StartWorker]);
         let a = p.worker_registered(w(2));
-        assert!(matches!(a[..], [Action::Grant { request_id: RequestId(3), .. }]), "{a:?}");
+        assert!(matches!(a[..], [LeaseOutput::Grant { request_id: RequestId(3), .. }]), "{a:?}");
         assert_eq!(p.live, 1);
     }
 

@@ -14,7 +14,7 @@ use ares_common::{NodeId, ObjectId};
 
 /// What the driver must do.
 #[derive(Debug, PartialEq)]
-pub enum PullAction {
+pub enum PullOutput {
     /// Transfer `object` from `node` into this node's store, then report with
     /// [`PullManager::finished`].
     Start {
@@ -79,7 +79,7 @@ impl PullManager {
         object: ObjectId,
         from: Vec<NodeId>,
         local: bool,
-    ) -> Vec<PullAction> {
+    ) -> Vec<PullOutput> {
         // First: the copy a pull is still writing is in the store, but not readable yet.
         if let Some(p) = self.pulls.get_mut(&object) {
             p.waiters.push((client, request_id));
@@ -92,7 +92,7 @@ impl PullManager {
             return Vec::new();
         }
         if local {
-            return vec![PullAction::Done { client, request_id, error: None }];
+            return vec![PullOutput::Done { client, request_id, error: None }];
         }
         let mut rest = from;
         rest.dedup();
@@ -104,7 +104,7 @@ impl PullManager {
     }
 
     /// The transfer of `object` from `node` ended (`Err`: why it failed).
-    pub fn finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>) -> Vec<PullAction> {
+    pub fn finished(&mut self, object: ObjectId, node: NodeId, result: Result<(), String>) -> Vec<PullOutput> {
         if self.pulls.get(&object).is_some_and(|p| p.current != Some(node)) {
             // A transfer given up on when its node died: the pull moved on.
             return Vec::new();
@@ -114,7 +114,7 @@ impl PullManager {
                 let Some(p) = self.pulls.remove(&object) else { return Vec::new() };
                 p.waiters
                     .into_iter()
-                    .map(|(client, request_id)| PullAction::Done { client, request_id, error: None })
+                    .map(|(client, request_id)| PullOutput::Done { client, request_id, error: None })
                     .collect()
             }
             Err(reason) => {
@@ -128,25 +128,25 @@ impl PullManager {
     }
 
     /// Tries the next source of `object`, or fails its waiters when none is left.
-    fn next_source(&mut self, object: ObjectId) -> Vec<PullAction> {
+    fn next_source(&mut self, object: ObjectId) -> Vec<PullOutput> {
         let Some(p) = self.pulls.get_mut(&object) else { return Vec::new() };
         if let Some(node) = p.rest.pop() {
             p.current = Some(node);
             self.started += 1;
-            return vec![PullAction::Start { object, node }];
+            return vec![PullOutput::Start { object, node }];
         }
         let p = self.pulls.remove(&object).expect("present above");
         let why = if p.failures.is_empty() { "no node holds a copy".to_string() } else { p.failures.join("; ") };
         let error = TaskError::ObjectLost { object: format!("{object} (could not pull a copy: {why})") };
         p.waiters
             .into_iter()
-            .map(|(client, request_id)| PullAction::Done { client, request_id, error: Some(error.clone()) })
+            .map(|(client, request_id)| PullOutput::Done { client, request_id, error: Some(error.clone()) })
             .collect()
     }
 
     /// `node` died: transfers from it are given up at once (they would wait for the
     /// connection to time out) and their pulls move on to the next source.
-    pub fn node_died(&mut self, node: NodeId) -> Vec<PullAction> {
+    pub fn node_died(&mut self, node: NodeId) -> Vec<PullOutput> {
         let from: Vec<ObjectId> =
             self.pulls.iter().filter(|(_, p)| p.current == Some(node)).map(|(id, _)| *id).collect();
         let mut out = Vec::new();
@@ -179,7 +179,7 @@ mod tests {
         let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
         assert_eq!(
             m.request(ClientId(1), RequestId(10), obj(), vec![a, b], false),
-            vec![PullAction::Start { object: obj(), node: a }]
+            vec![PullOutput::Start { object: obj(), node: a }]
         );
         for i in 2..=10 {
             // The copy being written is in the store already: still wait for the pull.
@@ -189,12 +189,12 @@ mod tests {
         assert_eq!(m.started(), 1);
         let done = m.finished(obj(), a, Ok(()));
         assert_eq!(done.len(), 10);
-        assert!(done.iter().all(|d| matches!(d, PullAction::Done { error: None, .. })));
+        assert!(done.iter().all(|d| matches!(d, PullOutput::Done { error: None, .. })));
         assert!(!m.in_progress(obj()));
         // Already here: answered at once, no pull.
         assert_eq!(
             m.request(ClientId(1), RequestId(99), obj(), vec![a], true),
-            vec![PullAction::Done { client: ClientId(1), request_id: RequestId(99), error: None }]
+            vec![PullOutput::Done { client: ClientId(1), request_id: RequestId(99), error: None }]
         );
         assert_eq!(m.started(), 1);
     }
@@ -208,12 +208,12 @@ mod tests {
         m.client_gone(ClientId(2));
         assert_eq!(
             m.finished(obj(), a, Err("connection lost".into())),
-            vec![PullAction::Start { object: obj(), node: b }]
+            vec![PullOutput::Start { object: obj(), node: b }]
         );
         let out = m.finished(obj(), b, Err("no such object".into()));
         match &out[..] {
             [
-                PullAction::Done {
+                PullOutput::Done {
                     client: ClientId(1),
                     request_id: RequestId(1),
                     error: Some(TaskError::ObjectLost { object }),
@@ -232,14 +232,14 @@ mod tests {
         let (a, b, c) = (NodeId([1; 16]), NodeId([2; 16]), NodeId([3; 16]));
         assert_eq!(
             m.request(ClientId(1), RequestId(1), obj(), vec![a], false),
-            vec![PullAction::Start { object: obj(), node: a }]
+            vec![PullOutput::Start { object: obj(), node: a }]
         );
         assert!(
             m.request(ClientId(2), RequestId(2), obj(), vec![b, a, c], true).is_empty(),
             "joins, though a copy is here"
         );
-        assert_eq!(m.finished(obj(), a, Err("gone".into())), vec![PullAction::Start { object: obj(), node: b }]);
-        assert_eq!(m.finished(obj(), b, Err("gone".into())), vec![PullAction::Start { object: obj(), node: c }]);
+        assert_eq!(m.finished(obj(), a, Err("gone".into())), vec![PullOutput::Start { object: obj(), node: b }]);
+        assert_eq!(m.finished(obj(), b, Err("gone".into())), vec![PullOutput::Start { object: obj(), node: c }]);
         let done = m.finished(obj(), c, Err("gone".into()));
         assert_eq!(done.len(), 2, "both waiters hear, after all three were tried: {done:?}");
     }
@@ -250,10 +250,10 @@ mod tests {
         let (a, b) = (NodeId([1; 16]), NodeId([2; 16]));
         m.request(ClientId(1), RequestId(1), obj(), vec![a, b], false);
         assert!(m.node_died(b).is_empty(), "nothing is pulled from b yet");
-        assert_eq!(m.node_died(a), vec![PullAction::Start { object: obj(), node: b }]);
+        assert_eq!(m.node_died(a), vec![PullOutput::Start { object: obj(), node: b }]);
         assert!(m.finished(obj(), a, Err("timed out".into())).is_empty(), "the stale transfer is ignored");
         assert!(m.in_progress(obj()));
         let done = m.finished(obj(), b, Ok(()));
-        assert_eq!(done, vec![PullAction::Done { client: ClientId(1), request_id: RequestId(1), error: None }]);
+        assert_eq!(done, vec![PullOutput::Done { client: ClientId(1), request_id: RequestId(1), error: None }]);
     }
 }

@@ -9,12 +9,15 @@
 //! message delays (the virtual clock advances to each delivery), worker IDs, and the
 //! programs of [`program`]. A failing seed replays exactly.
 //!
-//! Several nodes form a cluster: every raylet sees the same view (each node's fake QUIC
-//! address, its resources and load as last published), so lease requests spill back
-//! between them; a process's messages to another node's raylet travel on a connection
-//! of their own, as QUIC connections do; workers read arguments stored on other nodes by
-//! copying them (a pull); and a killed node is published dead, so the other raylets tell
-//! their processes (`NodeDied`), as the head's view does.
+//! Several nodes form a cluster around a head: node 0 runs the real `ClusterDirectory`,
+//! every node reports its load to it whenever time advances, and it sends each node its
+//! view (each node's fake QUIC address, resources and load), so lease requests spill back
+//! between them; messages a node sends the head (jobs, the KV store, actor names) are
+//! handled by it at once. A process's messages to another node's raylet travel on a
+//! connection of their own, as QUIC connections do; workers read arguments stored on
+//! other nodes by copying them (a pull); and a killed node's connection to the head ends,
+//! so the head declares it dead and the other raylets tell their processes
+//! (`NodeDied`). The head's node is never killed (a head restart is not modelled).
 //!
 //! Stores spill: with a small pool (see `SimConfig::spill_threshold`) the index plans
 //! spills, which the sim writes at once, and reads restore through the same
@@ -37,16 +40,23 @@ use ares_common::ClientId;
 use ares_common::codec::{Bytes, Value};
 use ares_common::det::{DetMap, DetSet};
 use ares_common::frame::FrameReader;
-use ares_common::wire::{FromRaylet, FromWorker, Outcome, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
+use ares_common::wire::{
+    FromHead, FromRaylet, FromWorker, NodeLoad, Outcome, TaskKind, TaskSpec, ToHead, ToRaylet, ToWorker, WireArg,
+};
 use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{
-    Arg, Combine, ConnId, CoreState, Effect, InlineRule, ReadPlan, StateConfig, Submit, Target, TaskScope, plan_read,
+    Arg, Combine, ConnId, CoreState, InlineRule, Output as CoreOutput, ReadPlan, StateConfig, Submit, Target,
+    TaskScope, plan_read,
 };
 use ares_object_store::slot::SlotState;
 use ares_object_store::{FileId, SpillPolicy};
 use ares_ownership::{Location, Status};
+use ares_raylet_proto::cluster::{ClusterDirectory, DirOutput, HEAD_PEER, PeerId, Registration};
 use ares_raylet_proto::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
 use ares_raylet_proto::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
+
+/// How long the head waits for a silent node before declaring it dead (the default).
+const NODE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a simulated create or pin waits for room (the raylet's default).
 const STORE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -191,6 +201,8 @@ pub struct Sim {
     base: Instant,
     tick: Duration,
     nodes: Vec<SimNode>,
+    /// The head's cluster directory (node 0 is the head), with two or more nodes.
+    head: Option<ClusterDirectory>,
     procs: Vec<Proc>,
     by_client: DetMap<(usize, ClientId), ProcId>,
     /// Connections of processes to other nodes' raylets, by (node, client).
@@ -258,6 +270,7 @@ impl Sim {
             base: Instant::now(),
             tick: Duration::ZERO,
             nodes: Vec::new(),
+            head: None,
             procs: Vec::new(),
             by_client: DetMap::default(),
             by_remote: DetMap::default(),
@@ -289,6 +302,9 @@ impl Sim {
             sim.nodes.push(SimNode { node, alive: true, addr, data: DetMap::default() });
         }
         sim.rng = rng;
+        if cfg.nodes >= 2 {
+            sim.start_head();
+        }
         sim.publish_view();
         for n in 0..cfg.nodes {
             sim.nodes[n].node.prestart();
@@ -348,6 +364,16 @@ impl Sim {
     /// The ID of node `n`.
     pub fn node_id(&self, n: usize) -> NodeId {
         self.nodes[n].node.node_id()
+    }
+
+    /// The cluster as node `n`'s raylet last heard it from the head.
+    pub fn view(&self, n: usize) -> &[ares_common::wire::NodeSummary] {
+        self.nodes[n].node.cluster_view()
+    }
+
+    /// The jobs (drivers) the head knows of: (job, running).
+    pub fn head_jobs(&self) -> Vec<(WorkerId, bool)> {
+        self.head.as_ref().map_or_else(Vec::new, |d| d.jobs().iter().map(|j| (j.job, j.running)).collect())
     }
 
     /// The state of process `p`.
@@ -495,6 +521,11 @@ impl Sim {
         }
         self.nodes[n].alive = false;
         self.node_kills += 1;
+        // Its connection to the head ends: the head declares it dead at once.
+        if let Some(dir) = self.head.as_mut() {
+            dir.disconnected(self.tick, PeerId(n as u64));
+        }
+        self.carry_out_head();
         self.queues.retain(|c, _| !matches!(c, Chan::ToRemote(_, m) | Chan::FromRemote(_, m) if *m == n));
         let node = self.nodes[n].node.node_id();
         for p in 0..self.procs.len() {
@@ -507,33 +538,84 @@ impl Sim {
         self.publish_view();
     }
 
-    /// Gives every live raylet the cluster's view: each node, alive or not, with its
-    /// address, resources and load now.
-    fn publish_view(&mut self) {
-        if self.nodes.len() < 2 {
-            return;
+    /// Node 0 becomes the head: its directory registers it and every other node, as
+    /// `ares start --head` and members joining it do, and every node gets the cluster's
+    /// token (so named actors, the KV store and jobs go through the head).
+    fn start_head(&mut self) {
+        let now = self.tick;
+        let reg = |i: usize, n: &SimNode| Registration {
+            node_id: n.node.node_id(),
+            pid: i as u32,
+            host: format!("sim{i}"),
+            addr: Some(n.addr),
+            total: n.node.total(),
+        };
+        let mut dir = ClusterDirectory::new(self.nodes[0].node.node_id(), NODE_TIMEOUT, Vec::new(), Vec::new());
+        dir.register_head(now, reg(0, &self.nodes[0]), self.nodes[0].node.load());
+        dir.head_serving(now, self.nodes[0].addr);
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            dir.register(now, PeerId(i as u64), reg(i, n));
         }
-        let view: Vec<ares_common::wire::NodeSummary> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| ares_common::wire::NodeSummary {
-                node_id: n.node.node_id(),
-                pid: i as u32,
-                host: format!("sim{i}"),
-                addr: Some(n.addr),
-                head: i == 0,
-                alive: n.alive,
-                total: n.node.total(),
-                load: n.node.load(),
-                silent_ms: 0,
-            })
-            .collect();
-        for n in 0..self.nodes.len() {
-            if self.nodes[n].alive {
-                self.nodes[n].node.set_cluster_view(view.clone());
-                self.pump_node(n);
+        self.head = Some(dir);
+        for n in &mut self.nodes {
+            n.node.set_cluster_token("sim".into());
+        }
+        self.carry_out_head();
+    }
+
+    /// Every live node reports its load to the head, which declares silent nodes dead
+    /// and sends everyone its view (the head's own node takes it directly), as the
+    /// head's ticker does every 100 ms.
+    fn publish_view(&mut self) {
+        let now = self.tick;
+        let loads: Vec<(usize, NodeLoad)> =
+            self.nodes.iter().enumerate().filter(|(_, n)| n.alive).map(|(i, n)| (i, n.node.load())).collect();
+        let Some(dir) = self.head.as_mut() else { return };
+        for (i, load) in loads {
+            match i {
+                0 => dir.head_load(now, load),
+                i => dir.heartbeat(now, PeerId(i as u64), load),
             }
+        }
+        dir.tick(now);
+        dir.broadcast(now);
+        let view = dir.summaries(now);
+        self.nodes[0].node.set_cluster_view(view);
+        self.pump_node(0);
+        self.carry_out_head();
+    }
+
+    /// Node `n`'s message to the head, handled at once (the head's own node talks to it
+    /// as `HEAD_PEER`). Without a head, requests that need one fail.
+    fn deliver_to_head(&mut self, n: usize, msg: ToHead) {
+        let now = self.tick;
+        let Some(dir) = self.head.as_mut() else {
+            self.nodes[n].node.head_lost();
+            return;
+        };
+        let peer = if n == 0 { HEAD_PEER } else { PeerId(n as u64) };
+        dir.handle(now, peer, msg);
+        self.carry_out_head();
+    }
+
+    /// Carries out the head directory's outputs: views and answers to the nodes.
+    fn carry_out_head(&mut self) {
+        let outs = self.head.as_mut().map(|d| d.take_outputs()).unwrap_or_default();
+        for o in outs {
+            let DirOutput::Send(peer, msg) = o else { continue };
+            let n = peer.0 as usize;
+            if !self.nodes.get(n).is_some_and(|n| n.alive) {
+                continue;
+            }
+            match msg {
+                FromHead::View { nodes } => self.nodes[n].node.set_cluster_view(nodes),
+                msg @ (FromHead::Kv { .. } | FromHead::ActorName { .. } | FromHead::RestartActor { .. }) => {
+                    self.nodes[n].node.head_answered(msg)
+                }
+                // Registration and status answers: the sim joins nodes itself.
+                _ => continue,
+            }
+            self.pump_node(n);
         }
     }
 
@@ -727,7 +809,7 @@ impl Sim {
         while let Some(effect) = self.procs[p].state.poll() {
             let now = self.now();
             match effect {
-                Effect::Connect { conn, endpoint } => {
+                CoreOutput::Connect { conn, endpoint } => {
                     let target = (0..self.procs.len()).find(|w| {
                         let pr = &self.procs[*w];
                         pr.alive
@@ -744,20 +826,20 @@ impl Sim {
                         None => self.procs[p].state.handle_connect_failed(now, conn, "connection refused"),
                     }
                 }
-                Effect::Send { conn, bytes } => {
+                CoreOutput::Send { conn, bytes } => {
                     if let Some(&c) = self.by_conn.get(&(p, conn))
                         && self.task_conns[c].open
                     {
                         self.push(Chan::Push(c), Msg::Push(bytes));
                     }
                 }
-                Effect::Close(conn) => {
+                CoreOutput::Close(conn) => {
                     if let Some(c) = self.by_conn.remove(&(p, conn)) {
                         self.task_conns[c].open = false;
                     }
                 }
-                Effect::ToRaylet(msg) => self.send_to_node(p, msg),
-                Effect::ToNode { node, msg, .. } => match self.node_index(node).filter(|n| self.nodes[*n].alive) {
+                CoreOutput::ToRaylet(msg) => self.send_to_node(p, msg),
+                CoreOutput::ToNode { node, msg, .. } => match self.node_index(node).filter(|n| self.nodes[*n].alive) {
                     Some(n) => {
                         if !self.procs[p].remote.contains_key(&n) {
                             let client = ClientId(self.next_client);
@@ -773,14 +855,14 @@ impl Sim {
                     }
                     None => self.procs[p].state.handle_node_lost(now, node, "connection refused"),
                 },
-                Effect::ForgetNode(node) => {
+                CoreOutput::ForgetNode(node) => {
                     if let Some(n) = self.node_index(node)
                         && self.procs[p].remote.contains_key(&n)
                     {
                         self.push(Chan::ToRemote(p, n), Msg::Disconnect);
                     }
                 }
-                Effect::Gather { task, slot, parts, combine } => {
+                CoreOutput::Gather { task, slot, parts, combine } => {
                     let merged = self.merge(p, &parts, combine);
                     self.procs[p].state.handle_gathered(now, task, slot, merged);
                 }
@@ -859,8 +941,7 @@ impl Sim {
                 Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
                 // No spill fails here; resume at once if asked.
                 Output::ResumeSpillAfter(_) => self.nodes[n].node.resume_spill(),
-                // Simulated nodes are not part of a cluster and have no head.
-                Output::ToHead(_) => self.nodes[n].node.head_lost(),
+                Output::ToHead(msg) => self.deliver_to_head(n, msg),
                 // A transfer: the bytes are copied from the source node, if it lives.
                 Output::Pull { object, node, .. } => {
                     let result = self.copy_object(object, node, n, None);
@@ -1182,6 +1263,7 @@ impl Sim {
     /// Moves the clock on by `d` and fires the timers that came due.
     pub fn advance(&mut self, d: Duration) {
         self.tick += d;
+        self.publish_view();
         self.fire_timers();
     }
 

@@ -89,6 +89,30 @@ fn killing_a_node_leaves_another_node_working() {
 }
 
 #[test]
+fn the_head_tells_every_node_of_a_death_and_keeps_the_job_table() {
+    let mut cfg = SimConfig::new(5);
+    cfg.nodes = 3;
+    let mut sim = Sim::new(cfg);
+    let d0 = sim.add_driver(0);
+    let d2 = sim.add_driver(2);
+    sim.run_until_quiescent(100_000).unwrap();
+    let alive = |sim: &Sim, n: usize| sim.view(n).iter().filter(|s| s.alive).count();
+    assert_eq!((alive(&sim, 0), alive(&sim, 2)), (3, 3), "every node sees the whole cluster");
+    assert_eq!(sim.head_jobs().iter().filter(|(_, running)| *running).count(), 2, "both drivers are jobs");
+    sim.kill_node(2);
+    let dead = sim.node_id(2);
+    for n in [0, 1] {
+        assert!(sim.view(n).iter().any(|s| s.node_id == dead && !s.alive), "node {n} was told node 2 died");
+    }
+    assert_eq!(sim.head_jobs().iter().filter(|(_, running)| *running).count(), 1, "node 2's driver ended with it");
+    // Loads move with heartbeats: a task keeps running on the head's node.
+    let r = sim.submit(d0, functions::ADD, vec![SimArg::Int(2)], 0);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d0, r), 2);
+    assert!(!sim.alive(d2));
+}
+
+#[test]
 fn a_killed_owner_frees_what_it_owned_on_its_node() {
     let mut sim = Sim::new(SimConfig::new(5));
     let d = sim.add_driver(0);

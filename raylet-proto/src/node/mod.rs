@@ -23,10 +23,10 @@ use ares_common::wire::{
 use ares_common::{ActorId, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
 use ares_object_store::{FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
-use crate::actors::{ActorAction, ActorDirectory, NewActor};
+use crate::actors::{ActorDirectory, ActorOutput, NewActor};
 use crate::owners::OwnerDirectory;
-use crate::policy::{Action, LeasePolicy, NODE_CLIENT};
-use crate::pulls::{PullAction, PullManager};
+use crate::policy::{LeaseOutput, LeasePolicy, NODE_CLIENT};
+use crate::pulls::{PullManager, PullOutput};
 use crate::space::Progress;
 use crate::spillback::{self, Decision, Strategy};
 use crate::store_side::{StoreOutput, StoreSide};
@@ -285,10 +285,10 @@ impl Node {
         self.reaped.contains(&client)
     }
 
-    fn apply(&mut self, actions: Vec<Action>) {
+    fn apply(&mut self, actions: Vec<LeaseOutput>) {
         for a in actions {
             match a {
-                Action::Grant { client: NODE_CLIENT, request_id, lease_id, worker } => {
+                LeaseOutput::Grant { client: NODE_CLIENT, request_id, lease_id, worker } => {
                     self.leases_granted += 1;
                     let addr = self.workers.get(&worker).map(|w| w.addr.clone());
                     match (self.adopting.remove(&request_id), addr) {
@@ -305,13 +305,13 @@ impl Node {
                         }
                     }
                 }
-                Action::Infeasible { client: NODE_CLIENT, request_id, error } => {
+                LeaseOutput::Infeasible { client: NODE_CLIENT, request_id, error } => {
                     if let Some((actor_id, _)) = self.adopting.remove(&request_id) {
                         let actions = self.actors.adoption_failed(actor_id, error.to_string());
                         self.apply_actors(actions);
                     }
                 }
-                Action::Grant { client, request_id, lease_id, worker } => {
+                LeaseOutput::Grant { client, request_id, lease_id, worker } => {
                     self.leases_granted += 1;
                     // A granted worker is registered; an empty path would fail the owner's
                     // connect. An owner on another node reaches it over QUIC.
@@ -326,15 +326,15 @@ impl Node {
                         FromRaylet::LeaseGranted { request_id, lease_id, worker_id: worker, worker_addr },
                     );
                 }
-                Action::Infeasible { client, request_id, error } => {
+                LeaseOutput::Infeasible { client, request_id, error } => {
                     self.infeasible_total = self.infeasible_total.saturating_add(1);
                     self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
                 }
-                Action::StartWorker => {
+                LeaseOutput::StartWorker => {
                     let id = (self.worker_ids)();
                     self.out.push_back(Output::StartWorker(id));
                 }
-                Action::ReapWorker(w) => {
+                LeaseOutput::ReapWorker(w) => {
                     tracing::debug!(worker = %w, "reaping a worker");
                     self.reap(w);
                 }
@@ -342,13 +342,13 @@ impl Node {
         }
     }
 
-    fn apply_actors(&mut self, actions: Vec<ActorAction>) {
+    fn apply_actors(&mut self, actions: Vec<ActorOutput>) {
         for a in actions {
             match a {
-                ActorAction::Reply { client, request_id, error } => {
+                ActorOutput::Reply { client, request_id, error } => {
                     self.send(client, FromRaylet::ActorReply { request_id, error })
                 }
-                ActorAction::Found { client, request_id, mut info, worker } => {
+                ActorOutput::Found { client, request_id, mut info, worker } => {
                     if self.remote_clients.contains(&client) {
                         // A caller on another node reaches the worker over QUIC.
                         match self.workers.get(&worker).and_then(|w| w.remote_addr.clone()) {
@@ -367,18 +367,18 @@ impl Node {
                     }
                     self.send(client, FromRaylet::ActorFound { request_id, info })
                 }
-                ActorAction::DetachedGone(actor_id) => {
+                ActorOutput::DetachedGone(actor_id) => {
                     if self.cluster_token.is_some() {
                         self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
                     }
                 }
-                ActorAction::NameFreed { name, actor_id } => {
+                ActorOutput::NameFreed { name, actor_id } => {
                     if self.cluster_token.is_some() {
                         self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
                     }
                 }
-                ActorAction::KillWorker(w) => self.reap(w),
-                ActorAction::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
+                ActorOutput::KillWorker(w) => self.reap(w),
+                ActorOutput::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
             }
         }
     }
@@ -428,7 +428,7 @@ impl Node {
             (ForwardedOp::Register(a), FromHead::ActorName { error: None, .. }) => {
                 let (name, actor_id) = (a.name.clone(), a.actor_id);
                 let actions = self.actors.register(client, request_id, a);
-                let refused = matches!(&actions[..], [ActorAction::Reply { error: Some(_), .. }]);
+                let refused = matches!(&actions[..], [ActorOutput::Reply { error: Some(_), .. }]);
                 if let (true, Some(name)) = (refused, name) {
                     self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
                 }
@@ -569,7 +569,7 @@ impl Node {
             self.workers.remove(&w);
             actor_actions.extend(self.actors.worker_died(w));
             actions.extend(self.policy.worker_died(w));
-            actions.push(Action::ReapWorker(w));
+            actions.push(LeaseOutput::ReapWorker(w));
         }
         if !self.stopping {
             self.apply(actions);
@@ -881,11 +881,11 @@ impl Node {
         }
     }
 
-    fn apply_pulls(&mut self, actions: Vec<PullAction>) {
-        let mut queue: VecDeque<PullAction> = actions.into();
+    fn apply_pulls(&mut self, actions: Vec<PullOutput>) {
+        let mut queue: VecDeque<PullOutput> = actions.into();
         while let Some(a) = queue.pop_front() {
             match a {
-                PullAction::Start { object, node } => {
+                PullOutput::Start { object, node } => {
                     let addr = self.cluster.iter().find(|n| n.node_id == node && n.alive).and_then(|n| n.addr);
                     match addr {
                         Some(addr) => self.out.push_back(Output::Pull { object, node, addr }),
@@ -895,7 +895,7 @@ impl Node {
                         }
                     }
                 }
-                PullAction::Done { client, request_id, error } => {
+                PullOutput::Done { client, request_id, error } => {
                     self.send(client, FromRaylet::Pulled { request_id, error })
                 }
             }
