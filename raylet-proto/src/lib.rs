@@ -3,7 +3,8 @@
 //! `ares-sim` harness for simulated ones.
 //!
 //! - [`policy`]: this node's leases (which queued request gets a worker);
-//! - [`spillback`]: which node of the cluster a request should go to;
+//! - [`spillback`]: which node of the cluster a request should go to; [`view`]: the
+//!   cluster as the head last described it, and placement on it;
 //! - [`actors`]: the actor directory; [`owners`]: which owners' objects this node holds;
 //! - [`pulls`]: copies of objects being fetched from other nodes;
 //! - [`cluster`], [`kv`]: the head's directory of nodes, jobs and named actors, and its
@@ -30,3 +31,4 @@ pub mod space;
 pub mod spillback;
 pub mod store_ops;
 pub mod store_side;
+pub mod view;

@@ -28,8 +28,9 @@ use crate::owners::OwnerDirectory;
 use crate::policy::{LeaseOutput, LeasePolicy, NODE_CLIENT};
 use crate::pulls::{PullManager, PullOutput};
 use crate::space::Progress;
-use crate::spillback::{self, Decision, Strategy};
+use crate::spillback::Decision;
 use crate::store_side::{StoreOutput, StoreSide};
+use crate::view::{ClusterView, Here};
 
 /// What the driver must carry out, in order.
 #[derive(Debug)]
@@ -149,8 +150,7 @@ pub struct Node {
     /// IDs for the next workers to start, handed in by the driver (randomness).
     worker_ids: Box<dyn FnMut() -> WorkerId + Send>,
     stopping: bool,
-    /// The cluster's nodes as the head last described them.
-    cluster: Vec<NodeSummary>,
+    view: ClusterView,
     /// Clients on other nodes (owners that lease workers here over QUIC).
     remote_clients: DetSet<ClientId>,
     /// Owners of objects being pulled here, as the requests named them.
@@ -169,10 +169,6 @@ pub struct Node {
     leases_granted: u64,
     /// Lease requests refused as infeasible since start.
     infeasible_total: u32,
-    /// Spillback's tunables.
-    spill_params: crate::spillback::Params,
-    /// Turns spillback's choice among equally good nodes (deterministic).
-    picks: u64,
     pulls: PullManager,
     pulled_bytes: u64,
     served_bytes: u64,
@@ -198,7 +194,7 @@ impl Node {
             registered_ever: DetSet::default(),
             worker_ids,
             stopping: false,
-            cluster: Vec::new(),
+            view: ClusterView::new(cfg.spread_threshold),
             remote_clients: DetSet::default(),
             copy_owners: DetMap::default(),
             cluster_token: None,
@@ -208,11 +204,6 @@ impl Node {
             next_to_head: RequestId(1),
             leases_granted: 0,
             infeasible_total: 0,
-            spill_params: crate::spillback::Params {
-                threshold: cfg.spread_threshold,
-                ..crate::spillback::Params::default()
-            },
-            picks: 0,
             pulls: PullManager::new(),
             pulled_bytes: 0,
             served_bytes: 0,
@@ -636,20 +627,15 @@ impl Node {
                 self.apply(actions);
             }
             ToRaylet::RequestLease { request_id, shape, dedicated, strategy, spilled } => {
-                match self.place(&shape, &strategy, dedicated, spilled) {
+                let here =
+                    Here { id: self.cfg.node_id, total: self.policy.total(), available: self.policy.available() };
+                match self.view.place(here, &shape, &strategy, dedicated, spilled) {
                     Decision::Local => {
                         let actions = self.policy.request(client, request_id, shape, dedicated);
                         self.apply(actions);
                     }
                     Decision::Spill(node) => {
-                        let target = self.cluster.iter_mut().find(|n| n.node_id == node);
-                        // Count the request against the target until the next view, so a
-                        // burst of requests does not all pick the same node (as Ray does).
-                        let addr = target.map(|t| {
-                            t.load.available.sub(&shape);
-                            t.addr
-                        });
-                        match addr.flatten() {
+                        match self.view.reserve(node, &shape) {
                             Some(addr) => self.send(client, FromRaylet::LeaseSpillback { request_id, node, addr }),
                             // `place` only names nodes that serve.
                             None => {
@@ -660,7 +646,7 @@ impl Node {
                     }
                     Decision::Infeasible => {
                         self.infeasible_total = self.infeasible_total.saturating_add(1);
-                        let error = self.infeasible(&shape, &strategy);
+                        let error = self.view.infeasible(&shape, &strategy, &self.total());
                         self.send(client, FromRaylet::LeaseInfeasible { request_id, error });
                     }
                 }
@@ -824,7 +810,7 @@ impl Node {
                 }
             }
             ToRaylet::GetNodes { request_id } => {
-                let nodes = if self.cluster.is_empty() { vec![self.summary()] } else { self.cluster.clone() };
+                let nodes = if self.view.is_empty() { vec![self.summary()] } else { self.view.nodes().to_vec() };
                 self.send(client, FromRaylet::Nodes { request_id, nodes });
             }
             // The driver routes local clients' creates and pins to try_create / try_pin;
@@ -845,56 +831,17 @@ impl Node {
         }
     }
 
-    /// Where a lease request runs: here, on another node (spillback), or nowhere. A
-    /// node on its own, a request for an actor's worker (actors stay on their owner's
-    /// node for now) and a request another node sent here that fits here are local.
-    fn place(&mut self, shape: &ResourceSet, strategy: &Strategy, dedicated: bool, spilled: bool) -> Decision {
-        let local = self.cfg.node_id;
-        if self.cluster.is_empty() || dedicated {
-            return Decision::Local;
-        }
-        let serving = self.cluster.iter().filter(|n| n.node_id == local || n.addr.is_some());
-        let mut view = crate::cluster::view_of(serving);
-        let Some(me) = view.iter_mut().find(|n| n.id == local) else {
-            return Decision::Local;
-        };
-        // Our own figures are current; the view's are a heartbeat old.
-        me.alive = true;
-        me.total = self.policy.total().clone();
-        me.available = self.policy.available().clone();
-        me.available.set(&local.resource_name(), 1.0);
-        self.picks = self.picks.wrapping_add(1);
-        spillback::decide(&view, local, shape, strategy, &self.spill_params, spilled, self.picks)
-    }
-
-    /// The error for a request no node of the cluster can hold.
-    fn infeasible(&self, shape: &ResourceSet, strategy: &Strategy) -> TaskError {
-        let best = self.cluster.iter().filter(|n| n.alive).map(|n| &n.total).max_by_key(|t| t.iter().count());
-        let available = match strategy {
-            Strategy::NodeAffinity { node, soft: false } => format!("node {node}, which is not a live node"),
-            _ => best.map_or_else(|| self.total().to_string(), |t| t.to_string()),
-        };
-        TaskError::Infeasible {
-            requested: shape.to_string(),
-            missing: shape.shortfall(best.unwrap_or(self.policy.total())).to_string(),
-            available,
-        }
-    }
-
     fn apply_pulls(&mut self, actions: Vec<PullOutput>) {
         let mut queue: VecDeque<PullOutput> = actions.into();
         while let Some(a) = queue.pop_front() {
             match a {
-                PullOutput::Start { object, node } => {
-                    let addr = self.cluster.iter().find(|n| n.node_id == node && n.alive).and_then(|n| n.addr);
-                    match addr {
-                        Some(addr) => self.out.push_back(Output::Pull { object, node, addr }),
-                        None => {
-                            let why = "not a live node of the cluster serving pulls".to_string();
-                            queue.extend(self.pulls.finished(object, node, Err(why)));
-                        }
+                PullOutput::Start { object, node } => match self.view.pull_addr(node) {
+                    Some(addr) => self.out.push_back(Output::Pull { object, node, addr }),
+                    None => {
+                        let why = "not a live node of the cluster serving pulls".to_string();
+                        queue.extend(self.pulls.finished(object, node, Err(why)));
                     }
-                }
+                },
                 PullOutput::Done { client, request_id, error } => {
                     self.send(client, FromRaylet::Pulled { request_id, error })
                 }
@@ -993,12 +940,7 @@ impl Node {
     /// A node that was alive in the last view and is dead in this one is reported to this
     /// node's own clients, so owners give up its workers at once.
     pub fn set_cluster_view(&mut self, nodes: Vec<NodeSummary>) {
-        let died: Vec<NodeId> = nodes
-            .iter()
-            .filter(|n| !n.alive && self.cluster.iter().any(|o| o.node_id == n.node_id && o.alive))
-            .map(|n| n.node_id)
-            .collect();
-        self.cluster = nodes;
+        let died = self.view.set(nodes);
         for node in &died {
             let actions = self.pulls.node_died(*node);
             self.apply_pulls(actions);
@@ -1018,7 +960,7 @@ impl Node {
 
     /// The cluster as the head last described it.
     pub fn cluster_view(&self) -> &[NodeSummary] {
-        &self.cluster
+        self.view.nodes()
     }
 
     /// The node's statistics.

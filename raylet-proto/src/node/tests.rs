@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::store_side::spill_pause;
-use ares_common::{LeaseId, TaskId};
+use ares_common::{LeaseId, Strategy, TaskId};
 
 pub(crate) fn node() -> Node {
     let cfg = NodeConfig {
