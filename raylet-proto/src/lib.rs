@@ -7,6 +7,7 @@
 //!   cluster as the head last described it, and placement on it;
 //! - [`actors`]: the actor directory; [`owners`]: which owners' objects this node holds;
 //! - [`pulls`]: copies of objects being fetched from other nodes;
+//! - [`head_link`]: a node's requests to the head and actors it adopts;
 //! - [`cluster`], [`kv`]: the head's directory of nodes, jobs and named actors, and its
 //!   key-value store;
 //! - [`store_side`]: the store index and the control of spilling; [`space`]: waits for
@@ -22,6 +23,7 @@
 
 pub mod actors;
 pub mod cluster;
+pub mod head_link;
 pub mod kv;
 pub mod node;
 pub mod owners;

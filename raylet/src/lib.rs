@@ -22,7 +22,7 @@ pub mod tool_client;
 
 // The decisions, in their own crate without IO.
 pub use ares_raylet_proto::{
-    actors, cluster, kv, node, owners, policy, pulls, space, spillback, store_ops, store_side,
+    actors, cluster, head_link, kv, node, owners, policy, pulls, space, spillback, store_ops, store_side, view,
 };
 
 pub use membership::Role;

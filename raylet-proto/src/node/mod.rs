@@ -24,6 +24,7 @@ use ares_common::{ActorId, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Wor
 use ares_object_store::{FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
 use crate::actors::{ActorDirectory, ActorOutput, NewActor};
+use crate::head_link::{Forwarded, ForwardedOp, HeadLink};
 use crate::owners::OwnerDirectory;
 use crate::policy::{LeaseOutput, LeasePolicy, NODE_CLIENT};
 use crate::pulls::{PullManager, PullOutput};
@@ -110,23 +111,6 @@ enum Kind {
     Worker(WorkerId),
 }
 
-/// A client's request waiting for the head's answer.
-#[derive(Debug)]
-struct Forwarded {
-    client: ClientId,
-    request_id: RequestId,
-    what: ForwardedOp,
-}
-
-#[derive(Debug)]
-enum ForwardedOp {
-    Kv,
-    /// A named actor's registration, waiting for its name to be reserved.
-    Register(NewActor),
-    /// A name not known on this node.
-    LookupName(String),
-}
-
 #[derive(Debug)]
 struct WorkerRec {
     pid: u32,
@@ -155,16 +139,10 @@ pub struct Node {
     remote_clients: DetSet<ClientId>,
     /// Owners of objects being pulled here, as the requests named them.
     copy_owners: DetMap<ObjectId, WorkerId>,
-    /// The cluster's join token, in a cluster.
-    cluster_token: Option<String>,
+    /// The link to the head: in a cluster or not, requests forwarded, actors adopted.
+    head: HeadLink,
     /// The key-value store of a node on its own (in a cluster the head keeps it).
     kv: crate::kv::KvStore,
-    /// Requests forwarded to the head, by the ID they went under.
-    to_head: DetMap<RequestId, Forwarded>,
-    /// Detached actors the head moved here, waiting for a worker: lease request → the
-    /// actor and its construction.
-    adopting: DetMap<RequestId, (ActorId, TaskSpec)>,
-    next_to_head: RequestId,
     /// Leases granted since start.
     leases_granted: u64,
     /// Lease requests refused as infeasible since start.
@@ -197,11 +175,8 @@ impl Node {
             view: ClusterView::new(cfg.spread_threshold),
             remote_clients: DetSet::default(),
             copy_owners: DetMap::default(),
-            cluster_token: None,
+            head: HeadLink::default(),
             kv: crate::kv::KvStore::new(),
-            to_head: DetMap::default(),
-            adopting: DetMap::default(),
-            next_to_head: RequestId(1),
             leases_granted: 0,
             infeasible_total: 0,
             pulls: PullManager::new(),
@@ -282,7 +257,7 @@ impl Node {
                 LeaseOutput::Grant { client: NODE_CLIENT, request_id, lease_id, worker } => {
                     self.leases_granted += 1;
                     let addr = self.workers.get(&worker).map(|w| w.addr.clone());
-                    match (self.adopting.remove(&request_id), addr) {
+                    match (self.head.adopted(request_id), addr) {
                         (Some((actor_id, spec)), Some(addr)) => {
                             self.out.push_back(Output::ConstructActor { actor_id, lease_id, worker, addr, spec })
                         }
@@ -297,7 +272,7 @@ impl Node {
                     }
                 }
                 LeaseOutput::Infeasible { client: NODE_CLIENT, request_id, error } => {
-                    if let Some((actor_id, _)) = self.adopting.remove(&request_id) {
+                    if let Some((actor_id, _)) = self.head.adopted(request_id) {
                         let actions = self.actors.adoption_failed(actor_id, error.to_string());
                         self.apply_actors(actions);
                     }
@@ -359,12 +334,12 @@ impl Node {
                     self.send(client, FromRaylet::ActorFound { request_id, info })
                 }
                 ActorOutput::DetachedGone(actor_id) => {
-                    if self.cluster_token.is_some() {
+                    if self.head.in_cluster() {
                         self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
                     }
                 }
                 ActorOutput::NameFreed { name, actor_id } => {
-                    if self.cluster_token.is_some() {
+                    if self.head.in_cluster() {
                         self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
                     }
                 }
@@ -379,7 +354,7 @@ impl Node {
             node_id: self.cfg.node_id,
             pool_path: self.cfg.pool_path.clone(),
             pool_size: self.cfg.pool_size,
-            cluster_token: self.cluster_token.clone(),
+            cluster_token: self.head.token().cloned(),
         }
     }
 
@@ -392,10 +367,8 @@ impl Node {
         what: ForwardedOp,
         msg: impl FnOnce(RequestId) -> ToHead,
     ) {
-        let id = self.next_to_head;
-        self.next_to_head = self.next_to_head.next();
-        self.to_head.insert(id, Forwarded { client, request_id, what });
-        self.out.push_back(Output::ToHead(msg(id)));
+        let msg = self.head.forward(client, request_id, what, msg);
+        self.out.push_back(Output::ToHead(msg));
     }
 
     /// The head answered a request this node forwarded, or moved a detached actor here.
@@ -404,11 +377,7 @@ impl Node {
             self.adopt(*actor);
             return;
         }
-        let id = match &msg {
-            FromHead::Kv { request_id, .. } | FromHead::ActorName { request_id, .. } => *request_id,
-            _ => return,
-        };
-        let Some(Forwarded { client, request_id, what }) = self.to_head.remove(&id) else {
+        let Some(Forwarded { client, request_id, what }) = self.head.answered(&msg) else {
             // The client left meanwhile (a reserved name was released then).
             return;
         };
@@ -459,9 +428,7 @@ impl Node {
             return;
         }
         tracing::info!(actor = %actor_id, class = %d.actor.class, "restarting a detached actor whose node died");
-        let request_id = self.next_to_head;
-        self.next_to_head = self.next_to_head.next();
-        self.adopting.insert(request_id, (actor_id, d.restart.spec));
+        let request_id = self.head.adopt(actor_id, d.restart.spec);
         let actions = self.policy.request(NODE_CLIENT, request_id, d.restart.shape, true);
         self.apply(actions);
     }
@@ -490,7 +457,7 @@ impl Node {
 
     /// The link to the head is gone: requests waiting for it fail.
     pub fn head_lost(&mut self) {
-        for (_, Forwarded { client, request_id, what }) in std::mem::take(&mut self.to_head) {
+        for Forwarded { client, request_id, what } in self.head.lost() {
             let reason = "the connection to the head is gone".to_string();
             match what {
                 ForwardedOp::Kv => {
@@ -507,7 +474,7 @@ impl Node {
 
     /// The node joined a cluster with this token (registration hands it to clients).
     pub fn set_cluster_token(&mut self, token: String) {
-        self.cluster_token = Some(token);
+        self.head.set_token(token);
     }
 
     // ------------------------------------------------------------------ connections
@@ -531,18 +498,12 @@ impl Node {
         let Some(kind) = self.clients.remove(&client) else { return };
         tracing::debug!(client = client.0, ?kind, "client disconnected");
         let remote = self.remote_clients.remove(&client);
-        if let (Kind::Driver(job), false, true) = (&kind, remote, self.cluster_token.is_some()) {
+        if let (Kind::Driver(job), false, true) = (&kind, remote, self.head.in_cluster()) {
             self.out.push_back(Output::ToHead(ToHead::JobFinished { job: *job }));
         }
-        let gone: Vec<RequestId> = self.to_head.iter().filter(|(_, f)| f.client == client).map(|(id, _)| *id).collect();
-        for id in gone {
-            if let Some(Forwarded { what: ForwardedOp::Register(a), .. }) = self.to_head.remove(&id)
-                && let Some(name) = a.name
-            {
-                // The head may reserve it before it reads this; its answer is dropped here.
-                self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id: a.actor_id }));
-            }
-        }
+        // The head may reserve a name before it reads the release; its answer is dropped.
+        let release = self.head.client_gone(client);
+        self.out.extend(release.into_iter().map(Output::ToHead));
         self.store.client_gone(client);
         let gone = self.owners.client_gone(client);
         self.store.delete(gone.orphans);
@@ -602,7 +563,7 @@ impl Node {
                 if let Some(k) = self.clients.get_mut(&client) {
                     *k = Kind::Driver(worker_id);
                 }
-                if self.cluster_token.is_some() && !self.remote_clients.contains(&client) {
+                if self.head.in_cluster() && !self.remote_clients.contains(&client) {
                     self.out.push_back(Output::ToHead(ToHead::JobStarted { job: worker_id, pid }));
                 }
                 self.owners.register(worker_id, client);
@@ -671,7 +632,7 @@ impl Node {
                 match a.name.clone() {
                     // Names are the cluster's: the head reserves it first (a name taken on
                     // this node is refused without asking).
-                    Some(name) if self.cluster_token.is_some() && !self.actors.has_name(&name) => {
+                    Some(name) if self.head.in_cluster() && !self.actors.has_name(&name) => {
                         let actor = NamedActor {
                             actor_id,
                             class: a.class.clone(),
@@ -697,7 +658,7 @@ impl Node {
                 let actions = self.actors.report_started(client, actor_id, lease_id, worker_id, addr, holder, alive);
                 self.apply_actors(actions);
                 // The head can restart a detached actor elsewhere if this node dies.
-                if let (Some(restart), true) = (restart, self.cluster_token.is_some())
+                if let (Some(restart), true) = (restart, self.head.in_cluster())
                     && let Some((class, name, max_task_retries, max_restarts, restarts)) =
                         self.actors.detached_info(actor_id)
                 {
@@ -727,7 +688,7 @@ impl Node {
                 self.apply_actors(actions);
             }
             ToRaylet::LookupActor { request_id, by } => match by {
-                ActorKey::Name(name) if self.cluster_token.is_some() && !self.actors.has_name(&name) => {
+                ActorKey::Name(name) if self.head.in_cluster() && !self.actors.has_name(&name) => {
                     let what = ForwardedOp::LookupName(name.clone());
                     self.forward(client, request_id, what, |id| ToHead::LookupActorName { request_id: id, name });
                 }
@@ -769,7 +730,7 @@ impl Node {
                 self.send(client, FromRaylet::Stats { request_id, stats });
             }
             ToRaylet::Kv { request_id, op } => {
-                if self.cluster_token.is_some() {
+                if self.head.in_cluster() {
                     self.forward(client, request_id, ForwardedOp::Kv, |id| ToHead::Kv { request_id: id, op });
                 } else {
                     let (value, error) = match self.kv.apply(op) {
