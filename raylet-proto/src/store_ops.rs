@@ -357,8 +357,7 @@ enum Room<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::Output;
-    use crate::node::tests::{drain, node, oid};
+    use crate::node::tests::{next_spill, node, oid};
     use ares_common::RequestId;
     use ares_common::wire::ToRaylet;
 
@@ -383,10 +382,7 @@ mod tests {
         let (mut n, c, t0) = (node(), ClientId(1), Instant::now());
         driver(&mut n, c);
         stored(&mut n, t0, c, oid(1), 900 << 10);
-        let job = drain(&mut n).into_iter().find_map(|o| match o {
-            Output::Spill(j) => Some(j),
-            _ => None,
-        });
+        let job = next_spill(&mut n);
         let job = job.expect("past the threshold: a spill");
         let mut op = StoreOp::create(t0, T, c, oid(2), 500 << 10, OWNER);
         assert_eq!(op.advance(&mut n, t0, false, OpEvent::Go), OpStep::Wait(MAX_WAIT_STEP), "a spill is under way");
@@ -439,10 +435,7 @@ mod tests {
         let (mut n, c, t0) = (node(), ClientId(1), Instant::now());
         driver(&mut n, c);
         stored(&mut n, t0, c, oid(1), 900 << 10);
-        let job = drain(&mut n).into_iter().find_map(|o| match o {
-            Output::Spill(j) => Some(j),
-            _ => None,
-        });
+        let job = next_spill(&mut n);
         let job = job.unwrap();
         let offsets = vec![0u64; job.items.len()];
         n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());

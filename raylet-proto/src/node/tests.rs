@@ -227,7 +227,7 @@ fn a_full_pool_asks_for_spilling_and_reports_a_typed_error() {
 }
 
 /// The first spill job among the node's pending outputs.
-fn next_spill(n: &mut Node) -> Option<SpillJob> {
+pub(crate) fn next_spill(n: &mut Node) -> Option<SpillJob> {
     drain(n).into_iter().find_map(|o| match o {
         Output::Spill(j) => Some(j),
         _ => None,
