@@ -35,7 +35,6 @@ pub enum ForwardedOp {
 }
 
 /// The node's link to the head (see the module docs).
-#[derive(Default)]
 pub struct HeadLink {
     /// The cluster's join token, in a cluster.
     token: Option<String>,
@@ -44,7 +43,14 @@ pub struct HeadLink {
     /// Detached actors the head moved here, waiting for a worker: lease request → the
     /// actor and its construction.
     adopting: DetMap<RequestId, (ActorId, TaskSpec)>,
-    next: Option<RequestId>,
+    /// The ID of the next message that expects an answer.
+    next: RequestId,
+}
+
+impl Default for HeadLink {
+    fn default() -> Self {
+        HeadLink { token: None, pending: DetMap::default(), adopting: DetMap::default(), next: RequestId(1) }
+    }
 }
 
 impl HeadLink {
@@ -64,8 +70,8 @@ impl HeadLink {
     }
 
     fn next_id(&mut self) -> RequestId {
-        let id = self.next.unwrap_or(RequestId(1));
-        self.next = Some(id.next());
+        let id = self.next;
+        self.next = id.next();
         id
     }
 

@@ -204,10 +204,18 @@ impl StoreOp {
                     (_, Ok(())) => lost(self.id.to_string()),
                 })
             }
-            (Phase::Allocate { wait }, OpEvent::Go) => match self.kind {
-                Kind::Pin => self.pin_step(node, now, gone(node)),
-                _ => self.allocate(node, now, wait, gone),
-            },
+            (Phase::Allocate { wait }, OpEvent::Go) => {
+                let (client, id, size) = (self.client, self.id, self.size);
+                match self.kind {
+                    Kind::Pin => self.pin_step(node, now, gone(node)),
+                    Kind::Create { owner } => {
+                        self.allocate(node, now, wait, gone, |n| n.try_create(client, id, size, owner))
+                    }
+                    Kind::Copy { owner } => {
+                        self.allocate(node, now, wait, gone, |n| n.try_create_copy(id, size, owner))
+                    }
+                }
+            }
             (Phase::Restore { size, wait }, OpEvent::Go) => self.restore(node, now, size, wait, gone),
             (phase, event) => {
                 // A driver bug, not a peer's: fail the op and say so rather than guess.
@@ -275,14 +283,10 @@ impl StoreOp {
         now: Instant,
         wait: Option<SpaceWait>,
         gone: impl Fn(&Node) -> bool,
+        attempt: impl FnMut(&mut Node) -> Result<u64, StoreError>,
     ) -> OpStep {
         let wait = wait.unwrap_or_else(|| SpaceWait::new(now, self.space_timeout));
-        let (client, id, size, kind) = (self.client, self.id, self.size, self.kind);
-        let attempt = |n: &mut Node| match kind {
-            Kind::Create { owner } => n.try_create(client, id, size, owner),
-            Kind::Copy { owner } => n.try_create_copy(id, size, owner),
-            Kind::Pin => unreachable!("a pin allocates through restore"),
-        };
+        let (id, size, kind) = (self.id, self.size, self.kind);
         match self.with_space(node, now, size, wait, &gone, attempt) {
             Room::Got(offset) => {
                 self.phase = Phase::Reserve { offset };

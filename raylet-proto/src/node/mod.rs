@@ -81,6 +81,17 @@ pub enum Output {
     },
 }
 
+impl From<StoreOutput> for Output {
+    fn from(o: StoreOutput) -> Self {
+        match o {
+            StoreOutput::Spill(job) => Output::Spill(job),
+            StoreOutput::RemoveSpillFile(f) => Output::RemoveSpillFile(f),
+            StoreOutput::SpaceFreed => Output::SpaceFreed,
+            StoreOutput::ResumeSpillAfter(d) => Output::ResumeSpillAfter(d),
+        }
+    }
+}
+
 /// The store client that object transfers use: it pins objects served to other nodes
 /// and creates the copies pulled from them.
 pub const TRANSFER_CLIENT: ClientId = ClientId(u64::MAX - 1);
@@ -190,14 +201,7 @@ impl Node {
 
     /// The next output to carry out.
     pub fn poll(&mut self) -> Option<Output> {
-        self.out.pop_front().or_else(|| {
-            self.store.poll().map(|o| match o {
-                StoreOutput::Spill(job) => Output::Spill(job),
-                StoreOutput::RemoveSpillFile(f) => Output::RemoveSpillFile(f),
-                StoreOutput::SpaceFreed => Output::SpaceFreed,
-                StoreOutput::ResumeSpillAfter(d) => Output::ResumeSpillAfter(d),
-            })
-        })
+        self.out.pop_front().or_else(|| self.store.poll().map(Output::from))
     }
 
     /// The node's ID.
