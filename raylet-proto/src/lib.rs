@@ -5,7 +5,7 @@
 //! - [`policy`]: this node's leases (which queued request gets a worker);
 //! - [`spillback`]: which node of the cluster a request should go to; [`view`]: the
 //!   cluster as the head last described it, and placement on it;
-//! - [`actors`]: the actor directory; [`owners`]: which owners' objects this node holds;
+//! - [`clients`]: who is on each connection; [`actors`]: the actor directory; [`owners`]: which owners' objects this node holds;
 //! - [`pulls`]: copies of objects being fetched from other nodes;
 //! - [`head_link`]: a node's requests to the head and actors it adopts;
 //! - [`cluster`], [`kv`]: the head's directory of nodes, jobs and named actors, and its
@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod actors;
+pub mod clients;
 pub mod cluster;
 pub mod head_link;
 pub mod kv;

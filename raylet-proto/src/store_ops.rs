@@ -190,7 +190,7 @@ impl StoreOp {
                 OpStep::Read(job)
             }
             (Phase::Read { .. }, OpEvent::Reserved(Err(error))) => {
-                let _ = node.finish_restore(self.id, self.client, false, Duration::ZERO);
+                let _ = node.store_side().finish_restore(self.id, self.client, false, Duration::ZERO);
                 OpStep::Done(Outcome::Failed(error))
             }
             (Phase::Read { .. }, OpEvent::Read { result, took }) => {
@@ -198,11 +198,13 @@ impl StoreOp {
                     tracing::error!(object = %self.id, "restore failed: {e}");
                 }
                 let lost = |what: String| Outcome::Failed(TaskError::ObjectLost { object: what });
-                OpStep::Done(match (node.finish_restore(self.id, self.client, result.is_ok(), took), result) {
-                    (Ok(Pin::InMemory { offset, size }), _) => Outcome::Pinned { offset, size },
-                    (_, Err(e)) => lost(format!("{} (restore failed: {e})", self.id)),
-                    (_, Ok(())) => lost(self.id.to_string()),
-                })
+                OpStep::Done(
+                    match (node.store_side().finish_restore(self.id, self.client, result.is_ok(), took), result) {
+                        (Ok(Pin::InMemory { offset, size }), _) => Outcome::Pinned { offset, size },
+                        (_, Err(e)) => lost(format!("{} (restore failed: {e})", self.id)),
+                        (_, Ok(())) => lost(self.id.to_string()),
+                    },
+                )
             }
             (Phase::Allocate { wait }, OpEvent::Go) => {
                 let (client, id, size) = (self.client, self.id, self.size);
@@ -235,14 +237,14 @@ impl StoreOp {
     }
 
     fn pin_step(&mut self, node: &mut Node, now: Instant, gone: bool) -> OpStep {
-        match node.try_pin(self.client, self.id) {
+        match node.store_side().pin(self.id, self.client) {
             Ok(Pin::InMemory { offset, size }) => OpStep::Done(Outcome::Pinned { offset, size }),
             Ok(Pin::Busy) => {
                 self.phase = Phase::Allocate { wait: None };
                 OpStep::Wait(MAX_WAIT_STEP)
             }
             Ok(Pin::Spilled) => {
-                let size = node.size_of(self.id).unwrap_or(0);
+                let size = node.store().size_of(self.id).unwrap_or(0);
                 self.restore(node, now, size, Some(SpaceWait::new(now, self.space_timeout)), |_| gone)
             }
             Err(_) => OpStep::Done(Outcome::Failed(TaskError::ObjectLost { object: self.id.to_string() })),
@@ -260,7 +262,7 @@ impl StoreOp {
     ) -> OpStep {
         let wait = wait.unwrap_or_else(|| SpaceWait::new(now, self.space_timeout));
         let id = self.id;
-        match self.with_space(node, now, size, wait, &gone, |n| n.begin_restore(id)) {
+        match self.with_space(node, now, size, wait, &gone, |n| n.store_side().begin_restore(id)) {
             Room::Got(job) => {
                 self.phase = Phase::Read { job: job.clone() };
                 OpStep::Reserve { offset: job.pool_offset, len: job.size }
@@ -271,8 +273,8 @@ impl StoreOp {
             }
             // Another reader restores it: pin again once that ends.
             Room::Failed(StoreError::InProgress(_)) => self.pin_step(node, now, gone(node)),
-            Room::Failed(e) => OpStep::Done(Outcome::Failed(node.no_space(e))),
-            Room::Abandoned => OpStep::Done(Outcome::Failed(node.no_space(StoreError::Abandoned))),
+            Room::Failed(e) => OpStep::Done(Outcome::Failed(node.store_side().no_space(e))),
+            Room::Abandoned => OpStep::Done(Outcome::Failed(node.store_side().no_space(StoreError::Abandoned))),
         }
     }
 
@@ -311,7 +313,7 @@ impl StoreOp {
                 self.phase = Phase::Allocate { wait: None };
                 OpStep::Wait(MAX_WAIT_STEP)
             }
-            Room::Failed(e) => OpStep::Done(Outcome::Failed(node.no_space(e))),
+            Room::Failed(e) => OpStep::Done(Outcome::Failed(node.store_side().no_space(e))),
         }
     }
 
@@ -332,7 +334,7 @@ impl StoreOp {
             }
             match attempt(node) {
                 Ok(t) => return Room::Got(t),
-                Err(StoreError::Full { .. }) => match wait.next(now, node.space_progress(size)) {
+                Err(StoreError::Full { .. }) => match wait.next(now, node.store_side().progress(size)) {
                     Step::RetryNow => continue,
                     Step::GiveUp if gone(node) => return Room::Abandoned,
                     Step::GiveUp => {

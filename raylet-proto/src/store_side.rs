@@ -37,6 +37,8 @@ pub struct StoreSide {
     failures: u32,
     /// Spilling is paused after a failure (until `resume_spill`).
     paused: bool,
+    /// The node is shutting down: no more spilling to make room.
+    stopping: bool,
     spill_time: Duration,
     restore_time: Duration,
     out: VecDeque<StoreOutput>,
@@ -50,6 +52,7 @@ impl StoreSide {
             error: None,
             failures: 0,
             paused: false,
+            stopping: false,
             spill_time: Duration::ZERO,
             restore_time: Duration::ZERO,
             out: VecDeque::new(),
@@ -145,10 +148,21 @@ impl StoreSide {
         sent || dropped
     }
 
+    /// The node is shutting down: waits for room end, and no new spill round starts.
+    pub fn set_stopping(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Whether the node is shutting down.
+    pub fn stopping(&self) -> bool {
+        self.stopping
+    }
+
     /// Where a waiter for `need` bytes stands after an allocation failed: asks for
-    /// spilling (unless the node is `stopping`), then describes what might still free
+    /// spilling (unless the node is stopping), then describes what might still free
     /// space.
-    pub fn progress(&mut self, need: u64, stopping: bool) -> Progress {
+    pub fn progress(&mut self, need: u64) -> Progress {
+        let stopping = self.stopping;
         let acted = !stopping && self.request_space(need);
         Progress {
             acted,
@@ -208,14 +222,13 @@ impl StoreSide {
 
     /// The spill thread wrote (or failed to write) a job in `took`: records where each
     /// object went and plans the next round if still over the threshold (unless the
-    /// node is `stopping`). Returns the objects now on disk (ID, file, offset), for
+    /// node is stopping). Returns the objects now on disk (ID, file, offset), for
     /// their owners to hear of.
     pub fn spill_finished(
         &mut self,
         job: &SpillJob,
         written: Result<&[u64], String>,
         took: Duration,
-        stopping: bool,
     ) -> Vec<(ObjectId, FileId, u64)> {
         self.spill_time += took;
         let ok = written.is_ok();
@@ -247,7 +260,7 @@ impl StoreSide {
         self.out.extend(outcome.dead_files.into_iter().map(StoreOutput::RemoveSpillFile));
         self.close_dead_files();
         // Still over the threshold (objects kept arriving)? Plan the next round.
-        if ok && !stopping {
+        if ok && !self.stopping {
             self.request_space(0);
         }
         self.out.push_back(StoreOutput::SpaceFreed);

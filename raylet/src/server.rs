@@ -301,7 +301,7 @@ impl Raylet {
                 std::thread::sleep(pause);
                 let Some(sh) = weak.upgrade() else { return };
                 let mut st = sh.lock();
-                st.node.resume_spill();
+                st.node.store_side().resume_spill();
                 sh.carry_out(&mut st);
             }
         })?;
@@ -577,7 +577,7 @@ impl Shared {
                     let tx = self.spill_tx.lock().unwrap_or_else(|p| p.into_inner());
                     if let Err(mpsc::SendError(job)) = tx.send(job) {
                         // Shutting down: the objects stay in memory.
-                        st.node.spill_abandoned(&job);
+                        st.node.store_side().spill_abandoned(&job);
                     }
                 }
                 Output::RemoveSpillFile(f) => self.spill_dirs.remove(f),

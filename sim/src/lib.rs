@@ -940,7 +940,7 @@ impl Sim {
                 }
                 Output::RemoveSpillFile(_) | Output::SpaceFreed => {}
                 // No spill fails here; resume at once if asked.
-                Output::ResumeSpillAfter(_) => self.nodes[n].node.resume_spill(),
+                Output::ResumeSpillAfter(_) => self.nodes[n].node.store_side().resume_spill(),
                 Output::ToHead(msg) => self.deliver_to_head(n, msg),
                 // A transfer: the bytes are copied from the source node, if it lives.
                 Output::Pull { object, node, .. } => {

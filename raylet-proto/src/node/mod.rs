@@ -14,21 +14,21 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use ares_common::ClientId;
-use ares_common::det::{DetMap, DetSet};
+use ares_common::det::DetMap;
 use ares_common::error::TaskError;
 use ares_common::wire::{
-    ActorKey, DetachedActor, FromHead, FromRaylet, NamedActor, NodeLoad, NodeStats, NodeSummary, SpilledObject,
-    TaskSpec, ToHead, ToRaylet, WorkerInfo,
+    ActorKey, DetachedActor, FromHead, FromRaylet, NamedActor, NodeLoad, NodeStats, NodeSummary, RestartSpec,
+    SpilledObject, TaskSpec, ToHead, ToRaylet, WorkerInfo,
 };
 use ares_common::{ActorId, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, WorkerId};
-use ares_object_store::{FileId, Pin, RestoreJob, SpillJob, SpillPolicy, StoreError, StoreIndex};
+use ares_object_store::{FileId, SpillJob, SpillPolicy, StoreError, StoreIndex};
 
 use crate::actors::{ActorDirectory, ActorOutput, NewActor};
+use crate::clients::{Clients, Ended, Kind, WorkerRec};
 use crate::head_link::{Forwarded, ForwardedOp, HeadLink};
 use crate::owners::OwnerDirectory;
 use crate::policy::{LeaseOutput, LeasePolicy, NODE_CLIENT};
 use crate::pulls::{PullManager, PullOutput};
-use crate::space::Progress;
 use crate::spillback::Decision;
 use crate::store_side::{StoreOutput, StoreSide};
 use crate::view::{ClusterView, Here};
@@ -115,21 +115,6 @@ pub struct NodeConfig {
     pub spread_threshold: f64,
 }
 
-#[derive(Debug)]
-enum Kind {
-    Unregistered,
-    Driver(WorkerId),
-    Worker(WorkerId),
-}
-
-#[derive(Debug)]
-struct WorkerRec {
-    pid: u32,
-    addr: Endpoint,
-    /// Where owners on other nodes reach it (QUIC), in a cluster.
-    remote_addr: Option<Endpoint>,
-}
-
 /// The raylet's state for one node. See the module docs.
 pub struct Node {
     cfg: NodeConfig,
@@ -137,17 +122,11 @@ pub struct Node {
     actors: ActorDirectory,
     store: StoreSide,
     owners: OwnerDirectory,
-    clients: DetMap<ClientId, Kind>,
-    workers: DetMap<WorkerId, WorkerRec>,
-    /// Workers that registered at some point; the spawner's exit report for them is
-    /// not a start failure.
-    registered_ever: DetSet<WorkerId>,
+    /// Who is on each connection, and the killed-worker fence.
+    clients: Clients,
     /// IDs for the next workers to start, handed in by the driver (randomness).
     worker_ids: Box<dyn FnMut() -> WorkerId + Send>,
-    stopping: bool,
     view: ClusterView,
-    /// Clients on other nodes (owners that lease workers here over QUIC).
-    remote_clients: DetSet<ClientId>,
     /// Owners of objects being pulled here, as the requests named them.
     copy_owners: DetMap<ObjectId, WorkerId>,
     /// The link to the head: in a cluster or not, requests forwarded, actors adopted.
@@ -162,9 +141,6 @@ pub struct Node {
     pulled_bytes: u64,
     served_bytes: u64,
     out: VecDeque<Output>,
-    /// Connections of workers this node killed, until their end is read (see
-    /// [`Node::gone`]).
-    reaped: DetSet<ClientId>,
 }
 
 impl Node {
@@ -178,13 +154,9 @@ impl Node {
             actors: ActorDirectory::new(),
             store: StoreSide::new(cfg.pool_size, cfg.spill.clone()),
             owners: OwnerDirectory::new(),
-            clients: DetMap::default(),
-            workers: DetMap::default(),
-            registered_ever: DetSet::default(),
+            clients: Clients::default(),
             worker_ids,
-            stopping: false,
             view: ClusterView::new(cfg.spread_threshold),
-            remote_clients: DetSet::default(),
             copy_owners: DetMap::default(),
             head: HeadLink::default(),
             kv: crate::kv::KvStore::new(),
@@ -194,7 +166,6 @@ impl Node {
             pulled_bytes: 0,
             served_bytes: 0,
             out: VecDeque::new(),
-            reaped: DetSet::default(),
             cfg,
         }
     }
@@ -214,6 +185,12 @@ impl Node {
         self.store.index()
     }
 
+    /// The store side: pins, restores, waits for room and spilling. (Creates go through
+    /// [`Node::try_create`], which records the owner.)
+    pub fn store_side(&mut self) -> &mut StoreSide {
+        &mut self.store
+    }
+
     /// Live actors.
     pub fn live_actors(&self) -> usize {
         self.actors.len()
@@ -222,7 +199,7 @@ impl Node {
     /// The node is shutting down: no more waiting for space, no more decisions on
     /// disconnections.
     pub fn set_stopping(&mut self) {
-        self.stopping = true;
+        self.store.set_stopping();
     }
 
     /// Starts the worker pool at its full size.
@@ -239,7 +216,7 @@ impl Node {
     /// before the kill and is read after it is not carried out (see [`Node::gone`]).
     fn reap(&mut self, w: WorkerId) {
         if let Some(c) = self.worker_client(w) {
-            self.reaped.insert(c);
+            self.clients.fence(c);
         }
         self.out.push_back(Output::ReapWorker(w));
     }
@@ -252,7 +229,7 @@ impl Node {
     /// retry's copy. (A client whose connection the driver saw close is gone too; the
     /// driver adds that.)
     pub fn gone(&self, client: ClientId) -> bool {
-        self.reaped.contains(&client)
+        self.clients.fenced(client)
     }
 
     fn apply(&mut self, actions: Vec<LeaseOutput>) {
@@ -260,7 +237,7 @@ impl Node {
             match a {
                 LeaseOutput::Grant { client: NODE_CLIENT, request_id, lease_id, worker } => {
                     self.leases_granted += 1;
-                    let addr = self.workers.get(&worker).map(|w| w.addr.clone());
+                    let addr = self.clients.worker_addr(worker, NODE_CLIENT);
                     match (self.head.adopted(request_id), addr) {
                         (Some((actor_id, spec)), Some(addr)) => {
                             self.out.push_back(Output::ConstructActor { actor_id, lease_id, worker, addr, spec })
@@ -285,12 +262,8 @@ impl Node {
                     self.leases_granted += 1;
                     // A granted worker is registered; an empty path would fail the owner's
                     // connect. An owner on another node reaches it over QUIC.
-                    let remote = self.remote_clients.contains(&client);
-                    let worker_addr = self
-                        .workers
-                        .get(&worker)
-                        .and_then(|w| if remote { w.remote_addr.clone() } else { Some(w.addr.clone()) })
-                        .unwrap_or_else(|| Endpoint::Unix(String::new()));
+                    let worker_addr =
+                        self.clients.worker_addr(worker, client).unwrap_or_else(|| Endpoint::Unix(String::new()));
                     self.send(
                         client,
                         FromRaylet::LeaseGranted { request_id, lease_id, worker_id: worker, worker_addr },
@@ -308,47 +281,6 @@ impl Node {
                     tracing::debug!(worker = %w, "reaping a worker");
                     self.reap(w);
                 }
-            }
-        }
-    }
-
-    fn apply_actors(&mut self, actions: Vec<ActorOutput>) {
-        for a in actions {
-            match a {
-                ActorOutput::Reply { client, request_id, error } => {
-                    self.send(client, FromRaylet::ActorReply { request_id, error })
-                }
-                ActorOutput::Found { client, request_id, mut info, worker } => {
-                    if self.remote_clients.contains(&client) {
-                        // A caller on another node reaches the worker over QUIC.
-                        match self.workers.get(&worker).and_then(|w| w.remote_addr.clone()) {
-                            Some(addr) => info.addr = addr,
-                            None => {
-                                let reason = "its worker serves no QUIC address for other nodes".to_string();
-                                let error = TaskError::ActorDied {
-                                    actor: info.actor_id.to_string(),
-                                    class: info.class,
-                                    reason,
-                                };
-                                self.send(client, FromRaylet::ActorReply { request_id, error: Some(error) });
-                                continue;
-                            }
-                        }
-                    }
-                    self.send(client, FromRaylet::ActorFound { request_id, info })
-                }
-                ActorOutput::DetachedGone(actor_id) => {
-                    if self.head.in_cluster() {
-                        self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
-                    }
-                }
-                ActorOutput::NameFreed { name, actor_id } => {
-                    if self.head.in_cluster() {
-                        self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
-                    }
-                }
-                ActorOutput::KillWorker(w) => self.reap(w),
-                ActorOutput::DetachLease { client, lease_id } => self.policy.detach(client, lease_id),
             }
         }
     }
@@ -375,107 +307,6 @@ impl Node {
         self.out.push_back(Output::ToHead(msg));
     }
 
-    /// The head answered a request this node forwarded, or moved a detached actor here.
-    pub fn head_answered(&mut self, msg: FromHead) {
-        if let FromHead::RestartActor { actor } = msg {
-            self.adopt(*actor);
-            return;
-        }
-        let Some(Forwarded { client, request_id, what }) = self.head.answered(&msg) else {
-            // The client left meanwhile (a reserved name was released then).
-            return;
-        };
-        match (what, msg) {
-            (ForwardedOp::Kv, FromHead::Kv { value, error, .. }) => {
-                self.send(client, FromRaylet::Kv { request_id, value, error })
-            }
-            (ForwardedOp::Register(a), FromHead::ActorName { error: None, .. }) => {
-                let (name, actor_id) = (a.name.clone(), a.actor_id);
-                let actions = self.actors.register(client, request_id, a);
-                let refused = matches!(&actions[..], [ActorOutput::Reply { error: Some(_), .. }]);
-                if let (true, Some(name)) = (refused, name) {
-                    self.out.push_back(Output::ToHead(ToHead::ReleaseActorName { name, actor_id }));
-                }
-                self.apply_actors(actions);
-            }
-            (ForwardedOp::Register(_) | ForwardedOp::LookupName(_), FromHead::ActorName { error: Some(e), .. }) => {
-                self.send(client, FromRaylet::ActorReply { request_id, error: Some(e) })
-            }
-            (ForwardedOp::LookupName(name), FromHead::ActorName { actor: Some(actor), .. }) => {
-                if actor.node == self.cfg.node_id {
-                    // Registered here since this node looked.
-                    let actions = self.actors.lookup(client, request_id, &ActorKey::Name(name));
-                    self.apply_actors(actions);
-                } else {
-                    self.send(client, FromRaylet::ActorElsewhere { request_id, actor });
-                }
-            }
-            (what, msg) => tracing::warn!(?what, "the head answered {msg:?}; dropped"),
-        }
-    }
-
-    /// The head restarts detached actor `d` here (its node died): lease a dedicated
-    /// worker for it as the node itself, then construct it there.
-    fn adopt(&mut self, d: DetachedActor) {
-        let actor_id = d.actor.actor_id;
-        let a = NewActor {
-            actor_id,
-            class: d.actor.class.clone(),
-            name: d.name.clone(),
-            detached: true,
-            max_restarts: d.max_restarts,
-            max_task_retries: d.actor.max_task_retries,
-        };
-        if let Err(reason) = self.actors.adopt(a, d.restarts) {
-            tracing::warn!(actor = %actor_id, "cannot restart a detached actor here: {reason}");
-            self.out.push_back(Output::ToHead(ToHead::DetachedGone { actor_id }));
-            return;
-        }
-        tracing::info!(actor = %actor_id, class = %d.actor.class, "restarting a detached actor whose node died");
-        let request_id = self.head.adopt(actor_id, d.restart.spec);
-        let actions = self.policy.request(NODE_CLIENT, request_id, d.restart.shape, true);
-        self.apply(actions);
-    }
-
-    /// A detached actor's construction on `worker` (see [`Output::ConstructActor`])
-    /// ended: `Err` says why it failed.
-    pub fn actor_constructed(
-        &mut self,
-        actor_id: ActorId,
-        lease_id: LeaseId,
-        worker: WorkerId,
-        result: Result<(), String>,
-    ) {
-        let addr = self.workers.get(&worker).map(|w| w.addr.clone());
-        let actions = match (result, addr) {
-            (Ok(()), Some(addr)) => self.actors.adopted_started(actor_id, worker, addr),
-            (result, _) => {
-                let reason = result.err().unwrap_or_else(|| "its worker exited".into());
-                let actions = self.policy.return_lease(NODE_CLIENT, lease_id, true);
-                self.apply(actions);
-                self.actors.adoption_failed(actor_id, reason)
-            }
-        };
-        self.apply_actors(actions);
-    }
-
-    /// The link to the head is gone: requests waiting for it fail.
-    pub fn head_lost(&mut self) {
-        for Forwarded { client, request_id, what } in self.head.lost() {
-            let reason = "the connection to the head is gone".to_string();
-            match what {
-                ForwardedOp::Kv => {
-                    let error = Some("the cluster's head is unreachable".to_string());
-                    self.send(client, FromRaylet::Kv { request_id, value: None, error });
-                }
-                ForwardedOp::Register(_) | ForwardedOp::LookupName(_) => {
-                    let error = Some(TaskError::HeadUnavailable { reason });
-                    self.send(client, FromRaylet::ActorReply { request_id, error });
-                }
-            }
-        }
-    }
-
     /// The node joined a cluster with this token (registration hands it to clients).
     pub fn set_cluster_token(&mut self, token: String) {
         self.head.set_token(token);
@@ -485,23 +316,20 @@ impl Node {
 
     /// A client connected.
     pub fn connected(&mut self, client: ClientId) {
-        self.clients.insert(client, Kind::Unregistered);
+        self.clients.connected(client, false);
     }
 
     /// A client on another node connected (over QUIC): an owner leasing workers here.
     /// Its leases name the workers' QUIC addresses; it cannot map this node's pool.
     pub fn connected_remote(&mut self, client: ClientId) {
-        self.clients.insert(client, Kind::Unregistered);
-        self.remote_clients.insert(client);
+        self.clients.connected(client, true);
     }
 
     /// A client's connection ended: its pins, leases, requests, holds and (if it was a
     /// core worker) owned objects go; a worker's death reaches the policy and actors.
     pub fn disconnected(&mut self, client: ClientId) {
-        self.reaped.remove(&client);
-        let Some(kind) = self.clients.remove(&client) else { return };
+        let Some(Ended { kind, remote }) = self.clients.ended(client) else { return };
         tracing::debug!(client = client.0, ?kind, "client disconnected");
-        let remote = self.remote_clients.remove(&client);
         if let (Kind::Driver(job), false, true) = (&kind, remote, self.head.in_cluster()) {
             self.out.push_back(Output::ToHead(ToHead::JobFinished { job: *job }));
         }
@@ -522,12 +350,11 @@ impl Node {
         let mut actions = self.policy.client_gone(client);
         let mut actor_actions = self.actors.client_gone(client);
         if let Kind::Worker(w) = kind {
-            self.workers.remove(&w);
             actor_actions.extend(self.actors.worker_died(w));
             actions.extend(self.policy.worker_died(w));
             actions.push(LeaseOutput::ReapWorker(w));
         }
-        if !self.stopping {
+        if !self.store.stopping() {
             self.apply(actions);
             self.apply_actors(actor_actions);
         }
@@ -535,11 +362,11 @@ impl Node {
 
     /// A worker process this node started exited (reported by the spawner).
     pub fn worker_exited(&mut self, worker: WorkerId, status: &str) {
-        if self.registered_ever.remove(&worker) {
+        if self.clients.exited_after_registering(worker) {
             // Registered: its connection's end handles the death.
             return;
         }
-        if self.stopping {
+        if self.store.stopping() {
             // Workers still starting when the node stops exit without registering.
             return;
         }
@@ -564,10 +391,8 @@ impl Node {
         match msg {
             ToRaylet::RegisterDriver { pid, worker_id } => {
                 tracing::debug!(pid, "driver registered");
-                if let Some(k) = self.clients.get_mut(&client) {
-                    *k = Kind::Driver(worker_id);
-                }
-                if self.head.in_cluster() && !self.remote_clients.contains(&client) {
+                self.clients.register_driver(client, worker_id);
+                if self.head.in_cluster() && !self.clients.is_remote(client) {
                     self.out.push_back(Output::ToHead(ToHead::JobStarted { job: worker_id, pid }));
                 }
                 self.owners.register(worker_id, client);
@@ -575,17 +400,13 @@ impl Node {
                 self.send(client, r);
             }
             ToRaylet::RegisterWorker { worker_id, pid, listen_addr, remote_addr } => {
-                let fresh = matches!(self.clients.get(&client), Some(Kind::Unregistered))
-                    && !self.remote_clients.contains(&client);
-                if !fresh || self.workers.contains_key(&worker_id) {
-                    tracing::warn!(%worker_id, "rejecting a repeated worker registration; closing the connection");
+                let rec = WorkerRec { pid, addr: listen_addr, remote_addr };
+                if let Err(why) = self.clients.register_worker(client, worker_id, rec) {
+                    tracing::warn!(%worker_id, ?why, "rejecting a worker registration; closing the connection");
                     self.out.push_back(Output::Close(client));
                     return;
                 }
-                self.clients.insert(client, Kind::Worker(worker_id));
-                self.registered_ever.insert(worker_id);
                 self.owners.register(worker_id, client);
-                self.workers.insert(worker_id, WorkerRec { pid, addr: listen_addr, remote_addr });
                 let r = self.registered();
                 self.send(client, r);
                 let actions = self.policy.worker_registered(worker_id);
@@ -633,43 +454,10 @@ impl Node {
             }
             ToRaylet::RegisterActor { request_id, actor_id, class, name, detached, max_restarts, max_task_retries } => {
                 let a = NewActor { actor_id, class, name, detached, max_restarts, max_task_retries };
-                match a.name.clone() {
-                    // Names are the cluster's: the head reserves it first (a name taken on
-                    // this node is refused without asking).
-                    Some(name) if self.head.in_cluster() && !self.actors.has_name(&name) => {
-                        let actor = NamedActor {
-                            actor_id,
-                            class: a.class.clone(),
-                            max_task_retries,
-                            node: self.cfg.node_id,
-                            addr: None,
-                        };
-                        self.forward(client, request_id, ForwardedOp::Register(a), |id| ToHead::ReserveActorName {
-                            request_id: id,
-                            name,
-                            actor,
-                        });
-                    }
-                    _ => {
-                        let actions = self.actors.register(client, request_id, a);
-                        self.apply_actors(actions);
-                    }
-                }
+                self.register_actor(client, request_id, a);
             }
             ToRaylet::ActorStarted { actor_id, lease_id, worker_id, addr, restart } => {
-                let holder = self.policy.lease_of(lease_id);
-                let alive = self.workers.contains_key(&worker_id);
-                let actions = self.actors.report_started(client, actor_id, lease_id, worker_id, addr, holder, alive);
-                self.apply_actors(actions);
-                // The head can restart a detached actor elsewhere if this node dies.
-                if let (Some(restart), true) = (restart, self.head.in_cluster())
-                    && let Some((class, name, max_task_retries, max_restarts, restarts)) =
-                        self.actors.detached_info(actor_id)
-                {
-                    let actor = NamedActor { actor_id, class, max_task_retries, node: self.cfg.node_id, addr: None };
-                    let d = DetachedActor { actor, name, max_restarts, restarts, restart };
-                    self.out.push_back(Output::ToHead(ToHead::DetachedStarted { actor: Box::new(d) }));
-                }
+                self.actor_started(client, actor_id, lease_id, worker_id, addr, restart);
             }
             ToRaylet::ActorCreateFailed { actor_id, error } => {
                 let actions = self.actors.create_failed(client, actor_id, &error);
@@ -691,16 +479,7 @@ impl Node {
                 let actions = self.actors.kill_request(client, request_id, actor_id);
                 self.apply_actors(actions);
             }
-            ToRaylet::LookupActor { request_id, by } => match by {
-                ActorKey::Name(name) if self.head.in_cluster() && !self.actors.has_name(&name) => {
-                    let what = ForwardedOp::LookupName(name.clone());
-                    self.forward(client, request_id, what, |id| ToHead::LookupActorName { request_id: id, name });
-                }
-                by => {
-                    let actions = self.actors.lookup(client, request_id, &by);
-                    self.apply_actors(actions);
-                }
-            },
+            ToRaylet::LookupActor { request_id, by } => self.lookup_actor(client, request_id, by),
             ToRaylet::ReleaseObjects { object_ids } => self.store.release(object_ids, client),
             ToRaylet::SealObject { request_id, object_id } => {
                 let error = self.store.seal(object_id, client).err().map(|e| e.to_string());
@@ -716,10 +495,7 @@ impl Node {
                 self.store.delete(object_ids);
             }
             ToRaylet::DropCopies { object_ids } => {
-                let me = match self.clients.get(&client) {
-                    Some(Kind::Driver(w) | Kind::Worker(w)) => *w,
-                    _ => return,
-                };
+                let Some(me) = self.clients.identity(client) else { return };
                 let mine: Vec<ObjectId> = object_ids
                     .into_iter()
                     .filter(|&id| self.owners.owner(id) == Some(me) && self.store.index().is_secondary(id))
@@ -745,13 +521,10 @@ impl Node {
                 }
             }
             ToRaylet::Relay { to, msg } => {
-                let from = match self.clients.get(&client) {
-                    Some(Kind::Driver(w) | Kind::Worker(w)) => *w,
-                    _ => {
-                        tracing::warn!(client = client.0, "relay from an unregistered client; closing the connection");
-                        self.out.push_back(Output::Close(client));
-                        return;
-                    }
+                let Some(from) = self.clients.identity(client) else {
+                    tracing::warn!(client = client.0, "relay from an unregistered client; closing the connection");
+                    self.out.push_back(Output::Close(client));
+                    return;
                 };
                 match self.owners.client_of(to) {
                     Some(dest) => {
@@ -764,14 +537,14 @@ impl Node {
                 }
             }
             ToRaylet::TaskBlocked => {
-                if let Some(Kind::Worker(w)) = self.clients.get(&client) {
-                    let actions = self.policy.blocked(*w);
+                if let Some(w) = self.clients.worker_of(client) {
+                    let actions = self.policy.blocked(w);
                     self.apply(actions);
                 }
             }
             ToRaylet::TaskUnblocked => {
-                if let Some(Kind::Worker(w)) = self.clients.get(&client) {
-                    self.policy.unblocked(*w);
+                if let Some(w) = self.clients.worker_of(client) {
+                    self.policy.unblocked(w);
                 }
             }
             ToRaylet::GetNodes { request_id } => {
@@ -873,7 +646,7 @@ impl Node {
             infeasible_leases: self.infeasible_total,
             actors: self.actors.counts(),
             demands: self.policy.demands(ares_common::wire::MAX_DEMANDS),
-            workers: self.workers.len() as u32,
+            workers: self.clients.worker_count() as u32,
             leases_granted: self.leases_granted,
         }
     }
@@ -911,13 +684,7 @@ impl Node {
             self.apply_pulls(actions);
         }
         for node in died {
-            let local: Vec<ClientId> = self
-                .clients
-                .iter()
-                .filter(|(c, k)| !matches!(k, Kind::Unregistered) && !self.remote_clients.contains(*c))
-                .map(|(c, _)| *c)
-                .collect();
-            for c in local {
+            for c in self.clients.local_registered() {
                 self.send(c, FromRaylet::NodeDied { node });
             }
         }
@@ -932,13 +699,13 @@ impl Node {
     pub fn stats(&self) -> NodeStats {
         let s = self.store.index().stats();
         let mut workers: Vec<WorkerInfo> = self
-            .workers
-            .iter()
-            .map(|(id, w)| WorkerInfo {
-                worker_id: *id,
-                pid: w.pid,
-                leased: self.policy.is_leased(*id),
-                actor: self.actors.hosted_by(*id),
+            .clients
+            .workers()
+            .map(|(id, pid)| WorkerInfo {
+                worker_id: id,
+                pid,
+                leased: self.policy.is_leased(id),
+                actor: self.actors.hosted_by(id),
             })
             .collect();
         workers.sort_by_key(|w| w.pid);
@@ -968,25 +735,8 @@ impl Node {
     }
 
     // ------------------------------------------------------------------ store space
-    // The store side (`StoreSide`) decides; these add what only the node knows: owners,
-    // whether it is stopping, and the clients to tell.
-
-    /// Plans spilling if primaries pass the threshold or `need` bytes did not fit.
-    /// Returns whether anything was done (spill jobs queued, or memory freed at once).
-    pub fn request_space(&mut self, need: u64) -> bool {
-        self.store.request_space(need)
-    }
-
-    /// Where a waiter for `need` bytes stands after an allocation failed: asks for
-    /// spilling, then describes what might still free space.
-    pub fn space_progress(&mut self, need: u64) -> Progress {
-        self.store.progress(need, self.stopping)
-    }
-
-    /// The pause after a spill failure is over: plan spilling again if still needed.
-    pub fn resume_spill(&mut self) {
-        self.store.resume_spill();
-    }
+    // The store side decides, and drivers reach it through `store_side`; these add what
+    // only the node knows: owners, and the clients to tell.
 
     /// The connection of worker `w`, if it registered here and is connected.
     pub fn worker_client(&self, w: WorkerId) -> Option<ClientId> {
@@ -1020,44 +770,6 @@ impl Node {
         }
     }
 
-    /// Pins `id` for `client` if it is in memory; `Ok(Pin::Spilled)` means it must be
-    /// restored first ([`Node::begin_restore`]).
-    pub fn try_pin(&mut self, client: ClientId, id: ObjectId) -> Result<Pin, StoreError> {
-        self.store.pin(id, client)
-    }
-
-    /// Allocates memory to restore a spilled object into.
-    pub fn begin_restore(&mut self, id: ObjectId) -> Result<RestoreJob, StoreError> {
-        self.store.begin_restore(id)
-    }
-
-    /// The restore's read ended after `took`; pins the object for `client` if it
-    /// succeeded.
-    pub fn finish_restore(
-        &mut self,
-        id: ObjectId,
-        client: ClientId,
-        ok: bool,
-        took: Duration,
-    ) -> Result<Pin, StoreError> {
-        self.store.finish_restore(id, client, ok, took)
-    }
-
-    /// The size of a stored object.
-    pub fn size_of(&self, id: ObjectId) -> Option<u64> {
-        self.store.index().size_of(id)
-    }
-
-    /// The error for a create or restore that cannot get space.
-    pub fn no_space(&self, e: StoreError) -> TaskError {
-        self.store.no_space(e)
-    }
-
-    /// A spill job was never run (the node is stopping): its objects stay in memory.
-    pub fn spill_abandoned(&mut self, job: &SpillJob) {
-        self.store.spill_abandoned(job);
-    }
-
     /// The spill thread wrote (or failed to write) a job in `took`: records where each
     /// object went, tells owners, and plans the next round if still over the threshold.
     /// `path` renders a spill file's path for the owners' URLs.
@@ -1068,10 +780,10 @@ impl Node {
         took: Duration,
         path: impl Fn(FileId) -> String,
     ) {
-        let spilled = self.store.spill_finished(job, written, took, self.stopping);
+        let spilled = self.store.spill_finished(job, written, took);
         let mut by_owner: DetMap<ClientId, Vec<SpilledObject>> = DetMap::default();
         for (id, file, offset) in spilled {
-            let size = self.size_of(id).unwrap_or(0);
+            let size = self.store.index().size_of(id).unwrap_or(0);
             let url = format!("file://{}?offset={offset}&size={size}", path(file));
             if let Some(c) = self.owners.owner_client(id) {
                 by_owner.entry(c).or_default().push(SpilledObject { object_id: id, url });
@@ -1083,5 +795,6 @@ impl Node {
     }
 }
 
+mod actor_glue;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -215,15 +215,15 @@ fn a_full_pool_asks_for_spilling_and_reports_a_typed_error() {
     n.connected(c);
     n.handle(c, ToRaylet::RegisterDriver { pid: 1, worker_id: WorkerId([9; 16]) });
     let e = n.try_create(c, oid(1), 2 << 20, WorkerId([9; 16])).unwrap_err();
-    assert!(matches!(n.no_space(e), TaskError::ObjectTooLarge { .. }));
+    assert!(matches!(n.store_side().no_space(e), TaskError::ObjectTooLarge { .. }));
     n.try_create(c, oid(2), 900 << 10, WorkerId([9; 16])).unwrap();
     // Past the spill threshold: sealing plans a spill of the primary.
     n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: oid(2) });
     assert!(drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
     let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
-    let p = n.space_progress(500 << 10);
+    let p = n.store_side().progress(500 << 10);
     assert!(p.spilling, "a waiter has hope while the spill runs");
-    assert!(matches!(n.no_space(e), TaskError::ObjectStoreFull { .. }));
+    assert!(matches!(n.store_side().no_space(e), TaskError::ObjectStoreFull { .. }));
 }
 
 /// The first spill job among the node's pending outputs.
@@ -248,23 +248,23 @@ fn a_failed_spill_pauses_spilling_and_waiters_give_up_until_it_resumes() {
     assert!(out.iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(100))));
     // Paused: asking for room plans nothing (no busy loop), and a waiter gives up at once.
     let e = n.try_create(c, oid(3), 500 << 10, WorkerId([9; 16])).unwrap_err();
-    let p = n.space_progress(500 << 10);
+    let p = n.store_side().progress(500 << 10);
     assert!(p.spill_failed && !p.spilling && !p.acted, "{p:?}");
     assert!(!drain(&mut n).iter().any(|o| matches!(o, Output::Spill(_))));
-    match n.no_space(e) {
+    match n.store_side().no_space(e) {
         TaskError::SpillFailed { error, .. } => assert!(error.contains("/x: read-only")),
         other => panic!("{other:?}"),
     }
     // The pause ends: spilling is tried again; a second failure pauses twice as long.
-    n.resume_spill();
+    n.store_side().resume_spill();
     let job = next_spill(&mut n).expect("spilling is planned again");
     n.spill_finished(&job, Err("still read-only".into()), Duration::ZERO, |_| String::new());
     assert!(drain(&mut n).iter().any(|o| matches!(o, Output::ResumeSpillAfter(d) if *d == Duration::from_millis(200))));
     assert_eq!(spill_pause(30), Duration::from_secs(10), "at most 10 s");
     // Room returns: the next spill works and clears the error.
-    n.resume_spill();
+    n.store_side().resume_spill();
     let job = next_spill(&mut n).unwrap();
     let offsets = vec![0u64; job.items.len()];
     n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
-    assert!(!n.space_progress(0).spill_failed);
+    assert!(!n.store_side().progress(0).spill_failed);
 }
