@@ -457,7 +457,7 @@ impl CoreState {
             && let Some(conn) = self.conns.remove(&conn_id)
         {
             self.out.push_back(Output::Close(conn_id));
-            if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
+            if let Some((lease_id, _)) = conn.lease {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
             }
         }
@@ -500,7 +500,7 @@ impl CoreState {
             && let Some(conn) = self.conns.remove(&conn_id)
         {
             self.out.push_back(Output::Close(conn_id));
-            if let Role::Actor { lease: Some((lease_id, _)), .. } = conn.role {
+            if let Some((lease_id, _)) = conn.lease {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
             }
             for (tid, _) in conn.in_flight {
@@ -636,8 +636,10 @@ impl CoreState {
     /// `RayletUnavailable` (its workers and stored values went with it).
     pub fn handle_raylet_lost(&mut self, socket: &str, reason: &str) {
         // The daemon said why it went, if it could.
-        let goodbye = self.raylet_goodbye.take();
+        let goodbye = self.raylets.take_goodbye();
         let reason = goodbye.as_deref().unwrap_or(reason);
+        // Nobody is left to answer or cancel lease requests.
+        self.leases.withdraw_requests();
         let requests: Vec<(RequestId, Request)> = self.requests.drain().collect();
         for (_, r) in requests {
             match r {
@@ -646,7 +648,6 @@ impl CoreState {
                 Request::WorkerLost(a) | Request::ActorLease(a) => {
                     self.kill_caller(a, died(a, "?", "lost the connection to the raylet"))
                 }
-                Request::Lease(..) => {}
             }
         }
         self.stop_with(TaskError::RayletUnavailable { socket: socket.to_string(), reason: reason.to_string() });
@@ -680,7 +681,7 @@ impl CoreState {
         }
         let conn = self.conn_id();
         self.out.push_back(Output::Connect { conn, endpoint: info.addr.clone() });
-        self.conns.insert(conn, Conn::new(info.addr, Role::Actor { actor: a, lease: None }));
+        self.conns.insert(conn, Conn::new(info.addr, a, None));
         self.callers.get_mut(&a).expect("checked").conn = Some(conn);
     }
 
@@ -772,8 +773,7 @@ impl CoreState {
                 let conn = ConnId(conn);
                 c.conn = Some(conn);
                 self.out.push_back(Output::Connect { conn, endpoint: endpoint.clone() });
-                let role = Role::Actor { actor: a, lease: Some((lease_id, worker_id)) };
-                self.conns.insert(conn, Conn::new(endpoint, role));
+                self.conns.insert(conn, Conn::new(endpoint, a, Some((lease_id, worker_id))));
             }
             _ => self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true }),
         }
@@ -782,10 +782,9 @@ impl CoreState {
     pub(super) fn on_actor_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
         let mut stale = Vec::new();
         let mut touched = Touched::default();
-        let Some(Role::Actor { actor: a, .. }) = self.conns.get(&conn_id).map(|c| &c.role) else {
+        let Some(a) = self.conns.get(&conn_id).map(|c| c.actor) else {
             return;
         };
-        let a = *a;
         for FromWorker::Done { task_id, outcome, copies, contained } in replies {
             if !contained.is_empty() {
                 self.hold_returned(task_id, &contained);
@@ -834,7 +833,7 @@ impl CoreState {
             return;
         }
         let conn = &self.conns[&conn_id];
-        if let Role::Actor { lease: Some((lease_id, worker_id)), .. } = conn.role {
+        if let Some((lease_id, worker_id)) = conn.lease {
             let addr = conn.endpoint.clone();
             let restart = self.restart_spec(a);
             self.send_raylet(ToRaylet::ActorStarted { actor_id: a, lease_id, worker_id, addr, restart });
@@ -859,9 +858,7 @@ impl CoreState {
         let Some(conn) = self.conns.remove(&conn_id) else {
             return;
         };
-        let Role::Actor { actor: a, lease } = conn.role else {
-            return;
-        };
+        let (a, lease) = (conn.actor, conn.lease);
         tracing::debug!(actor = %a, "lost the actor's worker: {reason}");
         let Some(c) = self.callers.get_mut(&a) else {
             return;

@@ -78,10 +78,8 @@ impl CoreState {
     /// A borrowed ref to `id`, owned by `owner`, was decoded here: one more handle
     /// family. `addr` is where the owner's node serves other nodes, if it is another.
     pub fn add_borrowed(&mut self, id: ObjectId, owner: Owner, addr: Option<std::net::SocketAddr>) {
-        if let Some(addr) = addr
-            && owner.node != self.node()
-        {
-            self.nodes.entry(owner.node).or_insert(addr);
+        if let Some(addr) = addr {
+            self.raylets.learn(owner.node, addr);
         }
         self.borrowed.add_local(id, owner);
     }
@@ -338,7 +336,7 @@ impl CoreState {
             self.send_raylet(msg);
             return true;
         }
-        if !self.nodes.contains_key(&node) {
+        if !self.raylets.reachable(node) {
             return false;
         }
         self.send_to(Some(node), msg);
@@ -371,10 +369,8 @@ impl CoreState {
         }
         let mut held = Vec::new();
         for r in refs.iter().filter(|r| r.owner != me) {
-            if let Some(addr) = r.home
-                && r.node != self.node()
-            {
-                self.nodes.entry(r.node).or_insert(addr);
+            if let Some(addr) = r.home {
+                self.raylets.learn(r.node, addr);
             }
             self.borrowed.add_contained(r.id, Owner { worker: r.owner, node: r.node });
             held.push(r.id);

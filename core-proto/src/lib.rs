@@ -30,11 +30,23 @@
 
 mod actors;
 mod borrow;
+mod leases;
 mod lineage;
+mod raylets;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
 pub use actors::{ActorSpawn, Borrow};
+pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
+use leases::{Leases, Spillback};
+use raylets::Raylets;
+pub use raylets::UNREACHABLE_HOLD;
+pub use tasks::{Arg, Submit, Target};
+use tasks::{
+    Slot, Task, Unready, Values, args_node, encode_push, inline_location, resolve, resolve_now, returns_of,
+    stored_returns,
+};
 
 use ares_common::RequestId;
 use std::collections::VecDeque;
@@ -43,24 +55,11 @@ use std::time::{Duration, Instant};
 
 use ares_common::codec::Bytes;
 use ares_common::det::DetMap;
-use ares_common::frame;
-use ares_common::wire::{
-    FromRaylet, FromWorker, Outcome, RefInValue, ReturnValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg,
-};
+use ares_common::wire::{FromRaylet, FromWorker, Outcome, RefInValue, ReturnValue, TaskKind, ToRaylet, WireArg};
 use ares_common::{
     ActorId, Address, Endpoint, LeaseId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId,
 };
 use ares_ownership::{BorrowTable, Location, Output as OwnershipOutput, Owner, OwnershipTable, Status};
-
-/// Lease requests outstanding per shape at most (Ray uses 10 per scheduling class).
-pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
-/// Target time of queued work per worker: pipelining deeper than this only unbalances.
-const PIPELINE_TARGET: Duration = Duration::from_micros(500);
-/// Idle leases are returned after this long.
-pub const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
-/// A node whose raylet could not be reached is not asked again for this long; lease
-/// requests spilled to it wait this long, until the cluster view says it is dead.
-pub const UNREACHABLE_HOLD: Duration = Duration::from_millis(500);
 
 /// The node whose actor directory keeps an actor, when it is not this process's own
 /// node: its ID and QUIC address.
@@ -168,130 +167,7 @@ impl TaskScope {
     }
 }
 
-/// One argument of a submission.
-pub enum Arg {
-    /// An encoded value, small enough to travel in the push.
-    Inline(Bytes),
-    /// A large by-value argument the driver already stored as the owned object `id`
-    /// (one local reference, which the task takes over).
-    Stored { id: ObjectId, len: u64 },
-    /// A future.
-    Ref(ObjectId),
-    /// A list of futures passed as one `Vec<T>` argument.
-    Gather { ids: Vec<ObjectId>, combine: Combine },
-}
-
-enum Slot {
-    Inline(Arc<Bytes>),
-    Ref(ObjectId),
-    Gather { ids: Vec<ObjectId>, combine: Combine, merged: Option<Arc<Bytes>> },
-}
-
-/// Where a task runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Target {
-    /// Any leased worker of its resource shape.
-    Pool,
-    /// A method call on an actor.
-    Actor(ActorId),
-    /// An actor's construction (kept until the actor dies, to be re-run on restarts).
-    Create(ActorId),
-}
-
-/// The queue a task waits in for a leased worker: its resources and where it may run.
-/// Leases serve one key.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct SchedKey {
-    pub shape: ResourceSet,
-    pub strategy: Strategy,
-}
-
-/// Options of one submission, already in wire terms.
-pub struct Submit {
-    pub function: &'static str,
-    pub shape: ResourceSet,
-    /// Where in the cluster it should run (tasks; actors stay on this node).
-    pub strategy: Strategy,
-    pub max_retries: u32,
-    pub target: Target,
-    pub kind: TaskKind,
-    /// Actors whose handles the arguments carry: held until the task is done.
-    pub keeps: Vec<ActorId>,
-    /// Refs (owned or borrowed) encoded inside argument values: kept in scope until the
-    /// task is done.
-    pub carried: Vec<ObjectId>,
-    /// Return values (at least 1): `ObjectId::for_return(task, 0..num_returns)`.
-    pub num_returns: u32,
-}
-
-struct Task {
-    function: Arc<str>,
-    args: Vec<Slot>,
-    arg_ids: Vec<ObjectId>,
-    carried: Vec<ObjectId>,
-    shape: ResourceSet,
-    strategy: Strategy,
-    retries_left: u32,
-    attempts: u32,
-    /// Arguments still pending.
-    unresolved: usize,
-    /// Gathered arguments not yet merged.
-    unmerged: usize,
-    target: Target,
-    kind: TaskKind,
-    keeps: Vec<ActorId>,
-    num_returns: u32,
-    /// Nodes where earlier attempts ran on workers that were lost: they may have sealed
-    /// return values there, which the successful attempt's make stale.
-    stale_on: Vec<NodeId>,
-}
-
-impl Task {
-    fn ready(&self) -> bool {
-        self.unresolved == 0 && self.unmerged == 0
-    }
-}
-
-/// The return objects of `task_id` that `outcome` says are sealed in a store.
-fn stored_returns(task_id: TaskId, outcome: &Outcome) -> Vec<ObjectId> {
-    match outcome {
-        Outcome::Shared { .. } => vec![ObjectId::for_return(task_id, 0)],
-        Outcome::Returns(v) => v
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| matches!(r, ReturnValue::Shared { .. }))
-            .map(|(i, _)| ObjectId::for_return(task_id, i as u32))
-            .collect(),
-        Outcome::Inline(_) | Outcome::Failed(_) => Vec::new(),
-    }
-}
-
-fn inline_location(v: &[u8]) -> Location {
-    let mut b = Bytes::with_capacity(v.len());
-    b.extend_from_slice(v);
-    Location::Inline(Arc::new(b))
-}
-
-/// The return objects of task `tid` of `n` return values.
-fn returns_of(tid: TaskId, n: u32) -> impl Iterator<Item = ObjectId> {
-    (0..n.max(1)).map(move |i| ObjectId::for_return(tid, i))
-}
-
-#[derive(Default)]
-struct ShapeState {
-    queue: VecDeque<TaskId>,
-    leases: Vec<ConnId>,
-    requests: Vec<RequestId>,
-}
-
-enum Role {
-    /// A worker leased for tasks of one key, from the raylet of `node` (`None`: this
-    /// node's).
-    Lease { lease_id: LeaseId, shape: SchedKey, node: Option<NodeId>, last_reply: Instant, idle_since: Option<Instant> },
-    /// The worker hosting an actor; the owner also holds its dedicated lease.
-    Actor { actor: ActorId, lease: Option<(LeaseId, WorkerId)> },
-}
-
+/// A connection to the worker hosting an actor (leased workers' are [`Leases`]').
 struct Conn {
     endpoint: Endpoint,
     /// The driver reported the connection open; nothing is pushed before.
@@ -299,19 +175,21 @@ struct Conn {
     /// Replies arrived on it (a borrower's lookup found a working address).
     answered: bool,
     in_flight: VecDeque<(TaskId, Instant)>,
-    role: Role,
+    actor: ActorId,
+    /// The dedicated lease the owner holds for the actor's worker (callers that borrow
+    /// the actor hold none).
+    lease: Option<(LeaseId, WorkerId)>,
 }
 
 impl Conn {
-    fn new(endpoint: Endpoint, role: Role) -> Self {
-        Conn { endpoint, connected: false, answered: false, in_flight: VecDeque::new(), role }
+    fn new(endpoint: Endpoint, actor: ActorId, lease: Option<(LeaseId, WorkerId)>) -> Self {
+        Conn { endpoint, connected: false, answered: false, in_flight: VecDeque::new(), actor, lease }
     }
 }
 
 /// A raylet request this state sent and awaits the answer to.
+/// (Lease requests for queues are [`Leases`]'.)
 enum Request {
-    /// A lease for a queue, asked of `node`'s raylet (`None`: this node's).
-    Lease(SchedKey, Option<NodeId>),
     ActorLease(ActorId),
     AddHold(ActorId),
     WorkerLost(ActorId),
@@ -349,16 +227,11 @@ pub struct CoreState {
     root: TaskScope,
     tasks: DetMap<TaskId, Task>,
     waiting: DetMap<ObjectId, Vec<TaskId>>,
-    shapes: DetMap<SchedKey, ShapeState>,
-    /// Where other nodes' raylets serve, as spillback named them.
-    nodes: DetMap<NodeId, std::net::SocketAddr>,
-    /// Nodes whose raylet connection failed, and when.
-    unreachable: DetMap<NodeId, Instant>,
-    /// Why this node's daemon said it is stopping, if it did.
-    raylet_goodbye: Option<String>,
-    /// Queues that ask for no lease before this time (they were sent to an unreachable
-    /// node).
-    backoff: DetMap<SchedKey, Instant>,
+    /// Queues of ready tasks and the workers leased for them.
+    leases: Leases,
+    /// This node's raylet and the other nodes' this process talks to.
+    raylets: Raylets,
+    /// Connections to actors' workers.
     conns: DetMap<ConnId, Conn>,
     requests: DetMap<RequestId, Request>,
     /// Actors this process calls (owned or borrowed).
@@ -390,8 +263,6 @@ pub struct CoreState {
     lineage: lineage::KeptSpecs,
     next_conn: u64,
     next_request: RequestId,
-    /// Moving average of the time a worker spends per task, in seconds.
-    avg_task_secs: Option<f64>,
     /// Why the state stopped (shutdown, or the raylet is gone): every pending and later
     /// task fails with it.
     stopped: Option<TaskError>,
@@ -405,17 +276,15 @@ pub struct CoreState {
 impl CoreState {
     pub fn new(cfg: StateConfig) -> Self {
         let max_lineage_bytes = cfg.max_lineage_bytes;
+        let (max_in_flight, here) = (cfg.max_in_flight, cfg.address.node);
         CoreState {
             root: TaskScope::new(cfg.root),
             cfg,
             table: OwnershipTable::new(),
             tasks: DetMap::default(),
             waiting: DetMap::default(),
-            shapes: DetMap::default(),
-            nodes: DetMap::default(),
-            unreachable: DetMap::default(),
-            raylet_goodbye: None,
-            backoff: DetMap::default(),
+            leases: Leases::new(max_in_flight),
+            raylets: Raylets::new(here),
             conns: DetMap::default(),
             requests: DetMap::default(),
             callers: DetMap::default(),
@@ -431,7 +300,6 @@ impl CoreState {
             lineage: lineage::KeptSpecs::new(max_lineage_bytes),
             next_conn: 1,
             next_request: RequestId(1),
-            avg_task_secs: None,
             stopped: None,
             out: VecDeque::new(),
             changed: false,
@@ -458,12 +326,8 @@ impl CoreState {
 
     /// When [`CoreState::handle_timeout`] should next run, if anything waits for time.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let idle = self.conns.values().filter_map(|c| match c.role {
-            Role::Lease { idle_since: Some(t), .. } if c.in_flight.is_empty() => Some(t + IDLE_LEASE_TIMEOUT),
-            _ => None,
-        });
         let retries = self.callers.values().filter_map(|c| c.retry_at());
-        idle.chain(retries).chain(self.backoff.values().copied()).min()
+        retries.chain(self.leases.next_timer()).min()
     }
 
     /// Which values travel inline.
@@ -503,7 +367,7 @@ impl CoreState {
 
     /// Open connections to workers.
     pub fn open_conns(&self) -> usize {
-        self.conns.len()
+        self.conns.len() + self.leases.len()
     }
 
     /// Whether `stop` ran.
@@ -809,7 +673,7 @@ impl CoreState {
         match t.target {
             Target::Pool => {
                 let shape = SchedKey { shape: t.shape.clone(), strategy: t.strategy.clone() };
-                self.shapes.entry(shape.clone()).or_default().queue.push_back(tid);
+                self.leases.enqueue(&shape, tid);
                 if !touched.shapes.contains(&shape) {
                     touched.shapes.push(shape);
                 }
@@ -912,15 +776,6 @@ impl CoreState {
         }
     }
 
-    fn depth(&self) -> usize {
-        match self.avg_task_secs {
-            None => 1,
-            Some(avg) => {
-                ((PIPELINE_TARGET.as_secs_f64() / avg.max(1e-7)) as usize).clamp(1, self.cfg.max_in_flight as usize)
-            }
-        }
-    }
-
     fn dispatch_touched(&mut self, now: Instant, touched: Touched) {
         for shape in &touched.shapes {
             self.dispatch(now, shape);
@@ -931,53 +786,29 @@ impl CoreState {
     }
 
     /// Pushes queued tasks of `shape` to its leased workers and asks for more leases if
-    /// tasks remain queued.
+    /// tasks remain queued ([`Leases`] picks the workers; this builds the pushes).
     fn dispatch(&mut self, now: Instant, shape: &SchedKey) {
-        let depth = self.depth();
         let mut failures = Vec::new();
-        // Tasks that may run anywhere also use idle workers leased for the same resources
-        // under another strategy, rather than wait for a CPU those leases hold (a small
-        // combine behind a node's stream of placed chunks). Looked for only when none of
-        // the queue's own leases can take more.
-        let anywhere = matches!(shape.strategy, Strategy::Default);
-        let borrowable = |c: &Conn| match &c.role {
-            Role::Lease { shape: k, .. } => {
-                k != shape && k.shape == shape.shape && c.connected && c.in_flight.is_empty()
-            }
-            Role::Actor { .. } => false,
-        };
-        let Some(st) = self.shapes.get_mut(shape) else {
-            return;
-        };
-        let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
         let mut unready: Vec<(TaskId, Vec<ObjectId>)> = Vec::new();
-        while !st.queue.is_empty() {
-            let conns = &self.conns;
-            let own = st
-                .leases
-                .iter()
-                .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth)
-                .min_by_key(|c| conns[*c].in_flight.len());
-            let idle = || anywhere.then(|| conns.iter().find(|(_, c)| borrowable(c)).map(|(id, _)| id)).flatten();
-            let Some(&conn_id) = own.or_else(idle) else {
-                break;
+        let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
+        let values = Values::new(&self.table, &self.lookups);
+        let (tasks, owner, max_frame) = (&self.tasks, self.cfg.address.worker, self.cfg.max_frame);
+        self.leases.push_queued(shape, now, |conn_id, tid| {
+            let Some(task) = tasks.get(&tid) else {
+                return false;
             };
-            let tid = st.queue.pop_front().expect("non-empty");
-            let Some(task) = self.tasks.get(&tid) else {
-                continue;
-            };
-            let payload = match resolve(&Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
-                .and_then(|spec| encode_push(spec, self.cfg.max_frame).map_err(Unready::Failed))
+            let payload = match resolve(&values, owner, tid, task)
+                .and_then(|spec| encode_push(spec, max_frame).map_err(Unready::Failed))
             {
                 Ok(p) => p,
                 Err(Unready::Failed(e)) => {
                     failures.push((tid, e));
-                    continue;
+                    return false;
                 }
                 Err(Unready::Pending(ids)) => {
                     // An argument was lost since the task was queued and is being rebuilt.
                     unready.push((tid, ids));
-                    continue;
+                    return false;
                 }
             };
             let buf = match out.iter_mut().find(|(c, _)| *c == conn_id) {
@@ -988,65 +819,15 @@ impl CoreState {
                 }
             };
             payload.write_to(buf);
-            let conn = self.conns.get_mut(&conn_id).expect("listed lease exists");
-            conn.in_flight.push_back((tid, now));
-            if let Role::Lease { idle_since, .. } = &mut conn.role {
-                *idle_since = None;
-            }
-        }
+            true
+        });
         for (conn, bytes) in out {
             // The driver never blocks on this: a reader thread may be dispatching here.
             self.out.push_back(Output::Send { conn, bytes });
         }
-        for c in &st.leases {
-            let conn = self.conns.get_mut(c).expect("listed lease exists");
-            if let Role::Lease { idle_since, .. } = &mut conn.role
-                && conn.in_flight.is_empty()
-                && idle_since.is_none()
-            {
-                *idle_since = Some(now);
-            }
-        }
-        let held = self.backoff.get(shape).is_some_and(|t| now < *t);
-        let want = if held { 0 } else { st.queue.len().min(MAX_PENDING_LEASE_REQUESTS) };
-        // A soft preference (given, or the node holding the arguments) is asked of that
-        // node directly, which queues it while it can ever hold it: the tasks wait for
-        // their data's node rather than run elsewhere on a stale view of free CPUs. A
-        // node whose address is not known yet is reached through this node's spillback.
-        let (to, spilled) = match &shape.strategy {
-            Strategy::NodeAffinity { node, soft: true } if *node == self.cfg.address.node => (None, true),
-            Strategy::NodeAffinity { node, soft: true } => match self.nodes.get(node) {
-                Some(addr) => (Some((*node, *addr)), true),
-                None => (None, false),
-            },
-            // Locality (Ray's): ask first the node holding most of the first queued
-            // task's argument bytes, which grants it or spills it back on its own
-            // current figures.
-            Strategy::Default if st.requests.len() < want => {
-                let head = st.queue.front().and_then(|t| self.tasks.get(t));
-                let node =
-                    head.and_then(|t| args_node(&Values::new(&self.table, &self.lookups), self.cfg.address.node, t));
-                (node.and_then(|n| self.nodes.get(&n).map(|a| (n, *a))), false)
-            }
-            _ => (None, false),
-        };
-        while st.requests.len() < want {
-            let request_id = self.next_request;
-            self.next_request = self.next_request.next();
-            st.requests.push(request_id);
-            self.requests.insert(request_id, Request::Lease(shape.clone(), to.map(|(n, _)| n)));
-            let msg = ToRaylet::RequestLease {
-                request_id,
-                shape: shape.shape.clone(),
-                dedicated: false,
-                strategy: shape.strategy.clone(),
-                spilled,
-            };
-            self.out.push_back(match to {
-                Some((node, addr)) => Output::ToNode { node, addr, msg },
-                None => Output::ToRaylet(msg),
-            });
-        }
+        let here = self.cfg.address.node;
+        let arg_node = |tid: TaskId| tasks.get(&tid).and_then(|t| args_node(&values, here, t));
+        self.leases.request_leases(shape, now, &self.raylets, arg_node, &mut self.next_request, &mut self.out);
         for (tid, ids) in unready {
             if let Some(t) = self.tasks.get_mut(&tid) {
                 t.unresolved += ids.len();
@@ -1077,29 +858,10 @@ impl CoreState {
     /// held there end when their workers' connections do.
     pub fn handle_node_lost(&mut self, now: Instant, node: NodeId, reason: &str) {
         tracing::debug!(%node, "lost the raylet of another node: {reason}");
-        self.nodes.remove(&node);
-        self.unreachable.insert(node, now);
+        self.raylets.lost(node, now);
         self.actor_home_lost(node, reason);
         self.owner_node_gone(node, reason);
-        let lost: Vec<(RequestId, SchedKey)> = self
-            .requests
-            .iter()
-            .filter_map(|(id, r)| match r {
-                Request::Lease(key, Some(n)) if *n == node => Some((*id, key.clone())),
-                _ => None,
-            })
-            .collect();
-        let mut keys: Vec<SchedKey> = Vec::new();
-        for (id, key) in lost {
-            self.requests.remove(&id);
-            if let Some(st) = self.shapes.get_mut(&key) {
-                st.requests.retain(|r| *r != id);
-            }
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        for key in keys {
+        for key in self.leases.forget_requests_at(node) {
             self.dispatch(now, &key);
         }
         self.flush_frees();
@@ -1111,13 +873,7 @@ impl CoreState {
         // Forget the node first, so the retries below are not asked of it.
         self.out.push_back(Output::ForgetNode(node));
         self.handle_node_lost(now, node, "the node died");
-        let lost: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| matches!(c.role, Role::Lease { node: Some(n), .. } if n == node))
-            .map(|(id, _)| *id)
-            .collect();
-        for conn in lost {
+        for conn in self.leases.conns_on(node) {
             self.out.push_back(Output::Close(conn));
             self.on_lease_lost(now, conn, "its node died");
         }
@@ -1129,80 +885,52 @@ impl CoreState {
     /// Sends `msg` to the raylet of `node` (`None`: this node's). A node whose
     /// connection was lost is not written to: what the message was about died with it.
     fn send_to(&mut self, node: Option<NodeId>, msg: ToRaylet) {
-        match node {
-            Some(n) if n != self.node() => {
-                if let Some(addr) = self.nodes.get(&n) {
-                    self.out.push_back(Output::ToNode { node: n, addr: *addr, msg });
-                }
-            }
-            _ => self.send_raylet(msg),
-        }
+        self.raylets.send(node, msg, &mut self.out);
     }
 
     fn on_raylet(&mut self, now: Instant, from: Option<NodeId>, msg: FromRaylet) {
         match msg {
             FromRaylet::LeaseGranted { request_id, lease_id, worker_addr, worker_id } => {
-                match self.requests.remove(&request_id) {
-                    Some(Request::Lease(shape, _)) => {
-                        self.on_lease_granted(now, request_id, &shape, from, lease_id, worker_addr)
+                if let Some(shape) = self.leases.take_request(request_id) {
+                    self.on_lease_granted(now, shape, from, lease_id, worker_addr);
+                } else {
+                    match self.requests.remove(&request_id) {
+                        Some(Request::ActorLease(a)) if from.is_none() => {
+                            self.on_actor_lease(a, lease_id, worker_id, worker_addr)
+                        }
+                        // Withdrawn after the grant was sent (or granted after a stop):
+                        // nothing was pushed to the worker, so it goes back to the pool.
+                        _ => self.send_to(from, ToRaylet::ReturnLease { lease_id, worker_broken: false }),
                     }
-                    Some(Request::ActorLease(a)) if from.is_none() => {
-                        self.on_actor_lease(a, lease_id, worker_id, worker_addr)
-                    }
-                    // Withdrawn after the grant was sent (or granted after a stop): nothing
-                    // was pushed to the worker, so it goes back to the pool.
-                    _ => self.send_to(from, ToRaylet::ReturnLease { lease_id, worker_broken: false }),
                 }
             }
             FromRaylet::LeaseSpillback { request_id, node, addr } => {
-                let Some(Request::Lease(key, at)) = self.requests.get_mut(&request_id) else {
-                    return;
-                };
-                if self.unreachable.get(&node).is_some_and(|t| now.saturating_duration_since(*t) < UNREACHABLE_HOLD) {
-                    // Sent to a node we just failed to reach: wait a moment and ask again
-                    // (by then the view may say it is dead) rather than spin.
-                    let key = key.clone();
-                    self.requests.remove(&request_id);
-                    if let Some(st) = self.shapes.get_mut(&key) {
-                        st.requests.retain(|r| *r != request_id);
+                let unreachable = self.raylets.recently_unreachable(node, now);
+                match self.leases.spillback(request_id, node, unreachable, now) {
+                    Spillback::Unknown => return,
+                    // Sent to a node we just failed to reach: its queue asks again later.
+                    Spillback::HeldBack => {
+                        self.timer_changed = true;
+                        return;
                     }
-                    self.backoff.insert(key, now + UNREACHABLE_HOLD);
-                    self.timer_changed = true;
-                    return;
+                    Spillback::Ask(msg) => {
+                        self.raylets.set(node, addr);
+                        self.send_to(Some(node), *msg);
+                    }
                 }
-                // The raylet that answered names a better node: ask it instead, once.
-                *at = Some(node);
-                let msg = ToRaylet::RequestLease {
-                    request_id,
-                    shape: key.shape.clone(),
-                    dedicated: false,
-                    strategy: key.strategy.clone(),
-                    spilled: true,
-                };
-                if node != self.node() {
-                    self.nodes.insert(node, addr);
-                }
-                self.send_to(Some(node), msg);
             }
-            FromRaylet::LeaseInfeasible { request_id, error } => match self.requests.remove(&request_id) {
-                Some(Request::Lease(shape, _)) => {
-                    let queued: Vec<TaskId> = match self.shapes.get_mut(&shape) {
-                        Some(st) => {
-                            st.requests.retain(|r| *r != request_id);
-                            st.queue.drain(..).collect()
-                        }
-                        None => Vec::new(),
-                    };
-                    for tid in queued {
+            FromRaylet::LeaseInfeasible { request_id, error } => {
+                if let Some(shape) = self.leases.take_request(request_id) {
+                    for tid in self.leases.drain_queue(&shape) {
                         self.fail_task(tid, error.clone());
                     }
+                } else if let Some(Request::ActorLease(a)) = self.requests.remove(&request_id) {
+                    self.actor_infeasible(a, error);
                 }
-                Some(Request::ActorLease(a)) => self.actor_infeasible(a, error),
-                _ => {}
-            },
+            }
             FromRaylet::ObjectsSpilled { objects } => self.on_spilled(objects),
             FromRaylet::NodeDied { node } => self.on_node_died(now, node),
-            FromRaylet::ShuttingDown { reason } if from.is_none() => self.raylet_goodbye = Some(reason),
+            FromRaylet::ShuttingDown { reason } if from.is_none() => self.raylets.said_goodbye(reason),
             FromRaylet::ActorReply { request_id, error } => match self.requests.remove(&request_id) {
                 Some(Request::AddHold(a)) => self.on_hold_added(a, error),
                 Some(Request::WorkerLost(a)) => self.on_restart_decided(now, a, error),
@@ -1230,88 +958,66 @@ impl CoreState {
     fn on_lease_granted(
         &mut self,
         now: Instant,
-        request_id: RequestId,
-        shape: &SchedKey,
+        shape: SchedKey,
         node: Option<NodeId>,
         lease_id: LeaseId,
         endpoint: Endpoint,
     ) {
-        let Some(st) = self.shapes.get_mut(shape) else {
-            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
-            return;
-        };
-        st.requests.retain(|r| *r != request_id);
-        if st.queue.is_empty() || self.stopped.is_some() {
+        if !self.leases.wants_worker(&shape) || self.stopped.is_some() {
             self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
             return;
         }
         let conn = self.conn_id();
         self.out.push_back(Output::Connect { conn, endpoint: endpoint.clone() });
-        let role = Role::Lease { lease_id, shape: shape.clone(), node, last_reply: now, idle_since: Some(now) };
-        self.conns.insert(conn, Conn::new(endpoint, role));
-        self.shapes.get_mut(shape).expect("present").leases.push(conn);
+        self.leases.add(conn, shape, node, lease_id, endpoint, now);
     }
 
     /// The driver opened `conn` (see [`Output::Connect`]): pushes may go.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
-        c.connected = true;
-        match &c.role {
-            Role::Lease { shape, .. } => {
-                let shape = shape.clone();
-                self.dispatch(now, &shape);
-            }
-            Role::Actor { actor, lease } => {
-                let (a, owned_lease) = (*actor, lease.is_some());
-                self.actor_connected(now, a, conn, owned_lease);
-            }
+        if let Some(shape) = self.leases.connected(conn) {
+            self.dispatch(now, &shape);
+        } else if let Some(c) = self.conns.get_mut(&conn) {
+            c.connected = true;
+            let (a, owned_lease) = (c.actor, c.lease.is_some());
+            self.actor_connected(now, a, conn, owned_lease);
         }
         self.flush_frees();
     }
 
     /// The driver could not open `conn`; nothing was sent on it.
     pub fn handle_connect_failed(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        let Some(c) = self.conns.get(&conn) else {
-            return;
-        };
-        tracing::debug!("could not connect to {}: {reason}", c.endpoint);
-        match c.role {
+        if let Some(endpoint) = self.leases.endpoint(conn) {
+            tracing::debug!("could not connect to {endpoint}: {reason}");
             // Nothing was pushed on it, so losing it costs no task an attempt.
-            Role::Lease { .. } => self.on_lease_lost(now, conn, reason),
-            Role::Actor { actor, lease } => {
-                let c = self.conns.remove(&conn).expect("present");
-                self.actor_connect_failed(now, actor, conn, lease, &c.endpoint, reason)
-            }
+            self.on_lease_lost(now, conn, reason);
+        } else if let Some(c) = self.conns.remove(&conn) {
+            tracing::debug!("could not connect to {}: {reason}", c.endpoint);
+            self.actor_connect_failed(now, c.actor, conn, c.lease, &c.endpoint, reason)
         }
         self.flush_frees();
     }
 
     /// Replies arrived on `conn`.
     pub fn handle_replies(&mut self, now: Instant, conn: ConnId, replies: Vec<FromWorker>) {
-        match self.conns.get(&conn).map(|c| &c.role) {
-            Some(Role::Lease { .. }) => self.on_lease_replies(now, conn, replies),
-            Some(Role::Actor { .. }) => self.on_actor_replies(now, conn, replies),
+        if self.leases.has(conn) {
+            self.on_lease_replies(now, conn, replies);
+        } else if self.conns.contains_key(&conn) {
+            self.on_actor_replies(now, conn, replies);
+        } else {
             // Forgotten (closed by us, or its actor died): large results it made are in
             // the store and nobody will read them (copies of this attempt on other nodes
             // go with the task's `stale_on`).
-            None => {
-                let ids = replies
-                    .into_iter()
-                    .flat_map(|FromWorker::Done { task_id, outcome, .. }| self.unheld_returns(task_id, &outcome, None))
-                    .collect();
-                self.delete_stale(ids);
-            }
+            let ids = replies
+                .into_iter()
+                .flat_map(|FromWorker::Done { task_id, outcome, .. }| self.unheld_returns(task_id, &outcome, None))
+                .collect();
+            self.delete_stale(ids);
         }
         self.flush_frees();
     }
 
     fn on_lease_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
-        let lease_node = match self.conns.get(&conn_id).map(|c| &c.role) {
-            Some(Role::Lease { node, .. }) => *node,
-            _ => None,
-        };
+        let lease_node = self.leases.lease_of(conn_id).and_then(|(_, node)| node);
         let node = lease_node.unwrap_or(self.node());
         let mut stale = Vec::new();
         let mut touched = Touched::default();
@@ -1329,39 +1035,21 @@ impl CoreState {
             if !contained.is_empty() {
                 self.hold_returned(task_id, &contained);
             }
-            if let Some(conn) = self.conns.get_mut(&conn_id)
-                && let Some(pos) = conn.in_flight.iter().position(|(t, _)| *t == task_id)
-            {
-                let (_, pushed) = conn.in_flight.remove(pos).expect("in range");
-                if let Role::Lease { last_reply, .. } = &mut conn.role {
-                    let secs = now.saturating_duration_since(pushed.max(*last_reply)).as_secs_f64();
-                    *last_reply = now;
-                    self.avg_task_secs = Some(match self.avg_task_secs {
-                        None => secs,
-                        Some(avg) => avg * 0.9 + secs * 0.1,
-                    });
-                }
-            }
+            self.leases.replied(conn_id, task_id, now);
             self.complete(now, task_id, outcome, node, &mut stale, &mut touched);
         }
         self.changed = true;
-        if let Some(Role::Lease { shape, .. }) = self.conns.get(&conn_id).map(|c| &c.role) {
-            // Its own queue first, then tasks that may borrow it (see `dispatch`).
+        if let Some((shape, _)) = self.leases.lease_of(conn_id) {
+            // Its own queue first, then tasks that may borrow it (see `Leases::push_queued`).
             let anywhere = SchedKey { shape: shape.shape.clone(), strategy: Strategy::Default };
             for k in [shape.clone(), anywhere] {
-                if !touched.shapes.contains(&k) && self.shapes.contains_key(&k) {
+                if !touched.shapes.contains(&k) && self.leases.has_queue(&k) {
                     touched.shapes.push(k);
                 }
             }
         }
         self.dispatch_touched(now, touched);
-        if let Some(conn) = self.conns.get_mut(&conn_id)
-            && let Role::Lease { idle_since, .. } = &mut conn.role
-            && conn.in_flight.is_empty()
-            && idle_since.is_none()
-        {
-            *idle_since = Some(now);
-        }
+        self.leases.settle(conn_id, now);
         self.delete_stale_at(lease_node, stale);
     }
 
@@ -1519,27 +1207,20 @@ impl CoreState {
 
     /// `conn` ended (its worker died or could not be reached).
     pub fn handle_conn_closed(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        match self.conns.get(&conn).map(|c| &c.role) {
-            Some(Role::Lease { .. }) => self.on_lease_lost(now, conn, reason),
-            Some(Role::Actor { .. }) => self.on_actor_conn_lost(now, conn, reason),
-            None => {}
+        if self.leases.has(conn) {
+            self.on_lease_lost(now, conn, reason);
+        } else {
+            self.on_actor_conn_lost(now, conn, reason);
         }
         self.flush_frees();
     }
 
     fn on_lease_lost(&mut self, now: Instant, conn_id: ConnId, reason: &str) {
-        let Some(conn) = self.conns.remove(&conn_id) else {
-            return;
-        };
-        let Role::Lease { lease_id, shape, node, .. } = conn.role else {
+        let Some(leases::Ended { lease_id, key: shape, node, in_flight }) = self.leases.remove(conn_id) else {
             return;
         };
         tracing::debug!("lost leased worker: {reason}");
         self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: true });
-        if let Some(st) = self.shapes.get_mut(&shape) {
-            st.leases.retain(|l| *l != conn_id);
-        }
-        let in_flight: Vec<TaskId> = conn.in_flight.into_iter().map(|(t, _)| t).collect();
         let lost_on = node.unwrap_or(self.node());
         for t in &in_flight {
             if let Some(task) = self.tasks.get_mut(t) {
@@ -1558,11 +1239,7 @@ impl CoreState {
         });
         // The dead worker may have sealed results before dying.
         let stale = failed;
-        if let Some(st) = self.shapes.get_mut(&shape) {
-            for tid in retry.into_iter().rev() {
-                st.queue.push_front(tid);
-            }
-        }
+        self.leases.requeue_front(&shape, retry);
         self.dispatch(now, &shape);
         self.delete_stale_at(node, stale);
     }
@@ -1595,33 +1272,15 @@ impl CoreState {
 
     /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let idle: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| match c.role {
-                Role::Lease { idle_since: Some(t), .. } => {
-                    c.in_flight.is_empty() && now.saturating_duration_since(t) >= IDLE_LEASE_TIMEOUT
-                }
-                _ => false,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in idle {
-            let conn = self.conns.remove(&id).expect("listed");
-            let Role::Lease { lease_id, shape, node, .. } = conn.role else { continue };
-            if let Some(st) = self.shapes.get_mut(&shape) {
-                st.leases.retain(|l| *l != id);
-            }
+        for (id, ended) in self.leases.expire_idle(now) {
             self.out.push_back(Output::Close(id));
-            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
+            self.send_to(ended.node, ToRaylet::ReturnLease { lease_id: ended.lease_id, worker_broken: false });
         }
         self.run_due_lookups(now);
-        let due: Vec<SchedKey> = self.backoff.iter().filter(|(_, t)| **t <= now).map(|(k, _)| k.clone()).collect();
-        for key in due {
-            self.backoff.remove(&key);
+        for key in self.leases.due_backoffs(now) {
             self.dispatch(now, &key);
         }
-        self.unreachable.retain(|_, t| now.saturating_duration_since(*t) < UNREACHABLE_HOLD);
+        self.raylets.expire(now);
         self.flush_frees();
     }
 
@@ -1639,18 +1298,13 @@ impl CoreState {
         // Withdraw waiting lease requests before the leases go back: a request granted
         // after this process left would cost its raylet the worker (reaped as possibly
         // still running our work).
-        let mut waiting: Vec<(Option<NodeId>, Vec<RequestId>)> = Vec::new();
-        for (id, r) in self.requests.iter() {
-            let node = match r {
-                Request::Lease(_, node) => *node,
-                Request::ActorLease(_) => None,
-                _ => continue,
-            };
-            match waiting.iter_mut().find(|(n, _)| *n == node) {
-                Some((_, ids)) => ids.push(*id),
-                None => waiting.push((node, vec![*id])),
-            }
+        let mut waiting = self.leases.withdraw_requests();
+        let actor_leases = self.requests.iter().filter(|(_, r)| matches!(r, Request::ActorLease(_))).map(|(id, _)| *id);
+        match waiting.iter_mut().find(|(n, _)| n.is_none()) {
+            Some((_, ids)) => ids.extend(actor_leases),
+            None => waiting.push((None, actor_leases.collect())),
         }
+        waiting.retain(|(_, ids)| !ids.is_empty());
         for (node, request_ids) in waiting {
             self.send_to(node, ToRaylet::CancelLeaseRequests { request_ids });
         }
@@ -1658,16 +1312,12 @@ impl CoreState {
         for tid in ids {
             self.fail_task(tid, error.clone());
         }
-        for st in self.shapes.values_mut() {
-            st.leases.clear();
-            st.queue.clear();
-        }
-        let conns: Vec<(ConnId, Conn)> = self.conns.drain().collect();
-        for (id, conn) in conns {
+        for (id, lease_id, node) in self.leases.stop() {
             self.out.push_back(Output::Close(id));
-            if let Role::Lease { lease_id, node, .. } = conn.role {
-                self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
-            }
+            self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
+        }
+        for id in self.conns.drain().map(|(id, _)| id).collect::<Vec<_>>() {
+            self.out.push_back(Output::Close(id));
         }
         self.callers.clear();
         self.requests.clear();
@@ -1681,140 +1331,4 @@ impl CoreState {
         self.lineage.clear();
         self.flush_frees();
     }
-}
-
-/// The node other than `here` holding the most bytes of `t`'s stored arguments (`None`
-/// when `here` holds the most, or none is stored).
-/// The values a task's arguments can take: owned objects, and borrowed ones whose
-/// owners answered.
-struct Values<'a> {
-    table: &'a OwnershipTable,
-    lookups: &'a DetMap<ObjectId, borrow::Lookup>,
-}
-
-impl<'a> Values<'a> {
-    fn new(table: &'a OwnershipTable, lookups: &'a DetMap<ObjectId, borrow::Lookup>) -> Self {
-        Values { table, lookups }
-    }
-
-    fn status(&self, id: ObjectId) -> Option<&'a Status> {
-        self.table.status(id).or_else(|| self.lookups.get(&id).map(|l| &l.status))
-    }
-
-    /// The owner of `id`: `me` for an owned object, else the owner a lookup asked.
-    fn owner_of(&self, id: ObjectId, me: WorkerId) -> WorkerId {
-        match self.table.status(id) {
-            Some(_) => me,
-            None => self.lookups.get(&id).map_or(me, |l| l.owner().worker),
-        }
-    }
-}
-
-fn args_node(table: &Values<'_>, here: NodeId, t: &Task) -> Option<NodeId> {
-    let stored = t.arg_ids.iter().filter_map(|id| match table.status(*id) {
-        Some(Status::Ready(Location::Stored(s))) => Some((s.primary, s.len)),
-        _ => None,
-    });
-    ares_raylet_proto::spillback::preferred_node(stored).filter(|n| *n != here)
-}
-
-/// Why a queued task cannot be pushed.
-enum Unready {
-    /// It fails with this error.
-    Failed(TaskError),
-    /// These arguments were lost after it was queued and are being rebuilt.
-    Pending(Vec<ObjectId>),
-}
-
-/// Builds the wire spec of a ready task from the current values of its arguments.
-fn resolve(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, Unready> {
-    let mut pending = Vec::new();
-    let mut failed = None;
-    let mut wire = |id: &ObjectId| match table.status(*id) {
-        Some(Status::Ready(Location::Inline(b))) => WireArg::Inline(b.to_vec()),
-        Some(Status::Ready(Location::Stored(s))) => WireArg::Shared {
-            object_id: *id,
-            len: s.len,
-            nodes: s.nodes().collect(),
-            owner: table.owner_of(*id, owner),
-        },
-        // Submission saw it ready; it was lost since (rebuilding), or rebuilding failed.
-        Some(Status::Pending) => {
-            pending.push(*id);
-            WireArg::Inline(Vec::new())
-        }
-        Some(Status::Failed(e)) => {
-            failed = Some((**e).clone());
-            WireArg::Inline(Vec::new())
-        }
-        None => {
-            failed = Some(TaskError::ObjectLost { object: format!("{id} (an argument, freed or lost)") });
-            WireArg::Inline(Vec::new())
-        }
-    };
-    let mut args = Vec::with_capacity(task.args.len());
-    for slot in &task.args {
-        args.push(match slot {
-            Slot::Inline(b) => WireArg::Inline(b.to_vec()),
-            Slot::Ref(id) => wire(id),
-            Slot::Gather { merged: Some(b), .. } => WireArg::Inline(b.to_vec()),
-            Slot::Gather { merged: None, .. } => unreachable!("a ready task's lists are merged"),
-        });
-    }
-    if let Some(e) = failed {
-        return Err(Unready::Failed(e));
-    }
-    if !pending.is_empty() {
-        return Err(Unready::Pending(pending));
-    }
-    Ok(TaskSpec {
-        task_id: tid,
-        function: task.function.to_string(),
-        owner,
-        args,
-        attempt: task.attempts,
-        kind: task.kind.clone(),
-        num_returns: task.num_returns,
-    })
-}
-
-/// [`resolve`] for actor calls and constructions, which do not wait for rebuilt
-/// arguments (they would reorder an actor's calls): a lost argument fails the call.
-fn resolve_now(table: &Values<'_>, owner: WorkerId, tid: TaskId, task: &Task) -> Result<TaskSpec, TaskError> {
-    resolve(table, owner, tid, task).map_err(|u| match u {
-        Unready::Failed(e) => e,
-        Unready::Pending(ids) => TaskError::ObjectLost {
-            object: format!("{} (an argument of an actor call, lost with its node; being rebuilt)", ids[0]),
-        },
-    })
-}
-
-/// An encoded push, ready to be framed.
-pub(crate) struct Push {
-    kind: u16,
-    payload: Bytes,
-}
-
-impl Push {
-    /// Appends the push as one frame to `buf`.
-    pub(crate) fn write_to(&self, buf: &mut Vec<u8>) {
-        frame::write_frame(buf, self.kind, &self.payload).expect("writing to a Vec cannot fail");
-    }
-}
-
-/// Encodes a push, refusing one over the frame limit (it would look like a dead worker).
-fn encode_push(spec: TaskSpec, max_frame: usize) -> Result<Push, TaskError> {
-    let function = spec.function.clone();
-    let push = ToWorker::Push(spec);
-    let (kind, payload) = (frame::Message::kind(&push), frame::encode(&push));
-    if payload.len() > max_frame {
-        let reason = format!(
-            "the task's arguments encode to {} bytes, over the frame limit of {} bytes; \
-             pass large values as ObjectRefs",
-            payload.len(),
-            max_frame
-        );
-        return Err(TaskError::Decode { function, what: "arguments".into(), reason });
-    }
-    Ok(Push { kind, payload })
 }

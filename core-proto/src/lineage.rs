@@ -21,7 +21,9 @@ use ares_common::det::DetMap;
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, Unrecoverable};
 use ares_ownership::{Lineage, Location, Status, Stored};
 
-use super::{CoreState, Slot, Target, Task, Touched, returns_of};
+use super::CoreState;
+use super::Touched;
+use crate::tasks::{Slot, Target, Task, returns_of};
 
 /// The objects `task` takes by ref (gathered lists are kept merged, so their parts are
 /// not needed to re-run it).

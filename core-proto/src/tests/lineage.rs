@@ -1,6 +1,7 @@
 //! Lost objects rebuilt from their lineage, kept specs, and reads that find no copy.
 
 use super::*;
+use ares_common::wire::TaskSpec;
 
 fn node_b() -> NodeId {
     NodeId([8; 16])

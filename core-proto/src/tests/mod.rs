@@ -4,7 +4,7 @@ use super::*;
 use ares_common::Unrecoverable;
 use ares_common::codec::Value;
 use ares_common::frame::FrameReader;
-use ares_common::wire::{ActorInfo, ActorKey, PeerLocation, PeerMsg};
+use ares_common::wire::{ActorInfo, ActorKey, PeerLocation, PeerMsg, TaskSpec, ToWorker};
 
 fn node() -> NodeId {
     NodeId([7; 16])
