@@ -1,8 +1,9 @@
-//! The store side's workflows, one step at a time: a create, a pin (restoring a spilled
-//! object first) and a pulled copy's create. Each is a [`StoreOp`] that the driver
-//! advances with what happened ([`OpEvent`]) and that answers with what to do next
-//! ([`OpStep`]): wait for room, reserve the pages of a range with the lock released,
-//! read a spilled object back, or finish.
+//! The store side's workflows, one step at a time: a create ([`CreateOp`]), a pin
+//! restoring a spilled object first ([`PinOp`]) and a pulled copy's create ([`CopyOp`]).
+//! The driver advances each ([`Op::advance`]) with what happened ([`OpEvent`]), and it
+//! answers with what to do next ([`OpStep`]): wait for room, reserve the pages of a range
+//! with the lock released, read a spilled object back, or finish with the op's own
+//! outcome type, so a driver matches only the endings its op can have.
 //!
 //! ```text
 //!  Create: allocate ─Full─▶ (SpaceWait) Wait │ RetryNow │ GiveUp ─▶ Failed
@@ -59,9 +60,9 @@ enum Phase {
     Done,
 }
 
-/// One create, pin or copy in progress (see the module docs).
+/// One create, pin or copy in progress: the machine the typed ops share.
 #[derive(Debug)]
-pub struct StoreOp {
+struct StoreOp {
     kind: Kind,
     client: ClientId,
     id: ObjectId,
@@ -89,9 +90,9 @@ pub enum OpEvent {
     },
 }
 
-/// What the driver does next.
+/// What the driver does next; `O` is the op's outcome type.
 #[derive(Debug, PartialEq)]
-pub enum OpStep {
+pub enum OpStep<O> {
     /// Carry out the node's outputs (spill jobs), then wait until room is freed or this
     /// long, and advance with [`OpEvent::Go`].
     Wait(Duration),
@@ -107,12 +108,152 @@ pub enum OpStep {
     /// and advance with [`OpEvent::Read`].
     Read(RestoreJob),
     /// The op is over.
-    Done(Outcome),
+    Done(O),
 }
 
-/// How a store op ended.
+impl<O> OpStep<O> {
+    fn map<P>(self, f: impl FnOnce(O) -> P) -> OpStep<P> {
+        match self {
+            OpStep::Wait(d) => OpStep::Wait(d),
+            OpStep::Reserve { offset, len } => OpStep::Reserve { offset, len },
+            OpStep::Read(job) => OpStep::Read(job),
+            OpStep::Done(o) => OpStep::Done(f(o)),
+        }
+    }
+}
+
+/// A store op as its driver sees it.
+pub trait Op {
+    /// How it ends.
+    type Outcome;
+
+    /// Advances the op on `node` at `now`. `closed`: the driver saw the client's
+    /// connection close (it is gone even if the node has not been told yet).
+    fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep<Self::Outcome>;
+
+    /// The client the op runs for ([`TRANSFER_CLIENT`] for a copy).
+    fn client(&self) -> ClientId;
+}
+
+/// A `CreateObject` in progress.
+#[derive(Debug)]
+pub struct CreateOp(StoreOp);
+
+/// How a create ends.
 #[derive(Debug, PartialEq)]
-pub enum Outcome {
+pub enum CreateOutcome {
+    /// Room was made: write the object at `offset`.
+    Created {
+        /// Where the object goes in the pool.
+        offset: u64,
+    },
+    /// Answer with this error.
+    Failed(TaskError),
+    /// The client is gone (see [`Node::gone`]): nothing was allocated, nothing is answered.
+    Abandoned,
+}
+
+/// A `PinObject` (or a transfer's pin of what it serves) in progress.
+#[derive(Debug)]
+pub struct PinOp(StoreOp);
+
+/// How a pin ends.
+#[derive(Debug, PartialEq)]
+pub enum PinOutcome {
+    /// The object is pinned in memory.
+    Pinned {
+        /// Where it is in the pool.
+        offset: u64,
+        /// Its size.
+        size: u64,
+    },
+    /// Answer with this error.
+    Failed(TaskError),
+}
+
+/// Room for a pulled copy in progress.
+#[derive(Debug)]
+pub struct CopyOp(StoreOp);
+
+/// How a copy's create ends.
+#[derive(Debug, PartialEq)]
+pub enum CopyOutcome {
+    /// Room was made: write the copy at `offset`.
+    Created {
+        /// Where the copy goes in the pool.
+        offset: u64,
+    },
+    /// A copy is already here (sealed or being written): nothing to do.
+    Exists,
+    /// The pull fails with this error.
+    Failed(TaskError),
+}
+
+/// The error of an ending an op of its kind cannot have: a bug, answered with a typed
+/// error rather than a panic of the daemon.
+fn out_of_kind(id: ObjectId, o: &Outcome) -> TaskError {
+    tracing::error!(object = %id, "a store op ended as {o:?}, which its kind cannot");
+    TaskError::ObjectLost { object: format!("{id} (the raylet's store op ended out of kind; a bug)") }
+}
+
+impl Op for CreateOp {
+    type Outcome = CreateOutcome;
+
+    fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep<CreateOutcome> {
+        let id = self.0.id;
+        self.0.advance(node, now, closed, event).map(|o| match o {
+            Outcome::Created { offset } => CreateOutcome::Created { offset },
+            Outcome::Failed(e) => CreateOutcome::Failed(e),
+            Outcome::Abandoned => CreateOutcome::Abandoned,
+            o @ (Outcome::Pinned { .. } | Outcome::Exists) => CreateOutcome::Failed(out_of_kind(id, &o)),
+        })
+    }
+
+    fn client(&self) -> ClientId {
+        self.0.client
+    }
+}
+
+impl Op for PinOp {
+    type Outcome = PinOutcome;
+
+    fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep<PinOutcome> {
+        let id = self.0.id;
+        self.0.advance(node, now, closed, event).map(|o| match o {
+            Outcome::Pinned { offset, size } => PinOutcome::Pinned { offset, size },
+            Outcome::Failed(e) => PinOutcome::Failed(e),
+            o @ (Outcome::Created { .. } | Outcome::Exists | Outcome::Abandoned) => {
+                PinOutcome::Failed(out_of_kind(id, &o))
+            }
+        })
+    }
+
+    fn client(&self) -> ClientId {
+        self.0.client
+    }
+}
+
+impl Op for CopyOp {
+    type Outcome = CopyOutcome;
+
+    fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep<CopyOutcome> {
+        let id = self.0.id;
+        self.0.advance(node, now, closed, event).map(|o| match o {
+            Outcome::Created { offset } => CopyOutcome::Created { offset },
+            Outcome::Exists => CopyOutcome::Exists,
+            Outcome::Failed(e) => CopyOutcome::Failed(e),
+            o @ (Outcome::Pinned { .. } | Outcome::Abandoned) => CopyOutcome::Failed(out_of_kind(id, &o)),
+        })
+    }
+
+    fn client(&self) -> ClientId {
+        self.0.client
+    }
+}
+
+/// How the shared machine ended, before its op's type narrows it.
+#[derive(Debug, PartialEq)]
+enum Outcome {
     /// Room was made: write the object at `offset`.
     Created {
         /// Where the object goes in the pool.
@@ -133,25 +274,31 @@ pub enum Outcome {
     Abandoned,
 }
 
-impl StoreOp {
+impl CreateOp {
     /// A create of `id` (`size` bytes, owned by `owner`) for `client`, started at `now`.
     /// A wait for room lasts at most `timeout`, and so does a wait for another copy of
     /// the same object to be sealed or dropped.
-    pub fn create(now: Instant, timeout: Duration, client: ClientId, id: ObjectId, size: u64, owner: WorkerId) -> Self {
-        Self::new(Kind::Create { owner }, now, timeout, client, id, size)
+    pub fn new(now: Instant, timeout: Duration, client: ClientId, id: ObjectId, size: u64, owner: WorkerId) -> Self {
+        CreateOp(StoreOp::new(Kind::Create { owner }, now, timeout, client, id, size))
     }
+}
 
+impl PinOp {
     /// A pin of `id` for `client`, restoring it first if it is spilled.
-    pub fn pin(now: Instant, timeout: Duration, client: ClientId, id: ObjectId) -> Self {
-        Self::new(Kind::Pin, now, timeout, client, id, 0)
+    pub fn new(now: Instant, timeout: Duration, client: ClientId, id: ObjectId) -> Self {
+        PinOp(StoreOp::new(Kind::Pin, now, timeout, client, id, 0))
     }
+}
 
+impl CopyOp {
     /// Room for a pulled copy of `id`, owned by `owner` (or, if `None`, by the owner
     /// the pull's request named).
-    pub fn copy(now: Instant, timeout: Duration, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Self {
-        Self::new(Kind::Copy { owner }, now, timeout, TRANSFER_CLIENT, id, size)
+    pub fn new(now: Instant, timeout: Duration, id: ObjectId, size: u64, owner: Option<WorkerId>) -> Self {
+        CopyOp(StoreOp::new(Kind::Copy { owner }, now, timeout, TRANSFER_CLIENT, id, size))
     }
+}
 
+impl StoreOp {
     fn new(kind: Kind, now: Instant, timeout: Duration, client: ClientId, id: ObjectId, size: u64) -> Self {
         StoreOp {
             kind,
@@ -164,14 +311,8 @@ impl StoreOp {
         }
     }
 
-    /// The client the op runs for ([`TRANSFER_CLIENT`] for a copy).
-    pub fn client(&self) -> ClientId {
-        self.client
-    }
-
-    /// Advances the op on `node` at `now`. `closed`: the driver saw the client's
-    /// connection close (it is gone even if the node has not been told yet).
-    pub fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep {
+    /// See [`Op::advance`].
+    fn advance(&mut self, node: &mut Node, now: Instant, closed: bool, event: OpEvent) -> OpStep<Outcome> {
         let (fenced, client) = (self.fenced(), self.client);
         let gone = move |node: &Node| fenced && (closed || node.gone(client));
         match (std::mem::replace(&mut self.phase, Phase::Done), event) {
@@ -236,7 +377,7 @@ impl StoreOp {
         !matches!(self.kind, Kind::Copy { .. })
     }
 
-    fn pin_step(&mut self, node: &mut Node, now: Instant, gone: bool) -> OpStep {
+    fn pin_step(&mut self, node: &mut Node, now: Instant, gone: bool) -> OpStep<Outcome> {
         match node.store_side().pin(self.id, self.client) {
             Ok(Pin::InMemory { offset, size }) => OpStep::Done(Outcome::Pinned { offset, size }),
             Ok(Pin::Busy) => {
@@ -259,7 +400,7 @@ impl StoreOp {
         size: u64,
         wait: Option<SpaceWait>,
         gone: impl Fn(&Node) -> bool,
-    ) -> OpStep {
+    ) -> OpStep<Outcome> {
         let wait = wait.unwrap_or_else(|| SpaceWait::new(now, self.space_timeout));
         let id = self.id;
         match self.with_space(node, now, size, wait, &gone, |n| n.store_side().begin_restore(id)) {
@@ -286,7 +427,7 @@ impl StoreOp {
         wait: Option<SpaceWait>,
         gone: impl Fn(&Node) -> bool,
         attempt: impl FnMut(&mut Node) -> Result<u64, StoreError>,
-    ) -> OpStep {
+    ) -> OpStep<Outcome> {
         let wait = wait.unwrap_or_else(|| SpaceWait::new(now, self.space_timeout));
         let (id, size, kind) = (self.id, self.size, self.kind);
         match self.with_space(node, now, size, wait, &gone, attempt) {
@@ -377,9 +518,12 @@ mod tests {
 
     /// Creates, reserves and seals `id` for `c` (past the threshold, it gets spilled).
     fn stored(n: &mut Node, t0: Instant, c: ClientId, id: ObjectId, size: u64) {
-        let mut op = StoreOp::create(t0, T, c, id, size, OWNER);
+        let mut op = CreateOp::new(t0, T, c, id, size, OWNER);
         let OpStep::Reserve { offset, .. } = op.advance(n, t0, false, OpEvent::Go) else { panic!() };
-        assert_eq!(op.advance(n, t0, false, OpEvent::Reserved(Ok(()))), OpStep::Done(Outcome::Created { offset }));
+        assert_eq!(
+            op.advance(n, t0, false, OpEvent::Reserved(Ok(()))),
+            OpStep::Done(CreateOutcome::Created { offset })
+        );
         n.handle(c, ToRaylet::SealObject { request_id: RequestId(1), object_id: id });
     }
 
@@ -390,7 +534,7 @@ mod tests {
         stored(&mut n, t0, c, oid(1), 900 << 10);
         let job = next_spill(&mut n);
         let job = job.expect("past the threshold: a spill");
-        let mut op = StoreOp::create(t0, T, c, oid(2), 500 << 10, OWNER);
+        let mut op = CreateOp::new(t0, T, c, oid(2), 500 << 10, OWNER);
         assert_eq!(op.advance(&mut n, t0, false, OpEvent::Go), OpStep::Wait(MAX_WAIT_STEP), "a spill is under way");
         let offsets = vec![0u64; job.items.len()];
         n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
@@ -400,7 +544,7 @@ mod tests {
         let full = TaskError::SharedMemoryFull { requested: len, error: "no room on /dev/shm".into() };
         assert_eq!(
             op.advance(&mut n, t0, false, OpEvent::Reserved(Err(full.clone()))),
-            OpStep::Done(Outcome::Failed(full))
+            OpStep::Done(CreateOutcome::Failed(full))
         );
         assert_eq!(n.store().stats().used, 0, "the spilled object left memory, the failed create gave its room back");
     }
@@ -411,13 +555,13 @@ mod tests {
         let (a, b) = (ClientId(1), ClientId(2));
         driver(&mut n, a);
         driver(&mut n, b);
-        let mut first = StoreOp::create(t0, T, a, oid(1), 100, OWNER);
+        let mut first = CreateOp::new(t0, T, a, oid(1), 100, OWNER);
         assert!(matches!(first.advance(&mut n, t0, false, OpEvent::Go), OpStep::Reserve { .. }));
-        let mut second = StoreOp::create(t0, T, b, oid(1), 100, OWNER);
+        let mut second = CreateOp::new(t0, T, b, oid(1), 100, OWNER);
         assert_eq!(second.advance(&mut n, t0, false, OpEvent::Go), OpStep::Wait(MAX_WAIT_STEP));
         let late = t0 + T;
         match second.advance(&mut n, late, false, OpEvent::Go) {
-            OpStep::Done(Outcome::Failed(TaskError::ObjectLost { object })) => {
+            OpStep::Done(CreateOutcome::Failed(TaskError::ObjectLost { object })) => {
                 assert!(object.contains("being created"), "{object}")
             }
             other => panic!("{other:?}"),
@@ -428,11 +572,11 @@ mod tests {
     fn a_create_for_a_client_that_is_gone_allocates_nothing() {
         let (mut n, c, t0) = (node(), ClientId(1), Instant::now());
         driver(&mut n, c);
-        let mut op = StoreOp::create(t0, T, c, oid(1), 100, OWNER);
-        assert_eq!(op.advance(&mut n, t0, true, OpEvent::Go), OpStep::Done(Outcome::Abandoned));
+        let mut op = CreateOp::new(t0, T, c, oid(1), 100, OWNER);
+        assert_eq!(op.advance(&mut n, t0, true, OpEvent::Go), OpStep::Done(CreateOutcome::Abandoned));
         assert_eq!(n.store().stats().used, 0);
         // A copy for this node itself is never fenced.
-        let mut copy = StoreOp::copy(t0, T, oid(2), 100, None);
+        let mut copy = CopyOp::new(t0, T, oid(2), 100, None);
         assert!(matches!(copy.advance(&mut n, t0, true, OpEvent::Go), OpStep::Reserve { len: 100, .. }));
     }
 
@@ -445,19 +589,19 @@ mod tests {
         let job = job.unwrap();
         let offsets = vec![0u64; job.items.len()];
         n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
-        let mut pin = StoreOp::pin(t0, T, c, oid(1));
+        let mut pin = PinOp::new(t0, T, c, oid(1));
         let OpStep::Reserve { offset, len } = pin.advance(&mut n, t0, false, OpEvent::Go) else { panic!() };
         assert_eq!(len, 900 << 10);
         let OpStep::Read(restore) = pin.advance(&mut n, t0, false, OpEvent::Reserved(Ok(()))) else { panic!() };
         assert_eq!(restore.pool_offset, offset);
         // A second reader meanwhile waits for the restore in flight.
-        let mut other = StoreOp::pin(t0, T, ClientId(1), oid(1));
+        let mut other = PinOp::new(t0, T, ClientId(1), oid(1));
         assert_eq!(other.advance(&mut n, t0, false, OpEvent::Go), OpStep::Wait(MAX_WAIT_STEP));
         let read = OpEvent::Read { result: Ok(()), took: Duration::from_millis(3) };
-        assert_eq!(pin.advance(&mut n, t0, false, read), OpStep::Done(Outcome::Pinned { offset, size: 900 << 10 }));
+        assert_eq!(pin.advance(&mut n, t0, false, read), OpStep::Done(PinOutcome::Pinned { offset, size: 900 << 10 }));
         assert_eq!(
             other.advance(&mut n, t0, false, OpEvent::Go),
-            OpStep::Done(Outcome::Pinned { offset, size: 900 << 10 })
+            OpStep::Done(PinOutcome::Pinned { offset, size: 900 << 10 })
         );
         assert_eq!(n.stats().store_restore_seconds, 0.003);
     }
@@ -466,10 +610,12 @@ mod tests {
     fn an_event_the_op_did_not_ask_for_is_a_typed_error_not_a_panic() {
         let (mut n, c, t0) = (node(), ClientId(1), Instant::now());
         driver(&mut n, c);
-        let mut op = StoreOp::pin(t0, T, c, oid(1));
+        let mut op = PinOp::new(t0, T, c, oid(1));
         let read = OpEvent::Read { result: Ok(()), took: Duration::ZERO };
         match op.advance(&mut n, t0, false, read) {
-            OpStep::Done(Outcome::Failed(TaskError::ObjectLost { object })) => assert!(object.contains("out of step")),
+            OpStep::Done(PinOutcome::Failed(TaskError::ObjectLost { object })) => {
+                assert!(object.contains("out of step"))
+            }
             other => panic!("{other:?}"),
         }
     }

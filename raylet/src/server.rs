@@ -34,7 +34,7 @@ use crate::membership::{self, LocalNode, Me, Membership, Role};
 use crate::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
 use crate::object_manager::{self, TransferHost};
 use crate::spawner::{self, Children, SpawnCmd, SpawnEvents, SpawnSpec};
-use crate::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
+use crate::store_ops::{CopyOp, CopyOutcome, CreateOp, CreateOutcome, Op, OpEvent, OpStep, PinOp, PinOutcome};
 
 /// How to start a raylet.
 #[derive(Clone, Debug)]
@@ -610,10 +610,10 @@ impl Shared {
         }
     }
 
-    /// Carries out a store op (see [`StoreOp`]): its waits for room on the `space`
+    /// Carries out a store op (see [`crate::store_ops`]): its waits for room on the `space`
     /// condvar, its page reservations and restore reads with the lock released. Returns
     /// how it ended, with the lock held again.
-    fn run_op<'a>(&'a self, mut st: MutexGuard<'a, State>, mut op: StoreOp) -> (MutexGuard<'a, State>, StoreOutcome) {
+    fn run_op<'a, O: Op>(&'a self, mut st: MutexGuard<'a, State>, mut op: O) -> (MutexGuard<'a, State>, O::Outcome) {
         let mut event = OpEvent::Go;
         loop {
             // A connection this driver saw close is gone before the node hears of it.
@@ -676,13 +676,12 @@ impl Shared {
     /// Answers `CreateObject`: space for the object, once there is room and no other
     /// copy of it is being written (see `StoreIndex::create`).
     fn create(&self, client: ClientId, request_id: RequestId, object_id: ObjectId, size: u64, owner: WorkerId) {
-        let op = StoreOp::create(Instant::now(), self.create_timeout, client, object_id, size, owner);
+        let op = CreateOp::new(Instant::now(), self.create_timeout, client, object_id, size, owner);
         let (mut st, outcome) = self.run_op(self.lock(), op);
         let reply = match outcome {
-            StoreOutcome::Created { offset } => FromRaylet::ObjectCreated { request_id, offset },
-            StoreOutcome::Failed(error) => FromRaylet::CreateFailed { request_id, error },
-            StoreOutcome::Abandoned => return self.carry_out(&mut st),
-            other => unreachable!("a create ends as {other:?}"),
+            CreateOutcome::Created { offset } => FromRaylet::ObjectCreated { request_id, offset },
+            CreateOutcome::Failed(error) => FromRaylet::CreateFailed { request_id, error },
+            CreateOutcome::Abandoned => return self.carry_out(&mut st),
         };
         if let Some(c) = st.clients.get(&client) {
             let _ = c.send(&reply);
@@ -693,12 +692,11 @@ impl Shared {
     /// Pins `id` for `client`, restoring it from disk first if needed: its offset and
     /// size.
     fn pin_object(&self, client: ClientId, id: ObjectId) -> (MutexGuard<'_, State>, Result<(u64, u64), TaskError>) {
-        let op = StoreOp::pin(Instant::now(), self.create_timeout, client, id);
+        let op = PinOp::new(Instant::now(), self.create_timeout, client, id);
         let (st, outcome) = self.run_op(self.lock(), op);
         let result = match outcome {
-            StoreOutcome::Pinned { offset, size } => Ok((offset, size)),
-            StoreOutcome::Failed(error) => Err(error),
-            other => unreachable!("a pin ends as {other:?}"),
+            PinOutcome::Pinned { offset, size } => Ok((offset, size)),
+            PinOutcome::Failed(error) => Err(error),
         };
         (st, result)
     }
@@ -766,13 +764,12 @@ impl TransferHost for Shared {
     }
 
     fn create_copy(&self, id: ObjectId, size: u64) -> Result<Option<u64>, String> {
-        let op = StoreOp::copy(Instant::now(), self.create_timeout, id, size, None);
+        let op = CopyOp::new(Instant::now(), self.create_timeout, id, size, None);
         let (mut st, outcome) = self.run_op(self.lock(), op);
         let r = match outcome {
-            StoreOutcome::Created { offset } => Ok(Some(offset)),
-            StoreOutcome::Exists => Ok(None),
-            StoreOutcome::Failed(error) => Err(error.to_string()),
-            other => unreachable!("a copy ends as {other:?}"),
+            CopyOutcome::Created { offset } => Ok(Some(offset)),
+            CopyOutcome::Exists => Ok(None),
+            CopyOutcome::Failed(error) => Err(error.to_string()),
         };
         self.carry_out(&mut st);
         r

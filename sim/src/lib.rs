@@ -21,7 +21,7 @@
 //!
 //! Stores spill: with a small pool (see `SimConfig::spill_threshold`) the index plans
 //! spills, which the sim writes at once, and reads restore through the same
-//! `StoreOp` steps as a real raylet's.
+//! store-op steps as a real raylet's.
 //!
 //! Faults: [`Sim::kill_process`], [`Sim::kill_node`], [`Sim::cut`] and
 //! [`Sim::partition`] (connections between processes break and do not reconnect until
@@ -53,7 +53,9 @@ use ares_object_store::{FileId, SpillPolicy};
 use ares_ownership::{Location, Status};
 use ares_raylet_proto::cluster::{ClusterDirectory, DirOutput, HEAD_PEER, PeerId, Registration};
 use ares_raylet_proto::node::{Node, NodeConfig, Output, TRANSFER_CLIENT};
-use ares_raylet_proto::store_ops::{OpEvent, OpStep, Outcome as StoreOutcome, StoreOp};
+use ares_raylet_proto::store_ops::{
+    CopyOp, CopyOutcome, CreateOp, CreateOutcome, Op, OpEvent, OpStep, PinOp, PinOutcome,
+};
 
 /// How long the head waits for a silent node before declaring it dead (the default).
 const NODE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -991,10 +993,9 @@ impl Sim {
         }
         // As a real transfer: the source pins its copy (restoring it if spilled) for the
         // time of the copy, and counts the bytes it served when it lets go.
-        match self.run_store_op(src, StoreOp::pin(self.now(), STORE_TIMEOUT, TRANSFER_CLIENT, object)) {
-            StoreOutcome::Pinned { .. } => {}
-            StoreOutcome::Failed(e) => return Err(format!("the source could not serve it: {e}")),
-            other => unreachable!("a pin ends as {other:?}"),
+        match self.run_store_op(src, PinOp::new(self.now(), STORE_TIMEOUT, TRANSFER_CLIENT, object)) {
+            PinOutcome::Pinned { .. } => {}
+            PinOutcome::Failed(e) => return Err(format!("the source could not serve it: {e}")),
         }
         let result = self.copy_pinned(object, src, to, owner);
         let served = self.nodes[src].data.get(&object).map_or(0, |b| b.len() as u64);
@@ -1009,12 +1010,11 @@ impl Sim {
         if self.nodes[to].node.store().contains(object) {
             return Ok(());
         }
-        let op = StoreOp::copy(self.now(), STORE_TIMEOUT, object, bytes.len() as u64, owner);
+        let op = CopyOp::new(self.now(), STORE_TIMEOUT, object, bytes.len() as u64, owner);
         match self.run_store_op(to, op) {
-            StoreOutcome::Created { .. } => {}
-            StoreOutcome::Exists => return Ok(()),
-            StoreOutcome::Failed(e) => return Err(e.to_string()),
-            other => unreachable!("a copy ends as {other:?}"),
+            CopyOutcome::Created { .. } => {}
+            CopyOutcome::Exists => return Ok(()),
+            CopyOutcome::Failed(e) => return Err(e.to_string()),
         }
         self.nodes[to].data.insert(object, bytes);
         self.nodes[to].node.finish_copy(object, true);
@@ -1032,9 +1032,9 @@ impl Sim {
         if !self.nodes[n].alive {
             return Err(lost());
         }
-        match self.run_store_op(n, StoreOp::pin(self.now(), STORE_TIMEOUT, client, id)) {
-            StoreOutcome::Pinned { .. } => {}
-            _ => return Err(lost()),
+        match self.run_store_op(n, PinOp::new(self.now(), STORE_TIMEOUT, client, id)) {
+            PinOutcome::Pinned { .. } => {}
+            PinOutcome::Failed(_) => return Err(lost()),
         }
         let bytes = self.nodes[n].data.get(&id).cloned().ok_or_else(lost);
         self.nodes[n].node.handle(client, ToRaylet::ReleaseObjects { object_ids: vec![id] });
@@ -1046,19 +1046,18 @@ impl Sim {
     fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
         self.flush(Chan::ToNode(p));
         let (n, client) = (self.procs[p].node, self.procs[p].client);
-        let op = StoreOp::create(self.now(), STORE_TIMEOUT, client, id, bytes.len() as u64, owner);
+        let op = CreateOp::new(self.now(), STORE_TIMEOUT, client, id, bytes.len() as u64, owner);
         match self.run_store_op(n, op) {
-            StoreOutcome::Created { .. } => {
+            CreateOutcome::Created { .. } => {
                 let sn = &mut self.nodes[n];
                 sn.data.insert(id, bytes.to_vec());
                 sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
                 self.pump_node(n);
                 Ok(())
             }
-            StoreOutcome::Failed(e) => Err(e),
+            CreateOutcome::Failed(e) => Err(e),
             // The node reaped this process: the real one would never hear back.
-            StoreOutcome::Abandoned => Err(TaskError::ObjectLost { object: format!("{id} (the creator was reaped)") }),
-            other => unreachable!("a create ends as {other:?}"),
+            CreateOutcome::Abandoned => Err(TaskError::ObjectLost { object: format!("{id} (the creator was reaped)") }),
         }
     }
 
@@ -1066,7 +1065,7 @@ impl Sim {
     /// reservations always succeed, a wait passes at once on the op's own clock (the sim
     /// does not move while one process waits, so a wait ends at its deadline), and a
     /// restore read succeeds (the bytes never left `data`).
-    fn run_store_op(&mut self, n: usize, mut op: StoreOp) -> StoreOutcome {
+    fn run_store_op<O: Op>(&mut self, n: usize, mut op: O) -> O::Outcome {
         let (mut now, mut event) = (self.now(), OpEvent::Go);
         loop {
             match op.advance(&mut self.nodes[n].node, now, false, event) {

@@ -7,7 +7,7 @@
 //! [`OwnerDirectory`]. It does no IO, reads no clock, and iterates in a fixed order. The
 //! two requests that may have to wait for pool space (create, and pin of a spilled
 //! object) are split into attempts ([`Node::try_create`], [`Node::try_pin`]) that a
-//! [`crate::store_ops::StoreOp`] runs for the driver.
+//! [`crate::store_ops`] op runs for the driver.
 
 use ares_common::RequestId;
 use std::collections::VecDeque;
