@@ -470,7 +470,18 @@ impl CoreState {
     fn drop_create(&mut self, create_tid: TaskId) {
         if let Some(task) = self.tasks.remove(&create_tid) {
             self.release_args(&task.arg_ids);
-            self.table.remove_local_ref(ObjectId::for_return(create_tid, 0));
+            // Its result never resolves (the construction stays "running" while the actor
+            // lives): end it, or the table would keep it pending for ever.
+            let rid = ObjectId::for_return(create_tid, 0);
+            if matches!(self.table.status(rid), Some(Status::Pending)) {
+                let actor = match task.target {
+                    Target::Create(a) => a.to_string(),
+                    _ => "?".into(),
+                };
+                let reason = "its actor ended; a construction has no value to read".into();
+                self.table.set_failed(rid, TaskError::ActorDied { actor, class: task.function.to_string(), reason });
+            }
+            self.table.remove_local_ref(rid);
             self.retire(&mut { task });
         }
     }
