@@ -23,6 +23,13 @@
 //! spills, which the sim writes at once, and reads restore through the same
 //! store-op steps as a real raylet's.
 //!
+//! Actors run as a real process's do: a driver registers one with its node's directory
+//! ([`Sim::spawn_actor`]), its `CoreState` leases a dedicated worker and pushes the
+//! construction, and calls ([`Sim::call_actor`]) go on the actor's connection; the
+//! simulated worker keeps a counter per hosted actor, so calls run in order return
+//! 1, 2, 3… for each life. Deaths, restarts and kills are the directory's decisions, as
+//! on a real node.
+//!
 //! Faults: [`Sim::kill_process`], [`Sim::kill_node`], [`Sim::cut`] and
 //! [`Sim::partition`] (connections between processes break and do not reconnect until
 //! [`Sim::heal`]), a probability of breaking a task connection on any message
@@ -43,10 +50,10 @@ use ares_common::frame::FrameReader;
 use ares_common::wire::{
     FromHead, FromRaylet, FromWorker, NodeLoad, Outcome, TaskKind, TaskSpec, ToHead, ToRaylet, ToWorker, WireArg,
 };
-use ares_common::{Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
+use ares_common::{ActorId, Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{
-    Arg, Combine, ConnId, CoreState, InlineRule, Output as CoreOutput, ReadPlan, StateConfig, Submit, Target,
-    TaskScope, plan_read,
+    ActorSpawn, Arg, Combine, ConnId, CoreState, InlineRule, Output as CoreOutput, ReadPlan, StateConfig, Submit,
+    Target, TaskScope, plan_read,
 };
 use ares_object_store::slot::SlotState;
 use ares_object_store::{FileId, SpillPolicy};
@@ -177,6 +184,8 @@ struct Proc {
     remote_endpoint: Option<Endpoint>,
     /// Its connections to other nodes' raylets: node index → its client there.
     remote: DetMap<usize, ClientId>,
+    /// The actors this worker hosts: each a counter of the calls it ran.
+    actors: DetMap<ActorId, i64>,
 }
 
 /// A task connection between an owner and a worker.
@@ -242,6 +251,11 @@ pub mod functions {
     /// `make_refs(n) -> Vec<ObjectId>`: the worker puts `n` values (`big(n + i)`) and
     /// returns refs to them (its own objects, held for the caller).
     pub const MAKE_REFS: &str = "make_refs";
+    /// The constructor of a counter actor (its state: the calls it ran, from 0).
+    pub const COUNTER: &str = "Counter::new";
+    /// `Counter::next() -> i64`: counts this call and returns the count, so calls run
+    /// in submission order return 1, 2, 3… for each life of the actor.
+    pub const NEXT: &str = "Counter::next";
 }
 
 /// The size of a `big` value.
@@ -357,6 +371,7 @@ impl Sim {
             worker: endpoint.map(|e| (worker, e)),
             remote_endpoint: None,
             remote: DetMap::default(),
+            actors: DetMap::default(),
         });
         self.by_client.insert((node, client), p);
         self.nodes[node].node.connected(client);
@@ -441,6 +456,70 @@ impl Sim {
         let id = st.submit(now, tid, s, args);
         self.pump(p);
         id
+    }
+
+    /// Driver `p` spawns a counter actor that may be restarted `max_restarts` times:
+    /// registers it with the directory (waiting for the answer, as a real driver does),
+    /// then leases its worker and constructs it there.
+    pub fn spawn_actor(&mut self, p: ProcId, max_restarts: u32) -> ActorId {
+        let id = ActorId(self.rng.bytes16());
+        let register = ToRaylet::RegisterActor {
+            request_id: ares_common::RequestId::FIRST_CALL,
+            actor_id: id,
+            class: "Counter".into(),
+            name: None,
+            detached: false,
+            max_restarts,
+            max_task_retries: 0,
+        };
+        self.send_to_node(p, register);
+        self.flush(Chan::ToNode(p));
+        let spawn = ActorSpawn {
+            ctor: functions::COUNTER,
+            class: "Counter".into(),
+            shape: ResourceSet::new(),
+            max_task_retries: 0,
+            max_concurrency: 1,
+            detached: false,
+        };
+        let now = self.now();
+        let st = &mut self.procs[p].state;
+        let create = st.next_task_id(None);
+        st.create_actor(now, id, spawn, create, Vec::new(), Vec::new(), Vec::new());
+        self.pump(p);
+        id
+    }
+
+    /// Driver `p` calls `actor`'s `next`; returns the call's return object.
+    pub fn call_actor(&mut self, p: ProcId, actor: ActorId) -> ObjectId {
+        let now = self.now();
+        let st = &mut self.procs[p].state;
+        let tid = st.next_task_id(None);
+        let id = st.submit_actor_call(now, tid, actor, functions::NEXT, Vec::new(), Vec::new(), Vec::new());
+        self.pump(p);
+        id
+    }
+
+    /// Driver `p` drops its handle on `actor` (its queued calls still run).
+    pub fn drop_actor(&mut self, p: ProcId, actor: ActorId) {
+        self.procs[p].state.actor_handle_dropped(actor);
+        self.pump(p);
+    }
+
+    /// Driver `p` kills `actor` (as `ares::kill`: the directory ends it, and the driver
+    /// fails its calls once it answers).
+    pub fn kill_actor(&mut self, p: ProcId, actor: ActorId) {
+        let request_id = ares_common::RequestId::FIRST_CALL.next();
+        self.send_to_node(p, ToRaylet::KillActor { request_id, actor_id: actor });
+        self.flush(Chan::ToNode(p));
+        self.pump_node(self.procs[p].node);
+        self.procs[p].state.actor_killed(actor);
+        self.pump(p);
+    }
+
+    /// The live worker hosting `actor`, if one does.
+    pub fn actor_worker(&self, actor: ActorId) -> Option<ProcId> {
+        (0..self.procs.len()).find(|w| self.procs[*w].alive && self.procs[*w].actors.contains_key(&actor))
     }
 
     /// Driver `p` puts `value`: inline if small, else into its node's store.
@@ -1150,78 +1229,95 @@ impl Sim {
         let int = |i: usize| args.get(i).and_then(|b| i64::decode(b).ok());
         let app =
             |message: String| Outcome::Failed(TaskError::Application { function: spec.function.clone(), message });
-        let value: Vec<u8> = match spec.function.as_str() {
-            functions::ADD => {
-                let sum: Option<i64> = (0..args.len()).map(int).sum();
-                match sum {
-                    Some(v) => v.encode().expect("encodes").to_vec(),
-                    None => return app("add takes i64 arguments".into()),
-                }
+        let value: Vec<u8> = match (&spec.kind, spec.function.as_str()) {
+            (TaskKind::ActorCreate { actor_id, .. }, functions::COUNTER) => {
+                self.procs[w].actors.insert(*actor_id, 0);
+                0i64.encode().expect("encodes").to_vec()
             }
-            functions::BIG => vec![int(0).unwrap_or(0) as u8; BIG].encode().expect("encodes").to_vec(),
-            functions::MEASURE => match args.first().and_then(|b| Vec::<u8>::decode(b).ok()) {
-                Some(v) => {
-                    (v.len() as i64 + i64::from(v.first().copied().unwrap_or(0))).encode().expect("encodes").to_vec()
+            (TaskKind::ActorCall { actor_id }, functions::NEXT) => match self.procs[w].actors.get_mut(actor_id) {
+                Some(count) => {
+                    *count += 1;
+                    count.encode().expect("encodes").to_vec()
                 }
-                None => return app("measure takes bytes".into()),
+                None => return app(format!("this worker hosts no actor {actor_id}")),
             },
-            functions::SUM_LIST => match args.first().and_then(|b| Vec::<i64>::decode(b).ok()) {
-                Some(v) => v.iter().sum::<i64>().encode().expect("encodes").to_vec(),
-                None => return app("sum_list takes a list".into()),
-            },
-            functions::FAIL => return app(format!("boom {}", int(0).unwrap_or(0))),
-            functions::SPAWN => {
-                let n = int(0).unwrap_or(0);
-                let now = self.now();
-                let s = Submit {
-                    function: functions::ADD,
-                    shape: ResourceSet::new().with("CPU", 1.0),
-                    strategy: ares_common::Strategy::Default,
-                    max_retries: 0,
-                    target: Target::Pool,
-                    kind: TaskKind::Normal,
-                    keeps: Vec::new(),
-                    carried: Vec::new(),
-                    num_returns: 1,
-                };
-                let st = &mut self.procs[w].state;
-                let mut scope = TaskScope::new(spec.task_id);
-                let tid = st.next_task_id(Some(&mut scope));
-                let child = st.submit(now, tid, s, vec![Arg::Inline(n.encode().expect("encodes"))]);
-                st.remove_local_ref(child);
-                self.pump(w);
-                n.encode().expect("encodes").to_vec()
+            (TaskKind::ActorCreate { .. } | TaskKind::ActorCall { .. }, other) => {
+                return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() });
             }
-            functions::MAKE_REFS => {
-                let n = int(0).unwrap_or(0);
-                let mut scope = TaskScope::new(spec.task_id);
-                let (me, node) = (self.procs[w].state.worker_id(), self.procs[w].state.node());
-                let mut ids = Vec::new();
-                for i in 0..n {
-                    let id = self.procs[w].state.next_put_id(Some(&mut scope));
-                    let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
-                    if let Err(e) = self.store_sync(w, id, &bytes, me) {
-                        return Outcome::Failed(e);
+            (_, function) => match function {
+                functions::ADD => {
+                    let sum: Option<i64> = (0..args.len()).map(int).sum();
+                    match sum {
+                        Some(v) => v.encode().expect("encodes").to_vec(),
+                        None => return app("add takes i64 arguments".into()),
                     }
-                    self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
-                    ids.push(id);
                 }
-                let refs: Vec<ares_common::wire::RefInValue> = ids
-                    .iter()
-                    .map(|id| ares_common::wire::RefInValue { id: *id, owner: me, node, home: None })
-                    .collect();
-                // The caller will hold them: counted as its borrower before the task's
-                // own handles go, as a real worker does before replying.
-                let st = &mut self.procs[w].state;
-                st.lend(spec.owner, &refs);
-                for id in &ids {
-                    st.remove_local_ref(*id);
+                functions::BIG => vec![int(0).unwrap_or(0) as u8; BIG].encode().expect("encodes").to_vec(),
+                functions::MEASURE => match args.first().and_then(|b| Vec::<u8>::decode(b).ok()) {
+                    Some(v) => (v.len() as i64 + i64::from(v.first().copied().unwrap_or(0)))
+                        .encode()
+                        .expect("encodes")
+                        .to_vec(),
+                    None => return app("measure takes bytes".into()),
+                },
+                functions::SUM_LIST => match args.first().and_then(|b| Vec::<i64>::decode(b).ok()) {
+                    Some(v) => v.iter().sum::<i64>().encode().expect("encodes").to_vec(),
+                    None => return app("sum_list takes a list".into()),
+                },
+                functions::FAIL => return app(format!("boom {}", int(0).unwrap_or(0))),
+                functions::SPAWN => {
+                    let n = int(0).unwrap_or(0);
+                    let now = self.now();
+                    let s = Submit {
+                        function: functions::ADD,
+                        shape: ResourceSet::new().with("CPU", 1.0),
+                        strategy: ares_common::Strategy::Default,
+                        max_retries: 0,
+                        target: Target::Pool,
+                        kind: TaskKind::Normal,
+                        keeps: Vec::new(),
+                        carried: Vec::new(),
+                        num_returns: 1,
+                    };
+                    let st = &mut self.procs[w].state;
+                    let mut scope = TaskScope::new(spec.task_id);
+                    let tid = st.next_task_id(Some(&mut scope));
+                    let child = st.submit(now, tid, s, vec![Arg::Inline(n.encode().expect("encodes"))]);
+                    st.remove_local_ref(child);
+                    self.pump(w);
+                    n.encode().expect("encodes").to_vec()
                 }
-                self.pump(w);
-                contained.extend(refs);
-                ids.encode().expect("encodes").to_vec()
-            }
-            other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
+                functions::MAKE_REFS => {
+                    let n = int(0).unwrap_or(0);
+                    let mut scope = TaskScope::new(spec.task_id);
+                    let (me, node) = (self.procs[w].state.worker_id(), self.procs[w].state.node());
+                    let mut ids = Vec::new();
+                    for i in 0..n {
+                        let id = self.procs[w].state.next_put_id(Some(&mut scope));
+                        let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
+                        if let Err(e) = self.store_sync(w, id, &bytes, me) {
+                            return Outcome::Failed(e);
+                        }
+                        self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
+                        ids.push(id);
+                    }
+                    let refs: Vec<ares_common::wire::RefInValue> = ids
+                        .iter()
+                        .map(|id| ares_common::wire::RefInValue { id: *id, owner: me, node, home: None })
+                        .collect();
+                    // The caller will hold them: counted as its borrower before the task's
+                    // own handles go, as a real worker does before replying.
+                    let st = &mut self.procs[w].state;
+                    st.lend(spec.owner, &refs);
+                    for id in &ids {
+                        st.remove_local_ref(*id);
+                    }
+                    self.pump(w);
+                    contained.extend(refs);
+                    ids.encode().expect("encodes").to_vec()
+                }
+                other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
+            },
         };
         if self.procs[w].state.inline_rule().inline(value.len()) {
             return Outcome::Inline(value);

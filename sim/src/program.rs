@@ -5,6 +5,8 @@
 //! A program is drawn from the seed: drivers submit tasks (whose arguments are literals,
 //! futures and lists of futures), put small and large values, read, drop handles, lend
 //! refs to other drivers (which register with the owner, read through it and drop them),
+//! spawn counter actors, call them, drop and kill them (calls must return 1, 2, 3… in
+//! order for each life of an actor, and restart no more often than allowed),
 //! while messages are delivered in a random order, time passes, and workers and owners
 //! are killed. Reads of a dead owner's objects must fail with `OwnerDied`, and the dead
 //! owner's objects must be gone from the store.
@@ -12,7 +14,7 @@
 use std::time::Duration;
 
 use ares_common::codec::Value;
-use ares_common::{ObjectId, TaskError};
+use ares_common::{ActorId, ObjectId, TaskError};
 use ares_ownership::Status;
 
 use crate::{BIG, ProcId, Sim, SimArg, SimConfig, functions};
@@ -34,6 +36,9 @@ pub struct ProgramConfig {
     /// Probability that an operation is followed by killing a node other than the
     /// drivers' (node 0), while one is left.
     pub node_kill_prob: f64,
+    /// Probability that an operation is followed by an actor operation (spawn, call,
+    /// drop, kill).
+    pub actor_prob: f64,
     /// The simulated cluster.
     pub sim: SimConfig,
 }
@@ -59,6 +64,7 @@ impl ProgramConfig {
             owner_kill_prob: if seed % 6 == 5 { 0.02 } else { 0.0 },
             borrow_prob: 0.2,
             node_kill_prob: if seed % 7 == 2 { 0.02 } else { 0.0 },
+            actor_prob: 0.15,
             sim,
         }
     }
@@ -87,6 +93,23 @@ pub struct Summary {
     pub spilled_bytes: u64,
     /// Objects restored from spill files.
     pub restored: u64,
+    /// Actors spawned.
+    pub actors: usize,
+    /// Actor calls checked.
+    pub actor_calls: usize,
+}
+
+/// An actor a driver spawned, and the calls it made, in order.
+#[derive(Clone, Debug)]
+struct Actor {
+    owner: ProcId,
+    id: ActorId,
+    max_restarts: u32,
+    calls: Vec<ObjectId>,
+    /// The owner still holds its handle.
+    held: bool,
+    /// The owner killed it.
+    killed: bool,
 }
 
 /// A ref lent to another driver.
@@ -138,6 +161,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
     let mut borrowed_reads = 0;
     let mut live_nodes: Vec<usize> = (0..cfg.sim.nodes).collect();
     let mut nodes_killed = 0;
+    let mut actors: Vec<Actor> = Vec::new();
     for _ in 0..cfg.ops {
         let live: Vec<ProcId> = drivers.iter().copied().filter(|d| !dead.contains(d)).collect();
         let d = live[sim.rng().below(live.len() as u64) as usize];
@@ -288,6 +312,9 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
                 sim.kill_process(w);
             }
         }
+        if cfg.actor_prob > 0.0 && sim.rng().chance(cfg.actor_prob) {
+            actor_op(&mut sim, d, &mut actors);
+        }
         if sim.rng().chance(cfg.borrow_prob) {
             borrowed_reads += borrow_op(&mut sim, &live, &refs, &mut borrows, &dead)?;
         }
@@ -299,6 +326,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
             refs.retain(|r| r.owner != victim);
             gets.retain(|r| r.owner != victim);
             borrows.retain(|b| b.holder != victim);
+            actors.retain(|a| a.owner != victim);
         }
     }
     sim.run_until_quiescent(STEPS)?;
@@ -314,6 +342,18 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
         let got = sim.read_borrowed(b.holder, b.r.id, STEPS)?;
         check_borrowed(&sim, b, got, &dead)?;
         borrowed_reads += 1;
+    }
+    let mut actor_calls = 0;
+    for a in &actors {
+        actor_calls += check_actor(&sim, a)?;
+    }
+    for a in &actors {
+        if a.held {
+            sim.drop_actor(a.owner, a.id);
+        }
+        for c in &a.calls {
+            sim.drop_ref(a.owner, *c);
+        }
     }
     for b in &borrows {
         sim.drop_borrowed(b.holder, b.r.id);
@@ -338,7 +378,85 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
         nodes_killed,
         spilled_bytes,
         restored,
+        actors: actors.len(),
+        actor_calls,
     })
+}
+
+/// One actor operation of driver `d`: spawn (up to two actors held), call one of its
+/// actors, drop a handle, or kill an actor.
+fn actor_op(sim: &mut Sim, d: ProcId, actors: &mut Vec<Actor>) {
+    let held: Vec<usize> = (0..actors.len()).filter(|i| actors[*i].owner == d && actors[*i].held).collect();
+    let pick = |sim: &mut Sim| held.get(sim.rng().below(held.len().max(1) as u64) as usize).copied();
+    match sim.rng().below(20) {
+        0..3 if held.len() < 2 => {
+            let max_restarts = [0, 1, 3][sim.rng().below(3) as usize];
+            let id = sim.spawn_actor(d, max_restarts);
+            actors.push(Actor { owner: d, id, max_restarts, calls: Vec::new(), held: true, killed: false });
+        }
+        3..18 => {
+            if let Some(i) = pick(sim) {
+                for _ in 0..1 + sim.rng().below(3) {
+                    let call = sim.call_actor(d, actors[i].id);
+                    actors[i].calls.push(call);
+                }
+            }
+        }
+        18 => {
+            if let Some(i) = pick(sim) {
+                sim.drop_actor(d, actors[i].id);
+                actors[i].held = false;
+            }
+        }
+        19 => {
+            if let Some(i) = pick(sim) {
+                sim.kill_actor(d, actors[i].id);
+                actors[i].killed = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An actor's calls, in order, against the model: each returns 1 more than the call
+/// before (more, if calls failed in between: a broken connection may lose a call that
+/// ran), or 1 when the actor started a new life, at most `max_restarts` times; a call
+/// fails only with `ActorDied`, and only where a fault or a kill explains it. Returns
+/// the calls checked.
+fn check_actor(sim: &Sim, a: &Actor) -> Result<usize, String> {
+    let explained = a.killed || sim.kills + sim.breaks + sim.node_kills > 0;
+    let (mut prev, mut broke, mut restarts) = (None::<i64>, false, 0u32);
+    for (k, id) in a.calls.iter().enumerate() {
+        match sim.status(a.owner, *id) {
+            None => return Err(format!("call {k} of actor {}: its owner no longer tracks it", a.id)),
+            Some(Status::Pending) => return Err(format!("call {k} of actor {} never resolved", a.id)),
+            Some(Status::Ready(_)) => {
+                let v = i64::decode(&sim.read(a.owner, *id)?).map_err(|e| e.to_string())?;
+                // After a failed call the actor may have lived on (only the connection
+                // broke, the call having run or not): later calls still count up.
+                let next = if broke { prev.is_none_or(|p| v > p) } else { prev.unwrap_or(0) == v - 1 };
+                if v == 1 && (prev.is_some() || broke) {
+                    restarts += u32::from(prev.is_some_and(|p| p >= 1));
+                } else if !next {
+                    return Err(format!(
+                        "call {k} of actor {} returned {v} after {prev:?} (a call failed since: {broke}): \
+                         calls ran out of order",
+                        a.id
+                    ));
+                }
+                prev = Some(v);
+                broke = false;
+            }
+            Some(Status::Failed(e)) => match *e {
+                TaskError::ActorDied { .. } if explained => broke = true,
+                e => return Err(format!("call {k} of actor {} failed with `{e}` and nothing explains it", a.id)),
+            },
+        }
+    }
+    if restarts > a.max_restarts {
+        return Err(format!("actor {} started over {restarts} times; max_restarts is {}", a.id, a.max_restarts));
+    }
+    Ok(a.calls.len())
 }
 
 /// One borrowing operation: lend a live owner's ref to another driver, read a borrowed

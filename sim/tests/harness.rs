@@ -168,3 +168,68 @@ fn a_task_spills_to_another_node_and_what_was_lost_with_it_is_rebuilt() {
     sim.run_until_quiescent(100_000).unwrap();
     sim.check_clean().unwrap();
 }
+
+#[test]
+fn actor_calls_run_in_order_restart_once_and_then_fail_actor_died() {
+    let mut sim = Sim::new(SimConfig::new(11));
+    let d = sim.add_driver(0);
+    let a = sim.spawn_actor(d, 1);
+    let first: Vec<_> = (0..3).map(|_| sim.call_actor(d, a)).collect();
+    sim.run_until_quiescent(100_000).unwrap();
+    let got: Vec<i64> = first.iter().map(|r| value(&sim, d, *r)).collect();
+    assert_eq!(got, vec![1, 2, 3], "one caller's calls run in submission order");
+    // Its process dies: the directory restarts it once, with a fresh state.
+    let w = sim.actor_worker(a).expect("a live worker hosts it");
+    sim.kill_process(w);
+    sim.run_until_quiescent(100_000).unwrap();
+    let again = sim.call_actor(d, a);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d, again), 1, "the restarted actor starts over");
+    let w2 = sim.actor_worker(a).expect("restarted on a new worker");
+    assert_ne!(w, w2);
+    // The second death is past max_restarts: calls fail with ActorDied.
+    sim.kill_process(w2);
+    sim.run_until_quiescent(100_000).unwrap();
+    let late = sim.call_actor(d, a);
+    sim.run_until_quiescent(100_000).unwrap();
+    match sim.status(d, late) {
+        Some(Status::Failed(e)) => assert!(matches!(*e, ares_common::TaskError::ActorDied { .. }), "{e}"),
+        other => panic!("a call on a dead actor gave {other:?}"),
+    }
+    sim.drop_actor(d, a);
+    for r in first.into_iter().chain([again, late]) {
+        sim.drop_ref(d, r);
+    }
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
+
+#[test]
+fn a_dropped_actor_runs_its_queued_calls_then_its_worker_is_reaped_and_a_killed_one_fails_them() {
+    let mut sim = Sim::new(SimConfig::new(12));
+    let d = sim.add_driver(0);
+    let a = sim.spawn_actor(d, 0);
+    let calls: Vec<_> = (0..4).map(|_| sim.call_actor(d, a)).collect();
+    sim.drop_actor(d, a);
+    sim.run_until_quiescent(100_000).unwrap();
+    let got: Vec<i64> = calls.iter().map(|r| value(&sim, d, *r)).collect();
+    assert_eq!(got, vec![1, 2, 3, 4]);
+    assert_eq!(sim.actor_worker(a), None, "nobody holds it: its worker is gone");
+    let b = sim.spawn_actor(d, 3);
+    let before = sim.call_actor(d, b);
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.kill_actor(d, b);
+    let after = sim.call_actor(d, b);
+    sim.run_until_quiescent(100_000).unwrap();
+    assert_eq!(value(&sim, d, before), 1);
+    assert!(matches!(sim.status(d, after), Some(Status::Failed(_))), "a killed actor is not restarted");
+    assert_eq!(sim.actor_worker(b), None);
+    sim.drop_actor(d, b);
+    for r in calls.into_iter().chain([before, after]) {
+        sim.drop_ref(d, r);
+    }
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}

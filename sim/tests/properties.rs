@@ -27,7 +27,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     };
     let (mut gets, mut kills, mut breaks, mut delivered) = (0, 0, 0, 0);
     let (mut borrowed_reads, mut owners_killed, mut nodes_killed) = (0, 0, 0);
-    let (mut spilled, mut restored) = (0, 0);
+    let (mut spilled, mut restored, mut actors, mut actor_calls) = (0, 0, 0, 0);
     for seed in &seeds {
         match run_seed(*seed) {
             Ok(s) => {
@@ -40,6 +40,8 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
                 nodes_killed += s.nodes_killed;
                 spilled += s.spilled_bytes;
                 restored += s.restored;
+                actors += s.actors;
+                actor_calls += s.actor_calls;
             }
             Err(e) => panic!(
                 "sim seed {seed} failed: {e}\nreplay: ARES_SIM_SEED={seed} cargo test -p ares-sim --test properties"
@@ -49,7 +51,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     eprintln!(
         "{} seeds: {gets} gets and {borrowed_reads} borrowed reads checked, {kills} workers and {owners_killed} \
          owners and {nodes_killed} nodes killed, {breaks} connections broken, {delivered} messages, \
-         {spilled} bytes spilled, {restored} objects restored",
+         {spilled} bytes spilled, {restored} objects restored, {actors} actors and {actor_calls} of their calls",
         seeds.len()
     );
     // The runs must have exercised what they claim to.
@@ -58,6 +60,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         assert!(borrowed_reads > 0 && owners_killed > 0, "the programs borrowed or killed owners too little");
         assert!(nodes_killed > 0, "the programs killed no node");
         assert!(spilled > 0 && restored > 0, "the programs spilled or restored nothing");
+        assert!(actors > 0 && actor_calls > 0, "the programs spawned or called no actor");
     }
 }
 
@@ -67,8 +70,8 @@ fn a_seed_replays_exactly() {
         let a = run_seed(seed).unwrap();
         let b = run_seed(seed).unwrap();
         assert_eq!(
-            (a.gets, a.delivered, a.kills, a.breaks, a.borrowed_reads),
-            (b.gets, b.delivered, b.kills, b.breaks, b.borrowed_reads)
+            (a.gets, a.delivered, a.kills, a.breaks, a.borrowed_reads, a.actor_calls),
+            (b.gets, b.delivered, b.kills, b.breaks, b.borrowed_reads, b.actor_calls)
         );
     }
 }
