@@ -18,12 +18,8 @@
 //! ```
 
 use super::*;
+use crate::callers::{CONNECT_ATTEMPTS, Call, Caller, Owned};
 use ares_common::wire::ActorInfo;
-
-/// Calls pushed to an actor's worker and not yet answered, at most.
-const ACTOR_PIPELINE: usize = 4096;
-/// Connection attempts of a borrower to an actor's advertised address before giving up.
-const CONNECT_ATTEMPTS: u32 = 50;
 
 /// What a spawn asks for (the directory registration is done by the driver first).
 pub struct ActorSpawn {
@@ -35,64 +31,6 @@ pub struct ActorSpawn {
     /// It outlives its owner: its construction is reported with `ActorStarted`, so the
     /// head can restart it elsewhere.
     pub detached: bool,
-}
-
-pub(super) struct Caller {
-    class: Arc<str>,
-    /// Calls not yet pushed, in submission order.
-    pub(super) queue: VecDeque<TaskId>,
-    conn: Option<ConnId>,
-    /// A borrower's lookup is under way (or waiting for its retry time).
-    resolving: bool,
-    /// Failed connection attempts of the current lookup.
-    attempts: u32,
-    /// When the next lookup may go (after a failed connection).
-    retry_at: Option<Instant>,
-    dead: Option<TaskError>,
-    /// Live handle families plus tasks carrying a handle in their arguments.
-    pub(super) handles: usize,
-    /// The directory counts this process as a holder.
-    registered: bool,
-    /// An `AddActorHold` is on its way.
-    registering: bool,
-    max_task_retries: u32,
-    owned: Option<Owned>,
-    /// The node whose directory keeps the actor, if not this process's own (its holds,
-    /// lookups and releases go there).
-    home: Home,
-}
-
-struct Owned {
-    create_tid: TaskId,
-    /// For a detached actor, the resources it holds (reported with its construction).
-    detached_shape: Option<ResourceSet>,
-    request: Option<RequestId>,
-    /// The directory is deciding whether to restart the actor.
-    deciding: bool,
-}
-
-impl Caller {
-    fn new(class: Arc<str>) -> Self {
-        Caller {
-            class,
-            queue: VecDeque::new(),
-            conn: None,
-            resolving: false,
-            attempts: 0,
-            retry_at: None,
-            dead: None,
-            handles: 1,
-            registered: false,
-            registering: false,
-            max_task_retries: 0,
-            owned: None,
-            home: None,
-        }
-    }
-
-    pub(super) fn retry_at(&self) -> Option<Instant> {
-        self.retry_at
-    }
 }
 
 /// What [`CoreState::borrow_actor`] did.
@@ -239,9 +177,7 @@ impl CoreState {
     /// be held or found any more (that node dropped this process's holds with the
     /// connection), so their calls fail.
     pub(super) fn actor_home_lost(&mut self, node: NodeId, reason: &str) {
-        let lost: Vec<ActorId> =
-            self.callers.iter().filter(|(_, c)| c.home.is_some_and(|(n, _)| n == node)).map(|(a, _)| *a).collect();
-        for a in lost {
+        for a in self.callers.homed_at(node) {
             let waiting: Vec<RequestId> = self
                 .requests
                 .iter()
@@ -293,7 +229,7 @@ impl CoreState {
     /// keeps holding them while the object lives (a process that reads the handles
     /// registers its own hold first).
     pub fn hold_actors_in(&mut self, outer: ObjectId, actors: &[ActorId]) {
-        let held = self.count_handles(actors.iter().copied());
+        let held = self.callers.count_handles(actors.iter().copied());
         if held.is_empty() {
             return;
         }
@@ -305,18 +241,6 @@ impl CoreState {
             }
             self.flush_frees();
         }
-    }
-
-    /// One more handle on each of `actors` this process calls; returns those counted.
-    fn count_handles(&mut self, actors: impl IntoIterator<Item = ActorId>) -> Vec<ActorId> {
-        let mut counted = Vec::new();
-        for a in actors {
-            if let Some(c) = self.callers.get_mut(&a) {
-                c.handles += 1;
-                counted.push(a);
-            }
-        }
-        counted
     }
 
     /// One handle on `a` fewer; releases this process's hold if nothing else uses it.
@@ -332,7 +256,7 @@ impl CoreState {
     /// gone), and tells it through this node's raylet, where the caller leased the
     /// worker and so is known.
     pub fn lend_actors(&mut self, caller: WorkerId, task: TaskId, actors: Vec<ares_common::wire::LentActor>) {
-        let lent = self.count_handles(actors.iter().map(|a| a.id));
+        let lent = self.callers.count_handles(actors.iter().map(|a| a.id));
         if lent.is_empty() {
             return;
         }
@@ -428,22 +352,11 @@ impl CoreState {
     /// it, and forgets it once it is also dead (an owner keeps managing a live actor
     /// that borrowers or its detachment keep alive).
     pub(super) fn maybe_release(&mut self, a: ActorId) {
-        let Some(c) = self.callers.get_mut(&a) else {
-            return;
-        };
-        // Calls that failed while queued leave their IDs behind.
-        while c.queue.front().is_some_and(|t| !self.tasks.contains_key(t)) {
-            c.queue.pop_front();
-        }
-        let queued = c.queue.iter().any(|t| self.tasks.contains_key(t));
-        let create = c.owned.as_ref().map(|o| o.create_tid);
-        let busy = c
-            .conn
-            .and_then(|id| self.conns.get(&id))
-            .is_some_and(|conn| conn.in_flight.iter().any(|(t, _)| Some(*t) != create));
-        if c.handles > 0 || queued || busy || c.registering {
+        let tasks = &self.tasks;
+        if !self.callers.unused(a, |t| tasks.contains_key(t)) {
             return;
         }
+        let c = self.callers.get_mut(&a).expect("present");
         if c.registered && c.dead.is_none() {
             c.registered = false;
             self.send_dir(a, ToRaylet::ReleaseActorHold { actor_id: a });
@@ -452,10 +365,8 @@ impl CoreState {
         if c.owned.is_some() && c.dead.is_none() {
             return;
         }
-        let c = self.callers.remove(&a).expect("present");
-        if let Some(conn_id) = c.conn
-            && let Some(conn) = self.conns.remove(&conn_id)
-        {
+        let (c, conn) = self.callers.remove(&a).expect("present");
+        if let Some((conn_id, conn)) = conn {
             self.out.push_back(Output::Close(conn_id));
             if let Some((lease_id, _)) = conn.lease {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
@@ -497,7 +408,6 @@ impl CoreState {
         c.dead = Some(error.clone());
         c.retry_at = None;
         let unregister = std::mem::take(&mut c.registered);
-        let conn = c.conn.take();
         let owned = c.owned.as_mut().map(|o| (o.create_tid, o.request.take()));
         if unregister {
             // Harmless if the directory already declared it dead; needed if only we did.
@@ -507,9 +417,7 @@ impl CoreState {
             self.requests.remove(&request_id);
             self.send_raylet(ToRaylet::CancelLeaseRequests { request_ids: vec![request_id] });
         }
-        if let Some(conn_id) = conn
-            && let Some(conn) = self.conns.remove(&conn_id)
-        {
+        if let Some((conn_id, conn)) = self.callers.take_conn(&a) {
             self.out.push_back(Output::Close(conn_id));
             if let Some((lease_id, _)) = conn.lease {
                 self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
@@ -567,7 +475,7 @@ impl CoreState {
             self.fail_queued_calls(a);
             return;
         }
-        let Some(conn_id) = c.conn else {
+        if c.conn.is_none() {
             match &mut c.owned {
                 Some(o) if o.request.is_none() && !o.deciding => {
                     let Some(create) = self.tasks.get(&o.create_tid).filter(|t| t.ready()) else {
@@ -596,38 +504,31 @@ impl CoreState {
                 }
             }
             return;
-        };
-        let Some(conn) = self.conns.get_mut(&conn_id).filter(|c| c.connected) else {
-            return;
-        };
-        let mut buf = Vec::new();
+        }
         let mut failures = Vec::new();
-        while conn.in_flight.len() < ACTOR_PIPELINE {
-            let Some(&tid) = c.queue.front() else {
-                break;
-            };
-            let Some(task) = self.tasks.get(&tid) else {
-                // Failed while queued.
-                c.queue.pop_front();
-                continue;
+        let values = Values::new(&self.table, &self.lookups);
+        let (tasks, owner, max_frame) = (&self.tasks, self.cfg.address.worker, self.cfg.max_frame);
+        let sent = self.callers.push_calls(a, now, |tid, buf| {
+            let Some(task) = tasks.get(&tid) else {
+                return Call::Gone;
             };
             if !task.ready() {
-                break;
+                return Call::NotReady;
             }
-            c.queue.pop_front();
-            match resolve_now(&super::Values::new(&self.table, &self.lookups), self.cfg.address.worker, tid, task)
-                .and_then(|spec| encode_push(spec, self.cfg.max_frame))
-            {
+            match resolve_now(&values, owner, tid, task).and_then(|spec| encode_push(spec, max_frame)) {
                 Ok(payload) => {
-                    payload.write_to(&mut buf);
-                    conn.in_flight.push_back((tid, now));
+                    payload.write_to(buf);
+                    Call::Pushed
                 }
-                Err(e) => failures.push((tid, e)),
+                Err(e) => {
+                    failures.push((tid, e));
+                    Call::Failed
+                }
             }
-        }
-        if !buf.is_empty() {
+        });
+        if let Some((conn, bytes)) = sent {
             // The connection's reader sees a break and reports it.
-            self.out.push_back(Output::Send { conn: conn_id, bytes: buf });
+            self.out.push_back(Output::Send { conn, bytes });
         }
         for (tid, e) in failures {
             self.fail_task(tid, e);
@@ -668,16 +569,7 @@ impl CoreState {
 
     /// Lookups whose retry time has come.
     pub(super) fn run_due_lookups(&mut self, now: Instant) {
-        let due: Vec<ActorId> = self
-            .callers
-            .iter_mut()
-            .filter(|(_, c)| c.retry_at.is_some_and(|t| t <= now))
-            .map(|(a, c)| {
-                c.retry_at = None;
-                *a
-            })
-            .collect();
-        for a in due {
+        for a in self.callers.due_lookups(now) {
             self.lookup(a);
         }
     }
@@ -692,8 +584,7 @@ impl CoreState {
         }
         let conn = self.conn_id();
         self.out.push_back(Output::Connect { conn, endpoint: info.addr.clone() });
-        self.conns.insert(conn, Conn::new(info.addr, a, None));
-        self.callers.get_mut(&a).expect("checked").conn = Some(conn);
+        self.callers.open(a, conn, info.addr, None);
     }
 
     /// The connection to `a`'s worker is open: the owner constructs the actor on a
@@ -713,7 +604,7 @@ impl CoreState {
             .and_then(|spec| encode_push(spec, self.cfg.max_frame))
             {
                 Ok(payload) => {
-                    let conn = self.conns.get_mut(&conn_id).expect("connected");
+                    let conn = self.callers.conn_mut(conn_id).expect("connected");
                     let mut buf = Vec::new();
                     payload.write_to(&mut buf);
                     conn.in_flight.push_back((create_tid, now));
@@ -779,12 +670,10 @@ impl CoreState {
         match self.callers.get_mut(&a) {
             Some(c) if c.dead.is_none() && !stopped => {
                 c.owned.as_mut().expect("only owners lease").request = None;
-                let conn = self.next_conn;
+                let conn = ConnId(self.next_conn);
                 self.next_conn += 1;
-                let conn = ConnId(conn);
-                c.conn = Some(conn);
                 self.out.push_back(Output::Connect { conn, endpoint: endpoint.clone() });
-                self.conns.insert(conn, Conn::new(endpoint, a, Some((lease_id, worker_id))));
+                self.callers.open(a, conn, endpoint, Some((lease_id, worker_id)));
             }
             _ => self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true }),
         }
@@ -793,7 +682,7 @@ impl CoreState {
     pub(super) fn on_actor_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
         let mut stale = Vec::new();
         let mut touched = Touched::default();
-        let Some(a) = self.conns.get(&conn_id).map(|c| c.actor) else {
+        let Some(a) = self.callers.conn(conn_id).map(|c| c.actor) else {
             return;
         };
         for FromWorker::Done { task_id, outcome, copies, contained } in replies {
@@ -804,7 +693,7 @@ impl CoreState {
             for id in copies {
                 self.table.add_copy(id, here);
             }
-            let Some(conn) = self.conns.get_mut(&conn_id) else {
+            let Some(conn) = self.callers.conn_mut(conn_id) else {
                 // The actor was declared dead meanwhile; its calls already failed, but
                 // large results they made are in the store.
                 if matches!(outcome, Outcome::Shared { .. }) {
@@ -843,7 +732,7 @@ impl CoreState {
             self.create_failed(a, &e);
             return;
         }
-        let conn = &self.conns[&conn_id];
+        let Some(conn) = self.callers.conn(conn_id) else { return };
         if let Some((lease_id, worker_id)) = conn.lease {
             let addr = conn.endpoint.clone();
             let restart = self.restart_spec(a);
@@ -866,7 +755,7 @@ impl CoreState {
 
     /// The connection to an actor's worker broke: its process died, or was killed.
     pub(super) fn on_actor_conn_lost(&mut self, now: Instant, conn_id: ConnId, reason: &str) {
-        let Some(conn) = self.conns.remove(&conn_id) else {
+        let Some(conn) = self.callers.remove_conn(conn_id) else {
             return;
         };
         let (a, lease) = (conn.actor, conn.lease);

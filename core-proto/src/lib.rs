@@ -30,6 +30,7 @@
 
 mod actors;
 mod borrow;
+mod callers;
 mod leases;
 mod lineage;
 mod raylets;
@@ -38,6 +39,7 @@ mod tasks;
 mod tests;
 
 pub use actors::{ActorSpawn, Borrow};
+use callers::Callers;
 pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
 use leases::{Leases, Spillback};
 use raylets::Raylets;
@@ -167,26 +169,6 @@ impl TaskScope {
     }
 }
 
-/// A connection to the worker hosting an actor (leased workers' are [`Leases`]').
-struct Conn {
-    endpoint: Endpoint,
-    /// The driver reported the connection open; nothing is pushed before.
-    connected: bool,
-    /// Replies arrived on it (a borrower's lookup found a working address).
-    answered: bool,
-    in_flight: VecDeque<(TaskId, Instant)>,
-    actor: ActorId,
-    /// The dedicated lease the owner holds for the actor's worker (callers that borrow
-    /// the actor hold none).
-    lease: Option<(LeaseId, WorkerId)>,
-}
-
-impl Conn {
-    fn new(endpoint: Endpoint, actor: ActorId, lease: Option<(LeaseId, WorkerId)>) -> Self {
-        Conn { endpoint, connected: false, answered: false, in_flight: VecDeque::new(), actor, lease }
-    }
-}
-
 /// A raylet request this state sent and awaits the answer to.
 /// (Lease requests for queues are [`Leases`]'.)
 enum Request {
@@ -231,11 +213,9 @@ pub struct CoreState {
     leases: Leases,
     /// This node's raylet and the other nodes' this process talks to.
     raylets: Raylets,
-    /// Connections to actors' workers.
-    conns: DetMap<ConnId, Conn>,
     requests: DetMap<RequestId, Request>,
-    /// Actors this process calls (owned or borrowed).
-    callers: DetMap<ActorId, actors::Caller>,
+    /// Actors this process calls (owned or borrowed), and the connections to them.
+    callers: Callers,
     /// Refs this process holds to objects other processes own.
     borrowed: BorrowTable,
     /// Borrowed objects whose location was asked of their owners.
@@ -285,9 +265,8 @@ impl CoreState {
             waiting: DetMap::default(),
             leases: Leases::new(max_in_flight),
             raylets: Raylets::new(here),
-            conns: DetMap::default(),
             requests: DetMap::default(),
-            callers: DetMap::default(),
+            callers: Callers::default(),
             borrowed: BorrowTable::new(),
             lookups: DetMap::default(),
             registrations: DetMap::default(),
@@ -326,8 +305,8 @@ impl CoreState {
 
     /// When [`CoreState::handle_timeout`] should next run, if anything waits for time.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let retries = self.callers.values().filter_map(|c| c.retry_at());
-        retries.chain(self.leases.next_timer()).min()
+        let retries = self.callers.next_retry();
+        retries.into_iter().chain(self.leases.next_timer()).min()
     }
 
     /// Which values travel inline.
@@ -367,7 +346,7 @@ impl CoreState {
 
     /// Open connections to workers.
     pub fn open_conns(&self) -> usize {
-        self.conns.len() + self.leases.len()
+        self.callers.conn_count() + self.leases.len()
     }
 
     /// Whether `stop` ran.
@@ -976,7 +955,7 @@ impl CoreState {
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
         if let Some(shape) = self.leases.connected(conn) {
             self.dispatch(now, &shape);
-        } else if let Some(c) = self.conns.get_mut(&conn) {
+        } else if let Some(c) = self.callers.conn_mut(conn) {
             c.connected = true;
             let (a, owned_lease) = (c.actor, c.lease.is_some());
             self.actor_connected(now, a, conn, owned_lease);
@@ -990,7 +969,7 @@ impl CoreState {
             tracing::debug!("could not connect to {endpoint}: {reason}");
             // Nothing was pushed on it, so losing it costs no task an attempt.
             self.on_lease_lost(now, conn, reason);
-        } else if let Some(c) = self.conns.remove(&conn) {
+        } else if let Some(c) = self.callers.remove_conn(conn) {
             tracing::debug!("could not connect to {}: {reason}", c.endpoint);
             self.actor_connect_failed(now, c.actor, conn, c.lease, &c.endpoint, reason)
         }
@@ -1001,7 +980,7 @@ impl CoreState {
     pub fn handle_replies(&mut self, now: Instant, conn: ConnId, replies: Vec<FromWorker>) {
         if self.leases.has(conn) {
             self.on_lease_replies(now, conn, replies);
-        } else if self.conns.contains_key(&conn) {
+        } else if self.callers.conn(conn).is_some() {
             self.on_actor_replies(now, conn, replies);
         } else {
             // Forgotten (closed by us, or its actor died): large results it made are in
@@ -1316,10 +1295,9 @@ impl CoreState {
             self.out.push_back(Output::Close(id));
             self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: false });
         }
-        for id in self.conns.drain().map(|(id, _)| id).collect::<Vec<_>>() {
+        for id in self.callers.clear() {
             self.out.push_back(Output::Close(id));
         }
-        self.callers.clear();
         self.requests.clear();
         self.registrations.clear();
         for l in self.lookups.values_mut() {
