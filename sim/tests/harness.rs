@@ -8,6 +8,14 @@ fn value(sim: &Sim, p: usize, id: ares_common::ObjectId) -> i64 {
     i64::decode(&sim.read(p, id).unwrap()).unwrap()
 }
 
+/// With every handle dropped: idle leases go back after their timeout, and then nothing
+/// is left anywhere.
+fn wind_down(sim: &mut Sim) {
+    sim.advance(std::time::Duration::from_secs(1));
+    sim.run_until_quiescent(100_000).unwrap();
+    sim.check_clean().unwrap();
+}
+
 #[test]
 fn tasks_run_and_everything_winds_down() {
     let mut sim = Sim::new(SimConfig::new(1));
@@ -21,9 +29,7 @@ fn tasks_run_and_everything_winds_down() {
     for id in [a, b, l] {
         sim.drop_ref(d, id);
     }
-    sim.advance(std::time::Duration::from_secs(1));
-    sim.run_until_quiescent(100_000).unwrap();
-    sim.check_clean().unwrap();
+    wind_down(&mut sim);
 }
 
 #[test]
@@ -40,9 +46,7 @@ fn a_partition_between_a_driver_and_its_workers_is_survived_by_new_workers() {
     assert!(old.iter().any(|w| !sim.alive(*w)), "the unreachable worker was reaped");
     sim.heal();
     sim.drop_ref(d, r);
-    sim.advance(std::time::Duration::from_secs(1));
-    sim.run_until_quiescent(100_000).unwrap();
-    sim.check_clean().unwrap();
+    wind_down(&mut sim);
 }
 
 #[test]
@@ -164,9 +168,7 @@ fn a_task_spills_to_another_node_and_what_was_lost_with_it_is_rebuilt() {
     for id in [big, measured] {
         sim.drop_ref(d, id);
     }
-    sim.advance(std::time::Duration::from_secs(1));
-    sim.run_until_quiescent(100_000).unwrap();
-    sim.check_clean().unwrap();
+    wind_down(&mut sim);
 }
 
 #[test]
@@ -200,9 +202,7 @@ fn actor_calls_run_in_order_restart_once_and_then_fail_actor_died() {
     for r in first.into_iter().chain([again, late]) {
         sim.drop_ref(d, r);
     }
-    sim.advance(std::time::Duration::from_secs(1));
-    sim.run_until_quiescent(100_000).unwrap();
-    sim.check_clean().unwrap();
+    wind_down(&mut sim);
 }
 
 #[test]
@@ -229,7 +229,5 @@ fn a_dropped_actor_runs_its_queued_calls_then_its_worker_is_reaped_and_a_killed_
     for r in calls.into_iter().chain([before, after]) {
         sim.drop_ref(d, r);
     }
-    sim.advance(std::time::Duration::from_secs(1));
-    sim.run_until_quiescent(100_000).unwrap();
-    sim.check_clean().unwrap();
+    wind_down(&mut sim);
 }
