@@ -1,10 +1,10 @@
 //! The core worker's state driven by hand: no processes, no sockets, no clock.
 
 use super::*;
-use ares_common::Unrecoverable;
 use ares_common::codec::Value;
 use ares_common::frame::FrameReader;
 use ares_common::wire::{ActorInfo, ActorKey, PeerLocation, PeerMsg, TaskSpec, ToWorker};
+use ares_common::{Address, Unrecoverable};
 
 fn node() -> NodeId {
     NodeId([7; 16])
