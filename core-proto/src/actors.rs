@@ -622,12 +622,12 @@ impl CoreState {
         self.maybe_release(a);
     }
 
-    /// `conn` to `a`'s worker could not be opened.
+    /// The connection to `a`'s worker (already removed from its caller) could not be
+    /// opened.
     pub(super) fn actor_connect_failed(
         &mut self,
         now: Instant,
         a: ActorId,
-        conn: ConnId,
         lease: Option<(LeaseId, WorkerId)>,
         endpoint: &Endpoint,
         reason: &str,
@@ -635,9 +635,6 @@ impl CoreState {
         let Some(c) = self.callers.get_mut(&a) else {
             return;
         };
-        if c.conn == Some(conn) {
-            c.conn = None;
-        }
         if let Some((lease_id, _)) = lease {
             let class = c.class.to_string();
             self.send_raylet(ToRaylet::ReturnLease { lease_id, worker_broken: true });
@@ -760,12 +757,9 @@ impl CoreState {
         };
         let (a, lease) = (conn.actor, conn.lease);
         tracing::debug!(actor = %a, "lost the actor's worker: {reason}");
-        let Some(c) = self.callers.get_mut(&a) else {
+        let Some(c) = self.callers.get(&a) else {
             return;
         };
-        if c.conn == Some(conn_id) {
-            c.conn = None;
-        }
         let class = c.class.clone();
         let create = c.owned.as_ref().map(|o| o.create_tid);
         // Calls that may have run are retried only if marked retryable, in their order.

@@ -853,7 +853,7 @@ impl CoreState {
             self.on_lease_lost(now, conn, reason);
         } else if let Some(c) = self.callers.remove_conn(conn) {
             tracing::debug!("could not connect to {}: {reason}", c.endpoint);
-            self.actor_connect_failed(now, c.actor, conn, c.lease, &c.endpoint, reason)
+            self.actor_connect_failed(now, c.actor, c.lease, &c.endpoint, reason)
         }
         self.flush_frees();
     }

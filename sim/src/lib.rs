@@ -512,7 +512,6 @@ impl Sim {
         let request_id = ares_common::RequestId::FIRST_CALL.next();
         self.send_to_node(p, ToRaylet::KillActor { request_id, actor_id: actor });
         self.flush(Chan::ToNode(p));
-        self.pump_node(self.procs[p].node);
         self.procs[p].state.actor_killed(actor);
         self.pump(p);
     }
