@@ -353,7 +353,7 @@ impl CoreState {
     /// that borrowers or its detachment keep alive).
     pub(super) fn maybe_release(&mut self, a: ActorId) {
         let tasks = &self.tasks;
-        if !self.callers.unused(a, |t| tasks.contains_key(t)) {
+        if !self.callers.unused(a, |t| tasks.contains(t)) {
             return;
         }
         let c = self.callers.get_mut(&a).expect("present");

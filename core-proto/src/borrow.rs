@@ -20,7 +20,7 @@ use ares_common::wire::{PeerLocation, PeerMsg, RefInValue, ToRaylet};
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, WorkerId};
 use ares_ownership::{BorrowOutput, Location, Owner, Status, Stored};
 
-use super::{CoreState, Touched};
+use super::{CoreState, Next, Touched};
 
 /// A borrowed object whose location was asked of its owner.
 pub(super) struct Lookup {
@@ -211,7 +211,7 @@ impl CoreState {
     /// A lookup was answered: tasks waiting on it go on (or fail with `failed`).
     fn lookup_done(&mut self, now: Instant, object: ObjectId, failed: Option<TaskError>) {
         self.changed = true;
-        let waiters = self.waiting.remove(&object).unwrap_or_default();
+        let waiters = self.tasks.take_waiters(object);
         match failed {
             Some(e) => {
                 for tid in waiters {
@@ -249,7 +249,7 @@ impl CoreState {
             if let Some(l) = self.lookups.get_mut(&id) {
                 l.status = Status::Failed(Box::new(e.clone()));
             }
-            let waiters = self.waiting.remove(&id).unwrap_or_default();
+            let waiters = self.tasks.take_waiters(id);
             for tid in waiters {
                 self.fail_task(tid, e.clone());
             }
@@ -345,16 +345,10 @@ impl CoreState {
 
     /// The task `tid` no longer waits for one of its arguments.
     pub(super) fn arg_ready(&mut self, tid: TaskId, touched: &mut Touched) {
-        let Some(t) = self.tasks.get_mut(&tid) else {
-            return;
-        };
-        t.unresolved -= 1;
-        if t.unresolved == 0 {
-            if t.unmerged > 0 {
-                self.emit_gathers(tid);
-            } else {
-                self.enqueue_ready(tid, touched);
-            }
+        match self.tasks.resolved_one(tid) {
+            Some(Next::Merge) => self.emit_gathers(tid),
+            Some(Next::Queue) => self.enqueue_ready(tid, touched),
+            None => {}
         }
     }
 

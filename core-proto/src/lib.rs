@@ -25,10 +25,13 @@
 //! - borrowing (see [`borrow`]): refs to other processes' objects, asked of and
 //!   registered with their owners, and the owner's answers to its borrowers.
 //!
-//! It is composed of sub-machines, each a struct of its own with its own tests: `leases`
-//! (queues, lease requests, leased workers' pipelines: where a task's push goes),
-//! `raylets` (other nodes' raylets), `callers` (actors' call queues and connections).
-//! `CoreState` decides what a push carries and what an answer means.
+//! It is composed of sub-machines, each a struct of its own with its own tests: `pending`
+//! (unfinished tasks and which objects each waits for), `leases` (queues, lease requests,
+//! leased workers' pipelines: where a task's push goes), `raylets` (other nodes'
+//! raylets), `callers` (actors' call queues and connections). `CoreState` decides what a
+//! push carries and what an answer means; its `impl` is split by concern: `submit`
+//! (arguments, queuing, pushes, failing), `complete` (replies, retries), `actors`,
+//! `borrow`, `lineage`.
 //!
 //! Task IDs are given to it (see [`TaskScope`]): a nested task's ID derives from the
 //! running task's ID and its submission counter, so re-running a task makes the same IDs.
@@ -36,10 +39,13 @@
 mod actors;
 mod borrow;
 mod callers;
+mod complete;
 mod interface;
 mod leases;
 mod lineage;
+mod pending;
 mod raylets;
+mod submit;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -49,6 +55,7 @@ use callers::Callers;
 pub use interface::{Combine, ConnId, Home, InlineRule, Output, ReadPlan, StateConfig, TaskScope, plan_read};
 pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
 use leases::{Leases, Spillback};
+use pending::{Next, Pending};
 use raylets::Raylets;
 pub use raylets::UNREACHABLE_HOLD;
 pub use tasks::{Arg, Submit, Target};
@@ -89,8 +96,8 @@ pub struct CoreState {
     cfg: StateConfig,
     table: OwnershipTable,
     root: TaskScope,
-    tasks: DetMap<TaskId, Task>,
-    waiting: DetMap<ObjectId, Vec<TaskId>>,
+    /// Tasks submitted and not finished, and what each waits for.
+    tasks: Pending,
     /// Queues of ready tasks and the workers leased for them.
     leases: Leases,
     /// This node's raylet and the other nodes' this process talks to.
@@ -143,8 +150,7 @@ impl CoreState {
             root: TaskScope::new(cfg.root),
             cfg,
             table: OwnershipTable::new(),
-            tasks: DetMap::default(),
-            waiting: DetMap::default(),
+            tasks: Pending::default(),
             leases: Leases::new(max_in_flight),
             raylets: Raylets::new(here),
             requests: DetMap::default(),
@@ -351,357 +357,6 @@ impl CoreState {
         }
     }
 
-    // ------------------------------------------------------------------ submission
-
-    /// Submits a task as `task_id`; returns its return object (owned, one local handle).
-    pub fn submit(&mut self, now: Instant, task_id: TaskId, s: Submit, args: Vec<Arg>) -> ObjectId {
-        self.submit_with(now, task_id, s, args, None)
-    }
-
-    /// Like [`CoreState::submit`], failing the task at once with `early` if given (an
-    /// argument could not be stored).
-    pub fn submit_with(
-        &mut self,
-        now: Instant,
-        task_id: TaskId,
-        s: Submit,
-        args: Vec<Arg>,
-        early: Option<TaskError>,
-    ) -> ObjectId {
-        let return_id = ObjectId::for_return(task_id, 0);
-        let num_returns = s.num_returns.max(1);
-        for rid in returns_of(task_id, num_returns) {
-            self.table.add_owned(rid, Status::Pending);
-        }
-        let mut slots = Vec::with_capacity(args.len());
-        let mut arg_ids = Vec::new();
-        let mut temps = Vec::new();
-        let mut unmerged = 0;
-        for a in args {
-            match a {
-                Arg::Inline(b) => slots.push(Slot::Inline(Arc::new(b))),
-                Arg::Stored { id, len } => {
-                    // A large by-value argument became an object of its own, as in Ray.
-                    self.table.add_owned(id, Status::Ready(Location::stored(self.node(), len)));
-                    temps.push(id);
-                    arg_ids.push(id);
-                    slots.push(Slot::Ref(id));
-                }
-                Arg::Ref(id) => {
-                    arg_ids.push(id);
-                    slots.push(Slot::Ref(id));
-                }
-                Arg::Gather { ids, combine } => {
-                    arg_ids.extend_from_slice(&ids);
-                    unmerged += 1;
-                    slots.push(Slot::Gather { ids, combine, merged: None });
-                }
-            }
-        }
-        let mut failed = early;
-        if let Some(e) = &self.stopped {
-            failed = Some(e.clone());
-        }
-        self.table.add_submitted(&arg_ids);
-        self.table.add_submitted(&s.carried);
-        self.borrowed.add_submitted(&arg_ids);
-        self.borrowed.add_submitted(&s.carried);
-        let borrowing = !self.borrowed.is_empty();
-        for id in arg_ids.iter().filter(|_| borrowing) {
-            // A borrowed argument: its owner says where the value is.
-            if self.table.status(*id).is_none()
-                && let Some(owner) = self.borrowed.owner(*id)
-            {
-                self.hold_lookup(*id, owner);
-            }
-        }
-        for id in &temps {
-            // The task now holds its temporary argument; the handle is not needed.
-            self.table.remove_local_ref(*id);
-        }
-        let mut unresolved = 0;
-        for id in &arg_ids {
-            match Values::new(&self.table, &self.lookups).status(*id) {
-                Some(Status::Pending) => {
-                    unresolved += 1;
-                    self.waiting.entry(*id).or_default().push(task_id);
-                }
-                Some(Status::Failed(e)) if failed.is_none() => failed = Some((**e).clone()),
-                None if failed.is_none() => {
-                    failed = Some(TaskError::OwnerDied {
-                        object: id.to_string(),
-                        owner: "a runtime of this process that was shut down".into(),
-                    })
-                }
-                _ => {}
-            }
-        }
-        let mut keeps = s.keeps;
-        keeps.retain(|a| match self.callers.get_mut(a) {
-            Some(c) => {
-                c.handles += 1;
-                true
-            }
-            None => false,
-        });
-        let task = Task {
-            function: Arc::from(s.function),
-            args: slots,
-            arg_ids,
-            carried: s.carried,
-            shape: s.shape.clone(),
-            strategy: s.strategy,
-            retries_left: s.max_retries,
-            attempts: 0,
-            unresolved,
-            unmerged,
-            target: s.target,
-            kind: s.kind,
-            keeps,
-            num_returns,
-            stale_on: Vec::new(),
-        };
-        self.tasks.insert(task_id, task);
-        if let Target::Actor(a) = s.target {
-            match self.callers.get_mut(&a) {
-                Some(c) => c.queue.push_back(task_id),
-                None => failed = failed.or_else(|| Some(actors::unknown_actor(a))),
-            }
-        }
-        if let Some(e) = failed {
-            self.fail_task(task_id, e);
-        } else if unresolved == 0 {
-            self.args_resolved(now, task_id);
-        }
-        self.flush_frees();
-        return_id
-    }
-
-    /// Records a call that failed before submission (its arguments could not be encoded).
-    pub fn submit_failed(&mut self, task_id: TaskId, error: TaskError) -> ObjectId {
-        self.submit_failed_n(task_id, 1, error)
-    }
-
-    /// [`CoreState::submit_failed`] for a task of `num_returns` return values; returns
-    /// the first.
-    pub fn submit_failed_n(&mut self, task_id: TaskId, num_returns: u32, error: TaskError) -> ObjectId {
-        for rid in returns_of(task_id, num_returns) {
-            self.table.add_owned(rid, Status::Failed(Box::new(error.clone())));
-        }
-        ObjectId::for_return(task_id, 0)
-    }
-
-    /// Every argument of `tid` is ready: merge its gathered lists, or queue it.
-    fn args_resolved(&mut self, now: Instant, tid: TaskId) {
-        let Some(task) = self.tasks.get(&tid) else {
-            return;
-        };
-        if task.unmerged > 0 {
-            self.emit_gathers(tid);
-            return;
-        }
-        let mut touched = Touched::default();
-        self.enqueue_ready(tid, &mut touched);
-        self.dispatch_touched(now, touched);
-    }
-
-    /// Asks the driver to merge the gathered lists of `tid`, whose parts are all ready;
-    /// the task is queued once the merges are back.
-    fn emit_gathers(&mut self, tid: TaskId) {
-        let Some(task) = self.tasks.get(&tid) else {
-            return;
-        };
-        for (slot, s) in task.args.iter().enumerate() {
-            if let Slot::Gather { ids, combine, merged: None } = s {
-                let parts = ids
-                    .iter()
-                    .map(|id| match Values::new(&self.table, &self.lookups).status(*id) {
-                        Some(Status::Ready(l)) => (*id, l.clone()),
-                        // Submission counted the argument, so it is here and ready.
-                        other => unreachable!("argument {id} of a resolved task is {other:?}"),
-                    })
-                    .collect();
-                self.out.push_back(Output::Gather { task: tid, slot, parts, combine: *combine });
-            }
-        }
-    }
-
-    /// Puts a ready task where it will be pushed from, and notes which queue moved.
-    fn enqueue_ready(&mut self, tid: TaskId, touched: &mut Touched) {
-        let Some(t) = self.tasks.get(&tid) else {
-            return;
-        };
-        match t.target {
-            Target::Pool => {
-                let shape = SchedKey { shape: t.shape.clone(), strategy: t.strategy.clone() };
-                self.leases.enqueue(&shape, tid);
-                if !touched.shapes.contains(&shape) {
-                    touched.shapes.push(shape);
-                }
-            }
-            Target::Actor(a) | Target::Create(a) => {
-                if !touched.actors.contains(&a) {
-                    touched.actors.push(a);
-                }
-            }
-        }
-    }
-
-    /// The driver merged gathered argument `slot` of `task` (or failed to).
-    pub fn handle_gathered(
-        &mut self,
-        now: Instant,
-        task: TaskId,
-        slot: usize,
-        merged: std::result::Result<Bytes, String>,
-    ) {
-        let Some(t) = self.tasks.get_mut(&task) else {
-            return;
-        };
-        let error = match merged {
-            Ok(b) if b.len() + 1024 <= self.cfg.max_frame => {
-                if let Some(Slot::Gather { merged: m @ None, .. }) = t.args.get_mut(slot) {
-                    *m = Some(Arc::new(b));
-                    t.unmerged -= 1;
-                }
-                None
-            }
-            Ok(b) => Some(format!("a gathered list of {} bytes exceeds the frame limit", b.len())),
-            Err(reason) => Some(reason),
-        };
-        match error {
-            Some(reason) => {
-                let e =
-                    TaskError::Decode { function: t.function.to_string(), what: format!("argument {slot}"), reason };
-                self.fail_task(task, e);
-            }
-            None if t.ready() => {
-                let mut touched = Touched::default();
-                self.enqueue_ready(task, &mut touched);
-                self.dispatch_touched(now, touched);
-            }
-            None => {}
-        }
-        self.flush_frees();
-    }
-
-    /// Fails `task_id` for good with `error`, and with it every task waiting on it.
-    fn fail_task(&mut self, task_id: TaskId, error: TaskError) {
-        let mut stack = vec![task_id];
-        let mut failed_creates = Vec::new();
-        let mut failed_calls = Vec::new();
-        while let Some(tid) = stack.pop() {
-            let Some(task) = self.tasks.remove(&tid) else {
-                continue;
-            };
-            let rid = ObjectId::for_return(tid, 0);
-            for r in returns_of(tid, task.num_returns) {
-                self.table.set_failed(r, error.clone());
-                if let Some(waiters) = self.waiting.remove(&r) {
-                    stack.extend(waiters);
-                }
-            }
-            self.release_args(&task.arg_ids);
-            match task.target {
-                Target::Create(a) => {
-                    // The actor's record held the construction's result.
-                    self.table.remove_local_ref(rid);
-                    failed_creates.push(a);
-                }
-                Target::Actor(a) if !failed_calls.contains(&a) => failed_calls.push(a),
-                _ => {}
-            }
-            self.retire(&mut { task });
-        }
-        self.changed = true;
-        // At shutdown the node ends owned actors itself, and detached ones must live on.
-        if self.stopped.is_none() {
-            for a in failed_creates {
-                self.create_failed(a, &error);
-            }
-        }
-        // A failed call may have been the last thing keeping this process's hold.
-        for a in failed_calls {
-            self.maybe_release(a);
-        }
-    }
-
-    /// Drops what a finished task kept alive: the refs and actor handles its arguments
-    /// carried.
-    fn retire(&mut self, task: &mut Task) {
-        let carried = std::mem::take(&mut task.carried);
-        self.table.remove_submitted(&carried);
-        self.borrowed.remove_submitted(&carried);
-        for a in std::mem::take(&mut task.keeps) {
-            self.drop_handle(a);
-        }
-    }
-
-    fn dispatch_touched(&mut self, now: Instant, touched: Touched) {
-        for shape in &touched.shapes {
-            self.dispatch(now, shape);
-        }
-        for a in touched.actors {
-            self.dispatch_actor(now, a);
-        }
-    }
-
-    /// Pushes queued tasks of `shape` to its leased workers and asks for more leases if
-    /// tasks remain queued ([`Leases`] picks the workers; this builds the pushes).
-    fn dispatch(&mut self, now: Instant, shape: &SchedKey) {
-        let mut failures = Vec::new();
-        let mut unready: Vec<(TaskId, Vec<ObjectId>)> = Vec::new();
-        let mut out: Vec<(ConnId, Vec<u8>)> = Vec::new();
-        let values = Values::new(&self.table, &self.lookups);
-        let (tasks, owner, max_frame) = (&self.tasks, self.cfg.address.worker, self.cfg.max_frame);
-        self.leases.push_queued(shape, now, |conn_id, tid| {
-            let Some(task) = tasks.get(&tid) else {
-                return false;
-            };
-            let payload = match resolve(&values, owner, tid, task)
-                .and_then(|spec| encode_push(spec, max_frame).map_err(Unready::Failed))
-            {
-                Ok(p) => p,
-                Err(Unready::Failed(e)) => {
-                    failures.push((tid, e));
-                    return false;
-                }
-                Err(Unready::Pending(ids)) => {
-                    // An argument was lost since the task was queued and is being rebuilt.
-                    unready.push((tid, ids));
-                    return false;
-                }
-            };
-            let buf = match out.iter_mut().find(|(c, _)| *c == conn_id) {
-                Some((_, b)) => b,
-                None => {
-                    out.push((conn_id, Vec::new()));
-                    &mut out.last_mut().expect("just pushed").1
-                }
-            };
-            payload.write_to(buf);
-            true
-        });
-        for (conn, bytes) in out {
-            // The driver never blocks on this: a reader thread may be dispatching here.
-            self.out.push_back(Output::Send { conn, bytes });
-        }
-        let here = self.cfg.address.node;
-        let arg_node = |tid: TaskId| tasks.get(&tid).and_then(|t| args_node(&values, here, t));
-        self.leases.request_leases(shape, now, &self.raylets, arg_node, &mut self.next_request, &mut self.out);
-        for (tid, ids) in unready {
-            if let Some(t) = self.tasks.get_mut(&tid) {
-                t.unresolved += ids.len();
-                for id in ids {
-                    self.waiting.entry(id).or_default().push(tid);
-                }
-            }
-        }
-        for (tid, e) in failures {
-            self.fail_task(tid, e);
-        }
-    }
-
     // ------------------------------------------------------------------ events
 
     /// A message from the raylet that no caller of a blocking call waits for.
@@ -877,195 +532,6 @@ impl CoreState {
         self.flush_frees();
     }
 
-    fn on_lease_replies(&mut self, now: Instant, conn_id: ConnId, replies: Vec<FromWorker>) {
-        let lease_node = self.leases.lease_of(conn_id).and_then(|(_, node)| node);
-        let node = lease_node.unwrap_or(self.node());
-        let mut stale = Vec::new();
-        let mut touched = Touched::default();
-        for FromWorker::Done { task_id, outcome, copies, contained } in replies {
-            for id in copies {
-                // A copy of a value that failed or went meanwhile (its node died, say)
-                // belongs to nobody: delete it.
-                if matches!(self.table.status(id), Some(Status::Failed(_)) | None) && self.borrowed.owner(id).is_none()
-                {
-                    stale.push(id);
-                } else {
-                    self.table.add_copy(id, node);
-                }
-            }
-            if !contained.is_empty() {
-                self.hold_returned(task_id, &contained);
-            }
-            self.leases.replied(conn_id, task_id, now);
-            self.complete(now, task_id, outcome, node, &mut stale, &mut touched);
-        }
-        self.changed = true;
-        if let Some((shape, _)) = self.leases.lease_of(conn_id) {
-            // Its own queue first, then tasks that may borrow it (see `Leases::push_queued`).
-            let anywhere = SchedKey { shape: shape.shape.clone(), strategy: Strategy::Default };
-            for k in [shape.clone(), anywhere] {
-                if !touched.shapes.contains(&k) && self.leases.has_queue(&k) {
-                    touched.shapes.push(k);
-                }
-            }
-        }
-        self.dispatch_touched(now, touched);
-        self.leases.settle(conn_id, now);
-        self.delete_stale_at(lease_node, stale);
-    }
-
-    /// Records one task's outcome (a stored result is on `node`), and makes the tasks
-    /// waiting on its result ready.
-    fn complete(
-        &mut self,
-        now: Instant,
-        task_id: TaskId,
-        outcome: Outcome,
-        node: NodeId,
-        stale: &mut Vec<ObjectId>,
-        touched: &mut Touched,
-    ) {
-        let Some(task) = self.tasks.remove(&task_id) else {
-            // Nobody waits for it any more (the runtime stopped, or another attempt
-            // finished first): free what it made.
-            stale.extend(self.unheld_returns(task_id, &outcome, Some(node)));
-            return;
-        };
-        // One location per return value, or the task's failure.
-        let attempts = task.attempts;
-        match outcome {
-            Outcome::Failed(TaskError::ArgumentUnavailable { index, function, object, reason, tried }) => {
-                // A lost argument of ours is rebuilt and the task runs again.
-                if let Some(task) = self.argument_unavailable(now, task_id, task, index, &tried, touched) {
-                    if task.num_returns > 1 {
-                        stale.extend(returns_of(task_id, task.num_returns));
-                    }
-                    self.tasks.insert(task_id, task);
-                    let e = TaskError::ArgumentUnavailable { index, function, object, reason, tried };
-                    self.fail_task(task_id, e);
-                }
-                return;
-            }
-            Outcome::Failed(e) => {
-                if task.num_returns > 1 {
-                    // The worker may have stored some return values before one failed.
-                    stale.extend(returns_of(task_id, task.num_returns));
-                }
-                // Put the task back so fail_task handles it and its dependents alike.
-                self.tasks.insert(task_id, task);
-                self.fail_task(task_id, e);
-                return;
-            }
-            Outcome::Returns(v) if v.len() != task.num_returns as usize || task.num_returns < 2 => {
-                let e = TaskError::Decode {
-                    function: task.function.to_string(),
-                    what: "the return values".into(),
-                    reason: format!("the worker sent {} return values for a task of {}", v.len(), task.num_returns),
-                };
-                stale.extend(stored_returns(task_id, &Outcome::Returns(v)));
-                self.tasks.insert(task_id, task);
-                self.fail_task(task_id, e);
-                return;
-            }
-            Outcome::Inline(_) | Outcome::Shared { .. } if task.num_returns > 1 => {
-                stale.extend(stored_returns(task_id, &outcome));
-                let e = TaskError::Decode {
-                    function: task.function.to_string(),
-                    what: "the return values".into(),
-                    reason: format!("the worker sent one return value for a task of {}", task.num_returns),
-                };
-                self.tasks.insert(task_id, task);
-                self.fail_task(task_id, e);
-                return;
-            }
-            // The common case: one return value, no allocation beyond its bytes.
-            Outcome::Inline(v) => self.set_return(task_id, 0, inline_location(&v), attempts, stale, touched),
-            Outcome::Shared { len, .. } => {
-                self.set_return(task_id, 0, Location::stored(node, len), attempts, stale, touched)
-            }
-            Outcome::Returns(v) => {
-                for (i, r) in v.into_iter().enumerate() {
-                    let location = match r {
-                        ReturnValue::Inline(b) => inline_location(&b),
-                        ReturnValue::Shared { len, .. } => Location::stored(node, len),
-                    };
-                    self.set_return(task_id, i as u32, location, attempts, stale, touched);
-                }
-            }
-        }
-        for n in task.stale_on.iter().filter(|n| **n != node) {
-            // An earlier attempt's copies on another node are not this value's.
-            let ids: Vec<ObjectId> = returns_of(task_id, task.num_returns).collect();
-            self.send_to(Some(*n), ToRaylet::DeleteObjects { object_ids: ids });
-        }
-        let keep = self.keeps_lineage(&task);
-        if keep {
-            self.hold_lineage_args(&task);
-        }
-        self.release_args(&task.arg_ids);
-        let mut task = task;
-        self.retire(&mut task);
-        if keep {
-            self.keep_lineage(task_id, task);
-        }
-    }
-
-    /// The return values an attempt of `task_id` stored (on `node`, if known) that are
-    /// not the values the owner holds. Two attempts store the same ID in the same node's
-    /// store, the later in place of the earlier, so deleting a late attempt's result
-    /// there would delete the live value (an attempt counted lost, its connection
-    /// closed, may still have replied).
-    fn unheld_returns(&self, task_id: TaskId, outcome: &Outcome, node: Option<NodeId>) -> Vec<ObjectId> {
-        stored_returns(task_id, outcome)
-            .into_iter()
-            .filter(|id| {
-                !matches!(self.table.status(*id),
-                    Some(Status::Ready(Location::Stored(s))) if node.is_none_or(|n| s.nodes().any(|m| m == n)))
-            })
-            .collect()
-    }
-
-    /// A task that took these arguments finished or failed for good.
-    fn release_args(&mut self, ids: &[ObjectId]) {
-        self.release_lookups(ids);
-        self.table.remove_submitted(ids);
-        self.borrowed.remove_submitted(ids);
-    }
-
-    /// Return value `index` of `task_id` is at `location`: record it and make the tasks
-    /// waiting on it ready.
-    fn set_return(
-        &mut self,
-        task_id: TaskId,
-        index: u32,
-        location: Location,
-        attempts: u32,
-        stale: &mut Vec<ObjectId>,
-        touched: &mut Touched,
-    ) {
-        let rid = ObjectId::for_return(task_id, index);
-        if attempts > 0 && matches!(location, Location::Inline(_)) {
-            // An earlier attempt may have sealed a copy before its worker died.
-            stale.push(rid);
-        }
-        self.table.set_ready(rid, location);
-        for tid in self.waiting.remove(&rid).unwrap_or_default() {
-            self.arg_ready(tid, touched);
-        }
-    }
-
-    /// Deletes store copies no owner record points at; deleting an unknown ID is a no-op.
-    fn delete_stale(&mut self, ids: Vec<ObjectId>) {
-        self.delete_stale_at(None, ids);
-    }
-
-    /// Like [`CoreState::delete_stale`], in the store of `node` (`None`: this node's).
-    fn delete_stale_at(&mut self, node: Option<NodeId>, ids: Vec<ObjectId>) {
-        if !ids.is_empty() {
-            self.send_to(node, ToRaylet::DeleteObjects { object_ids: ids });
-        }
-    }
-
     /// `conn` ended (its worker died or could not be reached).
     pub fn handle_conn_closed(&mut self, now: Instant, conn: ConnId, reason: &str) {
         if self.leases.has(conn) {
@@ -1074,61 +540,6 @@ impl CoreState {
             self.on_actor_conn_lost(now, conn, reason);
         }
         self.flush_frees();
-    }
-
-    fn on_lease_lost(&mut self, now: Instant, conn_id: ConnId, reason: &str) {
-        let Some(leases::Ended { lease_id, key: shape, node, in_flight }) = self.leases.remove(conn_id) else {
-            return;
-        };
-        tracing::debug!("lost leased worker: {reason}");
-        self.send_to(node, ToRaylet::ReturnLease { lease_id, worker_broken: true });
-        let lost_on = node.unwrap_or(self.node());
-        for t in &in_flight {
-            if let Some(task) = self.tasks.get_mut(t) {
-                if !task.stale_on.contains(&lost_on) {
-                    task.stale_on.push(lost_on);
-                }
-                // Its worker may have pulled stored arguments there before it was lost.
-                for id in &task.arg_ids {
-                    self.table.add_maybe_copy(*id, lost_on);
-                }
-            }
-        }
-        let (retry, failed) = self.retry_or_fail(in_flight, |task| TaskError::WorkerDied {
-            function: task.function.to_string(),
-            attempts: task.attempts,
-        });
-        // The dead worker may have sealed results before dying.
-        let stale = failed;
-        self.leases.requeue_front(&shape, retry);
-        self.dispatch(now, &shape);
-        self.delete_stale_at(node, stale);
-    }
-
-    /// Counts an attempt for each task that was in flight on a lost connection: those
-    /// with retries left are returned (in order) to be queued again, the others fail with
-    /// `error(task)` and their return objects are returned second.
-    fn retry_or_fail(
-        &mut self,
-        in_flight: impl IntoIterator<Item = TaskId>,
-        error: impl Fn(&Task) -> TaskError,
-    ) -> (Vec<TaskId>, Vec<ObjectId>) {
-        let (mut retry, mut failed) = (Vec::new(), Vec::new());
-        for tid in in_flight {
-            let Some(task) = self.tasks.get_mut(&tid) else {
-                continue;
-            };
-            task.attempts += 1;
-            if task.retries_left > 0 && self.stopped.is_none() {
-                task.retries_left -= 1;
-                retry.push(tid);
-            } else {
-                let e = error(task);
-                failed.extend(returns_of(tid, task.num_returns));
-                self.fail_task(tid, e);
-            }
-        }
-        (retry, failed)
     }
 
     /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
@@ -1169,8 +580,7 @@ impl CoreState {
         for (node, request_ids) in waiting {
             self.send_to(node, ToRaylet::CancelLeaseRequests { request_ids });
         }
-        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
-        for tid in ids {
+        for tid in self.tasks.ids() {
             self.fail_task(tid, error.clone());
         }
         for (id, lease_id, node) in self.leases.stop() {

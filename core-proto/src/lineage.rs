@@ -238,7 +238,7 @@ impl CoreState {
     /// arguments it needs are made pending and pushed on `work` to be rebuilt in turn.
     fn rebuild(&mut self, id: ObjectId, work: &mut Vec<ObjectId>, touched: &mut Touched) -> Result<(), TaskError> {
         let tid = id.task;
-        if self.tasks.contains_key(&tid) {
+        if self.tasks.contains(&tid) {
             // Its task is already running again (rebuilt for a sibling return value).
             self.table.restart(id);
             return Ok(());
@@ -286,7 +286,7 @@ impl CoreState {
             match self.table.status(*d) {
                 Some(Status::Pending) => {
                     unresolved += 1;
-                    self.waiting.entry(*d).or_default().push(tid);
+                    self.tasks.wait_for(*d, tid);
                 }
                 Some(Status::Failed(e)) => missing = Some((**e).clone()),
                 Some(Status::Ready(_)) => {}
@@ -328,7 +328,7 @@ impl CoreState {
             self.delete_copies(id, &s);
         }
         self.table.set_failed(id, error.clone());
-        for tid in self.waiting.remove(&id).unwrap_or_default() {
+        for tid in self.tasks.take_waiters(id) {
             self.fail_task(tid, error.clone());
         }
         self.changed = true;
@@ -370,7 +370,7 @@ impl CoreState {
         match self.table.status(id) {
             Some(Status::Pending) => {
                 task.unresolved += 1;
-                self.waiting.entry(id).or_default().push(tid);
+                self.tasks.wait_for(id, tid);
                 self.tasks.insert(tid, task);
             }
             Some(Status::Ready(_)) => {
