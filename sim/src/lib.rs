@@ -21,7 +21,11 @@
 //!
 //! Stores spill: with a small pool (see `SimConfig::spill_threshold`) the index plans
 //! spills, which the sim writes at once, and reads restore through the same
-//! store-op steps as a real raylet's.
+//! store-op steps as a real raylet's. A worker's stored return value goes through the
+//! raylet's create op one step per event (see `store::Write`): other messages come
+//! between its steps (another attempt's create of the same object, the owner's delete,
+//! the worker's death), and the worker's later tasks wait until it replied. Reads, pulls
+//! and puts run their ops to the end at once.
 //!
 //! Actors run as a real process's do: a driver registers one with its node's directory
 //! ([`Sim::spawn_actor`]), its `CoreState` leases a dedicated worker and pushes the
@@ -39,6 +43,8 @@
 
 mod borrowers;
 pub mod program;
+mod store;
+mod worker;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -186,6 +192,9 @@ struct Proc {
     remote: DetMap<usize, ClientId>,
     /// The actors this worker hosts: each a counter of the calls it ran.
     actors: DetMap<ActorId, i64>,
+    /// Pushed tasks the worker has not started (it runs one at a time), with the task
+    /// connection each came on.
+    inbox: VecDeque<(usize, TaskSpec)>,
 }
 
 /// A task connection between an owner and a worker.
@@ -223,6 +232,8 @@ pub struct Sim {
     by_conn: DetMap<(ProcId, ConnId), usize>,
     queues: DetMap<Chan, VecDeque<(Duration, Msg)>>,
     blocked: DetSet<(ProcId, ProcId)>,
+    /// Return values being written, by worker (see [`store::Write`]).
+    writes: DetMap<ProcId, store::Write>,
     /// Messages delivered so far.
     pub delivered: u64,
     /// Worker processes killed so far (by faults or reaped by a raylet).
@@ -231,6 +242,8 @@ pub struct Sim {
     pub breaks: u32,
     /// Nodes killed so far.
     pub node_kills: u32,
+    /// Writes of a return value begun while another of the same object was in flight.
+    pub create_races: u32,
 }
 
 /// Functions the simulated workers run, by name: every value is an rkyv `i64`, `Vec<u8>`
@@ -295,10 +308,12 @@ impl Sim {
             by_conn: DetMap::default(),
             queues: DetMap::default(),
             blocked: DetSet::default(),
+            writes: DetMap::default(),
             delivered: 0,
             kills: 0,
             breaks: 0,
             node_kills: 0,
+            create_races: 0,
             rng: Rng::new(0),
             cfg: cfg.clone(),
         };
@@ -372,6 +387,7 @@ impl Sim {
             remote_endpoint: None,
             remote: DetMap::default(),
             actors: DetMap::default(),
+            inbox: VecDeque::new(),
         });
         self.by_client.insert((node, client), p);
         self.nodes[node].node.connected(client);
@@ -574,6 +590,8 @@ impl Sim {
             return;
         }
         self.procs[p].alive = false;
+        // Tasks it had not started die with it; a create it began runs on in its raylet.
+        self.procs[p].inbox.clear();
         if self.procs[p].worker.is_some() {
             self.kills += 1;
         }
@@ -600,6 +618,7 @@ impl Sim {
             }
         }
         self.nodes[n].alive = false;
+        self.writes.retain(|_, w| w.node != n);
         self.node_kills += 1;
         // Its connection to the head ends: the head declares it dead at once.
         if let Some(dir) = self.head.as_mut() {
@@ -757,13 +776,26 @@ impl Sim {
     /// Delivers one message, picked at random among the connections that have one.
     /// Returns whether there was one.
     pub fn step(&mut self) -> bool {
-        let mut ready: Vec<Chan> = self.queues.iter().filter(|(_, q)| !q.is_empty()).map(|(c, _)| *c).collect();
-        if ready.is_empty() {
+        // A raylet runs a connection's messages in order: the ones after a create wait
+        // for it to end.
+        let writes = &self.writes;
+        let mut ready: Vec<Chan> = self
+            .queues
+            .iter()
+            .filter(|(c, q)| !q.is_empty() && !matches!(c, Chan::ToNode(p) if writes.contains_key(p)))
+            .map(|(c, _)| *c)
+            .collect();
+        let mut writing: Vec<ProcId> = writes.keys().copied().collect();
+        if ready.is_empty() && writing.is_empty() {
             return false;
         }
         ready.sort();
-        let chan = ready[self.rng.below(ready.len() as u64) as usize];
-        self.deliver_head(chan);
+        writing.sort();
+        let i = self.rng.below((ready.len() + writing.len()) as u64) as usize;
+        match ready.get(i) {
+            Some(chan) => self.deliver_head(*chan),
+            None => self.step_write(writing[i - ready.len()]),
+        }
         true
     }
 
@@ -824,17 +856,10 @@ impl Sim {
                 }
                 let worker = tc.worker;
                 let mut r = FrameReader::new(std::io::Cursor::new(bytes), 64 << 20);
-                let mut replies = Vec::new();
                 while let Ok(ToWorker::Push(spec)) = r.read::<ToWorker>() {
-                    let task_id = spec.task_id;
-                    let mut copies = Vec::new();
-                    let mut contained = Vec::new();
-                    let outcome = self.execute(worker, spec, &mut copies, &mut contained);
-                    replies.push(FromWorker::Done { task_id, outcome, copies, contained });
+                    self.procs[worker].inbox.push_back((c, spec));
                 }
-                if self.procs[worker].alive && !replies.is_empty() {
-                    self.push(Chan::Reply(c), Msg::Replies(replies));
-                }
+                self.run_inbox(worker);
             }
             (Chan::Reply(c), Msg::Replies(replies)) => {
                 let tc = &self.task_conns[c];
@@ -1051,281 +1076,6 @@ impl Sim {
             p,
             ToRaylet::RegisterWorker { worker_id: id, pid: p as u32, listen_addr: endpoint, remote_addr: Some(remote) },
         );
-    }
-
-    /// Copies the stored `object` from node `from` into node `to`'s store as a secondary
-    /// copy, as a pull does.
-    fn copy_object(
-        &mut self,
-        object: ObjectId,
-        from: NodeId,
-        to: usize,
-        owner: Option<WorkerId>,
-    ) -> Result<(), String> {
-        let src = self.node_index(from).ok_or("no such node")?;
-        if !self.nodes[src].alive {
-            return Err("the node is dead".into());
-        }
-        if !self.nodes[src].node.store().contains(object) {
-            return Err("the source does not hold it".into());
-        }
-        // As a real transfer: the source pins its copy (restoring it if spilled) for the
-        // time of the copy, and counts the bytes it served when it lets go.
-        match self.run_store_op(src, PinOp::new(self.now(), STORE_TIMEOUT, TRANSFER_CLIENT, object)) {
-            PinOutcome::Pinned { .. } => {}
-            PinOutcome::Failed(e) => return Err(format!("the source could not serve it: {e}")),
-        }
-        let result = self.copy_pinned(object, src, to, owner);
-        let served = self.nodes[src].data.get(&object).map_or(0, |b| b.len() as u64);
-        self.nodes[src].node.release_served(object, served);
-        self.pump_node(src);
-        result
-    }
-
-    /// The destination's half of [`Sim::copy_object`], with the source's copy pinned.
-    fn copy_pinned(&mut self, object: ObjectId, src: usize, to: usize, owner: Option<WorkerId>) -> Result<(), String> {
-        let bytes = self.nodes[src].data.get(&object).cloned().ok_or("the source has no bytes")?;
-        if self.nodes[to].node.store().contains(object) {
-            return Ok(());
-        }
-        let op = CopyOp::new(self.now(), STORE_TIMEOUT, object, bytes.len() as u64, owner);
-        match self.run_store_op(to, op) {
-            CopyOutcome::Created { .. } => {}
-            CopyOutcome::Exists => return Ok(()),
-            CopyOutcome::Failed(e) => return Err(e.to_string()),
-        }
-        self.nodes[to].data.insert(object, bytes);
-        self.nodes[to].node.finish_copy(object, true);
-        self.pump_node(to);
-        Ok(())
-    }
-
-    // ------------------------------------------------------------------ the store
-
-    /// Pins `id` on `p`'s node, copies its bytes and releases it, as a reader would.
-    fn read_pinned(&mut self, p: ProcId, id: ObjectId) -> Result<Vec<u8>, TaskError> {
-        self.flush(Chan::ToNode(p));
-        let (n, client) = (self.procs[p].node, self.procs[p].client);
-        let lost = || TaskError::ObjectLost { object: id.to_string() };
-        if !self.nodes[n].alive {
-            return Err(lost());
-        }
-        match self.run_store_op(n, PinOp::new(self.now(), STORE_TIMEOUT, client, id)) {
-            PinOutcome::Pinned { .. } => {}
-            PinOutcome::Failed(_) => return Err(lost()),
-        }
-        let bytes = self.nodes[n].data.get(&id).cloned().ok_or_else(lost);
-        self.nodes[n].node.handle(client, ToRaylet::ReleaseObjects { object_ids: vec![id] });
-        self.pump_node(n);
-        bytes
-    }
-
-    /// Creates and seals `id` with `bytes` in `p`'s node, owned by `owner`.
-    fn store_sync(&mut self, p: ProcId, id: ObjectId, bytes: &[u8], owner: WorkerId) -> Result<(), TaskError> {
-        self.flush(Chan::ToNode(p));
-        let (n, client) = (self.procs[p].node, self.procs[p].client);
-        let op = CreateOp::new(self.now(), STORE_TIMEOUT, client, id, bytes.len() as u64, owner);
-        match self.run_store_op(n, op) {
-            CreateOutcome::Created { .. } => {
-                let sn = &mut self.nodes[n];
-                sn.data.insert(id, bytes.to_vec());
-                sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
-                self.pump_node(n);
-                Ok(())
-            }
-            CreateOutcome::Failed(e) => Err(e),
-            // The node reaped this process: the real one would never hear back.
-            CreateOutcome::Abandoned => Err(TaskError::ObjectLost { object: format!("{id} (the creator was reaped)") }),
-        }
-    }
-
-    /// Runs a store op on node `n` to its end, as the raylet's driver does: page
-    /// reservations always succeed, a wait passes at once on the op's own clock (the sim
-    /// does not move while one process waits, so a wait ends at its deadline), and a
-    /// restore read succeeds (the bytes never left `data`).
-    fn run_store_op<O: Op>(&mut self, n: usize, mut op: O) -> O::Outcome {
-        let (mut now, mut event) = (self.now(), OpEvent::Go);
-        loop {
-            match op.advance(&mut self.nodes[n].node, now, false, event) {
-                OpStep::Wait(d) => {
-                    self.pump_node(n);
-                    now += d;
-                    event = OpEvent::Go;
-                }
-                OpStep::Reserve { .. } => event = OpEvent::Reserved(Ok(())),
-                OpStep::Read(_) => event = OpEvent::Read { result: Ok(()), took: Duration::ZERO },
-                OpStep::Done(outcome) => {
-                    self.pump_node(n);
-                    return outcome;
-                }
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ workers
-
-    /// Makes sure the stored argument `id` is in worker `w`'s node, copying it from the
-    /// first of `nodes` that serves it. Returns whether a copy was made.
-    fn pull_arg(&mut self, w: ProcId, id: ObjectId, nodes: &[NodeId], owner: WorkerId) -> Result<bool, String> {
-        let n = self.procs[w].node;
-        if self.nodes[n].node.store().contains(id) {
-            return Ok(false);
-        }
-        let mut why = Vec::new();
-        for from in nodes {
-            match self.copy_object(id, *from, n, Some(owner)) {
-                Ok(()) => return Ok(true),
-                Err(e) => why.push(format!("node {from}: {e}")),
-            }
-        }
-        Err(format!("could not pull a copy: {}", why.join("; ")))
-    }
-
-    fn execute(
-        &mut self,
-        w: ProcId,
-        spec: TaskSpec,
-        copies: &mut Vec<ObjectId>,
-        contained: &mut Vec<ares_common::wire::RefInValue>,
-    ) -> Outcome {
-        let mut args = Vec::with_capacity(spec.args.len());
-        for (i, a) in spec.args.iter().enumerate() {
-            match a {
-                WireArg::Inline(v) => args.push(v.clone()),
-                WireArg::Shared { object_id, nodes, owner, .. } => {
-                    // As a real worker: a copy listed on its own node is read there only.
-                    let here = self.procs[w].state.node();
-                    let local = nodes.contains(&here);
-                    match if local { Ok(false) } else { self.pull_arg(w, *object_id, nodes, *owner) } {
-                        Ok(true) => copies.push(*object_id),
-                        Ok(false) => {}
-                        Err(reason) => {
-                            return Outcome::Failed(TaskError::ArgumentUnavailable {
-                                function: spec.function.clone(),
-                                index: i as u32,
-                                object: object_id.to_string(),
-                                reason,
-                                tried: nodes.clone(),
-                            });
-                        }
-                    }
-                    match self.read_pinned(w, *object_id) {
-                        Ok(b) => args.push(b),
-                        Err(TaskError::ObjectLost { object }) if local => {
-                            return Outcome::Failed(TaskError::ArgumentUnavailable {
-                                function: spec.function.clone(),
-                                index: i as u32,
-                                object: object_id.to_string(),
-                                reason: object,
-                                tried: vec![here],
-                            });
-                        }
-                        Err(e) => return Outcome::Failed(e),
-                    }
-                }
-            }
-        }
-        let int = |i: usize| args.get(i).and_then(|b| i64::decode(b).ok());
-        let app =
-            |message: String| Outcome::Failed(TaskError::Application { function: spec.function.clone(), message });
-        let value: Vec<u8> = match (&spec.kind, spec.function.as_str()) {
-            (TaskKind::ActorCreate { actor_id, .. }, functions::COUNTER) => {
-                self.procs[w].actors.insert(*actor_id, 0);
-                0i64.encode().expect("encodes").to_vec()
-            }
-            (TaskKind::ActorCall { actor_id }, functions::NEXT) => match self.procs[w].actors.get_mut(actor_id) {
-                Some(count) => {
-                    *count += 1;
-                    count.encode().expect("encodes").to_vec()
-                }
-                None => return app(format!("this worker hosts no actor {actor_id}")),
-            },
-            (TaskKind::ActorCreate { .. } | TaskKind::ActorCall { .. }, other) => {
-                return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() });
-            }
-            (_, function) => match function {
-                functions::ADD => {
-                    let sum: Option<i64> = (0..args.len()).map(int).sum();
-                    match sum {
-                        Some(v) => v.encode().expect("encodes").to_vec(),
-                        None => return app("add takes i64 arguments".into()),
-                    }
-                }
-                functions::BIG => vec![int(0).unwrap_or(0) as u8; BIG].encode().expect("encodes").to_vec(),
-                functions::MEASURE => match args.first().and_then(|b| Vec::<u8>::decode(b).ok()) {
-                    Some(v) => (v.len() as i64 + i64::from(v.first().copied().unwrap_or(0)))
-                        .encode()
-                        .expect("encodes")
-                        .to_vec(),
-                    None => return app("measure takes bytes".into()),
-                },
-                functions::SUM_LIST => match args.first().and_then(|b| Vec::<i64>::decode(b).ok()) {
-                    Some(v) => v.iter().sum::<i64>().encode().expect("encodes").to_vec(),
-                    None => return app("sum_list takes a list".into()),
-                },
-                functions::FAIL => return app(format!("boom {}", int(0).unwrap_or(0))),
-                functions::SPAWN => {
-                    let n = int(0).unwrap_or(0);
-                    let now = self.now();
-                    let s = Submit {
-                        function: functions::ADD,
-                        shape: ResourceSet::new().with("CPU", 1.0),
-                        strategy: ares_common::Strategy::Default,
-                        max_retries: 0,
-                        target: Target::Pool,
-                        kind: TaskKind::Normal,
-                        keeps: Vec::new(),
-                        carried: Vec::new(),
-                        num_returns: 1,
-                    };
-                    let st = &mut self.procs[w].state;
-                    let mut scope = TaskScope::new(spec.task_id);
-                    let tid = st.next_task_id(Some(&mut scope));
-                    let child = st.submit(now, tid, s, vec![Arg::Inline(n.encode().expect("encodes"))]);
-                    st.remove_local_ref(child);
-                    self.pump(w);
-                    n.encode().expect("encodes").to_vec()
-                }
-                functions::MAKE_REFS => {
-                    let n = int(0).unwrap_or(0);
-                    let mut scope = TaskScope::new(spec.task_id);
-                    let (me, node) = (self.procs[w].state.worker_id(), self.procs[w].state.node());
-                    let mut ids = Vec::new();
-                    for i in 0..n {
-                        let id = self.procs[w].state.next_put_id(Some(&mut scope));
-                        let bytes = vec![(n + i) as u8; BIG].encode().expect("encodes").to_vec();
-                        if let Err(e) = self.store_sync(w, id, &bytes, me) {
-                            return Outcome::Failed(e);
-                        }
-                        self.procs[w].state.add_put(id, Location::stored(node, bytes.len() as u64), &[]);
-                        ids.push(id);
-                    }
-                    let refs: Vec<ares_common::wire::RefInValue> = ids
-                        .iter()
-                        .map(|id| ares_common::wire::RefInValue { id: *id, owner: me, node, home: None })
-                        .collect();
-                    // The caller will hold them: counted as its borrower before the task's
-                    // own handles go, as a real worker does before replying.
-                    let st = &mut self.procs[w].state;
-                    st.lend(spec.owner, &refs);
-                    for id in &ids {
-                        st.remove_local_ref(*id);
-                    }
-                    self.pump(w);
-                    contained.extend(refs);
-                    ids.encode().expect("encodes").to_vec()
-                }
-                other => return Outcome::Failed(TaskError::FunctionNotFound { name: other.to_string() }),
-            },
-        };
-        if self.procs[w].state.inline_rule().inline(value.len()) {
-            return Outcome::Inline(value);
-        }
-        let rid = ObjectId::for_return(spec.task_id, 0);
-        match self.store_sync(w, rid, &value, spec.owner) {
-            Ok(()) => Outcome::Shared { offset: 0, len: value.len() as u64 },
-            Err(e) => Outcome::Failed(e),
-        }
     }
 
     // ------------------------------------------------------------------ running

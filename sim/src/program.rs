@@ -97,6 +97,8 @@ pub struct Summary {
     pub actors: usize,
     /// Actor calls checked.
     pub actor_calls: usize,
+    /// Creates of one object that were in flight at once (attempts of one task).
+    pub create_races: u32,
 }
 
 /// An actor a driver spawned, and the calls it made, in order.
@@ -380,6 +382,7 @@ pub fn run(cfg: &ProgramConfig) -> Result<Summary, String> {
         restored,
         actors: actors.len(),
         actor_calls,
+        create_races: sim.create_races,
     })
 }
 

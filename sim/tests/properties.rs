@@ -27,7 +27,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     };
     let (mut gets, mut kills, mut breaks, mut delivered) = (0, 0, 0, 0);
     let (mut borrowed_reads, mut owners_killed, mut nodes_killed) = (0, 0, 0);
-    let (mut spilled, mut restored, mut actors, mut actor_calls) = (0, 0, 0, 0);
+    let (mut spilled, mut restored, mut actors, mut actor_calls, mut races) = (0, 0, 0, 0, 0);
     for seed in &seeds {
         match run_seed(*seed) {
             Ok(s) => {
@@ -42,6 +42,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
                 restored += s.restored;
                 actors += s.actors;
                 actor_calls += s.actor_calls;
+                races += s.create_races;
             }
             Err(e) => panic!(
                 "sim seed {seed} failed: {e}\nreplay: ARES_SIM_SEED={seed} cargo test -p ares-sim --test properties"
@@ -51,7 +52,7 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
     eprintln!(
         "{} seeds: {gets} gets and {borrowed_reads} borrowed reads checked, {kills} workers and {owners_killed} \
          owners and {nodes_killed} nodes killed, {breaks} connections broken, {delivered} messages, \
-         {spilled} bytes spilled, {restored} objects restored, {actors} actors and {actor_calls} of their calls",
+         {spilled} bytes spilled, {restored} objects restored, {actors} actors and {actor_calls} of their calls, {races} creates of one object in flight at once",
         seeds.len()
     );
     // The runs must have exercised what they claim to.
@@ -61,6 +62,11 @@ fn random_programs_resolve_every_get_and_leak_nothing() {
         assert!(nodes_killed > 0, "the programs killed no node");
         assert!(spilled > 0 && restored > 0, "the programs spilled or restored nothing");
         assert!(actors > 0 && actor_calls > 0, "the programs spawned or called no actor");
+        assert!(
+            races > 0,
+            "no two creates of one object were in flight at once; pick regression seeds that race again \
+             (cargo test --release -p ares-sim --test properties list_racing_seeds -- --ignored --nocapture)"
+        );
     }
 }
 
@@ -73,5 +79,18 @@ fn a_seed_replays_exactly() {
             (a.gets, a.delivered, a.kills, a.breaks, a.borrowed_reads, a.actor_calls),
             (b.gets, b.delivered, b.kills, b.breaks, b.borrowed_reads, b.actor_calls)
         );
+    }
+}
+
+/// Prints the seeds whose programs had two creates of one object in flight at once.
+#[test]
+#[ignore]
+fn list_racing_seeds() {
+    for seed in 0..2000 {
+        if let Ok(s) = run_seed(seed)
+            && s.create_races > 0
+        {
+            eprintln!("race seed {seed}");
+        }
     }
 }
