@@ -49,6 +49,7 @@ mod submit;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod worker_args;
 
 pub use actors::{ActorSpawn, Borrow};
 use callers::Callers;
@@ -63,6 +64,7 @@ use tasks::{
     Slot, Task, Unready, Values, args_node, encode_push, inline_location, resolve, resolve_now, returns_of,
     stored_returns,
 };
+pub use worker_args::{ArgFailure, ArgStore, PinnedArgs, pin_args};
 
 use ares_common::RequestId;
 use std::collections::VecDeque;

@@ -17,6 +17,7 @@ use ares_common::codec::Bytes;
 use ares_common::error::FrameError;
 use ares_common::wire::{FromWorker, Outcome, RefInValue, TaskKind, TaskSpec, ToRaylet, ToWorker, WireArg};
 use ares_common::{ActorId, Endpoint, ObjectId, WorkerId};
+use ares_core_proto::{ArgFailure, ArgStore};
 use ares_net::{BufferedWriter, Connection, Listener, SPIN_BEFORE_BLOCKING};
 
 use crate::core_worker::{CoreConfig, CoreWorker};
@@ -373,60 +374,49 @@ fn actor_died(actor_id: ActorId, reason: &str) -> Outcome {
 
 /// Pins the task's shared arguments, runs `invoke` on its arguments' bytes, unpins.
 fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<'_>, &[&[u8]]) -> Outcome) -> Outcome {
-    // Shared arguments are pinned for the task's duration (restored first if spilled).
-    let mut pins: Vec<ObjectId> = Vec::new();
-    let mut located: Vec<(u64, u64)> = Vec::new();
-    // No copy could be read (none served a pull, or this node's own is gone): the owner
-    // may rebuild it and run this task again, so say which argument and copies.
-    let unavailable = |i: usize, object_id: &ObjectId, reason: String, tried: Vec<ares_common::NodeId>| {
-        Outcome::Failed(TaskError::ArgumentUnavailable {
-            function: spec.function.clone(),
-            index: i as u32,
-            object: object_id.to_string(),
-            reason,
-            tried,
-        })
-    };
-    for (i, a) in spec.args.iter().enumerate() {
-        if let WireArg::Shared { object_id, nodes, owner, .. } = a {
-            // An argument stored on other nodes only is copied here first.
-            let local = nodes.contains(&cw.node());
-            let here = if local {
-                Ok(())
-            } else {
-                match cw.store.pull(*object_id, nodes, *owner) {
-                    Ok(()) => {
-                        PULLED.with(|p| p.borrow_mut().push(*object_id));
-                        Ok(())
-                    }
-                    Err(crate::Error::Task(TaskError::ObjectLost { object })) => {
-                        cw.store.release(pins);
-                        return unavailable(i, object_id, object, nodes.clone());
-                    }
-                    Err(e) => Err(e),
-                }
-            };
-            match here.and_then(|()| cw.store.pin(*object_id)) {
-                Ok(at) => {
-                    pins.push(*object_id);
-                    located.push(at);
-                }
-                // Only this node's copy was tried (a copy just pulled that is gone
-                // again says nothing of the others).
-                Err(crate::Error::Task(TaskError::ObjectLost { object })) if local => {
-                    cw.store.release(pins);
-                    return unavailable(i, object_id, object, vec![cw.node()]);
-                }
-                Err(e) => {
-                    cw.store.release(pins);
-                    return Outcome::Failed(registry::task_error(e, &spec.function, format!("argument {i}")));
-                }
-            }
+    // Shared arguments are pinned for the task's duration (restored first if spilled);
+    // which copy is read, and what an unreadable one fails with, is `pin_args`'s.
+    let mut pulled = Vec::new();
+    let got = ares_core_proto::pin_args(&mut WorkerStore(cw), spec, cw.node(), &mut pulled);
+    PULLED.with(|p| p.borrow_mut().extend(pulled));
+    match got {
+        Ok(args) => {
+            let outcome = invoke_with_args(cw, spec, invoke, &args.pins);
+            cw.store.release(args.ids);
+            outcome
+        }
+        Err(ArgFailure::Unavailable(e)) => Outcome::Failed(e),
+        Err(ArgFailure::Other { index, error }) => {
+            Outcome::Failed(registry::task_error(error, &spec.function, format!("argument {index}")))
         }
     }
-    let outcome = invoke_with_args(cw, spec, invoke, &located);
-    cw.store.release(pins);
-    outcome
+}
+
+/// The node's store as a worker reads its task's arguments from it.
+struct WorkerStore<'a>(&'a CoreWorker);
+
+impl ArgStore for WorkerStore<'_> {
+    type Pin = (u64, u64);
+    type Error = crate::Error;
+
+    fn pull(&mut self, id: ObjectId, nodes: &[ares_common::NodeId], owner: WorkerId) -> Result<(), Self::Error> {
+        self.0.store.pull(id, nodes, owner)
+    }
+
+    fn pin(&mut self, id: ObjectId) -> Result<(u64, u64), Self::Error> {
+        self.0.store.pin(id)
+    }
+
+    fn release(&mut self, ids: Vec<ObjectId>) {
+        self.0.store.release(ids)
+    }
+
+    fn lost(e: &Self::Error) -> Option<String> {
+        match e {
+            crate::Error::Task(TaskError::ObjectLost { object }) => Some(object.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// Decodes nothing itself: hands the invoker aligned copies of inline arguments and

@@ -58,8 +58,8 @@ use ares_common::wire::{
 };
 use ares_common::{ActorId, Address, Endpoint, NodeId, ObjectId, ResourceSet, TaskError, TaskId, WorkerId};
 use ares_core_proto::{
-    ActorSpawn, Arg, Combine, ConnId, CoreState, InlineRule, Output as CoreOutput, ReadPlan, StateConfig, Submit,
-    Target, TaskScope, plan_read,
+    ActorSpawn, Arg, ArgFailure, ArgStore, Combine, ConnId, CoreState, InlineRule, Output as CoreOutput, ReadPlan,
+    StateConfig, Submit, Target, TaskScope, pin_args, plan_read,
 };
 use ares_object_store::slot::SlotState;
 use ares_object_store::{FileId, SpillPolicy};

@@ -74,43 +74,23 @@ impl Sim {
         copies: &mut Vec<ObjectId>,
         contained: &mut Vec<ares_common::wire::RefInValue>,
     ) -> Ran {
-        let mut args = Vec::with_capacity(spec.args.len());
-        for (i, a) in spec.args.iter().enumerate() {
-            match a {
-                WireArg::Inline(v) => args.push(v.clone()),
-                WireArg::Shared { object_id, nodes, owner, .. } => {
-                    // As a real worker: a copy listed on its own node is read there only.
-                    let here = self.procs[w].state.node();
-                    let local = nodes.contains(&here);
-                    match if local { Ok(false) } else { self.pull_arg(w, *object_id, nodes, *owner) } {
-                        Ok(true) => copies.push(*object_id),
-                        Ok(false) => {}
-                        Err(reason) => {
-                            return Ran::failed(TaskError::ArgumentUnavailable {
-                                function: spec.function.clone(),
-                                index: i as u32,
-                                object: object_id.to_string(),
-                                reason,
-                                tried: nodes.clone(),
-                            });
-                        }
-                    }
-                    match self.read_pinned(w, *object_id) {
-                        Ok(b) => args.push(b),
-                        Err(TaskError::ObjectLost { object }) if local => {
-                            return Ran::failed(TaskError::ArgumentUnavailable {
-                                function: spec.function.clone(),
-                                index: i as u32,
-                                object: object_id.to_string(),
-                                reason: object,
-                                tried: vec![here],
-                            });
-                        }
-                        Err(e) => return Ran::failed(e),
-                    }
-                }
-            }
-        }
+        // The same argument reading as a real worker's (`pin_args`); the sim's "pin"
+        // copies the bytes out (see `read_pinned`).
+        let here = self.procs[w].state.node();
+        let pinned = pin_args(&mut SimStore { sim: self, w }, &spec, here, copies);
+        let mut stored = match pinned {
+            Ok(got) => got.pins.into_iter(),
+            Err(ArgFailure::Unavailable(e)) => return Ran::failed(e),
+            Err(ArgFailure::Other { error, .. }) => return Ran::failed(error),
+        };
+        let args: Vec<Vec<u8>> = spec
+            .args
+            .iter()
+            .map(|a| match a {
+                WireArg::Inline(v) => v.clone(),
+                WireArg::Shared { .. } => stored.next().expect("one pin per stored argument"),
+            })
+            .collect();
         let int = |i: usize| args.get(i).and_then(|b| i64::decode(b).ok());
         let app = |message: String| Ran::failed(TaskError::Application { function: spec.function.clone(), message });
         let value: Vec<u8> = match (&spec.kind, spec.function.as_str()) {
@@ -221,5 +201,37 @@ pub(crate) enum Ran {
 impl Ran {
     fn failed(e: TaskError) -> Ran {
         Ran::Done(Outcome::Failed(e))
+    }
+}
+
+/// A simulated worker's node store as [`pin_args`] reaches it: a pull copies the object
+/// from another node, a pin reads its bytes (pinning and releasing it at once).
+struct SimStore<'a> {
+    sim: &'a mut Sim,
+    w: ProcId,
+}
+
+impl ArgStore for SimStore<'_> {
+    type Pin = Vec<u8>;
+    type Error = TaskError;
+
+    fn pull(&mut self, id: ObjectId, nodes: &[NodeId], owner: WorkerId) -> Result<(), TaskError> {
+        match self.sim.pull_arg(self.w, id, nodes, owner) {
+            Ok(_) => Ok(()),
+            Err(reason) => Err(TaskError::ObjectLost { object: reason }),
+        }
+    }
+
+    fn pin(&mut self, id: ObjectId) -> Result<Vec<u8>, TaskError> {
+        self.sim.read_pinned(self.w, id)
+    }
+
+    fn release(&mut self, _: Vec<ObjectId>) {}
+
+    fn lost(e: &TaskError) -> Option<String> {
+        match e {
+            TaskError::ObjectLost { object } => Some(object.clone()),
+            _ => None,
+        }
     }
 }
