@@ -18,42 +18,11 @@ use std::time::Instant;
 
 use ares_common::wire::{PeerLocation, PeerMsg, RefInValue, ToRaylet};
 use ares_common::{NodeId, ObjectId, TaskError, TaskId, WorkerId};
-use ares_ownership::{BorrowOutput, Location, Owner, Status, Stored};
+use ares_ownership::{BorrowOutput, Location, Owner, Status};
+
+use crate::lookups::owner_died;
 
 use super::{CoreState, Next, Touched};
-
-/// A borrowed object whose location was asked of its owner.
-pub(super) struct Lookup {
-    owner: Owner,
-    /// `get`s and pending tasks that need the answer.
-    holders: u32,
-    pub(super) status: Status,
-}
-
-impl Lookup {
-    /// The owner asked.
-    pub(super) fn owner(&self) -> Owner {
-        self.owner
-    }
-}
-
-/// How an owner's answer reads as a location.
-fn from_peer(object: ObjectId, owner: Owner, location: PeerLocation) -> Status {
-    match location {
-        PeerLocation::Inline(v) => Status::Ready(super::inline_location(&v)),
-        PeerLocation::Stored { len, nodes } if !nodes.is_empty() => Status::Ready(Location::Stored(Box::new(Stored {
-            len,
-            primary: nodes[0],
-            spilled: None,
-            secondary: nodes[1..].to_vec(),
-            maybe: Vec::new(),
-        }))),
-        PeerLocation::Failed(e) => Status::Failed(Box::new(e)),
-        PeerLocation::Stored { .. } | PeerLocation::Unknown => Status::Failed(Box::new(TaskError::ObjectLost {
-            object: format!("{object} (its owner, worker {} on node {}, no longer has it)", owner.worker, owner.node),
-        })),
-    }
-}
 
 /// How an owned object's status reads to a borrower.
 fn to_peer(status: Option<&Status>) -> PeerLocation {
@@ -62,13 +31,6 @@ fn to_peer(status: Option<&Status>) -> PeerLocation {
         Some(Status::Ready(Location::Stored(s))) => PeerLocation::Stored { len: s.len, nodes: s.nodes().collect() },
         Some(Status::Failed(e)) => PeerLocation::Failed((**e).clone()),
         Some(Status::Pending) | None => PeerLocation::Unknown,
-    }
-}
-
-fn owner_died(object: ObjectId, owner: Owner, why: &str) -> TaskError {
-    TaskError::OwnerDied {
-        object: object.to_string(),
-        owner: format!("worker {} on node {}: {why}", owner.worker, owner.node),
     }
 }
 
@@ -122,22 +84,16 @@ impl CoreState {
 
     /// The answer of a lookup, once there is one.
     pub fn lookup_status(&self, id: ObjectId) -> Option<&Status> {
-        self.lookups.get(&id).map(|l| &l.status)
+        self.lookups.status(id)
     }
 
     /// A `get` begun with [`Self::begin_lookup`] is done with the answer.
     pub fn end_lookup(&mut self, id: ObjectId) {
-        if let Some(l) = self.lookups.get_mut(&id) {
-            l.holders = l.holders.saturating_sub(1);
-            if l.holders == 0 {
-                self.lookups.remove(&id);
-            }
-        }
+        self.lookups.end(id);
     }
 
     pub(super) fn hold_lookup(&mut self, id: ObjectId, owner: Owner) {
-        if let Some(l) = self.lookups.get_mut(&id) {
-            l.holders += 1;
+        if self.lookups.hold(id) {
             return;
         }
         let status = match self.stopped.clone() {
@@ -145,7 +101,7 @@ impl CoreState {
             None if self.relay(owner.node, owner.worker, PeerMsg::GetLocation { object: id }) => Status::Pending,
             None => Status::Failed(Box::new(owner_died(id, owner, "its node cannot be reached"))),
         };
-        self.lookups.insert(id, Lookup { owner, holders: 1, status });
+        self.lookups.begin(id, owner, status);
     }
 
     /// `ids` (a task's arguments, an ID may repeat) no longer need their lookups.
@@ -196,16 +152,9 @@ impl CoreState {
     }
 
     fn on_location(&mut self, now: Instant, object: ObjectId, location: PeerLocation) {
-        let Some(l) = self.lookups.get_mut(&object) else { return };
-        if !matches!(l.status, Status::Pending) {
-            return;
+        if let Some(answer) = self.lookups.answered(object, location) {
+            self.lookup_done(now, object, answer.err());
         }
-        l.status = from_peer(object, l.owner, location);
-        let failed = match &l.status {
-            Status::Failed(e) => Some((**e).clone()),
-            _ => None,
-        };
-        self.lookup_done(now, object, failed);
     }
 
     /// A lookup was answered: tasks waiting on it go on (or fail with `failed`).
@@ -238,19 +187,8 @@ impl CoreState {
             self.send_raylet(ToRaylet::DeleteObjects { object_ids: orphaned });
         }
         self.registrations.retain(|_, (o, _)| !gone(o));
-        let failed: Vec<(ObjectId, Owner)> = self
-            .lookups
-            .iter()
-            .filter(|(_, l)| gone(&l.owner) && matches!(l.status, Status::Pending))
-            .map(|(id, l)| (*id, l.owner))
-            .collect();
-        for (id, owner) in failed {
-            let e = owner_died(id, owner, why);
-            if let Some(l) = self.lookups.get_mut(&id) {
-                l.status = Status::Failed(Box::new(e.clone()));
-            }
-            let waiters = self.tasks.take_waiters(id);
-            for tid in waiters {
+        for (id, e) in self.lookups.owners_gone(&gone, why) {
+            for tid in self.tasks.take_waiters(id) {
                 self.fail_task(tid, e.clone());
             }
         }

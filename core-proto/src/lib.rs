@@ -43,6 +43,7 @@ mod complete;
 mod interface;
 mod leases;
 mod lineage;
+mod lookups;
 mod pending;
 mod raylets;
 mod submit;
@@ -56,6 +57,7 @@ use callers::Callers;
 pub use interface::{Combine, ConnId, Home, InlineRule, Output, ReadPlan, StateConfig, TaskScope, plan_read};
 pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
 use leases::{Leases, Spillback};
+use lookups::Lookups;
 use pending::{Next, Pending};
 use raylets::Raylets;
 pub use raylets::UNREACHABLE_HOLD;
@@ -110,7 +112,7 @@ pub struct CoreState {
     /// Refs this process holds to objects other processes own.
     borrowed: BorrowTable,
     /// Borrowed objects whose location was asked of their owners.
-    lookups: DetMap<ObjectId, borrow::Lookup>,
+    lookups: Lookups,
     /// Borrower registrations sent and not yet answered, by request ID.
     registrations: DetMap<RequestId, (Owner, Vec<ObjectId>)>,
     /// Borrowed refs held by the values of owned objects, by object (released when its
@@ -158,7 +160,7 @@ impl CoreState {
             requests: DetMap::default(),
             callers: Callers::default(),
             borrowed: BorrowTable::new(),
-            lookups: DetMap::default(),
+            lookups: Lookups::default(),
             registrations: DetMap::default(),
             location_waiters: DetMap::default(),
             contained_borrowed: DetMap::default(),
@@ -594,11 +596,7 @@ impl CoreState {
         }
         self.requests.clear();
         self.registrations.clear();
-        for l in self.lookups.values_mut() {
-            if matches!(l.status, Status::Pending) {
-                l.status = Status::Failed(Box::new(error.clone()));
-            }
-        }
+        self.lookups.fail_pending(&error);
         self.location_waiters.clear();
         self.lineage.clear();
         self.flush_frees();

@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use ares_common::codec::Bytes;
-use ares_common::det::DetMap;
 use ares_common::frame;
 use ares_common::wire::{Outcome, ReturnValue, TaskKind, TaskSpec, ToWorker, WireArg};
 use ares_common::{ActorId, NodeId, ObjectId, ResourceSet, Strategy, TaskError, TaskId, WorkerId};
 use ares_ownership::{Location, OwnershipTable, Status};
 
-use crate::{Combine, borrow};
+use crate::Combine;
+use crate::lookups::Lookups;
 
 /// One argument of a submission.
 pub enum Arg {
@@ -121,23 +121,23 @@ pub(crate) fn returns_of(tid: TaskId, n: u32) -> impl Iterator<Item = ObjectId> 
 /// owners answered.
 pub(crate) struct Values<'a> {
     table: &'a OwnershipTable,
-    lookups: &'a DetMap<ObjectId, borrow::Lookup>,
+    lookups: &'a Lookups,
 }
 
 impl<'a> Values<'a> {
-    pub(crate) fn new(table: &'a OwnershipTable, lookups: &'a DetMap<ObjectId, borrow::Lookup>) -> Self {
+    pub(crate) fn new(table: &'a OwnershipTable, lookups: &'a Lookups) -> Self {
         Values { table, lookups }
     }
 
     pub(crate) fn status(&self, id: ObjectId) -> Option<&'a Status> {
-        self.table.status(id).or_else(|| self.lookups.get(&id).map(|l| &l.status))
+        self.table.status(id).or_else(|| self.lookups.status(id))
     }
 
     /// The owner of `id`: `me` for an owned object, else the owner a lookup asked.
     fn owner_of(&self, id: ObjectId, me: WorkerId) -> WorkerId {
         match self.table.status(id) {
             Some(_) => me,
-            None => self.lookups.get(&id).map_or(me, |l| l.owner().worker),
+            None => self.lookups.owner(id).map_or(me, |o| o.worker),
         }
     }
 }
