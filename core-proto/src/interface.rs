@@ -134,3 +134,10 @@ pub struct StateConfig {
     /// Which values travel inline.
     pub inline: InlineRule,
 }
+
+/// The location of an inline value, as the ownership table keeps it.
+pub(crate) fn inline_location(v: &[u8]) -> Location {
+    let mut b = Bytes::with_capacity(v.len());
+    b.extend_from_slice(v);
+    Location::Inline(Arc::new(b))
+}

@@ -54,6 +54,7 @@ mod worker_args;
 
 pub use actors::{ActorSpawn, Borrow};
 use callers::Callers;
+use interface::inline_location;
 pub use interface::{Combine, ConnId, Home, InlineRule, Output, ReadPlan, StateConfig, TaskScope, plan_read};
 pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
 use leases::{Leases, Spillback};
@@ -62,10 +63,7 @@ use pending::{Next, Pending};
 use raylets::Raylets;
 pub use raylets::UNREACHABLE_HOLD;
 pub use tasks::{Arg, Submit, Target};
-use tasks::{
-    Slot, Task, Unready, Values, args_node, encode_push, inline_location, resolve, resolve_now, returns_of,
-    stored_returns,
-};
+use tasks::{Slot, Task, Unready, Values, args_node, encode_push, resolve, resolve_now, returns_of, stored_returns};
 pub use worker_args::{ArgFailure, ArgStore, PinnedArgs, pin_args};
 
 use ares_common::RequestId;

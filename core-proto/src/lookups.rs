@@ -99,7 +99,7 @@ impl Lookups {
 /// How an owner's answer reads as a location.
 fn from_peer(object: ObjectId, owner: Owner, location: PeerLocation) -> Status {
     match location {
-        PeerLocation::Inline(v) => Status::Ready(crate::tasks::inline_location(&v)),
+        PeerLocation::Inline(v) => Status::Ready(crate::interface::inline_location(&v)),
         PeerLocation::Stored { len, nodes } if !nodes.is_empty() => Status::Ready(Location::Stored(Box::new(Stored {
             len,
             primary: nodes[0],

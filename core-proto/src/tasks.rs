@@ -106,12 +106,6 @@ pub(crate) fn stored_returns(task_id: TaskId, outcome: &Outcome) -> Vec<ObjectId
     }
 }
 
-pub(crate) fn inline_location(v: &[u8]) -> Location {
-    let mut b = Bytes::with_capacity(v.len());
-    b.extend_from_slice(v);
-    Location::Inline(Arc::new(b))
-}
-
 /// The return objects of task `tid` of `n` return values.
 pub(crate) fn returns_of(tid: TaskId, n: u32) -> impl Iterator<Item = ObjectId> {
     (0..n.max(1)).map(move |i| ObjectId::for_return(tid, i))
