@@ -378,7 +378,9 @@ fn with_args(cw: &CoreWorker, spec: &TaskSpec, invoke: impl FnOnce(&TaskContext<
     // which copy is read, and what an unreadable one fails with, is `pin_args`'s.
     let mut pulled = Vec::new();
     let got = ares_core_proto::pin_args(&mut WorkerStore(cw), spec, cw.node(), &mut pulled);
-    PULLED.with(|p| p.borrow_mut().extend(pulled));
+    if !pulled.is_empty() {
+        PULLED.with(|p| p.borrow_mut().extend(pulled));
+    }
     match got {
         Ok(args) => {
             let outcome = invoke_with_args(cw, spec, invoke, &args.pins);

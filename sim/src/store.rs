@@ -98,11 +98,7 @@ impl Sim {
             }
             None => {
                 if alive {
-                    let sn = &mut self.nodes[n];
-                    sn.data.insert(write.object, write.bytes);
-                    let seal = ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: write.object };
-                    sn.node.handle(write.client, seal);
-                    self.pump_node(n);
+                    self.seal(n, write.client, write.object, write.bytes);
                     self.send_replies(w, Some(write.conn), vec![write.reply]);
                 }
                 self.run_inbox(w);
@@ -194,16 +190,21 @@ impl Sim {
         let op = CreateOp::new(self.now(), STORE_TIMEOUT, client, id, bytes.len() as u64, owner);
         match self.run_store_op(n, op) {
             CreateOutcome::Created { .. } => {
-                let sn = &mut self.nodes[n];
-                sn.data.insert(id, bytes.to_vec());
-                sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
-                self.pump_node(n);
+                self.seal(n, client, id, bytes.to_vec());
                 Ok(())
             }
             CreateOutcome::Failed(e) => Err(e),
             // The node reaped this process: the real one would never hear back.
             CreateOutcome::Abandoned => Err(TaskError::ObjectLost { object: format!("{id} (the creator was reaped)") }),
         }
+    }
+
+    /// The creator wrote `bytes` into the room its create made on node `n`: it seals.
+    fn seal(&mut self, n: usize, client: ClientId, id: ObjectId, bytes: Vec<u8>) {
+        let sn = &mut self.nodes[n];
+        sn.data.insert(id, bytes);
+        sn.node.handle(client, ToRaylet::SealObject { request_id: ares_common::RequestId(0), object_id: id });
+        self.pump_node(n);
     }
 
     /// Runs a store op on node `n` to its end, as the raylet's driver does: page
