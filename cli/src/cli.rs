@@ -153,9 +153,15 @@ fn block_stop_signals() -> impl FnOnce() -> i32 {
 /// The address other machines most likely reach this one at: the source address of a
 /// route to the outside (no packet is sent), else loopback.
 fn outward_ip() -> std::net::IpAddr {
+    ip_toward(([192, 0, 2, 1], 9).into())
+}
+
+/// This host's address on the route to `peer` (no packet is sent); loopback if none.
+fn ip_toward(peer: SocketAddr) -> std::net::IpAddr {
+    let unspecified: SocketAddr = if peer.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
     let probe = || -> std::io::Result<std::net::IpAddr> {
-        let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
-        s.connect("192.0.2.1:9")?;
+        let s = std::net::UdpSocket::bind(unspecified)?;
+        s.connect(peer)?;
         Ok(s.local_addr()?.ip())
     };
     probe().unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
@@ -194,7 +200,10 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
     };
     let wait = block_stop_signals();
     ares_raylet::raise_fd_limit(cfg.max_connections);
-    let ip = args.node_ip_address.unwrap_or_else(outward_ip);
+    // A member announces the address its packets to the head leave from (right on a host
+    // without a default route); a head, the one toward the default route.
+    let head_addr = if args.head { None } else { Some(parse_addr(args.address.as_deref().unwrap_or_default())?) };
+    let ip = args.node_ip_address.unwrap_or_else(|| head_addr.map_or_else(outward_ip, ip_toward));
     let mut rcfg = RayletConfig::embedded(cfg.clone()).context("finding this executable")?;
     rcfg.worker_program = program;
     let creds = if args.head {
@@ -204,7 +213,7 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         rcfg.cluster = Some(Role::Head { bind: SocketAddr::new(bind_ip(ip), port), ip, creds: creds.clone() });
         Some(creds)
     } else {
-        let head = parse_addr(args.address.as_deref().unwrap_or_default())?;
+        let head = head_addr.expect("a member has the head's address");
         let token = parse_token(&cfg)?;
         ares_net::set_join_token(token);
         rcfg.cluster = Some(Role::Member { head, token, ip });
@@ -361,6 +370,8 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
             Ok(FromHead::Status { nodes, node_timeout_ms, jobs, detached, .. }) => {
                 print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs, detached));
                 tx.close();
+                // Tell the head before exiting, or it waits out the idle timeout.
+                ares_net::drain_outgoing(Duration::from_millis(500));
                 return Ok(());
             }
             Ok(_) if Instant::now() < deadline => {}

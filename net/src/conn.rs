@@ -156,6 +156,14 @@ impl Connection {
         }
     }
 
+    /// The address of the other end of a QUIC connection (`None` for a Unix socket).
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        match &self.inner {
+            ConnInner::Unix(_) => None,
+            ConnInner::Quic(q) => Some(q.remote_address()),
+        }
+    }
+
     /// Connects to the QUIC endpoint at `addr`, presenting `token`.
     pub fn connect_quic(addr: std::net::SocketAddr, token: &quic::JoinToken) -> io::Result<Connection> {
         Ok(Connection { inner: ConnInner::Quic(quic::connect_with(addr, token)?) })

@@ -625,6 +625,11 @@ impl QuicReceiver {
 }
 
 impl QuicStream {
+    /// The other end's address.
+    pub(crate) fn remote_address(&self) -> SocketAddr {
+        self.conn.remote_address()
+    }
+
     /// Splits into halves; see the module docs.
     pub(crate) fn split(
         self,

@@ -76,6 +76,8 @@ pub struct ClusterDirectory {
     names: DetMap<String, NamedActor>,
     /// Detached actors, with the node each runs on.
     detached: DetMap<ActorId, DetachedActor>,
+    /// The address each connection came from, as the driver saw it.
+    reached_from: DetMap<PeerId, std::net::IpAddr>,
     out: Vec<DirOutput>,
 }
 
@@ -103,7 +105,8 @@ impl ClusterDirectory {
         peers.insert(HEAD_PEER, head);
         let (kv, jobs, out) = (KvStore::new(), Vec::new(), Vec::new());
         let (names, detached) = (DetMap::default(), DetMap::default());
-        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, names, detached, out }
+        let reached_from = DetMap::default();
+        ClusterDirectory { head, cert, key, node_timeout, nodes, peers, kv, jobs, names, detached, reached_from, out }
     }
 
     /// Takes the outputs queued so far.
@@ -194,12 +197,26 @@ impl ClusterDirectory {
         }
     }
 
-    /// The node on `peer` serves pulls at `addr` now.
+    /// A connection `peer` opened, from `from`.
+    pub fn connected(&mut self, peer: PeerId, from: std::net::IpAddr) {
+        self.reached_from.insert(peer, from);
+    }
+
+    /// The node on `peer` serves pulls at `addr` now. A loopback address from a node
+    /// that reached the head over another one would be unreachable for the others: it
+    /// is refused.
     pub fn serving(&mut self, now: Duration, peer: PeerId, addr: std::net::SocketAddr) {
         let Some(id) = self.peers.get(&peer) else {
             self.refuse(peer, "address before registration");
             return;
         };
+        if let Some(from) = self.reached_from.get(&peer).copied()
+            && addr.ip().is_loopback()
+            && !from.is_loopback()
+        {
+            self.refuse(peer, &loopback_reason(addr.ip(), from));
+            return;
+        }
         if let Some(e) = self.nodes.get_mut(id) {
             e.summary.addr = Some(addr);
         }
@@ -221,6 +238,7 @@ impl ClusterDirectory {
     /// A connection ended. A node's connection ending is its death: its daemon is gone
     /// or cut off, and QUIC's own keep-alives already gave it the idle timeout.
     pub fn disconnected(&mut self, now: Duration, peer: PeerId) {
+        self.reached_from.remove(&peer);
         if let Some(id) = self.peers.remove(&peer) {
             self.declare_dead(now, id, "its connection to the head closed".into());
         }
@@ -497,6 +515,15 @@ fn summary(reg: Registration, head: bool, load: NodeLoad) -> NodeSummary {
     }
 }
 
+/// What a node announcing the loopback address `ip` is told, when it reached the head
+/// from (or at) `via`.
+pub fn loopback_reason(ip: std::net::IpAddr, via: std::net::IpAddr) -> String {
+    format!(
+        "this node would announce {ip}, a loopback address, but reaches the head over {via}: other nodes \
+         could not reach it; start it with --node-ip-address <its address on the cluster's network>"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,6 +577,32 @@ mod tests {
         assert!(out.iter().any(|o| matches!(o, DirOutput::Close(PeerId(2)))));
         assert!(!d.is_alive(NodeId([2; 16])) && d.is_alive(NodeId([1; 16])));
         assert!(!d.view().iter().find(|v| v.id == NodeId([2; 16])).unwrap().alive);
+    }
+
+    #[test]
+    fn a_loopback_address_from_a_node_that_reached_the_head_over_another_is_refused() {
+        let mut d = dir();
+        let (remote, local) = ([198, 18, 0, 2].into(), [127, 0, 0, 1].into());
+        d.connected(PeerId(1), remote);
+        d.register(ms(0), PeerId(1), reg(1));
+        // Over loopback, a loopback address is right (every node is on this machine).
+        d.connected(PeerId(2), local);
+        d.register(ms(0), PeerId(2), reg(2));
+        d.take_outputs();
+        d.serving(ms(1), PeerId(2), ([127, 0, 0, 1], 7000).into());
+        assert!(!d.take_outputs().iter().any(|o| matches!(o, DirOutput::Close(_))));
+        d.serving(ms(1), PeerId(1), ([127, 0, 0, 1], 7001).into());
+        let out = d.take_outputs();
+        let refused = out.iter().any(|o| {
+            matches!(o, DirOutput::Send(PeerId(1), FromHead::Refused { reason })
+                if reason.contains("--node-ip-address") && reason.contains("198.18.0.2"))
+        });
+        assert!(refused && out.iter().any(|o| matches!(o, DirOutput::Close(PeerId(1)))), "{out:?}");
+        // Its own address is taken.
+        d.connected(PeerId(3), remote);
+        d.register(ms(2), PeerId(3), reg(3));
+        d.serving(ms(2), PeerId(3), ([198, 18, 0, 2], 7002).into());
+        assert!(!d.take_outputs().iter().any(|o| matches!(o, DirOutput::Close(_))));
     }
 
     fn named(n: u8) -> NamedActor {

@@ -115,7 +115,10 @@ impl Membership {
     pub fn start(role: Role, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
         match role {
             Role::Head { bind, creds, .. } => start_head(bind, &creds, me, local),
-            Role::Member { head, token, .. } => start_member(head, &token, me, local),
+            Role::Member { head, token, ip } => {
+                refuse_loopback(ip, head)?;
+                start_member(head, &token, me, local)
+            }
         }
     }
 
@@ -333,12 +336,16 @@ fn head_accept(shared: Arc<HeadShared>, listener: Arc<Listener>) {
         };
         // A node's first message is its registration (or `ares status`'s request).
         let hello = ares_common::frame::MAX_HELLO_FRAME;
+        let from = conn.peer_addr();
         let Ok((tx, rx)) = conn.split_hello_first::<ToHead>(hello, MAX_FRAME, OUTBOX_LIMIT) else { continue };
         let peer = {
             let mut st = shared.lock();
             let p = PeerId(st.next_peer);
             st.next_peer += 1;
             st.peers.insert(p, tx);
+            if let Some(from) = from {
+                st.dir.connected(p, from.ip());
+            }
             p
         };
         let s = shared.clone();
@@ -372,6 +379,18 @@ fn head_serve(shared: Arc<HeadShared>, peer: PeerId, mut rx: Receiver) {
     st.peers.remove(&peer);
     st.dir.disconnected(now, peer);
     shared.carry_out(&mut st);
+}
+
+/// A node that would announce a loopback address while it reaches the head over another
+/// one is unreachable for every other node: jobs would hang on it. Refused at start.
+fn refuse_loopback(ip: std::net::IpAddr, head: SocketAddr) -> io::Result<()> {
+    if ip.is_loopback() && !head.ip().is_loopback() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            ares_raylet_proto::cluster::loopback_reason(ip, head.ip()),
+        ));
+    }
+    Ok(())
 }
 
 fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
