@@ -283,6 +283,30 @@ fn spread() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `tensor <nodes>`: joins the cluster at `ARES_ADDRESS`, waits until its node knows
+/// `nodes` nodes, and runs two tiled tensor jobs whose answers are exact: the sum of
+/// `2x + 1` over `x` in 0..4·10⁶ (in 40 chunks), and the sum of `A @ A` for `A` a 600 ×
+/// 600 matrix of ones in 150 × 150 blocks (blocks cross nodes). Prints both.
+fn tensor_job() -> anyhow::Result<()> {
+    use ares_tensor::{Session, arange, ones};
+    let nodes: usize = std::env::args().nth(2).unwrap_or_default().parse()?;
+    ares_tensor::link_kernels();
+    ares::init()?;
+    wait_for_nodes(nodes)?;
+    let s = Session::new();
+    let n = 4_000_000u64;
+    let x = arange(0.0, n as f64, 1.0, 100_000)?;
+    let odd = s.scalar(&((&x * 2.0) + 1.0).sum())?;
+    anyhow::ensure!(odd == (n * n) as f64, "sum of 2x+1 gave {odd}, expected {}", n * n);
+    let m = 600u64;
+    let a = ones(&[m, m], &[150, 150])?;
+    let product = s.scalar(&a.matmul(&a)?.sum())?;
+    anyhow::ensure!(product == (m * m * m) as f64, "sum of A @ A gave {product}, expected {}", m * m * m);
+    println!("{odd} {product}");
+    ares::shutdown();
+    Ok(())
+}
+
 /// `consume <MiB> <n>`: joins the cluster at `ARES_ADDRESS`; a task held to the first
 /// other node (by ID) makes the bytes, `n` tasks held to the second hash them, and the
 /// driver reads them too. Prints `<maker> <consumer>`, the hash of the bytes the driver
@@ -600,6 +624,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "consume" {
         return consume();
+    }
+    if mode == "tensor" {
+        return tensor_job();
     }
     if mode == "squares" {
         // Joins the cluster named by ARES_ADDRESS, prints the sum of 100 squares computed

@@ -2,6 +2,8 @@
 //! cluster: a raylet, worker processes, Unix sockets and a shared-memory pool.
 
 pub mod actors;
+pub mod daemons;
+pub mod netns;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -7,40 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use ares_tests::{ares_bin, process_alive, wait_for};
+use ares_tests::daemons::{
+    Node, StopOnDrop, ares_env, field, node_lines, start_node, status, stop_and_check_clean, text,
+};
+use ares_tests::{ares_bin, wait_for};
 
 fn ares(args: &[&str]) -> Output {
     ares_env(args, &[])
-}
-
-fn ares_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(ares_bin());
-    cmd.args(args).env_remove("ARES_ADDRESS").env_remove("ARES_TOKEN").envs(env.iter().copied());
-    cmd.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// `key: value` from a started daemon's summary.
-fn field(summary: &str, key: &str) -> String {
-    summary
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_string()))
-        .unwrap_or_else(|| panic!("no {key} in:\n{summary}"))
-}
-
-/// Stops the daemons under these session roots when dropped, so that a failing test
-/// leaves no daemon behind.
-struct StopOnDrop(Vec<PathBuf>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        for r in &self.0 {
-            let _ = ares(&["stop", "--grace", "5", "--session-root", r.to_str().unwrap()]);
-        }
-    }
 }
 
 /// Kills a helper process when dropped.
@@ -53,30 +26,15 @@ impl Drop for KillOnDrop {
     }
 }
 
-struct Node {
-    root: PathBuf,
-    pid: u32,
-}
-
 fn start(root: &Path, extra: &[&str]) -> (Node, String) {
     start_env(root, extra, &[])
 }
 
 /// Starts a daemon with `env` added to its environment (`ARES_*` options).
 fn start_env(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Node, String) {
-    let mut args = vec!["start", "--session-root", root.to_str().unwrap()];
-    if !extra.contains(&"--worker-program") {
-        args.extend_from_slice(&["--worker-program", env!("CARGO_BIN_EXE_ares-test-driver")]);
-    }
-    if !extra.contains(&"--object-store-memory") {
-        args.extend_from_slice(&["--object-store-memory", "32M"]);
-    }
-    args.extend_from_slice(extra);
-    let out = ares_env(&args, env);
-    let summary = text(&out);
-    assert!(out.status.success(), "ares start failed:\n{summary}");
-    let pid: u32 = field(&summary, "ares:").split("(pid ").nth(1).unwrap().trim_end_matches(')').parse().unwrap();
-    (Node { root: root.to_path_buf(), pid }, summary)
+    let mut cmd = Command::new(ares_bin());
+    cmd.envs(env.iter().copied());
+    start_node(cmd, root, extra)
 }
 
 /// A head and `members` members on 127.0.0.1, each started with the `common` flags,
@@ -112,37 +70,6 @@ fn cluster_env(name: &str, members: usize, common: &[&str], env: &[(&str, &str)]
         nodes.push(start_env(r, &args, env).0);
     }
     TestCluster { base, roots, nodes, addr, token, _stop: stop }
-}
-
-/// Runs `ares stop` for every node and checks that nothing is left: no daemon, nothing
-/// under a session root but the logs, no shared-memory file of a daemon.
-fn stop_and_check_clean(nodes: &[&Node]) {
-    for n in nodes {
-        let out = ares(&["stop", "--session-root", n.root.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
-    }
-    for n in nodes {
-        wait_for("the daemon to exit", Duration::from_secs(30), || !process_alive(n.pid));
-        let left: Vec<String> = std::fs::read_dir(&n.root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name != "logs")
-            .collect();
-        assert!(left.is_empty(), "left under {}: {left:?}", n.root.display());
-        assert!(ares_tests::shm_files_of(n.pid).is_empty(), "shared memory of {} left", n.pid);
-    }
-}
-
-fn status(head_root: &Path) -> String {
-    let out = ares(&["status", "--session-root", head_root.to_str().unwrap()]);
-    assert!(out.status.success(), "ares status failed:\n{}", text(&out));
-    text(&out)
-}
-
-fn node_lines(status: &str) -> Vec<String> {
-    let row = |l: &&str| l.starts_with("  ") && (l.contains(" alive ") || l.contains(" dead "));
-    status.lines().filter(row).map(str::to_string).collect()
 }
 
 #[test]
