@@ -48,10 +48,10 @@ impl NsCluster {
         let (addr, token) = (field(&summary, "cluster address:"), field(&summary, "join token:"));
         assert_eq!(addr, format!("{}:6380", ip(0)), "{summary}");
         let mut nodes = vec![head];
-        for i in 1..started {
+        for (i, root) in roots.iter().enumerate().take(started).skip(1) {
             let args: Vec<String> =
                 [vec!["--address".into(), addr.clone(), "--token".into(), token.clone()], own(i)].concat();
-            nodes.push(start_node(bed.command(i, ares_bin()), &roots[i], &strs(&args)).0);
+            nodes.push(start_node(bed.command(i, ares_bin()), root, &strs(&args)).0);
         }
         NsCluster { _stop: stop, bed, base, roots, nodes, addr, token }
     }
