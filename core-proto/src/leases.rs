@@ -172,7 +172,7 @@ impl Leases {
         }
         for c in &q.leases {
             let conn = self.conns.get_mut(c).expect("listed lease exists");
-            if conn.in_flight.is_empty() && conn.idle_since.is_none() {
+            if conn.connected && conn.in_flight.is_empty() && conn.idle_since.is_none() {
                 conn.idle_since = Some(now);
             }
         }
@@ -332,7 +332,10 @@ impl Leases {
             key,
             node,
             last_reply: now,
-            idle_since: Some(now),
+            // Not idle while it connects: a handshake that takes longer than the idle
+            // timeout (a lost packet costs a second) must not hand the lease back with
+            // its tasks still queued for it. The connect has its own deadline.
+            idle_since: None,
         };
         self.conns.insert(conn, c);
     }
@@ -348,9 +351,13 @@ impl Leases {
     }
 
     /// The driver opened `conn`: the key whose tasks may now go to it.
-    pub(crate) fn connected(&mut self, conn: ConnId) -> Option<SchedKey> {
+    pub(crate) fn connected(&mut self, conn: ConnId, now: Instant) -> Option<SchedKey> {
         let c = self.conns.get_mut(&conn)?;
         c.connected = true;
+        // Idle from now unless the dispatch that follows pushes to it.
+        if c.in_flight.is_empty() {
+            c.idle_since = Some(now);
+        }
         Some(c.key.clone())
     }
 
@@ -376,6 +383,7 @@ impl Leases {
     /// Marks `conn` idle from `now` if nothing is pipelined on it.
     pub(crate) fn settle(&mut self, conn: ConnId, now: Instant) {
         if let Some(c) = self.conns.get_mut(&conn)
+            && c.connected
             && c.in_flight.is_empty()
             && c.idle_since.is_none()
         {
@@ -463,7 +471,7 @@ mod tests {
     fn lease(l: &mut Leases, conn: u64, key: &SchedKey, now: Instant) -> ConnId {
         let c = ConnId(conn);
         l.add(c, key.clone(), None, LeaseId(conn), Endpoint::Unix(format!("/w{conn}")), now);
-        l.connected(c);
+        l.connected(c, now);
         c
     }
 

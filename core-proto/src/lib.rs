@@ -492,7 +492,7 @@ impl CoreState {
 
     /// The driver opened `conn` (see [`Output::Connect`]): pushes may go.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        if let Some(shape) = self.leases.connected(conn) {
+        if let Some(shape) = self.leases.connected(conn, now) {
             self.dispatch(now, &shape);
         } else if let Some(c) = self.callers.conn_mut(conn) {
             c.connected = true;
@@ -549,6 +549,8 @@ impl CoreState {
         for (id, ended) in self.leases.expire_idle(now) {
             self.out.push_back(Output::Close(id));
             self.send_to(ended.node, ToRaylet::ReturnLease { lease_id: ended.lease_id, worker_broken: false });
+            // Tasks still queued for its key (none, if idleness is right) ask again.
+            self.dispatch(now, &ended.key);
         }
         self.run_due_lookups(now);
         for key in self.leases.due_backoffs(now) {

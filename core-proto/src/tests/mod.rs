@@ -149,6 +149,26 @@ fn a_task_leases_a_worker_is_pushed_completes_and_the_idle_lease_goes_back() {
 }
 
 #[test]
+fn a_lease_whose_connection_is_slow_to_open_is_not_returned_as_idle() {
+    // Over a lossy link a handshake can take a second (a lost packet's retransmission);
+    // the lease waits for it rather than going back with its task still queued.
+    let mut st = state();
+    let t0 = Instant::now();
+    let tid = st.next_task_id(None);
+    st.submit(t0, tid, submit_spec("f"), vec![value(1)]);
+    let requests = lease_requests(&effects(&mut st));
+    let conn = grant(&mut st, t0, requests[0], 1);
+    assert_eq!(st.poll_timeout(), None, "no idle timer runs while the lease connects");
+    let t1 = t0 + IDLE_LEASE_TIMEOUT * 10;
+    st.handle_timeout(t1);
+    let e = effects(&mut st);
+    assert!(!e.iter().any(|e| matches!(e, Output::ToRaylet(ToRaylet::ReturnLease { .. }))), "{e:?}");
+    st.handle_connected(t1, conn);
+    let pushed = sent(&effects(&mut st), conn);
+    assert_eq!(pushed.iter().map(|t| t.task_id).collect::<Vec<_>>(), [tid]);
+}
+
+#[test]
 fn the_same_events_give_the_same_ids_and_effects() {
     let run = || {
         let mut st = state();
