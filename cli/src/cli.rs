@@ -294,14 +294,24 @@ fn start_in_background(cfg: &Config) -> Result<()> {
         .process_group(0)
         .spawn()
         .context("starting the daemon")?;
+    // The log is named by the daemon's pid, the one `ares status` shows (the file stays
+    // open in the child across the rename).
+    let named = log_dir.join(format!("daemon-{}.log", child.id()));
+    let log_path = match std::fs::rename(&log_path, &named) {
+        Ok(()) => named,
+        Err(_) => log_path,
+    };
     let mut summary = String::new();
     let mut lines = BufReader::new(child.stdout.take().expect("piped"));
     loop {
         let mut line = String::new();
         if lines.read_line(&mut line).unwrap_or(0) == 0 {
-            let status = child.wait().ok();
+            let how = match child.wait() {
+                Ok(status) => exit_text(status),
+                Err(e) => format!("could not be waited for: {e}"),
+            };
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            bail!("the daemon did not start ({status:?}); its log ({}):\n{log}", log_path.display());
+            bail!("the daemon did not start (it {how}); its log ({}):\n{log}", log_path.display());
         }
         if line.trim_end() == READY_END {
             break;
@@ -316,6 +326,16 @@ fn start_in_background(cfg: &Config) -> Result<()> {
     }
     print!("{summary}");
     Ok(())
+}
+
+/// How a process ended, in words ("exited with code 1", "was killed by signal 9").
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "ended".into(),
+    }
 }
 
 #[derive(Args)]

@@ -16,7 +16,8 @@
 
 mod cli;
 
-use anyhow::Result;
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
 use cli::{StartArgs, StatusArgs, StopArgs};
@@ -39,7 +40,7 @@ enum Cmd {
     Stop(StopArgs),
 }
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
     // Worker mode and the kernels must be linked in for the daemon's workers (which run
     // this binary) even though `main` never uses them.
     ares::__private::link_worker_mode();
@@ -51,9 +52,22 @@ fn main() -> Result<()> {
     // A daemon in the background logs to a file: no colour codes there.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
-    match Cli::parse().cmd {
+    let result = match Cli::parse().cmd {
         Cmd::Start(args) => cli::start(*args),
         Cmd::Status(args) => cli::status(args),
         Cmd::Stop(args) => cli::stop(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line an operator can act on (each cause after a colon); the chain
+            // with its backtrace only when asked for.
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                eprintln!("ares: {e:?}");
+            } else {
+                eprintln!("ares: {e:#}");
+            }
+            ExitCode::FAILURE
+        }
     }
 }

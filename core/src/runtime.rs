@@ -26,5 +26,7 @@ pub(crate) fn current() -> Result<Arc<CoreWorker>> {
 pub(crate) fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // Workers' stderr is their daemon's log file: colour codes only on a terminal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
 }

@@ -387,10 +387,14 @@ fn configuration_out_of_range_is_refused_naming_the_option() {
     assert!(err.contains("num_cpus") && err.contains("1000000000") && err.contains("4096"), "{err}");
     let out = Command::new(ares_bin())
         .args(["start", "--head", "--worker-program", "/bin/true", "--object-store-memory", "0"])
+        .env("RUST_BACKTRACE", "1")
+        .env_remove("ARES_LOG")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && text.contains("object-store-memory") && text.contains("1 MiB"), "{text}");
+    // One line an operator acts on, no backtrace even when the shell asks for them.
+    assert!(text.starts_with("ares: ") && text.trim_end().lines().count() == 1, "{text}");
     // A pool larger than the shared-memory filesystem: refused with both sizes.
     let shm = rustix::fs::statvfs("/dev/shm").unwrap();
     let too_big = (shm.f_blocks * shm.f_frsize + (1 << 30)).to_string();
