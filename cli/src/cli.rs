@@ -349,6 +349,10 @@ pub(crate) struct StatusArgs {
     /// Where this machine's daemons keep their session directories (default $XDG_RUNTIME_DIR/ares, else <tmp>/ares-<uid>).
     #[arg(long)]
     session_root: Option<String>,
+    /// List every node that was ever declared dead (by default those dead for over a
+    /// minute are only counted).
+    #[arg(long)]
+    all: bool,
 }
 
 fn session_root(flag: &Option<String>) -> Result<PathBuf> {
@@ -388,7 +392,7 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
     loop {
         match rx.recv_timeout::<FromHead>(deadline.saturating_duration_since(Instant::now())) {
             Ok(FromHead::Status { nodes, node_timeout_ms, jobs, detached, .. }) => {
-                print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs, detached));
+                print!("{}", render_status(addr, &nodes, node_timeout_ms, &jobs, detached, args.all));
                 tx.close();
                 // Tell the head before exiting, or it waits out the idle timeout.
                 ares_net::drain_outgoing(Duration::from_millis(500));
@@ -416,29 +420,43 @@ fn units(u: u64) -> f64 {
     u as f64 / ares_common::resources::UNITS as f64
 }
 
+/// How long after it was last heard from a dead node stays listed (beyond the node
+/// timeout); older ones are only counted unless `--all` is given.
+const DEAD_LISTED_MS: u64 = 60_000;
+
 /// The status report, laid out like `ray status`: nodes, then usage, then demands.
+/// `all`: list every dead node, not only those that died in the last minute.
 pub(crate) fn render_status(
     addr: SocketAddr,
     nodes: &[NodeSummary],
     node_timeout_ms: u64,
     jobs: &[ares_common::wire::JobSummary],
     detached: u32,
+    all: bool,
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let alive = nodes.iter().filter(|n| n.alive).count();
+    let listed = |n: &&NodeSummary| all || n.alive || n.silent_ms <= node_timeout_ms + DEAD_LISTED_MS;
+    let hidden = nodes.len() - nodes.iter().filter(listed).count();
     let _ = writeln!(s, "======== Cluster status (head {addr}) ========");
-    let _ = writeln!(
+    let _ = write!(
         s,
         "Nodes: {alive} alive, {} dead (declared dead after {node_timeout_ms} ms of silence)",
         nodes.len() - alive
     );
+    match hidden {
+        0 => s.push('\n'),
+        n => {
+            let _ = writeln!(s, "; {n} dead for over a minute not listed (`ares status --all` lists them)");
+        }
+    }
     let _ = writeln!(
         s,
         "  {:<34} {:<6} {:<22} {:<14} {:<26} {:>10} {:>7} {:>6}",
         "NODE", "STATE", "ADDRESS", "CPU used/total", "STORE used/capacity", "SPILLED", "WORKERS", "ACTORS"
     );
-    for n in nodes {
+    for n in nodes.iter().filter(listed) {
         let id = format!("{}{}", n.node_id, if n.head { " (head)" } else { "" });
         let state = if n.alive { "alive" } else { "dead" };
         let addr = n.addr.map_or_else(|| format!("{} pid {}", n.host, n.pid), |a| a.to_string());
@@ -457,6 +475,9 @@ pub(crate) fn render_status(
             n.load.workers,
             n.load.actors.alive
         );
+        if let Some(why) = &n.died {
+            let _ = writeln!(s, "    last heard from {:.0} s ago; dead: {why}", n.silent_ms as f64 / 1000.0);
+        }
     }
     let _ = writeln!(s, "Resources (alive nodes):");
     let mut names: Vec<String> = nodes.iter().flat_map(|n| n.total.iter().map(|(k, _)| k.to_string())).collect();
@@ -591,6 +612,7 @@ mod tests {
             total: ResourceSet::new().with("CPU", 2.0),
             load,
             silent_ms: 0,
+            died: None,
         }
     }
 
@@ -621,11 +643,41 @@ mod tests {
             10_000,
             &[],
             1,
+            false,
         );
         assert!(s.contains("{CPU: 1}: 7 task lease request(s) waiting"), "{s}");
         assert!(s.contains("{CPU: 1, GPU: 1}: 2 actor lease request(s) waiting"), "{s}");
         assert!(s.contains("(and 5 more of other shapes)"), "{s}");
         assert!(s.contains("Actors: 3 alive, 1 pending creation, 1 restarting; 1 detached"), "{s}");
         assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
+    }
+
+    #[test]
+    fn dead_nodes_show_why_and_leave_the_listing_after_a_minute_unless_all_is_asked() {
+        let dead = |n: u8, silent_ms: u64, why: &str| NodeSummary {
+            silent_ms,
+            died: Some(why.into()),
+            ..node(n, false, NodeLoad::default())
+        };
+        let nodes = [
+            node(1, true, NodeLoad::default()),
+            dead(2, 12_000, "no heartbeat for over 10000 ms"),
+            dead(3, 10_000 + DEAD_LISTED_MS + 1, "stopped"),
+        ];
+        let render = |all| render_status("127.0.0.1:7001".parse().unwrap(), &nodes, 10_000, &[], 0, all);
+        let s = render(false);
+        assert!(s.contains("Nodes: 1 alive, 2 dead"), "{s}");
+        assert!(s.contains("1 dead for over a minute not listed (`ares status --all` lists them)"), "{s}");
+        assert!(
+            s.contains(&NodeId([2; 16]).to_string()) && s.contains("last heard from 12 s ago; dead: no heartbeat"),
+            "{s}"
+        );
+        assert!(!s.contains(&NodeId([3; 16]).to_string()) && !s.contains("stopped"), "{s}");
+        let s = render(true);
+        assert!(!s.contains("not listed"), "{s}");
+        assert!(
+            s.contains(&NodeId([3; 16]).to_string()) && s.contains("last heard from 70 s ago; dead: stopped"),
+            "{s}"
+        );
     }
 }

@@ -849,6 +849,8 @@ pub struct NodeSummary {
     pub load: NodeLoad,
     /// Milliseconds since the head last heard from it.
     pub silent_ms: u64,
+    /// Why the head declared it dead (`None` while alive).
+    pub died: Option<String>,
 }
 
 /// Messages to the head's cluster directory, over QUIC.

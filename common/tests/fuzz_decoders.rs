@@ -84,6 +84,7 @@ fn named_seeds() -> Vec<(&'static str, Vec<u8>)> {
         total: ResourceSet::new().with("CPU", 2.0),
         load: load.clone(),
         silent_ms: 5,
+        died: Some("no heartbeat for over 10000 ms".into()),
     };
     let mut out = vec![
         (

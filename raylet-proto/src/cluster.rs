@@ -272,6 +272,7 @@ impl ClusterDirectory {
             return;
         }
         e.summary.alive = false;
+        e.summary.died = Some(reason.clone());
         e.peer = None;
         e.summary.load.available = ResourceSet::new();
         // Its drivers, and the actors its directory kept, went with it; its detached
@@ -512,6 +513,7 @@ fn summary(reg: Registration, head: bool, load: NodeLoad) -> NodeSummary {
         total: reg.total,
         load,
         silent_ms: 0,
+        died: None,
     }
 }
 
@@ -574,6 +576,8 @@ mod tests {
         });
         let view = view.expect("a view went to the survivor");
         assert_eq!(view.iter().map(|n| n.alive).collect::<Vec<_>>(), vec![true, true, false]);
+        assert_eq!(view[2].died.as_deref(), Some("no heartbeat for over 1000 ms"));
+        assert!(view[..2].iter().all(|n| n.died.is_none()));
         assert!(out.iter().any(|o| matches!(o, DirOutput::Close(PeerId(2)))));
         assert!(!d.is_alive(NodeId([2; 16])) && d.is_alive(NodeId([1; 16])));
         assert!(!d.view().iter().find(|v| v.id == NodeId([2; 16])).unwrap().alive);
@@ -769,5 +773,6 @@ mod tests {
         let nodes = status.expect("status answered");
         assert!(nodes[0].head && nodes[0].alive);
         assert!(!nodes[1].alive && !nodes[1].head);
+        assert_eq!(nodes[1].died.as_deref(), Some("stopped"));
     }
 }

@@ -135,6 +135,7 @@ mod tests {
             total: total.clone(),
             load: NodeLoad { available: total, ..NodeLoad::default() },
             silent_ms: 0,
+            died: None,
         }
     }
 

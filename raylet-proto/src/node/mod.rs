@@ -663,6 +663,7 @@ impl Node {
             total: self.total(),
             load: self.load(),
             silent_ms: 0,
+            died: None,
         }
     }
 
