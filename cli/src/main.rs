@@ -47,11 +47,8 @@ fn main() -> ExitCode {
     ares_tensor::link_kernels();
     ares_dataframe::link_kernels();
     ares_net::install_crypto_provider();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // A daemon in the background logs to a file: no colour codes there.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+    ares::__private::init_logging("info");
     let result = match Cli::parse().cmd {
         Cmd::Start(args) => cli::start(*args),
         Cmd::Status(args) => cli::status(args),

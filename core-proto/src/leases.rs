@@ -51,7 +51,19 @@ struct LeaseConn {
     /// The node whose raylet granted it (`None`: this node's).
     node: Option<NodeId>,
     last_reply: Instant,
+    /// Since when it is open with nothing pipelined (`None`: busy, or still connecting).
     idle_since: Option<Instant>,
+}
+
+impl LeaseConn {
+    /// Starts its idle time at `now` if it is open and nothing is pipelined on it. Never
+    /// while it connects: a handshake that takes longer than the idle timeout (a lost
+    /// packet costs a second) must not hand the lease back with tasks queued for it.
+    fn settle(&mut self, now: Instant) {
+        if self.connected && self.in_flight.is_empty() && self.idle_since.is_none() {
+            self.idle_since = Some(now);
+        }
+    }
 }
 
 /// A lease that ended: what to return, and the tasks that were in flight on it.
@@ -171,10 +183,7 @@ impl Leases {
             }
         }
         for c in &q.leases {
-            let conn = self.conns.get_mut(c).expect("listed lease exists");
-            if conn.connected && conn.in_flight.is_empty() && conn.idle_since.is_none() {
-                conn.idle_since = Some(now);
-            }
+            self.conns.get_mut(c).expect("listed lease exists").settle(now);
         }
     }
 
@@ -332,9 +341,8 @@ impl Leases {
             key,
             node,
             last_reply: now,
-            // Not idle while it connects: a handshake that takes longer than the idle
-            // timeout (a lost packet costs a second) must not hand the lease back with
-            // its tasks still queued for it. The connect has its own deadline.
+            // Not idle while it connects (see `LeaseConn::settle`); the connect has its
+            // own deadline.
             idle_since: None,
         };
         self.conns.insert(conn, c);
@@ -355,9 +363,7 @@ impl Leases {
         let c = self.conns.get_mut(&conn)?;
         c.connected = true;
         // Idle from now unless the dispatch that follows pushes to it.
-        if c.in_flight.is_empty() {
-            c.idle_since = Some(now);
-        }
+        c.settle(now);
         Some(c.key.clone())
     }
 
@@ -382,12 +388,8 @@ impl Leases {
 
     /// Marks `conn` idle from `now` if nothing is pipelined on it.
     pub(crate) fn settle(&mut self, conn: ConnId, now: Instant) {
-        if let Some(c) = self.conns.get_mut(&conn)
-            && c.connected
-            && c.in_flight.is_empty()
-            && c.idle_since.is_none()
-        {
-            c.idle_since = Some(now);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.settle(now);
         }
     }
 

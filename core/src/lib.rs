@@ -64,6 +64,12 @@ pub mod __private {
     pub use ares_common::wire::Outcome;
     pub use linkme;
 
+    /// Logging as drivers and workers set it up (`ARES_LOG`, no colour codes off a
+    /// terminal), with `default` when `ARES_LOG` is unset: for the `ares` binary.
+    pub fn init_logging(default: &str) {
+        crate::runtime::init_logging_at(default);
+    }
+
     /// Keeps worker mode in a program that never calls `init` (the `ares` binary, whose
     /// workers run the built-in kernels).
     pub fn link_worker_mode() {

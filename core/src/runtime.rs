@@ -24,8 +24,13 @@ pub(crate) fn current() -> Result<Arc<CoreWorker>> {
 
 /// Logs to stderr, filtered by `ARES_LOG` (warnings by default).
 pub(crate) fn init_logging() {
+    init_logging_at("warn");
+}
+
+/// Logs to stderr, filtered by `ARES_LOG`, else by `default` (a level or directives).
+pub(crate) fn init_logging_at(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ARES_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Workers' stderr is their daemon's log file: colour codes only on a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
