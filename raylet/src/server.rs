@@ -523,6 +523,14 @@ impl Shared {
         self.refusals.lock().unwrap_or_else(|p| p.into_inner()).warn(what);
     }
 
+    /// Gives `client` the whole hello timeout from now, if it still has a deadline.
+    fn rearm_hello_deadline(&self, client: ClientId) {
+        let mut d = self.hello_deadlines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = d.get_mut(&client) {
+            *t = Instant::now() + self.identify_timeout;
+        }
+    }
+
     /// Closes the connections that have not registered by their deadline.
     fn close_late_hellos(&self, now: Instant) {
         let late: Vec<ClientId> = {
@@ -936,6 +944,12 @@ fn park(shared: &Arc<Shared>, client: ClientId, rx: Receiver, remote: bool, regi
     let weak = Arc::downgrade(shared);
     let resume: ares_net::Resume = Box::new(move |rx| {
         if let Some(s) = weak.upgrade() {
+            if !registered {
+                // It has spoken: from now it has the timeout to finish its hello, however
+                // long this daemon took to get to it (10 000 clients connecting at once
+                // can keep the parker and the scheduler busy for longer than that).
+                s.rearm_hello_deadline(client);
+            }
             spawn_serve(s, client, rx, remote, registered);
         }
     });
