@@ -953,6 +953,9 @@ pub enum FromHead {
         cert: Vec<u8>,
         /// Its private key (DER, PKCS#8). Only nodes that proved the join secret get it.
         key: Vec<u8>,
+        /// The node had been declared dead and is taken back: what it held for other
+        /// nodes' owners, the cluster has given up on.
+        rejoined: bool,
     },
     /// The cluster's resource view (broadcast about every 100 ms).
     View {

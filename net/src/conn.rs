@@ -169,6 +169,16 @@ impl Connection {
         Ok(Connection { inner: ConnInner::Quic(quic::connect_with(addr, token)?) })
     }
 
+    /// Like [`Connection::connect_quic`], failing with `TimedOut` when the handshake is not
+    /// done within `limit`.
+    pub fn connect_quic_within(
+        addr: std::net::SocketAddr,
+        token: &quic::JoinToken,
+        limit: std::time::Duration,
+    ) -> io::Result<Connection> {
+        Ok(Connection { inner: ConnInner::Quic(quic::connect_within(addr, token, limit)?) })
+    }
+
     /// Two connected ends (for tests).
     pub fn pair() -> io::Result<(Connection, Connection)> {
         let (a, b) = UnixStream::pair()?;

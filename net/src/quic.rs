@@ -354,19 +354,29 @@ fn current_token(addr: SocketAddr) -> io::Result<JoinToken> {
 
 /// Connects to `addr` presenting `token`.
 pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicStream> {
-    open(addr, token, FOR_MESSAGES)
+    open(addr, token, FOR_MESSAGES, None)
 }
 
-fn open(addr: SocketAddr, token: &JoinToken, purpose: u8) -> io::Result<QuicStream> {
+/// Like [`connect_with`], giving up on a handshake not done within `limit` (rather than
+/// the idle timeout): for callers that try again soon, as a member retrying its head.
+pub(crate) fn connect_within(addr: SocketAddr, token: &JoinToken, limit: Duration) -> io::Result<QuicStream> {
+    open(addr, token, FOR_MESSAGES, Some(limit))
+}
+
+fn open(addr: SocketAddr, token: &JoinToken, purpose: u8, limit: Option<Duration>) -> io::Result<QuicStream> {
     let ep = client_endpoint()?;
     let cfg = client_config(token)?;
     let secret = token.secret;
     runtime().block_on(async move {
-        let conn = ep
-            .connect_with(cfg, addr, SERVER_NAME)
-            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?
-            .await
-            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
+        let connecting =
+            ep.connect_with(cfg, addr, SERVER_NAME).map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
+        let done = match limit {
+            Some(limit) => tokio::time::timeout(limit, connecting).await.map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr}: no answer within {limit:?}"))
+            })?,
+            None => connecting.await,
+        };
+        let conn = done.map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
         let (mut send, mut recv) = conn.open_bi().await.map_err(|e| refused(format!("{addr}: {e}")))?;
         let mut hello = HELLO_MAGIC.to_vec();
         hello.extend_from_slice(&secret);
@@ -813,7 +823,7 @@ impl QuicPeer {
 
     /// Connects to `addr` presenting `token`.
     pub fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<QuicPeer> {
-        Ok(Self::from_stream(open(addr, token, FOR_STREAMS)?))
+        Ok(Self::from_stream(open(addr, token, FOR_STREAMS, None)?))
     }
 
     fn from_stream(s: QuicStream) -> QuicPeer {

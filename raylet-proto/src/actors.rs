@@ -414,6 +414,13 @@ impl ActorDirectory {
         out
     }
 
+    /// Kills every detached actor (the head has taken over their fate: see
+    /// [`crate::node::Node::head_rejoined`]).
+    pub fn kill_detached(&mut self, reason: &str) -> Vec<ActorOutput> {
+        let ids: Vec<ActorId> = self.live.iter().filter(|(_, e)| e.detached).map(|(id, _)| *id).collect();
+        ids.into_iter().flat_map(|id| self.kill(id, reason.to_string())).collect()
+    }
+
     /// The error callers of a dead (or unknown) actor get.
     pub fn dead_error(&self, actor_id: ActorId) -> TaskError {
         let (class, reason) = self

@@ -61,6 +61,8 @@ pub struct Clients {
     remote: DetSet<ClientId>,
     /// Connections of workers this node killed, until their end is read.
     fenced: DetSet<ClientId>,
+    /// The process ID each driver gave.
+    driver_pids: DetMap<ClientId, u32>,
 }
 
 impl Clients {
@@ -77,11 +79,29 @@ impl Clients {
         self.remote.contains(&client)
     }
 
-    /// `client` registered as the driver `worker`.
-    pub fn register_driver(&mut self, client: ClientId, worker: WorkerId) {
+    /// `client` registered as the driver `worker`, in process `pid`.
+    pub fn register_driver(&mut self, client: ClientId, worker: WorkerId, pid: u32) {
         if let Some(k) = self.kinds.get_mut(&client) {
             *k = Kind::Driver(worker);
+            self.driver_pids.insert(client, pid);
         }
+    }
+
+    /// This node's own drivers, with their process IDs (the head's job table).
+    pub fn local_drivers(&self) -> Vec<(WorkerId, u32)> {
+        self.kinds
+            .iter()
+            .filter(|(c, _)| !self.remote.contains(*c))
+            .filter_map(|(c, k)| match k {
+                Kind::Driver(w) => Some((*w, self.driver_pids.get(c).copied().unwrap_or(0))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Clients on other nodes.
+    pub fn remote_clients(&self) -> Vec<ClientId> {
+        self.remote.iter().copied().collect()
     }
 
     /// `client` registered as the worker `worker`: refused for a connection that is not
@@ -153,6 +173,7 @@ impl Clients {
         self.fenced.remove(&client);
         let kind = self.kinds.remove(&client)?;
         let remote = self.remote.remove(&client);
+        self.driver_pids.remove(&client);
         if let Kind::Worker(w) = kind {
             self.workers.remove(&w);
         }

@@ -4,10 +4,13 @@
 //!
 //! A node registers on its connection, then reports its load about every 100 ms. A node
 //! silent for longer than `node_timeout`, or whose connection ends, is declared dead and
-//! every member is told (through the next view, sent at once). A node ID that
-//! registers again after being declared dead is refused: a node that was written off has
-//! had its tasks retried and its objects failed elsewhere, so it must not come back
-//! under the same name.
+//! every member is told (through the next view, sent at once). The same daemon (same
+//! node ID, process and host) that registers again, after a partition or a lost
+//! connection, is taken back as the same node: alive again, on its new connection. If it
+//! had been declared dead meanwhile, its answer says so (`rejoined`): the cluster has
+//! retried its tasks, failed its objects and restarted its detached actors elsewhere, so
+//! the node drops what it held for others before it serves them again. Another daemon
+//! under a node ID already known is refused.
 //!
 //! It also keeps the cluster's key-value store ([`KvStore`]), the job table (drivers
 //! that connected to any node, running or recently finished) and the names of actors:
@@ -139,10 +142,14 @@ impl ClusterDirectory {
     /// A node registers on connection `peer`.
     pub fn register(&mut self, now: Duration, peer: PeerId, reg: Registration) {
         let id = reg.node_id;
-        let refuse = match self.nodes.get(&id) {
+        let known = self.nodes.get(&id);
+        let same_daemon = known.is_some_and(|e| e.summary.pid == reg.pid && e.summary.host == reg.host);
+        let refuse = match known {
             _ if id == self.head => Some("that node ID is the head's".to_string()),
-            Some(e) if !e.summary.alive => Some(format!("node {id} was declared dead; start it again to rejoin")),
-            Some(e) if e.peer.is_some() => Some(format!("node {id} is already registered")),
+            Some(e) if !same_daemon && !e.summary.alive => {
+                Some(format!("node {id} was declared dead; start it again to rejoin"))
+            }
+            Some(_) if !same_daemon => Some(format!("node {id} is already registered")),
             _ => None,
         };
         if let Some(reason) = refuse {
@@ -150,12 +157,20 @@ impl ClusterDirectory {
             self.out.push(DirOutput::Close(peer));
             return;
         }
+        let rejoined = known.is_some_and(|e| !e.summary.alive);
+        // The same daemon on a new connection: the old one is stale (its end, when it
+        // comes, is no death).
+        if let Some(old) = self.nodes.get(&id).and_then(|e| e.peer) {
+            self.peers.remove(&old);
+            self.out.push(DirOutput::Close(old));
+        }
+        // Where it serves, it says again on this connection.
         let load = NodeLoad { available: reg.total.clone(), ..NodeLoad::default() };
         let summary = summary(reg, false, load);
         self.nodes.insert(id, Entry { summary, peer: Some(peer), last_seen: now });
         self.peers.insert(peer, id);
         let (cert, key) = (self.cert.clone(), self.key.clone());
-        self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head, cert, key }));
+        self.out.push(DirOutput::Send(peer, FromHead::Registered { head: self.head, cert, key, rejoined }));
         self.broadcast(now);
     }
 
@@ -255,8 +270,8 @@ impl ClusterDirectory {
             .map(|(id, _)| *id)
             .collect();
         for id in late {
-            // Its connection is closed too: a node that comes back must register anew
-            // (and is refused, being dead).
+            // Its connection is closed too: a node that comes back registers anew, and
+            // learns that it was declared dead.
             if let Some(peer) = self.nodes.get_mut(&id).and_then(|e| e.peer.take()) {
                 self.peers.remove(&peer);
                 self.out.push(DirOutput::Close(peer));
@@ -433,8 +448,10 @@ impl ClusterDirectory {
             self.refuse(peer, "job report before registration");
             return;
         };
-        if !self.jobs.iter().any(|j| j.job == job) {
-            self.jobs.push(JobSummary { job, node, pid, running: true });
+        // A node that rejoins after being declared dead reports its drivers again.
+        match self.jobs.iter_mut().find(|j| j.job == job) {
+            Some(j) => j.running = true,
+            None => self.jobs.push(JobSummary { job, node, pid, running: true }),
         }
     }
 
@@ -739,15 +756,37 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_node_cannot_rejoin_under_its_id_and_strangers_are_refused() {
+    fn a_dead_node_rejoins_as_itself_and_others_under_its_id_and_strangers_are_refused() {
         let mut d = dir();
         d.register(ms(0), PeerId(1), reg(1));
         d.disconnected(ms(5), PeerId(1));
         d.take_outputs();
-        d.register(ms(10), PeerId(2), reg(1));
+        assert!(!d.is_alive(NodeId([1; 16])));
+        // Another daemon under a dead node's ID is refused.
+        d.register(ms(10), PeerId(2), Registration { pid: 99, ..reg(1) });
         let out = d.take_outputs();
         assert!(
             matches!(&out[0], DirOutput::Send(_, FromHead::Refused { reason }) if reason.contains("declared dead"))
+        );
+        // The same daemon comes back: alive again, told that it had been declared dead.
+        d.register(ms(20), PeerId(5), reg(1));
+        let out = d.take_outputs();
+        assert!(matches!(&out[0], DirOutput::Send(PeerId(5), FromHead::Registered { rejoined: true, .. })), "{out:?}");
+        assert!(d.is_alive(NodeId([1; 16])));
+        let s = d.summaries(ms(20));
+        assert!(s.iter().all(|n| n.alive && n.died.is_none()), "{s:?}");
+        // Once more on a new connection while the old one looks alive: the old is closed,
+        // its end is no death, and the node was never dead, so it keeps what it holds.
+        d.register(ms(30), PeerId(6), reg(1));
+        let out = d.take_outputs();
+        assert!(matches!(&out[0], DirOutput::Close(PeerId(5))), "{out:?}");
+        assert!(matches!(&out[1], DirOutput::Send(PeerId(6), FromHead::Registered { rejoined: false, .. })), "{out:?}");
+        d.disconnected(ms(31), PeerId(5));
+        assert!(d.is_alive(NodeId([1; 16])));
+        d.register(ms(32), PeerId(7), Registration { pid: 99, ..reg(1) });
+        let out = d.take_outputs();
+        assert!(
+            matches!(&out[0], DirOutput::Send(_, FromHead::Refused { reason }) if reason.contains("already registered"))
         );
         d.heartbeat(ms(10), PeerId(3), NodeLoad::default());
         let out = d.take_outputs();

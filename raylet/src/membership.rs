@@ -5,7 +5,9 @@
 //! reads (a node's registration and heartbeats, or an `ares status` request), and a
 //! ticker samples the head's own load, declares silent nodes dead and broadcasts the view
 //! every [`HEARTBEAT`]. Member: one thread sends heartbeats and one reads the views the
-//! head broadcasts. The decisions are the directory's; this module only moves bytes.
+//! head broadcasts; when the link is lost, that thread joins again (same node ID) with
+//! backoff until it succeeds or the node stops. The decisions are the directory's; this
+//! module only moves bytes.
 
 use std::io;
 use std::net::SocketAddr;
@@ -41,6 +43,9 @@ pub trait LocalNode: Send + Sync + 'static {
     fn head_answered(&self, msg: FromHead);
     /// The link to the head is gone.
     fn head_lost(&self);
+    /// The member reached the head again; `rejoined`: the head had declared it dead
+    /// meanwhile.
+    fn head_rejoined(&self, rejoined: bool);
 }
 
 /// How this node takes part in a cluster.
@@ -104,7 +109,7 @@ pub struct Membership {
     /// The head's directory port.
     listener: Option<Arc<Listener>>,
     head: Option<Arc<HeadShared>>,
-    head_link: Option<Sender>,
+    member: Option<Arc<Member>>,
     creds: Credentials,
 }
 
@@ -135,17 +140,19 @@ impl Membership {
     /// Where this node's own requests to the head (key-value operations, job reports)
     /// go: the link to the head, or the head's directory itself.
     pub fn head_link(&self) -> HeadLink {
-        match (&self.head, &self.head_link) {
+        match (&self.head, &self.member) {
             (Some(h), _) => HeadLink::Local(h.clone()),
-            (None, Some(tx)) => HeadLink::Remote(tx.clone()),
+            (None, Some(m)) => HeadLink::Remote(m.clone()),
             (None, None) => unreachable!("a membership is the head's or a member's"),
         }
     }
 
-    /// Tells the directory where this node serves its clients and pulls.
+    /// Tells the directory where this node serves its clients and pulls (and again each
+    /// time the member rejoins).
     pub fn serving(&self, addr: SocketAddr) -> io::Result<()> {
-        if let Some(link) = &self.head_link {
-            link.send(&ToHead::Serving { addr })?;
+        if let Some(m) = &self.member {
+            *m.serving.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
+            m.send(&ToHead::Serving { addr })?;
         }
         if let Some(h) = &self.head {
             let now = h.now();
@@ -161,7 +168,9 @@ impl Membership {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
-        if let Some(link) = &self.head_link {
+        if let Some(m) = &self.member
+            && let Some(link) = m.link.lock().unwrap_or_else(|p| p.into_inner()).take()
+        {
             // Best effort: closing the connection marks the node dead anyway.
             let _ = link.send(&ToHead::Leaving);
             link.close();
@@ -186,15 +195,15 @@ impl Drop for Membership {
 pub enum HeadLink {
     /// The head's directory, in this process.
     Local(Arc<HeadShared>),
-    /// The connection to the head.
-    Remote(Sender),
+    /// The member's connection to the head (none while it is rejoining).
+    Remote(Arc<Member>),
 }
 
 impl HeadLink {
     /// Sends `msg`; answers come back through [`LocalNode::head_answered`].
     pub fn send(&self, msg: ToHead) -> io::Result<()> {
         match self {
-            HeadLink::Remote(tx) => tx.send(&msg),
+            HeadLink::Remote(m) => m.send(&msg),
             HeadLink::Local(h) => {
                 let now = h.now();
                 let mut st = h.lock();
@@ -314,7 +323,7 @@ fn start_head(bind: SocketAddr, creds: &Credentials, me: Me, local: Arc<dyn Loca
         threads: vec![accept, ticker],
         listener: Some(listener),
         head: Some(shared),
-        head_link: None,
+        member: None,
         creds: creds.clone(),
     })
 }
@@ -393,41 +402,102 @@ fn refuse_loopback(ip: std::net::IpAddr, head: SocketAddr) -> io::Result<()> {
     Ok(())
 }
 
-fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
-    let (tx, mut rx) = Connection::connect_quic(head, token)?.split::<FromHead>(MAX_FRAME, OUTBOX_LIMIT)?;
-    let register = ToHead::RegisterNode {
-        node_id: me.node_id,
-        pid: std::process::id(),
-        host: me.host.clone(),
-        addr: None,
-        total: me.total.clone(),
-    };
-    tx.send(&register)?;
-    let creds = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
-        Ok(FromHead::Registered { head: head_id, cert, key }) => {
-            tracing::info!(head = %head_id, "joined the cluster at {head}");
-            Credentials::from_parts(cert, key, token)?
+/// A member's side: where and how it joins, and its current link to the head.
+pub struct Member {
+    head: SocketAddr,
+    token: JoinToken,
+    me: Me,
+    local: Arc<dyn LocalNode>,
+    stopping: Arc<AtomicBool>,
+    /// The connection to the head; none while the member is rejoining.
+    link: Mutex<Option<Sender>>,
+    /// Where this node serves, said again on every rejoin.
+    serving: Mutex<Option<SocketAddr>>,
+}
+
+/// What the head answered a registration.
+struct Joined {
+    tx: Sender,
+    rx: Receiver,
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    rejoined: bool,
+    view: Vec<NodeSummary>,
+}
+
+/// How long one attempt to reach the head may take while rejoining, and the longest
+/// pause between attempts (the first is [`HEARTBEAT`], doubling): a healed partition is
+/// noticed within about a second and a half.
+const REJOIN_CONNECT: Duration = Duration::from_secs(2);
+const REJOIN_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How often a member that keeps failing to reach its head says so.
+const REJOIN_LOG_EVERY: Duration = Duration::from_secs(30);
+
+impl Member {
+    fn send(&self, msg: &ToHead) -> io::Result<()> {
+        match self.link.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            Some(tx) => tx.send(msg),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("the head at {} is unreachable; this node keeps trying to rejoin", self.head),
+            )),
         }
-        Ok(FromHead::Refused { reason }) => {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("the head at {head} refused this node: {reason}"),
-            ));
-        }
-        Ok(other) => return Err(io::Error::other(format!("the head at {head} answered {other:?} to registration"))),
-        Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
-    };
-    // The head sends its view right after registering a node: take it before returning,
-    // so that this node knows the cluster as soon as it serves.
-    match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
-        Ok(FromHead::View { nodes }) => local.set_view(nodes),
-        Ok(other) => return Err(io::Error::other(format!("the head at {head} sent {other:?} instead of its view"))),
-        Err(e) => return Err(io::Error::other(format!("the head at {head} closed the connection: {e}"))),
     }
-    let stopping = Arc::new(AtomicBool::new(false));
-    let l = local.clone();
-    let stop = stopping.clone();
-    let reader = spawn("ares-member-view", move || {
+
+    /// Registers with the head on a new connection (within `limit` for the handshake,
+    /// when given), says where this node serves, and takes the view sent right after.
+    fn join(&self, limit: Option<Duration>) -> io::Result<Joined> {
+        let head = self.head;
+        let conn = match limit {
+            Some(l) => Connection::connect_quic_within(head, &self.token, l)?,
+            None => Connection::connect_quic(head, &self.token)?,
+        };
+        let (tx, mut rx) = conn.split::<FromHead>(MAX_FRAME, OUTBOX_LIMIT)?;
+        let me = &self.me;
+        let register = ToHead::RegisterNode {
+            node_id: me.node_id,
+            pid: std::process::id(),
+            host: me.host.clone(),
+            addr: None,
+            total: me.total.clone(),
+        };
+        tx.send(&register)?;
+        let closed = |e: FrameError| io::Error::other(format!("the head at {head} closed the connection: {e}"));
+        let (cert, key, rejoined) = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
+            Ok(FromHead::Registered { cert, key, rejoined, .. }) => (cert, key, rejoined),
+            Ok(FromHead::Refused { reason }) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("the head at {head} refused this node: {reason}"),
+                ));
+            }
+            Ok(other) => {
+                return Err(io::Error::other(format!("the head at {head} answered {other:?} to registration")));
+            }
+            Err(e) => return Err(closed(e)),
+        };
+        if let Some(addr) = *self.serving.lock().unwrap_or_else(|p| p.into_inner()) {
+            tx.send(&ToHead::Serving { addr })?;
+        }
+        // The head sends its view right after registering a node: take it before
+        // serving, so that this node knows the cluster as soon as it does.
+        let view = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
+            Ok(FromHead::View { nodes }) => nodes,
+            Ok(FromHead::Refused { reason }) => {
+                return Err(io::Error::other(format!("the head at {head} dropped this node: {reason}")));
+            }
+            Ok(other) => {
+                return Err(io::Error::other(format!("the head at {head} sent {other:?} instead of its view")));
+            }
+            Err(e) => return Err(closed(e)),
+        };
+        Ok(Joined { tx, rx, cert, key, rejoined, view })
+    }
+
+    /// Reads the head's messages until the link is lost; false if the head dropped
+    /// this node for good.
+    fn read(&self, rx: &mut Receiver) -> bool {
+        let l = &self.local;
         loop {
             match rx.recv::<FromHead>() {
                 Ok(FromHead::View { nodes }) => l.set_view(nodes),
@@ -436,31 +506,112 @@ fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn Loca
                 }
                 Ok(FromHead::Refused { reason }) => {
                     tracing::error!("the head dropped this node: {reason}");
-                    break;
+                    return false;
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    if !stop.load(Ordering::SeqCst) {
-                        tracing::error!("lost the head at {head}: {e}; this node keeps serving local work");
+                    if !self.stopping.load(Ordering::SeqCst) {
+                        tracing::error!(
+                            "lost the head at {}: {e}; this node keeps serving local work and tries to rejoin",
+                            self.head
+                        );
                     }
-                    break;
+                    return true;
                 }
             }
         }
-        // Without a head the view is stale: forget it, so nothing is spilled to nodes
-        // that may be gone; requests waiting for the head fail.
-        l.set_view(Vec::new());
-        l.head_lost();
-    })?;
-    let stop = stopping.clone();
-    let link = tx.clone();
-    let beat = spawn("ares-member-beat", move || {
-        while !stop.load(Ordering::SeqCst) {
-            if link.send(&ToHead::Heartbeat { load: local.load() }).is_err() {
-                return;
+    }
+
+    /// The link is gone: forget the stale view (so nothing is spilled to nodes that may
+    /// be gone) and fail requests waiting for the head.
+    fn lost(&self) {
+        if let Some(tx) = self.link.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            tx.close();
+        }
+        self.local.set_view(Vec::new());
+        self.local.head_lost();
+    }
+
+    /// Tries to reach the head again, with backoff, until it does or the node stops.
+    fn rejoin(&self) -> Option<Receiver> {
+        let mut pause = HEARTBEAT;
+        let (mut attempts, mut said) = (0u64, None::<Instant>);
+        while !self.stopping.load(Ordering::SeqCst) {
+            attempts += 1;
+            match self.join(Some(REJOIN_CONNECT)) {
+                Ok(j) => {
+                    {
+                        let mut link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+                        // Checked under the lock `shutdown` takes the link with.
+                        if self.stopping.load(Ordering::SeqCst) {
+                            let _ = j.tx.send(&ToHead::Leaving);
+                            j.tx.close();
+                            return None;
+                        }
+                        *link = Some(j.tx);
+                    }
+                    if j.rejoined {
+                        tracing::warn!(head = %self.head, "rejoined the cluster as the same node; it had been declared dead");
+                    } else {
+                        tracing::info!(head = %self.head, "reached the head again");
+                    }
+                    self.local.set_view(j.view);
+                    self.local.head_rejoined(j.rejoined);
+                    return Some(j.rx);
+                }
+                Err(e) => {
+                    if said.is_none_or(|t| t.elapsed() >= REJOIN_LOG_EVERY) {
+                        tracing::warn!("cannot reach the head at {} yet ({attempts} tries): {e}", self.head);
+                        said = Some(Instant::now());
+                    }
+                }
             }
+            let until = Instant::now() + pause;
+            while Instant::now() < until && !self.stopping.load(Ordering::SeqCst) {
+                std::thread::sleep(HEARTBEAT.min(until.saturating_duration_since(Instant::now())));
+            }
+            pause = (pause * 2).min(REJOIN_BACKOFF_MAX);
+        }
+        None
+    }
+}
+
+fn start_member(head: SocketAddr, token: &JoinToken, me: Me, local: Arc<dyn LocalNode>) -> io::Result<Membership> {
+    let stopping = Arc::new(AtomicBool::new(false));
+    let member = Arc::new(Member {
+        head,
+        token: *token,
+        me,
+        local,
+        stopping: stopping.clone(),
+        link: Mutex::new(None),
+        serving: Mutex::new(None),
+    });
+    // The first join fails at once, with the head's reason.
+    let j = member.join(None)?;
+    tracing::info!("joined the cluster at {head}");
+    let creds = Credentials::from_parts(j.cert, j.key, token)?;
+    *member.link.lock().unwrap_or_else(|p| p.into_inner()) = Some(j.tx);
+    member.local.set_view(j.view);
+    let m = member.clone();
+    let mut rx = j.rx;
+    let reader = spawn("ares-member-view", move || {
+        while m.read(&mut rx) {
+            m.lost();
+            match m.rejoin() {
+                Some(next) => rx = next,
+                None => return,
+            }
+        }
+        m.lost();
+    })?;
+    let m = member.clone();
+    let beat = spawn("ares-member-beat", move || {
+        while !m.stopping.load(Ordering::SeqCst) {
+            // While rejoining there is no link: the beats resume with it.
+            let _ = m.send(&ToHead::Heartbeat { load: m.local.load() });
             std::thread::sleep(HEARTBEAT);
         }
     })?;
-    Ok(Membership { stopping, threads: vec![reader, beat], listener: None, head: None, head_link: Some(tx), creds })
+    Ok(Membership { stopping, threads: vec![reader, beat], listener: None, head: None, member: Some(member), creds })
 }

@@ -490,6 +490,10 @@ impl LocalNode for Local {
     fn head_lost(&self) {
         with_node(&self.0, Node::head_lost);
     }
+
+    fn head_rejoined(&self, rejoined: bool) {
+        with_node(&self.0, |n| n.head_rejoined(rejoined));
+    }
 }
 
 /// Runs `f` on the node, if the raylet still exists, and carries out what it decided.

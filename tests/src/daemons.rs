@@ -109,3 +109,9 @@ pub fn node_lines(status: &str) -> Vec<String> {
     let row = |l: &&str| l.starts_with("  ") && (l.contains(" alive ") || l.contains(" dead "));
     status.lines().filter(row).map(str::to_string).collect()
 }
+
+/// Everything the daemon under `root` logged.
+pub fn daemon_log(root: &Path) -> String {
+    let logs = std::fs::read_dir(root.join("logs")).expect("the daemon keeps logs");
+    logs.flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect()
+}

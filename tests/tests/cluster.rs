@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use ares_tests::daemons::{
-    Node, StopOnDrop, ares_env, field, node_lines, start_node, status, stop_and_check_clean, text,
+    Node, StopOnDrop, ares_env, daemon_log, field, node_lines, start_node, status, stop_and_check_clean, text,
 };
 use ares_tests::{ares_bin, wait_for};
 
@@ -241,12 +241,6 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     drop(holder);
     stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&c.base);
-}
-
-/// Everything the daemon under `root` logged.
-fn daemon_log(root: &Path) -> String {
-    let logs = std::fs::read_dir(root.join("logs")).expect("the daemon keeps logs");
-    logs.flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect()
 }
 
 /// Runs the test driver in `mode` against the cluster through the node under `root`.

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use ares_tests::daemons::{
-    Node, StopOnDrop, driver_bin, field, node_lines, start_node, status_via, stop_and_check_clean, text,
+    Node, StopOnDrop, daemon_log, driver_bin, field, node_lines, start_node, status_via, stop_and_check_clean, text,
 };
 use ares_tests::netns::{Link, TestBed};
 use ares_tests::{ares_bin, wait_for};
@@ -128,25 +128,48 @@ fn three_namespaced_nodes_run_jobs_right_over_lossy_links() {
 }
 
 #[test]
-fn a_partitioned_member_is_declared_dead_and_jobs_go_on_without_it() {
-    let c = NsCluster::start("cut", &[Link::Direct; 3], &["--node-timeout-ms", "2000"]);
+fn a_partitioned_member_is_declared_dead_and_rejoins_as_itself_once_healed() {
+    const TIMEOUT_MS: u64 = 3000;
+    let c = NsCluster::start("cut", &[Link::Direct; 3], &["--node-timeout-ms", &TIMEOUT_MS.to_string()]);
     c.consume(0, 8, 3);
 
-    // Host 2 is cut off: no frame reaches it or leaves it. The head declares it dead after
-    // the node timeout, and the next job runs on the two nodes left, right.
+    // A tensor job runs from host 0 while host 2 is cut off: no frame reaches it or
+    // leaves it. The head declares it dead after the node timeout.
+    let job = c.driver(0, &["tensor", "3"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     c.bed.partition(2).unwrap();
     wait_for("the cut-off member to be declared dead", Duration::from_secs(60), || {
         node_lines(&c.status()).iter().filter(|l| l.contains(" dead ")).count() == 1
     });
     let s = c.status();
     assert!(s.contains("Nodes: 2 alive, 1 dead"), "{s}");
-    assert!(s.contains("s ago; dead: no heartbeat for over 2000 ms"), "the status says why the node died:\n{s}");
+    assert!(s.contains(&format!("s ago; dead: no heartbeat for over {TIMEOUT_MS} ms")), "the status says why:\n{s}");
+    let cut = node_lines(&s).into_iter().find(|l| l.contains(" dead ")).unwrap();
+    let id = cut.split_whitespace().next().unwrap().to_string();
     wait_for("host 1's view to drop the dead node", Duration::from_secs(10), || c.drive(1, &["nodes"]).trim() == "2 1");
-    let out = c.drive(0, &["tensor", "2"]);
-    assert_eq!(out.trim(), "16000000000000 216000000", "{out}");
 
-    // `ares stop` on each machine leaves nothing, the cut-off one's included.
+    // Healed, the member reaches the head again within twice the node timeout, as the
+    // same node, and every node's view has it back.
     c.bed.heal(2).unwrap();
+    wait_for("the member to rejoin as itself", Duration::from_millis(2 * TIMEOUT_MS), || {
+        let lines = node_lines(&c.status());
+        lines.len() == 3
+            && lines.iter().all(|l| l.contains(" alive "))
+            && lines.iter().any(|l| l.starts_with(&format!("  {id}")))
+    });
+    wait_for("host 1's view to have it back", Duration::from_secs(10), || c.drive(1, &["nodes"]).trim() == "3 0");
+    // The job that ran across the cut is right (the driver checks its answers).
+    let out = job.wait_with_output().unwrap();
+    assert!(out.status.success(), "the job across the partition failed:\n{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16000000000000 216000000");
+    // The rejoined node takes part again: its driver's bytes are made and read on the
+    // other two nodes, and a job over all three is right.
+    c.consume(2, 8, 3);
+    let out = c.drive(1, &["tensor", "3"]);
+    assert_eq!(out.trim(), "16000000000000 216000000", "{out}");
+    let log = daemon_log(c.root(2));
+    assert!(log.contains("rejoined the cluster as the same node"), "{log}");
+
+    // `ares stop` on each machine leaves nothing.
     stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&c.base);
 }

@@ -197,6 +197,29 @@ impl Node {
         self.apply_actors(actions);
     }
 
+    /// The link to the head is back (see [`crate::cluster`]). If the head had declared
+    /// this node dead meanwhile (`rejoined`), other nodes' owners have retried what they
+    /// ran here and given up what they kept here, and the head has restarted this node's
+    /// detached actors elsewhere: their connections here are closed (which reaps the
+    /// workers they leased and drops their pins and objects) and the detached actors
+    /// here are killed, so that nothing runs twice. Either way the node's drivers are
+    /// reported again.
+    pub fn head_rejoined(&mut self, rejoined: bool) {
+        if rejoined {
+            let remote = self.clients.remote_clients();
+            tracing::warn!(
+                closed = remote.len(),
+                "this node had been declared dead: the connections of other nodes' owners are closed"
+            );
+            self.out.extend(remote.into_iter().map(Output::Close));
+            let actions = self.actors.kill_detached("its node was declared dead and the head restarted it elsewhere");
+            self.apply_actors(actions);
+        }
+        for (job, pid) in self.clients.local_drivers() {
+            self.out.push_back(Output::ToHead(ToHead::JobStarted { job, pid }));
+        }
+    }
+
     /// The link to the head is gone: requests waiting for it fail.
     pub fn head_lost(&mut self) {
         for Forwarded { client, request_id, what } in self.head.lost() {

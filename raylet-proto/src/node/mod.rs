@@ -391,7 +391,7 @@ impl Node {
         match msg {
             ToRaylet::RegisterDriver { pid, worker_id } => {
                 tracing::debug!(pid, "driver registered");
-                self.clients.register_driver(client, worker_id);
+                self.clients.register_driver(client, worker_id, pid);
                 if self.head.in_cluster() && !self.clients.is_remote(client) {
                     self.out.push_back(Output::ToHead(ToHead::JobStarted { job: worker_id, pid }));
                 }

@@ -268,3 +268,48 @@ fn a_failed_spill_pauses_spilling_and_waiters_give_up_until_it_resumes() {
     n.spill_finished(&job, Ok(&offsets), Duration::ZERO, |_| "f".into());
     assert!(!n.store_side().progress(0).spill_failed);
 }
+
+#[test]
+fn a_node_taken_back_after_being_declared_dead_drops_other_nodes_owners_and_reports_its_drivers() {
+    let mut n = node();
+    n.set_cluster_token("t".into());
+    let started = prestarted(&mut n);
+    let (driver, worker, remote) = (ClientId(1), ClientId(2), ClientId(3));
+    n.connected(driver);
+    n.connected(worker);
+    n.connected_remote(remote);
+    n.handle(driver, ToRaylet::RegisterDriver { pid: 41, worker_id: WorkerId([9; 16]) });
+    n.handle(remote, ToRaylet::RegisterDriver { pid: 7, worker_id: WorkerId([8; 16]) });
+    let addr = Endpoint::Unix("w1.sock".into());
+    n.handle(worker, ToRaylet::RegisterWorker { worker_id: started[0], pid: 2, listen_addr: addr, remote_addr: None });
+    // An owner on another node leases the worker here.
+    n.handle(remote, one_cpu(5));
+    assert!(
+        drain(&mut n).iter().any(|o| matches!(o, Output::Send(c, FromRaylet::LeaseGranted { .. }) if *c == remote))
+    );
+    let job_started = |out: &[Output]| -> Vec<(WorkerId, u32)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::ToHead(ToHead::JobStarted { job, pid }) => Some((*job, *pid)),
+                _ => None,
+            })
+            .collect()
+    };
+
+    // Back after a lost link, never declared dead: only the job table is refreshed.
+    n.head_rejoined(false);
+    let out = drain(&mut n);
+    assert_eq!(job_started(&out), vec![(WorkerId([9; 16]), 41)], "{out:?}");
+    assert!(!out.iter().any(|o| matches!(o, Output::Close(_))), "{out:?}");
+
+    // Declared dead meanwhile: the other node's owner had retried its task elsewhere, so
+    // its connection is closed, and once its end is read its lease's worker is reaped.
+    n.head_rejoined(true);
+    let out = drain(&mut n);
+    assert!(out.iter().any(|o| matches!(o, Output::Close(c) if *c == remote)), "{out:?}");
+    assert!(!out.iter().any(|o| matches!(o, Output::Close(c) if *c != remote)), "local clients stay: {out:?}");
+    assert_eq!(job_started(&out), vec![(WorkerId([9; 16]), 41)], "{out:?}");
+    n.disconnected(remote);
+    let out = drain(&mut n);
+    assert!(out.iter().any(|o| matches!(o, Output::ReapWorker(w) if *w == started[0])), "{out:?}");
+}
