@@ -24,6 +24,12 @@ pub const MAX_PENDING_LEASE_REQUESTS: usize = 10;
 const PIPELINE_TARGET: Duration = Duration::from_micros(500);
 /// Idle leases are returned after this long.
 pub const IDLE_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+/// A lease held this long takes no new tasks and goes back once those it has are done:
+/// an owner that keeps its queue full must not keep a worker others wait for forever.
+/// (Ray gives a lease back whenever its owner's queue runs dry; the idle timeout above
+/// keeps it across short gaps, so a lease is retired by age instead.) Its key asks for a
+/// new one at once, behind the requests already waiting.
+pub const LEASE_TENURE: Duration = Duration::from_secs(1);
 
 /// The queue a task waits in for a leased worker: its resources and where it may run.
 /// Leases serve one key.
@@ -53,6 +59,8 @@ struct LeaseConn {
     last_reply: Instant,
     /// Since when it is open with nothing pipelined (`None`: busy, or still connecting).
     idle_since: Option<Instant>,
+    /// When it opened (see [`LEASE_TENURE`]; a slow handshake does not count).
+    opened: Instant,
 }
 
 impl LeaseConn {
@@ -63,6 +71,17 @@ impl LeaseConn {
         if self.connected && self.in_flight.is_empty() && self.idle_since.is_none() {
             self.idle_since = Some(now);
         }
+    }
+
+    /// Whether it is past its tenure: it takes no new tasks.
+    fn retiring(&self, now: Instant) -> bool {
+        self.connected && now.saturating_duration_since(self.opened) >= LEASE_TENURE
+    }
+
+    /// When it is due back: idle for the timeout, or idle past its tenure.
+    fn due(&self) -> Option<Instant> {
+        let idle = self.idle_since.filter(|_| self.in_flight.is_empty())?;
+        Some((idle + IDLE_LEASE_TIMEOUT).min(self.opened + LEASE_TENURE))
     }
 }
 
@@ -167,10 +186,11 @@ impl Leases {
             let own = q
                 .leases
                 .iter()
-                .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth)
+                .filter(|c| conns[*c].connected && conns[*c].in_flight.len() < depth && !conns[*c].retiring(now))
                 .min_by_key(|c| conns[*c].in_flight.len());
-            let borrowable =
-                |c: &LeaseConn| c.key != *key && c.key.shape == key.shape && c.connected && c.in_flight.is_empty();
+            let borrowable = |c: &LeaseConn| {
+                c.key != *key && c.key.shape == key.shape && c.connected && c.in_flight.is_empty() && !c.retiring(now)
+            };
             let idle = || anywhere.then(|| conns.iter().find(|(_, c)| borrowable(c)).map(|(id, _)| id)).flatten();
             let Some(&conn_id) = own.or_else(idle) else {
                 break;
@@ -344,6 +364,7 @@ impl Leases {
             // Not idle while it connects (see `LeaseConn::settle`); the connect has its
             // own deadline.
             idle_since: None,
+            opened: now,
         };
         self.conns.insert(conn, c);
     }
@@ -362,6 +383,7 @@ impl Leases {
     pub(crate) fn connected(&mut self, conn: ConnId, now: Instant) -> Option<SchedKey> {
         let c = self.conns.get_mut(&conn)?;
         c.connected = true;
+        c.opened = now;
         // Idle from now unless the dispatch that follows pushes to it.
         c.settle(now);
         Some(c.key.clone())
@@ -409,17 +431,11 @@ impl Leases {
         self.conns.iter().filter(|(_, c)| c.node == Some(node)).map(|(id, _)| *id).collect()
     }
 
-    /// Leases idle for [`IDLE_LEASE_TIMEOUT`] at `now`, removed: to close and return.
+    /// Leases idle for [`IDLE_LEASE_TIMEOUT`], or idle past their [`LEASE_TENURE`], at
+    /// `now`, removed: to close and return.
     pub(crate) fn expire_idle(&mut self, now: Instant) -> Vec<(ConnId, Ended)> {
-        let idle: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| {
-                c.in_flight.is_empty()
-                    && c.idle_since.is_some_and(|t| now.saturating_duration_since(t) >= IDLE_LEASE_TIMEOUT)
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let idle: Vec<ConnId> =
+            self.conns.iter().filter(|(_, c)| c.due().is_some_and(|t| t <= now)).map(|(id, _)| *id).collect();
         idle.into_iter().filter_map(|id| Some((id, self.remove(id)?))).collect()
     }
 
@@ -434,11 +450,7 @@ impl Leases {
 
     /// The earliest time an idle lease is due back or a hold ends.
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        let idle = self
-            .conns
-            .values()
-            .filter(|c| c.in_flight.is_empty())
-            .filter_map(|c| c.idle_since.map(|t| t + IDLE_LEASE_TIMEOUT));
+        let idle = self.conns.values().filter_map(LeaseConn::due);
         idle.chain(self.backoff.values().copied()).min()
     }
 
@@ -567,5 +579,45 @@ mod tests {
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].0, b);
         assert_eq!(l.len(), 0);
+    }
+
+    #[test]
+    fn a_lease_past_its_tenure_takes_no_new_task_and_goes_back_once_drained() {
+        let mut l = Leases::new(4);
+        let (k, t0) = (key(), Instant::now());
+        l.enqueue(&k, tid(0));
+        let a = lease(&mut l, 1, &k, t0);
+        // Kept busy: every task is pushed as the one before is answered.
+        let (mut t, step) = (t0, Duration::from_millis(10));
+        let mut n = 0;
+        while t + step < t0 + LEASE_TENURE {
+            if n > 0 {
+                l.enqueue(&k, tid(n));
+            }
+            l.push_queued(&k, t, |c, _| c == a);
+            t += step;
+            l.replied(a, tid(n), t);
+            l.settle(a, t);
+            assert!(l.expire_idle(t).is_empty(), "never idle for the timeout (task {n}, {:?})", t - t0);
+            n += 1;
+        }
+        // Past its tenure it takes nothing more: the next task waits for a new lease.
+        t = t0 + LEASE_TENURE;
+        l.enqueue(&k, tid(n));
+        let mut pushed = false;
+        l.push_queued(&k, t, |_, _| {
+            pushed = true;
+            true
+        });
+        assert!(!pushed, "a retiring lease took a task");
+        assert_eq!(l.next_timer(), Some(t0 + LEASE_TENURE));
+        let back = l.expire_idle(t);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].0, a);
+        // A new lease opens its own tenure, and the waiting task goes to it.
+        let b = lease(&mut l, 2, &k, t);
+        l.push_queued(&k, t, |c, _| c == b);
+        assert!(l.expire_idle(t + Duration::from_millis(1)).is_empty());
+        assert!(!l.wants_worker(&k));
     }
 }

@@ -19,7 +19,7 @@
 //! - submission: dependency resolution, per resource shape queues, leases (up to
 //!   [`MAX_PENDING_LEASE_REQUESTS`] outstanding per shape), pipelined pushes to the least
 //!   loaded leased worker up to an adaptive depth, retries when a worker dies, and the
-//!   return of leases idle for [`IDLE_LEASE_TIMEOUT`];
+//!   return of leases idle for [`IDLE_LEASE_TIMEOUT`] or past their [`LEASE_TENURE`];
 //! - actors (see [`actors`]): per-actor in-order queues, construction, restarts and
 //!   holds, on the same connections as leased workers;
 //! - borrowing (see [`borrow`]): refs to other processes' objects, asked of and
@@ -56,7 +56,7 @@ pub use actors::{ActorSpawn, Borrow};
 use callers::Callers;
 use interface::inline_location;
 pub use interface::{Combine, ConnId, Home, InlineRule, Output, ReadPlan, StateConfig, TaskScope, plan_read};
-pub use leases::{IDLE_LEASE_TIMEOUT, MAX_PENDING_LEASE_REQUESTS, SchedKey};
+pub use leases::{IDLE_LEASE_TIMEOUT, LEASE_TENURE, MAX_PENDING_LEASE_REQUESTS, SchedKey};
 use leases::{Leases, Spillback};
 use lookups::Lookups;
 use pending::{Next, Pending};

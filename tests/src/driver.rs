@@ -283,6 +283,29 @@ fn spread() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `rounds <rounds> <per> <ms> <nodes>`: joins the cluster at `ARES_ADDRESS`, waits
+/// until its node knows `nodes` nodes, then runs `rounds` rounds of `per` tasks of `ms`
+/// milliseconds, checking their squares and printing `round <r>` after each (flushed),
+/// and `done <rounds>` at the end.
+fn rounds() -> anyhow::Result<()> {
+    let arg = |i: usize| std::env::args().nth(i).unwrap_or_default();
+    let (rounds, per, ms): (u64, i64, u64) = (arg(2).parse()?, arg(3).parse()?, arg(4).parse()?);
+    ares::init()?;
+    wait_for_nodes(arg(5).parse()?)?;
+    for r in 0..rounds {
+        let refs: Vec<_> = (0..per).map(|i| ares::remote(square_where).call(i, ms)).collect();
+        for (i, r) in refs.iter().enumerate() {
+            let (sq, _) = ares::get(r)?;
+            anyhow::ensure!(sq == (i * i) as i64, "task {i} returned {sq}");
+        }
+        println!("round {r}");
+        std::io::stdout().flush()?;
+    }
+    println!("done {rounds}");
+    ares::shutdown();
+    Ok(())
+}
+
 /// `tensor <nodes>`: joins the cluster at `ARES_ADDRESS`, waits until its node knows
 /// `nodes` nodes, and runs two tiled tensor jobs whose answers are exact: the sum of
 /// `2x + 1` over `x` in 0..4·10⁶ (in 40 chunks), and the sum of `A @ A` for `A` a 600 ×
@@ -582,6 +605,9 @@ fn main() -> anyhow::Result<()> {
     }
     if mode == "spread" {
         return spread();
+    }
+    if mode == "rounds" {
+        return rounds();
     }
     if mode == "silent-node" {
         return silent_node();

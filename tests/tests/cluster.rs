@@ -395,6 +395,77 @@ fn the_pi_example_runs_on_a_two_node_cluster_and_stop_leaves_nothing() {
     let _ = std::fs::remove_dir_all(&c.base);
 }
 
+#[test]
+fn a_killed_head_fails_its_drivers_at_once_while_a_members_driver_finishes() {
+    let c = cluster("headkill", 1, &["--num-cpus", "1"]);
+    // A driver through each node, running rounds of tasks over both.
+    let rounds = |root: &Path, n: &str| {
+        let mut d = KillOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
+                .args(["rounds", n, "4", "50", "2"])
+                .env("ARES_ADDRESS", "auto")
+                .env("ARES_SESSION_ROOT", root)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut out = std::io::BufReader::new(d.0.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line.trim(), "round 0", "the driver through {} did not start", root.display());
+        (d, out)
+    };
+    let (mut on_head, mut head_out) = rounds(&c.roots[0], "100000");
+    let (mut on_member, mut member_out) = rounds(&c.roots[1], "30");
+
+    // The head dies mid-job. Its driver fails at once with a typed error that says what
+    // happened and what to do.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(c.nodes[0].pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let killed = std::time::Instant::now();
+    let status = on_head.0.wait().unwrap();
+    let waited = killed.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(on_head.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut head_out, &mut rest).unwrap();
+    assert!(!status.success() && !rest.contains("done"), "the head's driver went on:\n{rest}\n{err}");
+    assert!(err.contains("the node daemon at") && err.contains("is gone"), "{err}");
+    assert!(waited <= Duration::from_secs(2), "the head's driver took {waited:?} to fail:\n{err}");
+
+    // The member's driver finishes every round, right (it checks each).
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut member_out, &mut rest).unwrap();
+    let status = on_member.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(on_member.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success() && rest.trim_end().ends_with("done 30"), "{rest}\n{err}");
+
+    // The member keeps trying to reach the head; `ares stop` on each machine leaves
+    // nothing, the killed head's leftovers included.
+    stop_and_check_clean(&c.nodes.iter().collect::<Vec<_>>());
+    let _ = std::fs::remove_dir_all(&c.base);
+}
+
+#[test]
+fn a_member_stopped_right_after_it_started_is_seen_leaving_at_once() {
+    // A node timeout far past this test: only the member's goodbye can make it "stopped"
+    // (a lost goodbye would leave it to QUIC's idle timeout: "connection closed").
+    let c = cluster("leave", 1, &["--num-cpus", "1", "--node-timeout-ms", "600000"]);
+    stop_and_check_clean(&[&c.nodes[1]]);
+    wait_for("the head to list the member as dead", Duration::from_secs(30), || {
+        status(&c.roots[0]).contains("Nodes: 1 alive, 1 dead")
+    });
+    let s = status(&c.roots[0]);
+    assert!(s.contains("; dead: stopped"), "{s}");
+    stop_and_check_clean(&[&c.nodes[0]]);
+    let _ = std::fs::remove_dir_all(&c.base);
+}
+
 /// Runs the test driver in `mode` through the node under `root`; once it prints `ready`,
 /// kills the daemon `victim` with SIGKILL and lets the driver go on. Returns the rest of
 /// its output, once it exited successfully.
