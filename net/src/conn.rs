@@ -293,6 +293,16 @@ impl Sender {
             SendInner::Quic(q) => q.close_flushed(),
         }
     }
+
+    /// [`Sender::close_flushed`] that returns only once the connection is closed (QUIC:
+    /// the peer read what was sent), or after `limit`: for a goodbye sent just before
+    /// the process exits, which would otherwise take the unsent bytes with it.
+    pub fn close_flushed_wait(&self, limit: std::time::Duration) {
+        match &self.out {
+            SendInner::Unix(o) => o.close(),
+            SendInner::Quic(q) => q.close_flushed_wait(limit),
+        }
+    }
 }
 
 /// The receiving half: bounded, validated frames.

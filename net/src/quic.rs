@@ -577,6 +577,15 @@ impl QuicSender {
             self.close();
         }
     }
+
+    /// [`Self::close_flushed`], then waits (at most `limit`) for the connection to close.
+    pub(crate) fn close_flushed_wait(&self, limit: Duration) {
+        self.close_flushed();
+        let conn = self.conn.clone();
+        runtime().block_on(async move {
+            let _ = tokio::time::timeout(limit, conn.closed()).await;
+        });
+    }
 }
 
 /// The receiving half: validated-size frames from a reader task.

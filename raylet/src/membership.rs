@@ -171,9 +171,10 @@ impl Membership {
         if let Some(m) = &self.member
             && let Some(link) = m.link.lock().unwrap_or_else(|p| p.into_inner()).take()
         {
-            // Best effort: closing the connection marks the node dead anyway.
+            // The head declares the node dead at once on reading it ("stopped"), if it
+            // arrives before this process exits: wait for it to be read (briefly).
             let _ = link.send(&ToHead::Leaving);
-            link.close();
+            link.close_flushed_wait(LEAVE_FLUSH);
         }
         if let Some(l) = &self.listener {
             l.shutdown();
@@ -430,6 +431,8 @@ struct Joined {
 /// noticed within about a second and a half.
 const REJOIN_CONNECT: Duration = Duration::from_secs(2);
 const REJOIN_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How long a stopping member waits for the head to read that it leaves.
+const LEAVE_FLUSH: Duration = Duration::from_secs(1);
 /// How often a member that keeps failing to reach its head says so.
 const REJOIN_LOG_EVERY: Duration = Duration::from_secs(30);
 
@@ -545,7 +548,7 @@ impl Member {
                         // Checked under the lock `shutdown` takes the link with.
                         if self.stopping.load(Ordering::SeqCst) {
                             let _ = j.tx.send(&ToHead::Leaving);
-                            j.tx.close();
+                            j.tx.close_flushed_wait(LEAVE_FLUSH);
                             return None;
                         }
                         *link = Some(j.tx);
