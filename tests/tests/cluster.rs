@@ -243,14 +243,16 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     let _ = std::fs::remove_dir_all(&c.base);
 }
 
+/// The test driver with `args`, through the node under `root`.
+fn driver(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"));
+    cmd.args(args).env("ARES_ADDRESS", "auto").env("ARES_SESSION_ROOT", root);
+    cmd
+}
+
 /// Runs the test driver in `mode` against the cluster through the node under `root`.
 fn drive(root: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-        .args(args)
-        .env("ARES_ADDRESS", "auto")
-        .env("ARES_SESSION_ROOT", root)
-        .output()
-        .unwrap();
+    let out = driver(root, args).output().unwrap();
     assert!(out.status.success(), "driver {args:?} failed:\n{}", text(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -401,10 +403,7 @@ fn a_killed_head_fails_its_drivers_at_once_while_a_members_driver_finishes() {
     // A driver through each node, running rounds of tasks over both.
     let rounds = |root: &Path, n: &str| {
         let mut d = KillOnDrop(
-            Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-                .args(["rounds", n, "4", "50", "2"])
-                .env("ARES_ADDRESS", "auto")
-                .env("ARES_SESSION_ROOT", root)
+            driver(root, &["rounds", n, "4", "50", "2"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -471,14 +470,7 @@ fn a_member_stopped_right_after_it_started_is_seen_leaving_at_once() {
 /// its output, once it exited successfully.
 fn drive_through_a_kill(root: &Path, mode: &str, victim: &Node) -> String {
     let mut driver = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_ares-test-driver"))
-            .arg(mode)
-            .env("ARES_ADDRESS", "auto")
-            .env("ARES_SESSION_ROOT", root)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
+        driver(root, &[mode]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap(),
     );
     let mut out = std::io::BufReader::new(driver.0.stdout.take().unwrap());
     let mut line = String::new();
