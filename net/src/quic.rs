@@ -357,8 +357,9 @@ pub(crate) fn connect_with(addr: SocketAddr, token: &JoinToken) -> io::Result<Qu
     open(addr, token, FOR_MESSAGES, None)
 }
 
-/// Like [`connect_with`], giving up on a handshake not done within `limit` (rather than
-/// the idle timeout): for callers that try again soon, as a member retrying its head.
+/// Like [`connect_with`], giving up on a connection not made and authenticated within
+/// `limit` (rather than the idle timeout and the join handshake's own timeout): for
+/// callers that try again soon, as a member retrying its head.
 pub(crate) fn connect_within(addr: SocketAddr, token: &JoinToken, limit: Duration) -> io::Result<QuicStream> {
     open(addr, token, FOR_MESSAGES, Some(limit))
 }
@@ -367,16 +368,12 @@ fn open(addr: SocketAddr, token: &JoinToken, purpose: u8, limit: Option<Duration
     let ep = client_endpoint()?;
     let cfg = client_config(token)?;
     let secret = token.secret;
-    runtime().block_on(async move {
-        let connecting =
-            ep.connect_with(cfg, addr, SERVER_NAME).map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
-        let done = match limit {
-            Some(limit) => tokio::time::timeout(limit, connecting).await.map_err(|_| {
-                io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr}: no answer within {limit:?}"))
-            })?,
-            None => connecting.await,
-        };
-        let conn = done.map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
+    let opening = async move {
+        let conn = ep
+            .connect_with(cfg, addr, SERVER_NAME)
+            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?
+            .await
+            .map_err(|e| refused(format!("connecting to {addr}: {e}")))?;
         let (mut send, mut recv) = conn.open_bi().await.map_err(|e| refused(format!("{addr}: {e}")))?;
         let mut hello = HELLO_MAGIC.to_vec();
         hello.extend_from_slice(&secret);
@@ -406,6 +403,17 @@ fn open(addr: SocketAddr, token: &JoinToken, purpose: u8, limit: Option<Duration
                 conn.close_reason().map_or_else(|| "no reason given".to_string(), |r| close_reason(&r))
             ))),
             Err(_) => Err(refused(format!("{addr}: no answer to the join handshake within {AUTH_TIMEOUT:?}"))),
+        }
+    };
+    runtime().block_on(async move {
+        match limit {
+            None => opening.await,
+            Some(limit) => tokio::time::timeout(limit, opening).await.unwrap_or_else(|_| {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connecting to {addr}: no answer within {limit:?}"),
+                ))
+            }),
         }
     })
 }

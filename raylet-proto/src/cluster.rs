@@ -160,7 +160,7 @@ impl ClusterDirectory {
         let rejoined = known.is_some_and(|e| !e.summary.alive);
         // The same daemon on a new connection: the old one is stale (its end, when it
         // comes, is no death).
-        if let Some(old) = self.nodes.get(&id).and_then(|e| e.peer) {
+        if let Some(old) = self.nodes.get(&id).and_then(|e| e.peer).filter(|old| *old != peer) {
             self.peers.remove(&old);
             self.out.push(DirOutput::Close(old));
         }

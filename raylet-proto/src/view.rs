@@ -6,6 +6,7 @@
 //!
 //! **Must not:** know clients or leases; do IO.
 
+use ares_common::det::DetSet;
 use ares_common::error::TaskError;
 use ares_common::wire::NodeSummary;
 use ares_common::{NodeId, ResourceSet, Strategy};
@@ -15,6 +16,9 @@ use crate::spillback::{self, Decision};
 /// The cluster as the head last described it (empty on a node outside a cluster).
 pub struct ClusterView {
     nodes: Vec<NodeSummary>,
+    /// Nodes seen alive and not reported dead since: kept across an empty view (the
+    /// head's link lost), so a node that died meanwhile is reported once it is back.
+    alive: DetSet<NodeId>,
     params: spillback::Params,
     /// Placements made so far (the spillback policy's tie-breaker).
     picks: u64,
@@ -35,6 +39,7 @@ impl ClusterView {
     pub fn new(threshold: f64) -> Self {
         ClusterView {
             nodes: Vec::new(),
+            alive: DetSet::default(),
             params: spillback::Params { threshold, ..spillback::Params::default() },
             picks: 0,
         }
@@ -50,14 +55,17 @@ impl ClusterView {
         self.nodes.is_empty()
     }
 
-    /// Takes a new view; returns the nodes that were alive in the last one and are dead
-    /// in this one.
+    /// Takes a new view; returns the nodes that this one shows dead and that were last
+    /// seen alive (in the last view, or before an empty one).
     pub fn set(&mut self, nodes: Vec<NodeSummary>) -> Vec<NodeId> {
-        let died = nodes
-            .iter()
-            .filter(|n| !n.alive && self.nodes.iter().any(|o| o.node_id == n.node_id && o.alive))
-            .map(|n| n.node_id)
-            .collect();
+        let mut died = Vec::new();
+        for n in &nodes {
+            if n.alive {
+                self.alive.insert(n.node_id);
+            } else if self.alive.remove(&n.node_id) {
+                died.push(n.node_id);
+            }
+        }
         self.nodes = nodes;
         died
     }
@@ -150,6 +158,11 @@ mod tests {
         assert_eq!(v.set(vec![node(1, true), node(2, false)]), vec![NodeId([2; 16])]);
         assert!(v.pull_addr(NodeId([2; 16])).is_none(), "a dead node serves no pulls");
         assert!(v.set(vec![node(1, true), node(2, false)]).is_empty(), "a death is reported once");
+        // A node that dies while the head is out of reach (the view emptied) is reported
+        // once the head's view comes back; one back alive can die again.
+        assert!(v.set(vec![node(1, true), node(2, true), node(3, true)]).is_empty());
+        assert!(v.set(Vec::new()).is_empty());
+        assert_eq!(v.set(vec![node(1, true), node(2, false), node(3, true)]), vec![NodeId([2; 16])]);
         let big = ResourceSet::new().with("CPU", 8.0);
         let e = v.infeasible(&big, &Strategy::Default, &ResourceSet::new().with("CPU", 2.0));
         assert!(matches!(e, TaskError::Infeasible { .. }), "{e:?}");

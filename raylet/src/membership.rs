@@ -152,7 +152,11 @@ impl Membership {
     pub fn serving(&self, addr: SocketAddr) -> io::Result<()> {
         if let Some(m) = &self.member {
             *m.serving.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
-            m.send(&ToHead::Serving { addr })?;
+            // Without a link now, the address goes with the next join.
+            match m.send(&ToHead::Serving { addr }) {
+                Err(e) if e.kind() != io::ErrorKind::NotConnected => return Err(e),
+                _ => {}
+            }
         }
         if let Some(h) = &self.head {
             let now = h.now();
@@ -168,13 +172,11 @@ impl Membership {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
-        if let Some(m) = &self.member
-            && let Some(link) = m.link.lock().unwrap_or_else(|p| p.into_inner()).take()
-        {
-            // The head declares the node dead at once on reading it ("stopped"), if it
-            // arrives before this process exits: wait for it to be read (briefly).
-            let _ = link.send(&ToHead::Leaving);
-            link.close_flushed_wait(LEAVE_FLUSH);
+        if let Some(m) = &self.member {
+            let link = m.link.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(link) = link {
+                leave(&link);
+            }
         }
         if let Some(l) = &self.listener {
             l.shutdown();
@@ -403,6 +405,14 @@ fn refuse_loopback(ip: std::net::IpAddr, head: SocketAddr) -> io::Result<()> {
     Ok(())
 }
 
+/// Tells the head on `link` that this node stops. The head declares it dead at once on
+/// reading it ("stopped"), if it arrives before this process exits: wait for it to be
+/// read (briefly).
+fn leave(link: &Sender) {
+    let _ = link.send(&ToHead::Leaving);
+    link.close_flushed_wait(LEAVE_FLUSH);
+}
+
 /// A member's side: where and how it joins, and its current link to the head.
 pub struct Member {
     head: SocketAddr,
@@ -426,8 +436,8 @@ struct Joined {
     view: Vec<NodeSummary>,
 }
 
-/// How long one attempt to reach the head may take while rejoining, and the longest
-/// pause between attempts (the first is [`HEARTBEAT`], doubling): a healed partition is
+/// How long one attempt to reach the head (and each of its answers) may take while
+/// rejoining, and the longest pause between attempts (the first is [`HEARTBEAT`], doubling): a healed partition is
 /// noticed within about a second and a half.
 const REJOIN_CONNECT: Duration = Duration::from_secs(2);
 const REJOIN_BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -447,9 +457,11 @@ impl Member {
         }
     }
 
-    /// Registers with the head on a new connection (within `limit` for the handshake,
-    /// when given), says where this node serves, and takes the view sent right after.
+    /// Registers with the head on a new connection, says where this node serves, and
+    /// takes the view sent right after. With a `limit` (rejoining), the connection and
+    /// each answer get that long, so that a stopping node is never held up for long.
     fn join(&self, limit: Option<Duration>) -> io::Result<Joined> {
+        let answer_within = limit.unwrap_or(JOIN_TIMEOUT);
         let head = self.head;
         let conn = match limit {
             Some(l) => Connection::connect_quic_within(head, &self.token, l)?,
@@ -466,7 +478,7 @@ impl Member {
         };
         tx.send(&register)?;
         let closed = |e: FrameError| io::Error::other(format!("the head at {head} closed the connection: {e}"));
-        let (cert, key, rejoined) = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
+        let (cert, key, rejoined) = match rx.recv_timeout::<FromHead>(answer_within) {
             Ok(FromHead::Registered { cert, key, rejoined, .. }) => (cert, key, rejoined),
             Ok(FromHead::Refused { reason }) => {
                 return Err(io::Error::new(
@@ -484,7 +496,7 @@ impl Member {
         }
         // The head sends its view right after registering a node: take it before
         // serving, so that this node knows the cluster as soon as it does.
-        let view = match rx.recv_timeout::<FromHead>(JOIN_TIMEOUT) {
+        let view = match rx.recv_timeout::<FromHead>(answer_within) {
             Ok(FromHead::View { nodes }) => nodes,
             Ok(FromHead::Refused { reason }) => {
                 return Err(io::Error::other(format!("the head at {head} dropped this node: {reason}")));
@@ -547,8 +559,7 @@ impl Member {
                         let mut link = self.link.lock().unwrap_or_else(|p| p.into_inner());
                         // Checked under the lock `shutdown` takes the link with.
                         if self.stopping.load(Ordering::SeqCst) {
-                            let _ = j.tx.send(&ToHead::Leaving);
-                            j.tx.close_flushed_wait(LEAVE_FLUSH);
+                            leave(&j.tx);
                             return None;
                         }
                         *link = Some(j.tx);
