@@ -205,8 +205,10 @@ impl Node {
     /// here are killed, so that nothing runs twice. Either way the node's drivers are
     /// reported again.
     pub fn head_rejoined(&mut self, rejoined: bool) {
+        // Those that connected since may know of the death and stay (they close on it).
+        let before = self.remote_at_head_loss.take().unwrap_or_default();
         if rejoined {
-            let remote = self.clients.remote_clients();
+            let remote: Vec<ClientId> = before.into_iter().filter(|c| self.clients.is_remote(*c)).collect();
             tracing::warn!(
                 closed = remote.len(),
                 "this node had been declared dead: the connections of other nodes' owners are closed"
@@ -222,6 +224,9 @@ impl Node {
 
     /// The link to the head is gone: requests waiting for it fail.
     pub fn head_lost(&mut self) {
+        if self.remote_at_head_loss.is_none() {
+            self.remote_at_head_loss = Some(self.clients.remote_clients());
+        }
         for Forwarded { client, request_id, what } in self.head.lost() {
             let reason = "the connection to the head is gone".to_string();
             match what {

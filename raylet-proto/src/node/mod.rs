@@ -131,6 +131,9 @@ pub struct Node {
     copy_owners: DetMap<ObjectId, WorkerId>,
     /// The link to the head: in a cluster or not, requests forwarded, actors adopted.
     head: HeadLink,
+    /// Clients from other nodes connected when the link to the head was lost: the ones
+    /// to close if the head declared this node dead meanwhile.
+    remote_at_head_loss: Option<Vec<ClientId>>,
     /// The key-value store of a node on its own (in a cluster the head keeps it).
     kv: crate::kv::KvStore,
     /// Leases granted since start.
@@ -159,6 +162,7 @@ impl Node {
             view: ClusterView::new(cfg.spread_threshold),
             copy_owners: DetMap::default(),
             head: HeadLink::default(),
+            remote_at_head_loss: None,
             kv: crate::kv::KvStore::new(),
             leases_granted: 0,
             infeasible_total: 0,
