@@ -41,6 +41,9 @@ impl CoreState {
         }
         self.dispatch_touched(now, touched);
         self.leases.settle(conn_id, now);
+        if let Some(ended) = self.leases.take_if_due(conn_id, now) {
+            self.give_back(now, conn_id, ended);
+        }
         self.delete_stale_at(lease_node, stale);
     }
 

@@ -73,15 +73,24 @@ impl LeaseConn {
         }
     }
 
+    /// When its tenure ends: [`LEASE_TENURE`] after it opened, plus up to a quarter of it
+    /// by its lease ID, so that leases granted together do not all retire together.
+    fn tenure_ends(&self) -> Instant {
+        let spread = LEASE_TENURE / 4;
+        let jitter =
+            Duration::from_micros(self.lease_id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) % spread.as_micros() as u64);
+        self.opened + LEASE_TENURE + jitter
+    }
+
     /// Whether it is past its tenure: it takes no new tasks.
     fn retiring(&self, now: Instant) -> bool {
-        self.connected && now.saturating_duration_since(self.opened) >= LEASE_TENURE
+        self.connected && now >= self.tenure_ends()
     }
 
     /// When it is due back: idle for the timeout, or idle past its tenure.
     fn due(&self) -> Option<Instant> {
         let idle = self.idle_since.filter(|_| self.in_flight.is_empty())?;
-        Some((idle + IDLE_LEASE_TIMEOUT).min(self.opened + LEASE_TENURE))
+        Some((idle + IDLE_LEASE_TIMEOUT).min(self.tenure_ends()))
     }
 }
 
@@ -431,6 +440,12 @@ impl Leases {
         self.conns.iter().filter(|(_, c)| c.node == Some(node)).map(|(id, _)| *id).collect()
     }
 
+    /// The lease on `conn`, removed if it is due back at `now` (a retiring lease that just
+    /// drained goes back at once, not at the next timer).
+    pub(crate) fn take_if_due(&mut self, conn: ConnId, now: Instant) -> Option<Ended> {
+        if self.conns.get(&conn)?.due().is_some_and(|t| t <= now) { self.remove(conn) } else { None }
+    }
+
     /// Leases idle for [`IDLE_LEASE_TIMEOUT`], or idle past their [`LEASE_TENURE`], at
     /// `now`, removed: to close and return.
     pub(crate) fn expire_idle(&mut self, now: Instant) -> Vec<(ConnId, Ended)> {
@@ -588,9 +603,11 @@ mod tests {
         l.enqueue(&k, tid(0));
         let a = lease(&mut l, 1, &k, t0);
         // Kept busy: every task is pushed as the one before is answered.
+        let ends = l.conns[&a].tenure_ends();
+        assert!(ends >= t0 + LEASE_TENURE && ends < t0 + LEASE_TENURE * 5 / 4, "jittered by at most a quarter");
         let (mut t, step) = (t0, Duration::from_millis(10));
         let mut n = 0;
-        while t + step < t0 + LEASE_TENURE {
+        while t + step < ends {
             if n > 0 {
                 l.enqueue(&k, tid(n));
             }
@@ -602,7 +619,7 @@ mod tests {
             n += 1;
         }
         // Past its tenure it takes nothing more: the next task waits for a new lease.
-        t = t0 + LEASE_TENURE;
+        t = ends;
         l.enqueue(&k, tid(n));
         let mut pushed = false;
         l.push_queued(&k, t, |_, _| {
@@ -610,10 +627,8 @@ mod tests {
             true
         });
         assert!(!pushed, "a retiring lease took a task");
-        assert_eq!(l.next_timer(), Some(t0 + LEASE_TENURE));
-        let back = l.expire_idle(t);
-        assert_eq!(back.len(), 1);
-        assert_eq!(back[0].0, a);
+        assert_eq!(l.next_timer(), Some(ends));
+        assert_eq!(l.take_if_due(a, t).map(|e| e.lease_id), Some(LeaseId(1)));
         // A new lease opens its own tenure, and the waiting task goes to it.
         let b = lease(&mut l, 2, &k, t);
         l.push_queued(&k, t, |c, _| c == b);

@@ -547,10 +547,7 @@ impl CoreState {
     /// Returns leases idle for [`IDLE_LEASE_TIMEOUT`] and runs due actor lookups.
     pub fn handle_timeout(&mut self, now: Instant) {
         for (id, ended) in self.leases.expire_idle(now) {
-            self.out.push_back(Output::Close(id));
-            self.send_to(ended.node, ToRaylet::ReturnLease { lease_id: ended.lease_id, worker_broken: false });
-            // Tasks still queued for its key (none, if idleness is right) ask again.
-            self.dispatch(now, &ended.key);
+            self.give_back(now, id, ended);
         }
         self.run_due_lookups(now);
         for key in self.leases.due_backoffs(now) {
@@ -558,6 +555,14 @@ impl CoreState {
         }
         self.raylets.expire(now);
         self.flush_frees();
+    }
+
+    /// Closes and returns an idle lease; tasks still queued for its key (after a tenure
+    /// ended, say) ask again.
+    pub(crate) fn give_back(&mut self, now: Instant, id: ConnId, ended: leases::Ended) {
+        self.out.push_back(Output::Close(id));
+        self.send_to(ended.node, ToRaylet::ReturnLease { lease_id: ended.lease_id, worker_broken: false });
+        self.dispatch(now, &ended.key);
     }
 
     /// Fails everything pending, returns every lease and closes every connection.
