@@ -125,7 +125,7 @@ impl<T> Shared<T> {
 mod tests {
     //! Run with `RUSTFLAGS="--cfg loom" cargo test -p ares-ownership --release`.
     use super::*;
-    use crate::table::{Location, Output, OwnershipTable, Status, Stored};
+    use crate::table::{Location, Output, OwnershipTable, Status};
     use ares_common::{ObjectId, TaskId};
     use loom::sync::Arc;
     use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -167,7 +167,12 @@ mod tests {
 
     #[test]
     fn concurrent_drops_and_task_completion_free_exactly_once() {
-        loom::model(|| {
+        // Four threads contending on one lock: unbounded, loom needs three minutes of CI for
+        // this model. Five preemptions per execution (loom advises two or three) still
+        // reorder every pair of the three lock holders and the joins; ~15 s here.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(5);
+        model.check(|| {
             let table = Arc::new(SharedTable::default());
             let frees = Arc::new(AtomicUsize::new(0));
             table.lock().add_owned(oid(), Status::Pending);
