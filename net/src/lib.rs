@@ -14,13 +14,15 @@
 //!
 //! Addresses are [`Endpoint`]s: `Unix(path)` within a node, `Quic { node, addr }` between
 //! nodes. Both give the same [`Sender`] and [`Receiver`]; QUIC connections are
-//! authenticated by the cluster's join token first (see [`quic`]).
+//! authenticated by the cluster's join token first (see [`quic`]). Large objects move
+//! between nodes over [`bulk`] connections: TLS over kernel TCP, under the same trust.
 //!
 //! **Owns:** sockets, framing IO, session directories. **Must not:** know what a message
 //! means, or be a dependency of `ares-ownership` or `ares-object-store` (loom checks those
 //! crates, so they stay free of tokio and quinn; async IO lives here and above).
 #![warn(missing_docs)]
 
+pub mod bulk;
 mod conn;
 mod outbox;
 mod park;
@@ -28,11 +30,13 @@ pub mod quic;
 mod session;
 
 pub use ares_common::address::{Address, Endpoint};
+pub use bulk::{BulkHandler, BulkListener, BulkPeer, BulkStream};
 pub use conn::{BufferedWriter, Connection, Listener, Receiver, SPIN_BEFORE_BLOCKING, Sender, spawn_reader};
 pub use outbox::Outbox;
 pub use park::{PARK_AFTER, Parker, Resume};
 pub use quic::{
-    Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, drain_outgoing, install_crypto_provider, set_join_token,
+    Credentials, JoinToken, QuicPeer, RawStream, StreamHandler, drain_outgoing, install_crypto_provider, join_token,
+    set_join_token,
 };
 pub use session::{
     DaemonInfo, check_session_root, create_session_dir, daemons, process_alive, remove_stale_session_dirs,

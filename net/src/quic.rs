@@ -39,9 +39,9 @@ const HELLO_OK: &[u8; 2] = b"OK";
 const HELLO_NO: &[u8; 2] = b"NO";
 const MAX_REASON: usize = 1024;
 /// How long an accepted connection may take to prove it knows the secret.
-const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The name the cluster certificate is issued for (checked by hash, not by name).
-const SERVER_NAME: &str = "ares-cluster";
+pub(crate) const SERVER_NAME: &str = "ares-cluster";
 /// Application close codes.
 const CLOSE_OK: u32 = 0;
 const CLOSE_REFUSED: u32 = 1;
@@ -79,8 +79,8 @@ fn cert_hash(cert_der: &[u8]) -> [u8; 16] {
 /// certificate the head serves. Printed as 64 hex digits.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct JoinToken {
-    secret: [u8; 16],
-    cert: [u8; 16],
+    pub(crate) secret: [u8; 16],
+    pub(crate) cert: [u8; 16],
 }
 
 impl std::fmt::Debug for JoinToken {
@@ -148,6 +148,11 @@ impl Credentials {
             ));
         }
         Ok(Credentials { cert, key, secret: token.secret })
+    }
+
+    /// The join secret (the bulk plane's listener checks proofs of it).
+    pub(crate) fn secret(&self) -> [u8; 16] {
+        self.secret
     }
 
     /// The token that lets a node join.
@@ -220,9 +225,9 @@ fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> io::Result
 /// Accepts a server certificate only if its hash is the one in the join token; the TLS
 /// handshake signatures are still checked with the ring provider.
 #[derive(Debug)]
-struct PinnedCert {
-    hash: [u8; 16],
-    provider: Arc<rustls::crypto::CryptoProvider>,
+pub(crate) struct PinnedCert {
+    pub(crate) hash: [u8; 16],
+    pub(crate) provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl rustls::client::danger::ServerCertVerifier for PinnedCert {
@@ -264,8 +269,23 @@ impl rustls::client::danger::ServerCertVerifier for PinnedCert {
     }
 }
 
+/// rustls' ring provider with AES-128-GCM first (QUIC and the bulk plane alike): the
+/// server follows the client's order, and ring lists AES-256 first, which costs about a
+/// third more per byte for a margin rustls' own docs call marginal.
+pub(crate) fn provider() -> rustls::crypto::CryptoProvider {
+    use rustls::crypto::ring::cipher_suite as cs;
+    rustls::crypto::CryptoProvider {
+        cipher_suites: vec![
+            cs::TLS13_AES_128_GCM_SHA256,
+            cs::TLS13_AES_256_GCM_SHA384,
+            cs::TLS13_CHACHA20_POLY1305_SHA256,
+        ],
+        ..rustls::crypto::ring::default_provider()
+    }
+}
+
 fn client_config(token: &JoinToken) -> io::Result<quinn::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(io::Error::other)?
@@ -279,7 +299,7 @@ fn client_config(token: &JoinToken) -> io::Result<quinn::ClientConfig> {
 }
 
 fn server_config(creds: &Credentials) -> io::Result<quinn::ServerConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider());
     let cert = rustls::pki_types::CertificateDer::from(creds.cert.clone());
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(creds.key.clone().into());
     let tls = rustls::ServerConfig::builder_with_provider(provider)
@@ -300,6 +320,11 @@ static TOKEN: RwLock<Option<JoinToken>> = RwLock::new(None);
 /// Sets the join token this process presents when it connects to other nodes.
 pub fn set_join_token(token: JoinToken) {
     *TOKEN.write().unwrap_or_else(|p| p.into_inner()) = Some(token);
+}
+
+/// The join token set by [`set_join_token`], if any.
+pub fn join_token() -> Option<JoinToken> {
+    *TOKEN.read().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The process's client endpoint, once made.
@@ -769,7 +794,7 @@ pub struct RawStream {
 
 /// How long a bulk stream may make no progress before its call fails (the connection's
 /// keep-alives would otherwise keep a stuck transfer waiting forever).
-const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn stalled() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, format!("the stream made no progress for {STALL_TIMEOUT:?}"))

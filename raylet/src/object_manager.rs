@@ -1,29 +1,39 @@
-//! Moves object bytes between nodes over QUIC: serves pulls of this node's objects, and
-//! pulls other nodes' objects into this node's pool. Which pulls run is decided by
+//! Moves object bytes between nodes: serves pulls of this node's objects, and pulls
+//! other nodes' objects into this node's pool. Which pulls run is decided by
 //! [`crate::pulls`]; this module only moves bytes.
 //!
-//! An object travels in chunks of [`CHUNK`] bytes, each on a stream of its own, up to
-//! [`STREAMS`] at once, read straight into the allocation in this node's pool (no
-//! intermediate buffer). A chunk request is 36 bytes: the object ID (20), the offset (8)
-//! and the length (8). The answer is a status byte and the object's size (8), then the
-//! chunk's bytes; or, on failure, a status byte, a 2-byte length and a reason of at most
-//! [`MAX_REASON`] bytes.
+//! A pull asks for the object's first [`FIRST`] bytes on a QUIC stream: the answer gives
+//! its size, and an object that small is done (QUIC keeps small objects and control).
+//! The rest travels in chunks of [`CHUNK`] bytes over the bulk plane (TLS over kernel TCP,
+//! see `ares_net::bulk`), up to [`STREAMS`] connections at once, each read straight into
+//! the allocation in this node's pool; over QUIC streams (one per chunk) when the source
+//! has no bulk listener or cannot be reached on it. A chunk request is 36 bytes: the
+//! object ID (20), the offset (8) and the length (8). The answer is a status byte and the
+//! object's size (8), then the chunk's bytes; or, on failure, a status byte, a 2-byte
+//! length and a reason of at most [`MAX_REASON`] bytes. A bulk connection serves one
+//! request after another.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 
 use ares_common::{ObjectId, TaskId};
-use ares_net::{QuicPeer, RawStream};
+use ares_net::{BulkPeer, BulkStream, QuicPeer, RawStream};
 use ares_object_store::Pool;
 
 /// Bytes per chunk request.
 pub(crate) const CHUNK: u64 = 8 << 20;
-/// Chunks in flight per pull.
+/// What the first request of a pull asks for, over QUIC: objects up to this size never
+/// touch the bulk plane (a first TCP and TLS handshake would cost more than they take).
+pub(crate) const FIRST: u64 = 1 << 20;
+/// Chunks in flight per pull (bulk connections, or QUIC streams).
 pub(crate) const STREAMS: usize = 4;
+/// How long a pull waits for a new bulk connection before it moves over QUIC instead.
+const BULK_CONNECT: Duration = Duration::from_secs(2);
 /// Longest failure reason sent.
 const MAX_REASON: usize = 1024;
 const OK: u8 = 0;
@@ -44,6 +54,33 @@ pub(crate) trait TransferHost: Send + Sync + 'static {
     fn finish_copy(&self, id: ObjectId, ok: bool);
     /// A connection to the node serving at `addr` (cached).
     fn peer(&self, addr: SocketAddr) -> io::Result<QuicPeer>;
+    /// The bulk connections to the node serving at `addr` (cached); `None` if this node
+    /// has no bulk plane, or `addr` did not answer on it lately.
+    fn bulk(&self, addr: SocketAddr) -> Option<Arc<BulkPeer>>;
+}
+
+/// Request and answer bytes over either transport.
+trait ChunkIo {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()>;
+}
+
+impl ChunkIo for RawStream {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        self.read_exact(buf)
+    }
+}
+
+impl ChunkIo for BulkStream {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes).and_then(|()| self.flush())
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        self.read_exact(buf)
+    }
 }
 
 fn encode_request(id: ObjectId, offset: u64, len: u64) -> [u8; 36] {
@@ -64,13 +101,42 @@ fn decode_request(b: &[u8; 36]) -> (ObjectId, u64, u64) {
     (ObjectId { task: TaskId(task), index }, offset, len)
 }
 
-fn fail(stream: &mut RawStream, reason: &str) {
+fn failure(reason: &str) -> Vec<u8> {
     let r = &reason.as_bytes()[..reason.len().min(MAX_REASON)];
     let mut b = vec![FAILED];
     b.extend_from_slice(&(r.len() as u16).to_le_bytes());
     b.extend_from_slice(r);
-    let _ = stream.write_all(&b);
-    let _ = stream.finish();
+    b
+}
+
+fn answer_head(size: u64) -> [u8; 9] {
+    let mut b = [OK; 9];
+    b[1..].copy_from_slice(&size.to_le_bytes());
+    b
+}
+
+/// Pins the asked range of `id`: the object's size and the range (at most [`CHUNK`]
+/// bytes, cut at the object's end). The pin is the caller's to release; on failure
+/// nothing stays pinned.
+fn pin_range(host: &dyn TransferHost, id: ObjectId, offset: u64, len: u64) -> Result<(u64, &[u8]), String> {
+    if len > CHUNK {
+        return Err(format!("chunk of {len} bytes asked; at most {CHUNK}"));
+    }
+    let (at, size) = host.pin(id)?;
+    if offset > size {
+        host.release(id, 0);
+        return Err(format!("offset {offset} is past the object's {size} bytes"));
+    }
+    let n = len.min(size - offset);
+    // SAFETY: the object is sealed and pinned until the caller releases it; the range is
+    // inside it.
+    match unsafe { host.pool().slice(at + offset, n) } {
+        Ok(bytes) => Ok((size, bytes)),
+        Err(e) => {
+            host.release(id, 0);
+            Err(e.to_string())
+        }
+    }
 }
 
 /// A pinned range of the pool handed to QUIC without a copy: the pin is released when
@@ -100,59 +166,68 @@ impl Drop for PinnedRange {
     }
 }
 
-/// Serves one chunk request on `stream` (the source side of a pull).
+/// Serves one chunk request on a QUIC `stream` (the source side of a pull).
 pub(crate) fn serve(host: Arc<dyn TransferHost>, mut stream: RawStream) {
     let mut req = [0u8; 36];
     if stream.read_exact(&mut req).is_err() {
         return;
     }
     let (id, offset, len) = decode_request(&req);
-    if len > CHUNK {
-        return fail(&mut stream, &format!("chunk of {len} bytes asked; at most {CHUNK}"));
-    }
-    let (at, size) = match host.pin(id) {
-        Ok(p) => p,
-        Err(e) => return fail(&mut stream, &e),
-    };
-    if offset > size {
-        host.release(id, 0);
-        return fail(&mut stream, &format!("offset {offset} is past the object's {size} bytes"));
-    }
-    let n = len.min(size - offset);
-    // SAFETY: the object is sealed and pinned (the pin moves into `PinnedRange` and is
-    // released when QUIC lets go of the bytes); the range is inside it.
-    let bytes = match unsafe { host.pool().slice(at + offset, n) } {
-        Ok(b) => b,
+    let (size, bytes) = match pin_range(&*host, id, offset, len) {
+        Ok(r) => r,
         Err(e) => {
-            host.release(id, 0);
-            return fail(&mut stream, &e.to_string());
+            let _ = stream.write_all(&failure(&e)).and_then(|()| stream.finish());
+            return;
         }
     };
-    let range = PinnedRange { ptr: bytes.as_ptr(), len: bytes.len(), host, id };
-    let mut head = vec![OK];
-    head.extend_from_slice(&size.to_le_bytes());
+    // The pin moves into `PinnedRange`, released when QUIC lets go of the bytes.
+    let range = PinnedRange { ptr: bytes.as_ptr(), len: bytes.len(), host: host.clone(), id };
     let _ = stream
-        .write_all(&head)
+        .write_all(&answer_head(size))
         .and_then(|()| stream.write_owned(Bytes::from_owner(range)))
         .and_then(|()| stream.finish());
 }
 
+/// Serves chunk requests on a bulk connection, one after another, until the puller
+/// closes it (or it fails or idles out).
+pub(crate) fn serve_bulk(host: Arc<dyn TransferHost>, mut conn: BulkStream) {
+    let mut req = [0u8; 36];
+    while let Ok(true) = conn.read_request(&mut req) {
+        let (id, offset, len) = decode_request(&req);
+        let sent = match pin_range(&*host, id, offset, len) {
+            Err(e) => conn.send(&failure(&e)),
+            Ok((size, bytes)) => {
+                // TLS seals the pinned range into its records as it writes: once written,
+                // the pool's bytes are no longer needed.
+                let n = bytes.len() as u64;
+                let r = conn.write_all(&answer_head(size)).and_then(|()| conn.send(bytes));
+                host.release(id, if r.is_ok() { n } else { 0 });
+                r
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!(peer = %conn.peer(), "bulk connection ended: {e}");
+            return;
+        }
+    }
+}
+
 /// Reads a chunk answer's header: the object's size, or the source's reason.
-fn read_header(stream: &mut RawStream) -> Result<u64, String> {
+fn read_header(stream: &mut dyn ChunkIo) -> Result<u64, String> {
     let mut status = [0u8; 1];
-    stream.read_exact(&mut status).map_err(|e| format!("reading the answer: {e}"))?;
+    stream.recv(&mut status).map_err(|e| format!("reading the answer: {e}"))?;
     match status[0] {
         OK => {
             let mut size = [0u8; 8];
-            stream.read_exact(&mut size).map_err(|e| format!("reading the size: {e}"))?;
+            stream.recv(&mut size).map_err(|e| format!("reading the size: {e}"))?;
             Ok(u64::from_le_bytes(size))
         }
         FAILED => {
             let mut n = [0u8; 2];
-            stream.read_exact(&mut n).map_err(|e| format!("reading the reason: {e}"))?;
+            stream.recv(&mut n).map_err(|e| format!("reading the reason: {e}"))?;
             let n = (u16::from_le_bytes(n) as usize).min(MAX_REASON);
             let mut r = vec![0u8; n];
-            stream.read_exact(&mut r).map_err(|e| format!("reading the reason: {e}"))?;
+            stream.recv(&mut r).map_err(|e| format!("reading the reason: {e}"))?;
             Err(String::from_utf8_lossy(&r).into_owned())
         }
         other => Err(format!("unknown answer status {other}")),
@@ -164,58 +239,100 @@ fn read_header(stream: &mut RawStream) -> Result<u64, String> {
 pub(crate) fn pull(host: &dyn TransferHost, id: ObjectId, addr: SocketAddr) -> Result<u64, String> {
     let peer = host.peer(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
     let mut first = peer.open_stream().map_err(|e| e.to_string())?;
-    first.write_all(&encode_request(id, 0, CHUNK)).map_err(|e| e.to_string())?;
+    first.write_all(&encode_request(id, 0, FIRST)).map_err(|e| e.to_string())?;
     let size = read_header(&mut first)?;
     let Some(local) = host.create_copy(id, size)? else {
         return Ok(0);
     };
-    let result = fill(host, &peer, &mut first, id, size, local);
+    let over = [AtomicU64::new(0), AtomicU64::new(0)];
+    let result = fill(host, &peer, addr, &mut first, id, size, local, &over);
     host.finish_copy(id, result.is_ok());
-    tracing::debug!(object = %id, "pull ended: {}", peer.path_stats());
+    let [bulk, quic] = over.map(AtomicU64::into_inner);
+    tracing::debug!(object = %id, size, "pull ended: {bulk} chunks over the bulk plane, {quic} over QUIC streams; QUIC {}", peer.path_stats());
     result.map(|()| size)
 }
 
-/// Reads the first chunk from `first` and the rest on up to [`STREAMS`] streams, each
-/// straight into the pool allocation at `local`.
+/// Reads the first [`FIRST`] bytes from `first` and the rest in chunks, on up to
+/// [`STREAMS`] bulk connections (or QUIC streams), each straight into the pool
+/// allocation at `local`. Counts the chunks that went over each in `over` (bulk, QUIC).
+#[allow(clippy::too_many_arguments)]
 fn fill(
     host: &dyn TransferHost,
     peer: &QuicPeer,
+    addr: SocketAddr,
     first: &mut RawStream,
     id: ObjectId,
     size: u64,
     local: u64,
+    over: &[AtomicU64; 2],
 ) -> Result<(), String> {
     let pool = host.pool();
-    let into = |offset: u64, n: u64, s: &mut RawStream| -> Result<(), String> {
+    let into = |offset: u64, n: u64, s: &mut dyn ChunkIo| -> Result<(), String> {
         // SAFETY: this node created the allocation at `local` for this pull and seals it
         // only after every chunk is read; chunks are disjoint ranges inside it.
         let dst = unsafe { pool.slice_mut(local + offset, n) }.map_err(|e| e.to_string())?;
-        s.read_exact(dst).map_err(|e| format!("reading bytes {offset}..{}: {e}", offset + n))
+        s.recv(dst).map_err(|e| format!("reading bytes {offset}..{}: {e}", offset + n))
     };
-    into(0, size.min(CHUNK), first)?;
-    let next = AtomicU64::new(CHUNK);
-    let chunk = |offset: u64| -> Result<(), String> {
+    into(0, size.min(FIRST), first)?;
+    if size <= FIRST {
+        return Ok(());
+    }
+    let next = AtomicU64::new(FIRST);
+    // Asks for the chunk at `offset` on `s` and reads it; `Err(_, true)` if nothing of
+    // the answer arrived (a reused connection the source had closed may be retried).
+    let chunk = |offset: u64, s: &mut dyn ChunkIo| -> Result<(), (String, bool)> {
         let n = CHUNK.min(size - offset);
-        let mut s = peer.open_stream().map_err(|e| e.to_string())?;
-        s.write_all(&encode_request(id, offset, n)).map_err(|e| e.to_string())?;
-        let got = read_header(&mut s)?;
+        s.send(&encode_request(id, offset, n)).map_err(|e| (e.to_string(), true))?;
+        let got = read_header(s).map_err(|e| (e, true))?;
         if got != size {
-            return Err(format!("the source's copy changed size ({size} then {got} bytes)"));
+            return Err((format!("the source's copy changed size ({size} then {got} bytes)"), false));
         }
-        into(offset, n, &mut s)
+        into(offset, n, s).map_err(|e| (e, false))
     };
+    let over_quic = |offset: u64| -> Result<(), String> {
+        let mut s = peer.open_stream().map_err(|e| e.to_string())?;
+        chunk(offset, &mut s).map_err(|(e, _)| e)
+    };
+    let bulk = host.bulk(addr);
     let worker = || -> Result<(), String> {
+        // Each worker holds one bulk connection for the whole pull; without one, every
+        // chunk takes a QUIC stream of its own.
+        let mut conn: Option<(BulkStream, bool)> = bulk.as_ref().and_then(|b| b.take(BULK_CONNECT).ok());
         loop {
             let offset = next.fetch_add(CHUNK, Ordering::Relaxed);
             if offset >= size {
+                if let (Some(b), Some((c, _))) = (&bulk, conn) {
+                    b.give_back(c);
+                }
                 return Ok(());
             }
-            chunk(offset)?;
+            let Some((c, reused)) = conn.as_mut() else {
+                over_quic(offset)?;
+                over[1].fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            match chunk(offset, c) {
+                Ok(()) => {
+                    *reused = false;
+                    over[0].fetch_add(1, Ordering::Relaxed);
+                }
+                Err((e, retry)) if retry && *reused => {
+                    // Taken idle from the pool and closed by the source meanwhile: once
+                    // more on a new connection.
+                    tracing::debug!(%addr, "a kept bulk connection failed ({e}); trying a new one");
+                    let b = bulk.as_ref().expect("a connection came from the bulk peer");
+                    let mut fresh = b.connect(BULK_CONNECT).map_err(|e| e.to_string())?;
+                    chunk(offset, &mut fresh).map_err(|(e, _)| e)?;
+                    over[0].fetch_add(1, Ordering::Relaxed);
+                    conn = Some((fresh, false));
+                }
+                Err((e, _)) => return Err(e),
+            }
         }
     };
-    let streams = STREAMS.min(size.div_ceil(CHUNK) as usize).max(1);
+    let streams = STREAMS.min((size - FIRST).div_ceil(CHUNK) as usize).max(1);
     std::thread::scope(|s| {
-        // A thread the OS refuses only means fewer streams.
+        // A thread the OS refuses only means fewer connections.
         let handles: Vec<_> =
             (1..streams).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, worker).ok()).collect();
         let mine = worker();

@@ -83,6 +83,8 @@ pub struct Raylet {
     membership: Option<Membership>,
     /// The QUIC listener for clients on other nodes, and its accept thread.
     remote: Option<(Arc<Listener>, JoinHandle<()>)>,
+    /// The bulk plane's TCP listener (same address and port as the QUIC one).
+    bulk: Option<ares_net::BulkListener>,
 }
 
 /// Bytes queued for one client before it is considered stuck and disconnected.
@@ -114,6 +116,8 @@ struct Shared {
     listener: Listener,
     /// Connections to other nodes for pulls, by address.
     peers: Mutex<hashbrown::HashMap<std::net::SocketAddr, ares_net::QuicPeer>>,
+    /// Bulk connections to other nodes, by address; empty without a join token.
+    bulk_peers: Mutex<hashbrown::HashMap<std::net::SocketAddr, Arc<ares_net::BulkPeer>>>,
     /// Pulls to start, for the pull dispatcher thread.
     pull_tx: Mutex<Sender<(ObjectId, NodeId, std::net::SocketAddr)>>,
     /// Detached actors to construct, for the construction dispatcher thread.
@@ -224,6 +228,7 @@ impl Raylet {
             session_dir,
             listener,
             peers: Mutex::new(hashbrown::HashMap::new()),
+            bulk_peers: Mutex::new(hashbrown::HashMap::new()),
             pull_tx: Mutex::new(pull_tx),
             construct_tx: Mutex::new(construct_tx),
             resume_tx: Mutex::new(resume_tx),
@@ -241,6 +246,7 @@ impl Raylet {
             spiller: None,
             membership: None,
             remote: None,
+            bulk: None,
         };
         let mut env = cfg.worker_env.clone();
         if let Some(role) = cfg.cluster.clone() {
@@ -352,6 +358,18 @@ impl Raylet {
             Some(on_stream),
         )?);
         let addr = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
+        // The bulk plane listens on the same address and port over TCP, so peers need no
+        // second address. Without it (the TCP port is taken) objects move over QUIC.
+        let weak = Arc::downgrade(&self.shared);
+        let on_bulk: ares_net::BulkHandler = Arc::new(move |conn| {
+            if let Some(sh) = weak.upgrade() {
+                object_manager::serve_bulk(sh, conn);
+            }
+        });
+        match ares_net::BulkListener::bind(addr, m.creds(), on_bulk) {
+            Ok(l) => self.bulk = Some(l),
+            Err(e) => tracing::warn!(%addr, "no bulk data plane (TCP {addr}: {e}); objects move over QUIC only"),
+        }
         let (s, l) = (self.shared.clone(), listener.clone());
         let accept =
             std::thread::Builder::new().name("ares-raylet-remote".into()).spawn(move || accept_loop(s, Some(l)))?;
@@ -425,6 +443,9 @@ impl Raylet {
         if let Some((l, accept)) = self.remote.take() {
             l.shutdown();
             let _ = accept.join();
+        }
+        if let Some(l) = self.bulk.take() {
+            l.shutdown();
         }
         let _ = self.shared.spawn.lock().map(|s| s.send(SpawnCmd::Shutdown));
         if let Some(h) = self.spawner.take() {
@@ -791,6 +812,12 @@ impl TransferHost for Shared {
         let mut st = self.lock();
         st.node.finish_copy(id, ok);
         self.carry_out(&mut st);
+    }
+
+    fn bulk(&self, addr: std::net::SocketAddr) -> Option<Arc<ares_net::BulkPeer>> {
+        let token = ares_net::join_token()?;
+        let mut peers = self.bulk_peers.lock().unwrap_or_else(|p| p.into_inner());
+        Some(peers.entry(addr).or_insert_with(|| Arc::new(ares_net::BulkPeer::new(addr, token))).clone())
     }
 
     fn peer(&self, addr: std::net::SocketAddr) -> io::Result<ares_net::QuicPeer> {

@@ -195,7 +195,8 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
         "pull",
         1,
         &["--num-cpus", "1", "--object-store-memory", "256M"],
-        &[("ARES_IDENTIFY_TIMEOUT_MS", "1000")],
+        // The pull's transports are logged at debug.
+        &[("ARES_IDENTIFY_TIMEOUT_MS", "1000"), ("ARES_LOG", "info,ares_raylet::object_manager=debug")],
     );
     let (ra, rb) = (&c.roots[0], &c.roots[1]);
     let socket_b = ares_net::daemons(rb)[0].socket.clone().expect("node.info names the socket");
@@ -227,6 +228,9 @@ fn an_object_on_one_node_is_pulled_once_into_another_and_read_intact() {
     assert_eq!(got[1], "1", "ten concurrent requests share one pull");
     let pulled: u64 = got[2].parse().unwrap();
     assert!(pulled > 64 << 20, "{pulled} bytes pulled");
+    // All but the first MiB moved over the bulk plane (TLS over TCP), in 8 MiB chunks.
+    let log_b = daemon_log(rb);
+    assert!(log_b.contains("pull ended: 8 chunks over the bulk plane, 0 over QUIC streams"), "{log_b}");
     std::thread::sleep(identify * 4);
     let log = daemon_log(ra);
     assert!(!log.contains("did not register"), "node A closed node B's pull connection:\n{log}");
