@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::quic::{AUTH_TIMEOUT, Credentials, JoinToken, PinnedCert, SERVER_NAME, STALL_TIMEOUT, provider};
+use crate::quic::{AUTH_TIMEOUT, Credentials, JoinToken, SERVER_NAME, STALL_TIMEOUT, tls_client, tls_server};
 
 /// What a client sends once TLS is up: a magic tag, then its 32-byte proof.
 const MAGIC: &[u8; 5] = b"ARESB";
@@ -48,19 +48,34 @@ fn proof(secret: &[u8; 16], exported: &[u8; 32]) -> [u8; 32] {
     *blake3::keyed_hash(&key, exported).as_bytes()
 }
 
-/// The socket under TLS: buffered reads, direct writes.
+/// The socket under TLS: buffered reads, direct writes. Until the handshake is done,
+/// every read and write must end by `deadline`: rustls reads a handshake in several
+/// calls, and a per-call timeout alone would let a peer that trickles a byte at a time
+/// hold a connection for as long as it likes.
 struct Sock {
     read: BufReader<TcpStream>,
+    deadline: Option<Instant>,
+}
+
+impl Sock {
+    fn before_io(&self) -> io::Result<()> {
+        if let Some(d) = self.deadline {
+            set_deadline(self.tcp(), d)?;
+        }
+        Ok(())
+    }
 }
 
 impl Read for Sock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.before_io()?;
         self.read.read(buf)
     }
 }
 
 impl Write for Sock {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.before_io()?;
         self.read.get_mut().write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -69,8 +84,8 @@ impl Write for Sock {
 }
 
 impl Sock {
-    fn new(tcp: TcpStream) -> Sock {
-        Sock { read: BufReader::with_capacity(IO_BUFFER, tcp) }
+    fn new(tcp: TcpStream, deadline: Instant) -> Sock {
+        Sock { read: BufReader::with_capacity(IO_BUFFER, tcp), deadline: Some(deadline) }
     }
     fn tcp(&self) -> &TcpStream {
         self.read.get_ref()
@@ -113,19 +128,17 @@ impl Write for BulkStream {
     }
 }
 
-/// Runs `conn`'s handshake on `sock` until done or `deadline`.
-fn handshake<C, S>(conn: &mut C, sock: &mut Sock, deadline: Instant) -> io::Result<()>
+/// Runs `conn`'s handshake on `sock` (within the socket's deadline).
+fn handshake<C, S>(conn: &mut C, sock: &mut Sock) -> io::Result<()>
 where
     C: std::ops::DerefMut<Target = rustls::ConnectionCommon<S>>,
     S: rustls::SideData,
 {
     while conn.is_handshaking() {
-        set_deadline(sock.tcp(), deadline)?;
         conn.complete_io(sock)?;
     }
     // Send what the last step queued (the client's Finished).
     while conn.wants_write() {
-        set_deadline(sock.tcp(), deadline)?;
         conn.write_tls(sock)?;
     }
     Ok(())
@@ -151,17 +164,11 @@ impl BulkStream {
         let deadline = Instant::now() + limit;
         let tcp = TcpStream::connect_timeout(&addr, limit).map_err(|e| refused(addr, e))?;
         tcp.set_nodelay(true)?;
-        let provider = Arc::new(provider());
-        let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(io::Error::other)?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(PinnedCert { hash: token.cert, provider }))
-            .with_no_client_auth();
+        let cfg = tls_client(token)?;
         let name = rustls::pki_types::ServerName::try_from(SERVER_NAME).map_err(io::Error::other)?;
         let mut conn = rustls::ClientConnection::new(Arc::new(cfg), name).map_err(io::Error::other)?;
-        let mut sock = Sock::new(tcp);
-        handshake(&mut conn, &mut sock, deadline).map_err(|e| refused(addr, e))?;
+        let mut sock = Sock::new(tcp, deadline);
+        handshake(&mut conn, &mut sock).map_err(|e| refused(addr, e))?;
         let exported = conn.export_keying_material([0u8; 32], EXPORTER_LABEL, None).map_err(io::Error::other)?;
         let mut hello = MAGIC.to_vec();
         hello.extend_from_slice(&proof(&token.secret, &exported));
@@ -185,7 +192,13 @@ impl BulkStream {
         }
     }
 
-    fn set_stall_timeouts(&self) -> io::Result<()> {
+    /// Ends the handshake's deadline: from now on each read and write has
+    /// [`STALL_TIMEOUT`] to make progress.
+    fn set_stall_timeouts(&mut self) -> io::Result<()> {
+        match &mut self.tls {
+            Tls::Client(s) => s.sock.deadline = None,
+            Tls::Server(s) => s.sock.deadline = None,
+        }
         self.tcp().set_read_timeout(Some(STALL_TIMEOUT))?;
         self.tcp().set_write_timeout(Some(STALL_TIMEOUT))
     }
@@ -233,17 +246,7 @@ impl BulkListener {
     pub fn bind(addr: SocketAddr, creds: &Credentials, handler: BulkHandler) -> io::Result<BulkListener> {
         let listener = Arc::new(TcpListener::bind(addr)?);
         let local = listener.local_addr()?;
-        let (cert, key) = creds.cert_and_key();
-        let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(io::Error::other)?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![rustls::pki_types::CertificateDer::from(cert)],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()),
-            )
-            .map_err(io::Error::other)?;
-        let cfg = Arc::new(cfg);
+        let cfg = Arc::new(tls_server(creds)?);
         let secret = creds.secret();
         let stopped = Arc::new(AtomicBool::new(false));
         let open = Arc::new(AtomicUsize::new(0));
@@ -253,7 +256,11 @@ impl BulkListener {
                 if stop.load(Ordering::Acquire) {
                     return;
                 }
-                let Ok(tcp) = tcp else { continue };
+                let Ok(tcp) = tcp else {
+                    // Out of file descriptors, say: wait a little rather than spin on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
                 let peer = tcp.peer_addr().unwrap_or(local);
                 // Counted before the thread starts, released when it ends.
                 if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
@@ -308,13 +315,12 @@ fn accept(
     let deadline = Instant::now() + AUTH_TIMEOUT;
     tcp.set_nodelay(true)?;
     let mut conn = rustls::ServerConnection::new(cfg).map_err(io::Error::other)?;
-    let mut sock = Sock::new(tcp);
-    handshake(&mut conn, &mut sock, deadline)?;
+    let mut sock = Sock::new(tcp, deadline);
+    handshake(&mut conn, &mut sock)?;
     let exported = conn.export_keying_material([0u8; 32], EXPORTER_LABEL, None).map_err(io::Error::other)?;
     let want = proof(secret, &exported);
     let mut s = BulkStream { tls: Tls::Server(rustls::StreamOwned::new(conn, sock)), peer };
     let mut hello = [0u8; MAGIC.len() + 32];
-    set_deadline(s.tcp(), deadline)?;
     s.read_exact(&mut hello)?;
     if &hello[..MAGIC.len()] != MAGIC {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not an ares client (bad magic)"));
@@ -485,6 +491,16 @@ mod tests {
             }
         };
         assert_eq!(n, 0);
+        // A client that trickles a handshake a byte at a time is closed all the same
+        // (each byte would reset a per-read timeout).
+        let mut slow = TcpStream::connect(l.local_addr()).unwrap();
+        let mut hello = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+        hello.resize(2048, 0);
+        let closed = hello.iter().any(|b| {
+            std::thread::sleep(Duration::from_millis(250));
+            slow.write_all(&[*b]).is_err()
+        });
+        assert!(closed, "a trickling client was kept for 2048 bytes at 4 a second");
         // A client that connects and says nothing is closed after the deadline.
         let mut quiet = TcpStream::connect(l.local_addr()).unwrap();
         quiet.set_read_timeout(Some(AUTH_TIMEOUT * 3)).unwrap();

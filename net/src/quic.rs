@@ -225,9 +225,9 @@ fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> io::Result
 /// Accepts a server certificate only if its hash is the one in the join token; the TLS
 /// handshake signatures are still checked with the ring provider.
 #[derive(Debug)]
-pub(crate) struct PinnedCert {
-    pub(crate) hash: [u8; 16],
-    pub(crate) provider: Arc<rustls::crypto::CryptoProvider>,
+struct PinnedCert {
+    hash: [u8; 16],
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl rustls::client::danger::ServerCertVerifier for PinnedCert {
@@ -272,7 +272,7 @@ impl rustls::client::danger::ServerCertVerifier for PinnedCert {
 /// rustls' ring provider with AES-128-GCM first (QUIC and the bulk plane alike): the
 /// server follows the client's order, and ring lists AES-256 first, which costs about a
 /// third more per byte for a margin rustls' own docs call marginal.
-pub(crate) fn provider() -> rustls::crypto::CryptoProvider {
+fn provider() -> rustls::crypto::CryptoProvider {
     use rustls::crypto::ring::cipher_suite as cs;
     rustls::crypto::CryptoProvider {
         cipher_suites: vec![
@@ -284,31 +284,39 @@ pub(crate) fn provider() -> rustls::crypto::CryptoProvider {
     }
 }
 
-fn client_config(token: &JoinToken) -> io::Result<quinn::ClientConfig> {
+/// TLS 1.3 for a client that accepts only the certificate `token` names (QUIC and the
+/// bulk plane).
+pub(crate) fn tls_client(token: &JoinToken) -> io::Result<rustls::ClientConfig> {
     let provider = Arc::new(provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+    Ok(rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(io::Error::other)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(PinnedCert { hash: token.cert, provider }))
-        .with_no_client_auth();
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(io::Error::other)?;
+        .with_no_client_auth())
+}
+
+/// TLS 1.3 for a server presenting the cluster certificate (QUIC and the bulk plane).
+pub(crate) fn tls_server(creds: &Credentials) -> io::Result<rustls::ServerConfig> {
+    let cert = rustls::pki_types::CertificateDer::from(creds.cert.clone());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(creds.key.clone().into());
+    rustls::ServerConfig::builder_with_provider(Arc::new(provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .map_err(io::Error::other)
+}
+
+fn client_config(token: &JoinToken) -> io::Result<quinn::ClientConfig> {
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls_client(token)?).map_err(io::Error::other)?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(quic));
     cfg.transport_config(transport());
     Ok(cfg)
 }
 
 fn server_config(creds: &Credentials) -> io::Result<quinn::ServerConfig> {
-    let provider = Arc::new(provider());
-    let cert = rustls::pki_types::CertificateDer::from(creds.cert.clone());
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(creds.key.clone().into());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(io::Error::other)?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .map_err(io::Error::other)?;
-    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls_server(creds)?).map_err(io::Error::other)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(quic));
     cfg.transport_config(transport());
     Ok(cfg)

@@ -189,10 +189,12 @@ pub(crate) fn serve(host: Arc<dyn TransferHost>, mut stream: RawStream) {
 }
 
 /// Serves chunk requests on a bulk connection, one after another, until the puller
-/// closes it (or it fails or idles out).
-pub(crate) fn serve_bulk(host: Arc<dyn TransferHost>, mut conn: BulkStream) {
+/// closes it (or it fails or idles out, or the node is gone: `host` gives the node for
+/// one request at a time, so an idle connection does not keep a stopped node alive).
+pub(crate) fn serve_bulk(host: impl Fn() -> Option<Arc<dyn TransferHost>>, mut conn: BulkStream) {
     let mut req = [0u8; 36];
     while let Ok(true) = conn.read_request(&mut req) {
+        let Some(host) = host() else { return };
         let (id, offset, len) = decode_request(&req);
         let sent = match pin_range(&*host, id, offset, len) {
             Err(e) => conn.send(&failure(&e)),

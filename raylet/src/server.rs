@@ -362,9 +362,8 @@ impl Raylet {
         // second address. Without it (the TCP port is taken) objects move over QUIC.
         let weak = Arc::downgrade(&self.shared);
         let on_bulk: ares_net::BulkHandler = Arc::new(move |conn| {
-            if let Some(sh) = weak.upgrade() {
-                object_manager::serve_bulk(sh, conn);
-            }
+            let weak = weak.clone();
+            object_manager::serve_bulk(move || weak.upgrade().map(|sh| sh as Arc<dyn TransferHost>), conn);
         });
         match ares_net::BulkListener::bind(addr, m.creds(), on_bulk) {
             Ok(l) => self.bulk = Some(l),
