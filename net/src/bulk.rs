@@ -10,8 +10,8 @@
 //! client pins it by the join token's hash), and the client proves it knows the secret
 //! by a keyed hash of the TLS session's exported keying material, so a proof is good for
 //! that one connection only and never shows the secret itself. Every step of the
-//! handshake has a deadline; a listener serves at most [`MAX_CONNECTIONS`] connections
-//! at once and closes the rest at once.
+//! handshake has a deadline; a listener runs at most [`MAX_HANDSHAKES`] handshakes and
+//! serves at most [`MAX_CONNECTIONS`] connections at once, and closes the rest at once.
 //!
 //! **IO.** Plain blocking sockets on the caller's threads (no runtime hand-off). Reads go
 //! through a 1 MiB buffer, so a 1 GiB object is a thousand `read` calls rather than the
@@ -32,12 +32,15 @@ const OK: &[u8; 2] = b"OK";
 const NO: &[u8; 2] = b"NO";
 /// The exporter label of the proof (RFC 8446 section 7.5).
 const EXPORTER_LABEL: &[u8] = b"EXPORTER-ares-bulk-proof";
-/// Connections a listener serves at once; more are closed as they arrive.
-pub const MAX_CONNECTIONS: usize = 64;
+/// Authenticated connections a listener serves at once; more are closed.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Handshakes a listener runs at once (each has [`AUTH_TIMEOUT`]); more connections are
+/// closed as they arrive.
+pub const MAX_HANDSHAKES: usize = 32;
 /// How long a server keeps a connection that asks nothing; the client retires its idle
 /// connections well before ([`CLIENT_IDLE`]).
-const SERVER_IDLE: Duration = Duration::from_secs(60);
-const CLIENT_IDLE: Duration = Duration::from_secs(20);
+const SERVER_IDLE: Duration = Duration::from_secs(25);
+const CLIENT_IDLE: Duration = Duration::from_secs(10);
 /// Connections a client keeps idle per peer.
 const KEEP_IDLE: usize = 8;
 /// Socket reads and the TLS writer's buffer: large, so a transfer makes few system calls.
@@ -239,6 +242,32 @@ pub struct BulkListener {
     stopped: Arc<AtomicBool>,
 }
 
+/// One of a bounded number of places, given back when dropped (a panicking handler
+/// included).
+struct Place(Arc<AtomicUsize>);
+
+impl Place {
+    fn take(count: &Arc<AtomicUsize>, max: usize) -> Option<Place> {
+        count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+        Some(Place(count.clone()))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Warns about a refused connection at most once every 30 s (a flood must not flood the
+/// log too).
+fn warn_limited(last: &mut Option<Instant>, peer: SocketAddr, why: std::fmt::Arguments<'_>) {
+    if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(30)) {
+        *last = Some(Instant::now());
+        tracing::warn!(%peer, "refused a bulk connection: {why} (further refusals for 30 s are not logged)");
+    }
+}
+
 impl BulkListener {
     /// Listens on `addr` (a node binds the address and port of its QUIC endpoint, so its
     /// peers need no second address) and serves each connection that proves the
@@ -246,12 +275,18 @@ impl BulkListener {
     pub fn bind(addr: SocketAddr, creds: &Credentials, handler: BulkHandler) -> io::Result<BulkListener> {
         let listener = Arc::new(TcpListener::bind(addr)?);
         let local = listener.local_addr()?;
-        let cfg = Arc::new(tls_server(creds)?);
+        let mut cfg = tls_server(creds)?;
+        // Connections are kept, not resumed.
+        cfg.send_tls13_tickets = 0;
+        let cfg = Arc::new(cfg);
         let secret = creds.secret();
         let stopped = Arc::new(AtomicBool::new(false));
-        let open = Arc::new(AtomicUsize::new(0));
+        // Handshakes and authenticated connections are counted apart, so that clients
+        // that never authenticate cannot take the places of the cluster's own.
+        let (handshaking, serving) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (l, stop) = (listener.clone(), stopped.clone());
         std::thread::Builder::new().name("ares-bulk-accept".into()).spawn(move || {
+            let mut warned = None;
             for tcp in l.incoming() {
                 if stop.load(Ordering::Acquire) {
                     return;
@@ -262,23 +297,26 @@ impl BulkListener {
                     continue;
                 };
                 let peer = tcp.peer_addr().unwrap_or(local);
-                // Counted before the thread starts, released when it ends.
-                if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-                    open.fetch_sub(1, Ordering::AcqRel);
-                    tracing::warn!(%peer, "refused a bulk connection: {MAX_CONNECTIONS} already open");
+                let Some(place) = Place::take(&handshaking, MAX_HANDSHAKES) else {
+                    warn_limited(&mut warned, peer, format_args!("{MAX_HANDSHAKES} handshakes under way"));
                     continue;
-                }
-                let (cfg, handler, open2) = (cfg.clone(), handler.clone(), open.clone());
+                };
+                let (cfg, handler, serving) = (cfg.clone(), handler.clone(), serving.clone());
                 let spawned = std::thread::Builder::new().name("ares-bulk-conn".into()).spawn(move || {
-                    match accept(tcp, peer, cfg, &secret) {
-                        Ok(s) => handler(s),
-                        Err(e) => tracing::warn!(%peer, "refused a bulk connection: {e}"),
+                    let conn = accept(tcp, peer, cfg, &secret);
+                    drop(place);
+                    match conn {
+                        Ok(s) => match Place::take(&serving, MAX_CONNECTIONS) {
+                            Some(_place) => handler(s),
+                            None => {
+                                tracing::debug!(%peer, "closed a bulk connection: {MAX_CONNECTIONS} already served")
+                            }
+                        },
+                        Err(e) => tracing::debug!(%peer, "refused a bulk connection: {e}"),
                     }
-                    open2.fetch_sub(1, Ordering::AcqRel);
                 });
                 if spawned.is_err() {
-                    open.fetch_sub(1, Ordering::AcqRel);
-                    tracing::warn!(%peer, "no thread for a bulk connection; closed it");
+                    warn_limited(&mut warned, peer, format_args!("no thread for it"));
                 }
             }
         })?;
@@ -412,6 +450,18 @@ impl BulkPeer {
     /// Where it connects.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Closes the kept connections that idled too long.
+    pub fn close_expired(&self) {
+        let now = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|(_, since)| now.saturating_duration_since(*since) < CLIENT_IDLE);
+    }
+
+    /// Whether it keeps any connection.
+    pub fn keeps_any(&self) -> bool {
+        !self.idle.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
     }
 }
 

@@ -54,8 +54,9 @@ pub(crate) trait TransferHost: Send + Sync + 'static {
     fn finish_copy(&self, id: ObjectId, ok: bool);
     /// A connection to the node serving at `addr` (cached).
     fn peer(&self, addr: SocketAddr) -> io::Result<QuicPeer>;
-    /// The bulk connections to the node serving at `addr` (cached); `None` if this node
-    /// has no bulk plane, or `addr` did not answer on it lately.
+    /// The bulk connections to the node serving at `addr` (cached); `None` if this process
+    /// has no join token (a node that took no bulk connection lately is refused by the
+    /// peer's `take`, at once).
     fn bulk(&self, addr: SocketAddr) -> Option<Arc<BulkPeer>>;
 }
 
@@ -247,11 +248,27 @@ pub(crate) fn pull(host: &dyn TransferHost, id: ObjectId, addr: SocketAddr) -> R
         return Ok(0);
     };
     let over = [AtomicU64::new(0), AtomicU64::new(0)];
+    // Dropped as a failure unless the fill succeeds (a panic included).
+    let copy = Unsealed { host, id };
     let result = fill(host, &peer, addr, &mut first, id, size, local, &over);
+    std::mem::forget(copy);
     host.finish_copy(id, result.is_ok());
     let [bulk, quic] = over.map(AtomicU64::into_inner);
     tracing::debug!(object = %id, size, "pull ended: {bulk} chunks over the bulk plane, {quic} over QUIC streams; QUIC {}", peer.path_stats());
     result.map(|()| size)
+}
+
+/// A secondary copy being filled: dropped (by a panic) before the pull ends, it is
+/// dropped from the pool rather than left unsealed.
+struct Unsealed<'a> {
+    host: &'a dyn TransferHost,
+    id: ObjectId,
+}
+
+impl Drop for Unsealed<'_> {
+    fn drop(&mut self) {
+        self.host.finish_copy(self.id, false);
+    }
 }
 
 /// Reads the first [`FIRST`] bytes from `first` and the rest in chunks, on up to
@@ -296,7 +313,7 @@ fn fill(
         chunk(offset, &mut s).map_err(|(e, _)| e)
     };
     let bulk = host.bulk(addr);
-    let worker = || -> Result<(), String> {
+    let work = || -> Result<(), String> {
         // Each worker holds one bulk connection for the whole pull; without one, every
         // chunk takes a QUIC stream of its own.
         let mut conn: Option<(BulkStream, bool)> = bulk.as_ref().and_then(|b| b.take(BULK_CONNECT).ok());
@@ -320,17 +337,31 @@ fn fill(
                 }
                 Err((e, retry)) if retry && *reused => {
                     // Taken idle from the pool and closed by the source meanwhile: once
-                    // more on a new connection.
+                    // more on a new connection, or over QUIC if none is to be had.
                     tracing::debug!(%addr, "a kept bulk connection failed ({e}); trying a new one");
                     let b = bulk.as_ref().expect("a connection came from the bulk peer");
-                    let mut fresh = b.connect(BULK_CONNECT).map_err(|e| e.to_string())?;
-                    chunk(offset, &mut fresh).map_err(|(e, _)| e)?;
-                    over[0].fetch_add(1, Ordering::Relaxed);
-                    conn = Some((fresh, false));
+                    match b.connect(BULK_CONNECT) {
+                        Ok(mut fresh) => {
+                            chunk(offset, &mut fresh).map_err(|(e, _)| e)?;
+                            over[0].fetch_add(1, Ordering::Relaxed);
+                            conn = Some((fresh, false));
+                        }
+                        Err(_) => {
+                            conn = None;
+                            over_quic(offset)?;
+                            over[1].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
                 }
                 Err((e, _)) => return Err(e),
             }
         }
+    };
+    // One worker's failure ends the others' work too: no chunk is left to take.
+    let worker = || {
+        work().inspect_err(|_| {
+            next.fetch_max(size, Ordering::Relaxed);
+        })
     };
     let streams = STREAMS.min((size - FIRST).div_ceil(CHUNK) as usize).max(1);
     std::thread::scope(|s| {

@@ -350,25 +350,15 @@ impl Raylet {
                 object_manager::serve(sh, stream);
             }
         });
-        let listener = Arc::new(Listener::bind_quic_with(
-            node_id,
-            std::net::SocketAddr::new(ip, 0),
-            m.creds(),
-            true,
-            Some(on_stream),
-        )?);
-        let addr = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
-        // The bulk plane listens on the same address and port over TCP, so peers need no
-        // second address. Without it (the TCP port is taken) objects move over QUIC.
         let weak = Arc::downgrade(&self.shared);
         let on_bulk: ares_net::BulkHandler = Arc::new(move |conn| {
             let weak = weak.clone();
             object_manager::serve_bulk(move || weak.upgrade().map(|sh| sh as Arc<dyn TransferHost>), conn);
         });
-        match ares_net::BulkListener::bind(addr, m.creds(), on_bulk) {
-            Ok(l) => self.bulk = Some(l),
-            Err(e) => tracing::warn!(%addr, "no bulk data plane (TCP {addr}: {e}); objects move over QUIC only"),
-        }
+        let (listener, bulk) = bind_quic_and_bulk(node_id, ip, m.creds(), on_stream, on_bulk)?;
+        let listener = Arc::new(listener);
+        self.bulk = bulk;
+        let addr = listener.endpoint().quic_addr().expect("bind_quic_with gives a QUIC endpoint");
         let (s, l) = (self.shared.clone(), listener.clone());
         let accept =
             std::thread::Builder::new().name("ares-raylet-remote".into()).spawn(move || accept_loop(s, Some(l)))?;
@@ -816,6 +806,12 @@ impl TransferHost for Shared {
     fn bulk(&self, addr: std::net::SocketAddr) -> Option<Arc<ares_net::BulkPeer>> {
         let token = ares_net::join_token()?;
         let mut peers = self.bulk_peers.lock().unwrap_or_else(|p| p.into_inner());
+        // Nodes come and go (a restarted one has a new port): close what idled out, and
+        // forget peers with nothing kept and no pull running.
+        peers.retain(|a, p| {
+            p.close_expired();
+            *a == addr || Arc::strong_count(p) > 1 || p.keeps_any()
+        });
         Some(peers.entry(addr).or_insert_with(|| Arc::new(ares_net::BulkPeer::new(addr, token))).clone())
     }
 
@@ -837,6 +833,36 @@ impl TransferHost for Shared {
             }
         }
     }
+}
+
+/// The node's QUIC listener and, on the same address and port over TCP, its bulk plane's,
+/// so that peers need no second address: a free TCP port first, then the same UDP port
+/// (another pair if that one is taken). Without a TCP port at all the node runs with QUIC
+/// alone, and its objects move over QUIC.
+fn bind_quic_and_bulk(
+    node_id: NodeId,
+    ip: std::net::IpAddr,
+    creds: &ares_net::Credentials,
+    on_stream: ares_net::StreamHandler,
+    on_bulk: ares_net::BulkHandler,
+) -> io::Result<(Listener, Option<ares_net::BulkListener>)> {
+    let any = std::net::SocketAddr::new(ip, 0);
+    for _ in 0..16 {
+        let bulk = match ares_net::BulkListener::bind(any, creds, on_bulk.clone()) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(%ip, "no bulk data plane (TCP: {e}); objects move over QUIC only");
+                return Ok((Listener::bind_quic_with(node_id, any, creds, true, Some(on_stream))?, None));
+            }
+        };
+        match Listener::bind_quic_with(node_id, bulk.local_addr(), creds, true, Some(on_stream.clone())) {
+            Ok(l) => return Ok((l, Some(bulk))),
+            // Dropping `bulk` closes it; try another pair.
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AddrInUse, format!("no port on {ip} free for both UDP and TCP in 16 tries")))
 }
 
 /// A detached actor to construct (see [`Output::ConstructActor`]).
