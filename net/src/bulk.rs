@@ -427,12 +427,8 @@ impl BulkPeer {
     /// An idle connection, or a new one made within `limit`. The flag says whether it
     /// was reused (a reused connection the server may have closed meanwhile).
     pub fn take(&self, limit: Duration) -> io::Result<(BulkStream, bool)> {
-        let now = Instant::now();
-        let reused = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            idle.retain(|(_, since)| now.saturating_duration_since(*since) < CLIENT_IDLE);
-            idle.pop().map(|(s, _)| s)
-        };
+        self.close_expired();
+        let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop().map(|(s, _)| s);
         match reused {
             Some(s) => Ok((s, true)),
             None => Ok((self.connect(limit)?, false)),
@@ -445,11 +441,6 @@ impl BulkPeer {
         if idle.len() < KEEP_IDLE {
             idle.push((s, Instant::now()));
         }
-    }
-
-    /// Where it connects.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// Closes the kept connections that idled too long.
